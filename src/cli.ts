@@ -1,0 +1,224 @@
+#!/usr/bin/env node
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { formatIssue, loadConfigFile } from './config/index.js';
+import { buildGeneration } from './live/index.js';
+import { startMockProvider } from './mock/index.js';
+import { PoolRegistry } from './providers/index.js';
+import { startGateway, StartupError } from './server/index.js';
+
+interface Command {
+  readonly summary: string;
+  readonly usage: string;
+  readonly options: NonNullable<ParseArgsConfig['options']>;
+  run(values: Record<string, string | boolean | undefined>): Promise<number | 'running'>;
+}
+
+const help = { type: 'boolean', short: 'h' } as const;
+
+const commands: Record<string, Command> = {
+  serve: {
+    summary: 'run the gateway',
+    usage: `switchyard serve --config FILE
+
+Runs the gateway on the config FILE (YAML or JSON). SIGHUP reloads the config without a
+restart; SIGTERM or SIGINT stops accepting, drains in-flight requests within
+server.drain_timeout_ms, then exits 0. A bad config at start-up prints every error and
+exits 1.`,
+    options: { config: { type: 'string', short: 'c' }, help },
+    async run(values) {
+      const configPath = requireString(values.config, '--config');
+      return serve(resolve(configPath));
+    },
+  },
+  validate: {
+    summary: 'check a config file and exit',
+    usage: `switchyard validate --config FILE
+
+Exits 0 when FILE is a valid config whose secret references all resolve. Otherwise prints
+every error with its path (e.g. "providers.east.base_url: invalid URL") and exits 1.`,
+    options: { config: { type: 'string', short: 'c' }, help },
+    async run(values) {
+      const configPath = resolve(requireString(values.config, '--config'));
+      const loaded = loadConfigFile(configPath);
+      const issues = loaded.ok
+        ? (() => {
+            const built = buildGeneration({ config: loaded.config, sourceHash: loaded.sourceHash, number: 1, env: process.env, poolFor: (spec) => new PoolRegistry().acquire(spec) });
+            return built.ok ? [] : built.issues;
+          })()
+        : loaded.issues;
+      if (issues.length === 0) {
+        process.stdout.write(`${configPath}: valid\n`);
+        return 0;
+      }
+      for (const issue of issues) process.stderr.write(`${formatIssue(issue)}\n`);
+      process.stderr.write(`${configPath}: ${issues.length} error(s)\n`);
+      return 1;
+    },
+  },
+  'mock-provider': {
+    summary: 'run a mock OpenAI-compatible provider (for demos, tests and benchmarks)',
+    usage: `switchyard mock-provider --port N --name NAME [--latency-ms N] [--stream-chunk-delay-ms N] [--stream-chunks N] [--host HOST]
+
+Serves POST /v1/chat/completions (plain and streamed), GET /v1/models, GET /__mock/stats
+and POST /__mock/faults on HOST (default 127.0.0.1).`,
+    options: {
+      port: { type: 'string', short: 'p' },
+      name: { type: 'string', short: 'n' },
+      host: { type: 'string' },
+      'latency-ms': { type: 'string' },
+      'stream-chunk-delay-ms': { type: 'string' },
+      'stream-chunks': { type: 'string' },
+      help,
+    },
+    async run(values) {
+      const mock = await startMockProvider({
+        name: requireString(values.name, '--name'),
+        port: int(values.port, '--port', 0),
+        host: typeof values.host === 'string' ? values.host : '127.0.0.1',
+        latencyMs: int(values['latency-ms'], '--latency-ms', 0),
+        streamChunkDelayMs: int(values['stream-chunk-delay-ms'], '--stream-chunk-delay-ms', 0),
+        streamChunks: int(values['stream-chunks'], '--stream-chunks', 5),
+      });
+      process.stdout.write(`mock provider ${mock.name} listening on ${mock.baseUrl}\n`);
+      const stop = (): void => void mock.close().then(() => process.exit(0));
+      process.once('SIGTERM', stop);
+      process.once('SIGINT', stop);
+      return 'running';
+    },
+  },
+  demo: {
+    summary: 'start three mock providers and a gateway on 127.0.0.1:8080 (what `npm start` runs)',
+    usage: `switchyard demo
+
+Starts mock providers east, west and central on 127.0.0.1:9001-9003 and a gateway on
+127.0.0.1:8080 (admin on 127.0.0.1:9090) with examples/demo.yaml. No credentials, no network.`,
+    options: { help },
+    async run() {
+      const mocks = await Promise.all(
+        (['east', 'west', 'central'] as const).map((name, i) => startMockProvider({ name, port: 9001 + i, streamChunkDelayMs: 150, streamChunks: 8 })),
+      ).catch((err: unknown) => {
+        throw new Error(`cannot start the demo's mock providers on ports 9001-9003: ${(err as Error).message}`);
+      });
+      const configPath = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'examples', 'demo.yaml');
+      const code = await serve(configPath, async () => {
+        await Promise.all(mocks.map((m) => m.close()));
+      });
+      if (code === 'running') process.stdout.write(demoText());
+      else await Promise.all(mocks.map((m) => m.close()));
+      return code;
+    },
+  },
+};
+
+async function serve(configPath: string, afterShutdown?: () => Promise<void>): Promise<number | 'running'> {
+  try {
+    await startGateway({
+      configPath,
+      handleSignals: true,
+      onShutdown: () => {
+        void (afterShutdown?.() ?? Promise.resolve()).finally(() => process.exit(0));
+      },
+    });
+    return 'running';
+  } catch (err) {
+    if (err instanceof StartupError) {
+      process.stderr.write(`switchyard: cannot start with ${configPath}:\n`);
+      for (const issue of err.issues) process.stderr.write(`  ${formatIssue(issue)}\n`);
+      return 1;
+    }
+    throw err;
+  }
+}
+
+function demoText(): string {
+  return `
+Switchyard demo: gateway on http://127.0.0.1:8080, admin on http://127.0.0.1:9090
+Mock providers: east :9001, west :9002, central :9003. Ctrl-C stops everything.
+
+Try:
+  curl -s http://127.0.0.1:8080/v1/chat/completions -H 'content-type: application/json' \\
+    -d '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hello"}]}' -D - 
+
+  # round-robin over east, west, central: watch x-switchyard-provider
+  for i in 1 2 3; do curl -s -o /dev/null -D - http://127.0.0.1:8080/v1/chat/completions \\
+    -d '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}' | grep -i x-switchyard-provider; done
+
+  # streaming
+  curl -sN http://127.0.0.1:8080/v1/chat/completions \\
+    -d '{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"hi"}]}'
+
+  # make east fail, then watch gpt-4o fail over to west (x-switchyard-fallback: east)
+  curl -s http://127.0.0.1:9001/__mock/faults -d '{"mode":"status","status":500,"count":1}'
+  curl -s -D - -o /dev/null http://127.0.0.1:8080/v1/chat/completions \\
+    -d '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}'
+
+  curl -s http://127.0.0.1:8080/v1/models
+  curl -s http://127.0.0.1:9090/admin/status
+  curl -s -X POST http://127.0.0.1:9090/admin/reload     # or: kill -HUP <pid>
+  curl -s http://127.0.0.1:8080/metrics | grep switchyard_requests_total
+
+With the official openai client:
+  import OpenAI from 'openai';
+  const client = new OpenAI({ baseURL: 'http://127.0.0.1:8080/v1', apiKey: 'unused' });
+  const r = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+  console.log(r.choices[0].message.content);
+`;
+}
+
+function requireString(value: string | boolean | undefined, flag: string): string {
+  if (typeof value !== 'string' || value === '') throw new UsageError(`${flag} is required`);
+  return value;
+}
+
+function int(value: string | boolean | undefined, flag: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (typeof value !== 'string' || !Number.isInteger(n) || n < 0) throw new UsageError(`${flag} must be a whole number >= 0`);
+  return n;
+}
+
+class UsageError extends Error {}
+
+function topHelp(): string {
+  const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(15)} ${c.summary}`);
+  return `switchyard: an AI gateway that swaps its routing live
+
+Usage: switchyard <command> [options]
+
+Commands:
+${lines.join('\n')}
+
+Run "switchyard <command> --help" for a command's options.
+`;
+}
+
+async function main(argv: string[]): Promise<number | 'running'> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(topHelp());
+    return name === undefined ? 1 : 0;
+  }
+  const command = commands[name];
+  if (command === undefined) {
+    process.stderr.write(`switchyard: unknown command "${name}"\n\n${topHelp()}`);
+    return 1;
+  }
+  try {
+    const { values } = parseArgs({ args: rest, options: command.options, strict: true, allowPositionals: false });
+    if (values.help === true) {
+      process.stdout.write(`${command.usage}\n`);
+      return 0;
+    }
+    return await command.run(values as Record<string, string | boolean | undefined>);
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    const isUsage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true;
+    process.stderr.write(`switchyard ${name}: ${message}\n${isUsage ? `\n${command.usage}\n` : ''}`);
+    return 1;
+  }
+}
+
+const code = await main(process.argv.slice(2));
+if (code !== 'running') process.exitCode = code;

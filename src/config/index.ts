@@ -1,0 +1,17 @@
+// config/: the gateway config schema (zod), YAML/JSON loading and secret references.
+// Pure functions of their input: reading the config or a secret file is the only I/O.
+// Imports nothing from other src/ folders. See docs/decisions/0001-one-generation.md.
+export {
+  configSchema,
+  secretRefSchema,
+  type GatewayConfig,
+  type ServerConfig,
+  type ProviderConfig,
+  type RouteConfig,
+  type PricingConfig,
+  type BreakerConfig,
+  type Policy,
+  type SecretRef,
+} from './schema.js';
+export { checkConfig, parseConfigText, loadConfigFile, formatIssue, formatPath, type ConfigIssue, type ConfigResult } from './load.js';
+export { resolveSecret, describeSecretRef, type SecretResult } from './secrets.js';

@@ -1,0 +1,83 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { parseDocument } from 'yaml';
+import type { z } from 'zod';
+import { configSchema, type GatewayConfig } from './schema.js';
+
+/** One problem with a config, located by its dotted path (`providers.east.base_url`). */
+export interface ConfigIssue {
+  readonly path: string;
+  readonly message: string;
+}
+
+export type ConfigResult =
+  | { readonly ok: true; readonly config: GatewayConfig; readonly sourceHash: string }
+  | { readonly ok: false; readonly issues: readonly ConfigIssue[]; readonly sourceHash?: string };
+
+export function formatIssue(issue: ConfigIssue): string {
+  return issue.path === '' ? issue.message : `${issue.path}: ${issue.message}`;
+}
+
+/** `['routing','routes','gpt-4o',  'candidates', 0]` -> `routing.routes.gpt-4o.candidates[0]`. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const part of path) {
+    if (typeof part === 'number') out += `[${part}]`;
+    else out += out === '' ? String(part) : `.${String(part)}`;
+  }
+  return out;
+}
+
+function zodIssues(error: z.ZodError): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  for (const issue of error.issues) {
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) issues.push({ path: formatPath([...issue.path, key]), message: 'unknown key' });
+    } else {
+      issues.push({ path: formatPath(issue.path), message: issue.message });
+    }
+  }
+  return issues;
+}
+
+/** Validates an already-parsed document (from YAML, JSON or code). */
+export function checkConfig(document: unknown, sourceHash = ''): ConfigResult {
+  const parsed = configSchema.safeParse(document);
+  if (!parsed.success) return { ok: false, issues: zodIssues(parsed.error), sourceHash };
+  return { ok: true, config: parsed.data, sourceHash };
+}
+
+/**
+ * Parses config text. YAML is a superset of JSON, so one parser serves both; the file name
+ * only improves messages. Every YAML error is reported with its line, not just the first.
+ */
+export function parseConfigText(text: string): ConfigResult {
+  const sourceHash = createHash('sha256').update(text).digest('hex');
+  if (text.trim() === '') return { ok: false, issues: [{ path: '', message: 'config is empty' }], sourceHash };
+  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    const issues = doc.errors.map((e) => ({
+      path: '',
+      message: `YAML/JSON syntax error${e.linePos ? ` at line ${e.linePos[0].line}, column ${e.linePos[0].col}` : ''}: ${e.message.split('\n')[0]}`,
+    }));
+    return { ok: false, issues, sourceHash };
+  }
+  const value: unknown = doc.toJS({ maxAliasCount: 100 });
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return { ok: false, issues: [{ path: '', message: 'config must be a mapping (an object) at the top level' }], sourceHash };
+  }
+  return checkConfig(value, sourceHash);
+}
+
+/** Reads and parses a config file. Reading the file is this folder's only I/O. */
+export function loadConfigFile(path: string): ConfigResult {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    const reason = code === 'ENOENT' ? 'file not found' : code === 'EACCES' ? 'permission denied' : code;
+    return { ok: false, issues: [{ path: '', message: `cannot read config file ${path}: ${reason}` }] };
+  }
+  return parseConfigText(text);
+}

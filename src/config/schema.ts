@@ -1,0 +1,118 @@
+import { z } from 'zod';
+
+// The gateway config, as the user writes it. zod is the only parser: every other folder
+// reads the typed result and never re-checks it. Unknown keys are errors everywhere, so a
+// typo is reported instead of silently ignored.
+
+const LITERAL_SECRET_HINT =
+  'a literal secret is not allowed here; use a reference such as {env: NAME} or {file: /path/to/secret}';
+
+/** `{env: NAME}` or `{file: PATH}`. A bare string is refused with a hint, never echoed. */
+export const secretRefSchema = z.union(
+  [
+    z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name') }),
+    z.strictObject({ file: z.string().min(1, 'must be a file path') }),
+  ],
+  {
+    error: (issue) =>
+      typeof issue.input === 'string' ? LITERAL_SECRET_HINT : 'must be {env: NAME} or {file: PATH}',
+  },
+);
+export type SecretRef = z.infer<typeof secretRefSchema>;
+
+const hostPortPattern = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
+const listenSchema = z.string().regex(hostPortPattern, 'must be host:port, e.g. 127.0.0.1:8080 or [::1]:8080')
+  .refine((s) => Number(s.slice(s.lastIndexOf(':') + 1)) <= 65535, 'port must be 0-65535');
+
+const positiveInt = z.number().int().positive();
+
+export const serverSchema = z.strictObject({
+  listen: listenSchema.default('127.0.0.1:8080'),
+  admin_listen: listenSchema.optional(),
+  admin_token: secretRefSchema.optional(),
+  max_body_bytes: positiveInt.max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
+  drain_timeout_ms: z.number().int().min(0).max(3_600_000).default(10_000),
+  watch_config: z.boolean().default(false),
+  watch_debounce_ms: z.number().int().min(0).max(60_000).default(200),
+});
+
+const httpUrl = z.url({ protocol: /^https?$/, error: 'invalid URL (expected http:// or https://)' });
+
+export const providerSchema = z.strictObject({
+  type: z.enum(['openai'], { error: 'must be "openai" (any OpenAI-compatible API)' }),
+  base_url: httpUrl,
+  api_key: secretRefSchema.optional(),
+  /** Time to the first response byte, and the longest silence between two body chunks. */
+  timeout_ms: positiveInt.max(3_600_000).default(60_000),
+  connect_timeout_ms: positiveInt.max(600_000).default(5_000),
+  max_connections: positiveInt.max(65_536).default(256),
+  /** Extra headers sent upstream (non-secret, e.g. an organisation id). */
+  headers: z.record(z.string(), z.string()).default({}),
+});
+export type ProviderConfig = z.infer<typeof providerSchema>;
+
+export const policySchema = z.enum(['ordered', 'round_robin', 'random', 'weighted']);
+export type Policy = z.infer<typeof policySchema>;
+
+const candidateSchema = z.strictObject({
+  provider: z.string().min(1),
+  /** The model name sent upstream; defaults to the route's name. */
+  model: z.string().min(1).optional(),
+  weight: z.number().int().min(1).max(1000).default(1),
+});
+
+const routeSchema = z.strictObject({
+  policy: policySchema.default('ordered'),
+  candidates: z.array(candidateSchema).min(1, 'a route needs at least one candidate'),
+});
+
+/** Sticky sessions: a request's session key comes from the header, or else the cookie. */
+export const sessionAffinitySchema = z.strictObject({
+  header: z.string().regex(/^[A-Za-z0-9-]+$/, 'must be an HTTP header name').transform((h) => h.toLowerCase()).default('x-session-id'),
+  cookie: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'must be a cookie name').optional(),
+  ttl_s: positiveInt.max(30 * 24 * 3600).default(3600),
+  max_entries: positiveInt.max(10_000_000).default(10_000),
+});
+
+export const routingSchema = z.strictObject({
+  routes: z.record(z.string().min(1), routeSchema).optional(),
+  session_affinity: sessionAffinitySchema.optional(),
+});
+
+/** USD per million tokens; so tokens x price is micro-USD exactly. */
+const priceSchema = z.strictObject({
+  input_usd_per_mtok: z.number().min(0),
+  output_usd_per_mtok: z.number().min(0),
+});
+
+export const pricingSchema = z.strictObject({
+  /** Keyed by upstream model (`gpt-4o-mini`) or provider-qualified (`east/gpt-4o-mini`, which wins). */
+  models: z.record(z.string().min(1), priceSchema).default({}),
+});
+
+export const breakerSchema = z.strictObject({
+  failure_threshold: positiveInt.max(1000).default(5),
+  open_base_ms: positiveInt.max(600_000).default(1_000),
+  open_max_ms: positiveInt.max(3_600_000).default(30_000),
+});
+
+export const logSchema = z.strictObject({
+  level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** One line per proxied request. */
+  access: z.boolean().default(true),
+});
+
+export const configSchema = z.strictObject({
+  server: serverSchema.prefault({}),
+  log: logSchema.prefault({}),
+  providers: z.record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'provider names are 1-64 of A-Z a-z 0-9 _ . -'), providerSchema),
+  routing: routingSchema,
+  pricing: pricingSchema.prefault({}),
+  resilience: z.strictObject({ breaker: breakerSchema.prefault({}) }).prefault({}),
+});
+
+export type GatewayConfig = z.infer<typeof configSchema>;
+export type ServerConfig = GatewayConfig['server'];
+export type RouteConfig = z.infer<typeof routeSchema>;
+export type PricingConfig = GatewayConfig['pricing'];
+export type BreakerConfig = GatewayConfig['resilience']['breaker'];

@@ -1,0 +1,33 @@
+// contract/: overlay contract v1, the wire format shared by the gateway (which reads
+// overlays) and the publisher (which writes them). It owns the types, parsing and
+// validation (zod), the RFC 8785 revision digest, rollback protection, stable ids, and the
+// bounded read of an overlay file.
+//
+// Pure: every function is a function of its input, and reading a file (readOverlayFile) is
+// the only I/O. No network, no timers, no process state. It imports nothing from other src/
+// folders, so both halves of the project can depend on it. Rules: shared/DESIGN.md,
+// "Overlay contract v1"; vectors: shared/conformance/overlay-v1/ and test/contract/vectors/.
+export { MAX_CANDIDATES, MAX_OVERLAY_BYTES, SCHEMA_VERSION } from './types.js';
+export type {
+  AdmissionState,
+  CandidateKind,
+  ContractResult,
+  CredentialReference,
+  ExpectedScope,
+  OverlayCandidate,
+  OverlayProvenance,
+  OverlayScope,
+  ParsedOverlay,
+  RejectReason,
+  Rejection,
+  SelectionMode,
+} from './types.js';
+export { parseOverlay } from './parse.js';
+export type { ParseOptions } from './parse.js';
+export { computeRevision } from './digest.js';
+export type { RevisionInput } from './digest.js';
+export { readOverlayFile } from './read.js';
+export type { ReadResult } from './read.js';
+export { checkSuccession } from './succession.js';
+export { stableIdFor } from './stable-id.js';
+export { isCredentialKey, looksLikeCredentialValue } from './credential-value.js';

@@ -1,0 +1,59 @@
+// The bounded read of an overlay file: the contract's only I/O.
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { reject } from './types.js';
+import type { Rejection } from './types.js';
+
+export type ReadResult =
+  | { ok: true; bytes: Buffer }
+  | Rejection<'missing' | 'unreadable' | 'empty' | 'too_large'>;
+
+/**
+ * Reads at most `maxBytes + 1` bytes: one byte past the limit proves the file too large
+ * without reading the rest. The path is opened as given, never resolved: in a ConfigMap
+ * volume it is a symlink into `..data`, which the kubelet swaps atomically, and opening the
+ * link reads whichever complete version it points at (DESIGN.md, Kubernetes delivery).
+ */
+export async function readOverlayFile(path: string, maxBytes: number): Promise<ReadResult> {
+  if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) {
+    throw new RangeError(`maxBytes must be a non-negative integer, got ${maxBytes}`);
+  }
+  const where = `overlay file ${JSON.stringify(path)}`;
+  let handle: FileHandle;
+  try {
+    // O_NONBLOCK: a FIFO at the path must not hang the reload; it fails the regular-file check below.
+    handle = await open(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  } catch (error) {
+    return openFailure(where, error);
+  }
+  try {
+    if (!(await handle.stat()).isFile()) return reject('unreadable', `${where}: not a regular file`);
+    const buffer = Buffer.allocUnsafe(maxBytes + 1);
+    let filled = 0;
+    while (filled < buffer.length) {
+      const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, null);
+      if (bytesRead === 0) break;
+      filled += bytesRead;
+    }
+    if (filled > maxBytes) return reject('too_large', `${where}: larger than ${maxBytes} bytes`);
+    if (filled === 0) return reject('empty', `${where}: the file is empty`);
+    // Copy out, so the caller does not hold a maxBytes-sized buffer for a small file.
+    return { ok: true, bytes: Buffer.from(buffer.subarray(0, filled)) };
+  } catch (error) {
+    return reject('unreadable', `${where}: ${errorCode(error)}`);
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+}
+
+function openFailure(where: string, error: unknown): Rejection<'missing' | 'unreadable'> {
+  const code = errorCode(error);
+  if (code === 'ENOENT' || code === 'ENOTDIR') return reject('missing', `${where}: not found (${code})`);
+  return reject('unreadable', `${where}: cannot open (${code})`);
+}
+
+function errorCode(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return typeof code === 'string' ? code : 'read failed';
+}

@@ -1,0 +1,4 @@
+// governance/: what a request may spend and what it cost. A leaf: it never imports live/
+// or config/; the pricing table arrives as a parameter from the generation that served
+// the request (DESIGN.md invariant 4).
+export { priceUsage, type PriceEntry, type PriceTable, type Usage } from './pricing.js';

@@ -1,0 +1,141 @@
+import { createHash } from 'node:crypto';
+import { type ConfigIssue, describeSecretRef, type GatewayConfig, resolveSecret } from '../config/index.js';
+import { Credential, type PoolSpec, type ProviderPool, providerIdentity } from '../providers/index.js';
+import { deepFreeze, type Generation, type GenerationCandidate, type GenerationRoute, type Price, type ProviderRuntime } from './generation.js';
+
+export interface BuildInputs {
+  readonly config: GatewayConfig;
+  readonly sourceHash: string;
+  readonly number: number;
+  readonly env: NodeJS.ProcessEnv;
+  /** The pool factory: server/ passes PoolRegistry.acquire so unchanged identities keep their pools. */
+  readonly poolFor: (spec: PoolSpec) => ProviderPool;
+  readonly now?: () => Date;
+}
+
+export type BuildResult =
+  | { readonly ok: true; readonly generation: Generation }
+  | { readonly ok: false; readonly issues: readonly ConfigIssue[] };
+
+/**
+ * Builds a generation from a validated config, cross-checking everything the schema
+ * alone cannot: every candidate names a provider, every secret reference resolves. It
+ * either returns a whole generation or every problem found, with its path; it never
+ * returns something half-built. The only side effects are reading secret files and asking
+ * the pool factory for pools, which open no connection until the first request.
+ */
+export function buildGeneration(inputs: BuildInputs): BuildResult {
+  const { config } = inputs;
+  const issues: ConfigIssue[] = [];
+  const providers: Record<string, ProviderRuntime> = Object.create(null) as Record<string, ProviderRuntime>;
+  const pending: Array<() => void> = [];
+
+  for (const [name, p] of Object.entries(config.providers)) {
+    let credential: Credential | null = null;
+    if (p.api_key !== undefined) {
+      const secret = resolveSecret(p.api_key, inputs.env);
+      if (!secret.ok) issues.push({ path: `providers.${name}.api_key`, message: secret.message });
+      else credential = new Credential(secret.value, describeSecretRef(p.api_key));
+    }
+    const baseUrl = p.base_url.replace(/\/+$/, '');
+    const identity = providerIdentity(p.type, baseUrl);
+    // Pools are asked for only once the whole config is known to be valid.
+    pending.push(() => {
+      const pool = inputs.poolFor({ identity, baseUrl, connectTimeoutMs: p.connect_timeout_ms, maxConnections: p.max_connections });
+      providers[name] = { name, type: p.type, baseUrl, identity, timeoutMs: p.timeout_ms, pool, credential, headers: { ...p.headers } };
+    });
+  }
+
+  let adminToken: Credential | null = null;
+  if (config.server.admin_token !== undefined) {
+    const ref = config.server.admin_token;
+    const secret = resolveSecret(ref, inputs.env);
+    if (!secret.ok) issues.push({ path: 'server.admin_token', message: secret.message });
+    else adminToken = new Credential(secret.value, describeSecretRef(ref));
+  }
+
+  const routeSpecs = config.routing.routes ?? {};
+  for (const [model, route] of Object.entries(routeSpecs)) {
+    route.candidates.forEach((c, i) => {
+      if (config.providers[c.provider] === undefined) {
+        issues.push({ path: `routing.routes.${model}.candidates[${i}].provider`, message: `unknown provider "${c.provider}"` });
+      }
+    });
+  }
+  if (Object.keys(routeSpecs).length === 0) issues.push({ path: 'routing.routes', message: 'at least one route is required' });
+  if (issues.length > 0) return { ok: false, issues };
+
+  for (const open of pending) open();
+  const routes: Record<string, GenerationRoute> = Object.create(null) as Record<string, GenerationRoute>;
+  const counterKeys: string[] = [];
+  for (const [model, spec] of Object.entries(routeSpecs)) {
+    const route = staticRoute(model, spec, providers);
+    routes[model] = route;
+    for (const g of route.groups) counterKeys.push(g.counterKey);
+  }
+
+  const builtAt = (inputs.now?.() ?? new Date()).toISOString();
+  const pricing: Record<string, Price> = Object.create(null) as Record<string, Price>;
+  for (const [key, price] of Object.entries(config.pricing.models)) pricing[key] = { ...price };
+
+  const generation: Generation = {
+    number: inputs.number,
+    builtAt,
+    sourceHash: inputs.sourceHash,
+    config,
+    providers,
+    routes,
+    identities: [...new Set(Object.values(providers).map((p) => p.identity))],
+    counterKeys,
+    modelsBody: modelsListBody(routes, builtAt),
+    pricing,
+    adminToken,
+  };
+  return { ok: true, generation: deepFreeze(generation) };
+}
+
+function staticRoute(
+  model: string,
+  spec: NonNullable<GatewayConfig['routing']['routes']>[string],
+  providers: Readonly<Record<string, ProviderRuntime>>,
+): GenerationRoute {
+  const seen = new Set<string>();
+  const candidates: GenerationCandidate[] = spec.candidates.map((c, i) => {
+    const provider = providers[c.provider] as ProviderRuntime;
+    const upstreamModel = c.model ?? model;
+    let stableId = `${c.provider}/${upstreamModel}`;
+    if (seen.has(stableId)) stableId = `${stableId}#${i}`;
+    seen.add(stableId);
+    return {
+      stableId,
+      providerName: provider.name,
+      identity: provider.identity,
+      weight: c.weight,
+      admission: 'new_and_existing',
+      group: 0,
+      provider,
+      upstreamModel,
+      credential: null,
+      credentialProblem: null,
+    };
+  });
+  // The rotation survives a reload exactly when the route's candidates are unchanged.
+  const counterKey = `static:${model}:${createHash('sha256').update(JSON.stringify(spec)).digest('hex').slice(0, 16)}`;
+  const byStableId: Record<string, GenerationCandidate> = Object.create(null) as Record<string, GenerationCandidate>;
+  for (const c of candidates) byStableId[c.stableId] = c;
+  return {
+    model,
+    policy: spec.policy,
+    groups: [{ index: 0, admission: 'new_and_existing', candidates, totalWeight: candidates.reduce((s, c) => s + c.weight, 0), counterKey }],
+    byStableId,
+    admitsNew: candidates.length > 0,
+  };
+}
+
+function modelsListBody(routes: Readonly<Record<string, GenerationRoute>>, builtAt: string): string {
+  const created = Math.floor(Date.parse(builtAt) / 1000);
+  const data = Object.values(routes)
+    .filter((r) => r.admitsNew)
+    .map((r) => ({ id: r.model, object: 'model', created, owned_by: 'switchyard' }));
+  return JSON.stringify({ object: 'list', data });
+}

@@ -1,0 +1,50 @@
+import { isDeepStrictEqual } from 'node:util';
+import type { Generation } from './generation.js';
+
+export interface GenerationChanges {
+  readonly providersAdded: readonly string[];
+  readonly providersRemoved: readonly string[];
+  /** Re-pointed, re-keyed or re-tuned providers. */
+  readonly providersChanged: readonly string[];
+  readonly routesAdded: readonly string[];
+  readonly routesRemoved: readonly string[];
+  readonly routesChanged: readonly string[];
+  readonly pricingChanged: boolean;
+}
+
+/** Keys whose new value takes a restart; a reload reports them and applies the rest. */
+const RESTART_ONLY: readonly (keyof Generation['config']['server'])[] = [
+  'listen',
+  'admin_listen',
+  'max_body_bytes',
+  'drain_timeout_ms',
+  'watch_config',
+  'watch_debounce_ms',
+];
+
+export function restartOnlyWarnings(serving: Generation['config'], next: Generation['config']): string[] {
+  return RESTART_ONLY.filter((key) => !isDeepStrictEqual(serving.server[key], next.server[key])).map(
+    (key) => `server.${key}: changed, but takes effect only after a restart; the running value is kept`,
+  );
+}
+
+export function diffGenerations(previous: Generation | null, next: Generation): GenerationChanges {
+  const before = previous?.config;
+  const after = next.config;
+  const providersBefore = before?.providers ?? {};
+  const routesBefore = before?.routing.routes ?? {};
+  const routesAfter = after.routing.routes ?? {};
+  return {
+    providersAdded: Object.keys(after.providers).filter((n) => providersBefore[n] === undefined),
+    providersRemoved: Object.keys(providersBefore).filter((n) => after.providers[n] === undefined),
+    providersChanged: Object.keys(after.providers).filter(
+      (n) => providersBefore[n] !== undefined && !isDeepStrictEqual(providersBefore[n], after.providers[n]),
+    ),
+    routesAdded: Object.keys(routesAfter).filter((m) => routesBefore[m] === undefined),
+    routesRemoved: Object.keys(routesBefore).filter((m) => routesAfter[m] === undefined),
+    routesChanged: Object.keys(routesAfter).filter(
+      (m) => routesBefore[m] !== undefined && !isDeepStrictEqual(routesBefore[m], routesAfter[m]),
+    ),
+    pricingChanged: before !== undefined && !isDeepStrictEqual(before.pricing, after.pricing),
+  };
+}

@@ -1,0 +1,72 @@
+import type { GatewayConfig } from '../config/index.js';
+import type { Credential, ProviderPool } from '../providers/index.js';
+import type { CandidateGroup, RoutableCandidate, Route } from '../routing/index.js';
+
+/** A configured provider as one generation sees it. */
+export interface ProviderRuntime {
+  readonly name: string;
+  readonly type: 'openai';
+  readonly baseUrl: string;
+  /** `type base_url`: what breakers and pools are keyed by. */
+  readonly identity: string;
+  readonly timeoutMs: number;
+  readonly pool: ProviderPool;
+  readonly credential: Credential | null;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+export interface GenerationCandidate extends RoutableCandidate {
+  readonly provider: ProviderRuntime;
+  /** The model name sent upstream. */
+  readonly upstreamModel: string;
+  /**
+   * Overlay candidates may carry their own credential (resolved from the mount when the
+   * generation is built). `unavailable` holds the reason when it could not be read: the
+   * candidate then fails over with a 503-class reason instead of calling upstream.
+   */
+  readonly credential: Credential | null;
+  readonly credentialProblem: string | null;
+}
+
+export type GenerationRoute = Route<GenerationCandidate>;
+export type GenerationGroup = CandidateGroup<GenerationCandidate>;
+
+export interface Price {
+  readonly input_usd_per_mtok: number;
+  readonly output_usd_per_mtok: number;
+}
+
+/**
+ * Everything that a reload may change, as ONE deep-frozen object. A request reads
+ * `holder.current()` once and uses only that object, so it can never see half of two
+ * generations; pricing lives here so a request is billed at the prices of the routes that
+ * served it.
+ */
+export interface Generation {
+  readonly number: number;
+  readonly builtAt: string;
+  /** SHA-256 of the config bytes this generation was built from. */
+  readonly sourceHash: string;
+  readonly config: GatewayConfig;
+  readonly providers: Readonly<Record<string, ProviderRuntime>>;
+  readonly routes: Readonly<Record<string, GenerationRoute>>;
+  /** The identities of every provider, for breaker and pool retention. */
+  readonly identities: readonly string[];
+  /** Keys of every round-robin group, for counter retention. */
+  readonly counterKeys: readonly string[];
+  /** The pre-rendered body of `GET /v1/models`. */
+  readonly modelsBody: string;
+  readonly pricing: Readonly<Record<string, Price>>;
+  /** The admin API's bearer token (`server.admin_token`), or null when none is set. */
+  readonly adminToken: Credential | null;
+}
+
+/** Freezes plain objects and arrays all the way down; stateful class instances are left alone. */
+export function deepFreeze<T>(value: T): T {
+  if (value === null || typeof value !== 'object' || Object.isFrozen(value)) return value;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto !== Object.prototype && proto !== null && !Array.isArray(value)) return value;
+  Object.freeze(value);
+  for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  return value;
+}

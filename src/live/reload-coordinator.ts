@@ -1,0 +1,62 @@
+// Every reload trigger (SIGHUP, the admin API, a config or overlay watcher) goes through
+// one coordinator per process. It runs one reload at a time; triggers that arrive while
+// one runs coalesce into exactly one more, which starts after it and reads the newest
+// inputs. So a storm of N triggers costs at most two reloads, and no two builds race to
+// swap.
+
+export type ReloadTrigger = 'startup' | 'sighup' | 'admin' | 'config_watch' | 'overlay_watch' | 'overlay_recheck';
+
+export class ReloadCoordinator<R> {
+  readonly #run: (trigger: ReloadTrigger) => Promise<R>;
+  #running: Promise<R> | null = null;
+  #queued: { trigger: ReloadTrigger; promise: Promise<R>; resolve: (r: R) => void; reject: (e: unknown) => void } | null = null;
+  #stopped = false;
+
+  constructor(run: (trigger: ReloadTrigger) => Promise<R>) {
+    this.#run = run;
+  }
+
+  /** Resolves with the result of the reload that covers this trigger. */
+  request(trigger: ReloadTrigger): Promise<R> {
+    if (this.#stopped) return Promise.reject(new Error('the reload coordinator is stopped'));
+    if (this.#running === null) return this.#start(trigger);
+    if (this.#queued === null) {
+      let resolve!: (r: R) => void;
+      let reject!: (e: unknown) => void;
+      const promise = new Promise<R>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      this.#queued = { trigger, promise, resolve, reject };
+    }
+    return this.#queued.promise;
+  }
+
+  get busy(): boolean {
+    return this.#running !== null;
+  }
+
+  /** Refuses new triggers and waits for the reload in progress (and a queued one) to end. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    while (this.#running !== null) await this.#running.catch(() => undefined);
+  }
+
+  #start(trigger: ReloadTrigger): Promise<R> {
+    const running = this.#run(trigger);
+    this.#running = running;
+    const next = (): void => {
+      this.#running = null;
+      const queued = this.#queued;
+      this.#queued = null;
+      if (queued === null) return;
+      if (this.#stopped) {
+        queued.reject(new Error('the reload coordinator is stopped'));
+        return;
+      }
+      this.#start(queued.trigger).then(queued.resolve, queued.reject);
+    };
+    running.then(next, next);
+    return running;
+  }
+}

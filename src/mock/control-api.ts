@@ -1,0 +1,68 @@
+import { replyInvalid, replyJson, replyMethodNotAllowed, replyNotFound } from './exchange.js';
+import type { Exchange } from './exchange.js';
+import { parseFault } from './fault-queue.js';
+import type { ActiveFault } from './fault-queue.js';
+import type { MockContext } from './provider-context.js';
+
+const ok = '{"ok":true}';
+
+export function resetProvider(ctx: MockContext): void {
+  ctx.stats.reset();
+  ctx.faults.clear();
+}
+
+/**
+ * Parses a posted fault, or a JSON array of them. Every entry is checked before any is queued,
+ * so a bad entry leaves the queue as it was.
+ */
+function parseFaults(body: string): ActiveFault[] | string {
+  let input: unknown;
+  try {
+    input = JSON.parse(body);
+  } catch {
+    return 'fault body is not valid JSON';
+  }
+  const entries = Array.isArray(input) ? input : [input];
+  const faults: ActiveFault[] = [];
+  for (const [i, entry] of entries.entries()) {
+    const fault = parseFault(entry);
+    if (typeof fault === 'string') return Array.isArray(input) ? `[${i}]: ${fault}` : fault;
+    faults.push(fault);
+  }
+  return faults;
+}
+
+function handleFaults(ctx: MockContext, ex: Exchange): void {
+  switch (ex.req.method) {
+    case 'POST': {
+      const faults = parseFaults(ex.body);
+      if (typeof faults === 'string') return replyInvalid(ex, 400, faults);
+      for (const fault of faults) ctx.faults.add(fault);
+      return replyJson(ex, 200, ok);
+    }
+    case 'DELETE':
+      ctx.faults.clear();
+      return replyJson(ex, 200, ok);
+    case 'GET':
+      return replyJson(ex, 200, JSON.stringify({ faults: ctx.faults.list() }));
+    default:
+      return replyMethodNotAllowed(ex, 'GET, POST, DELETE');
+  }
+}
+
+/** The `/__mock/*` endpoints tests use to read stats and inject faults. */
+export function handleControl(ctx: MockContext, ex: Exchange): void {
+  switch (ex.path) {
+    case '/__mock/stats':
+      if (ex.req.method !== 'GET') return replyMethodNotAllowed(ex, 'GET');
+      return replyJson(ex, 200, JSON.stringify(ctx.stats.snapshot()));
+    case '/__mock/reset':
+      if (ex.req.method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
+      resetProvider(ctx);
+      return replyJson(ex, 200, ok);
+    case '/__mock/faults':
+      return handleFaults(ctx, ex);
+    default:
+      return replyNotFound(ex);
+  }
+}

@@ -1,0 +1,90 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/** One request and its response, with the state the handlers share while answering it. */
+export interface Exchange {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  /** Provider name, echoed in `x-mock-provider` on every response. */
+  readonly name: string;
+  /** Request path without its query string. */
+  readonly path: string;
+  body: string;
+  /** The connection went away; nothing more may be written and timers must stop. */
+  closed: boolean;
+  /** The mock dropped the connection on purpose (a fault), so it is not a client abort. */
+  severed: boolean;
+}
+
+export function replyJson(ex: Exchange, status: number, text: string): void {
+  ex.res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    'x-mock-provider': ex.name,
+  });
+  ex.res.end(text);
+}
+
+export type OpenAiErrorType = 'invalid_request_error' | 'server_error' | 'requests';
+
+export function openAiError(message: string, type: OpenAiErrorType, code: string | null = null): string {
+  return JSON.stringify({ error: { message, type, param: null, code } });
+}
+
+export function replyInvalid(ex: Exchange, status: number, message: string): void {
+  replyJson(ex, status, openAiError(message, 'invalid_request_error'));
+}
+
+export function replyNotFound(ex: Exchange): void {
+  replyInvalid(ex, 404, `No route for ${ex.req.method ?? 'GET'} ${ex.path}.`);
+}
+
+export function replyMethodNotAllowed(ex: Exchange, allow: string): void {
+  ex.res.setHeader('allow', allow);
+  replyInvalid(ex, 405, `Method ${ex.req.method ?? 'GET'} is not allowed on ${ex.path}; use ${allow}.`);
+}
+
+/**
+ * Waits `ms`, or less if the connection closes first, so a client that goes away never leaves a
+ * timer behind (close() must resolve promptly and the test runner must be able to exit).
+ */
+export function pause(ex: Exchange, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      ex.res.off('close', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    ex.res.once('close', done);
+  });
+}
+
+/** Waits for the response to accept more data, or for the connection to close. */
+export function drained(ex: Exchange): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      ex.res.off('drain', done);
+      ex.res.off('close', done);
+      resolve();
+    };
+    ex.res.once('drain', done);
+    ex.res.once('close', done);
+  });
+}
+
+/**
+ * Drops the connection after whatever was already written reaches the kernel. `end()` uncorks
+ * and flushes first (Node corks chunked responses until the next tick), so the client really
+ * receives the partial response before the connection disappears.
+ */
+export function sever(ex: Exchange): void {
+  ex.severed = true;
+  const socket = ex.req.socket;
+  socket.end(() => socket.destroy());
+}
+
+/** Drops the connection at once, without answering. */
+export function drop(ex: Exchange): void {
+  ex.severed = true;
+  ex.req.socket.destroy();
+}

@@ -1,0 +1,131 @@
+import { openAiError } from './exchange.js';
+
+export type MockFaultMode = 'status' | 'latency' | 'close' | 'cut_stream' | 'hang';
+
+/** A fault as posted to `POST /__mock/faults` (snake_case: it is a wire body). */
+export interface MockFault {
+  mode: MockFaultMode;
+  /** How many of the next chat requests it applies to; omitted = until cleared. */
+  count?: number;
+  /** mode `status`: the status to answer with (200-599, default 500). */
+  status?: number;
+  /** mode `status`: JSON body to answer with; default an OpenAI-shaped error for the status. */
+  body?: Record<string, unknown>;
+  /** mode `latency`: delay added before the response headers. */
+  latency_ms?: number;
+  /** mode `cut_stream`: content chunks sent before the connection is dropped (default 0). */
+  after_chunks?: number;
+}
+
+/** A validated fault, with its body serialized once rather than per request. */
+export interface ActiveFault {
+  readonly mode: MockFaultMode;
+  /** Infinity = until cleared. */
+  remaining: number;
+  readonly status: number;
+  readonly bodyText: string;
+  readonly latencyMs: number;
+  readonly afterChunks: number;
+  readonly source: MockFault;
+}
+
+const modes: readonly MockFaultMode[] = ['status', 'latency', 'close', 'cut_stream', 'hang'];
+
+/** Which mode each mode-specific field belongs to; a field posted with another mode is a mistake. */
+const fieldModes: Readonly<Record<string, MockFaultMode | undefined>> = {
+  status: 'status',
+  body: 'status',
+  latency_ms: 'latency',
+  after_chunks: 'cut_stream',
+};
+
+const maxTimerMs = 2_147_483_647;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isNonNegativeInteger(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
+
+function defaultErrorBody(status: number): string {
+  const message = `Mock fault: HTTP ${status}.`;
+  if (status === 429) return openAiError(message, 'requests', 'rate_limit_exceeded');
+  if (status >= 500) return openAiError(message, 'server_error');
+  return openAiError(message, 'invalid_request_error');
+}
+
+/** Checks one posted fault; returns it ready to queue, or a message naming the bad field. */
+export function parseFault(input: unknown): ActiveFault | string {
+  if (!isRecord(input)) return 'fault must be a JSON object';
+  const mode = input.mode;
+  if (typeof mode !== 'string' || !modes.includes(mode as MockFaultMode)) {
+    return `fault.mode must be one of ${modes.join(', ')}`;
+  }
+  for (const key of Object.keys(input)) {
+    if (key === 'mode' || key === 'count') continue;
+    if (!(key in fieldModes)) return `fault.${key} is not a known field`;
+    if (fieldModes[key] !== mode) return `fault.${key} only applies to mode ${fieldModes[key]}`;
+  }
+  const { count, status, body, latency_ms, after_chunks } = input;
+  if (count !== undefined && !(isNonNegativeInteger(count) && count > 0)) {
+    return 'fault.count must be a positive integer (omit it to apply until cleared)';
+  }
+  if (status !== undefined && !(isNonNegativeInteger(status) && status >= 200 && status <= 599)) {
+    return 'fault.status must be an integer from 200 to 599';
+  }
+  if (body !== undefined && !isRecord(body)) return 'fault.body must be a JSON object';
+  if (mode === 'latency' && latency_ms === undefined) return 'fault.latency_ms is required for mode latency';
+  if (
+    latency_ms !== undefined &&
+    !(typeof latency_ms === 'number' && latency_ms >= 0 && latency_ms <= maxTimerMs)
+  ) {
+    return `fault.latency_ms must be a number from 0 to ${maxTimerMs}`;
+  }
+  if (after_chunks !== undefined && !isNonNegativeInteger(after_chunks)) {
+    return 'fault.after_chunks must be a non-negative integer';
+  }
+  const resolvedStatus = status ?? 500;
+  return {
+    mode: mode as MockFaultMode,
+    remaining: count ?? Infinity,
+    status: resolvedStatus,
+    bodyText: body === undefined ? defaultErrorBody(resolvedStatus) : JSON.stringify(body),
+    latencyMs: latency_ms ?? 0,
+    afterChunks: after_chunks ?? 0,
+    source: { ...input } as unknown as MockFault,
+  };
+}
+
+/**
+ * Faults waiting for chat requests, first in first out. A request takes the head fault and uses
+ * one of its count; a fault is removed once spent, so the head always has some count left and a
+ * fault without a count holds the head until cleared.
+ */
+export class FaultQueue {
+  #faults: ActiveFault[] = [];
+
+  add(fault: ActiveFault): void {
+    this.#faults.push(fault);
+  }
+
+  take(): ActiveFault | undefined {
+    const head = this.#faults[0];
+    if (head === undefined) return undefined;
+    head.remaining -= 1;
+    if (head.remaining <= 0) this.#faults.shift();
+    return head;
+  }
+
+  clear(): void {
+    this.#faults = [];
+  }
+
+  /** What is still queued, with counts as they stand now. */
+  list(): MockFault[] {
+    return this.#faults.map((f) =>
+      f.remaining === Infinity ? { ...f.source } : { ...f.source, count: f.remaining },
+    );
+  }
+}

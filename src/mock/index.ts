@@ -1,0 +1,13 @@
+/**
+ * The mock LLM provider: a real HTTP server that speaks OpenAI chat completions (plain and
+ * streamed), records what it received and injects faults on request. The demo, the tests and
+ * the benchmark's "direct" baseline all run against it.
+ *
+ * Boundary: imports only node: built-ins, never another src/ folder, so it stays a neutral
+ * stand-in for an upstream. No ADR: it is tooling, not a gateway decision.
+ */
+export { startMockProvider } from './mock-provider.js';
+export type { MockProvider, MockProviderOptions } from './mock-provider.js';
+export type { MockFault, MockFaultMode } from './fault-queue.js';
+export type { MockRequestRecord, MockStats } from './request-stats.js';
+export { mockModels } from './provider-context.js';

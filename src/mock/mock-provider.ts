@@ -1,0 +1,167 @@
+import { createServer } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { handleChatCompletion } from './chat-completion.js';
+import { handleControl, resetProvider } from './control-api.js';
+import { pause, replyJson, replyMethodNotAllowed, replyNotFound } from './exchange.js';
+import type { Exchange } from './exchange.js';
+import { parseFault } from './fault-queue.js';
+import type { MockFault } from './fault-queue.js';
+import { createContext } from './provider-context.js';
+import type { MockContext } from './provider-context.js';
+import type { MockStats } from './request-stats.js';
+
+export interface MockProviderOptions {
+  /** Echoed in `x-mock-provider` and in the reply text. */
+  name: string;
+  /** 0 (the default) picks a free port. */
+  port?: number;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Added before answering every /v1 request. Default 0. */
+  latencyMs?: number;
+  /** Wait between stream chunks; a request may override it with `x-mock-chunk-delay-ms`. Default 0. */
+  streamChunkDelayMs?: number;
+  /** Content chunks per stream; a request may override it with `x-mock-chunks`. Default 5. */
+  streamChunks?: number;
+}
+
+export interface MockProvider {
+  readonly name: string;
+  readonly port: number;
+  /** `http://127.0.0.1:PORT/v1`, ready to use as an OpenAI base URL. */
+  readonly baseUrl: string;
+  stats(): MockStats;
+  /** Clears stats and faults, like `POST /__mock/reset`. */
+  reset(): void;
+  /** Queues a fault, like `POST /__mock/faults`; throws a TypeError when it is invalid. */
+  addFault(fault: MockFault): void;
+  /** Clears all faults, like `DELETE /__mock/faults`. */
+  clearFaults(): void;
+  /** Stops listening and destroys every open connection, hanging requests included. */
+  close(): Promise<void>;
+}
+
+// Longer than the usual client keep-alive (undici: 4 s, Node's agent: 5 s) so the client, not
+// the server, decides when an idle connection ends, and benchmark clients never race a close.
+const keepAliveTimeoutMs = 65_000;
+// Node requires headersTimeout to exceed keepAliveTimeout, or an idle socket may be cut early.
+const headersTimeoutMs = 66_000;
+
+// Node's own rule for header values (checkInvalidHeaderChar); the name travels in one.
+const invalidHeaderChar = /[^\t\x20-\x7e\x80-\xff]/;
+
+function checkOptions(opts: MockProviderOptions): void {
+  if (typeof opts.name !== 'string' || opts.name === '' || invalidHeaderChar.test(opts.name)) {
+    throw new TypeError('mock provider name must be a non-empty string usable in a header');
+  }
+  for (const key of ['latencyMs', 'streamChunkDelayMs', 'streamChunks', 'port'] as const) {
+    const value = opts[key];
+    if (value !== undefined && !(Number.isSafeInteger(value) && value >= 0)) {
+      throw new RangeError(`mock provider ${key} must be a non-negative integer, got ${String(value)}`);
+    }
+  }
+}
+
+function baseUrlFor(host: string, port: number): string {
+  if (host === '0.0.0.0' || host === '') return `http://127.0.0.1:${port}/v1`;
+  if (host === '::') return `http://[::1]:${port}/v1`;
+  return host.includes(':') ? `http://[${host}]:${port}/v1` : `http://${host}:${port}/v1`;
+}
+
+function handleModels(ctx: MockContext, ex: Exchange): void {
+  if (ctx.latencyMs <= 0) return replyJson(ex, 200, ctx.modelsBody);
+  void pause(ex, ctx.latencyMs).then(() => {
+    if (!ex.closed) replyJson(ex, 200, ctx.modelsBody);
+  });
+}
+
+function route(ctx: MockContext, ex: Exchange): void {
+  switch (ex.path) {
+    case '/v1/chat/completions':
+      if (ex.req.method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
+      return handleChatCompletion(ctx, ex);
+    case '/v1/models':
+      if (ex.req.method !== 'GET') return replyMethodNotAllowed(ex, 'GET');
+      return handleModels(ctx, ex);
+    default:
+      return replyNotFound(ex);
+  }
+}
+
+function onRequest(ctx: MockContext, req: IncomingMessage, res: ServerResponse): void {
+  const url = req.url ?? '/';
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  const method = req.method ?? 'GET';
+  const ex: Exchange = { req, res, name: ctx.name, path, body: '', closed: false, severed: false };
+  const control = path.startsWith('/__mock/');
+  if (!control) ctx.stats.count(method, path);
+  res.once('close', () => {
+    ex.closed = true;
+    if (!control && !ex.severed && !res.writableEnded) ctx.stats.abort();
+  });
+  req.setEncoding('utf8');
+  req.on('data', (chunk: string) => {
+    ex.body += chunk;
+  });
+  req.on('end', () => {
+    if (control) return handleControl(ctx, ex);
+    ctx.stats.record({ method, path, headers: req.headers, body: ex.body, at: Date.now() });
+    route(ctx, ex);
+  });
+}
+
+/** Starts an OpenAI-compatible mock LLM provider on a real HTTP port. */
+export function startMockProvider(opts: MockProviderOptions): Promise<MockProvider> {
+  checkOptions(opts);
+  const host = opts.host ?? '127.0.0.1';
+  const ctx = createContext({
+    name: opts.name,
+    latencyMs: opts.latencyMs ?? 0,
+    streamChunkDelayMs: opts.streamChunkDelayMs ?? 0,
+    streamChunks: opts.streamChunks ?? 5,
+  });
+  const server = createServer((req, res) => onRequest(ctx, req, res));
+  server.keepAliveTimeout = keepAliveTimeoutMs;
+  server.headersTimeout = headersTimeoutMs;
+
+  // close() must leave no connection open: a hanging request or an idle keep-alive socket
+  // would otherwise keep the caller's process (a test runner, the demo) alive.
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= new Promise((resolve) => {
+      server.close(() => resolve());
+      for (const socket of sockets) socket.destroy();
+    });
+    return closing;
+  };
+
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => {
+      server.off('error', reject);
+      const port = (server.address() as AddressInfo).port;
+      resolve({
+        name: opts.name,
+        port,
+        baseUrl: baseUrlFor(host, port),
+        stats: () => ctx.stats.snapshot(),
+        reset: () => resetProvider(ctx),
+        addFault: (fault) => {
+          const parsed = parseFault(fault);
+          if (typeof parsed === 'string') throw new TypeError(parsed);
+          ctx.faults.add(parsed);
+        },
+        clearFaults: () => ctx.faults.clear(),
+        close,
+      });
+    });
+  });
+}

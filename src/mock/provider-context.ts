@@ -1,0 +1,87 @@
+import { FaultQueue } from './fault-queue.js';
+import { RequestStats } from './request-stats.js';
+
+/** The streamed reply for one chunk count: JSON-encoded deltas plus their token estimate. */
+export interface StreamPieces {
+  readonly deltas: readonly string[];
+  readonly completionTokens: number;
+}
+
+/** Everything one mock provider shares across its requests; built once at start. */
+export interface MockContext {
+  readonly name: string;
+  readonly latencyMs: number;
+  readonly streamChunkDelayMs: number;
+  readonly streamChunks: number;
+  readonly stats: RequestStats;
+  readonly faults: FaultQueue;
+  /** `Hello from <name>.`, the non-streaming content. */
+  readonly reply: string;
+  /** Token estimate of `reply`, reported as completion_tokens. */
+  readonly completionTokens: number;
+  readonly modelsBody: string;
+  piecesFor(chunks: number): StreamPieces;
+}
+
+export const mockModels: readonly string[] = ['gpt-4o-mini', 'gpt-4o', 'llama-3-8b'];
+
+/** Fixed so that model listings are identical from run to run. */
+const modelsCreated = 1_715_367_049;
+
+// Chunk counts come from a request header, so the cache is bounded rather than keyed freely.
+const piecesCacheLimit = 32;
+
+export function estimateTokens(chars: number): number {
+  return Math.max(1, Math.ceil(chars / 4));
+}
+
+/**
+ * Splits the reply into `chunks` deltas of near-equal length. Up to the reply's length the
+ * deltas concatenate to exactly the non-streaming content; beyond it the reply repeats, so
+ * every delta still carries some text.
+ */
+function splitReply(reply: string, chunks: number): StreamPieces {
+  const text = chunks <= reply.length ? reply : reply.repeat(Math.ceil(chunks / reply.length));
+  const deltas = new Array<string>(chunks);
+  let chars = 0;
+  for (let i = 0; i < chunks; i++) {
+    const piece = text.slice(
+      Math.floor((i * text.length) / chunks),
+      Math.floor(((i + 1) * text.length) / chunks),
+    );
+    chars += piece.length;
+    deltas[i] = JSON.stringify(piece);
+  }
+  return { deltas, completionTokens: estimateTokens(chars) };
+}
+
+export interface ContextOptions {
+  name: string;
+  latencyMs: number;
+  streamChunkDelayMs: number;
+  streamChunks: number;
+}
+
+export function createContext(opts: ContextOptions): MockContext {
+  const reply = `Hello from ${opts.name}.`;
+  const cache = new Map<number, StreamPieces>();
+  const modelsBody = JSON.stringify({
+    object: 'list',
+    data: mockModels.map((id) => ({ id, object: 'model', created: modelsCreated, owned_by: opts.name })),
+  });
+  return {
+    ...opts,
+    stats: new RequestStats(opts.name),
+    faults: new FaultQueue(),
+    reply,
+    completionTokens: estimateTokens(reply.length),
+    modelsBody,
+    piecesFor(chunks) {
+      const hit = cache.get(chunks);
+      if (hit !== undefined) return hit;
+      const pieces = splitReply(reply, chunks);
+      if (cache.size < piecesCacheLimit) cache.set(chunks, pieces);
+      return pieces;
+    },
+  };
+}

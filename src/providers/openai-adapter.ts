@@ -1,0 +1,69 @@
+import type { Credential } from './credential.js';
+
+// The OpenAI-compatible protocol adapter: how a chat completion is addressed and
+// authenticated upstream. Same protocol in and out, so the body passes through untouched
+// except for the model name when the candidate's upstream model differs.
+
+export const CHAT_COMPLETIONS_PATH = '/chat/completions';
+
+/**
+ * The request body sent upstream. When the model is unchanged, the client's bytes go out
+ * as they came in; otherwise only `model` is replaced (the rest re-serialises unchanged).
+ */
+export function chatBodyFor(rawBody: Buffer, parsed: Record<string, unknown>, upstreamModel: string): Buffer | string {
+  if (parsed.model === upstreamModel) return rawBody;
+  return JSON.stringify({ ...parsed, model: upstreamModel });
+}
+
+export function upstreamHeaders(
+  credential: Credential | null,
+  extra: Readonly<Record<string, string>>,
+  accept: string,
+  requestId: string,
+): Record<string, string> {
+  const headers: Record<string, string> = { ...extra, 'content-type': 'application/json', accept, 'x-request-id': requestId };
+  if (credential !== null) headers.authorization = credential.authorization();
+  return headers;
+}
+
+export interface TokenUsage {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+}
+
+function usageOf(value: unknown): TokenUsage | null {
+  if (value === null || typeof value !== 'object') return null;
+  const usage = (value as { usage?: unknown }).usage;
+  if (usage === null || typeof usage !== 'object') return null;
+  const u = usage as { prompt_tokens?: unknown; completion_tokens?: unknown };
+  if (typeof u.prompt_tokens !== 'number' || typeof u.completion_tokens !== 'number') return null;
+  return { inputTokens: u.prompt_tokens, outputTokens: u.completion_tokens };
+}
+
+/** Usage from a whole non-streamed chat completion body. */
+export function usageFromJson(body: Buffer): TokenUsage | null {
+  try {
+    return usageOf(JSON.parse(body.toString('utf8')));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Usage from the tail of an SSE stream: OpenAI sends it in the last data event before
+ * `[DONE]` when the client asked for `stream_options.include_usage`.
+ */
+export function usageFromSseTail(tail: string): TokenUsage | null {
+  const lines = tail.split('\n');
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const line = lines[i] as string;
+    if (!line.startsWith('data:') || !line.includes('"usage"')) continue;
+    try {
+      const usage = usageOf(JSON.parse(line.slice(5)));
+      if (usage !== null) return usage;
+    } catch {
+      // A cut-off first line of the tail: keep looking further up.
+    }
+  }
+  return null;
+}

@@ -1,0 +1,109 @@
+import { Pool, type Dispatcher } from 'undici';
+
+export interface PoolSpec {
+  /** `type base_url`: the provider identity that owns this pool. */
+  readonly identity: string;
+  readonly baseUrl: string;
+  readonly connectTimeoutMs: number;
+  readonly maxConnections: number;
+}
+
+export interface UpstreamCall {
+  readonly method: 'GET' | 'POST';
+  /** Appended to the base URL's path, e.g. `/chat/completions`. */
+  readonly path: string;
+  readonly headers: Record<string, string>;
+  readonly body: string | Buffer | null;
+  readonly timeoutMs: number;
+  readonly signal: AbortSignal;
+}
+
+/**
+ * One keep-alive connection pool per provider identity. A generation swap that removes or
+ * re-points a provider retires its pool: it closes once its in-flight calls finish. A
+ * late call on a retired pool (a failover attempt of a request that started on the old
+ * generation) reopens it for that call rather than failing, and it closes again after.
+ */
+export class ProviderPool {
+  readonly identity: string;
+  readonly #origin: string;
+  readonly #basePath: string;
+  readonly #spec: PoolSpec;
+  #pool: Pool | null = null;
+  #inflight = 0;
+  #retired = false;
+
+  constructor(spec: PoolSpec) {
+    const url = new URL(spec.baseUrl);
+    this.identity = spec.identity;
+    this.#origin = url.origin;
+    this.#basePath = url.pathname.replace(/\/+$/, '');
+    this.#spec = spec;
+  }
+
+  get inflight(): number {
+    return this.#inflight;
+  }
+
+  get retired(): boolean {
+    return this.#retired;
+  }
+
+  async call(call: UpstreamCall): Promise<Dispatcher.ResponseData> {
+    const pool = (this.#pool ??= this.#open());
+    this.#inflight += 1;
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await pool.request({
+        origin: this.#origin,
+        method: call.method,
+        path: this.#basePath + call.path,
+        headers: call.headers,
+        body: call.body,
+        signal: call.signal,
+        headersTimeout: call.timeoutMs,
+        bodyTimeout: call.timeoutMs,
+      });
+    } catch (err) {
+      this.#done();
+      throw err;
+    }
+    // The call is in flight until its body is consumed or destroyed.
+    response.body.once('close', () => this.#done());
+    return response;
+  }
+
+  /** Closes the pool once in-flight calls have finished. */
+  retire(): void {
+    this.#retired = true;
+    if (this.#inflight === 0) this.#closePool();
+  }
+
+  /** Immediate close at shutdown, after the drain. */
+  async destroy(): Promise<void> {
+    this.#retired = true;
+    const pool = this.#pool;
+    this.#pool = null;
+    if (pool !== null) await pool.destroy().catch(() => undefined);
+  }
+
+  #open(): Pool {
+    return new Pool(this.#origin, {
+      connections: this.#spec.maxConnections,
+      connectTimeout: this.#spec.connectTimeoutMs,
+      keepAliveTimeout: 30_000,
+      pipelining: 1,
+    });
+  }
+
+  #done(): void {
+    this.#inflight -= 1;
+    if (this.#retired && this.#inflight === 0) this.#closePool();
+  }
+
+  #closePool(): void {
+    const pool = this.#pool;
+    this.#pool = null;
+    if (pool !== null) void pool.close().catch(() => undefined);
+  }
+}

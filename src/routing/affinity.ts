@@ -1,0 +1,67 @@
+/**
+ * Session bindings: session key -> candidate stable_id, with a TTL and a size bound.
+ * Keyed by stable_id rather than by position or provider, so bindings survive reloads
+ * that reorder or re-point candidates. Per replica, as in the original consumer.
+ * Stateful, built once by server/ and never rebuilt by a reload.
+ */
+export interface AffinityOptions {
+  readonly ttlMs: number;
+  readonly maxEntries: number;
+}
+
+interface Binding {
+  stableId: string;
+  expiresAtMs: number;
+}
+
+export class SessionAffinity {
+  #options: AffinityOptions;
+  readonly #now: () => number;
+  // A Map iterates in insertion order; set() re-inserts, so the first entry is the oldest.
+  readonly #bindings = new Map<string, Binding>();
+
+  constructor(options: AffinityOptions, now: () => number = Date.now) {
+    this.#options = options;
+    this.#now = now;
+  }
+
+  configure(options: AffinityOptions): void {
+    this.#options = options;
+  }
+
+  get(key: string): string | undefined {
+    const binding = this.#bindings.get(key);
+    if (binding === undefined) return undefined;
+    if (binding.expiresAtMs <= this.#now()) {
+      this.#bindings.delete(key);
+      return undefined;
+    }
+    return binding.stableId;
+  }
+
+  bind(key: string, stableId: string): void {
+    const now = this.#now();
+    this.#bindings.delete(key);
+    if (this.#bindings.size >= this.#options.maxEntries) this.#evict(now);
+    this.#bindings.set(key, { stableId, expiresAtMs: now + this.#options.ttlMs });
+  }
+
+  unbind(key: string): void {
+    this.#bindings.delete(key);
+  }
+
+  get size(): number {
+    return this.#bindings.size;
+  }
+
+  /**
+   * Expired entries go first, then the least recently bound. With one TTL for all, insertion
+   * order is expiry order, so both are found at the front: eviction costs O(evicted).
+   */
+  #evict(now: number): void {
+    for (const [key, binding] of this.#bindings) {
+      if (binding.expiresAtMs > now && this.#bindings.size < this.#options.maxEntries) break;
+      this.#bindings.delete(key);
+    }
+  }
+}

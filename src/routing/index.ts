@@ -1,0 +1,7 @@
+// routing/: candidate selection (policies, admission states, selection groups) and the
+// stateful pieces it leans on: round-robin counters and the session-affinity table, both
+// built once by server/ and kept across reloads. Imports nothing from other src/ folders.
+export type { AdmissionState, SelectionPolicy, RoutableCandidate, CandidateGroup, Route } from './types.js';
+export { select, type SelectionContext, type Selection } from './select.js';
+export { RoundRobinCounters } from './round-robin.js';
+export { SessionAffinity, type AffinityOptions } from './affinity.js';

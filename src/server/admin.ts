@@ -1,0 +1,101 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Generation } from '../live/index.js';
+import { failRequest, methodNotAllowed } from './api.js';
+import type { Reloader, ReloadResult } from './reload.js';
+import { sendBody, sendError, sendJson } from './respond.js';
+import type { Services } from './services.js';
+
+export interface AdminContext {
+  readonly svc: Services;
+  readonly reloader: Reloader;
+  readonly requestReload: () => Promise<ReloadResult>;
+  readonly startedAt: number;
+}
+
+/**
+ * The operator listener (`server.admin_listen`): status, reload, metrics. When
+ * `server.admin_token` is set every admin endpoint but /healthz needs it as a bearer
+ * token. Nothing here ever shows a secret value: credentials appear as their reference.
+ */
+export function createAdminHandler(ctx: AdminContext) {
+  const { svc } = ctx;
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    if (path === '/healthz') return sendBody(res, 200, '{"status":"ok"}', 'application/json');
+    const token = svc.holder.ready ? svc.holder.current().adminToken : null;
+    if (token !== null) {
+      const header = req.headers.authorization;
+      const presented = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7) : null;
+      if (presented === null || !token.matches(presented)) {
+        return sendError(res, 'unauthorized', 'the admin API needs Authorization: Bearer <server.admin_token>', null, { 'www-authenticate': 'Bearer' });
+      }
+    }
+    switch (path) {
+      case '/admin/status':
+        if (req.method !== 'GET') return methodNotAllowed(res, 'GET');
+        return sendJson(res, 200, adminStatus(ctx));
+      case '/admin/reload':
+        if (req.method !== 'POST') return methodNotAllowed(res, 'POST');
+        // The request body, if any, is not used: drain it so the connection stays reusable.
+        req.resume();
+        ctx.requestReload().then(
+          (result) => sendJson(res, result.result === 'rejected' ? 422 : 200, result),
+          (err: unknown) => failRequest(res, err, svc),
+        );
+        return;
+      case '/metrics':
+        if (req.method !== 'GET') return methodNotAllowed(res, 'GET');
+        svc.metrics.render().then(
+          (text) => sendBody(res, 200, text, svc.metrics.contentType),
+          (err: unknown) => failRequest(res, err, svc),
+        );
+        return;
+      default:
+        return sendError(res, 'not_found', `no such admin endpoint: ${req.method ?? 'GET'} ${path}`);
+    }
+  };
+}
+
+function adminStatus(ctx: AdminContext): Record<string, unknown> {
+  const { svc } = ctx;
+  const gen: Generation | null = svc.holder.ready ? svc.holder.current() : null;
+  return {
+    uptime_s: Math.round((Date.now() - ctx.startedAt) / 1000),
+    generation: gen === null ? null : { number: gen.number, built_at: gen.builtAt, config_hash: gen.sourceHash },
+    reloads: [...ctx.reloader.history].reverse(),
+    providers:
+      gen === null
+        ? []
+        : Object.values(gen.providers).map((p) => ({
+            name: p.name,
+            type: p.type,
+            base_url: p.baseUrl,
+            identity: p.identity,
+            credential: p.credential?.source ?? null,
+            timeout_ms: p.timeoutMs,
+            breaker: svc.breakers.view(p.identity) ?? null,
+            inflight: p.pool.inflight,
+          })),
+    routes:
+      gen === null
+        ? []
+        : Object.values(gen.routes).map((r) => ({
+            model: r.model,
+            policy: r.policy,
+            admits_new: r.admitsNew,
+            candidates: r.groups.flatMap((g) =>
+              g.candidates.map((c) => ({
+                stable_id: c.stableId,
+                provider: c.providerName,
+                upstream_model: c.upstreamModel,
+                weight: c.weight,
+                admission: c.admission,
+                selection_group: c.group,
+              })),
+            ),
+          })),
+    sessions: svc.affinity.size,
+  };
+}

@@ -1,0 +1,216 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type ErrorCode, SwitchyardError, statusOf } from '../errors.js';
+import { priceUsage } from '../governance/index.js';
+import type { Generation, GenerationCandidate } from '../live/index.js';
+import { CHAT_COMPLETIONS_PATH, chatBodyFor, upstreamHeaders } from '../providers/index.js';
+import { type FailureReason, isFailoverStatus, reasonForStatus } from '../resilience/index.js';
+import { select } from '../routing/index.js';
+import { readBody } from './body.js';
+import { parseChatRequest } from './chat-request.js';
+import { type RelayResult, relay } from './relay.js';
+import { sendError } from './respond.js';
+import type { ListenerSettings, Services } from './services.js';
+import { sessionKeyOf } from './session.js';
+
+interface Failure {
+  readonly provider: string;
+  readonly reason: FailureReason;
+  readonly detail: string;
+}
+
+type AttemptResult = { readonly kind: 'served'; readonly relay: RelayResult } | { readonly kind: 'failed' } | { readonly kind: 'aborted' };
+
+/**
+ * POST /v1/chat/completions. One pass: read and parse the body once, capture the
+ * generation once, select a chain, then try candidates in order until one answers.
+ * Failover happens only before the first response byte; everything after that point is
+ * relayed as it comes. The request is priced with the captured generation's table.
+ */
+export async function handleChat(req: IncomingMessage, res: ServerResponse, svc: Services, settings: ListenerSettings): Promise<void> {
+  const startedAt = performance.now();
+  const raw = await readBody(req, settings.maxBodyBytes);
+  const chat = parseChatRequest(raw);
+  const gen = svc.holder.current();
+  const route = gen.routes[chat.model];
+  if (route === undefined) throw new SwitchyardError('model_not_found', `model "${chat.model}" is not routed by this gateway; GET /v1/models lists the models it serves`, 'model');
+
+  const sessionKey = sessionKeyOf(req, gen.config.routing.session_affinity);
+  const bindingKey = sessionKey === undefined ? undefined : `${chat.model}\u0000${sessionKey}`;
+  const boundStableId = bindingKey === undefined ? undefined : svc.affinity.get(bindingKey);
+  const { chain } = select(route, { counters: svc.counters, random: svc.random, boundStableId });
+  if (chain.length === 0) throw new SwitchyardError('no_route', `model "${chat.model}" has no candidate that can serve new requests right now`, 'model');
+
+  const requestId = requestIdOf(req);
+  const abort = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) abort.abort();
+  });
+  const failures: Failure[] = [];
+  const accept = chat.stream ? 'text/event-stream' : 'application/json';
+
+  const attempt = async (c: GenerationCandidate, probe: boolean): Promise<AttemptResult> => {
+    const provider = c.provider;
+    const fail = (reason: FailureReason, detail: string): AttemptResult => {
+      svc.breakers.recordFailure(c.identity, probe);
+      failures.push({ provider: provider.name, reason, detail });
+      svc.metrics.fallbacks.inc({ provider: provider.name, reason });
+      return { kind: 'failed' };
+    };
+    if (c.credentialProblem !== null) {
+      if (probe) svc.breakers.release(c.identity);
+      failures.push({ provider: provider.name, reason: 'credential_unavailable', detail: c.credentialProblem });
+      svc.metrics.fallbacks.inc({ provider: provider.name, reason: 'credential_unavailable' });
+      return { kind: 'failed' };
+    }
+    const calledAt = performance.now();
+    let upstream;
+    try {
+      upstream = await provider.pool.call({
+        method: 'POST',
+        path: CHAT_COMPLETIONS_PATH,
+        headers: upstreamHeaders(c.credential ?? provider.credential, provider.headers, accept, requestId),
+        body: chatBodyFor(raw, chat.parsed, c.upstreamModel),
+        timeoutMs: provider.timeoutMs,
+        signal: abort.signal,
+      });
+    } catch (err) {
+      if (abort.signal.aborted) {
+        if (probe) svc.breakers.release(c.identity);
+        return { kind: 'aborted' };
+      }
+      const [reason, detail] = classify(err);
+      return fail(reason, detail);
+    }
+    svc.metrics.upstreamDuration.observe({ provider: provider.name }, (performance.now() - calledAt) / 1000);
+    if (isFailoverStatus(upstream.statusCode)) {
+      upstream.body.dump().catch(() => undefined);
+      return fail(reasonForStatus(upstream.statusCode), `HTTP ${upstream.statusCode}`);
+    }
+    // A 2xx, or a 4xx that is about the request rather than the provider: the provider is
+    // healthy and this is the answer.
+    svc.breakers.recordSuccess(c.identity);
+    if (bindingKey !== undefined && upstream.statusCode < 300) svc.affinity.bind(bindingKey, c.stableId);
+    const attribution: Record<string, string> = {
+      'x-switchyard-provider': provider.name,
+      'x-switchyard-model': c.upstreamModel,
+      'x-switchyard-candidate': c.stableId,
+      'x-switchyard-generation': String(gen.number),
+      'x-switchyard-request-id': requestId,
+    };
+    if (failures.length > 0) attribution['x-switchyard-fallback'] = failures.map((f) => f.provider).join(',');
+    const result = await relay(res, upstream, attribution, provider.name, abort.signal);
+    if (result.outcome === 'partial') svc.breakers.recordFailure(c.identity, false);
+    return { kind: 'served', relay: result };
+  };
+
+  let attempted = 0;
+  // First pass skips candidates whose breaker is open. When every breaker was open, the
+  // chain is tried anyway, in order: failing fast would turn a provider blip into an outage.
+  for (let pass = 0; pass < 2 && attempted === 0; pass++) {
+    for (const c of chain) {
+      let probe = false;
+      if (pass === 0) {
+        const admission = svc.breakers.admit(c.identity);
+        if (admission === 'deny') continue;
+        probe = admission === 'probe';
+      }
+      attempted += 1;
+      const result = await attempt(c, probe);
+      if (result.kind === 'failed') continue;
+      if (result.kind === 'aborted') {
+        record(svc, gen, chat.model, c, 499, startedAt, requestId, failures, null, false);
+        return;
+      }
+      const outcome = result.relay.outcome;
+      const status = outcome === 'partial' ? 'partial' : outcome === 'aborted' ? 499 : res.statusCode;
+      if (chat.stream && result.relay.firstByteAt !== null) {
+        svc.metrics.timeToFirstToken.observe({ model: chat.model, provider: c.provider.name }, (result.relay.firstByteAt - startedAt) / 1000);
+      }
+      record(svc, gen, chat.model, c, status, startedAt, requestId, failures, result.relay, chat.stream);
+      return;
+    }
+  }
+
+  const code = failureCode(failures);
+  const summary = failures.map((f) => `${f.provider}: ${f.detail}`).join('; ');
+  svc.metrics.requests.inc({ model: chat.model, provider: 'none', status: String(statusOf(code)) });
+  svc.metrics.requestDuration.observe({ model: chat.model }, (performance.now() - startedAt) / 1000);
+  sendError(res, code, `all ${chain.length} candidate(s) for model "${chat.model}" failed (${summary})`);
+}
+
+function failureCode(failures: readonly Failure[]): ErrorCode {
+  const last = failures[failures.length - 1];
+  if (last === undefined) return 'upstream_unavailable';
+  switch (last.reason) {
+    case 'timeout':
+      return 'upstream_timeout';
+    case 'status_429':
+      return 'upstream_rate_limited';
+    case 'credential_unavailable':
+      return 'credential_unavailable';
+    case 'breaker_open':
+    case 'provider_withdrawn':
+      return 'upstream_unavailable';
+    default:
+      return 'upstream_error';
+  }
+}
+
+/** Maps an undici error to a failover reason and a message safe to show a client. */
+function classify(err: unknown): [FailureReason, string] {
+  const code = (err as { code?: string }).code ?? '';
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return ['timeout', 'timed out waiting for a response'];
+  if (code === 'UND_ERR_CONNECT_TIMEOUT') return ['timeout', 'timed out connecting'];
+  if (code === 'ECONNREFUSED') return ['connect_error', 'connection refused'];
+  if (code === 'UND_ERR_CLOSED' || code === 'UND_ERR_DESTROYED') return ['connect_error', 'connection pool closed'];
+  if (code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE') return ['connect_error', 'connection closed by the provider'];
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return ['connect_error', 'provider host not found'];
+  return ['connect_error', code === '' ? 'request failed' : `request failed (${code})`];
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+function requestIdOf(req: IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+function record(
+  svc: Services,
+  gen: Generation,
+  model: string,
+  c: GenerationCandidate,
+  status: number | 'partial',
+  startedAt: number,
+  requestId: string,
+  failures: readonly Failure[],
+  relayed: RelayResult | null,
+  stream: boolean,
+): void {
+  const durationMs = performance.now() - startedAt;
+  const provider = c.provider.name;
+  svc.metrics.requests.inc({ model, provider, status: String(status) });
+  svc.metrics.requestDuration.observe({ model }, durationMs / 1000);
+  const usage = relayed?.usage ?? null;
+  const costMicroUsd = usage === null ? null : priceUsage(gen.pricing, provider, c.upstreamModel, usage);
+  if (costMicroUsd !== null && costMicroUsd > 0) svc.metrics.costUsd.inc({ model, provider }, costMicroUsd / 1e6);
+  if (!svc.logger.isLevelEnabled('info') || !gen.config.log.access) return;
+  svc.logger.info({
+    msg: 'request',
+    request_id: requestId,
+    model,
+    provider,
+    upstream_model: c.upstreamModel,
+    candidate: c.stableId,
+    generation: gen.number,
+    status,
+    partial: status === 'partial',
+    stream,
+    duration_ms: Math.round(durationMs * 1000) / 1000,
+    fallback: failures.length === 0 ? undefined : failures.map((f) => `${f.provider}:${f.reason}`),
+    input_tokens: usage?.inputTokens,
+    output_tokens: usage?.outputTokens,
+    cost_micro_usd: costMicroUsd ?? undefined,
+  });
+}

@@ -1,0 +1,7 @@
+// server/: the composition root. It alone builds the stateful services (breakers, pools,
+// counters, affinity, metrics, logger), wires them to the generation holder and the
+// reload coordinator, and runs the HTTP listeners, the admin API and the drain.
+// Nothing imports server/. See docs/decisions/0001-one-generation.md.
+export { startGateway, StartupError, type Gateway, type GatewayOptions } from './gateway.js';
+export type { ReloadResult, ReloadOutcome } from './reload.js';
+export type { Services } from './services.js';

@@ -1,0 +1,26 @@
+import type { GenerationHolder } from '../live/index.js';
+import type { PoolRegistry } from '../providers/index.js';
+import type { BreakerRegistry } from '../resilience/index.js';
+import type { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
+import type { Logger, Metrics } from '../telemetry/index.js';
+
+/**
+ * The stateful services, built once by the composition root and never rebuilt by a
+ * reload (DESIGN.md invariant 3). Handlers receive this object; only the generation
+ * inside the holder changes.
+ */
+export interface Services {
+  readonly holder: GenerationHolder;
+  readonly breakers: BreakerRegistry;
+  readonly counters: RoundRobinCounters;
+  readonly affinity: SessionAffinity;
+  readonly pools: PoolRegistry;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  readonly random: () => number;
+}
+
+/** Settings fixed at start-up (changing them takes a restart). */
+export interface ListenerSettings {
+  readonly maxBodyBytes: number;
+}

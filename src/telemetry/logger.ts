@@ -1,0 +1,39 @@
+import { pino, type Logger } from 'pino';
+
+export type { Logger };
+
+export interface LoggerOptions {
+  readonly level: string;
+  /** A file descriptor or path; defaults to stdout. */
+  readonly destination?: number | string;
+}
+
+/**
+ * Structured JSON logs. Writes are asynchronous (a blocked stdout pipe must not stall the
+ * request path); flushLogger() runs at shutdown. Credential-bearing keys are redacted as a
+ * second line of defence: nothing on purpose logs a header or a secret value.
+ */
+export function createLogger(options: LoggerOptions): Logger {
+  const destination = pino.destination({ dest: options.destination ?? 1, sync: false, minLength: 0 });
+  return pino(
+    {
+      level: options.level,
+      base: { service: 'switchyard' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      redact: {
+        paths: ['authorization', '*.authorization', 'headers.authorization', 'api_key', '*.api_key', 'token', '*.token'],
+        censor: '[redacted]',
+      },
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    destination,
+  );
+}
+
+export function flushLogger(logger: Logger): void {
+  try {
+    logger.flush();
+  } catch {
+    // Nothing useful to do when stdout is gone at exit.
+  }
+}
