@@ -3,28 +3,18 @@
 // like a secret, or a string shaped like one, refuses the overlay. The finding names the
 // path only; the value is never copied anywhere.
 
-// Compared after lower-casing and dropping `-` and `_`, so `api_key`, `API-Key` and `apikey` match.
-const CREDENTIAL_KEYS = new Set([
-  'token',
-  'value',
-  'apikey',
-  'secret',
-  'password',
-  'authorization',
-  'accesstoken',
-  'refreshtoken',
-  'bearertoken',
-  'clientsecret',
-  'xapikey',
-  'privatekey',
-]);
+// Names a secret's value would be stored under. Case-insensitive, with or without `-`/`_`
+// (`api_key`, `API-Key`, `apikey`). `key` alone is not here: secretRef.key names the key
+// inside a Secret, which is the reference the contract asks for.
+const CREDENTIAL_KEY =
+  /^(?:token|value|secret|password|authorization|(?:x[-_]?)?api[-_]?key|(?:access|refresh|bearer)[-_]?token|client[-_]?secret|private[-_]?key)$/i;
 
 const BEARER_VALUE = /^\s*bearer\s+\S/i;
 // Provider keys are `sk-…` (OpenAI `sk-proj-…`, Anthropic `sk-ant-…`).
 const SK_VALUE = /^\s*sk-\S/;
 
 export function isCredentialKey(key: string): boolean {
-  return CREDENTIAL_KEYS.has(key.toLowerCase().replace(/[-_]/g, ''));
+  return CREDENTIAL_KEY.test(key);
 }
 
 export function looksLikeCredentialValue(value: string): boolean {
@@ -47,6 +37,30 @@ export interface CredentialFinding {
  * order. Iterative, so a hostile nesting depth cannot overflow the stack.
  */
 export function findCredentialValue(candidate: unknown): CredentialFinding | undefined {
+  // Nearly every candidate is clean: search without building paths, and build them only
+  // to report a finding.
+  return holdsCredentialValue(candidate) ? locateCredentialValue(candidate) : undefined;
+}
+
+function holdsCredentialValue(candidate: unknown): boolean {
+  const stack: unknown[] = [candidate];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (typeof value === 'string') {
+      if (looksLikeCredentialValue(value)) return true;
+    } else if (Array.isArray(value)) {
+      for (const item of value) stack.push(item);
+    } else if (typeof value === 'object' && value !== null) {
+      for (const key in value) {
+        if (isCredentialKey(key) || looksLikeCredentialValue(key)) return true;
+        stack.push((value as Record<string, unknown>)[key]);
+      }
+    }
+  }
+  return false;
+}
+
+function locateCredentialValue(candidate: unknown): CredentialFinding | undefined {
   const stack: Array<{ value: unknown; path: string }> = [{ value: candidate, path: '' }];
   while (stack.length > 0) {
     const { value, path } = stack.pop()!;

@@ -1,0 +1,93 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { test } from 'node:test';
+
+// DESIGN.md "Module rules", enforced by reading every src/ file's static imports.
+
+const SRC = resolve(import.meta.dirname, '../src');
+
+/** For each folder, the only other src/ folders it may import (errors.ts is open to all). */
+const allowed: Record<string, readonly string[]> = {
+  config: [],
+  contract: [],
+  routing: [],
+  resilience: [],
+  providers: [],
+  telemetry: [],
+  mock: [],
+  governance: [],
+  audit: [],
+  live: ['config', 'contract', 'providers', 'routing'],
+  publisher: ['contract', 'config'],
+  server: ['config', 'contract', 'live', 'routing', 'providers', 'resilience', 'governance', 'audit', 'telemetry'],
+  // cli.ts wires subcommands; it may import every folder's surface.
+  '(root)': ['config', 'contract', 'live', 'routing', 'providers', 'resilience', 'governance', 'audit', 'telemetry', 'server', 'mock', 'publisher'],
+};
+
+/** Rules stated in DESIGN.md, kept by name so a failure cites the rule it broke. */
+const rules: Array<{ from: string; to: string; rule: string }> = [
+  { from: 'live', to: 'governance', rule: 'live/ never imports governance/' },
+  { from: 'live', to: 'audit', rule: 'live/ never imports audit/' },
+  { from: 'live', to: 'server', rule: 'live/ never imports server/' },
+  { from: 'governance', to: 'live', rule: 'governance/ is a leaf: never live/' },
+  { from: 'governance', to: 'config', rule: 'governance/ is a leaf: never config/' },
+  { from: 'publisher', to: 'server', rule: 'publisher/ never imports server/' },
+];
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sourceFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
+}
+
+function folderOf(file: string): string {
+  const rel = relative(SRC, file);
+  return rel.includes(sep) ? (rel.split(sep)[0] as string) : '(root)';
+}
+
+function importsOf(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const specs: string[] = [];
+  for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+['"]([^'"]+)['"]/g)) specs.push(m[1] as string);
+  for (const m of text.matchAll(/(?:^|\n)\s*import\s+['"]([^'"]+)['"]/g)) specs.push(m[1] as string);
+  for (const m of text.matchAll(/import\(\s*['"]([^'"]+)['"]\s*\)/g)) specs.push(m[1] as string);
+  return specs;
+}
+
+const files = sourceFiles(SRC);
+
+test('the boundary test sees the source tree', () => {
+  assert.ok(files.length > 20, `expected the src/ tree, found ${files.length} files`);
+});
+
+test('each folder imports only the folders DESIGN.md allows, and only through their index.ts', () => {
+  const problems: string[] = [];
+  for (const file of files) {
+    const from = folderOf(file);
+    for (const spec of importsOf(file)) {
+      if (!spec.startsWith('.')) continue;
+      const target = resolve(dirname(file), spec).replace(/\.js$/, '.ts');
+      const to = folderOf(target);
+      const where = relative(SRC, file);
+      if (relative(SRC, target) === 'errors.ts') continue;
+      if (to === from) continue;
+      const broken = rules.find((r) => r.from === from && r.to === to);
+      if (broken !== undefined) problems.push(`${where} imports ${spec}: ${broken.rule}`);
+      else if (!(allowed[from] ?? []).includes(to)) problems.push(`${where} imports ${spec}: ${from}/ may not import ${to}/`);
+      if (to !== '(root)' && relative(join(SRC, to), target) !== 'index.ts') problems.push(`${where} imports ${spec}: deep import; use ${to}/index.js`);
+    }
+  }
+  assert.deepEqual(problems, []);
+});
+
+test('errors.ts imports nothing, so every folder can use the catalog', () => {
+  assert.deepEqual(importsOf(join(SRC, 'errors.ts')), []);
+});
+
+test('config/ and contract/ do no network I/O and keep no timers', () => {
+  const banned = /from ['"](node:)?(http|https|net|dgram|undici|timers)['"]|setTimeout|setInterval/;
+  for (const file of files.filter((f) => ['config', 'contract'].includes(folderOf(f)))) {
+    assert.doesNotMatch(readFileSync(file, 'utf8'), banned, `${relative(SRC, file)} must stay a pure function of its input`);
+  }
+});
