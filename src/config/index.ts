@@ -12,6 +12,7 @@ export {
   type BreakerConfig,
   type Policy,
   type SecretRef,
+  type OverlayConfig,
 } from './schema.js';
 export { checkConfig, parseConfigText, loadConfigFile, formatIssue, formatPath, type ConfigIssue, type ConfigResult } from './load.js';
 export { resolveSecret, describeSecretRef, type SecretResult } from './secrets.js';

@@ -28,11 +28,17 @@ export function formatPath(path: readonly PropertyKey[]): string {
   return out;
 }
 
+/** Keys that users put one level too high: they belong to the overlay block. */
+const OVERLAY_ONLY = new Set(['routing.reload', 'routing.expected_scope', 'routing.max_bytes', 'routing.credential_mount_base', 'routing.file']);
+
 function zodIssues(error: z.ZodError): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   for (const issue of error.issues) {
     if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) issues.push({ path: formatPath([...issue.path, key]), message: 'unknown key' });
+      for (const key of issue.keys) {
+        const path = formatPath([...issue.path, key]);
+        issues.push({ path, message: OVERLAY_ONLY.has(path) ? 'only allowed inside routing.overlay, and there is no overlay block' : 'unknown key' });
+      }
     } else {
       issues.push({ path: formatPath(issue.path), message: issue.message });
     }

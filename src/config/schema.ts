@@ -74,10 +74,38 @@ export const sessionAffinitySchema = z.strictObject({
   max_entries: positiveInt.max(10_000_000).default(10_000),
 });
 
-export const routingSchema = z.strictObject({
-  routes: z.record(z.string().min(1), routeSchema).optional(),
-  session_affinity: sessionAffinitySchema.optional(),
+const scopeField = z.string().min(1).max(256);
+
+/** Overlay mode: candidates come from a control plane's versioned overlay file. */
+export const overlaySchema = z.strictObject({
+  /** Watched through its parent directory and never resolved, so ConfigMap symlink swaps are seen. */
+  file: z.string().min(1, 'must be a file path'),
+  /** Any subset; each field set must match the envelope's scope. A legacy payload is then refused. */
+  expected_scope: z.strictObject({ network: scopeField.optional(), gateway: scopeField.optional(), namespace: scopeField.optional(), local_site: scopeField.optional() }).optional(),
+  reload: z.strictObject({
+    enabled: z.boolean().default(true),
+    debounce_ms: z.number().int().min(0).max(60_000).default(500),
+    /** The safety-net re-check that catches lost events. */
+    recheck_ms: z.number().int().min(100).max(3_600_000).default(10_000),
+  }).prefault({}),
+  max_bytes: positiveInt.max(64 * 1024 * 1024).default(2 * 1024 * 1024),
+  /** A candidate credential {namespace, name, key} is read from {base}/{namespace}/{name}/{key}. */
+  credential_mount_base: z.string().min(1).default('/run/secrets/grid-credentials'),
 });
+
+export const routingSchema = z
+  .strictObject({
+    routes: z.record(z.string().min(1), routeSchema).optional(),
+    overlay: overlaySchema.optional(),
+    session_affinity: sessionAffinitySchema.optional(),
+  })
+  .superRefine((routing, ctx) => {
+    if (routing.routes !== undefined && routing.overlay !== undefined) {
+      ctx.addIssue({ code: 'custom', path: [], message: 'routing.routes (static) and routing.overlay are mutually exclusive; set exactly one' });
+    } else if (routing.routes === undefined && routing.overlay === undefined) {
+      ctx.addIssue({ code: 'custom', path: [], message: 'set either routing.routes (static routes) or routing.overlay (candidates from an overlay file)' });
+    }
+  });
 
 /** USD per million tokens; so tokens x price is micro-USD exactly. */
 const priceSchema = z.strictObject({
@@ -114,5 +142,6 @@ export const configSchema = z.strictObject({
 export type GatewayConfig = z.infer<typeof configSchema>;
 export type ServerConfig = GatewayConfig['server'];
 export type RouteConfig = z.infer<typeof routeSchema>;
+export type OverlayConfig = z.infer<typeof overlaySchema>;
 export type PricingConfig = GatewayConfig['pricing'];
 export type BreakerConfig = GatewayConfig['resilience']['breaker'];

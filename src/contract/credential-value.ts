@@ -11,7 +11,8 @@ const CREDENTIAL_KEY =
 
 const BEARER_VALUE = /^\s*bearer\s+\S/i;
 // Provider keys are `sk-…` (OpenAI `sk-proj-…`, Anthropic `sk-ant-…`).
-const SK_VALUE = /^\s*sk-\S/;
+// A minimum length keeps ordinary words such as a site named `sk-bratislava` usable.
+const SK_VALUE = /^\s*sk-[A-Za-z0-9_-]{16,}/;
 
 export function isCredentialKey(key: string): boolean {
   return CREDENTIAL_KEY.test(key);

@@ -1,13 +1,17 @@
 import { createHash } from 'node:crypto';
 import { type ConfigIssue, describeSecretRef, type GatewayConfig, resolveSecret } from '../config/index.js';
 import { Credential, type PoolSpec, type ProviderPool, providerIdentity } from '../providers/index.js';
-import { deepFreeze, type Generation, type GenerationCandidate, type GenerationRoute, type Price, type ProviderRuntime } from './generation.js';
+import type { ParsedOverlay } from '../contract/index.js';
+import { deepFreeze, type Generation, type GenerationCandidate, type GenerationRoute, type OverlaySnapshot, type Price, type ProviderRuntime } from './generation.js';
+import { overlayRoutes } from './overlay-routes.js';
 
 export interface BuildInputs {
   readonly config: GatewayConfig;
   readonly sourceHash: string;
   readonly number: number;
   readonly env: NodeJS.ProcessEnv;
+  /** Overlay mode: the validated overlay to take candidates from. */
+  readonly overlay?: ParsedOverlay | null;
   /** The pool factory: server/ passes PoolRegistry.acquire so unchanged identities keep their pools. */
   readonly poolFor: (spec: PoolSpec) => ProviderPool;
   readonly now?: () => Date;
@@ -55,6 +59,10 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
   }
 
   const routeSpecs = config.routing.routes ?? {};
+  const overlaySettings = config.routing.overlay;
+  if (overlaySettings !== undefined && (inputs.overlay === undefined || inputs.overlay === null)) {
+    issues.push({ path: 'routing.overlay.file', message: 'overlay mode needs a validated overlay to build a generation' });
+  }
   for (const [model, route] of Object.entries(routeSpecs)) {
     route.candidates.forEach((c, i) => {
       if (config.providers[c.provider] === undefined) {
@@ -62,17 +70,20 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
       }
     });
   }
-  if (Object.keys(routeSpecs).length === 0) issues.push({ path: 'routing.routes', message: 'at least one route is required' });
+  if (overlaySettings === undefined && Object.keys(routeSpecs).length === 0) issues.push({ path: 'routing.routes', message: 'at least one route is required' });
   if (issues.length > 0) return { ok: false, issues };
 
   for (const open of pending) open();
-  const routes: Record<string, GenerationRoute> = Object.create(null) as Record<string, GenerationRoute>;
-  const counterKeys: string[] = [];
-  for (const [model, spec] of Object.entries(routeSpecs)) {
-    const route = staticRoute(model, spec, providers);
-    routes[model] = route;
-    for (const g of route.groups) counterKeys.push(g.counterKey);
+  let routes: Record<string, GenerationRoute> = Object.create(null) as Record<string, GenerationRoute>;
+  let overlay: OverlaySnapshot | null = null;
+  if (overlaySettings !== undefined && inputs.overlay) {
+    const built = overlayRoutes(inputs.overlay, overlaySettings, providers);
+    routes = built.routes;
+    overlay = built.snapshot;
+  } else {
+    for (const [model, spec] of Object.entries(routeSpecs)) routes[model] = staticRoute(model, spec, providers);
   }
+  const counterKeys = Object.values(routes).flatMap((r) => r.groups.map((g) => g.counterKey));
 
   const builtAt = (inputs.now?.() ?? new Date()).toISOString();
   const pricing: Record<string, Price> = Object.create(null) as Record<string, Price>;
@@ -90,6 +101,7 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
     modelsBody: modelsListBody(routes, builtAt),
     pricing,
     adminToken,
+    overlay,
   };
   return { ok: true, generation: deepFreeze(generation) };
 }

@@ -10,6 +10,10 @@ export interface GenerationChanges {
   readonly routesRemoved: readonly string[];
   readonly routesChanged: readonly string[];
   readonly pricingChanged: boolean;
+  /** Overlay mode: whether the revision changed, and candidates (by stable_id) that came and went. */
+  readonly revisionChanged: boolean;
+  readonly candidatesAdded: readonly string[];
+  readonly candidatesRemoved: readonly string[];
 }
 
 /** Keys whose new value takes a restart; a reload reports them and applies the rest. */
@@ -23,9 +27,21 @@ const RESTART_ONLY: readonly (keyof Generation['config']['server'])[] = [
 ];
 
 export function restartOnlyWarnings(serving: Generation['config'], next: Generation['config']): string[] {
-  return RESTART_ONLY.filter((key) => !isDeepStrictEqual(serving.server[key], next.server[key])).map(
-    (key) => `server.${key}: changed, but takes effect only after a restart; the running value is kept`,
-  );
+  const changed = RESTART_ONLY.filter((key) => !isDeepStrictEqual(serving.server[key], next.server[key])).map((key) => `server.${key}`);
+  const before = serving.routing.overlay;
+  const after = next.routing.overlay;
+  if (before !== undefined && after !== undefined) {
+    if (before.file !== after.file) changed.push('routing.overlay.file');
+    if (!isDeepStrictEqual(before.reload, after.reload)) changed.push('routing.overlay.reload');
+  }
+  return changed.map((path) => `${path}: changed, but takes effect only after a restart; the running value is kept`);
+}
+
+function stableIds(gen: Generation | null): Set<string> {
+  const ids = new Set<string>();
+  if (gen === null) return ids;
+  for (const route of Object.values(gen.routes)) for (const id of Object.keys(route.byStableId)) ids.add(id);
+  return ids;
 }
 
 export function diffGenerations(previous: Generation | null, next: Generation): GenerationChanges {
@@ -34,6 +50,8 @@ export function diffGenerations(previous: Generation | null, next: Generation): 
   const providersBefore = before?.providers ?? {};
   const routesBefore = before?.routing.routes ?? {};
   const routesAfter = after.routing.routes ?? {};
+  const idsBefore = stableIds(previous);
+  const idsAfter = stableIds(next);
   return {
     providersAdded: Object.keys(after.providers).filter((n) => providersBefore[n] === undefined),
     providersRemoved: Object.keys(providersBefore).filter((n) => after.providers[n] === undefined),
@@ -46,5 +64,8 @@ export function diffGenerations(previous: Generation | null, next: Generation): 
       (m) => routesBefore[m] !== undefined && !isDeepStrictEqual(routesBefore[m], routesAfter[m]),
     ),
     pricingChanged: before !== undefined && !isDeepStrictEqual(before.pricing, after.pricing),
+    revisionChanged: (previous?.overlay?.revision ?? null) !== (next.overlay?.revision ?? null),
+    candidatesAdded: [...idsAfter].filter((id) => !idsBefore.has(id)),
+    candidatesRemoved: [...idsBefore].filter((id) => !idsAfter.has(id)),
   };
 }

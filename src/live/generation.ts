@@ -1,4 +1,5 @@
 import type { GatewayConfig } from '../config/index.js';
+import type { ParsedOverlay } from '../contract/index.js';
 import type { Credential, ProviderPool } from '../providers/index.js';
 import type { CandidateGroup, RoutableCandidate, Route } from '../routing/index.js';
 
@@ -36,6 +37,25 @@ export interface Price {
   readonly output_usd_per_mtok: number;
 }
 
+/** The overlay revision a generation serves (overlay mode only). */
+export interface OverlaySnapshot {
+  readonly revision: string;
+  readonly format: 'envelope' | 'legacy';
+  readonly rawSha256: string;
+  readonly network: string | null;
+  readonly localSite: string;
+  readonly selectionMode: string;
+  readonly sourceUid: string | null;
+  readonly sourceGeneration: number | null;
+  readonly renderedAt: string | null;
+  readonly candidateCount: number;
+  readonly candidatesPerModel: Readonly<Record<string, number>>;
+  /** Candidates whose cluster names no configured provider: kept out of routing, reported. */
+  readonly unroutable: ReadonlyArray<{ readonly stable_id: string; readonly model: string; readonly cluster: string }>;
+  /** The validated overlay, for rollback protection against the next one. */
+  readonly parsed: ParsedOverlay;
+}
+
 /**
  * Everything that a reload may change, as ONE deep-frozen object. A request reads
  * `holder.current()` once and uses only that object, so it can never see half of two
@@ -57,6 +77,8 @@ export interface Generation {
   /** The pre-rendered body of `GET /v1/models`. */
   readonly modelsBody: string;
   readonly pricing: Readonly<Record<string, Price>>;
+  /** The serving overlay revision, or null in static mode. */
+  readonly overlay: OverlaySnapshot | null;
   /** The admin API's bearer token (`server.admin_token`), or null when none is set. */
   readonly adminToken: Credential | null;
 }

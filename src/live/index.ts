@@ -10,6 +10,7 @@ export {
   type GenerationGroup,
   type ProviderRuntime,
   type Price,
+  type OverlaySnapshot,
 } from './generation.js';
 export { buildGeneration, type BuildInputs, type BuildResult } from './build.js';
 export { GenerationHolder } from './holder.js';

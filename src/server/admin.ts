@@ -97,5 +97,23 @@ function adminStatus(ctx: AdminContext): Record<string, unknown> {
             ),
           })),
     sessions: svc.affinity.size,
+    overlay:
+      gen?.overlay == null
+        ? null
+        : {
+            accepted_revision: ctx.reloader.acceptedRevision,
+            serving_revision: gen.overlay.revision,
+            format: gen.overlay.format,
+            source_uid: gen.overlay.sourceUid,
+            source_generation: gen.overlay.sourceGeneration,
+            rendered_at: gen.overlay.renderedAt,
+            network: gen.overlay.network,
+            local_site: gen.overlay.localSite,
+            selection_mode: gen.overlay.selectionMode,
+            candidate_count: gen.overlay.candidateCount,
+            candidates_per_model: gen.overlay.candidatesPerModel,
+            unroutable_candidates: gen.overlay.unroutable,
+            last_rejection: ctx.reloader.lastOverlayRejection,
+          },
   };
 }

@@ -33,7 +33,12 @@ export async function handleChat(req: IncomingMessage, res: ServerResponse, svc:
   const chat = parseChatRequest(raw);
   const gen = svc.holder.current();
   const route = gen.routes[chat.model];
-  if (route === undefined) throw new SwitchyardError('model_not_found', `model "${chat.model}" is not routed by this gateway; GET /v1/models lists the models it serves`, 'model');
+  if (route === undefined) {
+    // In overlay mode the control plane decides which models exist: a model it does not
+    // list (or withdrew) is a no-route decision, not a typo.
+    if (gen.overlay !== null) throw new SwitchyardError('no_route', `model "${chat.model}" has no candidate in overlay revision ${gen.overlay.revision}`, 'model');
+    throw new SwitchyardError('model_not_found', `model "${chat.model}" is not routed by this gateway; GET /v1/models lists the models it serves`, 'model');
+  }
 
   const sessionKey = sessionKeyOf(req, gen.config.routing.session_affinity);
   const bindingKey = sessionKey === undefined ? undefined : `${chat.model}\u0000${sessionKey}`;
@@ -69,7 +74,7 @@ export async function handleChat(req: IncomingMessage, res: ServerResponse, svc:
       upstream = await provider.pool.call({
         method: 'POST',
         path: CHAT_COMPLETIONS_PATH,
-        headers: upstreamHeaders(c.credential ?? provider.credential, provider.headers, accept, requestId),
+        headers: withRouting(upstreamHeaders(c.credential ?? provider.credential, provider.headers, accept, requestId), gen, c, requestId),
         body: chatBodyFor(raw, chat.parsed, c.upstreamModel),
         timeoutMs: provider.timeoutMs,
         signal: abort.signal,
@@ -98,6 +103,7 @@ export async function handleChat(req: IncomingMessage, res: ServerResponse, svc:
       'x-switchyard-generation': String(gen.number),
       'x-switchyard-request-id': requestId,
     };
+    if (gen.overlay !== null) attribution['x-switchyard-revision'] = gen.overlay.revision;
     if (failures.length > 0) attribution['x-switchyard-fallback'] = failures.map((f) => f.provider).join(',');
     const result = await relay(res, upstream, attribution, provider.name, abort.signal);
     if (result.outcome === 'partial') svc.breakers.recordFailure(c.identity, false);
@@ -167,6 +173,15 @@ function classify(err: unknown): [FailureReason, string] {
   if (code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE') return ['connect_error', 'connection closed by the provider'];
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return ['connect_error', 'provider host not found'];
   return ['connect_error', code === '' ? 'request failed' : `request failed (${code})`];
+}
+
+/** Grid provider-hop headers, so a provider behind a Grid hop can attribute the request. */
+function withRouting(headers: Record<string, string>, gen: Generation, c: GenerationCandidate, requestId: string): Record<string, string> {
+  if (gen.overlay === null) return headers;
+  headers['x-ai-routing-candidate'] = c.stableId;
+  headers['x-ai-routing-request-id'] = requestId;
+  headers['x-ai-routing-revision'] = gen.overlay.revision;
+  return headers;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

@@ -91,10 +91,25 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       file: options.configPath,
       debounceMs: server.watch_debounce_ms,
       recheckMs: 10_000,
-      onChange: (cause) => void coordinator.request(cause === 'event' ? 'config_watch' : 'overlay_recheck').catch(() => undefined),
+      onChange: () => void coordinator.request('config_watch').catch(() => undefined),
     });
     watch.start();
     watches.push(watch);
+  }
+
+  const overlay = reloader.startupConfig!.routing.overlay;
+  if (overlay !== undefined && overlay.reload.enabled) {
+    const watch = new FileWatch({
+      file: overlay.file,
+      debounceMs: overlay.reload.debounce_ms,
+      recheckMs: overlay.reload.recheck_ms,
+      onChange: (cause) => void coordinator.request(cause === 'event' ? 'overlay_watch' : 'overlay_recheck').catch(() => undefined),
+    });
+    watch.start();
+    watches.push(watch);
+    // The start-up race: the file may have changed between the first read and the watch
+    // being registered. One more read now (a no-op when the bytes are the same) closes it.
+    await coordinator.request('overlay_watch');
   }
 
   let closing: Promise<void> | null = null;

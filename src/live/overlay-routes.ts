@@ -1,0 +1,119 @@
+import { join } from 'node:path';
+import { describeSecretRef, type OverlayConfig, resolveSecret } from '../config/index.js';
+import type { OverlayCandidate, ParsedOverlay, SelectionMode } from '../contract/index.js';
+import { Credential } from '../providers/index.js';
+import type { AdmissionState, SelectionPolicy } from '../routing/index.js';
+import type { GenerationCandidate, GenerationGroup, GenerationRoute, OverlaySnapshot, ProviderRuntime } from './generation.js';
+
+const POLICY: Record<SelectionMode, SelectionPolicy> = {
+  deterministic: 'ordered',
+  roundRobin: 'round_robin',
+  random: 'random',
+  weightedRandom: 'weighted',
+};
+
+export interface OverlayRoutes {
+  readonly routes: Record<string, GenerationRoute>;
+  readonly snapshot: OverlaySnapshot;
+}
+
+/**
+ * Turns a validated overlay into routes. Candidates are grouped per model; `none` is
+ * dropped; a candidate whose cluster names no configured provider is kept out of routing
+ * and reported. A candidate's credential is read from the mount now, once per build, never
+ * per request: if it cannot be read the candidate stays, and fails over with a 503-class
+ * reason, so one missing secret cannot take a whole revision down.
+ */
+export function overlayRoutes(
+  overlay: ParsedOverlay,
+  settings: OverlayConfig,
+  providers: Readonly<Record<string, ProviderRuntime>>,
+): OverlayRoutes {
+  const policy = POLICY[overlay.selectionMode];
+  const byModel = new Map<string, OverlayCandidate[]>();
+  const unroutable: Array<{ stable_id: string; model: string; cluster: string }> = [];
+  const candidatesPerModel: Record<string, number> = {};
+  for (const c of overlay.candidates) {
+    if (c.kind !== 'inference_model') continue;
+    candidatesPerModel[c.name] = (candidatesPerModel[c.name] ?? 0) + 1;
+    if (c.admissionState === 'none') continue;
+    if (providers[c.cluster] === undefined) {
+      unroutable.push({ stable_id: c.stableId, model: c.name, cluster: c.cluster });
+      continue;
+    }
+    let list = byModel.get(c.name);
+    if (list === undefined) byModel.set(c.name, (list = []));
+    list.push(c);
+  }
+
+  const routes: Record<string, GenerationRoute> = Object.create(null) as Record<string, GenerationRoute>;
+  for (const [model, list] of byModel) {
+    const groups = new Map<number, GenerationCandidate[]>();
+    const admissions = new Map<number, AdmissionState>();
+    const byStableId: Record<string, GenerationCandidate> = Object.create(null) as Record<string, GenerationCandidate>;
+    for (const c of list) {
+      const index = c.selectionGroup ?? 0;
+      const candidate = toCandidate(c, index, providers[c.cluster] as ProviderRuntime, settings);
+      let members = groups.get(index);
+      if (members === undefined) groups.set(index, (members = []));
+      members.push(candidate);
+      admissions.set(index, c.admissionState);
+      byStableId[c.stableId] = candidate;
+    }
+    const ordered: GenerationGroup[] = [...groups.keys()]
+      .sort((a, b) => a - b)
+      .map((index) => {
+        const members = groups.get(index) as GenerationCandidate[];
+        return {
+          index,
+          admission: admissions.get(index) as AdmissionState,
+          candidates: members,
+          totalWeight: members.reduce((s, c) => s + c.weight, 0),
+          // Same revision, same rotation: a timestamp-only re-render keeps round-robin state.
+          counterKey: `overlay:${overlay.revision}:${model}:${index}`,
+        };
+      });
+    routes[model] = { model, policy, groups: ordered, byStableId, admitsNew: ordered.some((g) => g.admission === 'new_and_existing') };
+  }
+
+  const snapshot: OverlaySnapshot = {
+    revision: overlay.revision,
+    format: overlay.format,
+    rawSha256: overlay.rawSha256,
+    network: overlay.network ?? null,
+    localSite: overlay.localSite,
+    selectionMode: overlay.selectionMode,
+    sourceUid: overlay.provenance?.source_uid ?? null,
+    sourceGeneration: overlay.provenance?.source_generation ?? null,
+    renderedAt: overlay.provenance?.rendered_at ?? null,
+    candidateCount: overlay.candidates.length,
+    candidatesPerModel,
+    unroutable,
+    parsed: overlay,
+  };
+  return { routes, snapshot };
+}
+
+function toCandidate(c: OverlayCandidate, group: number, provider: ProviderRuntime, settings: OverlayConfig): GenerationCandidate {
+  let credential: Credential | null = null;
+  let credentialProblem: string | null = null;
+  if (c.credential !== undefined) {
+    const { namespace, name, key } = c.credential.secretRef;
+    const ref = { file: join(settings.credential_mount_base, namespace, name, key) };
+    const secret = resolveSecret(ref, {});
+    if (secret.ok) credential = new Credential(secret.value, describeSecretRef(ref));
+    else credentialProblem = `credential for candidate ${c.stableId} is unavailable: ${secret.message}`;
+  }
+  return {
+    stableId: c.stableId,
+    providerName: provider.name,
+    identity: provider.identity,
+    weight: c.trafficWeight,
+    admission: c.admissionState,
+    group,
+    provider,
+    upstreamModel: c.name,
+    credential,
+    credentialProblem,
+  };
+}
