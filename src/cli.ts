@@ -41,7 +41,7 @@ every error with its path (e.g. "providers.east.base_url: invalid URL") and exit
     options: { config: { type: 'string', short: 'c' }, help },
     async run(values) {
       const configPath = resolve(requireString(values.config, '--config'));
-      const loaded = loadConfigFile(configPath);
+      const loaded = loadConfigFile(configPath, process.env);
       const issues = loaded.ok
         ? (() => {
             const built = buildGeneration({ config: loaded.config, sourceHash: loaded.sourceHash, number: 1, env: process.env, poolFor: (spec) => new PoolRegistry().acquire(spec) });

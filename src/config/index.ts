@@ -15,4 +15,5 @@ export {
   type OverlayConfig,
 } from './schema.js';
 export { checkConfig, parseConfigText, loadConfigFile, formatIssue, formatPath, type ConfigIssue, type ConfigResult } from './load.js';
+export { crossReferenceIssues } from './cross-check.js';
 export { resolveSecret, describeSecretRef, type SecretResult } from './secrets.js';

@@ -2,13 +2,11 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
+import { type ConfigIssue, crossReferenceIssues } from './cross-check.js';
 import { configSchema, type GatewayConfig } from './schema.js';
 
-/** One problem with a config, located by its dotted path (`providers.east.base_url`). */
-export interface ConfigIssue {
-  readonly path: string;
-  readonly message: string;
-}
+
+export type { ConfigIssue };
 
 export type ConfigResult =
   | { readonly ok: true; readonly config: GatewayConfig; readonly sourceHash: string }
@@ -46,10 +44,21 @@ function zodIssues(error: z.ZodError): ConfigIssue[] {
   return issues;
 }
 
-/** Validates an already-parsed document (from YAML, JSON or code). */
-export function checkConfig(document: unknown, sourceHash = ''): ConfigResult {
+/**
+ * Validates an already-parsed document (from YAML, JSON or code). When the schema fails,
+ * the cross-references (a route naming an unknown provider, an unresolvable secret) are
+ * checked on the raw document too, so the user sees every error in one pass.
+ */
+export function checkConfig(document: unknown, sourceHash = '', env?: NodeJS.ProcessEnv): ConfigResult {
   const parsed = configSchema.safeParse(document);
-  if (!parsed.success) return { ok: false, issues: zodIssues(parsed.error), sourceHash };
+  if (!parsed.success) {
+    const issues = zodIssues(parsed.error);
+    const seen = new Set(issues.map((i) => `${i.path}\u0000${i.message}`));
+    for (const issue of crossReferenceIssues(document, env)) {
+      if (!seen.has(`${issue.path}\u0000${issue.message}`)) issues.push(issue);
+    }
+    return { ok: false, issues, sourceHash };
+  }
   return { ok: true, config: parsed.data, sourceHash };
 }
 
@@ -57,14 +66,15 @@ export function checkConfig(document: unknown, sourceHash = ''): ConfigResult {
  * Parses config text. YAML is a superset of JSON, so one parser serves both; the file name
  * only improves messages. Every YAML error is reported with its line, not just the first.
  */
-export function parseConfigText(text: string): ConfigResult {
+export function parseConfigText(text: string, env?: NodeJS.ProcessEnv): ConfigResult {
   const sourceHash = createHash('sha256').update(text).digest('hex');
   if (text.trim() === '') return { ok: false, issues: [{ path: '', message: 'config is empty' }], sourceHash };
-  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
     const issues = doc.errors.map((e) => ({
       path: '',
-      message: `YAML/JSON syntax error${e.linePos ? ` at line ${e.linePos[0].line}, column ${e.linePos[0].col}` : ''}: ${e.message.split('\n')[0]}`,
+      // prettyErrors appends " at line N, column M:" and a source excerpt; keep our own form.
+      message: `YAML/JSON syntax error${e.linePos ? ` at line ${e.linePos[0].line}, column ${e.linePos[0].col}` : ''}: ${(e.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '')}`,
     }));
     return { ok: false, issues, sourceHash };
   }
@@ -72,11 +82,11 @@ export function parseConfigText(text: string): ConfigResult {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     return { ok: false, issues: [{ path: '', message: 'config must be a mapping (an object) at the top level' }], sourceHash };
   }
-  return checkConfig(value, sourceHash);
+  return checkConfig(value, sourceHash, env);
 }
 
 /** Reads and parses a config file. Reading the file is this folder's only I/O. */
-export function loadConfigFile(path: string): ConfigResult {
+export function loadConfigFile(path: string, env?: NodeJS.ProcessEnv): ConfigResult {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -85,5 +95,5 @@ export function loadConfigFile(path: string): ConfigResult {
     const reason = code === 'ENOENT' ? 'file not found' : code === 'EACCES' ? 'permission denied' : code;
     return { ok: false, issues: [{ path: '', message: `cannot read config file ${path}: ${reason}` }] };
   }
-  return parseConfigText(text);
+  return parseConfigText(text, env);
 }

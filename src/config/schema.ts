@@ -22,7 +22,8 @@ export type SecretRef = z.infer<typeof secretRefSchema>;
 
 const hostPortPattern = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
 const listenSchema = z.string().regex(hostPortPattern, 'must be host:port, e.g. 127.0.0.1:8080 or [::1]:8080')
-  .refine((s) => Number(s.slice(s.lastIndexOf(':') + 1)) <= 65535, 'port must be 0-65535');
+  // Only a well-formed address gets the range check: one mistake, one message.
+  .refine((s) => !hostPortPattern.test(s) || Number(s.slice(s.lastIndexOf(':') + 1)) <= 65535, 'port must be 0-65535');
 
 const positiveInt = z.number().int().positive();
 

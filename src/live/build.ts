@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type ConfigIssue, describeSecretRef, type GatewayConfig, resolveSecret } from '../config/index.js';
+import { type ConfigIssue, crossReferenceIssues, describeSecretRef, type GatewayConfig, resolveSecret } from '../config/index.js';
 import { Credential, type PoolSpec, type ProviderPool, providerIdentity } from '../providers/index.js';
 import type { ParsedOverlay } from '../contract/index.js';
 import { deepFreeze, type Generation, type GenerationCandidate, type GenerationRoute, type OverlaySnapshot, type Price, type ProviderRuntime } from './generation.js';
@@ -63,13 +63,8 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
   if (overlaySettings !== undefined && (inputs.overlay === undefined || inputs.overlay === null)) {
     issues.push({ path: 'routing.overlay.file', message: 'overlay mode needs a validated overlay to build a generation' });
   }
-  for (const [model, route] of Object.entries(routeSpecs)) {
-    route.candidates.forEach((c, i) => {
-      if (config.providers[c.provider] === undefined) {
-        issues.push({ path: `routing.routes.${model}.candidates[${i}].provider`, message: `unknown provider "${c.provider}"` });
-      }
-    });
-  }
+  // Secrets were resolved above (their values are needed); here only the references.
+  issues.push(...crossReferenceIssues(config));
   if (overlaySettings === undefined && Object.keys(routeSpecs).length === 0) issues.push({ path: 'routing.routes', message: 'at least one route is required' });
   if (issues.length > 0) return { ok: false, issues };
 

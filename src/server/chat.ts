@@ -140,15 +140,19 @@ export async function handleChat(req: IncomingMessage, res: ServerResponse, svc:
 
   const code = failureCode(failures);
   const summary = failures.map((f) => `${f.provider}: ${f.detail}`).join('; ');
-  svc.metrics.requests.inc({ model: chat.model, provider: 'none', status: String(statusOf(code)) });
-  svc.metrics.requestDuration.observe({ model: chat.model }, (performance.now() - startedAt) / 1000);
+  record(svc, gen, chat.model, null, statusOf(code), startedAt, requestId, failures, null, chat.stream);
   sendError(res, code, `all ${chain.length} candidate(s) for model "${chat.model}" failed (${summary})`);
 }
 
+/**
+ * One status for "every candidate failed": when all failures agree (all timeouts, all
+ * 429s, all missing credentials) the client gets that specific answer; a mix is a 502.
+ */
 function failureCode(failures: readonly Failure[]): ErrorCode {
-  const last = failures[failures.length - 1];
-  if (last === undefined) return 'upstream_unavailable';
-  switch (last.reason) {
+  const first = failures[0];
+  if (first === undefined) return 'upstream_unavailable';
+  if (failures.some((f) => f.reason !== first.reason)) return 'upstream_error';
+  switch (first.reason) {
     case 'timeout':
       return 'upstream_timeout';
     case 'status_429':
@@ -191,11 +195,17 @@ function requestIdOf(req: IncomingMessage): string {
   return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
 }
 
+/** Micro-USD to a thousandth: enough for any price, and free of float noise in logs. */
+function roundMicro(value: number | null): number | null {
+  return value === null ? null : Math.round(value * 1000) / 1000;
+}
+
 function record(
   svc: Services,
   gen: Generation,
   model: string,
-  c: GenerationCandidate,
+  /** The candidate that served, or null when every candidate failed. */
+  c: GenerationCandidate | null,
   status: number | 'partial',
   startedAt: number,
   requestId: string,
@@ -204,11 +214,11 @@ function record(
   stream: boolean,
 ): void {
   const durationMs = performance.now() - startedAt;
-  const provider = c.provider.name;
+  const provider = c?.provider.name ?? 'none';
   svc.metrics.requests.inc({ model, provider, status: String(status) });
   svc.metrics.requestDuration.observe({ model }, durationMs / 1000);
   const usage = relayed?.usage ?? null;
-  const costMicroUsd = usage === null ? null : priceUsage(gen.pricing, provider, c.upstreamModel, usage);
+  const costMicroUsd = usage === null || c === null ? null : roundMicro(priceUsage(gen.pricing, provider, c.upstreamModel, usage));
   if (costMicroUsd !== null && costMicroUsd > 0) svc.metrics.costUsd.inc({ model, provider }, costMicroUsd / 1e6);
   if (!svc.logger.isLevelEnabled('info') || !gen.config.log.access) return;
   svc.logger.info({
@@ -216,8 +226,8 @@ function record(
     request_id: requestId,
     model,
     provider,
-    upstream_model: c.upstreamModel,
-    candidate: c.stableId,
+    upstream_model: c?.upstreamModel,
+    candidate: c?.stableId,
     generation: gen.number,
     status,
     partial: status === 'partial',

@@ -74,7 +74,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   }
 
   const traffic: TrafficState = { inflight: 0, draining: false };
-  const api = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, createApiHandler(svc, { maxBodyBytes: server.max_body_bytes }, traffic));
+  const api = createServer({ keepAliveTimeout: 65_000, requestTimeout: 120_000 }, createApiHandler(svc, { maxBodyBytes: server.max_body_bytes }, traffic));
   const startedAt = Date.now();
   const admin = server.admin_listen === undefined
     ? null

@@ -97,7 +97,7 @@ export class Reloader {
       config = serving.config;
       sourceHash = serving.sourceHash;
     } else {
-      const loaded = loadConfigFile(this.#configPath);
+      const loaded = loadConfigFile(this.#configPath, this.#env);
       if (!loaded.ok) return finish('rejected', { errors: loaded.issues });
       if (serving !== null && trigger === 'config_watch' && loaded.sourceHash === serving.sourceHash) return finish('unchanged', {});
       if (serving !== null && (serving.config.routing.overlay === undefined) !== (loaded.config.routing.overlay === undefined)) {

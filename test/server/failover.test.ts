@@ -30,7 +30,7 @@ function assertServed(r: Reply, provider: string, fallback: string): void {
   assert.equal(r.json().object, 'chat.completion');
 }
 
-function assertAllFailed(r: Reply, status: number, code: string): void {
+function assertAllFailed(r: Reply, status: number, code: string, failed: readonly string[] = ['east', 'west']): void {
   assert.equal(r.status, status, r.text);
   assert.equal(r.headers.get('x-switchyard-provider'), null, 'an error names no provider');
   assert.equal(r.headers.get('x-switchyard-model'), null);
@@ -38,7 +38,7 @@ function assertAllFailed(r: Reply, status: number, code: string): void {
   const body = r.json<{ error: { message: unknown; type: unknown; code: unknown } }>();
   assert.equal(typeof body.error, 'object');
   assert.equal(typeof body.error.message, 'string');
-  assert.ok((body.error.message as string).length > 0);
+  for (const p of failed) assert.match(body.error.message as string, new RegExp(`\\b${p}\\b`), 'the message says which providers failed');
   assert.equal(typeof body.error.type, 'string');
   assert.equal(body.error.code, code);
 }

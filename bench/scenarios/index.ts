@@ -1,0 +1,6 @@
+import type { Scenario } from '../lib/scenario.js';
+import { proxyOverhead } from './proxy-overhead.js';
+import { reloadUnderLoad } from './reload-under-load.js';
+
+/** Every scenario, in the order `npm run bench` runs them. Add a new one here. */
+export const scenarios: readonly Scenario[] = [proxyOverhead, reloadUnderLoad];

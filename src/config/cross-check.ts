@@ -1,0 +1,46 @@
+import { type SecretRef, secretRefSchema } from './schema.js';
+import { resolveSecret } from './secrets.js';
+
+export interface ConfigIssue {
+  readonly path: string;
+  readonly message: string;
+}
+
+function record(value: unknown): Record<string, unknown> | undefined {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}
+
+/**
+ * The checks that span sections: every route candidate names a configured provider, and
+ * (given an environment) every well-formed secret reference resolves. Works on a raw
+ * document, so it can run even when the schema check failed elsewhere, and on a validated
+ * config, where buildGeneration relies on it.
+ */
+export function crossReferenceIssues(document: unknown, env?: NodeJS.ProcessEnv): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const doc = record(document);
+  if (doc === undefined) return issues;
+  const providers = record(doc.providers) ?? {};
+  const routes = record(record(doc.routing)?.routes) ?? {};
+  for (const [model, route] of Object.entries(routes)) {
+    const candidates = record(route)?.candidates;
+    if (!Array.isArray(candidates)) continue;
+    candidates.forEach((c: unknown, i) => {
+      const provider = record(c)?.provider;
+      if (typeof provider === 'string' && providers[provider] === undefined) {
+        issues.push({ path: `routing.routes.${model}.candidates[${i}].provider`, message: `unknown provider "${provider}"` });
+      }
+    });
+  }
+  if (env === undefined) return issues;
+  const refs: Array<[string, unknown]> = Object.entries(providers).map(([name, p]) => [`providers.${name}.api_key`, record(p)?.api_key]);
+  refs.push(['server.admin_token', record(doc.server)?.admin_token]);
+  for (const [path, value] of refs) {
+    if (value === undefined) continue;
+    const ref = secretRefSchema.safeParse(value);
+    if (!ref.success) continue;
+    const secret = resolveSecret(ref.data as SecretRef, env);
+    if (!secret.ok) issues.push({ path, message: secret.message });
+  }
+  return issues;
+}

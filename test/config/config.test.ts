@@ -1,0 +1,196 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { type ConfigIssue, type ConfigResult, formatIssue, parseConfigText } from '../../src/config/index.js';
+
+const VALID_YAML = `
+server: { listen: 127.0.0.1:0 }
+providers:
+  east: { type: openai, base_url: http://127.0.0.1:9001/v1, api_key: { env: EAST_KEY } }
+  west: { type: openai, base_url: http://127.0.0.1:9002/v1 }
+routing:
+  routes:
+    gpt-4o-mini:
+      policy: round_robin
+      candidates:
+        - { provider: east, model: gpt-4o-mini }
+        - { provider: west, weight: 2 }
+`;
+
+const VALID_JSON = JSON.stringify({
+  server: { listen: '127.0.0.1:0' },
+  providers: {
+    east: { type: 'openai', base_url: 'http://127.0.0.1:9001/v1', api_key: { env: 'EAST_KEY' } },
+    west: { type: 'openai', base_url: 'http://127.0.0.1:9002/v1' },
+  },
+  routing: {
+    routes: {
+      'gpt-4o-mini': {
+        policy: 'round_robin',
+        candidates: [
+          { provider: 'east', model: 'gpt-4o-mini' },
+          { provider: 'west', weight: 2 },
+        ],
+      },
+    },
+  },
+}, null, 2);
+
+/** A valid document as an object, to be broken one field at a time. */
+function doc(): Record<string, any> {
+  return JSON.parse(VALID_JSON) as Record<string, any>;
+}
+
+function issuesOf(result: ConfigResult): readonly ConfigIssue[] {
+  assert.equal(result.ok, false, 'expected the config to be refused');
+  return (result as Extract<ConfigResult, { ok: false }>).issues;
+}
+
+function lines(result: ConfigResult): string[] {
+  return issuesOf(result).map(formatIssue);
+}
+
+function parseObject(value: object): ConfigResult {
+  return parseConfigText(JSON.stringify(value));
+}
+
+describe('parseConfigText', () => {
+  it('accepts YAML and JSON, and both give the same config', () => {
+    const fromYaml = parseConfigText(VALID_YAML);
+    const fromJson = parseConfigText(VALID_JSON);
+    assert.equal(fromYaml.ok, true, JSON.stringify(fromYaml));
+    assert.equal(fromJson.ok, true, JSON.stringify(fromJson));
+    if (!fromYaml.ok || !fromJson.ok) return;
+    assert.deepEqual(fromYaml.config, fromJson.config);
+    assert.match(fromYaml.sourceHash, /^[0-9a-f]{64}$/);
+    assert.notEqual(fromYaml.sourceHash, fromJson.sourceHash, 'the source hash is of the bytes, not the meaning');
+  });
+
+  it('fills in the documented defaults', () => {
+    const result = parseConfigText(`
+providers:
+  east: { type: openai, base_url: http://127.0.0.1:9001/v1 }
+routing:
+  routes:
+    m: { candidates: [ { provider: east } ] }
+`);
+    assert.equal(result.ok, true, JSON.stringify(result));
+    if (!result.ok) return;
+    const { config } = result;
+    assert.equal(config.server.listen, '127.0.0.1:8080');
+    assert.equal(config.server.admin_listen, undefined);
+    assert.equal(config.server.max_body_bytes, 10 * 1024 * 1024);
+    assert.equal(config.server.drain_timeout_ms, 10_000);
+    assert.equal(config.server.watch_config, false);
+    const east = config.providers.east!;
+    assert.equal(east.timeout_ms, 60_000);
+    assert.equal(east.api_key, undefined, 'api_key is optional, for local providers');
+    assert.deepEqual(east.headers, {});
+    const route = config.routing.routes!.m!;
+    assert.equal(route.policy, 'ordered');
+    assert.deepEqual(route.candidates, [{ provider: 'east', weight: 1 }]);
+    assert.deepEqual(config.resilience.breaker, { failure_threshold: 5, open_base_ms: 1000, open_max_ms: 30_000 });
+    assert.deepEqual(config.pricing, { models: {} });
+    assert.equal(config.log.level, 'info');
+  });
+
+  it('names every problem by its dotted path, with array indices in brackets', () => {
+    const d = doc();
+    d.providers.east.base_url = 'not a url';
+    d.providers.west.timeout_ms = -5;
+    d.routing.routes['gpt-4o-mini'].candidates[1].weight = 0;
+    d.routing.routes['gpt-4o-mini'].policy = 'fastest';
+    d.server.listen = 'localhost';
+    const paths = [...new Set(issuesOf(parseObject(d)).map((i) => i.path))].sort();
+    assert.deepEqual(paths, [
+      'providers.east.base_url',
+      'providers.west.timeout_ms',
+      'routing.routes.gpt-4o-mini.candidates[1].weight',
+      'routing.routes.gpt-4o-mini.policy',
+      'server.listen',
+    ]);
+    assert.ok(lines(parseObject(d)).some((l) => /^providers\.east\.base_url: invalid URL/.test(l)), lines(parseObject(d)).join('\n'));
+  });
+
+  it('a listen address without a port gets one message, not a second one about the port range', () => {
+    const d = doc();
+    d.server.listen = 'localhost';
+    assert.deepEqual(lines(parseObject(d)), ['server.listen: must be host:port, e.g. 127.0.0.1:8080 or [::1]:8080']);
+  });
+
+  it('refuses a base_url that is not http or https', () => {
+    const d = doc();
+    d.providers.east.base_url = 'ftp://127.0.0.1/v1';
+    assert.deepEqual(issuesOf(parseObject(d)).map((i) => i.path), ['providers.east.base_url']);
+  });
+
+  it('reports unknown keys at every depth as "<path>: unknown key"', () => {
+    const d = doc();
+    d.extra = true;
+    d.server.port = 8080;
+    d.providers.east.apikey = { env: 'X' };
+    d.routing.routes['gpt-4o-mini'].candidates[0].wieght = 3;
+    d.routing.routes['gpt-4o-mini'].fallback = 'west';
+    d.resilience = { breaker: { threshold: 3 } };
+    assert.deepEqual(lines(parseObject(d)).sort(), [
+      'extra: unknown key',
+      'providers.east.apikey: unknown key',
+      'resilience.breaker.threshold: unknown key',
+      'routing.routes.gpt-4o-mini.candidates[0].wieght: unknown key',
+      'routing.routes.gpt-4o-mini.fallback: unknown key',
+      'server.port: unknown key',
+    ]);
+  });
+
+  it('refuses a literal api_key with a hint to use a reference, without echoing the value', () => {
+    const literal = 'test-literal-secret-0123456789';
+    const d = doc();
+    d.providers.east.api_key = literal;
+    const issues = issuesOf(parseObject(d));
+    assert.equal(issues.length, 1, JSON.stringify(issues));
+    assert.equal(issues[0]!.path, 'providers.east.api_key');
+    assert.match(issues[0]!.message, /reference/);
+    assert.match(issues[0]!.message, /\{env: NAME\}/);
+    assert.ok(!JSON.stringify(issues).includes(literal), 'the literal value is echoed');
+  });
+
+  it('refuses a malformed secret reference with the accepted shapes', () => {
+    const d = doc();
+    d.providers.east.api_key = { env: 'EAST_KEY', file: '/x' };
+    d.providers.west.api_key = { vault: 'x' };
+    const issues = issuesOf(parseObject(d));
+    assert.deepEqual(issues.map((i) => i.path).sort(), ['providers.east.api_key', 'providers.west.api_key']);
+    for (const issue of issues) assert.match(issue.message, /\{env: NAME\} or \{file: PATH\}/);
+  });
+
+  it('refuses an empty or blank file', () => {
+    for (const text of ['', '   \n\n']) assert.deepEqual(lines(parseConfigText(text)), ['config is empty']);
+  });
+
+  it('reports YAML that does not parse with its line', () => {
+    const result = lines(parseConfigText('providers:\n  east: { type: openai\nrouting: [\n'));
+    assert.ok(result.length >= 1);
+    assert.ok(result.every((l) => /syntax error at line \d+/.test(l)), result.join('\n'));
+  });
+
+  it('refuses a duplicate key rather than silently keeping one of them', () => {
+    const result = lines(parseConfigText(`${VALID_YAML}\nrouting: {}\n`));
+    assert.ok(result.some((l) => /syntax error/.test(l)), result.join('\n'));
+  });
+
+  it('refuses a document that is not a mapping at the top level', () => {
+    for (const text of ['[1, 2]', '"just a string"', '42']) {
+      const result = lines(parseConfigText(text));
+      assert.deepEqual(result, ['config must be a mapping (an object) at the top level'], text);
+    }
+  });
+
+  it('requires providers and routing', () => {
+    assert.deepEqual(issuesOf(parseConfigText('server: { listen: 127.0.0.1:0 }')).map((i) => i.path).sort(), ['providers', 'routing']);
+  });
+
+  it('refuses a route without candidates', () => {
+    const d = doc();
+    d.routing.routes['gpt-4o-mini'].candidates = [];
+    assert.deepEqual(lines(parseObject(d)), ['routing.routes.gpt-4o-mini.candidates: a route needs at least one candidate']);
+  });
+});
