@@ -14,6 +14,8 @@ import { scenarios } from './scenarios/index.js';
 const RESULTS_DIR = resolve(import.meta.dirname, 'results');
 const CLI = resolve(import.meta.dirname, '../dist/cli.js');
 const DEFAULT_DURATION_S = 5;
+// Warm-up is for the JIT and the connection pools, so it does not shrink with --duration.
+const WARMUP_S = 1.5;
 
 function usage(): string {
   const lines = scenarios.map((s) => `  ${s.name.padEnd(20)} ${s.summary} (~${Math.round(s.estimateS(DEFAULT_DURATION_S))} s)`);
@@ -50,7 +52,7 @@ async function runScenario(s: Scenario, durationS: number, cpuProf: boolean): Pr
   let error: string | null = null;
   progress(`${s.name}: ${s.summary}`);
   try {
-    report = await s.run({ durationS, warmupS: Math.min(1.5, durationS), fleet, cpuProfileDir, progress: (m) => progress(`${s.name}: ${m}`) });
+    report = await s.run({ durationS, warmupS: WARMUP_S, fleet, cpuProfileDir, progress: (m) => progress(`${s.name}: ${m}`) });
     const casualties = fleet.casualties();
     if (casualties.length > 0) report = { ...report, problems: [...report.problems, ...casualties] };
   } catch (err) {

@@ -93,6 +93,8 @@ function adminStatus(ctx: AdminContext): Record<string, unknown> {
                 weight: c.weight,
                 admission: c.admission,
                 selection_group: c.group,
+                credential: c.credential?.source ?? null,
+                credential_problem: c.credentialProblem,
               })),
             ),
           })),

@@ -19,8 +19,11 @@ export interface FileWatchOptions {
 export class FileWatch {
   readonly #options: FileWatchOptions;
   #watcher: FSWatcher | null = null;
-  /** The watched directory's inode: a recreated directory has a new one and needs a new watch. */
-  #directoryInode = -1;
+  /**
+   * The watched directory's identity (device, inode, birth time). A recreated directory
+   * needs a new watch; ext4 often hands it the same inode number, hence the birth time.
+   */
+  #directoryId = '';
   #debounce: NodeJS.Timeout | null = null;
   #recheck: NodeJS.Timeout | null = null;
   #closed = false;
@@ -38,7 +41,7 @@ export class FileWatch {
     if (this.#options.recheckMs > 0) {
       this.#recheck = setInterval(() => {
         // A watcher lost with its directory comes back once the directory does.
-        if (this.#watcher !== null && directoryInode(this.#options.file) !== this.#directoryInode) this.#detach();
+        if (this.#watcher !== null && directoryId(this.#options.file) !== this.#directoryId) this.#detach();
         if (this.#watcher === null) this.#attach();
         this.#options.onChange('recheck');
       }, this.#options.recheckMs);
@@ -58,9 +61,14 @@ export class FileWatch {
   #attach(): void {
     if (this.#closed || this.#watcher !== null) return;
     try {
-      this.#directoryInode = directoryInode(this.#options.file);
+      this.#directoryId = directoryId(this.#options.file);
       const watcher = watch(dirname(this.#options.file), { persistent: false });
-      watcher.on('change', () => this.#schedule());
+      watcher.on('change', () => {
+        // An event about the directory itself going away: drop the dead watch now, so the
+        // next re-check attaches to the new directory.
+        if (directoryId(this.#options.file) !== this.#directoryId) this.#detach();
+        this.#schedule();
+      });
       watcher.on('error', () => {
         this.#detach();
         this.#schedule();
@@ -93,10 +101,11 @@ export class FileWatch {
 }
 
 
-function directoryInode(file: string): number {
+function directoryId(file: string): string {
   try {
-    return statSync(dirname(file)).ino;
+    const st = statSync(dirname(file), { bigint: true });
+    return `${st.dev}:${st.ino}:${st.birthtimeNs}`;
   } catch {
-    return -1;
+    return 'missing';
   }
 }

@@ -136,6 +136,9 @@ export class Reloader {
     if (overlay !== null) metrics.overlayReloads.inc({ result: 'applied', reason: '' });
     const next = built.generation;
     const warnings = this.#startupConfig === null ? [] : restartOnlyWarnings(this.#startupConfig, next.config);
+    for (const route of Object.values(next.routes)) {
+      for (const c of Object.values(route.byStableId)) if (c.credentialProblem !== null) warnings.push(`${c.credentialProblem}; the candidate fails over until it can be read`);
+    }
     for (const u of next.overlay?.unroutable ?? []) {
       warnings.push(`overlay candidate ${u.stable_id} (model ${u.model}) names cluster "${u.cluster}", which is not a configured provider: kept, never selected`);
     }

@@ -202,7 +202,7 @@ test('credential-looking keys are found case-insensitively, with or without sepa
 });
 
 test('Bearer and sk- values are refused wherever they are, and the message never holds them', () => {
-  const secrets = ['Bearer abc.def.ghi', 'bearer  xyz', 'sk-proj-abcdef', 'sk-ant-api03-abc'];
+  const secrets = ['Bearer abc.def.ghi', 'bearer  xyz', 'sk-proj-abcdefghijklmnop1234', 'sk-ant-api03-abcdefghijklmnop'];
   for (const secret of secrets) {
     for (const extra of [{ note: secret }, { tags: ['a', { b: secret }] }, { cluster: secret }]) {
       const message = refused(parse(envelope([candidate('m', 's', extra)])), 'credential_value');
@@ -211,10 +211,12 @@ test('Bearer and sk- values are refused wherever they are, and the message never
   }
   // `bearer_token` as a strategy value is not a credential.
   accepted(parse(envelope([candidate('m', 's', { strategy_hint: 'bearer_token', note: 'task-sk-1' })])));
+  // Nor is a short `sk-` name such as a Slovak site: a key has 16+ characters after the prefix.
+  accepted(parse(envelope([candidate('m', 'sk-bratislava')])));
 });
 
 test('a field name shaped like a secret is refused without echoing the name', () => {
-  const message = refused(parse(envelope([candidate('m', 's', { meta: { 'sk-abcdefgh': 1 } })])), 'credential_value');
+  const message = refused(parse(envelope([candidate('m', 's', { meta: { 'sk-abcdefghijklmnopqrst': 1 } })])), 'credential_value');
   assert.ok(!message.includes('sk-abcdefgh'), message);
   assert.match(message, /^overlay\.candidates\[0\]\.meta:/);
 });
