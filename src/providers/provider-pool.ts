@@ -14,8 +14,8 @@ export interface UpstreamCall {
   readonly path: string;
   readonly headers: Record<string, string>;
   readonly body: string | Buffer | null;
+  /** Time to the response headers, and the longest silence between two body chunks. */
   readonly timeoutMs: number;
-  readonly signal: AbortSignal;
 }
 
 /**
@@ -49,28 +49,31 @@ export class ProviderPool {
     return this.#retired;
   }
 
-  async call(call: UpstreamCall): Promise<Dispatcher.ResponseData> {
+  /**
+   * Sends one call. The handler gets undici's callbacks directly (no stream or promise
+   * per call, which is most of a proxy's overhead) and must call `settle` exactly once
+   * when the call has ended, so that a retired pool knows when it may close.
+   */
+  dispatch(call: UpstreamCall, handler: Dispatcher.DispatchHandler): void {
     const pool = (this.#pool ??= this.#open());
     this.#inflight += 1;
-    let response: Dispatcher.ResponseData;
-    try {
-      response = await pool.request({
+    pool.dispatch(
+      {
         origin: this.#origin,
         method: call.method,
         path: this.#basePath + call.path,
         headers: call.headers,
         body: call.body,
-        signal: call.signal,
         headersTimeout: call.timeoutMs,
         bodyTimeout: call.timeoutMs,
-      });
-    } catch (err) {
-      this.#done();
-      throw err;
-    }
-    // The call is in flight until its body is consumed or destroyed.
-    response.body.once('close', () => this.#done());
-    return response;
+      },
+      handler,
+    );
+  }
+
+  /** Marks a dispatched call as ended (see dispatch). */
+  settle(): void {
+    this.#done();
   }
 
   /** Closes the pool once in-flight calls have finished. */

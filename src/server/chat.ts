@@ -3,12 +3,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type ErrorCode, SwitchyardError, statusOf } from '../errors.js';
 import { priceUsage } from '../governance/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
-import { CHAT_COMPLETIONS_PATH, chatBodyFor, upstreamHeaders } from '../providers/index.js';
-import { type FailureReason, isFailoverStatus, reasonForStatus } from '../resilience/index.js';
+import { CHAT_COMPLETIONS_PATH, chatBodyFor, type TokenUsage, upstreamHeaders } from '../providers/index.js';
+import type { FailureReason } from '../resilience/index.js';
 import { select } from '../routing/index.js';
 import { readBody } from './body.js';
 import { parseChatRequest } from './chat-request.js';
-import { type RelayResult, relay } from './relay.js';
+import { type AttemptResult, UpstreamExchange } from './relay.js';
 import { sendError } from './respond.js';
 import type { ListenerSettings, Services } from './services.js';
 import { sessionKeyOf } from './session.js';
@@ -19,7 +19,6 @@ interface Failure {
   readonly detail: string;
 }
 
-type AttemptResult = { readonly kind: 'served'; readonly relay: RelayResult } | { readonly kind: 'failed' } | { readonly kind: 'aborted' };
 
 /**
  * POST /v1/chat/completions. One pass: read and parse the body once, capture the
@@ -47,67 +46,45 @@ export async function handleChat(req: IncomingMessage, res: ServerResponse, svc:
   if (chain.length === 0) throw new SwitchyardError('no_route', `model "${chat.model}" has no candidate that can serve new requests right now`, 'model');
 
   const requestId = requestIdOf(req);
-  const abort = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) abort.abort();
-  });
   const failures: Failure[] = [];
   const accept = chat.stream ? 'text/event-stream' : 'application/json';
 
   const attempt = async (c: GenerationCandidate, probe: boolean): Promise<AttemptResult> => {
     const provider = c.provider;
-    const fail = (reason: FailureReason, detail: string): AttemptResult => {
-      svc.breakers.recordFailure(c.identity, probe);
-      failures.push({ provider: provider.name, reason, detail });
-      svc.metrics.fallbacks.inc({ provider: provider.name, reason });
-      return { kind: 'failed' };
-    };
     if (c.credentialProblem !== null) {
       if (probe) svc.breakers.release(c.identity);
-      failures.push({ provider: provider.name, reason: 'credential_unavailable', detail: c.credentialProblem });
-      svc.metrics.fallbacks.inc({ provider: provider.name, reason: 'credential_unavailable' });
-      return { kind: 'failed' };
+      return { kind: 'failed', reason: 'credential_unavailable', detail: c.credentialProblem };
     }
     const calledAt = performance.now();
-    let upstream;
-    try {
-      upstream = await provider.pool.call({
-        method: 'POST',
-        path: CHAT_COMPLETIONS_PATH,
-        headers: withRouting(upstreamHeaders(c.credential ?? provider.credential, provider.headers, accept, requestId), gen, c, requestId),
-        body: chatBodyFor(raw, chat.parsed, c.upstreamModel),
-        timeoutMs: provider.timeoutMs,
-        signal: abort.signal,
-      });
-    } catch (err) {
-      if (abort.signal.aborted) {
-        if (probe) svc.breakers.release(c.identity);
-        return { kind: 'aborted' };
-      }
-      const [reason, detail] = classify(err);
-      return fail(reason, detail);
-    }
-    svc.metrics.upstreamDuration.observe({ provider: provider.name }, (performance.now() - calledAt) / 1000);
-    if (isFailoverStatus(upstream.statusCode)) {
-      upstream.body.dump().catch(() => undefined);
-      return fail(reasonForStatus(upstream.statusCode), `HTTP ${upstream.statusCode}`);
-    }
-    // A 2xx, or a 4xx that is about the request rather than the provider: the provider is
-    // healthy and this is the answer.
-    svc.breakers.recordSuccess(c.identity);
-    if (bindingKey !== undefined && upstream.statusCode < 300) svc.affinity.bind(bindingKey, c.stableId);
-    const attribution: Record<string, string> = {
-      'x-switchyard-provider': provider.name,
-      'x-switchyard-model': c.upstreamModel,
-      'x-switchyard-candidate': c.stableId,
-      'x-switchyard-generation': String(gen.number),
-      'x-switchyard-request-id': requestId,
+    const call = {
+      method: 'POST' as const,
+      path: CHAT_COMPLETIONS_PATH,
+      headers: withRouting(upstreamHeaders(c.credential ?? provider.credential, provider.headers, accept, requestId), gen, c, requestId),
+      body: chatBodyFor(raw, chat.parsed, c.upstreamModel),
+      timeoutMs: provider.timeoutMs,
     };
-    if (gen.overlay !== null) attribution['x-switchyard-revision'] = gen.overlay.revision;
-    if (failures.length > 0) attribution['x-switchyard-fallback'] = failures.map((f) => f.provider).join(',');
-    const result = await relay(res, upstream, attribution, provider.name, abort.signal);
-    if (result.outcome === 'partial') svc.breakers.recordFailure(c.identity, false);
-    return { kind: 'served', relay: result };
+    const result = await UpstreamExchange.run(res, provider.pool, provider.name, call, () => {
+      // Called once the response is committed to this candidate: record it as healthy.
+      svc.breakers.recordSuccess(c.identity);
+      svc.metrics.upstreamDuration.observe({ provider: provider.name }, (performance.now() - calledAt) / 1000);
+      const attribution: Record<string, string> = {
+        'x-switchyard-provider': provider.name,
+        'x-switchyard-model': c.upstreamModel,
+        'x-switchyard-candidate': c.stableId,
+        'x-switchyard-generation': String(gen.number),
+        'x-switchyard-request-id': requestId,
+      };
+      if (gen.overlay !== null) attribution['x-switchyard-revision'] = gen.overlay.revision;
+      if (failures.length > 0) attribution['x-switchyard-fallback'] = failures.map((f) => f.provider).join(',');
+      return attribution;
+    });
+    if (result.kind === 'failed') svc.breakers.recordFailure(c.identity, probe);
+    else if (result.kind === 'aborted' && probe) svc.breakers.release(c.identity);
+    else if (result.kind === 'served') {
+      if (result.outcome === 'partial') svc.breakers.recordFailure(c.identity, false);
+      if (bindingKey !== undefined && result.status < 300) svc.affinity.bind(bindingKey, c.stableId);
+    }
+    return result;
   };
 
   let attempted = 0;
@@ -123,17 +100,20 @@ export async function handleChat(req: IncomingMessage, res: ServerResponse, svc:
       }
       attempted += 1;
       const result = await attempt(c, probe);
-      if (result.kind === 'failed') continue;
+      if (result.kind === 'failed') {
+        failures.push({ provider: c.provider.name, reason: result.reason, detail: result.detail });
+        svc.metrics.fallbacks.inc({ provider: c.provider.name, reason: result.reason });
+        continue;
+      }
       if (result.kind === 'aborted') {
-        record(svc, gen, chat.model, c, 499, startedAt, requestId, failures, null, false);
+        record(svc, gen, chat.model, c, 499, startedAt, requestId, failures, null, chat.stream);
         return;
       }
-      const outcome = result.relay.outcome;
-      const status = outcome === 'partial' ? 'partial' : outcome === 'aborted' ? 499 : res.statusCode;
-      if (chat.stream && result.relay.firstByteAt !== null) {
-        svc.metrics.timeToFirstToken.observe({ model: chat.model, provider: c.provider.name }, (result.relay.firstByteAt - startedAt) / 1000);
+      const status = result.outcome === 'partial' ? 'partial' : result.outcome === 'aborted' ? 499 : result.status;
+      if (chat.stream && result.firstByteAt !== null) {
+        svc.metrics.timeToFirstToken.observe({ model: chat.model, provider: c.provider.name }, (result.firstByteAt - startedAt) / 1000);
       }
-      record(svc, gen, chat.model, c, status, startedAt, requestId, failures, result.relay, chat.stream);
+      record(svc, gen, chat.model, c, status, startedAt, requestId, failures, result.usage, chat.stream);
       return;
     }
   }
@@ -167,18 +147,6 @@ function failureCode(failures: readonly Failure[]): ErrorCode {
   }
 }
 
-/** Maps an undici error to a failover reason and a message safe to show a client. */
-function classify(err: unknown): [FailureReason, string] {
-  const code = (err as { code?: string }).code ?? '';
-  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return ['timeout', 'timed out waiting for a response'];
-  if (code === 'UND_ERR_CONNECT_TIMEOUT') return ['timeout', 'timed out connecting'];
-  if (code === 'ECONNREFUSED') return ['connect_error', 'connection refused'];
-  if (code === 'UND_ERR_CLOSED' || code === 'UND_ERR_DESTROYED') return ['connect_error', 'connection pool closed'];
-  if (code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE') return ['connect_error', 'connection closed by the provider'];
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return ['connect_error', 'provider host not found'];
-  return ['connect_error', code === '' ? 'request failed' : `request failed (${code})`];
-}
-
 /** Grid provider-hop headers, so a provider behind a Grid hop can attribute the request. */
 function withRouting(headers: Record<string, string>, gen: Generation, c: GenerationCandidate, requestId: string): Record<string, string> {
   if (gen.overlay === null) return headers;
@@ -210,14 +178,13 @@ function record(
   startedAt: number,
   requestId: string,
   failures: readonly Failure[],
-  relayed: RelayResult | null,
+  usage: TokenUsage | null,
   stream: boolean,
 ): void {
   const durationMs = performance.now() - startedAt;
   const provider = c?.provider.name ?? 'none';
   svc.metrics.requests.inc({ model, provider, status: String(status) });
   svc.metrics.requestDuration.observe({ model }, durationMs / 1000);
-  const usage = relayed?.usage ?? null;
   const costMicroUsd = usage === null || c === null ? null : roundMicro(priceUsage(gen.pricing, provider, c.upstreamModel, usage));
   if (costMicroUsd !== null && costMicroUsd > 0) svc.metrics.costUsd.inc({ model, provider }, costMicroUsd / 1e6);
   if (!svc.logger.isLevelEnabled('info') || !gen.config.log.access) return;

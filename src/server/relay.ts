@@ -1,11 +1,13 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { openaiErrorBody } from '../errors.js';
-import { type TokenUsage, usageFromJson, usageFromSseTail } from '../providers/index.js';
+import { type ProviderPool, type TokenUsage, type UpstreamCall, usageFromJson, usageFromSseTail } from '../providers/index.js';
+import { type FailureReason, isFailoverStatus, reasonForStatus } from '../resilience/index.js';
 
-// Relays one upstream response to the client as it arrives: each chunk is written as soon
-// as it is read, the upstream is paused while the client's socket is full, and nothing is
-// buffered whole (only a bounded copy is kept to read the token usage at the end).
+// One attempt at one candidate, as an undici dispatch handler. Until the upstream's status
+// is known the attempt can still fail over; once headers are written to the client it is
+// committed, and each upstream chunk is written as it arrives, with the upstream paused
+// while the client's socket is full. Only a bounded copy is kept, to read token usage.
 
 /** Upstream headers that describe the upstream connection, not the response. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection']);
@@ -13,14 +15,18 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te
 const MAX_USAGE_BODY_BYTES = 1024 * 1024;
 const SSE_TAIL_BYTES = 16 * 1024;
 
-export type RelayOutcome = 'complete' | 'partial' | 'aborted';
-
-export interface RelayResult {
-  readonly outcome: RelayOutcome;
-  readonly usage: TokenUsage | null;
-  /** performance.now() when the first body byte was written, or null. */
-  readonly firstByteAt: number | null;
-}
+export type AttemptResult =
+  | { readonly kind: 'failed'; readonly reason: FailureReason; readonly detail: string }
+  | { readonly kind: 'aborted' }
+  | {
+      readonly kind: 'served';
+      /** complete; partial = cut after bytes reached the client; aborted = the client left. */
+      readonly outcome: 'complete' | 'partial' | 'aborted';
+      readonly status: number;
+      readonly usage: TokenUsage | null;
+      /** performance.now() when the first body byte was written, or null. */
+      readonly firstByteAt: number | null;
+    };
 
 export function responseHeaders(upstream: IncomingHttpHeaders, attribution: Record<string, string>): OutgoingHttpHeaders {
   const headers: OutgoingHttpHeaders = {};
@@ -31,77 +37,174 @@ export function responseHeaders(upstream: IncomingHttpHeaders, attribution: Reco
   return Object.assign(headers, attribution);
 }
 
-export function relay(
-  res: ServerResponse,
-  upstream: Dispatcher.ResponseData,
-  attribution: Record<string, string>,
-  providerName: string,
-  signal: AbortSignal,
-): Promise<RelayResult> {
-  const contentType = upstream.headers['content-type'];
-  const isSse = typeof contentType === 'string' && contentType.startsWith('text/event-stream');
-  res.writeHead(upstream.statusCode, responseHeaders(upstream.headers, attribution));
-  // A stream's client should see it start at once, not with the first token.
-  if (isSse) res.flushHeaders();
+class ClientGone extends Error {
+  constructor() {
+    super('the client closed the connection');
+  }
+}
 
-  const body = upstream.body;
-  const kept: Buffer[] = [];
-  let keptBytes = 0;
-  let firstByteAt: number | null = null;
+type State = 'waiting' | 'discarding' | 'relaying' | 'ended';
 
-  return new Promise<RelayResult>((resolve) => {
-    let settled = false;
-    const finish = (outcome: RelayOutcome): void => {
-      if (settled) return;
-      settled = true;
-      res.off('drain', onDrain);
-      let usage: TokenUsage | null = null;
-      if (outcome === 'complete' && upstream.statusCode < 300) {
-        const text = Buffer.concat(kept, keptBytes);
-        usage = isSse ? usageFromSseTail(text.toString('utf8')) : usageFromJson(text);
-      }
-      resolve({ outcome, usage, firstByteAt });
-    };
-    const onDrain = (): void => {
-      body.resume();
-    };
-    res.on('drain', onDrain);
+export class UpstreamExchange implements Dispatcher.DispatchHandler {
+  readonly #res: ServerResponse;
+  readonly #pool: ProviderPool;
+  readonly #providerName: string;
+  readonly #attribution: () => Record<string, string>;
+  readonly #resolve: (result: AttemptResult) => void;
+  #controller: Dispatcher.DispatchController | null = null;
+  #state: State = 'waiting';
+  #resolved = false;
+  #clientGone = false;
+  #isSse = false;
+  #status = 0;
+  #firstByteAt: number | null = null;
+  #kept: Buffer[] = [];
+  #keptBytes = 0;
 
-    body.on('data', (chunk: Buffer) => {
-      if (firstByteAt === null) firstByteAt = performance.now();
-      if (isSse) {
-        kept.push(chunk);
-        keptBytes += chunk.length;
-        while (keptBytes - (kept[0] as Buffer).length >= SSE_TAIL_BYTES) keptBytes -= (kept.shift() as Buffer).length;
-      } else if (keptBytes + chunk.length <= MAX_USAGE_BODY_BYTES) {
-        kept.push(chunk);
-        keptBytes += chunk.length;
-      }
-      if (!res.write(chunk)) body.pause();
-    });
-    body.once('end', () => {
-      res.end();
-      finish('complete');
-    });
-    body.once('error', () => {
-      if (signal.aborted) {
-        finish('aborted');
-        return;
-      }
-      // Bytes may already be with the client: no failover now. A stream ends with an
-      // error event the client's SDK understands; a plain body can only be cut short.
-      if (isSse && !res.destroyed) {
-        res.end(`data: ${openaiErrorBody('stream_interrupted', `the upstream stream from provider ${providerName} was interrupted`)}\n\n`);
-      } else {
-        res.destroy();
-      }
-      finish('partial');
-    });
-    res.once('close', () => {
-      if (!res.writableFinished) {
-        body.destroy();
-        finish('aborted');
+  private constructor(res: ServerResponse, pool: ProviderPool, providerName: string, attribution: () => Record<string, string>, resolve: (r: AttemptResult) => void) {
+    this.#res = res;
+    this.#pool = pool;
+    this.#providerName = providerName;
+    this.#attribution = attribution;
+    this.#resolve = resolve;
+  }
+
+  /** Runs one attempt; resolves when it failed over, or when the relayed response ended. */
+  static run(res: ServerResponse, pool: ProviderPool, providerName: string, call: UpstreamCall, attribution: () => Record<string, string>): Promise<AttemptResult> {
+    return new Promise((resolve) => {
+      const exchange = new UpstreamExchange(res, pool, providerName, attribution, resolve);
+      res.on('close', exchange.#onClientClose);
+      try {
+        pool.dispatch(call, exchange);
+      } catch (err) {
+        // A synchronous refusal (invalid options, a destroyed pool) is a failed attempt.
+        if (exchange.#state !== 'ended') {
+          exchange.#state = 'ended';
+          pool.settle();
+        }
+        exchange.#finish(failure(err));
       }
     });
-  });
+  }
+
+  readonly #onClientClose = (): void => {
+    if (this.#res.writableFinished) return;
+    this.#clientGone = true;
+    this.#controller?.abort(new ClientGone());
+  };
+
+  readonly #onDrain = (): void => {
+    this.#controller?.resume();
+  };
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#clientGone) controller.abort(new ClientGone());
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    if (statusCode < 200) return;
+    this.#status = statusCode;
+    if (isFailoverStatus(statusCode)) {
+      // Let the body drain so the connection stays reusable, and fail over now.
+      this.#state = 'discarding';
+      this.#finish({ kind: 'failed', reason: reasonForStatus(statusCode), detail: `HTTP ${statusCode}` });
+      return;
+    }
+    this.#state = 'relaying';
+    const contentType = headers['content-type'];
+    this.#isSse = typeof contentType === 'string' && contentType.startsWith('text/event-stream');
+    this.#res.writeHead(statusCode, responseHeaders(headers, this.#attribution()));
+    // A stream's client should see it start at once, not with the first token.
+    if (this.#isSse) this.#res.flushHeaders();
+    this.#res.on('drain', this.#onDrain);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#state !== 'relaying') return;
+    if (this.#firstByteAt === null) this.#firstByteAt = performance.now();
+    this.#keep(chunk);
+    if (!this.#res.write(chunk)) controller.pause();
+  }
+
+  onResponseEnd(): void {
+    const state = this.#state;
+    this.#state = 'ended';
+    this.#pool.settle();
+    if (state !== 'relaying') return;
+    this.#res.end();
+    this.#served('complete');
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    const state = this.#state;
+    this.#state = 'ended';
+    this.#pool.settle();
+    if (state === 'discarding') return;
+    if (state === 'waiting') {
+      this.#finish(this.#clientGone ? { kind: 'aborted' } : failure(err));
+      return;
+    }
+    if (this.#clientGone) {
+      this.#served('aborted');
+      return;
+    }
+    // Bytes may already be with the client: no failover now. A stream ends with an error
+    // event its SDK understands; a plain body can only be cut short.
+    if (this.#isSse && !this.#res.destroyed) {
+      this.#res.end(`data: ${openaiErrorBody('stream_interrupted', `the upstream stream from provider ${this.#providerName} was interrupted`)}\n\n`);
+    } else {
+      this.#res.destroy();
+    }
+    this.#served('partial');
+  }
+
+  #keep(chunk: Buffer): void {
+    if (this.#isSse) {
+      this.#kept.push(chunk);
+      this.#keptBytes += chunk.length;
+      while (this.#keptBytes - (this.#kept[0] as Buffer).length >= SSE_TAIL_BYTES) this.#keptBytes -= (this.#kept.shift() as Buffer).length;
+    } else if (this.#keptBytes + chunk.length <= MAX_USAGE_BODY_BYTES) {
+      this.#kept.push(chunk);
+      this.#keptBytes += chunk.length;
+    }
+  }
+
+  #served(outcome: 'complete' | 'partial' | 'aborted'): void {
+    let usage: TokenUsage | null = null;
+    if (outcome === 'complete' && this.#status < 300 && this.#keptBytes > 0) {
+      const bytes = this.#kept.length === 1 ? (this.#kept[0] as Buffer) : Buffer.concat(this.#kept, this.#keptBytes);
+      usage = this.#isSse ? usageFromSseTail(bytes.toString('utf8')) : usageFromJson(bytes);
+    }
+    this.#finish({ kind: 'served', outcome, status: this.#status, usage, firstByteAt: this.#firstByteAt });
+  }
+
+  #finish(result: AttemptResult): void {
+    if (this.#resolved) return;
+    this.#resolved = true;
+    this.#res.off('close', this.#onClientClose);
+    this.#res.off('drain', this.#onDrain);
+    this.#kept = [];
+    this.#resolve(result);
+  }
+}
+
+/** Maps an undici error to a failover reason and a message safe to show a client. */
+function failure(err: unknown): AttemptResult {
+  const code = (err as { code?: string }).code ?? '';
+  const [reason, detail]: [FailureReason, string] =
+    code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT'
+      ? ['timeout', 'timed out waiting for a response']
+      : code === 'UND_ERR_CONNECT_TIMEOUT'
+        ? ['timeout', 'timed out connecting']
+        : code === 'ECONNREFUSED'
+          ? ['connect_error', 'connection refused']
+          : code === 'UND_ERR_CLOSED' || code === 'UND_ERR_DESTROYED'
+            ? ['connect_error', 'connection pool closed']
+            : code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE'
+              ? ['connect_error', 'connection closed by the provider']
+              : code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+                ? ['connect_error', 'provider host not found']
+                : ['connect_error', code === '' ? 'request failed' : `request failed (${code})`];
+  return { kind: 'failed', reason, detail };
 }

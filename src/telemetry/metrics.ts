@@ -30,7 +30,7 @@ export class Metrics {
     const registers = [this.registry];
     this.requests = new Counter({ name: 'switchyard_requests_total', help: 'Proxied requests by model, serving provider and outcome status (HTTP status, or "partial" for a stream cut after its first byte).', labelNames: ['model', 'provider', 'status'], registers });
     this.requestDuration = new Histogram({ name: 'switchyard_request_duration_seconds', help: 'Time from request received to response end.', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers });
-    this.upstreamDuration = new Histogram({ name: 'switchyard_upstream_duration_seconds', help: 'Time from an upstream call to its response headers, per attempt.', labelNames: ['provider'], buckets: LATENCY_BUCKETS, registers });
+    this.upstreamDuration = new Histogram({ name: 'switchyard_upstream_duration_seconds', help: 'Time from the upstream call to its response headers, for the attempt that served the request.', labelNames: ['provider'], buckets: LATENCY_BUCKETS, registers });
     this.timeToFirstToken = new Histogram({ name: 'switchyard_time_to_first_token_seconds', help: 'For streams: time from request received to the first body chunk sent to the client.', labelNames: ['model', 'provider'], buckets: LATENCY_BUCKETS, registers });
     this.fallbacks = new Counter({ name: 'switchyard_fallbacks_total', help: 'Candidates given up on before the first byte, by provider and reason.', labelNames: ['provider', 'reason'], registers });
     this.costUsd = new Counter({ name: 'switchyard_cost_usd_total', help: 'Priced spend of served requests, in USD.', labelNames: ['model', 'provider'], registers });
