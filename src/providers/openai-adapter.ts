@@ -40,13 +40,24 @@ function usageOf(value: unknown): TokenUsage | null {
   return { inputTokens: u.prompt_tokens, outputTokens: u.completion_tokens };
 }
 
-/** Usage from a whole non-streamed chat completion body. */
+const PROMPT_TOKENS = /"prompt_tokens"\s*:\s*(\d+)/;
+const COMPLETION_TOKENS = /"completion_tokens"\s*:\s*(\d+)/;
+
+/**
+ * Usage from a whole non-streamed chat completion body. It reads the `usage` object's
+ * counts from the text rather than parsing the body a second time: inside a JSON string a
+ * quote is escaped, so `"prompt_tokens":` can only be a key, and the last `"usage"` key of
+ * the body is the response's own.
+ */
 export function usageFromJson(body: Buffer): TokenUsage | null {
-  try {
-    return usageOf(JSON.parse(body.toString('utf8')));
-  } catch {
-    return null;
-  }
+  const text = body.toString('latin1');
+  const at = text.lastIndexOf('"usage"');
+  if (at === -1) return null;
+  const tail = text.slice(at);
+  const input = PROMPT_TOKENS.exec(tail);
+  const output = COMPLETION_TOKENS.exec(tail);
+  if (input === null || output === null) return null;
+  return { inputTokens: Number(input[1]), outputTokens: Number(output[1]) };
 }
 
 /**

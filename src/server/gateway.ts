@@ -5,7 +5,7 @@ import { GenerationHolder, ReloadCoordinator, type ReloadTrigger } from '../live
 import { PoolRegistry } from '../providers/index.js';
 import { BreakerRegistry } from '../resilience/index.js';
 import { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
-import { type BreakerStateCode, createLogger, flushLogger, type Logger, Metrics } from '../telemetry/index.js';
+import { AccessLog, type BreakerStateCode, createLogger, flushLogger, type Logger, Metrics } from '../telemetry/index.js';
 import { createAdminHandler } from './admin.js';
 import { createApiHandler, type TrafficState } from './api.js';
 import { FileWatch } from './file-watch.js';
@@ -16,6 +16,8 @@ export interface GatewayOptions {
   readonly configPath: string;
   readonly env?: NodeJS.ProcessEnv;
   readonly logger?: Logger;
+  /** Where log lines go (a file descriptor or path); stdout by default. */
+  readonly logDestination?: number | string;
   /** Install SIGHUP (reload) and SIGTERM/SIGINT (drain, then exit 0) handlers. */
   readonly handleSignals?: boolean;
   readonly random?: () => number;
@@ -51,7 +53,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const env = options.env ?? process.env;
   const holder = new GenerationHolder();
   const breakers = new BreakerRegistry({ failureThreshold: 5, openBaseMs: 1000, openMaxMs: 30_000 });
-  const logger = options.logger ?? createLogger({ level: 'info' });
+  const logger = options.logger ?? createLogger({ level: 'info', destination: options.logDestination });
+  const accessLog = new AccessLog({ level: logger.level, destination: options.logDestination, flushMs: 200 });
   const svc: Services = {
     holder,
     breakers,
@@ -60,9 +63,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     pools: new PoolRegistry(),
     metrics: new Metrics(() => breakerStates(holder, breakers)),
     logger,
+    accessLog,
     random: options.random ?? Math.random,
   };
-  const reloader = new Reloader(svc, options.configPath, env);
+  // A caller that passes its own logger owns its level; otherwise `log.level` sets it.
+  const reloader = new Reloader(svc, options.configPath, env, options.logger === undefined);
   const coordinator = new ReloadCoordinator(reloader.run);
 
   const first = await coordinator.request('startup');
@@ -144,6 +149,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       admin?.closeAllConnections();
       await Promise.all([apiClosed, adminClosed]);
       await svc.pools.destroyAll();
+      accessLog.close();
       logger.info({ msg: 'stopped', drained });
       flushLogger(logger);
     })();

@@ -53,7 +53,10 @@ export class Reloader {
   /** The last overlay rejection, for /admin/status. */
   lastOverlayRejection: { at: string; reason: string; message: string } | null = null;
 
-  constructor(svc: Services, configPath: string, env: NodeJS.ProcessEnv) {
+  readonly #manageLogLevel: boolean;
+
+  constructor(svc: Services, configPath: string, env: NodeJS.ProcessEnv, manageLogLevel = true) {
+    this.#manageLogLevel = manageLogLevel;
     this.#svc = svc;
     this.#configPath = configPath;
     this.#env = env;
@@ -159,7 +162,10 @@ export class Reloader {
     counters.retain(next.counterKeys);
     const sessions = next.config.routing.session_affinity;
     if (sessions !== undefined) affinity.configure({ ttlMs: sessions.ttl_s * 1000, maxEntries: sessions.max_entries });
-    logger.level = next.config.log.level;
+    if (this.#manageLogLevel) {
+      logger.level = next.config.log.level;
+      this.#svc.accessLog.logger.level = next.config.log.level;
+    }
     metrics.generation.set(next.number);
     metrics.overlayUnroutable.set(next.overlay?.unroutable.length ?? 0);
     metrics.lastReloadSuccess.set(Date.now() / 1000);

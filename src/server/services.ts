@@ -2,7 +2,7 @@ import type { GenerationHolder } from '../live/index.js';
 import type { PoolRegistry } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
 import type { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
-import type { Logger, Metrics } from '../telemetry/index.js';
+import type { AccessLog, Logger, Metrics } from '../telemetry/index.js';
 
 /**
  * The stateful services, built once by the composition root and never rebuilt by a
@@ -17,6 +17,7 @@ export interface Services {
   readonly pools: PoolRegistry;
   readonly metrics: Metrics;
   readonly logger: Logger;
+  readonly accessLog: AccessLog;
   readonly random: () => number;
 }
 

@@ -8,27 +8,58 @@ export interface LoggerOptions {
   readonly destination?: number | string;
 }
 
+const REDACT = { paths: ['authorization', 'headers.authorization', 'api_key', 'token'], censor: '[redacted]' };
+
+function options(level: string): pino.LoggerOptions {
+  return {
+    level,
+    base: { service: 'switchyard' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    redact: REDACT,
+    formatters: { level: (label) => ({ level: label }) },
+  };
+}
+
 /**
- * Structured JSON logs, one write per line. Synchronous writes (pino's default) cost one
- * syscall per line; the asynchronous mode hands every line to libuv's thread pool, which
- * measured ~15% of the gateway's CPU under load. Credential-bearing keys are redacted as a
- * second line of defence: nothing on purpose logs a header or a secret value.
+ * Structured JSON logs for events (start, reload, errors), one synchronous write per line
+ * (pino's default): they are rare, and an operator reads them as they happen. Credential-
+ * bearing keys are redacted as a second line of defence: nothing on purpose logs a header
+ * or a secret value.
  */
-export function createLogger(options: LoggerOptions): Logger {
-  const destination = pino.destination({ dest: options.destination ?? 1, sync: true });
-  return pino(
-    {
-      level: options.level,
-      base: { service: 'switchyard' },
-      timestamp: pino.stdTimeFunctions.isoTime,
-      redact: {
-        paths: ['authorization', 'headers.authorization', 'api_key', 'token'],
-        censor: '[redacted]',
-      },
-      formatters: { level: (label) => ({ level: label }) },
-    },
-    destination,
-  );
+export function createLogger(opts: LoggerOptions): Logger {
+  return pino(options(opts.level), pino.destination({ dest: opts.destination ?? 1, sync: true }));
+}
+
+/**
+ * The access log: one line per proxied request, same format and destination, but written
+ * in batches (when 8 KiB are pending, and at least every flushMs), as nginx's
+ * `access_log ... buffer= flush=` does. A write per request measured ~8% of the gateway's
+ * CPU under load. close() writes what is pending.
+ */
+export class AccessLog {
+  readonly logger: Logger;
+  readonly #destination: ReturnType<typeof pino.destination>;
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(opts: LoggerOptions & { readonly flushMs: number }) {
+    this.#destination = pino.destination({ dest: opts.destination ?? 1, sync: true, minLength: 8 * 1024 });
+    this.logger = pino(options(opts.level), this.#destination);
+    this.#timer = setInterval(() => this.flush(), Math.max(opts.flushMs, 10));
+    this.#timer.unref();
+  }
+
+  flush(): void {
+    try {
+      this.#destination.flushSync();
+    } catch {
+      // Nothing useful to do when stdout is gone.
+    }
+  }
+
+  close(): void {
+    clearInterval(this.#timer);
+    this.flush();
+  }
 }
 
 export function flushLogger(logger: Logger): void {
