@@ -39,26 +39,23 @@ export function createLogger(opts: LoggerOptions): Logger {
 export class AccessLog {
   readonly logger: Logger;
   readonly #destination: ReturnType<typeof pino.destination>;
-  readonly #timer: NodeJS.Timeout;
 
   constructor(opts: LoggerOptions & { readonly flushMs: number }) {
-    this.#destination = pino.destination({ dest: opts.destination ?? 1, sync: true, minLength: 8 * 1024 });
+    // periodicFlush writes what is pending on an unref'd timer, without an fsync.
+    this.#destination = pino.destination({ dest: opts.destination ?? 1, sync: true, minLength: 8 * 1024, periodicFlush: Math.max(opts.flushMs, 10) });
     this.logger = pino(options(opts.level), this.#destination);
-    this.#timer = setInterval(() => this.flush(), Math.max(opts.flushMs, 10));
-    this.#timer.unref();
   }
 
-  flush(): void {
+  /** Writes what is pending, and stops the flush timer. */
+  close(): void {
+    // A request that ends after the drain (its socket destroyed) must not write to a closed stream.
+    this.logger.level = 'silent';
     try {
       this.#destination.flushSync();
+      this.#destination.end();
     } catch {
       // Nothing useful to do when stdout is gone.
     }
-  }
-
-  close(): void {
-    clearInterval(this.#timer);
-    this.flush();
   }
 }
 
