@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Generation } from '../live/index.js';
-import { failRequest, methodNotAllowed } from './api.js';
+import { failRequest, methodNotAllowed, pathOf, serveMetrics } from './api.js';
 import type { Reloader, ReloadResult } from './reload.js';
 import { sendBody, sendError, sendJson } from './respond.js';
 import type { Services } from './services.js';
@@ -20,9 +20,7 @@ export interface AdminContext {
 export function createAdminHandler(ctx: AdminContext) {
   const { svc } = ctx;
   return (req: IncomingMessage, res: ServerResponse): void => {
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const path = q === -1 ? url : url.slice(0, q);
+    const path = pathOf(req);
     if (path === '/healthz') return sendBody(res, 200, '{"status":"ok"}', 'application/json');
     const token = svc.holder.ready ? svc.holder.current().adminToken : null;
     if (token !== null) {
@@ -46,12 +44,7 @@ export function createAdminHandler(ctx: AdminContext) {
         );
         return;
       case '/metrics':
-        if (req.method !== 'GET') return methodNotAllowed(res, 'GET');
-        svc.metrics.render().then(
-          (text) => sendBody(res, 200, text, svc.metrics.contentType),
-          (err: unknown) => failRequest(res, err, svc),
-        );
-        return;
+        return serveMetrics(req, res, svc);
       default:
         return sendError(res, 'not_found', `no such admin endpoint: ${req.method ?? 'GET'} ${path}`);
     }

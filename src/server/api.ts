@@ -19,9 +19,7 @@ export function createApiHandler(svc: Services, settings: ListenerSettings, traf
     });
     // While draining, finish what arrives on open connections but close them after.
     if (traffic.draining) res.shouldKeepAlive = false;
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const path = q === -1 ? url : url.slice(0, q);
+    const path = pathOf(req);
     switch (path) {
       case '/v1/chat/completions':
         if (req.method !== 'POST') return methodNotAllowed(res, 'POST');
@@ -37,16 +35,27 @@ export function createApiHandler(svc: Services, settings: ListenerSettings, traf
         if (svc.holder.ready && !traffic.draining) return sendBody(res, 200, '{"status":"ready"}', 'application/json');
         return sendBody(res, 503, `{"status":"${traffic.draining ? 'draining' : 'starting'}"}`, 'application/json');
       case '/metrics':
-        if (req.method !== 'GET') return methodNotAllowed(res, 'GET');
-        svc.metrics.render().then(
-          (text) => sendBody(res, 200, text, svc.metrics.contentType),
-          (err: unknown) => failRequest(res, err, svc),
-        );
-        return;
+        return serveMetrics(req, res, svc);
       default:
         return sendError(res, 'not_found', `no such endpoint: ${req.method ?? 'GET'} ${path}`);
     }
   };
+}
+
+/** The request's path, without the query string. */
+export function pathOf(req: IncomingMessage): string {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+}
+
+/** GET /metrics, on both listeners. */
+export function serveMetrics(req: IncomingMessage, res: ServerResponse, svc: Services): void {
+  if (req.method !== 'GET') return methodNotAllowed(res, 'GET');
+  svc.metrics.render().then(
+    (text) => sendBody(res, 200, text, svc.metrics.contentType),
+    (err: unknown) => failRequest(res, err, svc),
+  );
 }
 
 export function methodNotAllowed(res: ServerResponse, allow: string): void {

@@ -9,7 +9,7 @@ import { startGatewayProcess } from '../support/gateway-process.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import type { Reply } from '../support/http.js';
-import { metricValue, scrapeMetrics } from '../support/observe.js';
+import { metricValue, scrapeMetrics, tally } from '../support/observe.js';
 import { candidate, envelope } from '../support/overlay.js';
 import type { EnvelopeOptions } from '../support/overlay.js';
 import { adminStatus, attributionHeaders, overlayConfig, revisionOf, waitForServing, writeByRename } from '../support/overlay-gateway.js';
@@ -53,11 +53,6 @@ async function servedBy(model: string, n: number, session?: string): Promise<str
   return out;
 }
 
-function tally(list: readonly string[]): Record<string, number> {
-  const t: Record<string, number> = {};
-  for (const p of list) t[p] = (t[p] ?? 0) + 1;
-  return t;
-}
 
 function counts(): Record<Name, number> {
   return { east: mocks.east.stats().requests[chatPath] ?? 0, west: mocks.west.stats().requests[chatPath] ?? 0, central: mocks.central.stats().requests[chatPath] ?? 0 };

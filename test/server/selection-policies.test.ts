@@ -1,3 +1,4 @@
+import { tally } from '../support/observe.js';
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { startMockProvider } from '../../src/mock/index.js';
@@ -33,11 +34,6 @@ async function servedBy(model: string, n: number, batch = 1): Promise<string[]> 
   return out;
 }
 
-function tally(list: readonly string[]): Record<string, number> {
-  const t: Record<string, number> = {};
-  for (const p of list) t[p] = (t[p] ?? 0) + 1;
-  return t;
-}
 
 describe('selection policies', () => {
   before(async () => {

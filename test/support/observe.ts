@@ -137,3 +137,10 @@ export class SseReader {
     await this.#reader.cancel().catch(() => undefined);
   }
 }
+
+/** How many times each value occurs: provider names from a run of responses, say. */
+export function tally(list: readonly string[]): Record<string, number> {
+  const t: Record<string, number> = {};
+  for (const p of list) t[p] = (t[p] ?? 0) + 1;
+  return t;
+}
