@@ -19,7 +19,6 @@ interface Failure {
   readonly detail: string;
 }
 
-
 /**
  * POST /v1/chat/completions. One pass: read and parse the body once, capture the
  * generation once, select a chain, then try candidates in order until one answers.

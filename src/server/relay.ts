@@ -71,6 +71,8 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
 
   /** Runs one attempt; resolves when it failed over, or when the relayed response ended. */
   static run(res: ServerResponse, pool: ProviderPool, providerName: string, call: UpstreamCall, attribution: () => Record<string, string>): Promise<AttemptResult> {
+    // The client may have left while an earlier candidate failed: do not call another.
+    if (res.destroyed) return Promise.resolve({ kind: 'aborted' });
     return new Promise((resolve) => {
       const exchange = new UpstreamExchange(res, pool, providerName, attribution, resolve);
       res.on('close', exchange.#onClientClose);
