@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { describeSecretRef, type OverlayConfig, resolveSecret } from '../config/index.js';
+import { describeSecretRef, type OverlayConfig, resolveSecret, type SecretResult } from '../config/index.js';
 import type { OverlayCandidate, ParsedOverlay, SelectionMode } from '../contract/index.js';
 import { Credential } from '../providers/index.js';
 import type { AdmissionState, SelectionPolicy } from '../routing/index.js';
@@ -30,6 +30,13 @@ export function overlayRoutes(
   providers: Readonly<Record<string, ProviderRuntime>>,
 ): OverlayRoutes {
   const policy = POLICY[overlay.selectionMode];
+  // Many candidates share one secret; read each file once per build.
+  const secrets = new Map<string, SecretResult>();
+  const readSecret = (file: string): SecretResult => {
+    let secret = secrets.get(file);
+    if (secret === undefined) secrets.set(file, (secret = resolveSecret({ file }, {})));
+    return secret;
+  };
   const byModel = new Map<string, OverlayCandidate[]>();
   const unroutable: Array<{ stable_id: string; model: string; cluster: string }> = [];
   const candidatesPerModel: Record<string, number> = {};
@@ -53,7 +60,7 @@ export function overlayRoutes(
     const byStableId: Record<string, GenerationCandidate> = Object.create(null) as Record<string, GenerationCandidate>;
     for (const c of list) {
       const index = c.selectionGroup ?? 0;
-      const candidate = toCandidate(c, index, providers[c.cluster] as ProviderRuntime, settings);
+      const candidate = toCandidate(c, index, providers[c.cluster] as ProviderRuntime, settings, readSecret);
       let members = groups.get(index);
       if (members === undefined) groups.set(index, (members = []));
       members.push(candidate);
@@ -94,13 +101,19 @@ export function overlayRoutes(
   return { routes, snapshot };
 }
 
-function toCandidate(c: OverlayCandidate, group: number, provider: ProviderRuntime, settings: OverlayConfig): GenerationCandidate {
+function toCandidate(
+  c: OverlayCandidate,
+  group: number,
+  provider: ProviderRuntime,
+  settings: OverlayConfig,
+  readSecret: (file: string) => SecretResult,
+): GenerationCandidate {
   let credential: Credential | null = null;
   let credentialProblem: string | null = null;
   if (c.credential !== undefined) {
     const { namespace, name, key } = c.credential.secretRef;
     const ref = { file: join(settings.credential_mount_base, namespace, name, key) };
-    const secret = resolveSecret(ref, {});
+    const secret = readSecret(ref.file);
     if (secret.ok) credential = new Credential(secret.value, describeSecretRef(ref));
     else credentialProblem = `credential for candidate ${c.stableId} is unavailable: ${secret.message}`;
   }
