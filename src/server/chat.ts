@@ -186,10 +186,8 @@ function record(
   svc.metrics.requestDuration.observe({ model }, durationMs / 1000);
   const costMicroUsd = usage === null || c === null ? null : roundMicro(priceUsage(gen.pricing, provider, c.upstreamModel, usage));
   if (costMicroUsd !== null && costMicroUsd > 0) svc.metrics.costUsd.inc({ model, provider }, costMicroUsd / 1e6);
-  const access = svc.accessLog.logger;
-  if (!gen.config.log.access || !access.isLevelEnabled('info')) return;
-  access.info({
-    msg: 'request',
+  if (!gen.config.log.access || !svc.accessLog.enabled) return;
+  svc.accessLog.write({
     request_id: requestId,
     model,
     provider,

@@ -164,7 +164,7 @@ export class Reloader {
     if (sessions !== undefined) affinity.configure({ ttlMs: sessions.ttl_s * 1000, maxEntries: sessions.max_entries });
     if (this.#manageLogLevel) {
       logger.level = next.config.log.level;
-      this.#svc.accessLog.logger.level = next.config.log.level;
+      this.#svc.accessLog.setLevel(next.config.log.level);
     }
     metrics.generation.set(next.number);
     metrics.overlayUnroutable.set(next.overlay?.unroutable.length ?? 0);
