@@ -46,6 +46,7 @@ export async function handleChat(req: IncomingMessage, res: ServerResponse, svc:
 
   const requestId = requestIdOf(req);
   const failures: Failure[] = [];
+  const routed: Routed = { svc, gen, model: chat.model, stream: chat.stream, startedAt, requestId, failures };
   const accept = chat.stream ? 'text/event-stream' : 'application/json';
 
   const attempt = async (c: GenerationCandidate, probe: boolean): Promise<AttemptResult> => {
@@ -105,21 +106,21 @@ export async function handleChat(req: IncomingMessage, res: ServerResponse, svc:
         continue;
       }
       if (result.kind === 'aborted') {
-        record(svc, gen, chat.model, c, 499, startedAt, requestId, failures, null, chat.stream);
+        record(routed, c, 499, null);
         return;
       }
       const status = result.outcome === 'partial' ? 'partial' : result.outcome === 'aborted' ? 499 : result.status;
       if (chat.stream && result.firstByteAt !== null) {
         svc.metrics.timeToFirstToken.observe({ model: chat.model, provider: c.provider.name }, (result.firstByteAt - startedAt) / 1000);
       }
-      record(svc, gen, chat.model, c, status, startedAt, requestId, failures, result.usage, chat.stream);
+      record(routed, c, status, result.usage);
       return;
     }
   }
 
   const code = failureCode(failures);
   const summary = failures.map((f) => `${f.provider}: ${f.detail}`).join('; ');
-  record(svc, gen, chat.model, null, statusOf(code), startedAt, requestId, failures, null, chat.stream);
+  record(routed, null, statusOf(code), null);
   sendError(res, code, `all ${chain.length} candidate(s) for model "${chat.model}" failed (${summary})`);
 }
 
@@ -167,20 +168,22 @@ function roundMicro(value: number | null): number | null {
   return value === null ? null : Math.round(value * 1000) / 1000;
 }
 
-function record(
-  svc: Services,
-  gen: Generation,
-  model: string,
-  /** The candidate that served, or null when every candidate failed. */
-  c: GenerationCandidate | null,
-  status: number | 'partial',
-  startedAt: number,
-  requestId: string,
-  failures: readonly Failure[],
-  usage: TokenUsage | null,
-  stream: boolean,
-): void {
-  const durationMs = performance.now() - startedAt;
+/** What is known of a request once it is routed; everything its outcome line needs. */
+interface Routed {
+  readonly svc: Services;
+  /** The generation captured at the start: the request is priced with its table. */
+  readonly gen: Generation;
+  readonly model: string;
+  readonly stream: boolean;
+  readonly startedAt: number;
+  readonly requestId: string;
+  readonly failures: readonly Failure[];
+}
+
+/** Metrics, cost and the access line for one finished request. c is null when every candidate failed. */
+function record(r: Routed, c: GenerationCandidate | null, status: number | 'partial', usage: TokenUsage | null): void {
+  const { svc, gen, model } = r;
+  const durationMs = performance.now() - r.startedAt;
   const provider = c?.provider.name ?? 'none';
   svc.metrics.requests.inc({ model, provider, status: String(status) });
   svc.metrics.requestDuration.observe({ model }, durationMs / 1000);
@@ -188,7 +191,7 @@ function record(
   if (costMicroUsd !== null && costMicroUsd > 0) svc.metrics.costUsd.inc({ model, provider }, costMicroUsd / 1e6);
   if (!gen.config.log.access || !svc.accessLog.enabled) return;
   svc.accessLog.write({
-    request_id: requestId,
+    request_id: r.requestId,
     model,
     provider,
     upstream_model: c?.upstreamModel,
@@ -196,9 +199,9 @@ function record(
     generation: gen.number,
     status,
     partial: status === 'partial',
-    stream,
+    stream: r.stream,
     duration_ms: Math.round(durationMs * 1000) / 1000,
-    fallback: failures.length === 0 ? undefined : failures.map((f) => `${f.provider}:${f.reason}`),
+    fallback: r.failures.length === 0 ? undefined : r.failures.map((f) => `${f.provider}:${f.reason}`),
     input_tokens: usage?.inputTokens,
     output_tokens: usage?.outputTokens,
     cost_micro_usd: costMicroUsd ?? undefined,
