@@ -2,7 +2,8 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { formatIssue, loadConfigFile } from './config/index.js';
+import { type ConfigIssue, formatIssue, loadConfigFile } from './config/index.js';
+import { type ParsedOverlay, parseOverlay, readOverlayFile } from './contract/index.js';
 import { buildGeneration } from './live/index.js';
 import { startMockProvider } from './mock/index.js';
 import { PoolRegistry } from './providers/index.js';
@@ -41,13 +42,7 @@ every error with its path (e.g. "providers.east.base_url: invalid URL") and exit
     options: { config: { type: 'string', short: 'c' }, help },
     async run(values) {
       const configPath = resolve(requireString(values.config, '--config'));
-      const loaded = loadConfigFile(configPath, process.env);
-      const issues = loaded.ok
-        ? (() => {
-            const built = buildGeneration({ config: loaded.config, sourceHash: loaded.sourceHash, number: 1, env: process.env, poolFor: (spec) => new PoolRegistry().acquire(spec) });
-            return built.ok ? [] : built.issues;
-          })()
-        : loaded.issues;
+      const issues = await validateConfig(configPath);
       if (issues.length === 0) {
         process.stdout.write(`${configPath}: valid\n`);
         return 0;
@@ -111,6 +106,24 @@ Starts mock providers east, west and central on 127.0.0.1:9001-9003 and a gatewa
     },
   },
 };
+
+/** Every problem with a config file, as serve would find it at start-up (overlay included). */
+async function validateConfig(configPath: string): Promise<readonly ConfigIssue[]> {
+  const loaded = loadConfigFile(configPath, process.env);
+  if (!loaded.ok) return loaded.issues;
+  let overlay: ParsedOverlay | null = null;
+  const settings = loaded.config.routing.overlay;
+  if (settings !== undefined) {
+    const read = await readOverlayFile(settings.file, settings.max_bytes);
+    const parsed = read.ok ? parseOverlay(read.bytes, { expectedScope: settings.expected_scope }) : read;
+    if (!parsed.ok) return [{ path: 'routing.overlay.file', message: `${parsed.reason}: ${parsed.message}` }];
+    overlay = parsed.overlay;
+  }
+  const pools = new PoolRegistry();
+  const built = buildGeneration({ config: loaded.config, sourceHash: loaded.sourceHash, number: 1, env: process.env, overlay, poolFor: (spec) => pools.acquire(spec) });
+  await pools.destroyAll();
+  return built.ok ? [] : built.issues;
+}
 
 async function serve(configPath: string, afterShutdown?: () => Promise<void>): Promise<number | 'running'> {
   try {

@@ -78,7 +78,13 @@ export function parseConfigText(text: string, env?: NodeJS.ProcessEnv): ConfigRe
     }));
     return { ok: false, issues, sourceHash };
   }
-  const value: unknown = doc.toJS({ maxAliasCount: 100 });
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: 100 });
+  } catch (err) {
+    // An alias bomb (aliases of aliases, exponential when expanded) stops here.
+    return { ok: false, issues: [{ path: '', message: `YAML cannot be expanded: ${(err as Error).message}` }], sourceHash };
+  }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     return { ok: false, issues: [{ path: '', message: 'config must be a mapping (an object) at the top level' }], sourceHash };
   }

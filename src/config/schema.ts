@@ -37,7 +37,33 @@ export const serverSchema = z.strictObject({
   watch_debounce_ms: z.number().int().min(0).max(60_000).default(200),
 });
 
-const httpUrl = z.url({ protocol: /^https?$/, error: 'invalid URL (expected http:// or https://)' });
+const httpUrl = z
+  .url({ protocol: /^https?$/, error: 'invalid URL (expected http:// or https://)' })
+  // A user:password would be shown wherever the URL is (admin views), and a query or
+  // fragment would be dropped from every call: refuse both rather than surprise.
+  .refine((u) => !URL.canParse(u) || (new URL(u).username === '' && new URL(u).password === ''), 'must not contain user:password@; give the key as api_key: {env: NAME}')
+  .refine((u) => !URL.canParse(u) || (new URL(u).search === '' && new URL(u).hash === ''), 'must not contain a query string or #fragment');
+
+/** Headers the gateway sets itself, or that describe the connection: never from config. */
+const RESERVED_HEADERS = new Set(['authorization', 'proxy-authorization', 'host', 'content-length', 'content-type', 'transfer-encoding', 'connection', 'keep-alive', 'te', 'trailer', 'upgrade', 'expect', 'accept']);
+const CREDENTIAL_HEADER = /(^|-)(api-?key|token|secret|password|auth|cookie)($|-)/i;
+const CREDENTIAL_VALUE = /^\s*(bearer\s+\S|basic\s+\S|sk-[A-Za-z0-9_-]{16,})/i;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** Extra upstream headers: non-secret, valid names, none the gateway owns. Names are lower-cased. */
+const extraHeadersSchema = z
+  .record(z.string(), z.string())
+  .superRefine((headers, ctx) => {
+    for (const [name, value] of Object.entries(headers)) {
+      const lower = name.toLowerCase();
+      if (!HEADER_NAME.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'is not a valid HTTP header name' });
+      else if (RESERVED_HEADERS.has(lower)) ctx.addIssue({ code: 'custom', path: [name], message: 'is set by the gateway and cannot be configured (the key goes in api_key)' });
+      else if (CREDENTIAL_HEADER.test(lower) || CREDENTIAL_VALUE.test(value)) {
+        ctx.addIssue({ code: 'custom', path: [name], message: 'looks like a credential; headers are not secret storage (use api_key: {env: NAME})' });
+      } else if (/[\r\n\0]/.test(value)) ctx.addIssue({ code: 'custom', path: [name], message: 'must not contain line breaks' });
+    }
+  })
+  .transform((headers) => Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])));
 
 export const providerSchema = z.strictObject({
   type: z.enum(['openai'], { error: 'must be "openai" (any OpenAI-compatible API)' }),
@@ -48,7 +74,7 @@ export const providerSchema = z.strictObject({
   connect_timeout_ms: positiveInt.max(600_000).default(5_000),
   max_connections: positiveInt.max(65_536).default(256),
   /** Extra headers sent upstream (non-secret, e.g. an organisation id). */
-  headers: z.record(z.string(), z.string()).default({}),
+  headers: extraHeadersSchema.default({}),
 });
 export type ProviderConfig = z.infer<typeof providerSchema>;
 

@@ -37,12 +37,28 @@ export const candidateKinds = ['inference_model', 'mcp_tool'] as const;
 export const admissionStates = ['new_and_existing', 'existing_only', 'none'] as const;
 export const selectionModes = ['deterministic', 'roundRobin', 'random', 'weightedRandom'] as const;
 
+/**
+ * A Kubernetes object name (DNS-1123: lowercase alphanumerics, '-' and '.'). The gateway
+ * joins namespace/name/key under its credential mount, so a '/' or '..' here could read
+ * any file: only plain names are accepted.
+ */
+const kubernetesName = () =>
+  boundedText().refine((s) => /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(s) && !s.includes('..'), {
+    error: 'must be a Kubernetes object name (lowercase letters, digits, "-" and ".")',
+  });
+
+/** A Secret's data key: letters, digits, '-', '_' and '.', and not '.' or '..'. */
+const secretKey = () =>
+  boundedText().refine((s) => /^[-._a-zA-Z0-9]+$/.test(s) && s !== '.' && s !== '..', {
+    error: 'must be a Secret key (letters, digits, "-", "_" and "."), not "." or ".."',
+  });
+
 /** Strict: a credential carries a reference only; any other field could carry the secret. */
 export const credentialSchema = z.strictObject(
   {
     strategy: literal('bearer_token'),
     secretRef: z.strictObject(
-      { name: boundedText(), namespace: boundedText(), key: boundedText() },
+      { name: kubernetesName(), namespace: kubernetesName(), key: secretKey() },
       objectError,
     ),
   },

@@ -1,4 +1,4 @@
-import { join } from 'node:path';
+import { resolve, sep } from 'node:path';
 import { describeSecretRef, type OverlayConfig, resolveSecret, type SecretResult } from '../config/index.js';
 import type { OverlayCandidate, ParsedOverlay, SelectionMode } from '../contract/index.js';
 import { Credential } from '../providers/index.js';
@@ -39,7 +39,7 @@ export function overlayRoutes(
   };
   const byModel = new Map<string, OverlayCandidate[]>();
   const unroutable: Array<{ stable_id: string; model: string; cluster: string }> = [];
-  const candidatesPerModel: Record<string, number> = {};
+  const candidatesPerModel: Record<string, number> = Object.create(null) as Record<string, number>;
   for (const c of overlay.candidates) {
     if (c.kind !== 'inference_model') continue;
     candidatesPerModel[c.name] = (candidatesPerModel[c.name] ?? 0) + 1;
@@ -112,8 +112,13 @@ function toCandidate(
   let credentialProblem: string | null = null;
   if (c.credential !== undefined) {
     const { namespace, name, key } = c.credential.secretRef;
-    const ref = { file: join(settings.credential_mount_base, namespace, name, key) };
-    const secret = readSecret(ref.file);
+    const base = resolve(settings.credential_mount_base);
+    const ref = { file: resolve(base, namespace, name, key) };
+    // The contract admits plain names only; this keeps a path that escapes the mount
+    // unreadable even if that rule ever loosens.
+    const secret: SecretResult = ref.file.startsWith(base + sep)
+      ? readSecret(ref.file)
+      : { ok: false, message: 'the credential reference points outside credential_mount_base' };
     if (secret.ok) credential = new Credential(secret.value, describeSecretRef(ref));
     else credentialProblem = `credential for candidate ${c.stableId} is unavailable: ${secret.message}`;
   }

@@ -6,6 +6,13 @@
 
 export type ReloadTrigger = 'startup' | 'sighup' | 'admin' | 'config_watch' | 'overlay_watch' | 'overlay_recheck';
 
+/**
+ * How much a trigger asks the reload to do. The coalesced reload does the most that any
+ * of its triggers asked: an explicit reload re-reads everything and rebuilds; a config
+ * event re-reads the config and the overlay; an overlay event only the overlay.
+ */
+const SCOPE: Record<ReloadTrigger, number> = { startup: 3, sighup: 3, admin: 3, config_watch: 2, overlay_watch: 1, overlay_recheck: 0 };
+
 export class ReloadCoordinator<R> {
   readonly #run: (trigger: ReloadTrigger) => Promise<R>;
   #running: Promise<R> | null = null;
@@ -28,6 +35,8 @@ export class ReloadCoordinator<R> {
         reject = rej;
       });
       this.#queued = { trigger, promise, resolve, reject };
+    } else if (SCOPE[trigger] > SCOPE[this.#queued.trigger]) {
+      this.#queued.trigger = trigger;
     }
     return this.#queued.promise;
   }

@@ -1,4 +1,5 @@
 import type { Credential } from './credential.js';
+import { replaceTopLevelString } from './json-splice.js';
 
 // The OpenAI-compatible protocol adapter: how a chat completion is addressed and
 // authenticated upstream. Same protocol in and out, so the body passes through untouched
@@ -8,11 +9,11 @@ export const CHAT_COMPLETIONS_PATH = '/chat/completions';
 
 /**
  * The request body sent upstream. When the model is unchanged, the client's bytes go out
- * as they came in; otherwise only `model` is replaced (the rest re-serialises unchanged).
+ * as they came in; otherwise only the bytes of the `model` value are replaced.
  */
 export function chatBodyFor(rawBody: Buffer, parsed: Record<string, unknown>, upstreamModel: string): Buffer | string {
   if (parsed.model === upstreamModel) return rawBody;
-  return JSON.stringify({ ...parsed, model: upstreamModel });
+  return replaceTopLevelString(rawBody, 'model', upstreamModel) ?? JSON.stringify({ ...parsed, model: upstreamModel });
 }
 
 export function upstreamHeaders(

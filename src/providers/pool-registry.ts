@@ -3,13 +3,15 @@ import { ProviderPool, type PoolSpec } from './provider-pool.js';
 /**
  * The stateful owner of upstream pools, built once by server/. `acquire` is what
  * buildGeneration uses as its pool factory: an identity that is already known keeps its
- * pool (and warm connections) across reloads.
+ * pool (and warm connections) across reloads, unless its connection settings changed.
  */
 export class PoolRegistry {
   readonly #pools = new Map<string, ProviderPool>();
 
   acquire(spec: PoolSpec): ProviderPool {
     let pool = this.#pools.get(spec.identity);
+    // New connection settings need a new pool; the old one drains its in-flight calls.
+    if (pool !== undefined && !pool.retired && !pool.fits(spec)) pool.retire();
     if (pool === undefined || pool.retired) {
       pool = new ProviderPool(spec);
       this.#pools.set(spec.identity, pool);

@@ -41,6 +41,11 @@ export class ProviderPool {
     this.#spec = spec;
   }
 
+  /** Whether this pool was opened with these connection settings. */
+  fits(spec: PoolSpec): boolean {
+    return this.#spec.connectTimeoutMs === spec.connectTimeoutMs && this.#spec.maxConnections === spec.maxConnections && this.#spec.baseUrl === spec.baseUrl;
+  }
+
   get inflight(): number {
     return this.#inflight;
   }

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError } from '../errors.js';
+import { ClientGoneError } from './body.js';
 import { handleChat } from './chat.js';
 import { sendBody, sendError } from './respond.js';
 import type { ListenerSettings, Services } from './services.js';
@@ -63,6 +64,12 @@ export function methodNotAllowed(res: ServerResponse, allow: string): void {
 }
 
 export function failRequest(res: ServerResponse, err: unknown, svc: Services): void {
+  if (err instanceof ClientGoneError) {
+    // Nobody is left to answer: count it as nginx's 499 and move on, without an error line.
+    svc.metrics.requests.inc({ model: 'none', provider: 'none', status: '499' });
+    res.destroy();
+    return;
+  }
   if (err instanceof SwitchyardError) {
     // The client may still be sending a body we refused: close rather than read it all.
     const extra = err.code === 'body_too_large' ? { connection: 'close' } : undefined;

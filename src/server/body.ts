@@ -27,19 +27,31 @@ export function readBody(req: IncomingMessage, maxBodyBytes: number): Promise<Bu
       cleanup();
       resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
     };
-    const onError = (err: Error): void => {
+    // A client that goes away mid-upload surfaces as an 'error' (ECONNRESET "aborted") or
+    // just a 'close' before 'end': either way it is a client leaving, not a gateway fault.
+    const onGone = (): void => {
       cleanup();
-      reject(err);
+      reject(new ClientGoneError());
     };
     const cleanup = (): void => {
       req.off('data', onData);
       req.off('end', onEnd);
-      req.off('error', onError);
+      req.off('error', onGone);
+      req.off('close', onGone);
     };
     req.on('data', onData);
     req.on('end', onEnd);
-    req.on('error', onError);
+    req.on('error', onGone);
+    req.on('close', onGone);
   });
+}
+
+/** The client closed its connection before its request body was complete. */
+export class ClientGoneError extends Error {
+  constructor() {
+    super('the client closed the connection before sending the whole request body');
+    this.name = 'ClientGoneError';
+  }
 }
 
 function tooLarge(maxBodyBytes: number): SwitchyardError {

@@ -6,6 +6,7 @@ import { PoolRegistry } from '../providers/index.js';
 import { BreakerRegistry } from '../resilience/index.js';
 import { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
 import { AccessLog, type BreakerStateCode, createLogger, flushLogger, type Logger, Metrics } from '../telemetry/index.js';
+import { splitHostPort } from './address.js';
 import { createAdminHandler } from './admin.js';
 import { createApiHandler, type TrafficState } from './api.js';
 import { FileWatch } from './file-watch.js';
@@ -73,10 +74,6 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const first = await coordinator.request('startup');
   if (first.result !== 'applied') throw new StartupError(first.errors);
   const server: ServerConfig = reloader.startupConfig!.server;
-  const adminHost = server.admin_listen === undefined ? null : splitHostPort(server.admin_listen).host;
-  if (adminHost !== null && !isLoopback(adminHost) && server.admin_token === undefined) {
-    throw new StartupError([{ path: 'server.admin_token', message: `required when server.admin_listen (${server.admin_listen}) is not a loopback address` }]);
-  }
 
   const traffic: TrafficState = { inflight: 0, draining: false };
   const api = createServer({ keepAliveTimeout: 65_000, requestTimeout: 120_000 }, createApiHandler(svc, { maxBodyBytes: server.max_body_bytes }, traffic));
@@ -118,8 +115,17 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   }
 
   let closing: Promise<void> | null = null;
-  const onHup = (): void => void coordinator.request('sighup').catch(() => undefined);
+  // The handlers stay installed until the drain is over: a signal during the drain must
+  // not fall back to Node's default action, which would kill the in-flight requests.
+  const onHup = (): void => {
+    if (closing === null) void coordinator.request('sighup').catch(() => undefined);
+    else logger.info({ msg: 'SIGHUP ignored: shutting down' });
+  };
   const onStop = (signal: NodeJS.Signals): void => {
+    if (closing !== null) {
+      logger.info({ msg: 'already shutting down', signal, inflight: traffic.inflight });
+      return;
+    }
     logger.info({ msg: 'shutting down', signal, inflight: traffic.inflight, drain_timeout_ms: server.drain_timeout_ms });
     void close().then(() => options.onShutdown?.());
   };
@@ -132,11 +138,6 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const close = (): Promise<void> => {
     closing ??= (async () => {
       traffic.draining = true;
-      if (options.handleSignals === true) {
-        process.off('SIGHUP', onHup);
-        process.off('SIGTERM', onStop);
-        process.off('SIGINT', onStop);
-      }
       for (const w of watches) w.close();
       await coordinator.stop();
       const apiClosed = closeServer(api);
@@ -152,6 +153,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       accessLog.close();
       logger.info({ msg: 'stopped', drained });
       flushLogger(logger);
+      if (options.handleSignals === true) {
+        process.off('SIGHUP', onHup);
+        process.off('SIGTERM', onStop);
+        process.off('SIGINT', onStop);
+      }
     })();
     return closing;
   };
@@ -166,15 +172,6 @@ function* breakerStates(holder: GenerationHolder, breakers: BreakerRegistry): Ge
     const state = breakers.stateOf(p.identity) ?? 'closed';
     yield [p.name, state === 'closed' ? 0 : state === 'open' ? 1 : 2];
   }
-}
-
-export function splitHostPort(hostPort: string): { host: string; port: number } {
-  const i = hostPort.lastIndexOf(':');
-  return { host: hostPort.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(hostPort.slice(i + 1)) };
-}
-
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
 function listen(server: Server, hostPort: string): Promise<string> {

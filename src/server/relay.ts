@@ -29,9 +29,12 @@ export type AttemptResult =
     };
 
 export function responseHeaders(upstream: IncomingHttpHeaders, attribution: Record<string, string>): OutgoingHttpHeaders {
+  // RFC 9110 7.6.1: headers that the Connection header names are hop-by-hop too.
+  const connection = upstream.connection;
+  const named = typeof connection === 'string' && connection !== 'keep-alive' && connection !== 'close' ? new Set(connection.toLowerCase().split(',').map((t) => t.trim())) : null;
   const headers: OutgoingHttpHeaders = {};
   for (const name in upstream) {
-    if (HOP_BY_HOP.has(name) || name.startsWith('x-switchyard-')) continue;
+    if (HOP_BY_HOP.has(name) || name.startsWith('x-switchyard-') || named?.has(name) === true) continue;
     headers[name] = upstream[name];
   }
   return Object.assign(headers, attribution);

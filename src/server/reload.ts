@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { type ConfigIssue, type GatewayConfig, loadConfigFile } from '../config/index.js';
+import { adminTokenRequired } from './address.js';
 import { checkSuccession, type ParsedOverlay, parseOverlay, readOverlayFile } from '../contract/index.js';
 import {
   buildGeneration,
@@ -32,8 +33,12 @@ export interface ReloadResult {
 
 const HISTORY = 20;
 
-/** Triggers that fire on file events: a rewrite with the same bytes is a no-op for them. */
-const OVERLAY_TRIGGERS: ReadonlySet<ReloadTrigger> = new Set(['overlay_watch', 'overlay_recheck']);
+/**
+ * Triggers an operator fired on purpose: they re-read everything and rebuild even when no
+ * byte changed (a referenced secret file may have been rotated). Watcher triggers no-op
+ * on identical bytes.
+ */
+const EXPLICIT_TRIGGERS: ReadonlySet<ReloadTrigger> = new Set(['startup', 'sighup', 'admin']);
 
 /**
  * The reload path: read, validate, build, then swap; any failure keeps the serving
@@ -68,54 +73,51 @@ export class Reloader {
 
   readonly run = async (trigger: ReloadTrigger): Promise<ReloadResult> => {
     const started = performance.now();
-    const { holder, metrics } = this.#svc;
-    const serving = holder.ready ? holder.current() : null;
-    const finish = (result: ReloadOutcome, extra: Partial<ReloadResult>): ReloadResult => {
-      const durationMs = performance.now() - started;
-      const record: ReloadResult = {
-        trigger,
-        result,
-        generation: holder.ready ? holder.current().number : 0,
-        revision: holder.ready ? (holder.current().overlay?.revision ?? null) : null,
-        previous_generation: serving?.number ?? null,
-        at: new Date().toISOString(),
-        duration_ms: Math.round(durationMs * 1000) / 1000,
-        changes: null,
-        warnings: [],
-        errors: [],
-        ...extra,
-      };
-      metrics.reloads.inc({ trigger, result });
-      metrics.reloadDuration.observe(durationMs / 1000);
-      this.history.push(record);
-      if (this.history.length > HISTORY) this.history.shift();
-      this.#log(record);
-      return record;
-    };
+    const serving = this.#svc.holder.ready ? this.#svc.holder.current() : null;
+    const finish = (result: ReloadOutcome, extra: Partial<ReloadResult>): ReloadResult => this.#finish(trigger, started, serving, result, extra);
+    try {
+      return await this.#reload(trigger, serving, finish);
+    } catch (err) {
+      // A reload failure is never fatal: whatever went wrong, the serving generation stays.
+      this.#svc.logger.error({ msg: 'reload failed unexpectedly', trigger, err: { name: (err as Error)?.name, stack: (err as Error)?.stack } });
+      return finish('rejected', { errors: [{ path: '', message: `reload failed unexpectedly: ${(err as Error)?.message ?? String(err)}` }] });
+    }
+  };
 
+  async #reload(trigger: ReloadTrigger, serving: Generation | null, finish: (result: ReloadOutcome, extra: Partial<ReloadResult>) => ReloadResult): Promise<ReloadResult> {
+    const { metrics } = this.#svc;
+    const explicit = EXPLICIT_TRIGGERS.has(trigger);
     // An overlay event re-reads only the overlay; every other trigger re-reads the config too.
     let config: GatewayConfig;
     let sourceHash: string;
-    if (serving !== null && OVERLAY_TRIGGERS.has(trigger)) {
+    let configChanged = true;
+    if (serving !== null && !explicit && trigger !== 'config_watch') {
       config = serving.config;
       sourceHash = serving.sourceHash;
+      configChanged = false;
     } else {
       const loaded = loadConfigFile(this.#configPath, this.#env);
       if (!loaded.ok) return finish('rejected', { errors: loaded.issues });
-      if (serving !== null && trigger === 'config_watch' && loaded.sourceHash === serving.sourceHash) return finish('unchanged', {});
-      if (serving !== null && (serving.config.routing.overlay === undefined) !== (loaded.config.routing.overlay === undefined)) {
-        return finish('rejected', { errors: [{ path: 'routing', message: 'switching between routing.routes and routing.overlay takes a restart; the serving generation is kept' }] });
-      }
       config = loaded.config;
       sourceHash = loaded.sourceHash;
+      if (serving !== null && !explicit && sourceHash === serving.sourceHash) {
+        // The config file was rewritten with the same bytes: in static mode nothing can
+        // have changed; in overlay mode the overlay still gets its look.
+        if (config.routing.overlay === undefined) return finish('unchanged', {});
+        configChanged = false;
+      }
+      const refused = this.#refuseConfig(serving, config);
+      if (refused !== null) return finish('rejected', { errors: [refused] });
     }
 
     let overlay: ParsedOverlay | null = null;
     const overlaySettings = config.routing.overlay;
     if (overlaySettings !== undefined) {
-      const read = await readOverlayFile(overlaySettings.file, overlaySettings.max_bytes);
+      // The watched file is fixed at start-up (a new path takes a restart, as reported).
+      const file = this.#startupConfig?.routing.overlay?.file ?? overlaySettings.file;
+      const read = await readOverlayFile(file, overlaySettings.max_bytes);
       if (!read.ok) return this.#rejectOverlay(finish, read.reason, read.message);
-      if (serving?.overlay != null && OVERLAY_TRIGGERS.has(trigger) && sha256(read.bytes) === serving.overlay.rawSha256) {
+      if (serving?.overlay != null && !explicit && !configChanged && sha256(read.bytes) === serving.overlay.rawSha256) {
         metrics.overlayReloads.inc({ result: 'unchanged', reason: '' });
         return finish('unchanged', {});
       }
@@ -149,7 +151,51 @@ export class Reloader {
     this.#swap(next);
     this.#startupConfig ??= next.config;
     return finish('applied', { generation: next.number, revision: next.overlay?.revision ?? null, changes, warnings });
-  };
+  }
+
+  /** Config changes a reload must refuse outright, whatever else it would apply. */
+  #refuseConfig(serving: Generation | null, config: GatewayConfig): ConfigIssue | null {
+    if (serving !== null && (serving.config.routing.overlay === undefined) !== (config.routing.overlay === undefined)) {
+      return { path: 'routing', message: 'switching between routing.routes and routing.overlay takes a restart; the serving generation is kept' };
+    }
+    // The admin listener is fixed at start-up: while it is reachable from other hosts, a
+    // reload may rotate its token but never remove it.
+    const adminListen = (this.#startupConfig ?? config).server.admin_listen;
+    if (adminTokenRequired(adminListen) && config.server.admin_token === undefined) {
+      return { path: 'server.admin_token', message: `required when server.admin_listen (${adminListen}) is not a loopback address` };
+    }
+    return null;
+  }
+
+  #finish(trigger: ReloadTrigger, started: number, serving: Generation | null, result: ReloadOutcome, extra: Partial<ReloadResult>): ReloadResult {
+    const { holder, metrics } = this.#svc;
+    const durationMs = performance.now() - started;
+    const record: ReloadResult = {
+      trigger,
+      result,
+      generation: holder.ready ? holder.current().number : 0,
+      revision: holder.ready ? (holder.current().overlay?.revision ?? null) : null,
+      previous_generation: serving?.number ?? null,
+      at: new Date().toISOString(),
+      duration_ms: Math.round(durationMs * 1000) / 1000,
+      changes: null,
+      warnings: [],
+      errors: [],
+      ...extra,
+    };
+    metrics.reloads.inc({ trigger, result });
+    metrics.reloadDuration.observe(durationMs / 1000);
+    // A safety-net re-check that found nothing new is routine: it stays out of the history
+    // (so real results are not pushed out every 10 s) and logs at debug. A file event that
+    // changed nothing is still worth a line: someone touched the file.
+    const routine = result === 'unchanged' && trigger === 'overlay_recheck';
+    if (!routine) {
+      this.history.push(record);
+      if (this.history.length > HISTORY) this.history.shift();
+    }
+    this.#log(record, routine);
+    return record;
+  }
 
   /** The swap and what must follow it, all synchronous: no request runs in between. */
   #swap(next: Generation): void {
@@ -177,7 +223,7 @@ export class Reloader {
     return finish('rejected', { reason, errors: [{ path: 'routing.overlay.file', message: `${reason}: ${message}` }] });
   }
 
-  #log(record: ReloadResult): void {
+  #log(record: ReloadResult, routine: boolean): void {
     const { logger } = this.#svc;
     const line = {
       msg: 'reload',
@@ -193,6 +239,7 @@ export class Reloader {
       errors: record.errors.length > 0 ? record.errors.map((e) => (e.path === '' ? e.message : `${e.path}: ${e.message}`)) : undefined,
     };
     if (record.result === 'rejected') logger.warn(line);
+    else if (routine) logger.debug(line);
     else logger.info(line);
   }
 }

@@ -50,7 +50,7 @@ export class Metrics {
         for (const [provider, state] of breakerStates()) this.set({ provider }, state);
       },
     });
-    collectDefaultMetrics({ register: this.registry, prefix: 'switchyard_process_' });
+    collectDefaultMetrics({ register: this.registry, prefix: 'switchyard_' });
   }
 
   async render(): Promise<string> {
