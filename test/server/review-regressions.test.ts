@@ -57,6 +57,18 @@ function tempDir(): string {
   return d;
 }
 
+function connectionRefused(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect({ host: hostname, port: Number(port) });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'));
+  });
+}
+
 function chatCount(m: MockProvider): number {
   return m.stats().requests[chatPath] ?? 0;
 }
@@ -162,6 +174,8 @@ describe('finding 11: SIGHUP during the drain', () => {
 
     gw.child.kill('SIGTERM');
     await gw.waitForLog((l) => l.msg === 'shutting down');
+    // Refused connections prove the drain is under way (past the point where it stops listening).
+    await waitUntil(() => connectionRefused(gw.url), 'new connections are refused');
     assert.equal(reader.ended, false, 'the stream is still in flight when SIGHUP is sent');
     gw.child.kill('SIGHUP');
 
