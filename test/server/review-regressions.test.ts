@@ -14,7 +14,7 @@ import { adminReload, adminStatus } from '../support/admin.js';
 import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
-import { metricValue, scrapeMetrics, SseReader, waitUntil } from '../support/observe.js';
+import { metricValue, scrapeMetrics, SseReader, waitUntil, connectionRefused } from '../support/observe.js';
 import { candidate } from '../support/overlay.js';
 import { overlayConfig, adminStatus as overlayStatus } from '../support/overlay-gateway.js';
 
@@ -57,17 +57,6 @@ function tempDir(): string {
   return d;
 }
 
-function connectionRefused(url: string): Promise<boolean> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve) => {
-    const socket = connect({ host: hostname, port: Number(port) });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'));
-  });
-}
 
 function chatCount(m: MockProvider): number {
   return m.stats().requests[chatPath] ?? 0;

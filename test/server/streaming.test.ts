@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { startMockProvider } from '../../src/mock/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
 import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { chatBody } from '../support/http.js';
-import { metricValue, scrapeMetrics, SseReader, sseData, waitUntil } from '../support/observe.js';
+import { metricValue, scrapeMetrics, SseReader, sseData, waitUntil, connectionRefused } from '../support/observe.js';
 
 // SSE pass-through through a real gateway process. `slow` streams 20 content chunks 100 ms
 // apart (the provider config sends the mock's x-mock-chunks / x-mock-chunk-delay-ms headers),
@@ -59,18 +58,6 @@ function contentChunks(chunks: readonly Chunk[]): Chunk[] {
   return chunks.filter((c) => typeof c.choices[0]?.delta.content === 'string' && c.choices[0]!.delta.content !== '' && c.choices[0]!.delta.role === undefined);
 }
 
-/** Resolves true when a TCP connection to `url` is refused, false when it is accepted (and closes it). */
-function connectionRefused(url: string): Promise<boolean> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve) => {
-    const socket = connect({ host: hostname, port: Number(port) });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'));
-  });
-}
 
 describe('streaming', () => {
   before(async () => {

@@ -1,4 +1,4 @@
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 
@@ -143,4 +143,17 @@ export function tally(list: readonly string[]): Record<string, number> {
   const t: Record<string, number> = {};
   for (const p of list) t[p] = (t[p] ?? 0) + 1;
   return t;
+}
+
+/** Resolves true when a TCP connection to `url` is refused, false when it is accepted (and closes it). */
+export function connectionRefused(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect({ host: hostname, port: Number(port) });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'));
+  });
 }
