@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { type ConfigIssue, type GatewayConfig, loadConfigFile } from '../config/index.js';
-import { adminTokenRequired } from './address.js';
 import { checkSuccession, type ParsedOverlay, parseOverlay, readOverlayFile } from '../contract/index.js';
 import {
   buildGeneration,
@@ -10,6 +9,7 @@ import {
   type ReloadTrigger,
   restartOnlyWarnings,
 } from '../live/index.js';
+import { adminTokenRequired } from './address.js';
 import type { Services } from './services.js';
 
 export type ReloadOutcome = 'applied' | 'unchanged' | 'rejected';

@@ -1,4 +1,3 @@
-import { tally } from '../support/observe.js';
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { startMockProvider } from '../../src/mock/index.js';
@@ -6,6 +5,7 @@ import type { MockProvider } from '../../src/mock/index.js';
 import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
+import { tally } from '../support/observe.js';
 
 // Selection policies and pass-through, seen from outside: a real gateway process in front
 // of three mock providers. Who served a request is read from x-switchyard-provider and
