@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError } from '../errors.js';
 import { ClientGoneError } from './body.js';
 import { handleChat } from './chat.js';
-import { sendBody, sendError } from './respond.js';
+import { sendBody, sendError, sendJson } from './respond.js';
 import type { ListenerSettings, Services } from './services.js';
 
 /** Shared between the listener and the drain: requests in progress, and whether we are stopping. */
@@ -38,9 +38,28 @@ export function createApiHandler(svc: Services, settings: ListenerSettings, traf
       case '/metrics':
         return serveMetrics(req, res, svc);
       default:
+        if (path.startsWith('/v1/models/')) return retrieveModel(req, res, svc, path.slice('/v1/models/'.length));
         return sendError(res, 'not_found', `no such endpoint: ${req.method ?? 'GET'} ${path}`);
     }
   };
+}
+
+/** GET /v1/models/{model}: one routable model, in OpenAI's model object shape. */
+function retrieveModel(req: IncomingMessage, res: ServerResponse, svc: Services, encoded: string): void {
+  if (req.method !== 'GET') return methodNotAllowed(res, 'GET');
+  if (!svc.holder.ready) return sendError(res, 'upstream_unavailable', 'the gateway has no serving generation yet');
+  let model: string;
+  try {
+    model = decodeURIComponent(encoded);
+  } catch {
+    return sendError(res, 'invalid_request', 'the model id in the path is not valid percent-encoding', 'model');
+  }
+  const gen = svc.holder.current();
+  const route = gen.routes[model];
+  if (route === undefined || !route.admitsNew) {
+    return sendError(res, gen.overlay === null ? 'model_not_found' : 'no_route', `model "${model}" is not routed by this gateway`, 'model');
+  }
+  sendJson(res, 200, { id: model, object: 'model', created: Math.floor(Date.parse(gen.builtAt) / 1000), owned_by: 'switchyard' });
 }
 
 /** The request's path, without the query string. */

@@ -149,4 +149,15 @@ describe('the official openai client', () => {
     }
     assert.deepEqual(ids.sort(), ['gpt-4o-mini', 'team-default']);
   });
+
+  it('models.retrieve() returns a routed model and raises NotFoundError for another', async () => {
+    const model = await client.models.retrieve('team-default');
+    assert.equal(model.id, 'team-default');
+    assert.equal(model.object, 'model');
+    await assert.rejects(client.models.retrieve('no-such-model'), (err: unknown) => {
+      assert.ok(err instanceof OpenAI.NotFoundError, `not a NotFoundError: ${String(err)}`);
+      assert.equal(err.code, 'model_not_found');
+      return true;
+    });
+  });
 });

@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { resolve } from 'node:path';
+import { test } from 'node:test';
+import OpenAI from 'openai';
+import { tally, waitUntil } from '../support/observe.js';
+
+// What `npm start` runs: `switchyard demo`, on its fixed ports, with its example config.
+// The demo's ports are part of its promise (the printed curl commands use them), so the
+// test skips rather than fails when another program holds one of them.
+
+const CLI = resolve(import.meta.dirname, '../../dist/cli.js');
+const PORTS = [8080, 9090, 9001, 9002, 9003];
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((res) => {
+    const server = createServer();
+    server.once('error', () => res(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => res(true)));
+  });
+}
+
+test('the demo serves round-robin over its three mocks, prints how to use it, and stops on SIGINT', async (t) => {
+  const busy: number[] = [];
+  for (const port of PORTS) if (!(await portFree(port))) busy.push(port);
+  if (busy.length > 0) {
+    t.skip(`the demo's fixed ports are in use here: ${busy.join(', ')}`);
+    return;
+  }
+  const child = spawn(process.execPath, [CLI, 'demo'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+  const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+  try {
+    await waitUntil(() => output.includes('Switchyard demo'), 'the demo printed its banner', 15_000);
+    assert.match(output, /curl -s http:\/\/127\.0\.0\.1:8080\/v1\/chat\/completions/);
+    assert.match(output, /new OpenAI\(\{ baseURL: 'http:\/\/127\.0\.0\.1:8080\/v1'/);
+
+    const client = new OpenAI({ baseURL: 'http://127.0.0.1:8080/v1', apiKey: 'unused', maxRetries: 0 });
+    const providers: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const { response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+      providers.push(response.headers.get('x-switchyard-provider') ?? '(none)');
+    }
+    assert.deepEqual(tally(providers), { east: 2, west: 2, central: 2 });
+    const status = (await (await fetch('http://127.0.0.1:9090/admin/status')).json()) as { generation: { number: number } };
+    assert.equal(status.generation.number, 1);
+  } finally {
+    child.kill('SIGINT');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    const code = await exited;
+    clearTimeout(timer);
+    assert.equal(code, 0, `the demo exits 0 on SIGINT:\n${output.slice(-2000)}`);
+  }
+});
