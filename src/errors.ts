@@ -18,13 +18,11 @@ export const errorCatalog = {
   no_route: { status: 404, openai: 'invalid_request_error', anthropic: 'not_found_error' },
   method_not_allowed: { status: 405, openai: 'invalid_request_error', anthropic: 'invalid_request_error' },
   body_too_large: { status: 413, openai: 'invalid_request_error', anthropic: 'request_too_large' },
-  unsupported_media_type: { status: 415, openai: 'invalid_request_error', anthropic: 'invalid_request_error' },
   upstream_rate_limited: { status: 429, openai: 'rate_limit_error', anthropic: 'rate_limit_error' },
   internal_error: { status: 500, openai: 'server_error', anthropic: 'api_error' },
   upstream_error: { status: 502, openai: 'server_error', anthropic: 'api_error' },
   upstream_unavailable: { status: 503, openai: 'server_error', anthropic: 'overloaded_error' },
   credential_unavailable: { status: 503, openai: 'server_error', anthropic: 'api_error' },
-  shutting_down: { status: 503, openai: 'server_error', anthropic: 'overloaded_error' },
   upstream_timeout: { status: 504, openai: 'server_error', anthropic: 'api_error' },
   stream_interrupted: { status: 502, openai: 'server_error', anthropic: 'api_error' },
 } as const satisfies Record<string, ErrorSpec>;

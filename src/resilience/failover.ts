@@ -7,9 +7,7 @@ export type FailureReason =
   | 'timeout'
   | 'status_5xx'
   | 'status_429'
-  | 'breaker_open'
-  | 'credential_unavailable'
-  | 'provider_withdrawn';
+  | 'credential_unavailable';
 
 /** An upstream status that means "try someone else" rather than "your request is wrong". */
 export function isFailoverStatus(status: number): boolean {

@@ -139,9 +139,6 @@ function failureCode(failures: readonly Failure[]): ErrorCode {
       return 'upstream_rate_limited';
     case 'credential_unavailable':
       return 'credential_unavailable';
-    case 'breaker_open':
-    case 'provider_withdrawn':
-      return 'upstream_unavailable';
     default:
       return 'upstream_error';
   }
