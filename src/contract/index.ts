@@ -24,7 +24,7 @@ export type {
 } from './types.js';
 export { parseOverlay } from './parse.js';
 export type { ParseOptions } from './parse.js';
-export { computeRevision } from './digest.js';
+export { computeRevision, sha256Hex } from './digest.js';
 export type { RevisionInput } from './digest.js';
 export { readOverlayFile } from './read.js';
 export type { ReadResult } from './read.js';

@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
 import { type ConfigIssue, type GatewayConfig, loadConfigFile } from '../config/index.js';
-import { checkSuccession, type ParsedOverlay, parseOverlay, readOverlayFile } from '../contract/index.js';
+import { checkSuccession, type ParsedOverlay, parseOverlay, readOverlayFile, sha256Hex } from '../contract/index.js';
 import {
   buildGeneration,
   diffGenerations,
@@ -117,7 +116,7 @@ export class Reloader {
       const file = this.#startupConfig?.routing.overlay?.file ?? overlaySettings.file;
       const read = await readOverlayFile(file, overlaySettings.max_bytes);
       if (!read.ok) return this.#rejectOverlay(finish, read.reason, read.message);
-      if (serving?.overlay != null && !explicit && !configChanged && sha256(read.bytes) === serving.overlay.rawSha256) {
+      if (serving?.overlay != null && !explicit && !configChanged && sha256Hex(read.bytes) === serving.overlay.rawSha256) {
         metrics.overlayReloads.inc({ result: 'unchanged', reason: '' });
         return finish('unchanged', {});
       }
@@ -242,10 +241,6 @@ export class Reloader {
     else if (routine) logger.debug(line);
     else logger.info(line);
   }
-}
-
-function sha256(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('hex');
 }
 
 function summarize(c: GenerationChanges): Record<string, unknown> {
