@@ -33,12 +33,15 @@ export class SwitchyardError extends Error {
   readonly code: ErrorCode;
   /** The request field the error is about, in OpenAI's `param` sense (e.g. `messages`). */
   readonly param: string | null;
+  /** Response headers that belong to this answer (`allow` on a 405, `connection: close` on a 413). */
+  readonly headers: Readonly<Record<string, string>> | undefined;
 
-  constructor(code: ErrorCode, message: string, param: string | null = null) {
+  constructor(code: ErrorCode, message: string, param: string | null = null, headers?: Readonly<Record<string, string>>) {
     super(message);
     this.name = 'SwitchyardError';
     this.code = code;
     this.param = param;
+    this.headers = headers;
   }
 
   get status(): number {

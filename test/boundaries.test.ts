@@ -13,7 +13,8 @@ const allowed: Record<string, readonly string[]> = {
   contract: [],
   routing: [],
   resilience: [],
-  providers: [],
+  // The relay decides, before the first byte, whether an upstream answer fails over: resilience's rule.
+  providers: ['resilience'],
   telemetry: [],
   mock: [],
   governance: [],

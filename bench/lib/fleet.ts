@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
 
 const CLI = resolve(import.meta.dirname, '../../dist/cli.js');
+const MINIMAL_PROXY = resolve(import.meta.dirname, '../minimal-proxy.mjs');
 const START_TIMEOUT_MS = 15_000;
 const STOP_TIMEOUT_MS = 10_000;
 
@@ -63,26 +64,8 @@ export class Fleet {
   }
 
   async startMock(name: string, args: readonly string[] = []): Promise<MockProcess> {
-    const member = this.#spawn(`mock ${name}`, [CLI, 'mock-provider', '--port', '0', '--name', name, ...args], 'pipe');
-    const baseUrl = await new Promise<string>((res, rej) => {
-      let out = '';
-      const timer = setTimeout(() => rej(new Error(`mock ${name} did not start within ${START_TIMEOUT_MS} ms:\n${out}${member.stderr}`)), START_TIMEOUT_MS);
-      const onData = (chunk: Buffer): void => {
-        out += chunk.toString('utf8');
-        const m = /listening on (http:\/\/\S+)/.exec(out);
-        if (m === null) return;
-        clearTimeout(timer);
-        member.child.stdout!.off('data', onData);
-        // The mock prints nothing else; keep the pipe drained regardless.
-        member.child.stdout!.resume();
-        res(m[1] as string);
-      };
-      member.child.stdout!.on('data', onData);
-      void member.exited.then(() => {
-        clearTimeout(timer);
-        rej(new Error(`mock ${name} exited before listening:\n${out}${member.stderr}`));
-      });
-    });
+    const member = this.#spawn(`mock ${name}`, [CLI, 'mock-provider', '--port', String(nextPort()), '--name', name, ...args], 'pipe');
+    const baseUrl = await printedUrl(member, `mock ${name}`);
     const origin = new URL(baseUrl).origin;
     return {
       name,
@@ -95,6 +78,12 @@ export class Fleet {
     };
   }
 
+  /** The bare Node proxy (bench/minimal-proxy.mjs) in front of `upstreamBaseUrl`; resolves with its origin. */
+  async startMinimalProxy(upstreamBaseUrl: string): Promise<string> {
+    const member = this.#spawn('minimal proxy', [MINIMAL_PROXY, '--upstream', upstreamBaseUrl, '--port', String(nextPort())], 'pipe');
+    return printedUrl(member, 'minimal proxy');
+  }
+
   /**
    * Starts `switchyard serve` on `config` (written as YAML). Its stdout goes to a file, not
    * a pipe: the access log is then as cheap as it gets, and no reader in the bench process
@@ -103,7 +92,8 @@ export class Fleet {
   async startGateway(name: string, config: object, options: GatewayStartOptions = {}): Promise<GatewayProcess> {
     const configPath = join(this.dir, `${name}.yaml`);
     const logPath = join(this.dir, `${name}.log`);
-    writeFileSync(configPath, stringify(config));
+    const ports = listenPorts();
+    writeFileSync(configPath, stringify(withPorts(config, ports)));
     const logFd = openSync(logPath, 'w');
     let member: Member;
     try {
@@ -120,7 +110,7 @@ export class Fleet {
       adminUrl: listening.adminUrl,
       configPath,
       logPath,
-      writeConfig: (c) => writeFileSync(configPath, stringify(c)),
+      writeConfig: (c) => writeFileSync(configPath, stringify(withPorts(c, ports))),
     };
   }
 
@@ -168,6 +158,59 @@ export class Fleet {
     this.#members.push(member);
     return member;
   }
+}
+
+/** Resolves with the first `listening on http://…` URL a child prints on stdout. */
+function printedUrl(member: Member, label: string): Promise<string> {
+  return new Promise<string>((res, rej) => {
+    let out = '';
+    const timer = setTimeout(() => rej(new Error(`${label} did not start within ${START_TIMEOUT_MS} ms:\n${out}${member.stderr}`)), START_TIMEOUT_MS);
+    const onData = (chunk: Buffer): void => {
+      out += chunk.toString('utf8');
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m === null) return;
+      clearTimeout(timer);
+      member.child.stdout!.off('data', onData);
+      // Nothing else is printed; keep the pipe drained regardless.
+      member.child.stdout!.resume();
+      res(m[1] as string);
+    };
+    member.child.stdout!.on('data', onData);
+    void member.exited.then(() => {
+      clearTimeout(timer);
+      rej(new Error(`${label} exited before listening:\n${out}${member.stderr}`));
+    });
+  });
+}
+
+let portBase: number | null = null;
+
+/**
+ * `--port-base N`: every process the bench starts listens on N, N+1, … instead of a port
+ * the OS picks, for a machine whose firewall or neighbours need known ports.
+ */
+export function usePortBase(base: number): void {
+  portBase = base;
+}
+
+function nextPort(): number {
+  if (portBase === null) return 0;
+  if (portBase > 65535) throw new Error('--port-base: ran out of ports below 65536');
+  return portBase++;
+}
+
+function listenPorts(): { listen: number; admin: number } {
+  return { listen: nextPort(), admin: nextPort() };
+}
+
+/** Puts the assigned ports into a config whose listeners ask for port 0. */
+function withPorts(config: object, ports: { listen: number; admin: number }): object {
+  const server = (config as { server?: Record<string, unknown> }).server;
+  if (server === undefined || portBase === null) return config;
+  const assign = (value: unknown, port: number): unknown => (typeof value === 'string' && value.endsWith(':0') ? `${value.slice(0, -1)}${port}` : value);
+  const patched: Record<string, unknown> = { ...server, listen: assign(server.listen, ports.listen) };
+  if (server.admin_listen !== undefined) patched.admin_listen = assign(server.admin_listen, ports.admin);
+  return { ...config, server: patched };
 }
 
 async function waitForListening(logPath: string, member: Member): Promise<{ url: string; adminUrl: string | null }> {

@@ -9,12 +9,16 @@ import { renderTable } from '../lib/table.js';
 // Issue 2's targets on the 2-core reference machine.
 const RATIO_TARGET = 0.35;
 const ADDED_P50_TARGET_MS = 0.3;
+// Issue 7's: against a bare Node proxy (bench/minimal-proxy.mjs), same run.
+const VS_MINIMAL_TARGET = { gateway: 0.9, gateway_no_access_log: 1.0 } as const;
+const ADDED_P50_VS_MINIMAL_TARGET_MS = 0.05;
 const CONCURRENCIES = [1, 32] as const;
 const SEQUENTIAL_REQUESTS = 3000;
 
-type TargetKey = 'direct' | 'gateway' | 'gateway_no_access_log';
+type TargetKey = 'direct' | 'minimal_proxy' | 'gateway' | 'gateway_no_access_log';
 const LABELS: Record<TargetKey, string> = {
   direct: 'direct to mock',
+  minimal_proxy: 'minimal Node proxy',
   gateway: 'gateway (access log on)',
   gateway_no_access_log: 'gateway (access log off)',
 };
@@ -31,6 +35,10 @@ interface Overhead {
   readonly added_p99_ms_c32: number;
   readonly added_p50_ms_sequential: number;
   readonly added_p99_ms_sequential: number;
+  /** Gateway / minimal proxy, and gateway minus minimal proxy: the gateway's own work. */
+  readonly vs_minimal_ratio_c32: number;
+  readonly vs_minimal_added_p50_ms_c1: number;
+  readonly vs_minimal_added_p50_ms_sequential: number;
 }
 
 /**
@@ -42,15 +50,17 @@ interface Overhead {
 export const proxyOverhead: Scenario = {
   name: 'proxy-overhead',
   summary: 'req/s and latency direct to a mock vs through the gateway, at c=1 and c=32',
-  estimateS: (d) => 5 + 3 * 1.5 + CONCURRENCIES.length * 3 * d + 4,
+  estimateS: (d) => 5 + 4 * 1.5 + CONCURRENCIES.length * 4 * d + 5,
   async run(ctx: ScenarioContext): Promise<ScenarioReport> {
     const mock = await ctx.fleet.startMock('bench');
     const config = (accessLog: boolean) =>
       gatewayConfig({ providers: { bench: mockProvider(mock.baseUrl) }, routes: { [BENCH_MODEL]: { candidates: [{ provider: 'bench' }] } }, accessLog });
     const gwOn = await ctx.fleet.startGateway('gateway', config(true), { cpuProfileDir: ctx.cpuProfileDir });
     const gwOff = await ctx.fleet.startGateway('gateway-no-access-log', config(false), { cpuProfileDir: ctx.cpuProfileDir });
+    const minimal = await ctx.fleet.startMinimalProxy(mock.baseUrl);
     const urls: Record<TargetKey, string> = {
       direct: `${mock.baseUrl}/chat/completions`,
+      minimal_proxy: `${minimal}/v1/chat/completions`,
       gateway: `${gwOn.url}/v1/chat/completions`,
       gateway_no_access_log: `${gwOff.url}/v1/chat/completions`,
     };
@@ -95,6 +105,9 @@ export const proxyOverhead: Scenario = {
       added_p99_ms_c32: round(c32[g].latency_ms.p99Ms - c32.direct.latency_ms.p99Ms),
       added_p50_ms_sequential: round(sequential[g].latency_ms.p50Ms - sequential.direct.latency_ms.p50Ms),
       added_p99_ms_sequential: round(sequential[g].latency_ms.p99Ms - sequential.direct.latency_ms.p99Ms),
+      vs_minimal_ratio_c32: round(c32[g].req_per_s / c32.minimal_proxy.req_per_s, 3),
+      vs_minimal_added_p50_ms_c1: round(c1[g].latency_ms.p50Ms - c1.minimal_proxy.latency_ms.p50Ms),
+      vs_minimal_added_p50_ms_sequential: round(sequential[g].latency_ms.p50Ms - sequential.minimal_proxy.latency_ms.p50Ms),
     });
     const derived: Record<GatewayKey, Overhead> = { gateway: overheadOf('gateway'), gateway_no_access_log: overheadOf('gateway_no_access_log') };
 
@@ -105,6 +118,8 @@ export const proxyOverhead: Scenario = {
       targets.push(checkTarget(`throughput ratio gateway/direct, c=32${tag}`, d.throughput_ratio_c32, '>=', RATIO_TARGET, ''));
       targets.push(checkTarget(`added p50 latency, c=1 (autocannon)${tag}`, d.added_p50_ms_c1, '<=', ADDED_P50_TARGET_MS, 'ms'));
       targets.push(checkTarget(`added p50 latency, sequential undici loop${tag}`, d.added_p50_ms_sequential, '<=', ADDED_P50_TARGET_MS, 'ms'));
+      targets.push(checkTarget(`throughput ratio gateway/minimal proxy, c=32${tag}`, d.vs_minimal_ratio_c32, '>=', VS_MINIMAL_TARGET[g], ''));
+      targets.push(checkTarget(`p50 over the minimal proxy, sequential undici loop${tag}`, d.vs_minimal_added_p50_ms_sequential, '<=', ADDED_P50_VS_MINIMAL_TARGET_MS, 'ms'));
     }
 
     const loadRows = CONCURRENCIES.flatMap((c) =>
@@ -119,12 +134,12 @@ export const proxyOverhead: Scenario = {
     });
     const addedRows = GATEWAYS.map((g) => {
       const d = derived[g];
-      return [LABELS[g], d.throughput_ratio_c32, d.added_p50_ms_c1, d.added_p99_ms_c1, d.added_p50_ms_sequential, d.added_p99_ms_sequential];
+      return [LABELS[g], d.throughput_ratio_c32, d.vs_minimal_ratio_c32, d.added_p50_ms_c1, d.vs_minimal_added_p50_ms_c1, d.added_p50_ms_sequential, d.vs_minimal_added_p50_ms_sequential];
     });
     const tables = [
       renderTable('autocannon (latency from per-response hrtime timings, ms)', ['target', 'c', 'req/s', 'p50', 'p90', 'p99', '2xx', 'failed'], loadRows),
       renderTable('sequential undici loop, one keep-alive connection (ms)', ['target', 'requests', 'p50', 'p90', 'p99', 'mean', 'failed'], seqRows),
-      renderTable('gateway minus direct', ['gateway', 'ratio c=32', '+p50 c=1', '+p99 c=1', '+p50 seq', '+p99 seq'], addedRows),
+      renderTable('gateway against direct and against the minimal proxy', ['gateway', '/direct c=32', '/minimal c=32', '+p50 c=1', '+p50 c=1 vs minimal', '+p50 seq', '+p50 seq vs minimal'], addedRows),
     ];
 
     return {
@@ -149,7 +164,7 @@ async function smokeTest(key: TargetKey, url: string): Promise<string | null> {
     const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: CHAT_BODY });
     const text = await res.text();
     if (res.status !== 200) return `${LABELS[key]}: smoke request answered ${res.status}: ${text.slice(0, 300)}`;
-    if (key !== 'direct' && res.headers.get('x-switchyard-provider') !== 'bench') return `${LABELS[key]}: no x-switchyard-provider: bench header`;
+    if (key !== 'direct' && key !== 'minimal_proxy' && res.headers.get('x-switchyard-provider') !== 'bench') return `${LABELS[key]}: no x-switchyard-provider: bench header`;
     return null;
   } catch (err) {
     return `${LABELS[key]}: smoke request failed: ${(err as Error).message}`;

@@ -1,9 +1,12 @@
-// providers/: protocol adapters and upstream connection pools (undici), keyed by provider
-// identity. PoolRegistry is stateful and built once by server/; live/ uses its `acquire`
-// as the pool factory when building a generation. Imports nothing from other src/ folders.
+// providers/: protocol adapters, upstream connection pools (undici) keyed by provider
+// identity, and the relay that sends one attempt through a pool and streams its answer to
+// the client. PoolRegistry is stateful and built once by server/; live/ uses its `acquire`
+// as the pool factory when building a generation. Imports only resilience/, whose rules
+// decide which upstream answers fail over rather than reach the client.
 export { Credential } from './credential.js';
 export { ProviderPool, type PoolSpec, type UpstreamCall } from './provider-pool.js';
 export { PoolRegistry } from './pool-registry.js';
+export { relay, type Committed, type Relayed, type RelayRequest, type RelayResult } from './relay.js';
 export { CHAT_COMPLETIONS_PATH, chatBodyFor, upstreamHeaders, usageFromJson, usageFromSseTail, type TokenUsage } from './openai-adapter.js';
 
 /** A provider identity: type + base URL without a trailing slash. */

@@ -1,4 +1,5 @@
-import { Pool, type Dispatcher } from 'undici';
+import type { IncomingHttpHeaders } from 'node:http';
+import { type Dispatcher, Pool } from 'undici';
 
 export interface PoolSpec {
   /** `type base_url`: the provider identity that owns this pool. */
@@ -56,29 +57,32 @@ export class ProviderPool {
 
   /**
    * Sends one call. The handler gets undici's callbacks directly (no stream or promise
-   * per call, which is most of a proxy's overhead) and must call `settle` exactly once
-   * when the call has ended, so that a retired pool knows when it may close.
+   * per call, which is most of a proxy's overhead). The pool counts the call as in flight
+   * until undici reports its end or its error, so a retired pool closes after its last
+   * call, whatever the handler does.
    */
   dispatch(call: UpstreamCall, handler: Dispatcher.DispatchHandler): void {
     const pool = (this.#pool ??= this.#open());
     this.#inflight += 1;
-    pool.dispatch(
-      {
-        origin: this.#origin,
-        method: call.method,
-        path: this.#basePath + call.path,
-        headers: call.headers,
-        body: call.body,
-        headersTimeout: call.timeoutMs,
-        bodyTimeout: call.timeoutMs,
-      },
-      handler,
-    );
-  }
-
-  /** Marks a dispatched call as ended (see dispatch). */
-  settle(): void {
-    this.#done();
+    const counted = new CountedCall(this.#callEnded, handler);
+    try {
+      pool.dispatch(
+        {
+          origin: this.#origin,
+          method: call.method,
+          path: this.#basePath + call.path,
+          headers: call.headers,
+          body: call.body,
+          headersTimeout: call.timeoutMs,
+          bodyTimeout: call.timeoutMs,
+        },
+        counted,
+      );
+    } catch (err) {
+      // A synchronous refusal (invalid options, a destroyed pool) ends the call here.
+      counted.end();
+      throw err;
+    }
   }
 
   /** Closes the pool once in-flight calls have finished. */
@@ -104,14 +108,58 @@ export class ProviderPool {
     });
   }
 
-  #done(): void {
+  /** One dispatched call has ended (see CountedCall). */
+  readonly #callEnded = (): void => {
     this.#inflight -= 1;
     if (this.#retired && this.#inflight === 0) this.#closePool();
-  }
+  };
 
   #closePool(): void {
     const pool = this.#pool;
     this.#pool = null;
     if (pool !== null) void pool.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Decorates a call's handler so that the pool learns, exactly once, that the call ended:
+ * undici ends every dispatched call with either onResponseEnd or onResponseError.
+ */
+class CountedCall implements Dispatcher.DispatchHandler {
+  readonly #onEnd: () => void;
+  readonly #inner: Dispatcher.DispatchHandler;
+  #ended = false;
+
+  constructor(onEnd: () => void, inner: Dispatcher.DispatchHandler) {
+    this.#onEnd = onEnd;
+    this.#inner = inner;
+  }
+
+  end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#onEnd();
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
+    this.#inner.onRequestStart?.(controller, context);
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, statusMessage?: string): void {
+    this.#inner.onResponseStart?.(controller, statusCode, headers, statusMessage);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.#inner.onResponseData?.(controller, chunk);
+  }
+
+  onResponseEnd(controller: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
+    this.end();
+    this.#inner.onResponseEnd?.(controller, trailers);
+  }
+
+  onResponseError(controller: Dispatcher.DispatchController, err: Error): void {
+    this.end();
+    this.#inner.onResponseError?.(controller, err);
   }
 }

@@ -1,8 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { SwitchyardError } from '../errors.js';
 import type { Generation } from '../live/index.js';
-import { failRequest, methodNotAllowed, pathOf, serveMetrics } from './api.js';
+import { type Endpoint, EndpointTable, pathOf } from './endpoints.js';
 import type { Reloader, ReloadResult } from './reload.js';
-import { sendBody, sendError, sendJson } from './respond.js';
+import { type Answerable, failRequest, refusal, sendBody, sendJson, serveMetrics } from './respond.js';
 import type { Services } from './services.js';
 
 export interface AdminContext {
@@ -12,6 +13,11 @@ export interface AdminContext {
   readonly startedAt: number;
 }
 
+/** One admin request: what its handler and the error path need. */
+interface AdminRequest extends Answerable {
+  readonly req: IncomingMessage;
+}
+
 /**
  * The operator listener (`server.admin_listen`): status, reload, metrics. When
  * `server.admin_token` is set every admin endpoint but /healthz needs it as a bearer
@@ -19,36 +25,46 @@ export interface AdminContext {
  */
 export function createAdminHandler(ctx: AdminContext) {
   const { svc } = ctx;
-  return (req: IncomingMessage, res: ServerResponse): void => {
-    const path = pathOf(req);
-    if (path === '/healthz') return sendBody(res, 200, '{"status":"ok"}', 'application/json');
-    const token = svc.holder.ready ? svc.holder.current().adminToken : null;
-    if (token !== null) {
-      const header = req.headers.authorization;
-      const presented = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7) : null;
-      if (presented === null || !token.matches(presented)) {
-        return sendError(res, 'unauthorized', 'the admin API needs Authorization: Bearer <server.admin_token>', null, { 'www-authenticate': 'Bearer' });
-      }
-    }
-    switch (path) {
-      case '/admin/status':
-        if (req.method !== 'GET') return methodNotAllowed(res, 'GET');
-        return sendJson(res, 200, adminStatus(ctx));
-      case '/admin/reload':
-        if (req.method !== 'POST') return methodNotAllowed(res, 'POST');
+  const endpoints: Endpoint<AdminRequest>[] = [
+    { method: 'GET', path: '/healthz', authenticated: false, handle: (a) => sendBody(a.res, 200, '{"status":"ok"}', 'application/json') },
+    { method: 'GET', path: '/admin/status', handle: (a) => sendJson(a.res, 200, adminStatus(ctx)) },
+    {
+      method: 'POST',
+      path: '/admin/reload',
+      handle: async (a) => {
         // The request body, if any, is not used: drain it so the connection stays reusable.
-        req.resume();
-        ctx.requestReload().then(
-          (result) => sendJson(res, result.result === 'rejected' ? 422 : 200, result),
-          (err: unknown) => failRequest(res, err, svc),
-        );
-        return;
-      case '/metrics':
-        return serveMetrics(req, res, svc);
-      default:
-        return sendError(res, 'not_found', `no such admin endpoint: ${req.method ?? 'GET'} ${path}`);
+        a.req.resume();
+        const result = await ctx.requestReload();
+        sendJson(a.res, result.result === 'rejected' ? 422 : 200, result);
+      },
+    },
+    { method: 'GET', path: '/metrics', handle: (a) => serveMetrics(a.res, svc) },
+  ];
+  const table = new EndpointTable(endpoints);
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    const a: AdminRequest = { req, res, reason: null };
+    const path = pathOf(req);
+    const match = table.match(req.method, path);
+    try {
+      // An unknown path is refused to a caller without the token the same way as a known one.
+      if (match.kind !== 'found' || match.endpoint.authenticated !== false) checkAdminToken(svc, req);
+      if (match.kind !== 'found') throw refusal(match, req.method, path);
+      const handled = match.endpoint.handle(a, match.rest);
+      if (handled !== undefined) handled.catch((err: unknown) => failRequest(a, err, svc));
+    } catch (err) {
+      failRequest(a, err, svc);
     }
   };
+}
+
+function checkAdminToken(svc: Services, req: IncomingMessage): void {
+  const token = svc.holder.ready ? svc.holder.current().adminToken : null;
+  if (token === null) return;
+  const header = req.headers.authorization;
+  const presented = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7) : null;
+  if (presented === null || !token.matches(presented)) {
+    throw new SwitchyardError('unauthorized', 'the admin API needs Authorization: Bearer <server.admin_token>', null, { 'www-authenticate': 'Bearer' });
+  }
 }
 
 function adminStatus(ctx: AdminContext): Record<string, unknown> {

@@ -1,8 +1,11 @@
 import type { ServerResponse } from 'node:http';
-import { type ErrorCode, openaiErrorBody, statusOf } from '../errors.js';
+import { type ErrorCode, openaiErrorBody, statusOf, SwitchyardError } from '../errors.js';
+import { ClientGoneError } from './body.js';
+import type { Match } from './endpoints.js';
+import type { Services } from './services.js';
 
 /** Sends an OpenAI-shaped error. No attribution headers: an error names no provider. */
-export function sendError(res: ServerResponse, code: ErrorCode, message: string, param: string | null = null, extra?: Record<string, string>): void {
+export function sendError(res: ServerResponse, code: ErrorCode, message: string, param: string | null = null, extra?: Readonly<Record<string, string>>): void {
   if (res.headersSent) {
     res.destroy();
     return;
@@ -23,4 +26,47 @@ export function sendJson(res: ServerResponse, status: number, value: unknown): v
 export function sendBody(res: ServerResponse, status: number, body: string, contentType: string): void {
   res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
   res.end(body);
+}
+
+/** The error for a request no endpoint takes: 404, or 405 naming the methods the path accepts. */
+export function refusal(match: Exclude<Match<unknown>, { kind: 'found' }>, method: string | undefined, path: string): SwitchyardError {
+  if (match.kind === 'not_found') return new SwitchyardError('not_found', `no such endpoint: ${method ?? 'GET'} ${path}`);
+  return new SwitchyardError('method_not_allowed', `method not allowed; this endpoint accepts ${match.allow}`, null, { allow: match.allow });
+}
+
+/** What failRequest needs of a request: its response, and where to note the refusal's code. */
+export interface Answerable {
+  readonly res: ServerResponse;
+  reason: ErrorCode | null;
+}
+
+/**
+ * The one error path of both listeners: a refusal is answered in the client's protocol
+ * with its stable code; a client that already left gets nothing; anything unexpected is
+ * logged and answered 500 without its details.
+ */
+export function failRequest(x: Answerable, err: unknown, svc: Services): void {
+  if (err instanceof ClientGoneError) {
+    // Nobody is left to answer: the record counts it as nginx's 499, without an error line.
+    x.res.destroy();
+    return;
+  }
+  if (err instanceof SwitchyardError) {
+    x.reason = err.code;
+    // The client may still be sending a body we refused: close rather than read it all.
+    const extra = err.code === 'body_too_large' ? { ...err.headers, connection: 'close' } : err.headers;
+    sendError(x.res, err.code, err.message, err.param, extra);
+    return;
+  }
+  x.reason = 'internal_error';
+  svc.logger.error({ msg: 'unexpected error while handling a request', err: { message: (err as Error)?.message, stack: (err as Error)?.stack } });
+  sendError(x.res, 'internal_error', 'internal error; see the gateway log');
+}
+
+/** GET /metrics, on both listeners. */
+export function serveMetrics(res: ServerResponse, svc: Services): void {
+  svc.metrics.render().then(
+    (text) => sendBody(res, 200, text, svc.metrics.contentType),
+    (err: unknown) => failRequest({ res, reason: null }, err, svc),
+  );
 }

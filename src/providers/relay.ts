@@ -1,8 +1,9 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { openaiErrorBody } from '../errors.js';
-import { type ProviderPool, type TokenUsage, type UpstreamCall, usageFromJson, usageFromSseTail } from '../providers/index.js';
 import { type FailureReason, isFailoverStatus, reasonForStatus } from '../resilience/index.js';
+import { type TokenUsage, usageFromJson, usageFromSseTail } from './openai-adapter.js';
+import type { ProviderPool, UpstreamCall } from './provider-pool.js';
 
 // One attempt at one candidate, as an undici dispatch handler. Until the upstream's status
 // is known the attempt can still fail over; once headers are written to the client it is
@@ -15,18 +16,41 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te
 const MAX_USAGE_BODY_BYTES = 1024 * 1024;
 const SSE_TAIL_BYTES = 16 * 1024;
 
-export type AttemptResult =
+/** One attempt at one candidate: where it goes, and what the client sees if it commits. */
+export interface RelayRequest {
+  readonly res: ServerResponse;
+  readonly pool: ProviderPool;
+  readonly providerName: string;
+  readonly call: UpstreamCall;
+  /** Added to the client response's headers if this attempt commits (attribution). */
+  readonly responseHeaders: Readonly<Record<string, string>>;
+}
+
+/**
+ * How an attempt ended: it failed before anything reached the client (the caller may try
+ * the next candidate), the client left first, or the response committed to this attempt
+ * and is being relayed; `finished` settles when the relayed response has ended.
+ */
+export type RelayResult =
   | { readonly kind: 'failed'; readonly reason: FailureReason; readonly detail: string }
   | { readonly kind: 'aborted' }
-  | {
-      readonly kind: 'served';
-      /** complete; partial = cut after bytes reached the client; aborted = the client left. */
-      readonly outcome: 'complete' | 'partial' | 'aborted';
-      readonly status: number;
-      readonly usage: TokenUsage | null;
-      /** performance.now() when the first body byte was written, or null. */
-      readonly firstByteAt: number | null;
-    };
+  | Committed;
+
+export interface Committed {
+  readonly kind: 'committed';
+  readonly status: number;
+  /** performance.now() when the upstream's response headers arrived. */
+  readonly headersAt: number;
+  readonly finished: Promise<Relayed>;
+}
+
+export interface Relayed {
+  /** complete; partial = cut after bytes reached the client; aborted = the client left. */
+  readonly outcome: 'complete' | 'partial' | 'aborted';
+  readonly usage: TokenUsage | null;
+  /** performance.now() when the first body byte was written, or null. */
+  readonly firstByteAt: number | null;
+}
 
 export function responseHeaders(upstream: IncomingHttpHeaders, attribution: Record<string, string>): OutgoingHttpHeaders {
   // RFC 9110 7.6.1: headers that the Connection header names are hop-by-hop too.
@@ -48,15 +72,30 @@ class ClientGone extends Error {
 
 type State = 'waiting' | 'discarding' | 'relaying' | 'ended';
 
-export class UpstreamExchange implements Dispatcher.DispatchHandler {
+/** Sends one attempt upstream and relays its response (see RelayResult). */
+export function relay(request: RelayRequest): Promise<RelayResult> {
+  // The client may have left while an earlier candidate failed: do not call another.
+  if (request.res.destroyed) return Promise.resolve(ABORTED);
+  return new Promise((resolve) => {
+    const handler = new Relay(request, resolve);
+    request.res.on('close', handler.onClientClose);
+    try {
+      request.pool.dispatch(request.call, handler);
+    } catch (err) {
+      handler.fail(err);
+    }
+  });
+}
+
+const ABORTED: RelayResult = Object.freeze({ kind: 'aborted' });
+
+class Relay implements Dispatcher.DispatchHandler {
+  readonly #request: RelayRequest;
   readonly #res: ServerResponse;
-  readonly #pool: ProviderPool;
-  readonly #providerName: string;
-  readonly #attribution: () => Record<string, string>;
-  readonly #resolve: (result: AttemptResult) => void;
+  readonly #resolve: (result: RelayResult) => void;
+  #resolveFinished: ((relayed: Relayed) => void) | null = null;
   #controller: Dispatcher.DispatchController | null = null;
   #state: State = 'waiting';
-  #resolved = false;
   #clientGone = false;
   #isSse = false;
   #status = 0;
@@ -64,35 +103,19 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   #kept: Buffer[] = [];
   #keptBytes = 0;
 
-  private constructor(res: ServerResponse, pool: ProviderPool, providerName: string, attribution: () => Record<string, string>, resolve: (r: AttemptResult) => void) {
-    this.#res = res;
-    this.#pool = pool;
-    this.#providerName = providerName;
-    this.#attribution = attribution;
+  constructor(request: RelayRequest, resolve: (r: RelayResult) => void) {
+    this.#request = request;
+    this.#res = request.res;
     this.#resolve = resolve;
   }
 
-  /** Runs one attempt; resolves when it failed over, or when the relayed response ended. */
-  static run(res: ServerResponse, pool: ProviderPool, providerName: string, call: UpstreamCall, attribution: () => Record<string, string>): Promise<AttemptResult> {
-    // The client may have left while an earlier candidate failed: do not call another.
-    if (res.destroyed) return Promise.resolve({ kind: 'aborted' });
-    return new Promise((resolve) => {
-      const exchange = new UpstreamExchange(res, pool, providerName, attribution, resolve);
-      res.on('close', exchange.#onClientClose);
-      try {
-        pool.dispatch(call, exchange);
-      } catch (err) {
-        // A synchronous refusal (invalid options, a destroyed pool) is a failed attempt.
-        if (exchange.#state !== 'ended') {
-          exchange.#state = 'ended';
-          pool.settle();
-        }
-        exchange.#finish(failure(err));
-      }
-    });
+  /** A synchronous refusal by the pool: the attempt failed before it started. */
+  fail(err: unknown): void {
+    this.#state = 'ended';
+    this.#failed(failure(err));
   }
 
-  readonly #onClientClose = (): void => {
+  readonly onClientClose = (): void => {
     if (this.#res.writableFinished) return;
     this.#clientGone = true;
     this.#controller?.abort(new ClientGone());
@@ -113,16 +136,20 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     if (isFailoverStatus(statusCode)) {
       // Let the body drain so the connection stays reusable, and fail over now.
       this.#state = 'discarding';
-      this.#finish({ kind: 'failed', reason: reasonForStatus(statusCode), detail: `HTTP ${statusCode}` });
+      this.#failed({ kind: 'failed', reason: reasonForStatus(statusCode), detail: `HTTP ${statusCode}` });
       return;
     }
     this.#state = 'relaying';
     const contentType = headers['content-type'];
     this.#isSse = typeof contentType === 'string' && contentType.startsWith('text/event-stream');
-    this.#res.writeHead(statusCode, responseHeaders(headers, this.#attribution()));
+    this.#res.writeHead(statusCode, responseHeaders(headers, this.#request.responseHeaders));
     // A stream's client should see it start at once, not with the first token.
     if (this.#isSse) this.#res.flushHeaders();
     this.#res.on('drain', this.#onDrain);
+    const finished = new Promise<Relayed>((resolve) => {
+      this.#resolveFinished = resolve;
+    });
+    this.#resolve({ kind: 'committed', status: statusCode, headersAt: performance.now(), finished });
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -135,7 +162,6 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   onResponseEnd(): void {
     const state = this.#state;
     this.#state = 'ended';
-    this.#pool.settle();
     if (state !== 'relaying') return;
     this.#res.end();
     this.#served('complete');
@@ -144,10 +170,9 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     const state = this.#state;
     this.#state = 'ended';
-    this.#pool.settle();
     if (state === 'discarding') return;
     if (state === 'waiting') {
-      this.#finish(this.#clientGone ? { kind: 'aborted' } : failure(err));
+      this.#failed(this.#clientGone ? ABORTED : failure(err));
       return;
     }
     if (this.#clientGone) {
@@ -157,7 +182,7 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     // Bytes may already be with the client: no failover now. A stream ends with an error
     // event its SDK understands; a plain body can only be cut short.
     if (this.#isSse && !this.#res.destroyed) {
-      this.#res.end(`data: ${openaiErrorBody('stream_interrupted', `the upstream stream from provider ${this.#providerName} was interrupted`)}\n\n`);
+      this.#res.end(`data: ${openaiErrorBody('stream_interrupted', `the upstream stream from provider ${this.#request.providerName} was interrupted`)}\n\n`);
     } else {
       this.#res.destroy();
     }
@@ -175,27 +200,31 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     }
   }
 
-  #served(outcome: 'complete' | 'partial' | 'aborted'): void {
+  #served(outcome: Relayed['outcome']): void {
     let usage: TokenUsage | null = null;
     if (outcome === 'complete' && this.#status < 300 && this.#keptBytes > 0) {
       const bytes = this.#kept.length === 1 ? (this.#kept[0] as Buffer) : Buffer.concat(this.#kept, this.#keptBytes);
       usage = this.#isSse ? usageFromSseTail(bytes.toString('utf8')) : usageFromJson(bytes);
     }
-    this.#finish({ kind: 'served', outcome, status: this.#status, usage, firstByteAt: this.#firstByteAt });
+    this.#detach();
+    this.#resolveFinished?.({ outcome, usage, firstByteAt: this.#firstByteAt });
   }
 
-  #finish(result: AttemptResult): void {
-    if (this.#resolved) return;
-    this.#resolved = true;
-    this.#res.off('close', this.#onClientClose);
+  /** Before commit: the attempt is over and the caller may try another candidate. */
+  #failed(result: RelayResult): void {
+    this.#detach();
+    this.#resolve(result);
+  }
+
+  #detach(): void {
+    this.#res.off('close', this.onClientClose);
     this.#res.off('drain', this.#onDrain);
     this.#kept = [];
-    this.#resolve(result);
   }
 }
 
 /** Maps an undici error to a failover reason and a message safe to show a client. */
-function failure(err: unknown): AttemptResult {
+function failure(err: unknown): RelayResult {
   const code = (err as { code?: string }).code ?? '';
   const [reason, detail]: [FailureReason, string] =
     code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT'

@@ -1,0 +1,104 @@
+import type { Generation, GenerationCandidate } from '../live/index.js';
+import { CHAT_COMPLETIONS_PATH, chatBodyFor, type RelayResult, relay, upstreamHeaders } from '../providers/index.js';
+import type { BreakerRegistry } from '../resilience/index.js';
+import type { Exchange } from './exchange.js';
+
+// One attempt at one candidate, as a small core (send it through the provider's pool and
+// relay the answer) with behaviour wrapped around it, composed once at start-up: the
+// credential check and the breaker's admission and bookkeeping. The failover loop in
+// chat.ts only sees the result.
+
+export interface AttemptRequest {
+  readonly x: Exchange;
+  /** The request body as received, and its parsed form (for a model rename). */
+  readonly raw: Buffer;
+  readonly parsed: Record<string, unknown>;
+  readonly candidate: GenerationCandidate;
+  /** 0: the breakers decide; 1: every breaker was open, so the chain is tried regardless. */
+  readonly pass: 0 | 1;
+}
+
+export type AttemptResult = RelayResult | { readonly kind: 'skipped' };
+export type Attempt = (a: AttemptRequest) => Promise<AttemptResult>;
+export type Wrap = (next: Attempt) => Attempt;
+
+const SKIPPED: Promise<AttemptResult> = Promise.resolve(Object.freeze({ kind: 'skipped' as const }));
+
+/** The core: the upstream call for this candidate, relayed to the client if it commits. */
+export const sendToCandidate: Attempt = (a) => {
+  const { x, candidate: c } = a;
+  const gen = x.gen as Generation;
+  const provider = c.provider;
+  const requestId = x.requestId;
+  const headers = upstreamHeaders(c.credential ?? provider.credential, provider.headers, x.stream ? 'text/event-stream' : 'application/json', requestId);
+  const attribution: Record<string, string> = {
+    'x-switchyard-provider': provider.name,
+    'x-switchyard-model': c.upstreamModel,
+    'x-switchyard-candidate': c.stableId,
+    'x-switchyard-generation': String(gen.number),
+    'x-switchyard-request-id': requestId,
+  };
+  if (gen.overlay !== null) {
+    // Grid provider-hop headers, so a provider behind a Grid hop can attribute the request.
+    headers['x-ai-routing-candidate'] = c.stableId;
+    headers['x-ai-routing-request-id'] = requestId;
+    headers['x-ai-routing-revision'] = gen.overlay.revision;
+    attribution['x-switchyard-revision'] = gen.overlay.revision;
+  }
+  if (x.failures.length > 0) attribution['x-switchyard-fallback'] = x.failures.map((f) => f.provider).join(',');
+  x.attemptStartedAt = performance.now();
+  return relay({
+    res: x.res,
+    pool: provider.pool,
+    providerName: provider.name,
+    call: { method: 'POST', path: CHAT_COMPLETIONS_PATH, headers, body: chatBodyFor(a.raw, a.parsed, c.upstreamModel), timeoutMs: provider.timeoutMs },
+    responseHeaders: attribution,
+  });
+};
+
+/**
+ * An overlay candidate whose credential could not be read fails over without calling
+ * upstream. It is outside the breaker: a missing secret says nothing of the provider.
+ */
+export const withCredentialCheck: Wrap = (next) => (a) => {
+  const problem = a.candidate.credentialProblem;
+  if (problem === null) return next(a);
+  return Promise.resolve({ kind: 'failed', reason: 'credential_unavailable', detail: problem });
+};
+
+/**
+ * The breaker of the candidate's provider identity: an open breaker skips the candidate
+ * (on the first pass), a half-open one lets exactly one probe through. The outcome is
+ * recorded when it is known: a failure before the first byte, success when the response
+ * commits (so a long stream does not hold a probe), and a failure after all if the
+ * stream is later cut. A probe whose client left is released for another.
+ */
+export const withBreaker =
+  (breakers: BreakerRegistry): Wrap =>
+  (next) =>
+  (a) => {
+    const identity = a.candidate.identity;
+    let probe = false;
+    if (a.pass === 0) {
+      const admission = breakers.admit(identity);
+      if (admission === 'deny') return SKIPPED;
+      probe = admission === 'probe';
+    }
+    return next(a).then((r) => {
+      if (r.kind === 'failed') breakers.recordFailure(identity, probe);
+      else if (r.kind === 'aborted') {
+        if (probe) breakers.release(identity);
+      } else if (r.kind === 'committed') {
+        breakers.recordSuccess(identity);
+        void r.finished.then((f) => {
+          if (f.outcome === 'partial') breakers.recordFailure(identity, false);
+        });
+      }
+      return r;
+    });
+  };
+
+/** Wraps the core in the given order: the first wrap is the outermost. */
+export function composeAttempt(core: Attempt, ...wraps: readonly Wrap[]): Attempt {
+  return wraps.reduceRight<Attempt>((next, wrap) => wrap(next), core);
+}

@@ -1,0 +1,79 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ErrorCode } from '../errors.js';
+import type { Generation, GenerationCandidate } from '../live/index.js';
+import type { TokenUsage } from '../providers/index.js';
+import type { FailureReason } from '../resilience/index.js';
+import type { Principal } from './admission.js';
+
+export interface Failure {
+  readonly provider: string;
+  readonly reason: FailureReason;
+  readonly detail: string;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * One request and its response, from arrival to the end of the response: what the
+ * handler learns as it goes (generation, model, candidate, failures, usage, cost) and
+ * what the one record of the request is written from. The record is written exactly once,
+ * when both the response has closed and the handler has returned (whichever is last), so
+ * it sees the final status and the settled cost whatever refused or ended the request.
+ */
+export class Exchange {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly startedAt = performance.now();
+  /** Whether this request gets a record (metrics, access line); probes and scrapes do not. */
+  recorded = true;
+  /** The generation captured once at the start; everything after reads this one. */
+  gen: Generation | null = null;
+  principal: Principal | null = null;
+  /** The model the client asked for, once the body is parsed. */
+  model: string | undefined = undefined;
+  stream = false;
+  /** The candidate the response committed to. */
+  candidate: GenerationCandidate | null = null;
+  /** The error code of a refusal, or of an answer the gateway wrote itself. */
+  reason: ErrorCode | null = null;
+  /** Set when the relayed response was cut after its first byte, or the client left. */
+  outcome: 'complete' | 'partial' | 'aborted' = 'complete';
+  failures: Failure[] = [];
+  attemptStartedAt = 0;
+  headersAt: number | null = null;
+  firstByteAt: number | null = null;
+  usage: TokenUsage | null = null;
+  costMicroUsd: number | null = null;
+  #requestId: string | null = null;
+  #pending = 2;
+  readonly #onRecord: (x: Exchange) => void;
+
+  constructor(req: IncomingMessage, res: ServerResponse, onRecord: (x: Exchange) => void) {
+    this.req = req;
+    this.res = res;
+    this.#onRecord = onRecord;
+  }
+
+  /** The client's `x-request-id` when it is a sane token, or a new UUID. */
+  get requestId(): string {
+    if (this.#requestId === null) {
+      const given = this.req.headers['x-request-id'];
+      this.#requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    }
+    return this.#requestId;
+  }
+
+  /** The status the record reports: what was sent, 'partial' for a cut stream, 499 when the client left first. */
+  get status(): number | 'partial' {
+    if (this.outcome === 'partial') return 'partial';
+    if (this.outcome === 'aborted' || !this.res.writableFinished) return 499;
+    return this.res.statusCode;
+  }
+
+  /** Called once by the response's 'close' and once when the handler returns. */
+  readonly done = (): void => {
+    this.#pending -= 1;
+    if (this.#pending === 0 && this.recorded) this.#onRecord(this);
+  };
+}
