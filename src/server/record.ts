@@ -18,12 +18,12 @@ export function recordRequest(svc: Services, x: Exchange): void {
   const routed = x.model !== undefined && gen !== null && gen.routes[x.model] !== undefined;
   const model = routed ? (x.model as string) : 'none';
   const provider = c?.provider.name ?? 'none';
-  metrics.requests.inc({ model, provider, status: String(status) });
-  metrics.requestDuration.observe({ model }, durationMs / 1000);
-  if (c !== null && x.headersAt !== null) metrics.upstreamDuration.observe({ provider }, (x.headersAt - x.attemptStartedAt) / 1000);
-  if (x.stream && c !== null && x.firstByteAt !== null) metrics.timeToFirstToken.observe({ model, provider }, (x.firstByteAt - x.startedAt) / 1000);
+  metrics.requests.series(model, provider, String(status)).inc();
+  metrics.requestDuration.series(model).observe(durationMs / 1000);
+  if (c !== null && x.headersAt !== null) metrics.upstreamDuration.series(provider).observe((x.headersAt - x.attemptStartedAt) / 1000);
+  if (x.stream && c !== null && x.firstByteAt !== null) metrics.timeToFirstToken.series(model, provider).observe((x.firstByteAt - x.startedAt) / 1000);
   const cost = x.costMicroUsd;
-  if (cost !== null && cost > 0) metrics.costUsd.inc({ model, provider }, cost / 1e6);
+  if (cost !== null && cost > 0) metrics.costUsd.series(model, provider).inc(cost / 1e6);
   if (gen !== null && !gen.config.log.access) return;
   const usage = x.usage;
   svc.accessLog.write({

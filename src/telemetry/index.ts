@@ -2,4 +2,5 @@
 // server/. Imports nothing from other src/ folders; breaker states reach the gauge through
 // a callback so this folder needs no knowledge of resilience/.
 export { Metrics, type BreakerStateCode } from './metrics.js';
-export { AccessLog, createLogger, flushLogger, type Logger, type LoggerOptions } from './logger.js';
+export { AccessLog } from './access-log.js';
+export { createLogger, flushLogger, type Logger, type LoggerOptions } from './logger.js';

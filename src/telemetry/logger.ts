@@ -14,7 +14,7 @@ let lastMs = 0;
 let lastTime = '';
 
 /** pino's ISO timestamp, formatted once per millisecond: under load many lines share one. */
-function isoTime(): string {
+export function isoTime(): string {
   const now = Date.now();
   if (now !== lastMs) {
     lastMs = now;
@@ -41,55 +41,6 @@ function options(level: string): pino.LoggerOptions {
  */
 export function createLogger(opts: LoggerOptions): Logger {
   return pino(options(opts.level), pino.destination({ dest: opts.destination ?? 1, sync: true }));
-}
-
-/** Levels at which the access log (written at `info`) is on. */
-const ACCESS_LEVELS = new Set(['info', 'debug', 'trace']);
-
-/**
- * The access log: one line per proxied request, in the same JSON shape as the event log
- * (level, time, service, msg), to the same destination, but written in batches (when
- * 8 KiB are pending, and at least every flushMs), as nginx's `access_log ... buffer=
- * flush=` does. A write per request measured ~8% of the gateway's CPU under load. Lines
- * are flat records of known, non-secret fields, so they are serialised directly rather
- * than through pino's generic path (another ~4%). close() writes what is pending.
- */
-export class AccessLog {
-  readonly #destination: ReturnType<typeof pino.destination>;
-  #enabled: boolean;
-
-  constructor(opts: LoggerOptions & { readonly flushMs: number }) {
-    // periodicFlush writes what is pending on an unref'd timer, without an fsync.
-    this.#destination = pino.destination({ dest: opts.destination ?? 1, sync: true, minLength: 8 * 1024, periodicFlush: Math.max(opts.flushMs, 10) });
-    this.#enabled = ACCESS_LEVELS.has(opts.level);
-  }
-
-  get enabled(): boolean {
-    return this.#enabled;
-  }
-
-  setLevel(level: string): void {
-    this.#enabled = ACCESS_LEVELS.has(level);
-  }
-
-  /** Writes one `msg: "request"` line; undefined fields are left out, as pino does. */
-  write(fields: Readonly<Record<string, unknown>>): void {
-    if (!this.#enabled) return;
-    const record = JSON.stringify(fields);
-    this.#destination.write(`{"level":"info"${isoTime()},"service":"switchyard","msg":"request"${record.length > 2 ? `,${record.slice(1)}` : '}'}\n`);
-  }
-
-  /** Writes what is pending, and stops the flush timer. */
-  close(): void {
-    // A request that ends after the drain (its socket destroyed) must not write to a closed stream.
-    this.#enabled = false;
-    try {
-      this.#destination.flushSync();
-      this.#destination.end();
-    } catch {
-      // Nothing useful to do when stdout is gone.
-    }
-  }
 }
 
 export function flushLogger(logger: Logger): void {

@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { CounterFamily, HistogramFamily } from './series.js';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
@@ -13,12 +14,18 @@ export type BreakerStateCode = 0 | 1 | 2;
  */
 export class Metrics {
   readonly registry = new Registry();
-  readonly requests: Counter<'model' | 'provider' | 'status'>;
-  readonly requestDuration: Histogram<'model'>;
-  readonly upstreamDuration: Histogram<'provider'>;
-  readonly timeToFirstToken: Histogram<'model' | 'provider'>;
+  // Updated for every request: series bound once per label values (see series.ts).
+  /** model, provider, status */
+  readonly requests: CounterFamily;
+  /** model */
+  readonly requestDuration: HistogramFamily;
+  /** provider */
+  readonly upstreamDuration: HistogramFamily;
+  /** model, provider */
+  readonly timeToFirstToken: HistogramFamily;
+  /** model, provider */
+  readonly costUsd: CounterFamily;
   readonly fallbacks: Counter<'provider' | 'reason'>;
-  readonly costUsd: Counter<'model' | 'provider'>;
   readonly reloads: Counter<'trigger' | 'result'>;
   readonly reloadDuration: Histogram;
   readonly generation: Gauge;
@@ -28,12 +35,13 @@ export class Metrics {
 
   constructor(breakerStates: () => Iterable<readonly [provider: string, state: BreakerStateCode]>) {
     const registers = [this.registry];
-    this.requests = new Counter({ name: 'switchyard_requests_total', help: 'Proxied requests by model, serving provider and outcome status (HTTP status, or "partial" for a stream cut after its first byte).', labelNames: ['model', 'provider', 'status'], registers });
-    this.requestDuration = new Histogram({ name: 'switchyard_request_duration_seconds', help: 'Time from request received to response end.', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers });
-    this.upstreamDuration = new Histogram({ name: 'switchyard_upstream_duration_seconds', help: 'Time from the upstream call to its response headers, for the attempt that served the request.', labelNames: ['provider'], buckets: LATENCY_BUCKETS, registers });
-    this.timeToFirstToken = new Histogram({ name: 'switchyard_time_to_first_token_seconds', help: 'For streams: time from request received to the first body chunk sent to the client.', labelNames: ['model', 'provider'], buckets: LATENCY_BUCKETS, registers });
+    const r = this.registry;
+    this.requests = new CounterFamily(r, 'switchyard_requests_total', 'Requests by model, serving provider and outcome status (HTTP status, "partial" for a stream cut after its first byte, 499 when the client left). Requests for a model the gateway does not route count under model "none".', ['model', 'provider', 'status']);
+    this.requestDuration = new HistogramFamily(r, 'switchyard_request_duration_seconds', 'Time from request received to response end.', ['model'], LATENCY_BUCKETS);
+    this.upstreamDuration = new HistogramFamily(r, 'switchyard_upstream_duration_seconds', 'Time from the upstream call to its response headers, for the attempt that served the request.', ['provider'], LATENCY_BUCKETS);
+    this.timeToFirstToken = new HistogramFamily(r, 'switchyard_time_to_first_token_seconds', 'For streams: time from request received to the first body chunk sent to the client.', ['model', 'provider'], LATENCY_BUCKETS);
     this.fallbacks = new Counter({ name: 'switchyard_fallbacks_total', help: 'Candidates given up on before the first byte, by provider and reason.', labelNames: ['provider', 'reason'], registers });
-    this.costUsd = new Counter({ name: 'switchyard_cost_usd_total', help: 'Priced spend of served requests, in USD.', labelNames: ['model', 'provider'], registers });
+    this.costUsd = new CounterFamily(r, 'switchyard_cost_usd_total', 'Priced spend of served requests, in USD.', ['model', 'provider']);
     this.reloads = new Counter({ name: 'switchyard_reload_total', help: 'Reloads by trigger and result.', labelNames: ['trigger', 'result'], registers });
     this.reloadDuration = new Histogram({ name: 'switchyard_reload_duration_seconds', help: 'Time to read, validate, build and swap a generation.', buckets: LATENCY_BUCKETS, registers });
     this.generation = new Gauge({ name: 'switchyard_generation', help: 'The serving generation number.', registers });
