@@ -53,7 +53,7 @@ declare module 'autocannon' {
     stop(): void;
     on(event: 'response', listener: (client: unknown, statusCode: number, resBytes: number, responseTimeMs: number) => void): this;
     on(event: 'reqError', listener: (err: Error) => void): this;
-    on(event: string, listener: (...args: any[]) => void): this;
+    on(event: string, listener: (...args: unknown[]) => void): this;
   }
 
   function autocannon(opts: AutocannonOptions, cb: (err: Error | null, result: AutocannonResult) => void): Instance;

@@ -35,7 +35,7 @@ export async function handleChat(x: Exchange, svc: Services, settings: ListenerS
 
   preCheck(gen, x.principal, x);
 
-  const committed = await failover(x, chain, (candidate, pass) => attempt({ x, raw, parsed: chat.parsed, candidate, pass }), svc);
+  const committed = await failover(x, chain, { raw, parsed: chat.parsed }, attempt, svc);
   if (committed === null) return;
   if (bindingKey !== undefined && committed.status < 300) svc.affinity.bind(bindingKey, (x.candidate as GenerationCandidate).stableId);
   const relayed = await committed.finished;
@@ -63,13 +63,14 @@ function routeOf(gen: Generation, model: string): GenerationRoute {
 async function failover(
   x: Exchange,
   chain: readonly GenerationCandidate[],
-  attempt: (c: GenerationCandidate, pass: 0 | 1) => ReturnType<Attempt>,
+  body: { readonly raw: Buffer; readonly parsed: Record<string, unknown> },
+  attempt: Attempt,
   svc: Services,
 ): Promise<Committed | null> {
-  for (const pass of [0, 1] as const) {
+  for (let pass: 0 | 1 = 0; ; pass = 1) {
     let attempted = 0;
     for (const c of chain) {
-      const r = await attempt(c, pass);
+      const r = await attempt({ x, raw: body.raw, parsed: body.parsed, candidate: c, pass });
       if (r.kind === 'skipped') continue;
       attempted += 1;
       if (r.kind === 'failed') {
@@ -85,7 +86,7 @@ async function failover(
       x.headersAt = r.headersAt;
       return r;
     }
-    if (attempted > 0) break;
+    if (attempted > 0 || pass === 1) break;
   }
   const summary = x.failures.map((f) => `${f.provider}: ${f.detail}`).join('; ');
   throw new SwitchyardError(failureCode(x.failures), `all ${chain.length} candidate(s) for model "${x.model}" failed (${summary})`);
