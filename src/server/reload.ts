@@ -31,8 +31,9 @@ const HISTORY = 20;
 const EXPLICIT_TRIGGERS: ReadonlySet<ReloadTrigger> = new Set(['startup', 'sighup', 'admin']);
 
 /**
- * The reload path: read, validate, build, then swap; any failure keeps the serving
- * generation. Runs only through the ReloadCoordinator, so two reloads never interleave.
+ * The reload path: prepareGeneration() reads, validates and builds (the same function that
+ * `switchyard validate` runs), then this class swaps and keeps the books; any failure keeps
+ * the serving generation. Runs only through the ReloadCoordinator, so two reloads never interleave.
  * An explicit trigger (SIGHUP, the admin API) always rebuilds even when the config bytes
  * are unchanged, because a referenced secret file may have been rotated.
  */
