@@ -137,10 +137,12 @@ function refuseSuccession(serving: Generation | null, startupConfig: GatewayConf
     return { path: 'routing', message: 'switching between routing.routes and routing.overlay takes a restart; the serving generation is kept' };
   }
   // The admin listener is fixed at start-up: while it is reachable from other hosts, a
-  // reload may rotate its token but never remove it.
-  const adminListen = (startupConfig ?? config).server.admin_listen;
+  // reload may rotate its token but never remove it, even by moving admin_listen to a
+  // loopback address (which itself takes a restart). The schema has already required the
+  // token for a non-loopback admin_listen in this config.
+  const adminListen = startupConfig?.server.admin_listen;
   if (adminTokenRequired(adminListen) && config.server.admin_token === undefined) {
-    return { path: 'server.admin_token', message: `required when server.admin_listen (${adminListen}) is not a loopback address` };
+    return { path: 'server.admin_token', message: `required: the admin listener started on ${adminListen}, not a loopback address, and a reload cannot remove its token` };
   }
   return null;
 }

@@ -82,7 +82,7 @@ describe('prepareGeneration', () => {
     // On its own (validate, or a fresh start) the moved config is fine: loopback needs no token.
     built(await prepare(moved));
     const refused = rejected(await prepare(moved, { serving: first, startupConfig: first.config }));
-    assert.deepEqual(refused.issues, [{ path: 'server.admin_token', message: 'required when server.admin_listen (0.0.0.0:0) is not a loopback address' }]);
+    assert.deepEqual(refused.issues, [{ path: 'server.admin_token', message: 'required: the admin listener started on 0.0.0.0:0, not a loopback address, and a reload cannot remove its token' }]);
   });
 
   it('identical config bytes are a no-op only when asked (watcher triggers); an explicit trigger rebuilds', async () => {
