@@ -1,10 +1,10 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { type ConfigIssue, formatIssue, loadConfigFile } from './config/index.js';
-import { type ParsedOverlay, parseOverlay, readOverlayFile } from './contract/index.js';
-import { buildGeneration } from './live/index.js';
+import { prepareGeneration } from './live/index.js';
 import { startMockProvider } from './mock/index.js';
 import { PoolRegistry } from './providers/index.js';
 import { startGateway, StartupError } from './server/index.js';
@@ -37,14 +37,17 @@ exits 1.`,
     summary: 'check a config file and exit',
     usage: `switchyard validate --config FILE
 
-Exits 0 when FILE is a valid config whose secret references all resolve. Otherwise prints
-every error with its path (e.g. "providers.east.base_url: invalid URL") and exits 1.`,
+Checks FILE exactly as serve does at start-up (config, secret references, overlay file), without
+listening. Exits 0 when serve would start, printing any warnings (a setting that has no effect,
+an overlay candidate naming no configured provider). Otherwise prints every error with its path
+(e.g. "providers.east.base_url: invalid URL") and exits 1, as serve would.`,
     options: { config: { type: 'string', short: 'c' }, help },
     async run(values) {
       const configPath = resolve(requireString(values.config, '--config'));
-      const issues = await validateConfig(configPath);
+      const { issues, warnings } = await validateConfig(configPath);
       if (issues.length === 0) {
-        process.stdout.write(`${configPath}: valid\n`);
+        for (const warning of warnings) process.stderr.write(`warning: ${warning}\n`);
+        process.stdout.write(`${configPath}: valid${warnings.length > 0 ? ` (${warnings.length} warning(s))` : ''}\n`);
         return 0;
       }
       for (const issue of issues) process.stderr.write(`${formatIssue(issue)}\n`);
@@ -100,29 +103,26 @@ Starts mock providers east, west and central on 127.0.0.1:9001-9003 and a gatewa
       const code = await serve(configPath, async () => {
         await Promise.all(mocks.map((m) => m.close()));
       });
-      if (code === 'running') process.stdout.write(demoText());
+      if (code === 'running') process.stdout.write(demoText(process.pid));
       else await Promise.all(mocks.map((m) => m.close()));
       return code;
     },
   },
 };
 
-/** Every problem with a config file, as serve would find it at start-up (overlay included). */
-async function validateConfig(configPath: string): Promise<readonly ConfigIssue[]> {
-  const loaded = loadConfigFile(configPath, process.env);
-  if (!loaded.ok) return loaded.issues;
-  let overlay: ParsedOverlay | null = null;
-  const settings = loaded.config.routing.overlay;
-  if (settings !== undefined) {
-    const read = await readOverlayFile(settings.file, settings.max_bytes);
-    const parsed = read.ok ? parseOverlay(read.bytes, { expectedScope: settings.expected_scope }) : read;
-    if (!parsed.ok) return [{ path: 'routing.overlay.file', message: `${parsed.reason}: ${parsed.message}` }];
-    overlay = parsed.overlay;
-  }
+/**
+ * What serve would do at start-up with this config (overlay included), without listening:
+ * the same prepareGeneration, so both give the same verdict on the same file.
+ */
+async function validateConfig(configPath: string): Promise<{ issues: readonly ConfigIssue[]; warnings: readonly string[] }> {
   const pools = new PoolRegistry();
-  const built = buildGeneration({ config: loaded.config, sourceHash: loaded.sourceHash, number: 1, env: process.env, overlay, poolFor: (spec) => pools.acquire(spec) });
-  await pools.destroyAll();
-  return built.ok ? [] : built.issues;
+  try {
+    const prepared = await prepareGeneration({ configPath, env: process.env, serving: null, startupConfig: null, poolFor: (spec) => pools.acquire(spec) });
+    if (prepared.outcome === 'built') return { issues: [], warnings: prepared.warnings };
+    return { issues: prepared.outcome === 'rejected' ? prepared.issues : [], warnings: [] };
+  } finally {
+    await pools.destroyAll();
+  }
 }
 
 async function serve(configPath: string, afterShutdown?: () => Promise<void>): Promise<number | 'running'> {
@@ -145,7 +145,8 @@ async function serve(configPath: string, afterShutdown?: () => Promise<void>): P
   }
 }
 
-function demoText(): string {
+/** The demo runs the gateway in this process, so its pid is the one SIGHUP reloads. */
+function demoText(pid: number): string {
   return `
 Switchyard demo: gateway on http://127.0.0.1:8080, admin on http://127.0.0.1:9090
 Mock providers: east :9001, west :9002, central :9003. Ctrl-C stops everything.
@@ -169,10 +170,10 @@ Try:
 
   curl -s http://127.0.0.1:8080/v1/models
   curl -s http://127.0.0.1:9090/admin/status
-  curl -s -X POST http://127.0.0.1:9090/admin/reload     # or: kill -HUP <pid>
+  curl -s -X POST http://127.0.0.1:9090/admin/reload     # or: kill -HUP ${pid}
   curl -s http://127.0.0.1:8080/metrics | grep switchyard_requests_total
 
-With the official openai client:
+With the official openai client (top-level await: save as demo.mjs, run node demo.mjs):
   import OpenAI from 'openai';
   const client = new OpenAI({ baseURL: 'http://127.0.0.1:8080/v1', apiKey: 'unused' });
   const r = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
@@ -194,6 +195,12 @@ function int(value: string | boolean | undefined, flag: string, fallback: number
 
 class UsageError extends Error {}
 
+/** From package.json next to dist/ (or src/ under tsx): the one place the version is written. */
+function packageVersion(): string {
+  const path = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'package.json');
+  return (JSON.parse(readFileSync(path, 'utf8')) as { version: string }).version;
+}
+
 function topHelp(): string {
   const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(15)} ${c.summary}`);
   return `switchyard: an AI gateway that swaps its routing live
@@ -203,12 +210,16 @@ Usage: switchyard <command> [options]
 Commands:
 ${lines.join('\n')}
 
-Run "switchyard <command> --help" for a command's options.
+Run "switchyard <command> --help" for a command's options; "switchyard --version" for the version.
 `;
 }
 
 async function main(argv: string[]): Promise<number | 'running'> {
   const [name, ...rest] = argv;
+  if (name === '--version' || name === '-v') {
+    process.stdout.write(`${packageVersion()}\n`);
+    return 0;
+  }
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(topHelp());
     return name === undefined ? 1 : 0;

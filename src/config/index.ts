@@ -16,4 +16,6 @@ export {
 } from './schema.js';
 export { checkConfig, parseConfigText, loadConfigFile, formatIssue, formatPath, type ConfigIssue, type ConfigResult } from './load.js';
 export { crossReferenceIssues } from './cross-check.js';
+export { configWarnings } from './warnings.js';
+export { adminTokenRequired, isLoopback, splitHostPort } from './listen-address.js';
 export { resolveSecret, describeSecretRef, type SecretResult } from './secrets.js';

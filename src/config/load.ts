@@ -3,13 +3,20 @@ import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { type ConfigIssue, crossReferenceIssues } from './cross-check.js';
+import { configErrorMap, knownKeysAt, nearestKey } from './issue-text.js';
 import { configSchema, type GatewayConfig } from './schema.js';
-
+import { configWarnings } from './warnings.js';
 
 export type { ConfigIssue };
 
 export type ConfigResult =
-  | { readonly ok: true; readonly config: GatewayConfig; readonly sourceHash: string }
+  | {
+      readonly ok: true;
+      readonly config: GatewayConfig;
+      readonly sourceHash: string;
+      /** Valid settings that have no effect (e.g. a weight under a policy that ignores it). */
+      readonly warnings: readonly ConfigIssue[];
+    }
   | { readonly ok: false; readonly issues: readonly ConfigIssue[]; readonly sourceHash?: string };
 
 export function formatIssue(issue: ConfigIssue): string {
@@ -35,7 +42,12 @@ function zodIssues(error: z.ZodError): ConfigIssue[] {
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) {
         const path = formatPath([...issue.path, key]);
-        issues.push({ path, message: OVERLAY_ONLY.has(path) ? 'only allowed inside routing.overlay, and there is no overlay block' : 'unknown key' });
+        if (OVERLAY_ONLY.has(path)) {
+          issues.push({ path, message: 'only allowed inside routing.overlay, and there is no overlay block' });
+          continue;
+        }
+        const near = nearestKey(key, knownKeysAt(configSchema, issue.path));
+        issues.push({ path, message: near === null ? 'unknown key' : `unknown key; did you mean ${near}?` });
       }
     } else {
       issues.push({ path: formatPath(issue.path), message: issue.message });
@@ -50,7 +62,7 @@ function zodIssues(error: z.ZodError): ConfigIssue[] {
  * checked on the raw document too, so the user sees every error in one pass.
  */
 export function checkConfig(document: unknown, sourceHash = '', env?: NodeJS.ProcessEnv): ConfigResult {
-  const parsed = configSchema.safeParse(document);
+  const parsed = configSchema.safeParse(document, { error: configErrorMap });
   if (!parsed.success) {
     const issues = zodIssues(parsed.error);
     const seen = new Set(issues.map((i) => `${i.path}\u0000${i.message}`));
@@ -59,7 +71,7 @@ export function checkConfig(document: unknown, sourceHash = '', env?: NodeJS.Pro
     }
     return { ok: false, issues, sourceHash };
   }
-  return { ok: true, config: parsed.data, sourceHash };
+  return { ok: true, config: parsed.data, sourceHash, warnings: configWarnings(document, parsed.data) };
 }
 
 /**

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { adminTokenRequired } from './listen-address.js';
 
 // The gateway config, as the user writes it. zod is the only parser: every other folder
 // reads the typed result and never re-checks it. Unknown keys are errors everywhere, so a
@@ -25,7 +26,8 @@ const listenSchema = z.string().regex(hostPortPattern, 'must be host:port, e.g. 
   // Only a well-formed address gets the range check: one mistake, one message.
   .refine((s) => !hostPortPattern.test(s) || Number(s.slice(s.lastIndexOf(':') + 1)) <= 65535, 'port must be 0-65535');
 
-const positiveInt = z.number().int().positive();
+// min(1) rather than positive(): "must be at least 1" reads better than "greater than 0".
+const positiveInt = z.number().int().min(1);
 
 export const serverSchema = z.strictObject({
   listen: listenSchema.default('127.0.0.1:8080'),
@@ -35,10 +37,17 @@ export const serverSchema = z.strictObject({
   drain_timeout_ms: z.number().int().min(0).max(3_600_000).default(10_000),
   watch_config: z.boolean().default(false),
   watch_debounce_ms: z.number().int().min(0).max(60_000).default(200),
+}).refine((s) => s.admin_token !== undefined || !adminTokenRequired(s.admin_listen), {
+  path: ['admin_token'],
+  error: (issue) => `required when server.admin_listen (${(issue.input as { admin_listen?: string }).admin_listen}) is not a loopback address`,
+  // Checked even when another server key is wrong, so every error shows in one pass; only
+  // a malformed admin_listen (its own error) leaves nothing to judge.
+  when: (payload) => !payload.issues.some((i) => i.path?.[0] === 'admin_listen' || i.path?.[0] === 'admin_token'),
 });
 
 const httpUrl = z
-  .url({ protocol: /^https?$/, error: 'invalid URL (expected http:// or https://)' })
+  // A missing value falls through to the config's error map ("required").
+  .url({ protocol: /^https?$/, error: (issue) => (issue.input === undefined ? undefined : 'invalid URL (expected http:// or https://)') })
   // A user:password would be shown wherever the URL is (admin views), and a query or
   // fragment would be dropped from every call: refuse both rather than surprise.
   .refine((u) => !URL.canParse(u) || (new URL(u).username === '' && new URL(u).password === ''), 'must not contain user:password@; give the key as api_key: {env: NAME}')
@@ -66,7 +75,7 @@ const extraHeadersSchema = z
   .transform((headers) => Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])));
 
 export const providerSchema = z.strictObject({
-  type: z.enum(['openai'], { error: 'must be "openai" (any OpenAI-compatible API)' }),
+  type: z.enum(['openai'], { error: (issue) => (issue.input === undefined ? undefined : 'must be "openai" (any OpenAI-compatible API)') }),
   base_url: httpUrl,
   api_key: secretRefSchema.optional(),
   /** Time to the first response byte, and the longest silence between two body chunks. */

@@ -1,5 +1,7 @@
 // live/: the generation (one deep-frozen object holding everything a reload may change),
-// buildGeneration(), the holder that serves it, and the reload coordinator.
+// buildGeneration(), prepareGeneration() (files -> generation, the one path shared by
+// `validate`, start-up and reload: ADR 0004), the holder that serves it, and the reload
+// coordinator.
 // Imports only config/, contract/, providers/ (pool factories) and routing/ types; never
 // governance/, audit/ or server/. See docs/decisions/0001-one-generation.md.
 export {
@@ -13,6 +15,7 @@ export {
   type OverlaySnapshot,
 } from './generation.js';
 export { buildGeneration, type BuildInputs, type BuildResult } from './build.js';
+export { prepareGeneration, type PrepareInputs, type Preparation, type OverlayRejection } from './prepare.js';
 export { GenerationHolder } from './holder.js';
 export { ReloadCoordinator, type ReloadTrigger } from './reload-coordinator.js';
 export { diffGenerations, restartOnlyWarnings, type GenerationChanges } from './diff.js';

@@ -1,14 +1,5 @@
-import { type ConfigIssue, type GatewayConfig, loadConfigFile } from '../config/index.js';
-import { checkSuccession, type ParsedOverlay, parseOverlay, readOverlayFile, sha256Hex } from '../contract/index.js';
-import {
-  buildGeneration,
-  diffGenerations,
-  type Generation,
-  type GenerationChanges,
-  type ReloadTrigger,
-  restartOnlyWarnings,
-} from '../live/index.js';
-import { adminTokenRequired } from './address.js';
+import type { ConfigIssue, GatewayConfig } from '../config/index.js';
+import { diffGenerations, type Generation, type GenerationChanges, prepareGeneration, type ReloadTrigger } from '../live/index.js';
 import type { Services } from './services.js';
 
 export type ReloadOutcome = 'applied' | 'unchanged' | 'rejected';
@@ -40,8 +31,9 @@ const HISTORY = 20;
 const EXPLICIT_TRIGGERS: ReadonlySet<ReloadTrigger> = new Set(['startup', 'sighup', 'admin']);
 
 /**
- * The reload path: read, validate, build, then swap; any failure keeps the serving
- * generation. Runs only through the ReloadCoordinator, so two reloads never interleave.
+ * The reload path: prepareGeneration() reads, validates and builds (the same function that
+ * `switchyard validate` runs), then this class swaps and keeps the books; any failure keeps
+ * the serving generation. Runs only through the ReloadCoordinator, so two reloads never interleave.
  * An explicit trigger (SIGHUP, the admin API) always rebuilds even when the config bytes
  * are unchanged, because a referenced secret file may have been rotated.
  */
@@ -86,84 +78,34 @@ export class Reloader {
   async #reload(trigger: ReloadTrigger, serving: Generation | null, finish: (result: ReloadOutcome, extra: Partial<ReloadResult>) => ReloadResult): Promise<ReloadResult> {
     const { metrics } = this.#svc;
     const explicit = EXPLICIT_TRIGGERS.has(trigger);
-    // An overlay event re-reads only the overlay; every other trigger re-reads the config too.
-    let config: GatewayConfig;
-    let sourceHash: string;
-    let configChanged = true;
-    if (serving !== null && !explicit && trigger !== 'config_watch') {
-      config = serving.config;
-      sourceHash = serving.sourceHash;
-      configChanged = false;
-    } else {
-      const loaded = loadConfigFile(this.#configPath, this.#env);
-      if (!loaded.ok) return finish('rejected', { errors: loaded.issues });
-      config = loaded.config;
-      sourceHash = loaded.sourceHash;
-      if (serving !== null && !explicit && sourceHash === serving.sourceHash) {
-        // The config file was rewritten with the same bytes: in static mode nothing can
-        // have changed; in overlay mode the overlay still gets its look.
-        if (config.routing.overlay === undefined) return finish('unchanged', {});
-        configChanged = false;
-      }
-      const refused = this.#refuseConfig(serving, config);
-      if (refused !== null) return finish('rejected', { errors: [refused] });
-    }
-
-    let overlay: ParsedOverlay | null = null;
-    const overlaySettings = config.routing.overlay;
-    if (overlaySettings !== undefined) {
-      // The watched file is fixed at start-up (a new path takes a restart, as reported).
-      const file = this.#startupConfig?.routing.overlay?.file ?? overlaySettings.file;
-      const read = await readOverlayFile(file, overlaySettings.max_bytes);
-      if (!read.ok) return this.#rejectOverlay(finish, read.reason, read.message);
-      if (serving?.overlay != null && !explicit && !configChanged && sha256Hex(read.bytes) === serving.overlay.rawSha256) {
-        metrics.overlayReloads.inc({ result: 'unchanged', reason: '' });
-        return finish('unchanged', {});
-      }
-      const parsed = parseOverlay(read.bytes, { expectedScope: overlaySettings.expected_scope });
-      if (!parsed.ok) return this.#rejectOverlay(finish, parsed.reason, parsed.message);
-      const succession = checkSuccession(serving?.overlay?.parsed, parsed.overlay);
-      if (!succession.ok) return this.#rejectOverlay(finish, succession.reason, succession.message);
-      this.acceptedRevision = parsed.overlay.revision;
-      overlay = parsed.overlay;
-    }
-
-    const built = buildGeneration({
-      config,
-      sourceHash,
-      number: (serving?.number ?? 0) + 1,
+    const prepared = await prepareGeneration({
+      configPath: this.#configPath,
       env: this.#env,
-      overlay,
+      serving,
+      startupConfig: this.#startupConfig,
+      // An overlay event re-reads only the overlay; every other trigger re-reads the config too.
+      readConfig: explicit || trigger === 'config_watch',
+      unchangedIsNoop: !explicit,
       poolFor: (spec) => this.#svc.pools.acquire(spec),
     });
-    if (!built.ok) return finish('rejected', { errors: built.issues });
-    if (overlay !== null) metrics.overlayReloads.inc({ result: 'applied', reason: '' });
-    const next = built.generation;
-    const warnings = this.#startupConfig === null ? [] : restartOnlyWarnings(this.#startupConfig, next.config);
-    for (const route of Object.values(next.routes)) {
-      for (const c of Object.values(route.byStableId)) if (c.credentialProblem !== null) warnings.push(`${c.credentialProblem}; the candidate fails over until it can be read`);
+    if (prepared.outcome === 'unchanged') {
+      if (prepared.overlayRead) metrics.overlayReloads.inc({ result: 'unchanged', reason: '' });
+      return finish('unchanged', {});
     }
-    for (const u of next.overlay?.unroutable ?? []) {
-      warnings.push(`overlay candidate ${u.stable_id} (model ${u.model}) names cluster "${u.cluster}", which is not a configured provider: kept, never selected`);
+    if (prepared.outcome === 'rejected') {
+      if (prepared.acceptedRevision !== undefined) this.acceptedRevision = prepared.acceptedRevision;
+      if (prepared.overlay !== undefined) return this.#rejectOverlay(finish, prepared.overlay.reason, prepared.overlay.message);
+      return finish('rejected', { errors: prepared.issues });
+    }
+    const next = prepared.generation;
+    if (next.overlay !== null) {
+      this.acceptedRevision = next.overlay.revision;
+      metrics.overlayReloads.inc({ result: 'applied', reason: '' });
     }
     const changes = diffGenerations(serving, next);
     this.#swap(next);
     this.#startupConfig ??= next.config;
-    return finish('applied', { generation: next.number, revision: next.overlay?.revision ?? null, changes, warnings });
-  }
-
-  /** Config changes a reload must refuse outright, whatever else it would apply. */
-  #refuseConfig(serving: Generation | null, config: GatewayConfig): ConfigIssue | null {
-    if (serving !== null && (serving.config.routing.overlay === undefined) !== (config.routing.overlay === undefined)) {
-      return { path: 'routing', message: 'switching between routing.routes and routing.overlay takes a restart; the serving generation is kept' };
-    }
-    // The admin listener is fixed at start-up: while it is reachable from other hosts, a
-    // reload may rotate its token but never remove it.
-    const adminListen = (this.#startupConfig ?? config).server.admin_listen;
-    if (adminTokenRequired(adminListen) && config.server.admin_token === undefined) {
-      return { path: 'server.admin_token', message: `required when server.admin_listen (${adminListen}) is not a loopback address` };
-    }
-    return null;
+    return finish('applied', { generation: next.number, revision: next.overlay?.revision ?? null, changes, warnings: [...prepared.warnings] });
   }
 
   #finish(trigger: ReloadTrigger, started: number, serving: Generation | null, result: ReloadOutcome, extra: Partial<ReloadResult>): ReloadResult {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -95,6 +95,15 @@ describe('switchyard CLI', () => {
       assert.equal(r.code, 0, `${name}: ${r.stderr}`);
       assert.match(r.stdout, new RegExp(`^switchyard ${name}\\b`), `${name} printed no usage:\n${r.stdout}`);
       assert.equal(r.stderr, '', `${name} --help wrote to stderr`);
+    }
+  });
+
+  it('--version and -v print the package.json version and exit 0', async () => {
+    const { version } = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-v']) {
+      const r = await runCli([flag]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout, `${version}\n`);
     }
   });
 

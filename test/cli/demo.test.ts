@@ -37,6 +37,9 @@ test('the demo serves round-robin over its three mocks, prints how to use it, an
     await waitUntil(() => output.includes('Switchyard demo'), 'the demo printed its banner', 15_000);
     assert.match(output, /curl -s http:\/\/127\.0\.0\.1:8080\/v1\/chat\/completions/);
     assert.match(output, /new OpenAI\(\{ baseURL: 'http:\/\/127\.0\.0\.1:8080\/v1'/);
+    // The snippet uses top-level await and import, which plain node runs only from a .mjs file.
+    assert.match(output, /save as demo\.mjs, run node demo\.mjs/);
+    assert.ok(output.includes(`kill -HUP ${child.pid}`), `the reload hint names the gateway's pid ${child.pid}:\n${output}`);
 
     const client = new OpenAI({ baseURL: 'http://127.0.0.1:8080/v1', apiKey: 'unused', maxRetries: 0 });
     const providers: string[] = [];
@@ -47,6 +50,10 @@ test('the demo serves round-robin over its three mocks, prints how to use it, an
     assert.deepEqual(tally(providers), { east: 2, west: 2, central: 2 });
     const status = (await (await fetch('http://127.0.0.1:9090/admin/status')).json()) as { generation: { number: number } };
     assert.equal(status.generation.number, 1);
+
+    // The printed pid is the one that reloads: SIGHUP to it builds generation 2.
+    process.kill(child.pid!, 'SIGHUP');
+    await waitUntil(async () => ((await (await fetch('http://127.0.0.1:9090/admin/status')).json()) as { generation: { number: number } }).generation.number === 2, 'SIGHUP to the printed pid reloaded', 10_000);
   } finally {
     child.kill('SIGINT');
     const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);

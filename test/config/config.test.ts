@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type ConfigIssue, type ConfigResult, formatIssue, parseConfigText } from '../../src/config/index.js';
+import { editDistance, nearestKey } from '../../src/config/issue-text.js';
 
 const VALID_YAML = `
 server: { listen: 127.0.0.1:0 }
@@ -123,7 +124,7 @@ routing:
     assert.deepEqual(issuesOf(parseObject(d)).map((i) => i.path), ['providers.east.base_url']);
   });
 
-  it('reports unknown keys at every depth as "<path>: unknown key"', () => {
+  it('reports unknown keys at every depth as "<path>: unknown key", suggesting the nearest known key at that level', () => {
     const d = doc();
     d.extra = true;
     d.server.port = 8080;
@@ -133,9 +134,9 @@ routing:
     d.resilience = { breaker: { threshold: 3 } };
     assert.deepEqual(lines(parseObject(d)).sort(), [
       'extra: unknown key',
-      'providers.east.apikey: unknown key',
-      'resilience.breaker.threshold: unknown key',
-      'routing.routes.gpt-4o-mini.candidates[0].wieght: unknown key',
+      'providers.east.apikey: unknown key; did you mean api_key?',
+      'resilience.breaker.threshold: unknown key; did you mean failure_threshold?',
+      'routing.routes.gpt-4o-mini.candidates[0].wieght: unknown key; did you mean weight?',
       'routing.routes.gpt-4o-mini.fallback: unknown key',
       'server.port: unknown key',
     ]);
@@ -192,5 +193,105 @@ routing:
     const d = doc();
     d.routing.routes['gpt-4o-mini'].candidates = [];
     assert.deepEqual(lines(parseObject(d)), ['routing.routes.gpt-4o-mini.candidates: a route needs at least one candidate']);
+  });
+});
+
+describe('config messages in the project\'s words', () => {
+  const cases: Array<[name: string, change: (d: Record<string, any>) => void, line: string]> = [
+    ['a fraction where a whole number goes', (d) => (d.providers.east.timeout_ms = 1.5), 'providers.east.timeout_ms: must be a whole number'],
+    ['a string where a number goes', (d) => (d.providers.east.timeout_ms = '5000'), 'providers.east.timeout_ms: must be a number'],
+    ['zero where at least 1 is required', (d) => (d.providers.east.max_connections = 0), 'providers.east.max_connections: must be at least 1'],
+    ['a number over the maximum', (d) => (d.routing.routes['gpt-4o-mini'].candidates[1].weight = 5000), 'routing.routes.gpt-4o-mini.candidates[1].weight: must be at most 1000'],
+    ['a number where a string goes', (d) => (d.server.listen = 8080), 'server.listen: must be a string'],
+    ['a string where true/false goes', (d) => (d.server.watch_config = 'yes'), 'server.watch_config: must be true or false'],
+    ['a value outside a closed set', (d) => (d.routing.routes['gpt-4o-mini'].policy = 'fastest'), 'routing.routes.gpt-4o-mini.policy: must be one of: ordered, round_robin, random, weighted'],
+    ['a list where a mapping goes', (d) => (d.providers.east.headers = ['x']), 'providers.east.headers: must be a mapping (key: value)'],
+    ['a missing required key', (d) => delete d.providers.east.base_url, 'providers.east.base_url: required'],
+    ['an empty model name', (d) => (d.routing.routes['gpt-4o-mini'].candidates[0].model = ''), 'routing.routes.gpt-4o-mini.candidates[0].model: must not be empty'],
+  ];
+  for (const [name, change, line] of cases) {
+    it(`${name}: "${line}"`, () => {
+      const d = doc();
+      change(d);
+      assert.deepEqual(lines(parseObject(d)), [line]);
+    });
+  }
+
+  it('no message uses zod\'s raw wording', () => {
+    const d = doc();
+    d.server = { listen: 1, max_body_bytes: 0.5, drain_timeout_ms: -1, watch_config: 'no' };
+    d.providers.east = { type: 'gemini', base_url: 3, timeout_ms: 'x', max_connections: 1e9, headers: { a: 1 } };
+    d.log = { level: 'loud' };
+    const all = lines(parseObject(d));
+    assert.ok(all.length >= 8, all.join('\n'));
+    for (const l of all) assert.doesNotMatch(l, /Invalid input|Too small|Too big|Invalid option|expected .*, received|>=|<=/, l);
+  });
+
+  it('an unknown key with nothing close gets no suggestion', () => {
+    assert.equal(nearestKey('colour', ['type', 'base_url', 'api_key', 'timeout_ms', 'connect_timeout_ms', 'max_connections', 'headers']), null);
+  });
+
+  it('suggests by small edits, by case and by one word of a snake_case key', () => {
+    const provider = ['type', 'base_url', 'api_key', 'timeout_ms', 'connect_timeout_ms', 'max_connections', 'headers'];
+    assert.equal(nearestKey('timeout', provider), 'timeout_ms');
+    assert.equal(nearestKey('timeoutMs', provider), 'timeout_ms');
+    assert.equal(nearestKey('timout_ms', provider), 'timeout_ms');
+    assert.equal(nearestKey('baseurl', provider), 'base_url');
+    assert.equal(nearestKey('header', provider), 'headers');
+    assert.equal(editDistance('wieght', 'weight'), 1, 'a transposition is one edit');
+    assert.equal(editDistance('', 'abc'), 3);
+    assert.equal(editDistance('kitten', 'sitting'), 3);
+  });
+});
+
+describe('rules about the config alone are in the schema', () => {
+  it('an admin listener on a non-loopback address needs server.admin_token', () => {
+    const d = doc();
+    d.server.admin_listen = '0.0.0.0:9090';
+    assert.deepEqual(lines(parseObject(d)), ['server.admin_token: required when server.admin_listen (0.0.0.0:9090) is not a loopback address']);
+    d.server.admin_token = { env: 'ADMIN_TOKEN' };
+    assert.equal(parseObject(d).ok, true);
+  });
+
+  it('a loopback admin listener (IPv4, IPv6, localhost) needs no token', () => {
+    for (const listen of ['127.0.0.1:9090', '[::1]:9090', 'localhost:9090']) {
+      const d = doc();
+      d.server.admin_listen = listen;
+      const result = parseObject(d);
+      assert.equal(result.ok, true, `${listen}: ${JSON.stringify(result)}`);
+    }
+  });
+
+  it('the missing admin token is reported together with other errors in the same pass', () => {
+    const d = doc();
+    d.server.admin_listen = '0.0.0.0:9090';
+    d.server.listen = 'nowhere';
+    d.providers.east.base_url = 'not a url';
+    const paths = issuesOf(parseObject(d)).map((i) => i.path).sort();
+    assert.deepEqual(paths, ['providers.east.base_url', 'server.admin_token', 'server.listen']);
+  });
+});
+
+describe('config warnings', () => {
+  it('a weight under a policy other than weighted is a warning with its path, not an error', () => {
+    const result = parseConfigText(VALID_YAML);
+    assert.equal(result.ok, true, JSON.stringify(result));
+    if (!result.ok) return;
+    assert.deepEqual(result.warnings.map(formatIssue), [
+      'routing.routes.gpt-4o-mini.candidates[1].weight: ignored: policy "round_robin" does not use weights (only "weighted" does)',
+    ]);
+  });
+
+  it('a weight under the weighted policy, or a defaulted one, warns about nothing', () => {
+    const d = doc();
+    d.routing.routes['gpt-4o-mini'].policy = 'weighted';
+    const weighted = parseObject(d);
+    assert.ok(weighted.ok);
+    assert.deepEqual(weighted.warnings, []);
+    const e = doc();
+    delete e.routing.routes['gpt-4o-mini'].candidates[1].weight;
+    const unweighted = parseObject(e);
+    assert.ok(unweighted.ok);
+    assert.deepEqual(unweighted.warnings, []);
   });
 });

@@ -1,0 +1,148 @@
+import { adminTokenRequired, type ConfigIssue, formatIssue, type GatewayConfig, loadConfigFile } from '../config/index.js';
+import { checkSuccession, type ParsedOverlay, parseOverlay, readOverlayFile, sha256Hex } from '../contract/index.js';
+import type { PoolSpec, ProviderPool } from '../providers/index.js';
+import { buildGeneration } from './build.js';
+import { restartOnlyWarnings } from './diff.js';
+import type { Generation } from './generation.js';
+
+export interface PrepareInputs {
+  readonly configPath: string;
+  readonly env: NodeJS.ProcessEnv;
+  /** The generation serving now; null at start-up and for `switchyard validate`. */
+  readonly serving: Generation | null;
+  /** The config the listeners were started with; null before start-up has applied one. */
+  readonly startupConfig: GatewayConfig | null;
+  /**
+   * Re-read the config file. False (an overlay event) keeps the serving config and reads
+   * only the overlay. Ignored while nothing serves: then the config is always read.
+   */
+  readonly readConfig?: boolean;
+  /**
+   * Input bytes identical to the serving ones are a no-op (watcher triggers). An operator's
+   * trigger passes false: it rebuilds anyway, as a referenced secret file may have rotated.
+   */
+  readonly unchangedIsNoop?: boolean;
+  /** The pool factory (server/ passes PoolRegistry.acquire; validate a throwaway registry). */
+  readonly poolFor: (spec: PoolSpec) => ProviderPool;
+}
+
+/** A refused overlay file: the contract's reason category and its message. */
+export interface OverlayRejection {
+  readonly reason: string;
+  readonly message: string;
+}
+
+export type Preparation =
+  | {
+      readonly outcome: 'built';
+      readonly generation: Generation;
+      /** Restart-only keys, ignored settings, unreadable credentials, unroutable candidates. */
+      readonly warnings: readonly string[];
+    }
+  | {
+      readonly outcome: 'unchanged';
+      /** Whether the overlay was read and found identical (it counts as an overlay reload). */
+      readonly overlayRead: boolean;
+    }
+  | {
+      readonly outcome: 'rejected';
+      readonly issues: readonly ConfigIssue[];
+      /** Set when the overlay file was refused. */
+      readonly overlay?: OverlayRejection;
+      /** An overlay revision that passed the contract before something else refused the whole. */
+      readonly acceptedRevision?: string;
+    };
+
+/**
+ * Load the config, refuse what the serving generation forbids, read and check the overlay,
+ * then build a generation: the one path that `switchyard validate`, start-up and every
+ * reload take, so the three accept and refuse exactly the same inputs. It never swaps
+ * anything; the caller decides what to do with the result.
+ */
+export async function prepareGeneration(inputs: PrepareInputs): Promise<Preparation> {
+  const { serving, startupConfig } = inputs;
+  const noop = serving !== null && inputs.unchangedIsNoop === true;
+  let config: GatewayConfig;
+  let sourceHash: string;
+  let configWarnings: readonly ConfigIssue[] = [];
+  let configChanged = true;
+  if (serving !== null && inputs.readConfig === false) {
+    config = serving.config;
+    sourceHash = serving.sourceHash;
+    configChanged = false;
+  } else {
+    const loaded = loadConfigFile(inputs.configPath, inputs.env);
+    if (!loaded.ok) return { outcome: 'rejected', issues: loaded.issues };
+    config = loaded.config;
+    sourceHash = loaded.sourceHash;
+    configWarnings = loaded.warnings;
+    if (noop && sourceHash === serving.sourceHash) {
+      // The config file was rewritten with the same bytes: in static mode nothing can
+      // have changed; in overlay mode the overlay still gets its look.
+      if (config.routing.overlay === undefined) return { outcome: 'unchanged', overlayRead: false };
+      configChanged = false;
+    }
+    const refused = refuseSuccession(serving, startupConfig, config);
+    if (refused !== null) return { outcome: 'rejected', issues: [refused] };
+  }
+
+  let overlay: ParsedOverlay | null = null;
+  const overlaySettings = config.routing.overlay;
+  if (overlaySettings !== undefined) {
+    // The watched file is fixed at start-up (a new path takes a restart, as reported).
+    const file = startupConfig?.routing.overlay?.file ?? overlaySettings.file;
+    const read = await readOverlayFile(file, overlaySettings.max_bytes);
+    if (!read.ok) return overlayRejected(read.reason, read.message);
+    if (noop && serving.overlay !== null && !configChanged && sha256Hex(read.bytes) === serving.overlay.rawSha256) {
+      return { outcome: 'unchanged', overlayRead: true };
+    }
+    const parsed = parseOverlay(read.bytes, { expectedScope: overlaySettings.expected_scope });
+    if (!parsed.ok) return overlayRejected(parsed.reason, parsed.message);
+    const succession = checkSuccession(serving?.overlay?.parsed, parsed.overlay);
+    if (!succession.ok) return overlayRejected(succession.reason, succession.message);
+    overlay = parsed.overlay;
+  }
+
+  const built = buildGeneration({
+    config,
+    sourceHash,
+    number: (serving?.number ?? 0) + 1,
+    env: inputs.env,
+    overlay,
+    poolFor: inputs.poolFor,
+  });
+  if (!built.ok) return { outcome: 'rejected', issues: built.issues, ...(overlay !== null ? { acceptedRevision: overlay.revision } : {}) };
+  const next = built.generation;
+  const warnings = startupConfig === null ? [] : restartOnlyWarnings(startupConfig, next.config);
+  warnings.push(...configWarnings.map(formatIssue));
+  for (const route of Object.values(next.routes)) {
+    for (const c of Object.values(route.byStableId)) if (c.credentialProblem !== null) warnings.push(`${c.credentialProblem}; the candidate fails over until it can be read`);
+  }
+  for (const u of next.overlay?.unroutable ?? []) {
+    warnings.push(`overlay candidate ${u.stable_id} (model ${u.model}) names cluster "${u.cluster}", which is not a configured provider: kept, never selected`);
+  }
+  return { outcome: 'built', generation: next, warnings };
+}
+
+function overlayRejected(reason: string, message: string): Preparation {
+  return { outcome: 'rejected', overlay: { reason, message }, issues: [{ path: 'routing.overlay.file', message: `${reason}: ${message}` }] };
+}
+
+/**
+ * Rules that depend on what serves now, not on the config alone (those are in the config
+ * schema): the routing mode, and the admin token of a listener fixed at start-up.
+ */
+function refuseSuccession(serving: Generation | null, startupConfig: GatewayConfig | null, config: GatewayConfig): ConfigIssue | null {
+  if (serving !== null && (serving.config.routing.overlay === undefined) !== (config.routing.overlay === undefined)) {
+    return { path: 'routing', message: 'switching between routing.routes and routing.overlay takes a restart; the serving generation is kept' };
+  }
+  // The admin listener is fixed at start-up: while it is reachable from other hosts, a
+  // reload may rotate its token but never remove it, even by moving admin_listen to a
+  // loopback address (which itself takes a restart). The schema has already required the
+  // token for a non-loopback admin_listen in this config.
+  const adminListen = startupConfig?.server.admin_listen;
+  if (adminTokenRequired(adminListen) && config.server.admin_token === undefined) {
+    return { path: 'server.admin_token', message: `required: the admin listener started on ${adminListen}, not a loopback address, and a reload cannot remove its token` };
+  }
+  return null;
+}
