@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { resolve, sep } from 'node:path';
 import { describeSecretRef, type OverlayConfig, resolveSecret, type SecretResult } from '../config/index.js';
 import type { OverlayCandidate, ParsedOverlay, SelectionMode } from '../contract/index.js';
@@ -77,8 +78,7 @@ export function overlayRoutes(
         admission,
         candidates: members,
         totalWeight: members.reduce((s, c) => s + c.weight, 0),
-        // Same revision, same rotation: a timestamp-only re-render keeps round-robin state.
-        counterKey: `overlay:${overlay.revision}:${model}:${index}:${admission}`,
+        counterKey: counterKey(model, index, policy, members),
       }));
     routes[model] = { model, policy, groups: ordered, byStableId, admitsNew: ordered.some((g) => g.admission === 'new_and_existing') };
   }
@@ -104,6 +104,17 @@ export function overlayRoutes(
 /** Within one group index (ungrouped candidates), the group that admits new requests comes first. */
 function admissionOrder(admission: AdmissionState): number {
   return admission === 'new_and_existing' ? 0 : 1;
+}
+
+/**
+ * The round-robin key of one group: its model, index, policy and members (stable_ids in
+ * order), never the revision. A revision that leaves this group as it was keeps its
+ * rotation, whatever else it changed; a group whose members change starts a new one.
+ * See docs/decisions/0004-overlay-rotation-by-group-content.md.
+ */
+function counterKey(model: string, index: number, policy: SelectionPolicy, members: readonly GenerationCandidate[]): string {
+  const content = JSON.stringify([policy, members.map((c) => c.stableId)]);
+  return `overlay:${model}:${index}:${createHash('sha256').update(content).digest('hex').slice(0, 16)}`;
 }
 
 function toCandidate(

@@ -165,6 +165,20 @@ describe('overlay selection', () => {
       assert.deepEqual(counts(), { east: 10, west: 10, central: 10 });
     });
 
+    it('roundRobin keeps its cycle across revisions that change only another model', async () => {
+      // ADR-0004: the rotation is keyed by the group's content, not by the revision.
+      const other = (n: number): unknown[] => [candidate('other', names[n % 3] as Name)];
+      await publish([...three(), ...other(0)], { selectionMode: 'roundRobin' });
+      const seq: string[] = [];
+      for (let i = 0; i < 9; i++) {
+        seq.push(...(await servedBy('m', 1)));
+        await publish([...three(), ...other(i + 1)], { selectionMode: 'roundRobin' });
+      }
+      assert.equal(new Set(seq.slice(0, 3)).size, 3, `a new revision restarted the rotation: ${seq.join(',')}`);
+      for (let i = 3; i < seq.length; i++) assert.equal(seq[i], seq[i % 3], `request ${i} breaks the cycle: ${seq.join(',')}`);
+      assert.deepEqual(counts(), { east: 3, west: 3, central: 3 });
+    });
+
     it('random sends traffic to every candidate', async () => {
       await publish(three(), { selectionMode: 'random' });
       await servedBy('m', 60);
