@@ -39,6 +39,9 @@ const HISTORY = 20;
  */
 const EXPLICIT_TRIGGERS: ReadonlySet<ReloadTrigger> = new Set(['startup', 'sighup', 'admin']);
 
+/** The slow safety-net timers: most of their runs find nothing new. */
+const RECHECK_TRIGGERS: ReadonlySet<ReloadTrigger> = new Set(['config_recheck', 'overlay_recheck']);
+
 /**
  * The reload path: read, validate, build, then swap; any failure keeps the serving
  * generation. Runs only through the ReloadCoordinator, so two reloads never interleave.
@@ -90,7 +93,7 @@ export class Reloader {
     let config: GatewayConfig;
     let sourceHash: string;
     let configChanged = true;
-    if (serving !== null && !explicit && trigger !== 'config_watch') {
+    if (serving !== null && !explicit && trigger !== 'config_watch' && trigger !== 'config_recheck') {
       config = serving.config;
       sourceHash = serving.sourceHash;
       configChanged = false;
@@ -187,7 +190,7 @@ export class Reloader {
     // A safety-net re-check that found nothing new is routine: it stays out of the history
     // (so real results are not pushed out every 10 s) and logs at debug. A file event that
     // changed nothing is still worth a line: someone touched the file.
-    const routine = result === 'unchanged' && trigger === 'overlay_recheck';
+    const routine = result === 'unchanged' && RECHECK_TRIGGERS.has(trigger);
     if (!routine) {
       this.history.push(record);
       if (this.history.length > HISTORY) this.history.shift();
