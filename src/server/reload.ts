@@ -59,6 +59,15 @@ export class Reloader {
   acceptedRevision: string | null = null;
   /** The last overlay rejection, for /admin/status. */
   lastOverlayRejection: { at: string; reason: string; message: string } | null = null;
+  /** Raw SHA-256 of the inputs the reload in progress has read: what #finish judges a refusal by. */
+  #inputs: { config: string | null; overlay: string | null } = { config: null, overlay: null };
+  /**
+   * The last refusal of a config and of an overlay: the refused bytes' SHA-256, the serving
+   * generation they were judged against, and the errors. A watcher or re-check that meets
+   * the same refusal again is routine, not news (see #finish).
+   */
+  #refusedConfig: string | null = null;
+  #refusedOverlay: string | null = null;
 
   readonly #manageLogLevel: boolean;
 
@@ -99,6 +108,7 @@ export class Reloader {
       configChanged = false;
     } else {
       const loaded = loadConfigFile(this.#configPath, this.#env);
+      this.#inputs.config = loaded.sourceHash ?? null;
       if (!loaded.ok) return finish('rejected', { errors: loaded.issues });
       config = loaded.config;
       sourceHash = loaded.sourceHash;
@@ -118,8 +128,9 @@ export class Reloader {
       // The watched file is fixed at start-up (a new path takes a restart, as reported).
       const file = this.#startupConfig?.routing.overlay?.file ?? overlaySettings.file;
       const read = await readOverlayFile(file, overlaySettings.max_bytes);
+      this.#inputs.overlay = read.ok ? sha256Hex(read.bytes) : null;
       if (!read.ok) return this.#rejectOverlay(finish, read.reason, read.message);
-      if (serving?.overlay != null && !explicit && !configChanged && sha256Hex(read.bytes) === serving.overlay.rawSha256) {
+      if (serving?.overlay != null && !explicit && !configChanged && this.#inputs.overlay === serving.overlay.rawSha256) {
         metrics.overlayReloads.inc({ result: 'unchanged', reason: '' });
         return finish('unchanged', {});
       }
@@ -169,9 +180,18 @@ export class Reloader {
     return null;
   }
 
-  #finish(trigger: ReloadTrigger, started: number, serving: Generation | null, result: ReloadOutcome, extra: Partial<ReloadResult>): ReloadResult {
+  #finish(trigger: ReloadTrigger, started: number, serving: Generation | null, judged: ReloadOutcome, details: Partial<ReloadResult>): ReloadResult {
     const { holder, metrics } = this.#svc;
     const durationMs = performance.now() - started;
+    const repeated = judged === 'rejected' && this.#repeatsRefusal(trigger, serving, details);
+    this.#inputs = { config: null, overlay: null };
+    if (judged === 'applied') {
+      this.#refusedConfig = null;
+      this.#refusedOverlay = null;
+    }
+    // The same bytes refused again for the same reason: nothing new to report.
+    const result: ReloadOutcome = repeated ? 'unchanged' : judged;
+    const extra: Partial<ReloadResult> = repeated ? {} : details;
     const record: ReloadResult = {
       trigger,
       result,
@@ -189,8 +209,9 @@ export class Reloader {
     metrics.reloadDuration.observe(durationMs / 1000);
     // A safety-net re-check that found nothing new is routine: it stays out of the history
     // (so real results are not pushed out every 10 s) and logs at debug. A file event that
-    // changed nothing is still worth a line: someone touched the file.
-    const routine = result === 'unchanged' && RECHECK_TRIGGERS.has(trigger);
+    // changed nothing is still worth a line: someone touched the file. A refusal met again
+    // is routine whatever noticed it: the first one was reported, and is still in force.
+    const routine = result === 'unchanged' && (RECHECK_TRIGGERS.has(trigger) || repeated);
     if (!routine) {
       this.history.push(record);
       if (this.history.length > HISTORY) this.history.shift();
@@ -220,9 +241,32 @@ export class Reloader {
   }
 
   #rejectOverlay(finish: (r: ReloadOutcome, extra: Partial<ReloadResult>) => ReloadResult, reason: string, message: string): ReloadResult {
-    this.#svc.metrics.overlayReloads.inc({ result: 'rejected', reason });
-    this.lastOverlayRejection = { at: new Date().toISOString(), reason, message };
-    return finish('rejected', { reason, errors: [{ path: 'routing.overlay.file', message: `${reason}: ${message}` }] });
+    const record = finish('rejected', { reason, errors: [{ path: 'routing.overlay.file', message: `${reason}: ${message}` }] });
+    if (record.result === 'rejected') {
+      this.#svc.metrics.overlayReloads.inc({ result: 'rejected', reason });
+      this.lastOverlayRejection = { at: record.at, reason, message };
+    } else {
+      // A repeated refusal (#finish): the first one's time and count stand.
+      this.#svc.metrics.overlayReloads.inc({ result: 'unchanged', reason: '' });
+    }
+    return record;
+  }
+
+  /**
+   * Whether this refusal repeats the last one of its kind: the same raw bytes (the overlay
+   * for an overlay refusal, else the config), judged against the same serving generation,
+   * with the same errors. It always records the refusal as the latest. Explicit triggers
+   * (start-up, SIGHUP, the admin API) are never a repeat: an operator asked for a verdict,
+   * and they re-read referenced secrets, so they are judged and reported afresh.
+   */
+  #repeatsRefusal(trigger: ReloadTrigger, serving: Generation | null, details: Partial<ReloadResult>): boolean {
+    const overlay = details.reason !== undefined;
+    const bytes = overlay ? this.#inputs.overlay : (this.#inputs.config ?? serving?.sourceHash ?? null);
+    const refusal = JSON.stringify([serving?.number ?? null, bytes, details.errors ?? []]);
+    const last = overlay ? this.#refusedOverlay : this.#refusedConfig;
+    if (overlay) this.#refusedOverlay = refusal;
+    else this.#refusedConfig = refusal;
+    return refusal === last && !EXPLICIT_TRIGGERS.has(trigger);
   }
 
   #log(record: ReloadResult, routine: boolean): void {
