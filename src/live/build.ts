@@ -12,7 +12,7 @@ export interface BuildInputs {
   readonly env: NodeJS.ProcessEnv;
   /** Overlay mode: the validated overlay to take candidates from. */
   readonly overlay?: ParsedOverlay | null;
-  /** The pool factory: server/ passes PoolRegistry.acquire so unchanged identities keep their pools. */
+  /** The pool factory: server/ passes PoolRegistry.acquire so unchanged providers keep their pools. */
   readonly poolFor: (spec: PoolSpec) => ProviderPool;
   readonly now?: () => Date;
 }

@@ -70,7 +70,7 @@ export interface Generation {
   readonly config: GatewayConfig;
   readonly providers: Readonly<Record<string, ProviderRuntime>>;
   readonly routes: Readonly<Record<string, GenerationRoute>>;
-  /** The identities of every provider, for breaker and pool retention. */
+  /** The identities of every provider, for breaker retention. */
   readonly identities: readonly string[];
   /** Keys of every round-robin group, for counter retention. */
   readonly counterKeys: readonly string[];

@@ -227,7 +227,7 @@ export class Reloader {
     const breaker = next.config.resilience.breaker;
     breakers.configure({ failureThreshold: breaker.failure_threshold, openBaseMs: breaker.open_base_ms, openMaxMs: breaker.open_max_ms });
     breakers.retain(next.identities);
-    pools.retain(next.identities);
+    pools.retain(Object.values(next.providers).map((p) => p.pool));
     counters.retain(next.counterKeys);
     const sessions = next.config.routing.session_affinity;
     if (sessions !== undefined) affinity.configure({ ttlMs: sessions.ttl_s * 1000, maxEntries: sessions.max_entries });
