@@ -74,6 +74,8 @@ export interface Generation {
   readonly identities: readonly string[];
   /** Keys of every round-robin group, for counter retention. */
   readonly counterKeys: readonly string[];
+  /** Per routed model, when (epoch seconds) it was first routed, kept across generations while it stays routed. */
+  readonly modelsFirstSeen: Readonly<Record<string, number>>;
   /** The pre-rendered body of `GET /v1/models`. */
   readonly modelsBody: string;
   readonly pricing: Readonly<Record<string, Price>>;

@@ -59,7 +59,7 @@ function retrieveModel(req: IncomingMessage, res: ServerResponse, svc: Services,
   if (route === undefined || !route.admitsNew) {
     return sendError(res, gen.overlay === null ? 'model_not_found' : 'no_route', `model "${model}" is not routed by this gateway`, 'model');
   }
-  sendJson(res, 200, { id: model, object: 'model', created: Math.floor(Date.parse(gen.builtAt) / 1000), owned_by: 'switchyard' });
+  sendJson(res, 200, { id: model, object: 'model', created: gen.modelsFirstSeen[model], owned_by: 'switchyard' });
 }
 
 /** The request's path, without the query string. */

@@ -149,6 +149,7 @@ export class Reloader {
       env: this.#env,
       overlay,
       poolFor: (spec) => this.#svc.pools.acquire(spec),
+      modelsFirstSeen: serving?.modelsFirstSeen,
     });
     if (!built.ok) return finish('rejected', { errors: built.issues });
     if (overlay !== null) metrics.overlayReloads.inc({ result: 'applied', reason: '' });
