@@ -11,7 +11,7 @@ import { configText, startGatewayProcess } from '../support/gateway-process.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { metricValue, scrapeMetrics, waitUntil } from '../support/observe.js';
 import { candidate, envelope } from '../support/overlay.js';
-import { adminStatus, overlayConfig, reloadLines, revisionOf, waitForReload, writeByRename } from '../support/overlay-gateway.js';
+import { adminStatus, overlayConfig, reloadLines, waitForReload, writeByRename } from '../support/overlay-gateway.js';
 
 // A refused input left on disk, seen from outside: a real gateway in overlay mode whose
 // overlay re-check runs every 100 ms and whose config is watched. The first refusal is
@@ -116,19 +116,20 @@ describe('a refused input left on disk', () => {
       const text = await scrapeMetrics(gw.url);
       return ['applied', 'unchanged', 'rejected'].reduce((n, result) => n + (metricValue(text, 'switchyard_reload_total', { trigger: 'config_watch', result }) ?? 0), 0);
     };
-    writeFileSync(gw.configPath, broken);
+    // Written by rename, so that no reload can read a half-written (empty) file in between.
+    writeByRename(gw.configPath, broken);
     await waitUntil(() => rejectedLines() === 1, 'the broken config is refused');
     for (let i = 0; i < 3; i++) {
       const seen = await configWatchReloads();
-      writeFileSync(gw.configPath, broken);
+      writeByRename(gw.configPath, broken);
       await waitUntil(async () => (await configWatchReloads()) > seen, `rewrite ${i + 1} is looked at`);
     }
     assert.equal(rejectedLines(), 1, 'the same bytes were not refused again');
     assert.equal((await history()).filter((h) => h === 'config_watch:rejected').length, 1);
     assert.ok((await metric('switchyard_reload_total', { trigger: 'config_watch', result: 'unchanged' })) >= 1);
 
-    writeFileSync(gw.configPath, `${broken}\n# another attempt\n`);
+    writeByRename(gw.configPath, `${broken}\n# another attempt\n`);
     await waitUntil(() => rejectedLines() === 2, 'different bytes are judged and reported');
-    writeFileSync(gw.configPath, configText(config));
+    writeByRename(gw.configPath, configText(config));
   });
 });
