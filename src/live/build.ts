@@ -12,9 +12,11 @@ export interface BuildInputs {
   readonly env: NodeJS.ProcessEnv;
   /** Overlay mode: the validated overlay to take candidates from. */
   readonly overlay?: ParsedOverlay | null;
-  /** The pool factory: server/ passes PoolRegistry.acquire so unchanged identities keep their pools. */
+  /** The pool factory: server/ passes PoolRegistry.acquire so unchanged providers keep their pools. */
   readonly poolFor: (spec: PoolSpec) => ProviderPool;
   readonly now?: () => Date;
+  /** The serving generation's `modelsFirstSeen`: a model still routed keeps its time. */
+  readonly modelsFirstSeen?: Readonly<Record<string, number>>;
 }
 
 export type BuildResult =
@@ -81,6 +83,10 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
   const counterKeys = Object.values(routes).flatMap((r) => r.groups.map((g) => g.counterKey));
 
   const builtAt = (inputs.now?.() ?? new Date()).toISOString();
+  // `created` in GET /v1/models is when this process first routed the model, so that clients
+  // caching the list see no change on a reload that leaves the model routed.
+  const modelsFirstSeen: Record<string, number> = Object.create(null) as Record<string, number>;
+  for (const model of Object.keys(routes)) modelsFirstSeen[model] = inputs.modelsFirstSeen?.[model] ?? Math.floor(Date.parse(builtAt) / 1000);
   const pricing: Record<string, Price> = Object.create(null) as Record<string, Price>;
   for (const [key, price] of Object.entries(config.pricing.models)) pricing[key] = { ...price };
 
@@ -93,7 +99,8 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
     routes,
     identities: [...new Set(Object.values(providers).map((p) => p.identity))],
     counterKeys,
-    modelsBody: modelsListBody(routes, builtAt),
+    modelsFirstSeen,
+    modelsBody: modelsListBody(routes, modelsFirstSeen),
     pricing,
     adminToken,
     overlay,
@@ -139,10 +146,9 @@ function staticRoute(
   };
 }
 
-function modelsListBody(routes: Readonly<Record<string, GenerationRoute>>, builtAt: string): string {
-  const created = Math.floor(Date.parse(builtAt) / 1000);
+function modelsListBody(routes: Readonly<Record<string, GenerationRoute>>, firstSeen: Readonly<Record<string, number>>): string {
   const data = Object.values(routes)
     .filter((r) => r.admitsNew)
-    .map((r) => ({ id: r.model, object: 'model', created, owned_by: 'switchyard' }));
+    .map((r) => ({ id: r.model, object: 'model', created: firstSeen[r.model], owned_by: 'switchyard' }));
   return JSON.stringify({ object: 'list', data });
 }

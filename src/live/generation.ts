@@ -70,10 +70,12 @@ export interface Generation {
   readonly config: GatewayConfig;
   readonly providers: Readonly<Record<string, ProviderRuntime>>;
   readonly routes: Readonly<Record<string, GenerationRoute>>;
-  /** The identities of every provider, for breaker and pool retention. */
+  /** The identities of every provider, for breaker retention. */
   readonly identities: readonly string[];
   /** Keys of every round-robin group, for counter retention. */
   readonly counterKeys: readonly string[];
+  /** Per routed model, when (epoch seconds) it was first routed, kept across generations while it stays routed. */
+  readonly modelsFirstSeen: Readonly<Record<string, number>>;
   /** The pre-rendered body of `GET /v1/models`. */
   readonly modelsBody: string;
   readonly pricing: Readonly<Record<string, Price>>;

@@ -15,7 +15,7 @@ export {
   type OverlaySnapshot,
 } from './generation.js';
 export { buildGeneration, type BuildInputs, type BuildResult } from './build.js';
-export { prepareGeneration, type PrepareInputs, type Preparation, type OverlayRejection } from './prepare.js';
+export { prepareGeneration, type InputsRead, type PrepareInputs, type Preparation, type OverlayRejection } from './prepare.js';
 export { GenerationHolder } from './holder.js';
 export { ReloadCoordinator, type ReloadTrigger } from './reload-coordinator.js';
 export { diffGenerations, restartOnlyWarnings, type GenerationChanges } from './diff.js';

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { resolve, sep } from 'node:path';
 import { describeSecretRef, type OverlayConfig, resolveSecret, type SecretResult } from '../config/index.js';
 import type { OverlayCandidate, ParsedOverlay, SelectionMode } from '../contract/index.js';
@@ -18,9 +19,10 @@ export interface OverlayRoutes {
 }
 
 /**
- * Turns a validated overlay into routes. Candidates are grouped per model; `none` is
- * dropped; a candidate whose cluster names no configured provider is kept out of routing
- * and reported. A candidate's credential is read from the mount now, once per build, never
+ * Turns a validated overlay into routes. Candidates are grouped per model, by
+ * selection_group, or by admission state when they have none; `none` is dropped; a
+ * candidate whose cluster names no configured provider is kept out of routing and
+ * reported. A candidate's credential is read from the mount now, once per build, never
  * per request: if it cannot be read the candidate stays, and fails over with a 503-class
  * reason, so one missing secret cannot take a whole revision down.
  */
@@ -55,31 +57,29 @@ export function overlayRoutes(
 
   const routes: Record<string, GenerationRoute> = Object.create(null) as Record<string, GenerationRoute>;
   for (const [model, list] of byModel) {
-    const groups = new Map<number, GenerationCandidate[]>();
-    const admissions = new Map<number, AdmissionState>();
+    const groups = new Map<string, { index: number; admission: AdmissionState; members: GenerationCandidate[] }>();
     const byStableId: Record<string, GenerationCandidate> = Object.create(null) as Record<string, GenerationCandidate>;
     for (const c of list) {
       const index = c.selectionGroup ?? 0;
       const candidate = toCandidate(c, index, providers[c.cluster] as ProviderRuntime, settings, readSecret);
-      let members = groups.get(index);
-      if (members === undefined) groups.set(index, (members = []));
-      members.push(candidate);
-      admissions.set(index, c.admissionState);
+      // The contract gives a selection_group one admission state. Ungrouped candidates each
+      // keep their own, so they are split by it: an existing_only candidate must never sit
+      // in a group that admits new requests, and selection reads admission per group (O(1)).
+      const slot = c.selectionGroup === undefined ? `ungrouped:${c.admissionState}` : `group:${index}`;
+      let group = groups.get(slot);
+      if (group === undefined) groups.set(slot, (group = { index, admission: c.admissionState, members: [] }));
+      group.members.push(candidate);
       byStableId[c.stableId] = candidate;
     }
-    const ordered: GenerationGroup[] = [...groups.keys()]
-      .sort((a, b) => a - b)
-      .map((index) => {
-        const members = groups.get(index) as GenerationCandidate[];
-        return {
-          index,
-          admission: admissions.get(index) as AdmissionState,
-          candidates: members,
-          totalWeight: members.reduce((s, c) => s + c.weight, 0),
-          // Same revision, same rotation: a timestamp-only re-render keeps round-robin state.
-          counterKey: `overlay:${overlay.revision}:${model}:${index}`,
-        };
-      });
+    const ordered: GenerationGroup[] = [...groups.values()]
+      .sort((a, b) => a.index - b.index || admissionOrder(a.admission) - admissionOrder(b.admission))
+      .map(({ index, admission, members }) => ({
+        index,
+        admission,
+        candidates: members,
+        totalWeight: members.reduce((s, c) => s + c.weight, 0),
+        counterKey: counterKey(model, index, policy, members),
+      }));
     routes[model] = { model, policy, groups: ordered, byStableId, admitsNew: ordered.some((g) => g.admission === 'new_and_existing') };
   }
 
@@ -99,6 +99,22 @@ export function overlayRoutes(
     parsed: overlay,
   };
   return { routes, snapshot };
+}
+
+/** Within one group index (ungrouped candidates), the group that admits new requests comes first. */
+function admissionOrder(admission: AdmissionState): number {
+  return admission === 'new_and_existing' ? 0 : 1;
+}
+
+/**
+ * The round-robin key of one group: its model, index, policy and members (stable_ids in
+ * order), never the revision. A revision that leaves this group as it was keeps its
+ * rotation, whatever else it changed; a group whose members change starts a new one.
+ * See docs/decisions/0004-overlay-rotation-by-group-content.md.
+ */
+function counterKey(model: string, index: number, policy: SelectionPolicy, members: readonly GenerationCandidate[]): string {
+  const content = JSON.stringify([policy, members.map((c) => c.stableId)]);
+  return `overlay:${model}:${index}:${createHash('sha256').update(content).digest('hex').slice(0, 16)}`;
 }
 
 function toCandidate(

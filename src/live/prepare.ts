@@ -32,7 +32,13 @@ export interface OverlayRejection {
   readonly message: string;
 }
 
-export type Preparation =
+/** SHA-256 of the raw bytes read for this preparation (null: not read, or unreadable). */
+export interface InputsRead {
+  readonly config: string | null;
+  readonly overlay: string | null;
+}
+
+export type Preparation = (
   | {
       readonly outcome: 'built';
       readonly generation: Generation;
@@ -51,7 +57,8 @@ export type Preparation =
       readonly overlay?: OverlayRejection;
       /** An overlay revision that passed the contract before something else refused the whole. */
       readonly acceptedRevision?: string;
-    };
+    }
+) & { readonly read: InputsRead };
 
 /**
  * Load the config, refuse what the serving generation forbids, read and check the overlay,
@@ -60,6 +67,14 @@ export type Preparation =
  * anything; the caller decides what to do with the result.
  */
 export async function prepareGeneration(inputs: PrepareInputs): Promise<Preparation> {
+  const read = { config: null as string | null, overlay: null as string | null };
+  const prepared = await prepare(inputs, read);
+  return { ...prepared, read };
+}
+
+type Prepared = Preparation extends infer P ? (P extends unknown ? Omit<P, 'read'> : never) : never;
+
+async function prepare(inputs: PrepareInputs, read: { config: string | null; overlay: string | null }): Promise<Prepared> {
   const { serving, startupConfig } = inputs;
   const noop = serving !== null && inputs.unchangedIsNoop === true;
   let config: GatewayConfig;
@@ -72,6 +87,7 @@ export async function prepareGeneration(inputs: PrepareInputs): Promise<Preparat
     configChanged = false;
   } else {
     const loaded = loadConfigFile(inputs.configPath, inputs.env);
+    read.config = loaded.sourceHash ?? null;
     if (!loaded.ok) return { outcome: 'rejected', issues: loaded.issues };
     config = loaded.config;
     sourceHash = loaded.sourceHash;
@@ -91,12 +107,13 @@ export async function prepareGeneration(inputs: PrepareInputs): Promise<Preparat
   if (overlaySettings !== undefined) {
     // The watched file is fixed at start-up (a new path takes a restart, as reported).
     const file = startupConfig?.routing.overlay?.file ?? overlaySettings.file;
-    const read = await readOverlayFile(file, overlaySettings.max_bytes);
-    if (!read.ok) return overlayRejected(read.reason, read.message);
-    if (noop && serving.overlay !== null && !configChanged && sha256Hex(read.bytes) === serving.overlay.rawSha256) {
+    const bytes = await readOverlayFile(file, overlaySettings.max_bytes);
+    if (!bytes.ok) return overlayRejected(bytes.reason, bytes.message);
+    read.overlay = sha256Hex(bytes.bytes);
+    if (noop && serving.overlay !== null && !configChanged && read.overlay === serving.overlay.rawSha256) {
       return { outcome: 'unchanged', overlayRead: true };
     }
-    const parsed = parseOverlay(read.bytes, { expectedScope: overlaySettings.expected_scope });
+    const parsed = parseOverlay(bytes.bytes, { expectedScope: overlaySettings.expected_scope });
     if (!parsed.ok) return overlayRejected(parsed.reason, parsed.message);
     const succession = checkSuccession(serving?.overlay?.parsed, parsed.overlay);
     if (!succession.ok) return overlayRejected(succession.reason, succession.message);
@@ -110,6 +127,7 @@ export async function prepareGeneration(inputs: PrepareInputs): Promise<Preparat
     env: inputs.env,
     overlay,
     poolFor: inputs.poolFor,
+    modelsFirstSeen: serving?.modelsFirstSeen,
   });
   if (!built.ok) return { outcome: 'rejected', issues: built.issues, ...(overlay !== null ? { acceptedRevision: overlay.revision } : {}) };
   const next = built.generation;
@@ -124,7 +142,7 @@ export async function prepareGeneration(inputs: PrepareInputs): Promise<Preparat
   return { outcome: 'built', generation: next, warnings };
 }
 
-function overlayRejected(reason: string, message: string): Preparation {
+function overlayRejected(reason: string, message: string): Prepared {
   return { outcome: 'rejected', overlay: { reason, message }, issues: [{ path: 'routing.overlay.file', message: `${reason}: ${message}` }] };
 }
 

@@ -4,14 +4,22 @@
 // inputs. So a storm of N triggers costs at most two reloads, and no two builds race to
 // swap.
 
-export type ReloadTrigger = 'startup' | 'sighup' | 'admin' | 'config_watch' | 'overlay_watch' | 'overlay_recheck';
+export type ReloadTrigger = 'startup' | 'sighup' | 'admin' | 'config_watch' | 'config_recheck' | 'overlay_watch' | 'overlay_recheck';
 
 /**
  * How much a trigger asks the reload to do. The coalesced reload does the most that any
  * of its triggers asked: an explicit reload re-reads everything and rebuilds; a config
  * event re-reads the config and the overlay; an overlay event only the overlay.
  */
-const SCOPE: Record<ReloadTrigger, number> = { startup: 3, sighup: 3, admin: 3, config_watch: 2, overlay_watch: 1, overlay_recheck: 0 };
+const SCOPE: Record<ReloadTrigger, number> = { startup: 3, sighup: 3, admin: 3, config_watch: 2, config_recheck: 2, overlay_watch: 1, overlay_recheck: 0 };
+
+/**
+ * At equal scope a file event names the coalesced reload rather than a timer's re-check:
+ * a re-check that finds nothing new is routine (kept out of history), an event is not.
+ */
+function supersedes(trigger: ReloadTrigger, queued: ReloadTrigger): boolean {
+  return SCOPE[trigger] > SCOPE[queued] || (SCOPE[trigger] === SCOPE[queued] && queued === 'config_recheck' && trigger === 'config_watch');
+}
 
 export class ReloadCoordinator<R> {
   readonly #run: (trigger: ReloadTrigger) => Promise<R>;
@@ -35,7 +43,7 @@ export class ReloadCoordinator<R> {
         reject = rej;
       });
       this.#queued = { trigger, promise, resolve, reject };
-    } else if (SCOPE[trigger] > SCOPE[this.#queued.trigger]) {
+    } else if (supersedes(trigger, this.#queued.trigger)) {
       this.#queued.trigger = trigger;
     }
     return this.#queued.promise;

@@ -130,6 +130,7 @@ export function startMockProvider(opts: MockProviderOptions): Promise<MockProvid
   // would otherwise keep the caller's process (a test runner, the demo) alive.
   const sockets = new Set<Socket>();
   server.on('connection', (socket) => {
+    ctx.stats.connect();
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });

@@ -21,6 +21,8 @@ export interface MockStats {
   requests: Record<string, number>;
   /** Requests whose connection closed before the response was finished (not counting faults that drop it on purpose). */
   aborted: number;
+  /** TCP connections accepted: with keep-alive, far fewer than requests; one per request means a client that churns. */
+  connections: number;
   /** The last 50 requests, newest last. */
   recent: MockRequestRecord[];
 }
@@ -31,6 +33,7 @@ export class RequestStats {
   readonly #name: string;
   #total = 0;
   #aborted = 0;
+  #connections = 0;
   // Keyed by method then path so counting allocates no key string per request.
   #counts = new Map<string, Map<string, number>>();
   #recent: MockRequestRecord[] = [];
@@ -57,9 +60,14 @@ export class RequestStats {
     this.#aborted += 1;
   }
 
+  connect(): void {
+    this.#connections += 1;
+  }
+
   reset(): void {
     this.#total = 0;
     this.#aborted = 0;
+    this.#connections = 0;
     this.#counts = new Map();
     this.#recent = [];
   }
@@ -74,6 +82,7 @@ export class RequestStats {
       total: this.#total,
       requests,
       aborted: this.#aborted,
+      connections: this.#connections,
       recent: this.#recent.map((r) => ({ ...r, headers: { ...r.headers } })),
     };
   }

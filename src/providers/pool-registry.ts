@@ -2,34 +2,35 @@ import { ProviderPool, type PoolSpec } from './provider-pool.js';
 
 /**
  * The stateful owner of upstream pools, built once by server/. `acquire` is what
- * buildGeneration uses as its pool factory: an identity that is already known keeps its
- * pool (and warm connections) across reloads, unless its connection settings changed.
+ * buildGeneration uses as its pool factory. Pools are keyed by provider identity AND
+ * connection settings: two providers on one endpoint with different settings each keep a
+ * pool of their own (sharing one would retire it whenever the other asked), and a known
+ * key keeps its pool (and warm connections) across reloads.
  */
 export class PoolRegistry {
   readonly #pools = new Map<string, ProviderPool>();
 
   acquire(spec: PoolSpec): ProviderPool {
-    let pool = this.#pools.get(spec.identity);
-    // New connection settings need a new pool; the old one drains its in-flight calls.
-    if (pool !== undefined && !pool.retired && !pool.fits(spec)) pool.retire();
+    const key = poolKey(spec);
+    let pool = this.#pools.get(key);
     if (pool === undefined || pool.retired) {
       pool = new ProviderPool(spec);
-      this.#pools.set(spec.identity, pool);
+      this.#pools.set(key, pool);
     }
     return pool;
   }
 
-  /** After a swap: retire every pool whose identity the serving generation no longer has. */
-  retain(identities: Iterable<string>): string[] {
-    const keep = new Set(identities);
-    const retired: string[] = [];
-    for (const [identity, pool] of this.#pools) {
-      if (keep.has(identity)) continue;
+  /**
+   * After a swap: retire every pool the serving generation does not use (a removed or
+   * re-pointed provider, or old connection settings); each drains its in-flight calls.
+   */
+  retain(inUse: Iterable<ProviderPool>): void {
+    const keep = new Set(inUse);
+    for (const [key, pool] of this.#pools) {
+      if (keep.has(pool)) continue;
       pool.retire();
-      this.#pools.delete(identity);
-      retired.push(identity);
+      this.#pools.delete(key);
     }
-    return retired;
   }
 
   get size(): number {
@@ -41,4 +42,8 @@ export class PoolRegistry {
     this.#pools.clear();
     await Promise.all(pools.map((p) => p.destroy()));
   }
+}
+
+function poolKey(spec: PoolSpec): string {
+  return JSON.stringify([spec.identity, spec.baseUrl, spec.maxConnections, spec.connectTimeoutMs]);
 }

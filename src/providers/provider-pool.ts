@@ -20,10 +20,11 @@ export interface UpstreamCall {
 }
 
 /**
- * One keep-alive connection pool per provider identity. A generation swap that removes or
- * re-points a provider retires its pool: it closes once its in-flight calls finish. A
- * late call on a retired pool (a failover attempt of a request that started on the old
- * generation) reopens it for that call rather than failing, and it closes again after.
+ * One keep-alive connection pool per provider identity and connection settings. A
+ * generation swap that removes, re-points or re-tunes a provider retires its pool: it
+ * closes once its in-flight calls finish. A late call on a retired pool (a failover
+ * attempt of a request that started on the old generation) reopens it for that call
+ * rather than failing, and it closes again after.
  */
 export class ProviderPool {
   readonly identity: string;
@@ -40,11 +41,6 @@ export class ProviderPool {
     this.#origin = url.origin;
     this.#basePath = url.pathname.replace(/\/+$/, '');
     this.#spec = spec;
-  }
-
-  /** Whether this pool was opened with these connection settings. */
-  fits(spec: PoolSpec): boolean {
-    return this.#spec.connectTimeoutMs === spec.connectTimeoutMs && this.#spec.maxConnections === spec.maxConnections && this.#spec.baseUrl === spec.baseUrl;
   }
 
   get inflight(): number {

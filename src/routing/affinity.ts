@@ -26,6 +26,13 @@ export class SessionAffinity {
   }
 
   configure(options: AffinityOptions): void {
+    // A shorter TTL also caps the bindings already made, at now + the new TTL. Besides being
+    // what shortening it means, this keeps insertion order equal to expiry order, which
+    // #evict and size rely on to find every expired binding at the front.
+    if (options.ttlMs < this.#options.ttlMs) {
+      const cap = this.#now() + options.ttlMs;
+      for (const binding of this.#bindings.values()) if (binding.expiresAtMs > cap) binding.expiresAtMs = cap;
+    }
     this.#options = options;
   }
 
@@ -46,11 +53,13 @@ export class SessionAffinity {
     this.#bindings.set(key, { stableId, expiresAtMs: now + this.#options.ttlMs });
   }
 
-  unbind(key: string): void {
-    this.#bindings.delete(key);
-  }
-
+  /** Live bindings. Expired ones are dropped first: they are all at the front, so this costs O(expired). */
   get size(): number {
+    const now = this.#now();
+    for (const [key, binding] of this.#bindings) {
+      if (binding.expiresAtMs > now) break;
+      this.#bindings.delete(key);
+    }
     return this.#bindings.size;
   }
 

@@ -23,7 +23,7 @@ export interface CandidateGroup<C extends RoutableCandidate> {
   readonly totalWeight: number;
   /**
    * The round-robin counter's key. Equal keys share a cycle, so a reload that leaves a
-   * group as it was (same revision, or same static candidates) keeps its rotation.
+   * group as it was (same members in the same order, whatever else changed) keeps its rotation.
    */
   readonly counterKey: string;
 }

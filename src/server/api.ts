@@ -87,5 +87,5 @@ function retrieveModel(x: Exchange, svc: Services, encoded: string): void {
   if (route === undefined || !route.admitsNew) {
     throw new SwitchyardError(gen.overlay === null ? 'model_not_found' : 'no_route', `model "${model}" is not routed by this gateway`, 'model');
   }
-  sendJson(x.res, 200, { id: model, object: 'model', created: Math.floor(Date.parse(gen.builtAt) / 1000), owned_by: 'switchyard' });
+  sendJson(x.res, 200, { id: model, object: 'model', created: gen.modelsFirstSeen[model], owned_by: 'switchyard' });
 }

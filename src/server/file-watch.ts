@@ -1,5 +1,5 @@
 import { type FSWatcher, statSync, watch } from 'node:fs';
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
 
 export interface FileWatchOptions {
   /** The watched file's path, as configured: never resolved, so symlink swaps stay visible. */
@@ -13,8 +13,10 @@ export interface FileWatchOptions {
 /**
  * Watches a file through its PARENT directory. Kubernetes updates a mounted ConfigMap by
  * swapping the `..data` symlink, and editors save by rename; neither changes the inode a
- * watch on the file itself would follow. Every event in the directory counts (the reload
- * path no-ops when the bytes are the same), debounced so a burst costs one reload.
+ * watch on the file itself would follow. Only events that name the file, or the kubelet's
+ * `..data` swap, count: the directory may hold other busy files (the gateway's own log,
+ * say), and a reload for each of their writes would never stop. Debounced, so a burst
+ * costs one reload; the slow re-check still catches anything an event missed.
  */
 export class FileWatch {
   readonly #options: FileWatchOptions;
@@ -30,10 +32,6 @@ export class FileWatch {
 
   constructor(options: FileWatchOptions) {
     this.#options = options;
-  }
-
-  get watching(): boolean {
-    return this.#watcher !== null;
   }
 
   start(): void {
@@ -63,11 +61,17 @@ export class FileWatch {
     try {
       this.#directoryId = directoryId(this.#options.file);
       const watcher = watch(dirname(this.#options.file), { persistent: false });
-      watcher.on('change', () => {
+      const names = relevantNames(this.#options.file);
+      watcher.on('change', (_event, filename) => {
         // An event about the directory itself going away: drop the dead watch now, so the
         // next re-check attaches to the new directory.
-        if (directoryId(this.#options.file) !== this.#directoryId) this.#detach();
-        this.#schedule();
+        if (directoryId(this.#options.file) !== this.#directoryId) {
+          this.#detach();
+          this.#schedule();
+          return;
+        }
+        // Some platforms report no name: count the event rather than risk missing a change.
+        if (filename === null || names.has(String(filename))) this.#schedule();
       });
       watcher.on('error', () => {
         this.#detach();
@@ -100,6 +104,14 @@ export class FileWatch {
   }
 }
 
+/**
+ * The entry names whose events concern `file`: its own name, and the kubelet's atomic
+ * update of a projected volume, which writes a new timestamped folder, points `..data_tmp`
+ * at it and renames that over `..data` (the file itself is a symlink through `..data`).
+ */
+function relevantNames(file: string): ReadonlySet<string> {
+  return new Set([basename(file), '..data', '..data_tmp']);
+}
 
 function directoryId(file: string): string {
   try {

@@ -93,7 +93,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       file: options.configPath,
       debounceMs: server.watch_debounce_ms,
       recheckMs: 10_000,
-      onChange: () => void coordinator.request('config_watch').catch(() => undefined),
+      onChange: (cause) => void coordinator.request(cause === 'event' ? 'config_watch' : 'config_recheck').catch(() => undefined),
     });
     watch.start();
     watches.push(watch);

@@ -1,5 +1,5 @@
 import type { ConfigIssue, GatewayConfig } from '../config/index.js';
-import { diffGenerations, type Generation, type GenerationChanges, prepareGeneration, type ReloadTrigger } from '../live/index.js';
+import { diffGenerations, type Generation, type GenerationChanges, type InputsRead, prepareGeneration, type ReloadTrigger } from '../live/index.js';
 import type { Services } from './services.js';
 
 export type ReloadOutcome = 'applied' | 'unchanged' | 'rejected';
@@ -30,6 +30,9 @@ const HISTORY = 20;
  */
 const EXPLICIT_TRIGGERS: ReadonlySet<ReloadTrigger> = new Set(['startup', 'sighup', 'admin']);
 
+/** The slow safety-net timers: most of their runs find nothing new. */
+const RECHECK_TRIGGERS: ReadonlySet<ReloadTrigger> = new Set(['config_recheck', 'overlay_recheck']);
+
 /**
  * The reload path: prepareGeneration() reads, validates and builds (the same function that
  * `switchyard validate` runs), then this class swaps and keeps the books; any failure keeps
@@ -48,6 +51,15 @@ export class Reloader {
   acceptedRevision: string | null = null;
   /** The last overlay rejection, for /admin/status. */
   lastOverlayRejection: { at: string; reason: string; message: string } | null = null;
+  /** Raw SHA-256 of the inputs the reload in progress has read: what #finish judges a refusal by. */
+  #inputs: InputsRead = { config: null, overlay: null };
+  /**
+   * The last refusal of a config and of an overlay: the refused bytes' SHA-256, the serving
+   * generation they were judged against, and the errors. A watcher or re-check that meets
+   * the same refusal again is routine, not news (see #finish).
+   */
+  #refusedConfig: string | null = null;
+  #refusedOverlay: string | null = null;
 
   readonly #manageLogLevel: boolean;
 
@@ -84,10 +96,11 @@ export class Reloader {
       serving,
       startupConfig: this.#startupConfig,
       // An overlay event re-reads only the overlay; every other trigger re-reads the config too.
-      readConfig: explicit || trigger === 'config_watch',
+      readConfig: explicit || trigger === 'config_watch' || trigger === 'config_recheck',
       unchangedIsNoop: !explicit,
       poolFor: (spec) => this.#svc.pools.acquire(spec),
     });
+    this.#inputs = prepared.read;
     if (prepared.outcome === 'unchanged') {
       if (prepared.overlayRead) metrics.overlayReloads.inc({ result: 'unchanged', reason: '' });
       return finish('unchanged', {});
@@ -108,9 +121,18 @@ export class Reloader {
     return finish('applied', { generation: next.number, revision: next.overlay?.revision ?? null, changes, warnings: [...prepared.warnings] });
   }
 
-  #finish(trigger: ReloadTrigger, started: number, serving: Generation | null, result: ReloadOutcome, extra: Partial<ReloadResult>): ReloadResult {
+  #finish(trigger: ReloadTrigger, started: number, serving: Generation | null, judged: ReloadOutcome, details: Partial<ReloadResult>): ReloadResult {
     const { holder, metrics } = this.#svc;
     const durationMs = performance.now() - started;
+    const repeated = judged === 'rejected' && this.#repeatsRefusal(trigger, serving, details);
+    this.#inputs = { config: null, overlay: null };
+    if (judged === 'applied') {
+      this.#refusedConfig = null;
+      this.#refusedOverlay = null;
+    }
+    // The same bytes refused again for the same reason: nothing new to report.
+    const result: ReloadOutcome = repeated ? 'unchanged' : judged;
+    const extra: Partial<ReloadResult> = repeated ? {} : details;
     const record: ReloadResult = {
       trigger,
       result,
@@ -128,8 +150,9 @@ export class Reloader {
     metrics.reloadDuration.observe(durationMs / 1000);
     // A safety-net re-check that found nothing new is routine: it stays out of the history
     // (so real results are not pushed out every 10 s) and logs at debug. A file event that
-    // changed nothing is still worth a line: someone touched the file.
-    const routine = result === 'unchanged' && trigger === 'overlay_recheck';
+    // changed nothing is still worth a line: someone touched the file. A refusal met again
+    // is routine whatever noticed it: the first one was reported, and is still in force.
+    const routine = result === 'unchanged' && (RECHECK_TRIGGERS.has(trigger) || repeated);
     if (!routine) {
       this.history.push(record);
       if (this.history.length > HISTORY) this.history.shift();
@@ -145,7 +168,7 @@ export class Reloader {
     const breaker = next.config.resilience.breaker;
     breakers.configure({ failureThreshold: breaker.failure_threshold, openBaseMs: breaker.open_base_ms, openMaxMs: breaker.open_max_ms });
     breakers.retain(next.identities);
-    pools.retain(next.identities);
+    pools.retain(Object.values(next.providers).map((p) => p.pool));
     counters.retain(next.counterKeys);
     const sessions = next.config.routing.session_affinity;
     if (sessions !== undefined) affinity.configure({ ttlMs: sessions.ttl_s * 1000, maxEntries: sessions.max_entries });
@@ -159,9 +182,32 @@ export class Reloader {
   }
 
   #rejectOverlay(finish: (r: ReloadOutcome, extra: Partial<ReloadResult>) => ReloadResult, reason: string, message: string): ReloadResult {
-    this.#svc.metrics.overlayReloads.inc({ result: 'rejected', reason });
-    this.lastOverlayRejection = { at: new Date().toISOString(), reason, message };
-    return finish('rejected', { reason, errors: [{ path: 'routing.overlay.file', message: `${reason}: ${message}` }] });
+    const record = finish('rejected', { reason, errors: [{ path: 'routing.overlay.file', message: `${reason}: ${message}` }] });
+    if (record.result === 'rejected') {
+      this.#svc.metrics.overlayReloads.inc({ result: 'rejected', reason });
+      this.lastOverlayRejection = { at: record.at, reason, message };
+    } else {
+      // A repeated refusal (#finish): the first one's time and count stand.
+      this.#svc.metrics.overlayReloads.inc({ result: 'unchanged', reason: '' });
+    }
+    return record;
+  }
+
+  /**
+   * Whether this refusal repeats the last one of its kind: the same raw bytes (the overlay
+   * for an overlay refusal, else the config), judged against the same serving generation,
+   * with the same errors. It always records the refusal as the latest. Explicit triggers
+   * (start-up, SIGHUP, the admin API) are never a repeat: an operator asked for a verdict,
+   * and they re-read referenced secrets, so they are judged and reported afresh.
+   */
+  #repeatsRefusal(trigger: ReloadTrigger, serving: Generation | null, details: Partial<ReloadResult>): boolean {
+    const overlay = details.reason !== undefined;
+    const bytes = overlay ? this.#inputs.overlay : (this.#inputs.config ?? serving?.sourceHash ?? null);
+    const refusal = JSON.stringify([serving?.number ?? null, bytes, details.errors ?? []]);
+    const last = overlay ? this.#refusedOverlay : this.#refusedConfig;
+    if (overlay) this.#refusedOverlay = refusal;
+    else this.#refusedConfig = refusal;
+    return refusal === last && !EXPLICIT_TRIGGERS.has(trigger);
   }
 
   #log(record: ReloadResult, routine: boolean): void {

@@ -52,14 +52,15 @@ function config(document: object): GatewayConfig {
   return checked.config;
 }
 
-function build(document: object, options: { env?: NodeJS.ProcessEnv; number?: number; poolFor?: typeof pools.acquire } = {}): BuildResult {
+function build(document: object, options: { env?: NodeJS.ProcessEnv; number?: number; poolFor?: typeof pools.acquire; now?: () => Date; modelsFirstSeen?: Readonly<Record<string, number>> } = {}): BuildResult {
   return buildGeneration({
     config: config(document),
     sourceHash: 'hash-of-test-bytes',
     number: options.number ?? 1,
     env: options.env ?? { EAST_KEY: ENV_SECRET },
     poolFor: options.poolFor ?? ((spec) => pools.acquire(spec)),
-    now: () => new Date('2026-01-02T03:04:05.000Z'),
+    now: options.now ?? (() => new Date('2026-01-02T03:04:05.000Z')),
+    modelsFirstSeen: options.modelsFirstSeen,
   });
 }
 
@@ -164,6 +165,22 @@ describe('buildGeneration', () => {
     assert.notEqual(key(second, 'gpt-4o-mini'), key(first, 'gpt-4o-mini'), 'the edited route starts a new rotation');
     const third = generation(build(doc(), { number: 3 }));
     assert.equal(key(third, 'gpt-4o-mini'), key(first, 'gpt-4o-mini'), 'reverting the edit gives the original key back');
+  });
+
+  it('a model keeps its first-seen time (GET /v1/models created) across builds while it stays routed', () => {
+    const at = (iso: string) => () => new Date(iso);
+    const first = generation(build(doc(), { number: 1, now: at('2026-11-30T10:00:00Z') }));
+    const t0 = Date.parse('2026-11-30T10:00:00Z') / 1000;
+    assert.deepEqual({ ...first.modelsFirstSeen }, { 'gpt-4o-mini': t0, 'gpt-4o': t0 });
+    const without = doc();
+    delete without.routing.routes['gpt-4o'];
+    const second = generation(build(without, { number: 2, now: at('2026-11-30T11:00:00Z'), modelsFirstSeen: first.modelsFirstSeen }));
+    assert.deepEqual({ ...second.modelsFirstSeen }, { 'gpt-4o-mini': t0 });
+    const third = generation(build(doc(), { number: 3, now: at('2026-11-30T12:00:00Z'), modelsFirstSeen: second.modelsFirstSeen }));
+    const t2 = Date.parse('2026-11-30T12:00:00Z') / 1000;
+    assert.deepEqual({ ...third.modelsFirstSeen }, { 'gpt-4o-mini': t0, 'gpt-4o': t2 }, 'a model routed again is new');
+    const listed = JSON.parse(third.modelsBody) as { data: Array<{ id: string; created: number }> };
+    assert.deepEqual(Object.fromEntries(listed.data.map((m) => [m.id, m.created])), { 'gpt-4o-mini': t0, 'gpt-4o': t2 });
   });
 
   it('reports a route that names an unknown provider, with its path', () => {

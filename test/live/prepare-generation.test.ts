@@ -88,7 +88,8 @@ describe('prepareGeneration', () => {
   it('identical config bytes are a no-op only when asked (watcher triggers); an explicit trigger rebuilds', async () => {
     const path = configFile(staticConfig());
     const first = await serving(path);
-    assert.deepEqual(await prepare(path, { serving: first, startupConfig: first.config, unchangedIsNoop: true }), { outcome: 'unchanged', overlayRead: false });
+    const same = await prepare(path, { serving: first, startupConfig: first.config, unchangedIsNoop: true });
+    assert.deepEqual(same, { outcome: 'unchanged', overlayRead: false, read: { config: first.sourceHash, overlay: null } });
     built(await prepare(path, { serving: first, startupConfig: first.config, unchangedIsNoop: false }));
   });
 
@@ -98,7 +99,7 @@ describe('prepareGeneration', () => {
     const path = configFile(overlayConfig(overlayFile));
     const first = await serving(path);
     const again = { serving: first, startupConfig: first.config, unchangedIsNoop: true };
-    assert.deepEqual(await prepare(path, { ...again, readConfig: false }), { outcome: 'unchanged', overlayRead: true });
+    assert.deepEqual(await prepare(path, { ...again, readConfig: false }), { outcome: 'unchanged', overlayRead: true, read: { config: null, overlay: first.overlay?.rawSha256 } });
     // Even with the config file gone, an overlay-only read works from the serving config.
     writeFileSync(overlayFile, JSON.stringify(envelope([candidate('m', 'east')], { sourceGeneration: 2 })));
     const next = built(await prepare(join(dir, 'no-such-config.yaml'), { ...again, readConfig: false }));

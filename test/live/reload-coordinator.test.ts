@@ -94,6 +94,31 @@ describe('ReloadCoordinator', () => {
     assert.equal(await second, 'run-2', 'it gets a fresh result, not the previous one');
   });
 
+  it('a config event coalescing with a queued config re-check runs under the event\'s name, and a re-check never renames an event', async () => {
+    const { runs, run, settle } = slowReload();
+    const coordinator = new ReloadCoordinator(run);
+    const first = coordinator.request('sighup');
+    await settle();
+    const queued = [coordinator.request('config_recheck'), coordinator.request('config_watch'), coordinator.request('config_recheck'), coordinator.request('overlay_watch')];
+    runs[0]!.gate.open();
+    await first;
+    await settle();
+    assert.equal(runs[1]!.trigger, 'config_watch', 'a file event is never reported as a routine re-check');
+    runs[1]!.gate.open();
+    await Promise.all(queued);
+
+    const again = coordinator.request('sighup');
+    await settle();
+    const recheck = coordinator.request('config_recheck');
+    const overlay = coordinator.request('overlay_watch');
+    runs[2]!.gate.open();
+    await again;
+    await settle();
+    assert.equal(runs[3]!.trigger, 'config_recheck', 'the re-check re-reads the config, so it keeps its wider scope over an overlay event');
+    runs[3]!.gate.open();
+    await Promise.all([recheck, overlay]);
+  });
+
   it('a reload that throws is not fatal: its caller sees the error and the next trigger still runs', async () => {
     const { runs, run, settle } = slowReload({ failOn: new Set([1]) });
     const coordinator = new ReloadCoordinator(run);

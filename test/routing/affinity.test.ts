@@ -85,12 +85,31 @@ describe('SessionAffinity', () => {
     assert.equal(table.get('b'), undefined);
   });
 
-  it('unbind removes a binding at once', () => {
-    const table = new SessionAffinity({ ttlMs: 1000, maxEntries: 10 }, clock().now);
-    table.bind('s1', 'x');
-    table.unbind('s1');
-    assert.equal(table.get('s1'), undefined);
+  it('size counts live bindings only: expired ones that were never looked up again are not counted', () => {
+    const c = clock(0);
+    const table = new SessionAffinity({ ttlMs: 1000, maxEntries: 10 }, c.now);
+    table.bind('a', 'A');
+    c.set(400);
+    table.bind('b', 'B');
+    c.set(999);
+    assert.equal(table.size, 2);
+    c.set(1000);
+    assert.equal(table.size, 1, 'a expired at 1000');
+    c.set(1400);
     assert.equal(table.size, 0);
+  });
+
+  it('a shorter TTL caps existing bindings at now + the new TTL, so size stays exact', () => {
+    const c = clock(0);
+    const table = new SessionAffinity({ ttlMs: 10_000, maxEntries: 10 }, c.now);
+    table.bind('old', 'A');
+    c.set(100);
+    table.configure({ ttlMs: 50, maxEntries: 10 });
+    table.bind('new', 'B');
+    assert.equal(table.size, 2);
+    c.set(150);
+    assert.equal(table.size, 0, 'the old binding expires with the new TTL, not 10 s after it was made');
+    assert.equal(table.get('old'), undefined);
   });
 
   it('configure() applies a new TTL and bound to later bindings', () => {

@@ -165,6 +165,20 @@ describe('overlay selection', () => {
       assert.deepEqual(counts(), { east: 10, west: 10, central: 10 });
     });
 
+    it('roundRobin keeps its cycle across revisions that change only another model', async () => {
+      // ADR-0004: the rotation is keyed by the group's content, not by the revision.
+      const other = (n: number): unknown[] => [candidate('other', names[n % 3] as Name)];
+      await publish([...three(), ...other(0)], { selectionMode: 'roundRobin' });
+      const seq: string[] = [];
+      for (let i = 0; i < 9; i++) {
+        seq.push(...(await servedBy('m', 1)));
+        await publish([...three(), ...other(i + 1)], { selectionMode: 'roundRobin' });
+      }
+      assert.equal(new Set(seq.slice(0, 3)).size, 3, `a new revision restarted the rotation: ${seq.join(',')}`);
+      for (let i = 3; i < seq.length; i++) assert.equal(seq[i], seq[i % 3], `request ${i} breaks the cycle: ${seq.join(',')}`);
+      assert.deepEqual(counts(), { east: 3, west: 3, central: 3 });
+    });
+
     it('random sends traffic to every candidate', async () => {
       await publish(three(), { selectionMode: 'random' });
       await servedBy('m', 60);
@@ -203,6 +217,61 @@ describe('overlay selection', () => {
       ]);
       assert.deepEqual(tally(await servedBy('m', 3, 'sess-a')), { east: 3 });
       assert.deepEqual(tally(await servedBy('m', 5, 'sess-other')), { west: 5 });
+    });
+
+    describe('candidates without a selection_group: admission is per candidate', () => {
+      const bindTo = async (session: string, cluster: Name): Promise<void> => {
+        // Deterministic mode serves the first candidate, so listing `cluster` first binds the session to it.
+        await publish([candidate('m', cluster), ...names.filter((n) => n !== cluster).map((n) => candidate('m', n))], { selectionMode: 'deterministic' });
+        assert.deepEqual(await servedBy('m', 1, session), [cluster], `the session binds to ${cluster}`);
+      };
+
+      for (const [label, order] of [
+        ['listed between two active ones', ['east', 'west', 'central']],
+        ['listed last', ['east', 'central', 'west']],
+      ] as const) {
+        it(`an existing_only candidate ${label} never takes a new request, and a session bound to it keeps it`, async () => {
+          await bindTo('sess-eo', 'west');
+          await publish(
+            order.map((n) => candidate('m', n, n === 'west' ? { admission_state: 'existing_only' } : {})),
+            { selectionMode: 'roundRobin' },
+          );
+          const fresh: string[] = [];
+          for (let i = 0; i < 12; i++) fresh.push(...(await servedBy('m', 1, `sess-new-${label}-${i}`)));
+          assert.deepEqual(tally(fresh), { east: 6, central: 6 }, `new sessions round-robin over the active candidates only: ${fresh.join(',')}`);
+          assert.deepEqual(tally(await servedBy('m', 4)), { east: 2, central: 2 }, 'requests without a session never get the existing_only candidate');
+          assert.deepEqual(tally(await servedBy('m', 3, 'sess-eo')), { west: 3 }, 'the bound session keeps its existing_only candidate');
+          assert.equal(counts().west, 1 + 3, 'west saw the binding request and the bound session only');
+        });
+      }
+
+      it('a none candidate among them never serves: its bound session moves to an active candidate, an existing_only binding stays', async () => {
+        await bindTo('sess-none', 'east');
+        await bindTo('sess-kept', 'central');
+        await publish(
+          [candidate('m', 'east', { admission_state: 'none' }), candidate('m', 'west'), candidate('m', 'central', { admission_state: 'existing_only' })],
+          { selectionMode: 'roundRobin' },
+        );
+        mocks.east.reset();
+        assert.deepEqual(tally(await servedBy('m', 6)), { west: 6 }, 'new requests go to the only new_and_existing candidate');
+        assert.deepEqual(tally(await servedBy('m', 2, 'sess-none')), { west: 2 }, 'the session bound to the none candidate is served as a new one');
+        assert.deepEqual(tally(await servedBy('m', 2, 'sess-kept')), { central: 2 });
+        assert.equal(counts().east, 0, 'the none candidate is never called');
+      });
+
+      it('when only existing_only candidates remain, new requests get 404 no_route without attribution while bound sessions are served', async () => {
+        await bindTo('sess-last', 'east');
+        await publish([
+          candidate('m', 'east', { admission_state: 'existing_only' }),
+          candidate('m', 'west', { admission_state: 'existing_only' }),
+          candidate('m', 'central', { admission_state: 'none' }),
+        ]);
+        assertNoRoute(await ask('m'), 'a new request');
+        assertNoRoute(await ask('m', 'sess-never-bound'), 'a new session');
+        assert.deepEqual(tally(await servedBy('m', 3, 'sess-last')), { east: 3 }, 'the bound session is still served');
+        const models = (await (await fetch(`${gw.url}/v1/models`)).json()) as { data: Array<{ id: string }> };
+        assert.deepEqual(models.data, [], 'a model that admits no new session is not listed');
+      });
     });
 
     it('Invariant 8 — an empty revision answers 404 no_route without attribution, for new requests and bound sessions; a later revision restores routing in the same process', async () => {
