@@ -1,6 +1,6 @@
 // live/: the generation (one deep-frozen object holding everything a reload may change),
 // buildGeneration(), prepareGeneration() (files -> generation, the one path shared by
-// `validate`, start-up and reload: ADR 0004), the holder that serves it, and the reload
+// `validate`, start-up and reload: ADR 0005), the holder that serves it, and the reload
 // coordinator.
 // Imports only config/, contract/, providers/ (pool factories) and routing/ types; never
 // governance/, audit/ or server/. See docs/decisions/0001-one-generation.md.

@@ -110,7 +110,7 @@ function admissionOrder(admission: AdmissionState): number {
  * The round-robin key of one group: its model, index, policy and members (stable_ids in
  * order), never the revision. A revision that leaves this group as it was keeps its
  * rotation, whatever else it changed; a group whose members change starts a new one.
- * See docs/decisions/0004-overlay-rotation-by-group-content.md.
+ * See docs/decisions/0006-overlay-rotation-by-group-content.md.
  */
 function counterKey(model: string, index: number, policy: SelectionPolicy, members: readonly GenerationCandidate[]): string {
   const content = JSON.stringify([policy, members.map((c) => c.stableId)]);

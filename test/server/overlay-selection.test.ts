@@ -166,7 +166,7 @@ describe('overlay selection', () => {
     });
 
     it('roundRobin keeps its cycle across revisions that change only another model', async () => {
-      // ADR-0004: the rotation is keyed by the group's content, not by the revision.
+      // ADR-0006: the rotation is keyed by the group's content, not by the revision.
       const other = (n: number): unknown[] => [candidate('other', names[n % 3] as Name)];
       await publish([...three(), ...other(0)], { selectionMode: 'roundRobin' });
       const seq: string[] = [];
