@@ -13,6 +13,7 @@ export {
   type Policy,
   type SecretRef,
   type OverlayConfig,
+  sessionAffinityDefaults,
 } from './schema.js';
 export { checkConfig, parseConfigText, loadConfigFile, formatIssue, formatPath, type ConfigIssue, type ConfigResult } from './load.js';
 export { crossReferenceIssues } from './cross-check.js';

@@ -181,3 +181,6 @@ export type RouteConfig = z.infer<typeof routeSchema>;
 export type OverlayConfig = z.infer<typeof overlaySchema>;
 export type PricingConfig = GatewayConfig['pricing'];
 export type BreakerConfig = GatewayConfig['resilience']['breaker'];
+
+/** Session-affinity settings when the config has no `routing.session_affinity` block: the schema's defaults. */
+export const sessionAffinityDefaults: z.infer<typeof sessionAffinitySchema> = Object.freeze(sessionAffinitySchema.parse({}));

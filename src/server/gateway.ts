@@ -1,13 +1,13 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type ConfigIssue, formatIssue, type ServerConfig } from '../config/index.js';
-import { GenerationHolder, ReloadCoordinator, type ReloadTrigger } from '../live/index.js';
+import { type ConfigIssue, formatIssue, type GatewayConfig, type ServerConfig, sessionAffinityDefaults } from '../config/index.js';
+import { GenerationHolder, prepareGeneration, ReloadCoordinator, type ReloadTrigger } from '../live/index.js';
 import { PoolRegistry } from '../providers/index.js';
 import { BreakerRegistry } from '../resilience/index.js';
 import { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
 import { AccessLog, type BreakerStateCode, createLogger, flushLogger, type Logger, Metrics } from '../telemetry/index.js';
 import { splitHostPort } from './address.js';
-import { createAdminHandler } from './admin.js';
+import { type AdminContext, createAdminHandler } from './admin.js';
 import { createApiHandler, type TrafficState } from './api.js';
 import { FileWatch } from './file-watch.js';
 import { Reloader, type ReloadResult } from './reload.js';
@@ -47,50 +47,103 @@ export class StartupError extends Error {
 
 /**
  * The composition root: the only place that builds the stateful services and wires them
- * together. The first generation is built by the same reload path that every later
- * trigger uses, so start-up and reload accept and refuse exactly the same inputs.
+ * together. The first generation is prepared by the same function every reload runs
+ * (prepareGeneration), so start-up and reload accept and refuse exactly the same inputs;
+ * the services are then built from that first config, never from placeholder values.
  */
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const env = options.env ?? process.env;
+  const started = performance.now();
+  const pools = new PoolRegistry();
+  const first = await prepareGeneration({ configPath: options.configPath, env, serving: null, startupConfig: null, poolFor: (spec) => pools.acquire(spec) });
+  if (first.outcome !== 'built') {
+    await pools.destroyAll();
+    throw new StartupError(first.outcome === 'rejected' ? first.issues : []);
+  }
+  const config = first.generation.config;
+  const svc = buildServices(config, pools, options);
+  // A caller that passes its own logger owns its level; otherwise `log.level` sets it.
+  const reloader = new Reloader(svc, options.configPath, env, options.logger === undefined);
+  reloader.adopt(first, started);
+  const coordinator = new ReloadCoordinator(reloader.run);
+
+  const traffic: TrafficState = { inflight: 0, draining: false };
+  const listeners = await startListeners(config.server, svc, traffic, { svc, reloader, requestReload: () => coordinator.request('admin'), startedAt: Date.now() });
+  const watches = await watchInputs(options.configPath, config, coordinator);
+
+  let closing: Promise<void> | null = null;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      traffic.draining = true;
+      for (const w of watches) w.close();
+      await coordinator.stop();
+      await drain(listeners, traffic, config.server.drain_timeout_ms, svc);
+      signals?.uninstall();
+    })();
+    return closing;
+  };
+  const signals =
+    options.handleSignals === true
+      ? installSignals(svc.logger, {
+          reload: () => void coordinator.request('sighup').catch(() => undefined),
+          stop: () => close().then(() => options.onShutdown?.()),
+          closing: () => closing !== null,
+          inflight: () => traffic.inflight,
+          drainTimeoutMs: config.server.drain_timeout_ms,
+        })
+      : null;
+
+  svc.logger.info({ msg: 'listening', url: listeners.url, admin_url: listeners.adminUrl, generation: svc.holder.current().number });
+  return { url: listeners.url, adminUrl: listeners.adminUrl, services: svc, reload: (trigger = 'admin') => coordinator.request(trigger), close };
+}
+
+/** The stateful services (DESIGN.md invariant 3): built once, from the first generation's config. */
+function buildServices(config: GatewayConfig, pools: PoolRegistry, options: GatewayOptions): Services {
   const holder = new GenerationHolder();
-  const breakers = new BreakerRegistry({ failureThreshold: 5, openBaseMs: 1000, openMaxMs: 30_000 });
-  const logger = options.logger ?? createLogger({ level: 'info', destination: options.logDestination });
-  const accessLog = new AccessLog({ level: logger.level, destination: options.logDestination, flushMs: 200 });
-  const svc: Services = {
+  const b = config.resilience.breaker;
+  const breakers = new BreakerRegistry({ failureThreshold: b.failure_threshold, openBaseMs: b.open_base_ms, openMaxMs: b.open_max_ms });
+  const sessions = config.routing.session_affinity ?? sessionAffinityDefaults;
+  const logger = options.logger ?? createLogger({ level: config.log.level, destination: options.logDestination });
+  return {
     holder,
     breakers,
     counters: new RoundRobinCounters(),
-    affinity: new SessionAffinity({ ttlMs: 3_600_000, maxEntries: 10_000 }),
-    pools: new PoolRegistry(),
+    affinity: new SessionAffinity({ ttlMs: sessions.ttl_s * 1000, maxEntries: sessions.max_entries }),
+    pools,
     metrics: new Metrics(() => breakerStates(holder, breakers)),
     logger,
-    accessLog,
+    accessLog: new AccessLog({ level: logger.level, destination: options.logDestination, flushMs: 200 }),
     random: options.random ?? Math.random,
   };
-  // A caller that passes its own logger owns its level; otherwise `log.level` sets it.
-  const reloader = new Reloader(svc, options.configPath, env, options.logger === undefined);
-  const coordinator = new ReloadCoordinator(reloader.run);
+}
 
-  const first = await coordinator.request('startup');
-  if (first.result !== 'applied') throw new StartupError(first.errors);
-  const server: ServerConfig = reloader.startupConfig!.server;
+interface Listeners {
+  readonly api: Server;
+  readonly admin: Server | null;
+  readonly url: string;
+  readonly adminUrl: string | null;
+}
 
-  const traffic: TrafficState = { inflight: 0, draining: false };
+/** The API listener and, when configured, the admin listener; both or neither. */
+async function startListeners(server: ServerConfig, svc: Services, traffic: TrafficState, admin: AdminContext): Promise<Listeners> {
   const api = createServer({ keepAliveTimeout: 65_000, requestTimeout: 120_000 }, createApiHandler(svc, { maxBodyBytes: server.max_body_bytes }, traffic));
-  const startedAt = Date.now();
-  const admin = server.admin_listen === undefined
-    ? null
-    : createServer(createAdminHandler({ svc, reloader, requestReload: () => coordinator.request('admin'), startedAt }));
   const url = await listen(api, server.listen);
-  const adminUrl = admin === null || server.admin_listen === undefined ? null : await listen(admin, server.admin_listen).catch(async (err: unknown) => {
+  if (server.admin_listen === undefined) return { api, admin: null, url, adminUrl: null };
+  const adminServer = createServer(createAdminHandler(admin));
+  const adminUrl = await listen(adminServer, server.admin_listen).catch(async (err: unknown) => {
     await closeServer(api);
     throw err;
   });
+  return { api, admin: adminServer, url, adminUrl };
+}
 
+/** The config watch (server.watch_config) and the overlay watch (routing.overlay.reload). */
+async function watchInputs(configPath: string, config: GatewayConfig, coordinator: ReloadCoordinator<ReloadResult>): Promise<FileWatch[]> {
   const watches: FileWatch[] = [];
+  const server = config.server;
   if (server.watch_config) {
     const watch = new FileWatch({
-      file: options.configPath,
+      file: configPath,
       debounceMs: server.watch_debounce_ms,
       recheckMs: 10_000,
       onChange: (cause) => void coordinator.request(cause === 'event' ? 'config_watch' : 'config_recheck').catch(() => undefined),
@@ -98,8 +151,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     watch.start();
     watches.push(watch);
   }
-
-  const overlay = reloader.startupConfig!.routing.overlay;
+  const overlay = config.routing.overlay;
   if (overlay !== undefined && overlay.reload.enabled) {
     const watch = new FileWatch({
       file: overlay.file,
@@ -113,57 +165,62 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     // being registered. One more read now (a no-op when the bytes are the same) closes it.
     await coordinator.request('overlay_watch');
   }
+  return watches;
+}
 
-  let closing: Promise<void> | null = null;
-  // The handlers stay installed until the drain is over: a signal during the drain must
-  // not fall back to Node's default action, which would kill the in-flight requests.
+interface SignalActions {
+  reload(): void;
+  stop(): Promise<void>;
+  closing(): boolean;
+  inflight(): number;
+  readonly drainTimeoutMs: number;
+}
+
+/**
+ * SIGHUP reloads; SIGTERM and SIGINT drain, then call stop's continuation. The handlers
+ * stay installed until the drain is over: a signal during the drain must not fall back to
+ * Node's default action, which would kill the in-flight requests.
+ */
+function installSignals(logger: Logger, actions: SignalActions): { uninstall(): void } {
   const onHup = (): void => {
-    if (closing === null) void coordinator.request('sighup').catch(() => undefined);
+    if (!actions.closing()) actions.reload();
     else logger.info({ msg: 'SIGHUP ignored: shutting down' });
   };
   const onStop = (signal: NodeJS.Signals): void => {
-    if (closing !== null) {
-      logger.info({ msg: 'already shutting down', signal, inflight: traffic.inflight });
+    if (actions.closing()) {
+      logger.info({ msg: 'already shutting down', signal, inflight: actions.inflight() });
       return;
     }
-    logger.info({ msg: 'shutting down', signal, inflight: traffic.inflight, drain_timeout_ms: server.drain_timeout_ms });
-    void close().then(() => options.onShutdown?.());
+    logger.info({ msg: 'shutting down', signal, inflight: actions.inflight(), drain_timeout_ms: actions.drainTimeoutMs });
+    void actions.stop();
   };
-  if (options.handleSignals === true) {
-    process.on('SIGHUP', onHup);
-    process.on('SIGTERM', onStop);
-    process.on('SIGINT', onStop);
-  }
-
-  const close = (): Promise<void> => {
-    closing ??= (async () => {
-      traffic.draining = true;
-      for (const w of watches) w.close();
-      await coordinator.stop();
-      const apiClosed = closeServer(api);
-      const adminClosed = admin === null ? Promise.resolve() : closeServer(admin);
-      api.closeIdleConnections();
-      admin?.closeIdleConnections();
-      const drained = await waitFor(() => traffic.inflight === 0, server.drain_timeout_ms);
-      if (!drained) logger.warn({ msg: 'drain timeout: closing connections with requests in flight', inflight: traffic.inflight });
-      api.closeAllConnections();
-      admin?.closeAllConnections();
-      await Promise.all([apiClosed, adminClosed]);
-      await svc.pools.destroyAll();
-      accessLog.close();
-      logger.info({ msg: 'stopped', drained });
-      flushLogger(logger);
-      if (options.handleSignals === true) {
-        process.off('SIGHUP', onHup);
-        process.off('SIGTERM', onStop);
-        process.off('SIGINT', onStop);
-      }
-    })();
-    return closing;
+  process.on('SIGHUP', onHup);
+  process.on('SIGTERM', onStop);
+  process.on('SIGINT', onStop);
+  return {
+    uninstall() {
+      process.off('SIGHUP', onHup);
+      process.off('SIGTERM', onStop);
+      process.off('SIGINT', onStop);
+    },
   };
+}
 
-  logger.info({ msg: 'listening', url, admin_url: adminUrl, generation: holder.current().number });
-  return { url, adminUrl, services: svc, reload: (trigger = 'admin') => coordinator.request(trigger), close };
+/** Stops accepting, lets in-flight requests finish within the drain timeout, then closes everything. */
+async function drain(listeners: Listeners, traffic: TrafficState, drainTimeoutMs: number, svc: Services): Promise<void> {
+  const { api, admin } = listeners;
+  const closed = Promise.all([closeServer(api), admin === null ? undefined : closeServer(admin)]);
+  api.closeIdleConnections();
+  admin?.closeIdleConnections();
+  const drained = await waitFor(() => traffic.inflight === 0, drainTimeoutMs);
+  if (!drained) svc.logger.warn({ msg: 'drain timeout: closing connections with requests in flight', inflight: traffic.inflight });
+  api.closeAllConnections();
+  admin?.closeAllConnections();
+  await closed;
+  await svc.pools.destroyAll();
+  svc.accessLog.close();
+  svc.logger.info({ msg: 'stopped', drained });
+  flushLogger(svc.logger);
 }
 
 function* breakerStates(holder: GenerationHolder, breakers: BreakerRegistry): Generator<readonly [string, BreakerStateCode]> {

@@ -1,5 +1,5 @@
 import type { ConfigIssue, GatewayConfig } from '../config/index.js';
-import { diffGenerations, type Generation, type GenerationChanges, type InputsRead, prepareGeneration, type ReloadTrigger } from '../live/index.js';
+import { diffGenerations, type Generation, type GenerationChanges, type InputsRead, type Preparation, prepareGeneration, type ReloadTrigger } from '../live/index.js';
 import type { Services } from './services.js';
 
 export type ReloadOutcome = 'applied' | 'unchanged' | 'rejected';
@@ -74,12 +74,21 @@ export class Reloader {
     return this.#startupConfig;
   }
 
+  /**
+   * Puts the first generation in service: the one start-up prepared with the same
+   * prepareGeneration() every reload runs, before the services existed. Recorded in the
+   * history and metrics as the `startup` reload.
+   */
+  adopt(prepared: Preparation & { readonly outcome: 'built' }, started: number): ReloadResult {
+    return this.#conclude(null, prepared, (result, extra) => this.#finish('startup', started, null, result, extra));
+  }
+
   readonly run = async (trigger: ReloadTrigger): Promise<ReloadResult> => {
     const started = performance.now();
     const serving = this.#svc.holder.ready ? this.#svc.holder.current() : null;
     const finish = (result: ReloadOutcome, extra: Partial<ReloadResult>): ReloadResult => this.#finish(trigger, started, serving, result, extra);
     try {
-      return await this.#reload(trigger, serving, finish);
+      return this.#conclude(serving, await this.#prepare(trigger, serving), finish);
     } catch (err) {
       // A reload failure is never fatal: whatever went wrong, the serving generation stays.
       this.#svc.logger.error({ msg: 'reload failed unexpectedly', trigger, err: { name: (err as Error)?.name, stack: (err as Error)?.stack } });
@@ -87,10 +96,9 @@ export class Reloader {
     }
   };
 
-  async #reload(trigger: ReloadTrigger, serving: Generation | null, finish: (result: ReloadOutcome, extra: Partial<ReloadResult>) => ReloadResult): Promise<ReloadResult> {
-    const { metrics } = this.#svc;
+  #prepare(trigger: ReloadTrigger, serving: Generation | null): Promise<Preparation> {
     const explicit = EXPLICIT_TRIGGERS.has(trigger);
-    const prepared = await prepareGeneration({
+    return prepareGeneration({
       configPath: this.#configPath,
       env: this.#env,
       serving,
@@ -100,6 +108,11 @@ export class Reloader {
       unchangedIsNoop: !explicit,
       poolFor: (spec) => this.#svc.pools.acquire(spec),
     });
+  }
+
+  /** What a preparation means for the serving generation: a swap, a no-op or a refusal, with the books kept. */
+  #conclude(serving: Generation | null, prepared: Preparation, finish: (result: ReloadOutcome, extra: Partial<ReloadResult>) => ReloadResult): ReloadResult {
+    const { metrics } = this.#svc;
     this.#inputs = prepared.read;
     if (prepared.outcome === 'unchanged') {
       if (prepared.overlayRead) metrics.overlayReloads.inc({ result: 'unchanged', reason: '' });
