@@ -149,14 +149,18 @@ export function isRfc3339(value: string): boolean {
   );
 }
 
-/** `a.b[2].c` from a zod path, after a prefix such as `overlay.candidates[3]`. */
-export function formatPath(prefix: string, path: readonly PropertyKey[]): string {
+/**
+ * A field path as messages show it, `routing.routes.gpt-4o.candidates[0]`, from a zod path,
+ * after an optional prefix such as `overlay.candidates[3]`. An empty path is `''`. The
+ * gateway config (config/) names its fields the same way, so both read alike.
+ */
+export function formatPath(path: readonly PropertyKey[], prefix = ''): string {
   let out = prefix;
   for (const key of path) {
     if (typeof key === 'number') out += `[${key}]`;
     else out += out === '' ? String(key) : `.${String(key)}`;
   }
-  return out === '' ? '(top level)' : out;
+  return out;
 }
 
 /** The first issue, as `path: message`. Zod's default messages never echo input values. */
@@ -165,7 +169,7 @@ export function describeIssue(prefix: string, error: z.ZodError): string {
   if (!issue) return `${prefix || '(top level)'}: invalid`;
   if (issue.code === 'unrecognized_keys') {
     const key = issue.keys[0] ?? '';
-    return `${formatPath(prefix, [...issue.path, key])}: unknown field, not allowed here`;
+    return `${formatPath([...issue.path, key], prefix) || '(top level)'}: unknown field, not allowed here`;
   }
-  return `${formatPath(prefix, issue.path)}: ${issue.message}`;
+  return `${formatPath(issue.path, prefix) || '(top level)'}: ${issue.message}`;
 }
