@@ -14,7 +14,9 @@ const allowed: Record<string, readonly string[]> = {
   // credential-value shapes, so each exists once and both name paths and refuse secrets alike.
   config: ['contract'],
   contract: [],
-  routing: [],
+  // routing/ -> contract/, types only: a candidate's admission state is the contract's closed
+  // set. contract/ imports no other folder, so selection still depends on nothing stateful.
+  routing: ['contract'],
   resilience: [],
   providers: [],
   telemetry: [],

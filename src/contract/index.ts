@@ -8,7 +8,7 @@
 // folders, so both halves of the project (and config/, for its field paths and credential
 // shapes) can depend on it. Rules: shared/DESIGN.md,
 // "Overlay contract v1"; vectors: shared/conformance/overlay-v1/ and test/contract/vectors/.
-export { MAX_CANDIDATES, MAX_OVERLAY_BYTES, SCHEMA_VERSION } from './types.js';
+export { MAX_CANDIDATES, MAX_OVERLAY_BYTES, REJECT_REASONS, SCHEMA_VERSION } from './types.js';
 export type {
   AdmissionState,
   CandidateKind,
