@@ -21,7 +21,10 @@ const allowed: Record<string, readonly string[]> = {
   providers: [],
   telemetry: [],
   mock: [],
-  governance: [],
+  // governance/ -> providers/, types only: the units it prices (TokenUsage, PriceTable) are
+  // what the adapters report and what live/ carries per generation. governance/ still never
+  // imports live/ or config/ (the rules below), and providers/ imports no other folder.
+  governance: ['providers'],
   audit: [],
   live: ['config', 'contract', 'providers', 'routing'],
   publisher: ['contract', 'config'],

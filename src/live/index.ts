@@ -9,7 +9,6 @@ export {
   type GenerationRoute,
   type GenerationGroup,
   type ProviderRuntime,
-  type Price,
   type OverlaySnapshot,
 } from './generation.js';
 export { buildGeneration, type BuildInputs, type BuildResult } from './build.js';
