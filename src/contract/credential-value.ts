@@ -15,7 +15,7 @@ const CREDENTIAL_KEY =
 // provider headers.
 const CREDENTIAL_VALUE = /^\s*(?:bearer\s+\S|basic\s+\S|sk-[A-Za-z0-9_-]{16,})/i;
 
-export function isCredentialKey(key: string): boolean {
+function isCredentialKey(key: string): boolean {
   return CREDENTIAL_KEY.test(key);
 }
 

@@ -31,5 +31,5 @@ export { readOverlayFile } from './read.js';
 export type { ReadResult } from './read.js';
 export { checkSuccession } from './succession.js';
 export { stableIdFor } from './stable-id.js';
-export { isCredentialKey, looksLikeCredentialValue } from './credential-value.js';
+export { looksLikeCredentialValue } from './credential-value.js';
 export { formatPath } from './schema.js';

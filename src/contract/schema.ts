@@ -17,7 +17,7 @@ const requiredOr = (message: string) => (issue: { input?: unknown }) =>
   issue.input === undefined ? 'required' : message;
 
 /** The contract's string: 1-256 bytes of UTF-8, not blank, no control characters. */
-export const boundedText = () =>
+const boundedText = () =>
   z
     .string({ error: requiredOr('must be a string') })
     .refine(isBoundedText, { error: 'must be 1-256 bytes of UTF-8, not blank, without control characters' });
@@ -54,7 +54,7 @@ const secretKey = () =>
   });
 
 /** Strict: a credential carries a reference only; any other field could carry the secret. */
-export const credentialSchema = z.strictObject(
+const credentialSchema = z.strictObject(
   {
     strategy: literal('bearer_token'),
     secretRef: z.strictObject(
@@ -135,7 +135,7 @@ export type EnvelopeWire = z.infer<typeof envelopeSchema>;
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;
 
 /** RFC 3339 section 5.6 date-time, with real calendar and clock ranges (leap second allowed). */
-export function isRfc3339(value: string): boolean {
+function isRfc3339(value: string): boolean {
   const m = RFC3339.exec(value);
   if (!m) return false;
   const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [

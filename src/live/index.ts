@@ -3,7 +3,6 @@
 // Imports only config/, contract/, providers/ (pool factories) and routing/ types; never
 // governance/, audit/ or server/. See docs/decisions/0001-one-generation.md.
 export {
-  deepFreeze,
   type Generation,
   type GenerationCandidate,
   type GenerationRoute,
