@@ -15,14 +15,12 @@ import { baseConfig, configText, runCli, startGatewayProcess } from '../support/
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import type { Reply } from '../support/http.js';
-import { metricValue, scrapeMetrics, SseReader, waitUntil } from '../support/observe.js';
+import { chatCount, metricValue, scrapeMetrics, SseReader, waitUntil } from '../support/observe.js';
 
 // Live generations through real gateway processes and in-process mock providers: every
 // reload trigger, the invariants of DESIGN.md (each test names its number), breakers
 // keyed by identity, the admin API and the reload metrics. What served a request is read
 // from its attribution headers, the mock's own x-mock-provider header and the access log.
-
-const chatPath = 'POST /v1/chat/completions';
 
 let east: MockProvider;
 let west: MockProvider;
@@ -51,10 +49,6 @@ async function startGw(config: object | string, options: Parameters<typeof start
   const gw = await startGatewayProcess(config, options);
   cleanup.push(() => gw.stop());
   return gw;
-}
-
-function chatCount(m: MockProvider): number {
-  return m.stats().requests[chatPath] ?? 0;
 }
 
 function resetMocks(): void {
