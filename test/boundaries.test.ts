@@ -9,15 +9,23 @@ const SRC = resolve(import.meta.dirname, '../src');
 
 /** For each folder, the only other src/ folders it may import (errors.ts is open to all). */
 const allowed: Record<string, readonly string[]> = {
-  config: [],
+  // config/ -> contract/: both are pure, and contract/ imports no other folder, so the edge
+  // cannot form a cycle. config/ takes the contract's field-path notation and its
+  // credential-value shapes, so each exists once and both name paths and refuse secrets alike.
+  config: ['contract'],
   contract: [],
-  routing: [],
+  // routing/ -> contract/, types only: a candidate's admission state is the contract's closed
+  // set. contract/ imports no other folder, so selection still depends on nothing stateful.
+  routing: ['contract'],
   resilience: [],
   // The relay decides, before the first byte, whether an upstream answer fails over: resilience's rule.
   providers: ['resilience'],
   telemetry: [],
   mock: [],
-  governance: [],
+  // governance/ -> providers/, types only: the units it prices (TokenUsage, PriceTable) are
+  // what the adapters report and what live/ carries per generation. governance/ still never
+  // imports live/ or config/ (the rules below), and providers/ imports no other folder.
+  governance: ['providers'],
   audit: [],
   live: ['config', 'contract', 'providers', 'routing'],
   publisher: ['contract', 'config'],

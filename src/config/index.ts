@@ -1,6 +1,8 @@
 // config/: the gateway config schema (zod), YAML/JSON loading and secret references.
 // Pure functions of their input: reading the config or a secret file is the only I/O.
-// Imports nothing from other src/ folders. See docs/decisions/0001-one-generation.md.
+// Imports only contract/ (pure, the lower layer): its field-path notation and its
+// credential-value shapes, so the config and the overlay name paths and refuse literal
+// secrets alike. See docs/decisions/0001-one-generation.md.
 export {
   configSchema,
   secretRefSchema,
@@ -15,7 +17,7 @@ export {
   type OverlayConfig,
   sessionAffinityDefaults,
 } from './schema.js';
-export { checkConfig, parseConfigText, loadConfigFile, formatIssue, formatPath, type ConfigIssue, type ConfigResult } from './load.js';
+export { checkConfig, parseConfigText, loadConfigFile, formatIssue, type ConfigIssue, type ConfigResult } from './load.js';
 export { crossReferenceIssues } from './cross-check.js';
 export { configWarnings } from './warnings.js';
 export { adminTokenRequired, isLoopback, splitHostPort } from './listen-address.js';

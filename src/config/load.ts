@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
+import { formatPath } from '../contract/index.js';
 import { type ConfigIssue, crossReferenceIssues } from './cross-check.js';
 import { configErrorMap, knownKeysAt, nearestKey } from './issue-text.js';
 import { configSchema, type GatewayConfig } from './schema.js';
@@ -21,16 +22,6 @@ export type ConfigResult =
 
 export function formatIssue(issue: ConfigIssue): string {
   return issue.path === '' ? issue.message : `${issue.path}: ${issue.message}`;
-}
-
-/** `['routing','routes','gpt-4o',  'candidates', 0]` -> `routing.routes.gpt-4o.candidates[0]`. */
-export function formatPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const part of path) {
-    if (typeof part === 'number') out += `[${part}]`;
-    else out += out === '' ? String(part) : `.${String(part)}`;
-  }
-  return out;
 }
 
 /** Keys that users put one level too high: they belong to the overlay block. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { looksLikeCredentialValue } from '../contract/index.js';
 import { adminTokenRequired } from './listen-address.js';
 
 // The gateway config, as the user writes it. zod is the only parser: every other folder
@@ -56,7 +57,6 @@ const httpUrl = z
 /** Headers the gateway sets itself, or that describe the connection: never from config. */
 const RESERVED_HEADERS = new Set(['authorization', 'proxy-authorization', 'host', 'content-length', 'content-type', 'transfer-encoding', 'connection', 'keep-alive', 'te', 'trailer', 'upgrade', 'expect', 'accept']);
 const CREDENTIAL_HEADER = /(^|-)(api-?key|token|secret|password|auth|cookie)($|-)/i;
-const CREDENTIAL_VALUE = /^\s*(bearer\s+\S|basic\s+\S|sk-[A-Za-z0-9_-]{16,})/i;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /** Extra upstream headers: non-secret, valid names, none the gateway owns. Names are lower-cased. */
@@ -67,7 +67,7 @@ const extraHeadersSchema = z
       const lower = name.toLowerCase();
       if (!HEADER_NAME.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'is not a valid HTTP header name' });
       else if (RESERVED_HEADERS.has(lower)) ctx.addIssue({ code: 'custom', path: [name], message: 'is set by the gateway and cannot be configured (the key goes in api_key)' });
-      else if (CREDENTIAL_HEADER.test(lower) || CREDENTIAL_VALUE.test(value)) {
+      else if (CREDENTIAL_HEADER.test(lower) || looksLikeCredentialValue(value)) {
         ctx.addIssue({ code: 'custom', path: [name], message: 'looks like a credential; headers are not secret storage (use api_key: {env: NAME})' });
       } else if (/[\r\n\0]/.test(value)) ctx.addIssue({ code: 'custom', path: [name], message: 'must not contain line breaks' });
     }

@@ -99,7 +99,7 @@ interface ModelGroups {
  * Per model (kind + name): either every candidate has a selection_group or none has; the
  * groups are 0, 1, 2 … with no gap; all members of a group share one admission state.
  */
-export function checkSelectionGroups(
+function checkSelectionGroups(
   candidates: readonly OverlayCandidate[],
   at: string,
 ): Rejection<'invalid_selection_group'> | undefined {

@@ -9,17 +9,18 @@
 const CREDENTIAL_KEY =
   /^(?:token|value|secret|password|authorization|(?:x[-_]?)?api[-_]?key|(?:access|refresh|bearer)[-_]?token|client[-_]?secret|private[-_]?key)$/i;
 
-const BEARER_VALUE = /^\s*bearer\s+\S/i;
-// Provider keys are `sk-…` (OpenAI `sk-proj-…`, Anthropic `sk-ant-…`).
-// A minimum length keeps ordinary words such as a site named `sk-bratislava` usable.
-const SK_VALUE = /^\s*sk-[A-Za-z0-9_-]{16,}/;
+// An HTTP Authorization value (`Bearer …`, `Basic …`), or a provider key: `sk-…` (OpenAI
+// `sk-proj-…`, Anthropic `sk-ant-…`). A minimum length keeps ordinary words such as a site
+// named `sk-bratislava` usable. The one definition: config/ refuses the same shapes in
+// provider headers.
+const CREDENTIAL_VALUE = /^\s*(?:bearer\s+\S|basic\s+\S|sk-[A-Za-z0-9_-]{16,})/i;
 
-export function isCredentialKey(key: string): boolean {
+function isCredentialKey(key: string): boolean {
   return CREDENTIAL_KEY.test(key);
 }
 
 export function looksLikeCredentialValue(value: string): boolean {
-  return BEARER_VALUE.test(value) || SK_VALUE.test(value);
+  return CREDENTIAL_VALUE.test(value);
 }
 
 /** For messages: a value in quotes, unless it looks like a credential. */
@@ -67,7 +68,7 @@ function locateCredentialValue(candidate: unknown): CredentialFinding | undefine
     const { value, path } = stack.pop()!;
     if (typeof value === 'string') {
       if (looksLikeCredentialValue(value)) {
-        return { path, what: 'a string that looks like a credential value (Bearer … or sk-…)' };
+        return { path, what: 'a string that looks like a credential value (Bearer …, Basic … or sk-…)' };
       }
     } else if (Array.isArray(value)) {
       for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], path: `${path}[${i}]` });

@@ -5,9 +5,10 @@
 //
 // Pure: every function is a function of its input, and reading a file (readOverlayFile) is
 // the only I/O. No network, no timers, no process state. It imports nothing from other src/
-// folders, so both halves of the project can depend on it. Rules: shared/DESIGN.md,
+// folders, so both halves of the project (and config/, for its field paths and credential
+// shapes) can depend on it. Rules: shared/DESIGN.md,
 // "Overlay contract v1"; vectors: shared/conformance/overlay-v1/ and test/contract/vectors/.
-export { MAX_CANDIDATES, MAX_OVERLAY_BYTES, SCHEMA_VERSION } from './types.js';
+export { MAX_CANDIDATES, MAX_OVERLAY_BYTES, REJECT_REASONS, SCHEMA_VERSION } from './types.js';
 export type {
   AdmissionState,
   CandidateKind,
@@ -30,4 +31,5 @@ export { readOverlayFile } from './read.js';
 export type { ReadResult } from './read.js';
 export { checkSuccession } from './succession.js';
 export { stableIdFor } from './stable-id.js';
-export { isCredentialKey, looksLikeCredentialValue } from './credential-value.js';
+export { looksLikeCredentialValue } from './credential-value.js';
+export { formatPath } from './schema.js';

@@ -17,7 +17,7 @@ const requiredOr = (message: string) => (issue: { input?: unknown }) =>
   issue.input === undefined ? 'required' : message;
 
 /** The contract's string: 1-256 bytes of UTF-8, not blank, no control characters. */
-export const boundedText = () =>
+const boundedText = () =>
   z
     .string({ error: requiredOr('must be a string') })
     .refine(isBoundedText, { error: 'must be 1-256 bytes of UTF-8, not blank, without control characters' });
@@ -54,7 +54,7 @@ const secretKey = () =>
   });
 
 /** Strict: a credential carries a reference only; any other field could carry the secret. */
-export const credentialSchema = z.strictObject(
+const credentialSchema = z.strictObject(
   {
     strategy: literal('bearer_token'),
     secretRef: z.strictObject(
@@ -135,7 +135,7 @@ export type EnvelopeWire = z.infer<typeof envelopeSchema>;
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;
 
 /** RFC 3339 section 5.6 date-time, with real calendar and clock ranges (leap second allowed). */
-export function isRfc3339(value: string): boolean {
+function isRfc3339(value: string): boolean {
   const m = RFC3339.exec(value);
   if (!m) return false;
   const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
@@ -149,14 +149,18 @@ export function isRfc3339(value: string): boolean {
   );
 }
 
-/** `a.b[2].c` from a zod path, after a prefix such as `overlay.candidates[3]`. */
-export function formatPath(prefix: string, path: readonly PropertyKey[]): string {
+/**
+ * A field path as messages show it, `routing.routes.gpt-4o.candidates[0]`, from a zod path,
+ * after an optional prefix such as `overlay.candidates[3]`. An empty path is `''`. The
+ * gateway config (config/) names its fields the same way, so both read alike.
+ */
+export function formatPath(path: readonly PropertyKey[], prefix = ''): string {
   let out = prefix;
   for (const key of path) {
     if (typeof key === 'number') out += `[${key}]`;
     else out += out === '' ? String(key) : `.${String(key)}`;
   }
-  return out === '' ? '(top level)' : out;
+  return out;
 }
 
 /** The first issue, as `path: message`. Zod's default messages never echo input values. */
@@ -165,7 +169,7 @@ export function describeIssue(prefix: string, error: z.ZodError): string {
   if (!issue) return `${prefix || '(top level)'}: invalid`;
   if (issue.code === 'unrecognized_keys') {
     const key = issue.keys[0] ?? '';
-    return `${formatPath(prefix, [...issue.path, key])}: unknown field, not allowed here`;
+    return `${formatPath([...issue.path, key], prefix) || '(top level)'}: unknown field, not allowed here`;
   }
-  return `${formatPath(prefix, issue.path)}: ${issue.message}`;
+  return `${formatPath(issue.path, prefix) || '(top level)'}: ${issue.message}`;
 }

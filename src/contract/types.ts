@@ -1,30 +1,36 @@
 // The overlay contract's vocabulary: what a parsed overlay looks like, and the closed set of
 // reasons for refusing one. Shared by the gateway (reload path) and the publisher.
+import type { admissionStates, candidateKinds, selectionModes } from './schema.js';
 
 export const MAX_OVERLAY_BYTES = 2 * 1024 * 1024;
 export const MAX_CANDIDATES = 1024;
 export const SCHEMA_VERSION = '1.0.0';
 
-/** A literal union so callers can count and branch on reasons; messages are for people. */
-export type RejectReason =
-  | 'missing'
-  | 'unreadable'
-  | 'empty'
-  | 'too_large'
-  | 'invalid_json'
-  | 'malformed_structure'
-  | 'missing_schema_version'
-  | 'unsupported_schema_version'
-  | 'digest_mismatch'
-  | 'revision_digest_mismatch'
-  | 'scope_mismatch'
-  | 'legacy_with_expected_scope'
-  | 'invalid_candidate'
-  | 'duplicate_candidate'
-  | 'duplicate_stable_id'
-  | 'credential_value'
-  | 'invalid_selection_group'
-  | 'rollback';
+/**
+ * Every reason an overlay can be refused for: a closed set, so callers can count and branch
+ * on reasons (messages are for people), and a list, so a test can check each has a vector.
+ */
+export const REJECT_REASONS = [
+  'missing',
+  'unreadable',
+  'empty',
+  'too_large',
+  'invalid_json',
+  'malformed_structure',
+  'missing_schema_version',
+  'unsupported_schema_version',
+  'digest_mismatch',
+  'revision_digest_mismatch',
+  'scope_mismatch',
+  'legacy_with_expected_scope',
+  'invalid_candidate',
+  'duplicate_candidate',
+  'duplicate_stable_id',
+  'credential_value',
+  'invalid_selection_group',
+  'rollback',
+] as const;
+export type RejectReason = (typeof REJECT_REASONS)[number];
 
 /** What this gateway expects an envelope's `scope` to say; each field set is compared. */
 export interface ExpectedScope {
@@ -34,9 +40,10 @@ export interface ExpectedScope {
   local_site?: string;
 }
 
-export type AdmissionState = 'new_and_existing' | 'existing_only' | 'none';
-export type SelectionMode = 'deterministic' | 'roundRobin' | 'random' | 'weightedRandom';
-export type CandidateKind = 'inference_model' | 'mcp_tool';
+// The closed sets are the schema's own lists, so the parser and the types cannot drift.
+export type AdmissionState = (typeof admissionStates)[number];
+export type SelectionMode = (typeof selectionModes)[number];
+export type CandidateKind = (typeof candidateKinds)[number];
 
 export interface CredentialReference {
   strategy: 'bearer_token';

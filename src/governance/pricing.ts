@@ -1,16 +1,4 @@
-/** Token usage as the upstream reported it. */
-export interface Usage {
-  readonly inputTokens: number;
-  readonly outputTokens: number;
-}
-
-/** USD per million tokens, so tokens x price is micro-USD exactly. */
-export interface PriceEntry {
-  readonly input_usd_per_mtok: number;
-  readonly output_usd_per_mtok: number;
-}
-
-export type PriceTable = Readonly<Record<string, PriceEntry>>;
+import type { PriceTable, TokenUsage } from '../providers/index.js';
 
 /**
  * The cost of one request in micro-USD, or null when the model has no price. The table is
@@ -18,7 +6,7 @@ export type PriceTable = Readonly<Record<string, PriceEntry>>;
  * reload mid-request cannot bill a request at another generation's prices. A
  * provider-qualified key (`east/gpt-4o-mini`) wins over the bare model.
  */
-export function priceUsage(table: PriceTable, provider: string, model: string, usage: Usage): number | null {
+export function priceUsage(table: PriceTable, provider: string, model: string, usage: TokenUsage): number | null {
   const price = table[`${provider}/${model}`] ?? table[model];
   if (price === undefined) return null;
   return usage.inputTokens * price.input_usd_per_mtok + usage.outputTokens * price.output_usd_per_mtok;

@@ -1,8 +1,7 @@
-import { createHash } from 'node:crypto';
 import { type ConfigIssue, crossReferenceIssues, describeSecretRef, type GatewayConfig, resolveSecret } from '../config/index.js';
-import { Credential, type PoolSpec, type ProviderPool, providerIdentity } from '../providers/index.js';
-import type { ParsedOverlay } from '../contract/index.js';
-import { deepFreeze, type Generation, type GenerationCandidate, type GenerationRoute, type OverlaySnapshot, type Price, type ProviderRuntime } from './generation.js';
+import { Credential, type PoolSpec, type PriceEntry, type ProviderPool, providerIdentity } from '../providers/index.js';
+import { type ParsedOverlay, sha256Hex } from '../contract/index.js';
+import { deepFreeze, type Generation, type GenerationCandidate, type GenerationRoute, type OverlaySnapshot, type ProviderRuntime } from './generation.js';
 import { overlayRoutes } from './overlay-routes.js';
 
 export interface BuildInputs {
@@ -87,7 +86,7 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
   // caching the list see no change on a reload that leaves the model routed.
   const modelsFirstSeen: Record<string, number> = Object.create(null) as Record<string, number>;
   for (const model of Object.keys(routes)) modelsFirstSeen[model] = inputs.modelsFirstSeen?.[model] ?? Math.floor(Date.parse(builtAt) / 1000);
-  const pricing: Record<string, Price> = Object.create(null) as Record<string, Price>;
+  const pricing: Record<string, PriceEntry> = Object.create(null) as Record<string, PriceEntry>;
   for (const [key, price] of Object.entries(config.pricing.models)) pricing[key] = { ...price };
 
   const generation: Generation = {
@@ -134,7 +133,7 @@ function staticRoute(
     };
   });
   // The rotation survives a reload exactly when the route's candidates are unchanged.
-  const counterKey = `static:${model}:${createHash('sha256').update(JSON.stringify(spec)).digest('hex').slice(0, 16)}`;
+  const counterKey = `static:${model}:${sha256Hex(JSON.stringify(spec)).slice(0, 16)}`;
   const byStableId: Record<string, GenerationCandidate> = Object.create(null) as Record<string, GenerationCandidate>;
   for (const c of candidates) byStableId[c.stableId] = c;
   return {

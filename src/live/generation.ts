@@ -1,6 +1,6 @@
 import type { GatewayConfig } from '../config/index.js';
 import type { ParsedOverlay } from '../contract/index.js';
-import type { Credential, ProviderPool } from '../providers/index.js';
+import type { Credential, PriceTable, ProviderPool } from '../providers/index.js';
 import type { CandidateGroup, RoutableCandidate, Route } from '../routing/index.js';
 
 /** A configured provider as one generation sees it. */
@@ -22,7 +22,7 @@ export interface GenerationCandidate extends RoutableCandidate {
   readonly upstreamModel: string;
   /**
    * Overlay candidates may carry their own credential (resolved from the mount when the
-   * generation is built). `unavailable` holds the reason when it could not be read: the
+   * generation is built). `credentialProblem` holds the reason when it could not be read: the
    * candidate then fails over with a 503-class reason instead of calling upstream.
    */
   readonly credential: Credential | null;
@@ -31,11 +31,6 @@ export interface GenerationCandidate extends RoutableCandidate {
 
 export type GenerationRoute = Route<GenerationCandidate>;
 export type GenerationGroup = CandidateGroup<GenerationCandidate>;
-
-export interface Price {
-  readonly input_usd_per_mtok: number;
-  readonly output_usd_per_mtok: number;
-}
 
 /** The overlay revision a generation serves (overlay mode only). */
 export interface OverlaySnapshot {
@@ -78,7 +73,7 @@ export interface Generation {
   readonly modelsFirstSeen: Readonly<Record<string, number>>;
   /** The pre-rendered body of `GET /v1/models`. */
   readonly modelsBody: string;
-  readonly pricing: Readonly<Record<string, Price>>;
+  readonly pricing: PriceTable;
   /** The serving overlay revision, or null in static mode. */
   readonly overlay: OverlaySnapshot | null;
   /** The admin API's bearer token (`server.admin_token`), or null when none is set. */

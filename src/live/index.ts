@@ -5,13 +5,11 @@
 // Imports only config/, contract/, providers/ (pool factories) and routing/ types; never
 // governance/, audit/ or server/. See docs/decisions/0001-one-generation.md.
 export {
-  deepFreeze,
   type Generation,
   type GenerationCandidate,
   type GenerationRoute,
   type GenerationGroup,
   type ProviderRuntime,
-  type Price,
   type OverlaySnapshot,
 } from './generation.js';
 export { buildGeneration, type BuildInputs, type BuildResult } from './build.js';

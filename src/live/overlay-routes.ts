@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { resolve, sep } from 'node:path';
 import { describeSecretRef, type OverlayConfig, resolveSecret, type SecretResult } from '../config/index.js';
-import type { OverlayCandidate, ParsedOverlay, SelectionMode } from '../contract/index.js';
+import type { AdmissionState, OverlayCandidate, ParsedOverlay, SelectionMode } from '../contract/index.js';
 import { Credential } from '../providers/index.js';
-import type { AdmissionState, SelectionPolicy } from '../routing/index.js';
+import type { SelectionPolicy } from '../routing/index.js';
 import type { GenerationCandidate, GenerationGroup, GenerationRoute, OverlaySnapshot, ProviderRuntime } from './generation.js';
 
 const POLICY: Record<SelectionMode, SelectionPolicy> = {

@@ -49,10 +49,6 @@ export class ReloadCoordinator<R> {
     return this.#queued.promise;
   }
 
-  get busy(): boolean {
-    return this.#running !== null;
-  }
-
   /** Refuses new triggers and waits for the reload in progress (and a queued one) to end. */
   async stop(): Promise<void> {
     this.#stopped = true;

@@ -10,4 +10,3 @@ export { startMockProvider } from './mock-provider.js';
 export type { MockProvider, MockProviderOptions } from './mock-provider.js';
 export type { MockFault, MockFaultMode } from './fault-queue.js';
 export type { MockRequestRecord, MockStats } from './request-stats.js';
-export { mockModels } from './provider-context.js';

@@ -23,7 +23,7 @@ export interface MockContext {
   piecesFor(chunks: number): StreamPieces;
 }
 
-export const mockModels: readonly string[] = ['gpt-4o-mini', 'gpt-4o', 'llama-3-8b'];
+const mockModels: readonly string[] = ['gpt-4o-mini', 'gpt-4o', 'llama-3-8b'];
 
 /** Fixed so that model listings are identical from run to run. */
 const modelsCreated = 1_715_367_049;

@@ -2,12 +2,14 @@
 // identity, and the relay that sends one attempt through a pool and streams its answer to
 // the client. PoolRegistry is stateful and built once by server/; live/ uses its `acquire`
 // as the pool factory when building a generation. Imports only resilience/, whose rules
-// decide which upstream answers fail over rather than reach the client.
+// decide which upstream answers fail over rather than reach the client. It also owns the
+// metering units (TokenUsage, PriceTable) that live/ and governance/ share.
 export { Credential } from './credential.js';
 export { ProviderPool, type PoolSpec, type UpstreamCall } from './provider-pool.js';
 export { PoolRegistry } from './pool-registry.js';
 export { relay, type Committed, type Relayed, type RelayRequest, type RelayResult } from './relay.js';
-export { CHAT_COMPLETIONS_PATH, chatBodyFor, upstreamHeaders, usageFromJson, usageFromSseTail, type TokenUsage } from './openai-adapter.js';
+export { CHAT_COMPLETIONS_PATH, chatBodyFor, upstreamHeaders, usageFromJson, usageFromSseTail } from './openai-adapter.js';
+export type { PriceEntry, PriceTable, TokenUsage } from './metering.js';
 
 /** A provider identity: type + base URL without a trailing slash. */
 export function providerIdentity(type: string, baseUrl: string): string {

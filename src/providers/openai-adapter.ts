@@ -1,5 +1,6 @@
 import type { Credential } from './credential.js';
 import { replaceTopLevelString } from './json-splice.js';
+import type { TokenUsage } from './metering.js';
 
 // The OpenAI-compatible protocol adapter: how a chat completion is addressed and
 // authenticated upstream. Same protocol in and out, so the body passes through untouched
@@ -25,11 +26,6 @@ export function upstreamHeaders(
   const headers: Record<string, string> = { ...extra, 'content-type': 'application/json', accept, 'x-request-id': requestId };
   if (credential !== null) headers.authorization = credential.authorization();
   return headers;
-}
-
-export interface TokenUsage {
-  readonly inputTokens: number;
-  readonly outputTokens: number;
 }
 
 function usageOf(value: unknown): TokenUsage | null {

@@ -2,7 +2,8 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'n
 import type { Dispatcher } from 'undici';
 import { openaiErrorBody } from '../errors.js';
 import { type FailureReason, isFailoverStatus, reasonForStatus } from '../resilience/index.js';
-import { type TokenUsage, usageFromJson, usageFromSseTail } from './openai-adapter.js';
+import type { TokenUsage } from './metering.js';
+import { usageFromJson, usageFromSseTail } from './openai-adapter.js';
 import type { ProviderPool, UpstreamCall } from './provider-pool.js';
 
 // One attempt at one candidate, as an undici dispatch handler. Until the upstream's status

@@ -1,7 +1,7 @@
 // The shapes selection works on. live/ builds them (frozen) into each generation; routing
 // only reads them, so these are types plus nothing else.
-
-export type AdmissionState = 'new_and_existing' | 'existing_only' | 'none';
+// Admission states are the overlay contract's vocabulary; static routes use its default.
+import type { AdmissionState } from '../contract/index.js';
 
 /** Static config names (`round_robin`) and overlay names (`roundRobin`) both map here. */
 export type SelectionPolicy = 'ordered' | 'round_robin' | 'random' | 'weighted';

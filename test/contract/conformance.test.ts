@@ -1,4 +1,6 @@
 // The shared overlay-v1 vectors (Praxis AI's public fixtures), read in place at test time.
+// A clone without ../shared skips them; vector-coverage.test.ts checks that our own vectors
+// (test/contract/vectors/) pin every outcome they do, so such a clone tests the same contract.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';

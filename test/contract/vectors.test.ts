@@ -4,8 +4,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { checkSuccession, parseOverlay } from '../../src/contract/index.js';
-import type { ExpectedScope, ParsedOverlay } from '../../src/contract/index.js';
+import { checkSuccession, MAX_OVERLAY_BYTES, parseOverlay, readOverlayFile } from '../../src/contract/index.js';
+import type { ContractResult, ExpectedScope, ParsedOverlay } from '../../src/contract/index.js';
 
 const vectorDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'vectors');
 
@@ -18,10 +18,21 @@ interface VectorCase {
   expected_scope?: ExpectedScope;
   /** When set: both files parse, and checkSuccession(serving, file) decides. */
   serving?: string;
+  /** The read limit (`routing.overlay.max_bytes`); 2 MiB when absent. */
+  max_bytes?: number;
+  /** The shared overlay-v1 fixture whose behaviour this case pins (see vector-coverage.test.ts). */
+  shared_case?: string;
 }
 
 const manifest = JSON.parse(readFileSync(path.join(vectorDir, 'manifest.json'), 'utf8')) as { cases: VectorCase[] };
 const read = (file: string) => readFileSync(path.join(vectorDir, file));
+
+/** The gateway's own path: the bounded read, then the parse. */
+async function outcomeOf(vector: VectorCase): Promise<ContractResult> {
+  const read = await readOverlayFile(path.join(vectorDir, vector.file), vector.max_bytes ?? MAX_OVERLAY_BYTES);
+  if (!read.ok) return read;
+  return parseOverlay(read.bytes, vector.expected_scope ? { expectedScope: vector.expected_scope } : {});
+}
 
 function parseAccepted(file: string): ParsedOverlay {
   const result = parseOverlay(read(file));
@@ -36,7 +47,7 @@ test('every vector file is used by a case in manifest.json', () => {
 });
 
 for (const vector of manifest.cases) {
-  test(vector.name, () => {
+  test(vector.name, async () => {
     if (vector.serving !== undefined) {
       const verdict = checkSuccession(parseAccepted(vector.serving), parseAccepted(vector.file));
       if (vector.expected === 'reject') {
@@ -47,13 +58,14 @@ for (const vector of manifest.cases) {
       }
       return;
     }
-    const options = vector.expected_scope ? { expectedScope: vector.expected_scope } : {};
-    const result = parseOverlay(read(vector.file), options);
+    const result = await outcomeOf(vector);
     if (vector.expected === 'reject') {
       assert.equal(result.ok, false, `${vector.file} was accepted`);
       if (!result.ok) {
         assert.equal(result.reason, vector.reason, result.message);
-        assert.match(result.message, /^[\w.[\]()\s]+:/, 'the message opens with a field path');
+        // A refused read names the file; a refused parse opens with the field path.
+        const readPrefix = `overlay file ${JSON.stringify(path.join(vectorDir, vector.file))}:`;
+        if (!result.message.startsWith(readPrefix)) assert.match(result.message, /^[\w.[\]()\s]+:/, 'the message opens with a field path');
       }
       return;
     }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { AdmissionState } from '../../src/contract/index.js';
 import {
-  type AdmissionState,
   type CandidateGroup,
   type RoutableCandidate,
   type Route,

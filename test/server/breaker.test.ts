@@ -6,17 +6,11 @@ import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import type { Reply } from '../support/http.js';
-import { metricValue, scrapeMetrics, waitUntil } from '../support/observe.js';
+import { chatCount, metricValue, scrapeMetrics, waitUntil } from '../support/observe.js';
 
 // Circuit breakers through a real gateway process, policy ordered over [east, west].
 // Whether a request reached a provider is read from that mock's own count, so "skipped"
 // means the upstream really saw nothing.
-
-const chatPath = 'POST /v1/chat/completions';
-
-function chatCount(m: MockProvider): number {
-  return m.stats().requests[chatPath] ?? 0;
-}
 
 async function breakerState(gw: GatewayProcess, provider: string): Promise<number | undefined> {
   return metricValue(await scrapeMetrics(gw.url), 'switchyard_breaker_state', { provider });

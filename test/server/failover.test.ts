@@ -6,22 +6,17 @@ import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import type { Reply } from '../support/http.js';
-import { closedPort, metricValue, scrapeMetrics } from '../support/observe.js';
+import { chatCount, closedPort, metricValue, scrapeMetrics } from '../support/observe.js';
 
 // Failover before the first byte, through a real gateway process: each failure kind on the
 // first candidate moves the request to the next one; when every candidate fails, the client
 // gets one OpenAI-shaped error whose status reflects what failed.
 
-const chatPath = 'POST /v1/chat/completions';
 const timeoutMs = 300;
 
 let east: MockProvider;
 let west: MockProvider;
 let gw: GatewayProcess;
-
-function chatCount(m: MockProvider): number {
-  return m.stats().requests[chatPath] ?? 0;
-}
 
 function assertServed(r: Reply, provider: string, fallback: string): void {
   assert.equal(r.status, 200, r.text);

@@ -6,6 +6,7 @@ import type { MockProvider } from '../../src/mock/index.js';
 import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
+import { chatCount } from '../support/observe.js';
 
 // A table of malformed requests against a real gateway process. Each one must get its status
 // and an OpenAI-shaped error body, must never reach the provider, and must leave the gateway
@@ -227,12 +228,12 @@ describe('malformed input', () => {
   });
 
   it('after every malformed request the gateway still serves, and no malformed request reached the provider', async () => {
-    const before = mock.stats().requests['POST /v1/chat/completions'] ?? 0;
+    const before = chatCount(mock);
     const r = await postChat(gw.url, chatBody('gpt-4o-mini'));
     assert.equal(r.status, 200, r.text);
     assert.equal(r.json().object, 'chat.completion');
     assert.equal(r.headers.get('x-switchyard-provider'), 'east');
-    assert.equal(mock.stats().requests['POST /v1/chat/completions'], before + 1);
+    assert.equal(chatCount(mock), before + 1);
     // Only the exact-limit request and this one were valid chat requests.
     assert.equal(before, 1, 'a malformed request was forwarded upstream');
     assert.equal(gw.child.exitCode, null, 'the gateway exited');

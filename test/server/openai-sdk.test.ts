@@ -5,6 +5,7 @@ import { startMockProvider } from '../../src/mock/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
 import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
+import { chatCount } from '../support/observe.js';
 
 // The official openai npm client, unmodified, against a real gateway process: what users will
 // actually run. Retries are off so that every error reaches the test as the gateway sent it.
@@ -14,10 +15,6 @@ let gw: GatewayProcess;
 let client: OpenAI;
 
 const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: 'user', content: 'hello from the sdk test' }];
-
-function chatCalls(): number {
-  return mock.stats().requests['POST /v1/chat/completions'] ?? 0;
-}
 
 describe('the official openai client', () => {
   before(async () => {
@@ -108,7 +105,7 @@ describe('the official openai client', () => {
   });
 
   it('an unknown model raises NotFoundError with status 404 and code model_not_found, without calling the provider', async () => {
-    const before = chatCalls();
+    const before = chatCount(mock);
     await assert.rejects(
       client.chat.completions.create({ model: 'no-such-model', messages }),
       (err: unknown) => {
@@ -127,7 +124,7 @@ describe('the official openai client', () => {
       client.chat.completions.create({ model: 'no-such-model', messages, stream: true }),
       (err: unknown) => err instanceof OpenAI.NotFoundError && err.code === 'model_not_found',
     );
-    assert.equal(chatCalls(), before);
+    assert.equal(chatCount(mock), before);
   });
 
   it('an upstream failure raises an APIError with the gateway\'s 5xx status and code', async () => {

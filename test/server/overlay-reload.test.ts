@@ -11,7 +11,8 @@ import { chatBody, postChat } from '../support/http.js';
 import { metricValue, scrapeMetrics } from '../support/observe.js';
 import { candidate, envelope } from '../support/overlay.js';
 import type { EnvelopeOptions } from '../support/overlay.js';
-import { adminStatus, overlayConfig, reloadLines, revisionOf, waitForReload, waitForServing, writeByRename } from '../support/overlay-gateway.js';
+import { adminStatusBody } from '../support/admin.js';
+import { overlayConfig, reloadLines, revisionOf, waitForReload, waitForServing, writeByRename } from '../support/overlay-gateway.js';
 
 // The overlay reload path seen from outside: a real gateway process in overlay mode, an
 // overlay file rewritten under it, and real requests after each change. Every rejection
@@ -68,7 +69,7 @@ describe('overlay reload: retention, same bytes, timestamps, rollback, unknown c
       }),
       { dir },
     );
-    const status = await adminStatus(gw);
+    const status = await adminStatusBody(gw);
     baseline = { revision: first.revision, generation: status.generation!.number, text: first.text };
     assert.equal(status.overlay?.serving_revision, first.revision);
   });
@@ -99,7 +100,7 @@ describe('overlay reload: retention, same bytes, timestamps, rollback, unknown c
     const rejected = metricValue(metrics, 'switchyard_overlay_reload_total', { result: 'rejected', reason });
     assert.ok(rejected !== undefined && rejected >= 1, `switchyard_overlay_reload_total{result="rejected",reason="${reason}"} = ${rejected}`);
 
-    const status = await adminStatus(gw);
+    const status = await adminStatusBody(gw);
     assert.equal(status.overlay?.serving_revision, baseline.revision);
     assert.equal(status.overlay?.accepted_revision, baseline.revision, 'a rejected overlay is never the accepted revision');
     assert.equal(status.overlay?.last_rejection?.reason, reason);
@@ -191,7 +192,7 @@ describe('overlay reload: retention, same bytes, timestamps, rollback, unknown c
     const { text: keyed } = render([candidate('m', 'central', { api_key: 'plain-looking-value' })], { sourceGeneration: 6 });
     await expectRetained('credential_value', () => writeByRename(overlayFile, keyed));
     assert.ok(!gw.output.join('\n').includes(SECRET_LOOKING), 'the credential-looking value appears in no gateway output');
-    assert.ok(!JSON.stringify(await adminStatus(gw)).includes(SECRET_LOOKING), 'nor in /admin/status');
+    assert.ok(!JSON.stringify(await adminStatusBody(gw)).includes(SECRET_LOOKING), 'nor in /admin/status');
   });
 
   it('Invariant 2 — a lower source_generation from the same source_uid is rejected as rollback and the previous revision keeps serving', async () => {
@@ -211,7 +212,7 @@ describe('overlay reload: retention, same bytes, timestamps, rollback, unknown c
     const after = await servedRevision();
     assert.deepEqual(after, { ...before, provider: after.provider });
     assert.equal(after.generation, String(baseline.generation));
-    const status = await adminStatus(gw);
+    const status = await adminStatusBody(gw);
     assert.equal(status.generation?.number, baseline.generation);
     const unchanged = metricValue(await scrapeMetrics(gw.url), 'switchyard_overlay_reload_total', { result: 'unchanged' });
     assert.ok(unchanged !== undefined && unchanged >= 2, `switchyard_overlay_reload_total{result="unchanged"} = ${unchanged}`);
@@ -239,7 +240,7 @@ describe('overlay reload: retention, same bytes, timestamps, rollback, unknown c
     assert.equal(third.generation, String(applied.generation + 1), 'the request ran on the new generation');
     assert.equal(third.revision, applied.revision);
     assert.equal(third.provider, order[(k + 2) % 3], `the cycle continues rather than restarting: ${[...first, third.provider].join(',')}`);
-    const status = await adminStatus(gw);
+    const status = await adminStatusBody(gw);
     assert.equal((status.overlay as unknown as { rendered_at: string }).rendered_at, '2026-11-29T10:05:00Z');
   });
 
@@ -252,14 +253,14 @@ describe('overlay reload: retention, same bytes, timestamps, rollback, unknown c
     const still = await servedRevision();
     assert.equal(still.revision, serving.revision);
     assert.equal(still.provider, 'east');
-    assert.equal((await adminStatus(gw)).overlay?.source_generation, 20);
+    assert.equal((await adminStatusBody(gw)).overlay?.source_generation, 20);
 
     // A recreated source object (new uid) starts its generations over.
     const recreated = await publish([candidate('m', 'west')], { sourceGeneration: 1, sourceUid: 'uid-2' });
     const now = await servedRevision();
     assert.equal(now.revision, recreated.revision);
     assert.equal(now.provider, 'west');
-    const status = await adminStatus(gw);
+    const status = await adminStatusBody(gw);
     assert.equal(status.overlay?.source_generation, 1);
     assert.equal(status.overlay?.source_uid, 'uid-2');
   });
@@ -272,7 +273,7 @@ describe('overlay reload: retention, same bytes, timestamps, rollback, unknown c
       assert.equal(r.revision, applied.revision);
       assert.equal(r.provider, 'central', 'deterministic order would pick the first candidate, but its cluster is unknown');
     }
-    const status = await adminStatus(gw);
+    const status = await adminStatusBody(gw);
     assert.deepEqual(status.overlay?.unroutable_candidates, [{ stable_id: 'inference_model/m/nowhere-site/nowhere', model: 'm', cluster: 'nowhere' }]);
     assert.equal(status.overlay?.candidates_per_model.m, 2, 'the unroutable candidate still counts as part of the revision');
     assert.equal(metricValue(await scrapeMetrics(gw.url), 'switchyard_overlay_unroutable_candidates'), 1);
@@ -282,7 +283,7 @@ describe('overlay reload: retention, same bytes, timestamps, rollback, unknown c
     // Once the candidate is gone, the gauge drops back.
     await publish([candidate('m', 'central')], { sourceGeneration: 3, sourceUid: 'uid-2' });
     assert.equal(metricValue(await scrapeMetrics(gw.url), 'switchyard_overlay_unroutable_candidates'), 0);
-    assert.deepEqual((await adminStatus(gw)).overlay?.unroutable_candidates, []);
+    assert.deepEqual((await adminStatusBody(gw)).overlay?.unroutable_candidates, []);
   });
 
   it('no overlay revision ever appears as a metric label value', async () => {

@@ -9,10 +9,11 @@ import { startGatewayProcess } from '../support/gateway-process.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import type { Reply } from '../support/http.js';
-import { metricValue, scrapeMetrics, tally } from '../support/observe.js';
+import { chatCount, metricValue, scrapeMetrics, tally } from '../support/observe.js';
 import { candidate, envelope } from '../support/overlay.js';
 import type { EnvelopeOptions } from '../support/overlay.js';
-import { adminStatus, attributionHeaders, overlayConfig, revisionOf, waitForServing, writeByRename } from '../support/overlay-gateway.js';
+import { adminStatusBody } from '../support/admin.js';
+import { attributionHeaders, overlayConfig, revisionOf, waitForServing, writeByRename } from '../support/overlay-gateway.js';
 
 // Selection over overlay candidates, seen from outside: one gateway process in overlay mode
 // in front of three mock providers, a new revision published for each scenario, and real
@@ -20,7 +21,6 @@ import { adminStatus, attributionHeaders, overlayConfig, revisionOf, waitForServ
 
 const names = ['east', 'west', 'central'] as const;
 type Name = (typeof names)[number];
-const chatPath = 'POST /v1/chat/completions';
 const MOUNTED_SECRET = 'mounted-bearer-value-7f3a9c';
 
 let mocks: Record<Name, MockProvider>;
@@ -55,7 +55,7 @@ async function servedBy(model: string, n: number, session?: string): Promise<str
 
 
 function counts(): Record<Name, number> {
-  return { east: mocks.east.stats().requests[chatPath] ?? 0, west: mocks.west.stats().requests[chatPath] ?? 0, central: mocks.central.stats().requests[chatPath] ?? 0 };
+  return { east: chatCount(mocks.east), west: chatCount(mocks.west), central: chatCount(mocks.central) };
 }
 
 /** A no_route 404 that names no provider, candidate, revision or generation (invariant 8). */
@@ -99,7 +99,7 @@ describe('overlay selection', () => {
 
   it('a served request carries revision, candidate, provider and generation, and the upstream gets the Grid hop headers', async () => {
     const revision = await publish([candidate('m', 'west', { stable_id: '0badcafe' })]);
-    const generation = (await adminStatus(gw)).generation!.number;
+    const generation = (await adminStatusBody(gw)).generation!.number;
     const r = await ask('m', undefined, { 'x-ai-routing-revision': 'forged', 'x-ai-routing-candidate': 'forged', 'x-request-id': 'req-overlay-1' });
     assert.equal(r.status, 200, r.text);
     assert.equal(r.headers.get('x-switchyard-revision'), revision);
@@ -284,7 +284,7 @@ describe('overlay selection', () => {
       assertNoRoute(await ask('m', 'sess-empty'), 'a session bound before the empty revision');
       const models = (await (await fetch(`${gw.url}/v1/models`)).json()) as { data: unknown[] };
       assert.deepEqual(models.data, [], '/v1/models lists nothing');
-      const status = await adminStatus(gw);
+      const status = await adminStatusBody(gw);
       assert.equal(status.overlay?.candidate_count, 0);
       assert.deepEqual(counts(), { east: 1, west: 0, central: 0 }, 'no upstream saw a request after the withdrawal');
 
@@ -345,7 +345,7 @@ describe('overlay selection', () => {
       await publish([candidate('cred', 'east', ref('east-key'))]);
       assert.equal((await ask('cred')).status, 200);
       assert.ok(!gw.output.join('\n').includes(MOUNTED_SECRET), 'not in any log line');
-      assert.ok(!JSON.stringify(await adminStatus(gw)).includes(MOUNTED_SECRET), 'not in /admin/status');
+      assert.ok(!JSON.stringify(await adminStatusBody(gw)).includes(MOUNTED_SECRET), 'not in /admin/status');
       assert.ok(!(await scrapeMetrics(gw.url)).includes(MOUNTED_SECRET), 'not in /metrics');
     });
   });

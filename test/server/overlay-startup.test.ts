@@ -9,7 +9,8 @@ import type { MockProvider } from '../../src/mock/index.js';
 import { runCli, startGatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import { candidate, envelope } from '../support/overlay.js';
-import { adminStatus, overlayConfig } from '../support/overlay-gateway.js';
+import { adminStatusBody } from '../support/admin.js';
+import { overlayConfig } from '../support/overlay-gateway.js';
 
 // Start-up rules for overlay mode, seen as a user sees them: `switchyard serve` on a config
 // and an overlay file either starts, or exits 1 with a message that says what is wrong.
@@ -97,7 +98,7 @@ describe('overlay mode at start-up', () => {
       const r = await postChat(gw.url, chatBody('m'));
       assert.equal(r.status, 200, r.text);
       assert.equal(r.headers.get('x-switchyard-provider'), 'east');
-      const status = await adminStatus(gw);
+      const status = await adminStatusBody(gw);
       assert.equal(status.overlay?.format, 'legacy');
       assert.equal(r.headers.get('x-switchyard-revision'), status.overlay?.serving_revision);
       assert.match(status.overlay?.serving_revision ?? '', /^[0-9a-f]{64}$/, 'a legacy payload still has a content revision');

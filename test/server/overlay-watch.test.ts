@@ -16,7 +16,8 @@ import { chatBody, postChat } from '../support/http.js';
 import { waitUntil } from '../support/observe.js';
 import { candidate, envelope, kubeletWrite } from '../support/overlay.js';
 import type { EnvelopeOptions } from '../support/overlay.js';
-import { adminStatus, overlayConfig, reloadLines, revisionOf, waitForReload, waitForServing, writeByRename } from '../support/overlay-gateway.js';
+import { adminStatusBody } from '../support/admin.js';
+import { overlayConfig, reloadLines, revisionOf, waitForReload, waitForServing, writeByRename } from '../support/overlay-gateway.js';
 
 // The overlay watcher seen from outside: the writers a control plane really uses (the
 // kubelet's ..data symlink swap, temp file + rename, in-place truncate and write), the
@@ -192,7 +193,7 @@ describe('overlay writers', () => {
   });
 
   it('an in-place truncate-and-write is rejected while half written, then the complete file is applied', async () => {
-    const serving = (await adminStatus(gw)).overlay!.serving_revision;
+    const serving = (await adminStatusBody(gw)).overlay!.serving_revision;
     sourceGeneration += 1;
     const next = render([candidate('in-place', 'central')], { sourceGeneration });
     const bytes = Buffer.from(next.text);
@@ -309,7 +310,7 @@ describe('overlay directory deleted and recreated', () => {
   });
 
   it('while the directory is missing the old revision serves; a recreated directory with a new overlay is applied', async () => {
-    const old = (await adminStatus(gw)).overlay!.serving_revision;
+    const old = (await adminStatusBody(gw)).overlay!.serving_revision;
     const from = reloadLines(gw).length;
     rmSync(overlayDir, { recursive: true });
     await waitForReload(gw, from, (l) => l.result === 'rejected' && l.reason === 'missing', 'the missing file is rejected');

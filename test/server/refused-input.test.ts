@@ -11,7 +11,8 @@ import { configText, startGatewayProcess } from '../support/gateway-process.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { metricValue, scrapeMetrics, waitUntil } from '../support/observe.js';
 import { candidate, envelope } from '../support/overlay.js';
-import { adminStatus, overlayConfig, reloadLines, waitForReload, writeByRename } from '../support/overlay-gateway.js';
+import { adminStatusBody } from '../support/admin.js';
+import { overlayConfig, reloadLines, waitForReload, writeByRename } from '../support/overlay-gateway.js';
 
 // A refused input left on disk, seen from outside: a real gateway in overlay mode whose
 // overlay re-check runs every 100 ms and whose config is watched. The first refusal is
@@ -40,7 +41,7 @@ async function afterRechecks(n: number): Promise<void> {
 }
 
 async function history(): Promise<string[]> {
-  const reloads = (await adminStatus(gw)).reloads as ReloadResult[];
+  const reloads = (await adminStatusBody(gw)).reloads as ReloadResult[];
   return reloads.map((r) => `${r.trigger}:${r.result}${r.reason === undefined ? '' : `:${r.reason}`}`);
 }
 
@@ -69,28 +70,28 @@ describe('a refused input left on disk', () => {
     const from = reloadLines(gw).length;
     writeByRename(overlayFile, JSON.stringify(envelope([candidate('m', 'east'), candidate('other', 'east')], { sourceGeneration: 4 })));
     await waitForReload(gw, from, (l) => l.result === 'rejected' && l.reason === 'rollback', 'the rolled-back overlay is refused');
-    const first = (await adminStatus(gw)).overlay!.last_rejection!;
+    const first = (await adminStatusBody(gw)).overlay!.last_rejection!;
     assert.equal(first.reason, 'rollback');
     assert.equal(await metric('switchyard_overlay_reload_total', { result: 'rejected', reason: 'rollback' }), 1);
 
     await afterRechecks(15);
     assert.equal(await metric('switchyard_overlay_reload_total', { result: 'rejected', reason: 'rollback' }), 1, 'the re-checks did not count the same refusal again');
-    assert.deepEqual((await adminStatus(gw)).overlay!.last_rejection, first, 'last_rejection keeps the first refusal\'s time');
+    assert.deepEqual((await adminStatusBody(gw)).overlay!.last_rejection, first, 'last_rejection keeps the first refusal\'s time');
     assert.equal(warnLines().length, 1, 'one warn line');
     assert.deepEqual((await history()).filter((h) => h.endsWith(':rejected:rollback')), ['overlay_watch:rejected:rollback'], 'one history entry');
     assert.ok((await metric('switchyard_reload_total', { trigger: 'overlay_recheck', result: 'unchanged' })) >= 15, 'each re-check is counted as unchanged');
-    assert.equal((await adminStatus(gw)).generation?.number, 1, 'the serving generation stays');
+    assert.equal((await adminStatusBody(gw)).generation?.number, 1, 'the serving generation stays');
   });
 
   it('new bytes are judged afresh', async () => {
-    const before = (await adminStatus(gw)).overlay!.last_rejection!;
+    const before = (await adminStatusBody(gw)).overlay!.last_rejection!;
     const from = reloadLines(gw).length;
     const tampered = envelope([candidate('m', 'east')], { sourceGeneration: 6 });
     (tampered.overlay as { candidates: unknown[] }).candidates.push(candidate('smuggled', 'east'));
     writeByRename(overlayFile, JSON.stringify(tampered));
     const line = await waitForReload(gw, from, (l) => l.result === 'rejected', 'the tampered overlay is refused');
     assert.notEqual(line.reason, 'rollback');
-    const now = (await adminStatus(gw)).overlay!.last_rejection!;
+    const now = (await adminStatusBody(gw)).overlay!.last_rejection!;
     assert.equal(now.reason, line.reason);
     assert.notEqual(now.at, before.at);
     await afterRechecks(5);
@@ -98,7 +99,7 @@ describe('a refused input left on disk', () => {
   });
 
   it('an explicit reload judges the same bytes again and reports them; the re-checks after it stay quiet', async () => {
-    const reason = (await adminStatus(gw)).overlay!.last_rejection!.reason;
+    const reason = (await adminStatusBody(gw)).overlay!.last_rejection!.reason;
     const counted = await metric('switchyard_overlay_reload_total', { result: 'rejected', reason });
     const reply = await adminReload(gw.adminUrl!);
     assert.equal(reply.body.result, 'rejected', reply.text);

@@ -15,14 +15,12 @@ import { baseConfig, configText, runCli, startGatewayProcess } from '../support/
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import type { Reply } from '../support/http.js';
-import { metricValue, scrapeMetrics, SseReader, waitUntil } from '../support/observe.js';
+import { chatCount, metricValue, scrapeMetrics, SseReader, waitUntil } from '../support/observe.js';
 
 // Live generations through real gateway processes and in-process mock providers: every
 // reload trigger, the invariants of DESIGN.md (each test names its number), breakers
 // keyed by identity, the admin API and the reload metrics. What served a request is read
 // from its attribution headers, the mock's own x-mock-provider header and the access log.
-
-const chatPath = 'POST /v1/chat/completions';
 
 let east: MockProvider;
 let west: MockProvider;
@@ -51,10 +49,6 @@ async function startGw(config: object | string, options: Parameters<typeof start
   const gw = await startGatewayProcess(config, options);
   cleanup.push(() => gw.stop());
   return gw;
-}
-
-function chatCount(m: MockProvider): number {
-  return m.stats().requests[chatPath] ?? 0;
 }
 
 function resetMocks(): void {
@@ -549,14 +543,26 @@ describe('Invariant 5 — pricing swaps together with routes', () => {
 // ---------------------------------------------------------------------------------------
 
 describe('Invariant 3 — stateful services survive reloads', () => {
-  it('after 50 reloads the breaker registry, affinity table, counters, pools and metrics are the same objects, with their state, and the generation advanced by 50', async () => {
+  /** Every stateful service of DESIGN.md; a service added to Services later must join this list. */
+  const STATEFUL = ['holder', 'breakers', 'counters', 'affinity', 'pools', 'metrics', 'logger', 'accessLog'] as const;
+
+  async function requestsCounted(metrics: { requests: { get(): Promise<{ values: ReadonlyArray<{ value: number }> }> } }): Promise<number> {
+    return (await metrics.requests.get()).values.reduce((sum, v) => sum + v.value, 0);
+  }
+
+  it('invariant 3: after 50 real reloads each stateful service is the object captured before them, and the request path still uses it and its state', async () => {
     resetMocks();
     const dir = mkdtempSync(join(tmpdir(), 'switchyard-inproc-'));
     const configPath = join(dir, 'gateway.yaml');
+    // Every variant changes model m's fallback (west, then central), so each reload applies a
+    // new generation. Route rr is the same in every variant, so its rotation may be kept.
     const variant = (n: number): object =>
       baseConfig(
-        n % 2 === 0 ? { east: east.baseUrl, west: west.baseUrl } : { east: east.baseUrl, central: central.baseUrl },
-        { m: { policy: 'ordered', candidates: [{ provider: 'east' }, { provider: n % 2 === 0 ? 'west' : 'central' }] } },
+        { east: east.baseUrl, west: west.baseUrl, central: central.baseUrl },
+        {
+          m: { policy: 'ordered', candidates: [{ provider: 'east' }, { provider: n % 2 === 0 ? 'west' : 'central' }] },
+          rr: { policy: 'round_robin', candidates: [{ provider: 'east' }, { provider: 'west' }] },
+        },
         { log: { level: 'silent' } },
       );
     const withSessions = (n: number): object => {
@@ -565,14 +571,23 @@ describe('Invariant 3 — stateful services survive reloads', () => {
       return c;
     };
     writeFileSync(configPath, configText(withSessions(0)));
-    const gateway = await startGateway({ configPath, logger: createLogger({ level: 'silent' }), env: {} });
+    const ownLogger = createLogger({ level: 'silent' });
+    const gateway = await startGateway({ configPath, logger: ownLogger, env: {} });
     try {
-      const svc = gateway.services;
-      const { breakers, affinity, counters, pools, metrics, holder, logger } = svc;
+      // The references, captured once, before any reload.
+      const captured = { ...gateway.services };
+      for (const name of STATEFUL) assert.ok(captured[name] !== undefined, `Services has ${name}`);
+      const { breakers, affinity, counters, pools, metrics, holder } = captured;
       const startGeneration = holder.current().number;
       const eastIdentity = holder.current().providers.east!.identity;
+      const eastPool = holder.current().providers.east!.pool;
+      const poolCount = pools.size;
 
-      // Give the services some state: one east failure (served by the fallback), one session.
+      // Give the services some state: a round-robin position, one east failure (served by
+      // the fallback), one session.
+      assertServed(await postChat(gateway.url, chatBody('rr')), 'east');
+      const rotations = counters.size;
+      assert.ok(rotations >= 1, 'the round-robin route has a counter');
       east.addFault({ mode: 'status', status: 500, count: 1 });
       const failed = await postChat(gateway.url, chatBody('m'));
       assertServed(failed, 'west');
@@ -584,26 +599,41 @@ describe('Invariant 3 — stateful services survive reloads', () => {
       assert.equal(breakers.view(eastIdentity)?.consecutiveFailures, 1);
       const sessions = affinity.size;
       assert.ok(sessions >= 1);
+      const countedBefore = await requestsCounted(metrics);
+      assert.ok(countedBefore >= 4, 'the requests so far are counted');
 
+      // The real reload path: the config file changes, then POST /admin/reload.
       for (let n = 1; n <= 50; n++) {
         writeFileSync(configPath, configText(withSessions(n)));
-        const r = await gateway.reload('admin');
-        assert.equal(r.result, 'applied', JSON.stringify(r.errors));
+        const r = await adminReload(gateway.adminUrl!);
+        assert.equal(r.status, 200, r.text);
+        assert.equal(r.body.result, 'applied', JSON.stringify(r.body.errors));
+        assert.equal(r.body.generation, startGeneration + n);
+        assert.equal(holder.current().routes.m!.groups.flatMap((g) => g.candidates)[1]!.providerName, n % 2 === 0 ? 'west' : 'central', `reload ${n} applied its config`);
       }
 
+      // The same objects, by reference: none was rebuilt or replaced by a reload.
       assert.equal(holder.current().number, startGeneration + 50);
-      assert.equal(gateway.services, svc);
-      assert.equal(gateway.services.breakers, breakers);
-      assert.equal(gateway.services.affinity, affinity);
-      assert.equal(gateway.services.counters, counters);
-      assert.equal(gateway.services.pools, pools);
-      assert.equal(gateway.services.metrics, metrics);
-      assert.equal(gateway.services.holder, holder);
-      assert.equal(gateway.services.logger, logger);
+      for (const name of STATEFUL) assert.equal(gateway.services[name], captured[name], `${name} is the object captured before the reloads`);
+      assert.equal(gateway.services.logger, ownLogger, 'the logger is still the one the caller passed in');
+      assert.equal(holder.current().providers.east!.pool, eastPool, "east's pool is the same object in the 50th generation");
+      assert.equal(pools.size, poolCount, 'no pool was added or dropped');
+
+      // Their state survived ...
       assert.equal(breakers.view(eastIdentity)?.consecutiveFailures, 1, "east's breaker kept its count across 50 reloads");
       assert.equal(affinity.size, sessions, 'the session table kept its entries');
+      assert.equal(counters.size, rotations, 'the round-robin counters kept their keys');
+
+      // ... and the request path after the reloads reads and writes these same objects.
+      east.addFault({ mode: 'status', status: 500, count: 1 });
+      assertServed(await postChat(gateway.url, chatBody('m')), 'west', startGeneration + 50);
+      assert.equal(breakers.view(eastIdentity)?.consecutiveFailures, 2, 'a failure after the reloads is recorded in the captured breaker registry');
       const again = await postChat(gateway.url, chatBody('m'), { 'x-session-id': 'session-1' });
       assertServed(again, 'east', startGeneration + 50);
+      assertServed(await postChat(gateway.url, chatBody('rr')), 'west');
+      assertServed(await postChat(gateway.url, chatBody('m'), { 'x-session-id': 'session-2' }), 'east');
+      assert.equal(affinity.size, sessions + 1, 'a session bound after the reloads is in the captured affinity table');
+      assert.ok((await requestsCounted(metrics)) > countedBefore, 'requests after the reloads are counted by the captured metrics registry');
     } finally {
       await gateway.close();
       rmSync(dir, { recursive: true, force: true });

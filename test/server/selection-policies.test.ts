@@ -5,20 +5,18 @@ import type { MockProvider } from '../../src/mock/index.js';
 import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
-import { tally } from '../support/observe.js';
+import { chatCount, tally } from '../support/observe.js';
 
 // Selection policies and pass-through, seen from outside: a real gateway process in front
 // of three mock providers. Who served a request is read from x-switchyard-provider and
 // cross-checked against what each mock counted.
 
 const names = ['a', 'b', 'c'] as const;
-const chatPath = 'POST /v1/chat/completions';
-
 let mocks: Record<(typeof names)[number], MockProvider>;
 let gw: GatewayProcess;
 
 function counts(): number[] {
-  return names.map((n) => mocks[n].stats().requests[chatPath] ?? 0);
+  return names.map((n) => chatCount(mocks[n]));
 }
 
 /** Sends `n` requests for `model`, `batch` at a time, and returns who served each, in order. */

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import type { ReloadResult } from '../../src/server/index.js';
 
 // The admin listener from outside: POST /admin/reload and GET /admin/status, with an
@@ -25,11 +26,25 @@ export interface StatusRoute {
   readonly candidates: ReadonlyArray<{ stable_id: string; provider: string; upstream_model: string; weight: number }>;
 }
 
+export interface OverlayStatus {
+  readonly accepted_revision: string | null;
+  readonly serving_revision: string;
+  readonly source_uid: string | null;
+  readonly source_generation: number | null;
+  readonly format: string;
+  readonly candidate_count: number;
+  readonly candidates_per_model: Record<string, number>;
+  readonly unroutable_candidates: Array<{ stable_id: string; model: string; cluster: string }>;
+  readonly last_rejection: { at: string; reason: string; message: string } | null;
+}
+
 export interface AdminStatus {
   readonly generation: { number: number; built_at: string; config_hash: string } | null;
   readonly reloads: readonly ReloadResult[];
   readonly providers: readonly StatusProvider[];
   readonly routes: readonly StatusRoute[];
+  /** Overlay mode only. */
+  readonly overlay: OverlayStatus | null;
 }
 
 function authHeaders(token: string | undefined): Record<string, string> {
@@ -55,4 +70,12 @@ export async function adminReload(adminUrl: string, token?: string): Promise<Adm
 /** GET /admin/status. */
 export async function adminStatus(adminUrl: string, token?: string): Promise<AdminReply<AdminStatus>> {
   return parse<AdminStatus>(await fetch(`${adminUrl}/admin/status`, { headers: authHeaders(token) }));
+}
+
+/** GET /admin/status of a gateway, which must answer 200: its body. */
+export async function adminStatusBody(gw: { readonly adminUrl: string | null }, token?: string): Promise<AdminStatus> {
+  if (gw.adminUrl === null) throw new Error('the gateway has no admin listener');
+  const reply = await adminStatus(gw.adminUrl, token);
+  assert.equal(reply.status, 200, `GET /admin/status answered ${reply.status}: ${reply.text}`);
+  return reply.body;
 }

@@ -140,3 +140,17 @@ export function baseConfig(providers: Record<string, string>, routes: Record<str
     ...Object.fromEntries(Object.entries(extra).filter(([k]) => k !== 'server')),
   };
 }
+
+/**
+ * A config whose YAML aliases expand exponentially (11 aliases of 11 aliases of one mapping),
+ * with a valid `east` at `eastBaseUrl` and both listeners on free ports.
+ */
+export function aliasBombConfig(eastBaseUrl: string): string {
+  return `server: { listen: "127.0.0.1:0", admin_listen: "127.0.0.1:0" }
+providers:
+  east: { type: openai, base_url: "${eastBaseUrl}", headers: &h { a: b } }
+  west: { type: openai, base_url: "http://127.0.0.1:2/v1", headers: &h2 { a: *h, b: *h, c: *h, d: *h, e: *h, f: *h, g: *h, h: *h, i: *h, j: *h, k: *h } }
+  central: { type: openai, base_url: "http://127.0.0.1:3/v1", headers: { a: *h2, b: *h2, c: *h2, d: *h2, e: *h2, f: *h2, g: *h2, h: *h2, i: *h2, j: *h2, k: *h2 } }
+routing: { routes: { m: { candidates: [ { provider: east } ] } } }
+`;
+}

@@ -1,6 +1,7 @@
 import { connect, createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
+import type { MockProvider } from '../../src/mock/index.js';
 
 // Helpers for process-level tests that observe a gateway from outside: polling on state
 // (never on elapsed time), reading /metrics, reading SSE streams event by event.
@@ -13,6 +14,11 @@ export async function waitUntil(check: () => boolean | Promise<boolean>, what: s
     if (Date.now() >= deadline) throw new Error(`timed out waiting until ${what}`);
     await delay(20);
   }
+}
+
+/** How many chat completions a mock provider has received (since its last reset). */
+export function chatCount(mock: MockProvider): number {
+  return mock.stats().requests['POST /v1/chat/completions'] ?? 0;
 }
 
 /** GET /metrics on the gateway's API listener. */

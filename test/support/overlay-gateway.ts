@@ -1,5 +1,6 @@
 import { renameSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { type AdminStatus, adminStatusBody } from './admin.js';
 import type { GatewayProcess } from './gateway-process.js';
 import { waitUntil } from './observe.js';
 
@@ -66,37 +67,12 @@ export async function waitForReload(gw: GatewayProcess, from: number, match: (l:
   return found as ReloadLine;
 }
 
-export interface OverlayStatus {
-  accepted_revision: string | null;
-  serving_revision: string;
-  source_uid: string | null;
-  source_generation: number | null;
-  format: string;
-  candidate_count: number;
-  candidates_per_model: Record<string, number>;
-  unroutable_candidates: Array<{ stable_id: string; model: string; cluster: string }>;
-  last_rejection: { at: string; reason: string; message: string } | null;
-}
-
-export interface AdminStatus {
-  generation: { number: number } | null;
-  overlay: OverlayStatus | null;
-  [key: string]: unknown;
-}
-
-export async function adminStatus(gw: GatewayProcess): Promise<AdminStatus> {
-  if (gw.adminUrl === null) throw new Error('the gateway has no admin listener');
-  const res = await fetch(`${gw.adminUrl}/admin/status`);
-  if (res.status !== 200) throw new Error(`GET /admin/status answered ${res.status}`);
-  return (await res.json()) as AdminStatus;
-}
-
 /** Polls /admin/status until `revision` is the serving overlay revision. */
 export async function waitForServing(gw: GatewayProcess, revision: string, timeoutMs = 10_000): Promise<AdminStatus> {
   let status: AdminStatus | undefined;
   await waitUntil(
     async () => {
-      status = await adminStatus(gw);
+      status = await adminStatusBody(gw);
       return status.overlay?.serving_revision === revision;
     },
     `revision ${revision.slice(0, 12)} serves`,

@@ -18,6 +18,11 @@ export function candidate(name: string, cluster: string, extra: Record<string, u
   return { kind: 'inference_model', name, site: `${cluster}-site`, cluster, fresh: true, ...extra };
 }
 
+/** A legacy overlay payload: one candidate per model, each on cluster `east`. */
+export function legacyOverlay(...models: string[]): string {
+  return JSON.stringify({ local_site: 'east', candidates: models.map((m) => candidate(m, 'east')) });
+}
+
 /** Renders a valid v1 envelope (digest computed with the project's contract code). */
 export function envelope(candidates: unknown[], o: EnvelopeOptions = {}): Record<string, unknown> {
   const network = o.network ?? 'test-net';

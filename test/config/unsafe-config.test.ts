@@ -2,13 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { checkConfig, parseConfigText } from '../../src/config/index.js';
 import type { ConfigIssue, ConfigResult } from '../../src/config/index.js';
-import { parseOverlay } from '../../src/contract/index.js';
-import type { ContractResult } from '../../src/contract/index.js';
-import { candidate, envelope } from '../support/overlay.js';
 
-// Regressions from the code review (findings 1, 5, 6 and 8), at the pure level: what the
-// overlay contract and the config schema accept and refuse. The process-level side of the
-// same findings is in test/server/review-regressions*.test.ts.
+// Config input that would be unsafe to take as given, refused with an issue at its path and
+// never echoed: credentials in a provider's base_url or headers, headers the gateway owns,
+// and a YAML alias bomb (an error, not an exception). The process-level side is in
+// test/cli/validate-config.test.ts and test/server/rejected-reloads.test.ts.
 
 function issuesOf(result: ConfigResult): readonly ConfigIssue[] {
   assert.equal(result.ok, false, 'the config was accepted');
@@ -39,55 +37,7 @@ function assertNotEchoed(issues: readonly ConfigIssue[], secret: string): void {
 
 // ---------------------------------------------------------------------------------------
 
-describe('finding 1: overlay credential secretRef fields are plain names', () => {
-  const good = { namespace: 'team-a', name: 'openai-creds', key: 'token' };
-  const withRef = (secretRef: Record<string, string>): unknown[] => [
-    candidate('m', 'east', { credential: { strategy: 'bearer_token', secretRef: good } }),
-    candidate('m', 'west', { credential: { strategy: 'bearer_token', secretRef } }),
-  ];
-
-  function refusedAt(result: ContractResult, path: string): void {
-    assert.equal(result.ok, false, `accepted a secretRef that is not a plain name (expected a refusal at ${path})`);
-    if (result.ok) return;
-    assert.equal(result.reason, 'invalid_candidate', result.message);
-    assert.ok(result.message.includes(path), `the message should name ${path}: ${result.message}`);
-  }
-
-  it('a secretRef of plain Kubernetes names is accepted', () => {
-    const result = parseOverlay(JSON.stringify(envelope(withRef(good))));
-    assert.ok(result.ok, result.ok ? '' : `${result.reason}: ${result.message}`);
-    assert.deepEqual({ ...result.overlay.candidates[1]!.credential!.secretRef }, good);
-  });
-
-  const cases: Array<[field: 'namespace' | 'name' | 'key', value: string]> = [
-    ['namespace', '..'],
-    ['namespace', '.'],
-    ['namespace', '/etc'],
-    ['namespace', '../elsewhere'],
-    ['name', 'a/b'],
-    ['name', '..'],
-    ['name', '.'],
-    ['key', '.'],
-    ['key', '..'],
-    ['key', '../../etc/passwd'],
-    ['key', 'dir/token'],
-  ];
-  for (const [field, value] of cases) {
-    it(`secretRef.${field} ${JSON.stringify(value)} is refused as invalid_candidate, naming overlay.candidates[1].credential.secretRef.${field}`, () => {
-      const result = parseOverlay(JSON.stringify(envelope(withRef({ ...good, [field]: value }))));
-      refusedAt(result, `overlay.candidates[1].credential.secretRef.${field}`);
-    });
-  }
-
-  it('a legacy payload gets the same refusal, naming candidates[i].credential.secretRef.namespace', () => {
-    const result = parseOverlay(JSON.stringify({ local_site: 'east', candidates: withRef({ ...good, namespace: '..' }) }));
-    refusedAt(result, 'candidates[1].credential.secretRef.namespace');
-  });
-});
-
-// ---------------------------------------------------------------------------------------
-
-describe('finding 5: providers.<name>.base_url carries no userinfo, query or fragment', () => {
+describe('providers.<name>.base_url carries no userinfo, query or fragment', () => {
   it('a base URL with a path (and a port) is accepted', () => {
     accepted(checkConfig(withProvider({ base_url: 'https://example.test:8443/openai/v1' })));
   });
@@ -118,7 +68,7 @@ describe('finding 5: providers.<name>.base_url carries no userinfo, query or fra
 
 // ---------------------------------------------------------------------------------------
 
-describe('finding 6: providers.<name>.headers cannot carry credentials or hop-by-hop headers', () => {
+describe('providers.<name>.headers cannot carry credentials or hop-by-hop headers', () => {
   it('an ordinary header (OpenAI-Organization: org-1) is accepted', () => {
     accepted(checkConfig(withProvider({ headers: { 'OpenAI-Organization': 'org-1' } })));
   });
@@ -167,7 +117,7 @@ describe('finding 6: providers.<name>.headers cannot carry credentials or hop-by
 
 // ---------------------------------------------------------------------------------------
 
-describe('finding 8: a YAML alias bomb is a config error, not an exception', () => {
+describe('a YAML alias bomb is a config error, not an exception', () => {
   // Each level multiplies the expansion: 11 aliases of 11 aliases of one mapping.
   const bomb = `providers:
   east: { type: openai, base_url: "http://127.0.0.1:1/v1", headers: &h { a: b } }
