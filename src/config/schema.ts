@@ -30,7 +30,7 @@ const listenSchema = z.string().regex(hostPortPattern, 'must be host:port, e.g. 
 // min(1) rather than positive(): "must be at least 1" reads better than "greater than 0".
 const positiveInt = z.number().int().min(1);
 
-export const serverSchema = z.strictObject({
+const serverSchema = z.strictObject({
   listen: listenSchema.default('127.0.0.1:8080'),
   admin_listen: listenSchema.optional(),
   admin_token: secretRefSchema.optional(),
@@ -74,7 +74,7 @@ const extraHeadersSchema = z
   })
   .transform((headers) => Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])));
 
-export const providerSchema = z.strictObject({
+const providerSchema = z.strictObject({
   type: z.enum(['openai'], { error: (issue) => (issue.input === undefined ? undefined : 'must be "openai" (any OpenAI-compatible API)') }),
   base_url: httpUrl,
   api_key: secretRefSchema.optional(),
@@ -87,7 +87,7 @@ export const providerSchema = z.strictObject({
 });
 export type ProviderConfig = z.infer<typeof providerSchema>;
 
-export const policySchema = z.enum(['ordered', 'round_robin', 'random', 'weighted']);
+const policySchema = z.enum(['ordered', 'round_robin', 'random', 'weighted']);
 export type Policy = z.infer<typeof policySchema>;
 
 const candidateSchema = z.strictObject({
@@ -103,7 +103,7 @@ const routeSchema = z.strictObject({
 });
 
 /** Sticky sessions: a request's session key comes from the header, or else the cookie. */
-export const sessionAffinitySchema = z.strictObject({
+const sessionAffinitySchema = z.strictObject({
   header: z.string().regex(/^[A-Za-z0-9-]+$/, 'must be an HTTP header name').transform((h) => h.toLowerCase()).default('x-session-id'),
   cookie: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'must be a cookie name').optional(),
   ttl_s: positiveInt.max(30 * 24 * 3600).default(3600),
@@ -113,7 +113,7 @@ export const sessionAffinitySchema = z.strictObject({
 const scopeField = z.string().min(1).max(256);
 
 /** Overlay mode: candidates come from a control plane's versioned overlay file. */
-export const overlaySchema = z.strictObject({
+const overlaySchema = z.strictObject({
   /** Watched through its parent directory and never resolved, so ConfigMap symlink swaps are seen. */
   file: z.string().min(1, 'must be a file path'),
   /** Any subset; each field set must match the envelope's scope. A legacy payload is then refused. */
@@ -129,7 +129,7 @@ export const overlaySchema = z.strictObject({
   credential_mount_base: z.string().min(1).default('/run/secrets/grid-credentials'),
 });
 
-export const routingSchema = z
+const routingSchema = z
   .strictObject({
     routes: z.record(z.string().min(1), routeSchema).optional(),
     overlay: overlaySchema.optional(),
@@ -149,18 +149,18 @@ const priceSchema = z.strictObject({
   output_usd_per_mtok: z.number().min(0),
 });
 
-export const pricingSchema = z.strictObject({
+const pricingSchema = z.strictObject({
   /** Keyed by upstream model (`gpt-4o-mini`) or provider-qualified (`east/gpt-4o-mini`, which wins). */
   models: z.record(z.string().min(1), priceSchema).default({}),
 });
 
-export const breakerSchema = z.strictObject({
+const breakerSchema = z.strictObject({
   failure_threshold: positiveInt.max(1000).default(5),
   open_base_ms: positiveInt.max(600_000).default(1_000),
   open_max_ms: positiveInt.max(3_600_000).default(30_000),
 });
 
-export const logSchema = z.strictObject({
+const logSchema = z.strictObject({
   level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** One line per proxied request. */
   access: z.boolean().default(true),

@@ -53,7 +53,7 @@ export interface Relayed {
   readonly firstByteAt: number | null;
 }
 
-export function responseHeaders(upstream: IncomingHttpHeaders, attribution: Record<string, string>): OutgoingHttpHeaders {
+function responseHeaders(upstream: IncomingHttpHeaders, attribution: Record<string, string>): OutgoingHttpHeaders {
   // RFC 9110 7.6.1: headers that the Connection header names are hop-by-hop too.
   const connection = upstream.connection;
   const named = typeof connection === 'string' && connection !== 'keep-alive' && connection !== 'close' ? new Set(connection.toLowerCase().split(',').map((t) => t.trim())) : null;

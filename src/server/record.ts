@@ -24,28 +24,35 @@ export function recordRequest(svc: Services, x: Exchange): void {
   if (x.stream && c !== null && x.firstByteAt !== null) metrics.timeToFirstToken.series(model, provider).observe((x.firstByteAt - x.startedAt) / 1000);
   const cost = x.costMicroUsd;
   if (cost !== null && cost > 0) metrics.costUsd.series(model, provider).inc(cost / 1e6);
-  if (gen !== null && !gen.config.log.access) return;
+  if ((gen !== null && !gen.config.log.access) || !svc.accessLog.enabled) return;
+  svc.accessLog.writeJson(accessLine(x, status, durationMs, x.model, provider));
+}
+
+const q = JSON.stringify;
+
+/**
+ * The access line's fields, serialised by hand: a generic JSON.stringify of the record
+ * object cost twice as much. Every string that a client or a config can influence goes
+ * through JSON.stringify; the rest are numbers and booleans. Absent fields are left out.
+ */
+function accessLine(x: Exchange, status: number | 'partial', durationMs: number, model: string | undefined, provider: string): string {
+  const c = x.candidate;
+  const gen = x.gen;
+  let s = `{"request_id":${q(x.requestId)},"method":${q(x.req.method ?? '')}`;
+  if (model === undefined) s += `,"path":${q(pathOf(x.req))}`;
+  else s += `,"model":${q(model)}`;
+  s += `,"provider":${q(provider)}`;
+  if (c !== null) s += `,"upstream_model":${q(c.upstreamModel)},"candidate":${q(c.stableId)}`;
+  if (gen !== null) s += `,"generation":${gen.number}`;
+  s += `,"status":${typeof status === 'number' ? status : '"partial"'}`;
+  if (x.reason !== null) s += `,"reason":"${x.reason}"`;
+  s += `,"partial":${status === 'partial'},"stream":${x.stream},"duration_ms":${round3(durationMs)}`;
+  if (x.stream && x.firstByteAt !== null) s += `,"ttft_ms":${round3(x.firstByteAt - x.startedAt)}`;
+  if (x.failures.length > 0) s += `,"fallback":${q(x.failures.map((f) => `${f.provider}:${f.reason}`))}`;
   const usage = x.usage;
-  svc.accessLog.write({
-    request_id: x.requestId,
-    method: x.req.method,
-    path: x.model === undefined ? pathOf(x.req) : undefined,
-    model: x.model,
-    provider,
-    upstream_model: c?.upstreamModel,
-    candidate: c?.stableId,
-    generation: gen?.number,
-    status,
-    reason: x.reason ?? undefined,
-    partial: status === 'partial',
-    stream: x.stream,
-    duration_ms: round3(durationMs),
-    ttft_ms: x.stream && x.firstByteAt !== null ? round3(x.firstByteAt - x.startedAt) : undefined,
-    fallback: x.failures.length === 0 ? undefined : x.failures.map((f) => `${f.provider}:${f.reason}`),
-    input_tokens: usage?.inputTokens,
-    output_tokens: usage?.outputTokens,
-    cost_micro_usd: cost ?? undefined,
-  });
+  if (usage !== null) s += `,"input_tokens":${usage.inputTokens},"output_tokens":${usage.outputTokens}`;
+  if (x.costMicroUsd !== null) s += `,"cost_micro_usd":${x.costMicroUsd}`;
+  return `${s}}`;
 }
 
 function round3(ms: number): number {

@@ -5,7 +5,7 @@ import type { Match } from './endpoints.js';
 import type { Services } from './services.js';
 
 /** Sends an OpenAI-shaped error. No attribution headers: an error names no provider. */
-export function sendError(res: ServerResponse, code: ErrorCode, message: string, param: string | null = null, extra?: Readonly<Record<string, string>>): void {
+function sendError(res: ServerResponse, code: ErrorCode, message: string, param: string | null = null, extra?: Readonly<Record<string, string>>): void {
   if (res.headersSent) {
     res.destroy();
     return;

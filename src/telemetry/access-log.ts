@@ -53,8 +53,12 @@ export class AccessLog {
 
   /** Writes one `msg: "request"` line; undefined fields are left out, as pino does. */
   write(fields: Readonly<Record<string, unknown>>): void {
+    if (this.#enabled) this.writeJson(JSON.stringify(fields));
+  }
+
+  /** Writes one `msg: "request"` line from a serialised JSON object (`{...}`) of its fields. */
+  writeJson(record: string): void {
     if (!this.#enabled) return;
-    const record = JSON.stringify(fields);
     const line = `{"level":"info"${isoTime()},"service":"switchyard","msg":"request"${record.length > 2 ? `,${record.slice(1)}` : '}'}\n`;
     if (this.#used + line.length * MAX_BYTES_PER_UNIT > BUFFER_BYTES) {
       this.#flush();

@@ -67,6 +67,16 @@ describe('one record per finished request', () => {
     assert.match(metrics, /switchyard_requests_total\{model="none",provider="none",status="404"\} \d+/);
   });
 
+  it('a hostile model name stays inside its JSON string: one valid access line', async () => {
+    const requestId = `hostile-${Date.now()}`;
+    const model = 'evil"},{"status":200,"x":"\n\u2028\\';
+    await send('POST', '/v1/chat/completions', chatBody(model), requestId);
+    const lines = await linesFor(requestId);
+    assert.equal(lines.length, 1);
+    assert.equal(lines[0]?.model, model);
+    assert.equal(lines[0]?.status, 404);
+  });
+
   it('probes and scrapes are not recorded', async () => {
     const first = `marker-a-${Date.now()}`;
     await send('GET', '/v2/marker', undefined, first);
