@@ -37,6 +37,7 @@ function usageOf(value: unknown): TokenUsage | null {
   return { inputTokens: u.prompt_tokens, outputTokens: u.completion_tokens };
 }
 
+const USAGE_KEY = Buffer.from('"usage"');
 const PROMPT_TOKENS = /"prompt_tokens"\s*:\s*(\d+)/;
 const COMPLETION_TOKENS = /"completion_tokens"\s*:\s*(\d+)/;
 
@@ -47,10 +48,10 @@ const COMPLETION_TOKENS = /"completion_tokens"\s*:\s*(\d+)/;
  * the body is the response's own.
  */
 export function usageFromJson(body: Buffer): TokenUsage | null {
-  const text = body.toString('latin1');
-  const at = text.lastIndexOf('"usage"');
+  // Searched in the bytes, so only the tail from the key on becomes a string.
+  const at = body.lastIndexOf(USAGE_KEY);
   if (at === -1) return null;
-  const tail = text.slice(at);
+  const tail = body.toString('latin1', at);
   const input = PROMPT_TOKENS.exec(tail);
   const output = COMPLETION_TOKENS.exec(tail);
   if (input === null || output === null) return null;
