@@ -6,16 +6,21 @@ import type { TokenUsage } from './metering.js';
 import { usageFromJson, usageFromSseTail } from './openai-adapter.js';
 import type { ProviderPool, UpstreamCall } from './provider-pool.js';
 
-// One attempt at one candidate, as an undici dispatch handler. Until the upstream's status
-// is known the attempt can still fail over; once headers are written to the client it is
-// committed, and each upstream chunk is written as it arrives, with the upstream paused
-// while the client's socket is full. Only a bounded copy is kept, to read token usage.
+// One attempt at one candidate, as an undici dispatch handler. Until something is written
+// to the client the attempt can still fail over. A stream (SSE) commits when its headers
+// arrive, and each upstream chunk is written as it arrives, with the upstream paused while
+// the client's socket is full. A plain response is buffered (up to a bound) and written
+// whole when it has ended: its usage, hence its cost, is then known before the headers
+// go out, and an upstream that stalls or breaks mid-body can still fail over. A body over
+// the bound commits and streams from there. Only a bounded tail is kept to read usage.
 
 /** Upstream headers that describe the upstream connection, not the response. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection']);
 
-const MAX_USAGE_BODY_BYTES = 1024 * 1024;
-const SSE_TAIL_BYTES = 16 * 1024;
+/** A plain response up to this size is buffered and written whole (see above). */
+const MAX_BUFFERED_BYTES = 1024 * 1024;
+/** Once relaying, the tail kept to read usage from: it is at the end of both kinds of body. */
+const USAGE_TAIL_BYTES = 16 * 1024;
 
 /** One attempt at one candidate: where it goes, and what the client sees if it commits. */
 export interface RelayRequest {
@@ -25,6 +30,11 @@ export interface RelayRequest {
   readonly call: UpstreamCall;
   /** Added to the client response's headers if this attempt commits (attribution). */
   readonly responseHeaders: Readonly<Record<string, string>>;
+  /**
+   * For a buffered response: headers that depend on the usage it reports (its cost),
+   * added when it is written. A streamed response goes out before its usage is known.
+   */
+  readonly usageHeaders?: (usage: TokenUsage | null) => Readonly<Record<string, string>> | null;
 }
 
 /**
@@ -71,7 +81,7 @@ class ClientGone extends Error {
   }
 }
 
-type State = 'waiting' | 'discarding' | 'relaying' | 'ended';
+type State = 'waiting' | 'discarding' | 'buffering' | 'relaying' | 'ended';
 
 /** Sends one attempt upstream and relays its response (see RelayResult). */
 export function relay(request: RelayRequest): Promise<RelayResult> {
@@ -100,6 +110,8 @@ class Relay implements Dispatcher.DispatchHandler {
   #clientGone = false;
   #isSse = false;
   #status = 0;
+  #headersAt = 0;
+  #upstreamHeaders: IncomingHttpHeaders = {};
   #firstByteAt: number | null = null;
   #kept: Buffer[] = [];
   #keptBytes = 0;
@@ -134,35 +146,45 @@ class Relay implements Dispatcher.DispatchHandler {
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     if (statusCode < 200) return;
     this.#status = statusCode;
+    this.#headersAt = performance.now();
     if (isFailoverStatus(statusCode)) {
       // Let the body drain so the connection stays reusable, and fail over now.
       this.#state = 'discarding';
       this.#failed({ kind: 'failed', reason: reasonForStatus(statusCode), detail: `HTTP ${statusCode}` });
       return;
     }
-    this.#state = 'relaying';
+    this.#upstreamHeaders = headers;
     const contentType = headers['content-type'];
     this.#isSse = typeof contentType === 'string' && contentType.startsWith('text/event-stream');
-    this.#res.writeHead(statusCode, responseHeaders(headers, this.#request.responseHeaders));
+    if (!this.#isSse) {
+      this.#state = 'buffering';
+      return;
+    }
+    this.#commit(responseHeaders(headers, this.#request.responseHeaders));
     // A stream's client should see it start at once, not with the first token.
-    if (this.#isSse) this.#res.flushHeaders();
-    this.#res.on('drain', this.#onDrain);
-    const finished = new Promise<Relayed>((resolve) => {
-      this.#resolveFinished = resolve;
-    });
-    this.#resolve({ kind: 'committed', status: statusCode, headersAt: performance.now(), finished });
+    this.#res.flushHeaders();
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#state === 'buffering') {
+      this.#kept.push(chunk);
+      this.#keptBytes += chunk.length;
+      if (this.#keptBytes > MAX_BUFFERED_BYTES) this.#streamBuffered(controller);
+      return;
+    }
     if (this.#state !== 'relaying') return;
     if (this.#firstByteAt === null) this.#firstByteAt = performance.now();
-    this.#keep(chunk);
+    this.#keepTail(chunk);
     if (!this.#res.write(chunk)) controller.pause();
   }
 
   onResponseEnd(): void {
     const state = this.#state;
     this.#state = 'ended';
+    if (state === 'buffering') {
+      this.#writeBuffered();
+      return;
+    }
     if (state !== 'relaying') return;
     this.#res.end();
     this.#served('complete');
@@ -172,7 +194,8 @@ class Relay implements Dispatcher.DispatchHandler {
     const state = this.#state;
     this.#state = 'ended';
     if (state === 'discarding') return;
-    if (state === 'waiting') {
+    if (state === 'waiting' || state === 'buffering') {
+      // Nothing reached the client yet: the next candidate may still answer.
       this.#failed(this.#clientGone ? ABORTED : failure(err));
       return;
     }
@@ -190,15 +213,51 @@ class Relay implements Dispatcher.DispatchHandler {
     this.#served('partial');
   }
 
-  #keep(chunk: Buffer): void {
-    if (this.#isSse) {
-      this.#kept.push(chunk);
-      this.#keptBytes += chunk.length;
-      while (this.#keptBytes - (this.#kept[0] as Buffer).length >= SSE_TAIL_BYTES) this.#keptBytes -= (this.#kept.shift() as Buffer).length;
-    } else if (this.#keptBytes + chunk.length <= MAX_USAGE_BODY_BYTES) {
-      this.#kept.push(chunk);
-      this.#keptBytes += chunk.length;
+  /** The response now belongs to this attempt: headers to the client, and the caller told. */
+  #commit(headers: OutgoingHttpHeaders): void {
+    this.#state = 'relaying';
+    this.#res.writeHead(this.#status, headers);
+    this.#res.on('drain', this.#onDrain);
+    const finished = new Promise<Relayed>((resolve) => {
+      this.#resolveFinished = resolve;
+    });
+    this.#resolve({ kind: 'committed', status: this.#status, headersAt: this.#headersAt, finished });
+  }
+
+  /** A whole buffered body: one write, with the headers its usage decides. */
+  #writeBuffered(): void {
+    const body = this.#kept.length === 1 ? (this.#kept[0] as Buffer) : Buffer.concat(this.#kept, this.#keptBytes);
+    const usage = this.#status < 300 ? usageFromJson(body) : null;
+    const extra = this.#request.usageHeaders?.(usage) ?? null;
+    const headers = responseHeaders(this.#upstreamHeaders, extra === null ? this.#request.responseHeaders : { ...this.#request.responseHeaders, ...extra });
+    headers['content-length'] = body.length;
+    this.#commit(headers);
+    this.#state = 'ended';
+    this.#firstByteAt = performance.now();
+    this.#res.end(body);
+    this.#detach();
+    this.#resolveFinished?.({ outcome: 'complete', usage, firstByteAt: this.#firstByteAt });
+  }
+
+  /** A body over the buffering bound: commit without usage headers and relay from here on. */
+  #streamBuffered(controller: Dispatcher.DispatchController): void {
+    this.#commit(responseHeaders(this.#upstreamHeaders, this.#request.responseHeaders));
+    this.#firstByteAt = performance.now();
+    const kept = this.#kept;
+    this.#kept = [];
+    this.#keptBytes = 0;
+    let full = false;
+    for (const chunk of kept) {
+      this.#keepTail(chunk);
+      full = !this.#res.write(chunk);
     }
+    if (full) controller.pause();
+  }
+
+  #keepTail(chunk: Buffer): void {
+    this.#kept.push(chunk);
+    this.#keptBytes += chunk.length;
+    while (this.#keptBytes - (this.#kept[0] as Buffer).length >= USAGE_TAIL_BYTES) this.#keptBytes -= (this.#kept.shift() as Buffer).length;
   }
 
   #served(outcome: Relayed['outcome']): void {

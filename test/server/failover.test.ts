@@ -94,6 +94,29 @@ describe('failover', () => {
     assertServed(r, 'west', 'east');
   });
 
+  it('a plain response cut mid-body fails over to the next candidate: nothing had reached the client yet', async () => {
+    east.addFault({ mode: 'cut_stream', after_chunks: 0, count: 1 });
+    const r = await postChat(gw.url, chatBody('ew-model'));
+    assertServed(r, 'west', 'east');
+    assert.equal(chatCount(east), 1, 'east was tried and cut its body');
+    const body = r.json<{ choices: unknown[] }>();
+    assert.ok(Array.isArray(body.choices), 'the client got a whole answer from west');
+  });
+
+  it('a plain response larger than the buffering bound (1 MiB) is relayed intact, usage read from its tail', async () => {
+    const content = 'x'.repeat(1_500_000);
+    const answer = { id: 'big', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }], usage: { prompt_tokens: 11, completion_tokens: 22, total_tokens: 33 } };
+    east.addFault({ mode: 'status', status: 200, body: answer, count: 1 });
+    const requestId = `big-${Date.now()}`;
+    const r = await postChat(gw.url, chatBody('ew-model'), { 'x-request-id': requestId });
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get('x-switchyard-provider'), 'east');
+    assert.deepEqual(r.json(), answer);
+    const line = await gw.waitForLog((l) => l.msg === 'request' && l.request_id === requestId);
+    assert.equal(line.input_tokens, 11);
+    assert.equal(line.output_tokens, 22);
+  });
+
   it('a timeout (no response within timeout_ms) fails over to the next candidate', async () => {
     east.addFault({ mode: 'latency', latency_ms: timeoutMs * 10, count: 1 });
     const r = await postChat(gw.url, chatBody('ew-model'));
