@@ -6,7 +6,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type ProfileSummary, summarizeProfiles } from './lib/cpu-profile.js';
-import { Fleet, usePortBase } from './lib/fleet.js';
+import { Fleet, usePinning, usePortBase } from './lib/fleet.js';
 import type { Scenario, ScenarioReport, TargetCheck } from './lib/scenario.js';
 import { renderTable, targetTable } from './lib/table.js';
 import { scenarios } from './scenarios/index.js';
@@ -19,7 +19,7 @@ const WARMUP_S = 1.5;
 
 function usage(): string {
   const lines = scenarios.map((s) => `  ${s.name.padEnd(20)} ${s.summary} (~${Math.round(s.estimateS(DEFAULT_DURATION_S))} s)`);
-  return `npm run bench -- [--only NAME[,NAME]] [--duration SECONDS] [--port-base N] [--cpu-prof]
+  return `npm run bench -- [--only NAME[,NAME]] [--duration SECONDS] [--port-base N] [--pin] [--cpu-prof]
 
 Scenarios:
 ${lines.join('\n')}
@@ -27,6 +27,8 @@ ${lines.join('\n')}
   --only       run only these scenarios
   --duration   seconds per measured run (default ${DEFAULT_DURATION_S}); the reload scenario runs 2x this with and without reloads
   --port-base  listen on ports N, N+1, … (mocks, proxies, gateways) instead of ports the OS picks
+  --pin        the load generator and mocks on CPU 0, each process under test on CPU 1 (taskset):
+               steadier ratios on a 2-core machine, where placement otherwise decides a run
   --cpu-prof   run the measured gateway under node --cpu-prof and summarise its self time (figures are then not comparable)
 
 Writes bench/results/<timestamp>.json and bench/results/latest.json.`;
@@ -94,6 +96,7 @@ async function main(): Promise<number> {
       duration: { type: 'string' },
       'cpu-prof': { type: 'boolean', default: false },
       'port-base': { type: 'string' },
+      pin: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -109,6 +112,7 @@ async function main(): Promise<number> {
     if (!Number.isInteger(base) || base < 1024 || base > 65000) throw new UsageError(`--port-base must be a whole number in [1024, 65000], got "${values['port-base']}"`);
     usePortBase(base);
   }
+  if (values.pin === true) usePinning();
   const only = values.only?.split(',').map((n) => n.trim()).filter((n) => n !== '');
   const unknown = (only ?? []).filter((n) => !scenarios.some((s) => s.name === n));
   if (unknown.length > 0) throw new UsageError(`unknown scenario(s): ${unknown.join(', ')}`);
@@ -131,7 +135,7 @@ async function main(): Promise<number> {
     started_at: startedAt.toISOString(),
     finished_at: finishedAt.toISOString(),
     elapsed_s: Math.round((finishedAt.getTime() - startedAt.getTime()) / 100) / 10,
-    options: { duration_s: durationS, only: only ?? null, cpu_prof: values['cpu-prof'] === true, port_base: values['port-base'] ?? null },
+    options: { duration_s: durationS, only: only ?? null, cpu_prof: values['cpu-prof'] === true, port_base: values['port-base'] ?? null, pinned: values.pin === true },
     machine: { cpus: cpu.length, cpu_model: cpu[0]?.model ?? null, node: process.version, platform: `${process.platform}-${process.arch}`, loadavg_before: loadBefore, loadavg_after: loadavg().map((l) => Math.round(l * 100) / 100) },
     git: gitDescription(),
     targets,
