@@ -13,6 +13,10 @@ export {
   type Policy,
   type SecretRef,
   type OverlayConfig,
+  type TeamConfig,
+  type KeyConfig,
+  type GovernanceConfig,
+  type AuditConfig,
 } from './schema.js';
 export { checkConfig, parseConfigText, loadConfigFile, formatIssue, formatPath, type ConfigIssue, type ConfigResult } from './load.js';
 export { crossReferenceIssues } from './cross-check.js';
