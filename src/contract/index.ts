@@ -1,7 +1,7 @@
 // contract/: overlay contract v1, the wire format shared by the gateway (which reads
 // overlays) and the publisher (which writes them). It owns the types, parsing and
 // validation (zod), the RFC 8785 revision digest, rollback protection, stable ids, and the
-// bounded read of an overlay file.
+// bounded read of an overlay file (and, by slices, of a growing file such as the audit log).
 //
 // Pure: every function is a function of its input, and reading a file (readOverlayFile) is
 // the only I/O. No network, no timers, no process state. It imports nothing from other src/
