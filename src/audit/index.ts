@@ -3,7 +3,7 @@
 // and its verifier. A leaf: it imports only contract/ (the bounded file reader, to continue
 // or verify an existing file) and errors.ts; never live/, config/, server/ or governance/.
 // Records hold ids, decisions, usage and cost; never a prompt, a completion or a secret.
-// See docs/decisions/0004-governance-limits-and-budgets.md.
+// See docs/decisions/0009-governance-limits-and-budgets.md.
 export { GENESIS_HASH, recordHash } from './chain.js';
 export { UlidGenerator } from './ulid.js';
 export {

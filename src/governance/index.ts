@@ -4,7 +4,7 @@
 // or server/. server/ adapts the generation's config to the input types below (KeyRecord,
 // TeamRecord) and passes the pricing table of the generation that routed the request as a
 // parameter (DESIGN.md invariant 4). The store is built once and survives every reload;
-// its counters are keyed by team and key id. See docs/decisions/0004-governance-limits-and-budgets.md.
+// its counters are keyed by team and key id. See docs/decisions/0009-governance-limits-and-budgets.md.
 export {
   priceUsage,
   costMicroUsd,
