@@ -1,4 +1,4 @@
-import { open } from 'node:fs/promises';
+import { type FileHandle, open } from 'node:fs/promises';
 import { readFileSlice } from '../contract/index.js';
 import { GENESIS_HASH, MAX_RECORD_BYTES, recordHash } from './chain.js';
 import type { AuditEvent } from './records.js';
@@ -79,7 +79,12 @@ export class AuditWriter {
   /** Opens (or creates) the file and continues its chain from its last record. */
   static async open(options: AuditWriterOptions): Promise<AuditWriter> {
     const lastHash = await lastRecordHash(options.path);
-    const handle = await open(options.path, 'a', 0o600);
+    let handle: FileHandle;
+    try {
+      handle = await open(options.path, 'a', 0o600);
+    } catch (err) {
+      throw new AuditFileError(`audit file ${JSON.stringify(options.path)}: cannot open for appending (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
     return new AuditWriter(handle, lastHash, options);
   }
 

@@ -93,6 +93,10 @@ describe('audit writer', () => {
     await assert.rejects(AuditWriter.open({ path, instance: 't' }), AuditFileError);
   });
 
+  it('names the file when it cannot be opened', async () => {
+    await assert.rejects(AuditWriter.open({ path: join(dir, 'no-such-dir', 'audit.jsonl'), instance: 't' }), /audit file ".*no-such-dir.*": cannot open for appending \(ENOENT\)/);
+  });
+
   it('records only the named fields: no prompt, completion or key can reach the log', () => {
     const input = {
       requestId: 'r1', keyId: 'ci-bot', team: 'platform', model: 'gpt-4o-mini', provider: 'east', upstreamModel: 'gpt-4o-mini', stableId: 'abc',

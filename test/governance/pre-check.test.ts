@@ -9,6 +9,7 @@ import {
   type PriceTable,
   preCheck,
   type Principal,
+  duration,
   rateLimitHeaders,
   refusalError,
   release,
@@ -94,6 +95,10 @@ describe('pre-check, settle and release', () => {
       'x-ratelimit-reset-requests': '30s',
       'retry-after': '30',
     });
+  });
+
+  it('formats x-ratelimit reset durations as OpenAI does', () => {
+    assert.deepEqual([0, 1, 1000, 1001, 59_000, 60_000, 360_000, 61_500].map(duration), ['0s', '1s', '1s', '2s', '59s', '1m0s', '6m0s', '1m2s']);
   });
 
   it('release gives the reservation back when the request failed upstream', async () => {
