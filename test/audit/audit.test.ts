@@ -26,8 +26,11 @@ before(() => {
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 const NOW = Date.UTC(2026, 10, 30, 12, 0, 0);
-let n = 0;
-const fresh = (): string => join(dir, `audit-${(n += 1)}.jsonl`);
+let fileCount = 0;
+function fresh(): string {
+  fileCount += 1;
+  return join(dir, `audit-${fileCount}.jsonl`);
+}
 
 function started(i: number) {
   return requestStarted({ requestId: `r${i}`, keyId: 'ci-bot', team: 'platform', model: 'gpt-4o-mini', generation: 3, revision: null, decision: 'admitted', reason: null });
