@@ -29,12 +29,62 @@ interface MonthCounters {
   readonly open: Map<string, [number, number]>;
 }
 
+/**
+ * A time-ordered log with a moving head: dropping expired entries is O(dropped), and the
+ * array is compacted only when the dead prefix outgrows the live part (amortised O(1)).
+ */
+class TimeLog<T> {
+  #items: T[] = [];
+  #head = 0;
+  readonly #at: (x: T) => number;
+
+  constructor(at: (x: T) => number) {
+    this.#at = at;
+  }
+
+  get size(): number {
+    return this.#items.length - this.#head;
+  }
+
+  first(): T | undefined {
+    return this.#items[this.#head];
+  }
+
+  /** The i-th live entry, oldest first. */
+  get(i: number): T | undefined {
+    return this.#items[this.#head + i];
+  }
+
+  /** Appends in time order; an injected clock may step back in tests, real time appends at the end. */
+  insert(item: T): void {
+    let i = this.#items.length;
+    while (i > this.#head && this.#at(this.#items[i - 1] as T) > this.#at(item)) i -= 1;
+    if (i === this.#items.length) this.#items.push(item);
+    else this.#items.splice(i, 0, item);
+  }
+
+  /** Drops entries at or before `edge`, calling `onDrop` for each. */
+  dropUntil(edge: number, onDrop?: (x: T) => void): void {
+    while (this.#head < this.#items.length && this.#at(this.#items[this.#head] as T) <= edge) {
+      onDrop?.(this.#items[this.#head] as T);
+      this.#head += 1;
+    }
+    if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
+      this.#items = this.#items.slice(this.#head);
+      this.#head = 0;
+    }
+  }
+
+  *[Symbol.iterator](): Iterator<T> {
+    for (let i = this.#head; i < this.#items.length; i += 1) yield this.#items[i] as T;
+  }
+}
+
 /** One scope's counters. The logs hold only the last 60 s, so they stay as small as the traffic. */
 class ScopeCounters {
-  /** Request times, ascending. */
-  readonly requests: number[] = [];
-  /** Token entries, ascending by time. */
-  readonly tokenLog: TokenEntry[] = [];
+  /** Request times. */
+  readonly requests = new TimeLog<number>((x) => x);
+  readonly tokenLog = new TimeLog<TokenEntry>((x) => x.at);
   tokenSum = 0;
   readonly tokenById = new Map<string, TokenEntry>();
   readonly days = new Map<string, number>();
@@ -42,21 +92,16 @@ class ScopeCounters {
 
   purge(nowMs: number, month: string): void {
     const edge = nowMs - WINDOW_MS;
-    let r = 0;
-    while (r < this.requests.length && (this.requests[r] as number) <= edge) r += 1;
-    if (r > 0) this.requests.splice(0, r);
-    let t = 0;
-    while (t < this.tokenLog.length && (this.tokenLog[t] as TokenEntry).at <= edge) {
-      const e = this.tokenLog[t] as TokenEntry;
+    this.requests.dropUntil(edge);
+    this.tokenLog.dropUntil(edge, (e) => {
       this.tokenSum -= e.tokens;
       this.tokenById.delete(e.id);
-      t += 1;
-    }
-    if (t > 0) this.tokenLog.splice(0, t);
+    });
     const m = this.months.get(month);
     if (m !== undefined) {
+      // Insertion order is expiry order (one TTL, time moving forward): stop at the first live one.
       for (const [id, [cost, expiresAt]] of m.open) {
-        if (expiresAt > nowMs) continue;
+        if (expiresAt > nowMs) break;
         m.open.delete(id);
         m.reserved -= cost;
       }
@@ -76,19 +121,12 @@ class ScopeCounters {
 
   windows(): WindowNumbers {
     return {
-      requests: this.requests.length,
-      oldestRequestAt: this.requests[0] ?? null,
+      requests: this.requests.size,
+      oldestRequestAt: this.requests.first() ?? null,
       tokens: this.tokenSum,
-      oldestTokensAt: this.tokenLog[0]?.at ?? null,
+      oldestTokensAt: this.tokenLog.first()?.at ?? null,
     };
   }
-}
-
-function insertSorted<T>(list: T[], item: T, at: (x: T) => number): void {
-  let i = list.length;
-  // An injected clock may step back in tests; real time appends at the end.
-  while (i > 0 && at(list[i - 1] as T) > at(item)) i -= 1;
-  list.splice(i, 0, item);
 }
 
 /**
@@ -124,8 +162,8 @@ export class MemoryGovernanceStore implements GovernanceStore {
       const c = counters[i] as ScopeCounters;
       const { rpm, tpm, tokensPerDay, budgetMicroUsdPerMonth } = s.limits;
       const view = () => rateLimitView(scopes, counters.map((x) => x.windows()), nowMs);
-      if (rpm !== undefined && c.requests.length + 1 > rpm) {
-        const frees = rpm > 0 ? (c.requests[c.requests.length - rpm] as number) + WINDOW_MS - nowMs : WINDOW_MS;
+      if (rpm !== undefined && c.requests.size + 1 > rpm) {
+        const frees = rpm > 0 ? (c.requests.get(c.requests.size - rpm) as number) + WINDOW_MS - nowMs : WINDOW_MS;
         return { ok: false, refusal: limitRefusal(s, 'rpm', frees, nowMs, view()) };
       }
       if (tpm !== undefined && c.tokenSum + tokens > tpm) {
@@ -144,9 +182,9 @@ export class MemoryGovernanceStore implements GovernanceStore {
     }
     const id = randomUUID();
     for (const c of counters) {
-      insertSorted(c.requests, nowMs, (x) => x);
+      c.requests.insert(nowMs);
       const entry: TokenEntry = { id, at: nowMs, tokens };
-      insertSorted(c.tokenLog, entry, (x) => x.at);
+      c.tokenLog.insert(entry);
       c.tokenById.set(id, entry);
       c.tokenSum += tokens;
       for (const key of c.days.keys()) if (key < day) c.days.delete(key);
@@ -193,7 +231,7 @@ export class MemoryGovernanceStore implements GovernanceStore {
       return {
         kind: s.kind,
         id: s.id,
-        requestsThisMinute: { used: c.requests.length, limit: s.limits.rpm ?? null },
+        requestsThisMinute: { used: c.requests.size, limit: s.limits.rpm ?? null },
         tokensThisMinute: { used: c.tokenSum, limit: s.limits.tpm ?? null },
         tokensToday: { used: c.days.get(day) ?? 0, limit: s.limits.tokensPerDay ?? null },
         spendThisMonthMicroUsd: { used: m?.spent ?? 0, reservedMicroUsd: m?.reserved ?? 0, limit: s.limits.budgetMicroUsdPerMonth ?? null },

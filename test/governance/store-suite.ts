@@ -48,6 +48,24 @@ export function storeSuite(name: string, fixture: StoreFixture): void {
       }
     });
 
+    it('over a long run the window stays exact: the store admits what a naive sliding log admits', async () => {
+      const store = await fixture.fresh();
+      const scopes = [team({ rpm: 700, tpm: 9000 })];
+      const admittedAt: Array<{ at: number; tokens: number }> = [];
+      let mismatches = 0;
+      for (let i = 0; i < 3000; i += 1) {
+        const at = T0 + i * 40;
+        const tokens = 1 + (i % 17);
+        const live = admittedAt.filter((e) => e.at > at - 60_000);
+        const expected = live.length + 1 <= 700 && live.reduce((sum, e) => sum + e.tokens, 0) + tokens <= 9000;
+        const r = await store.reserve({ scopes, tokens, costMicroUsd: 0, nowMs: at });
+        if (r.ok !== expected) mismatches += 1;
+        if (r.ok) admittedAt.push({ at, tokens });
+      }
+      assert.equal(mismatches, 0);
+      assert.ok(admittedAt.length > 1000 && admittedAt.length < 3000, `admitted ${admittedAt.length}`);
+    });
+
     it('TPM sums the tokens of the last 60 s and says when enough of them expire', async () => {
       const store = await fixture.fresh();
       const scopes = [team({ tpm: 100 })];
