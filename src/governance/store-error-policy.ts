@@ -26,6 +26,7 @@ export interface PolicedStore extends GovernanceStore {
   readonly storeErrors: number;
   /** Requests admitted unenforced under fail_open. */
   readonly admittedUnenforced: number;
+  ready(timeoutMs: number): Promise<boolean>;
 }
 
 /**
@@ -89,6 +90,7 @@ export function applyStoreErrorPolicy(inner: GovernanceStore, policy: OnStoreErr
         throw err;
       }
     },
+    ready: (timeoutMs: number) => inner.ready?.(timeoutMs) ?? Promise.resolve(true),
     close: () => inner.close(),
   };
 }

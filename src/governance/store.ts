@@ -70,6 +70,8 @@ export interface GovernanceStore {
   /** Give the reservation back (the request failed before using anything). */
   release(reservation: Reservation, nowMs: number): Promise<void>;
   status(scopes: readonly Scope[], nowMs: number): Promise<ScopeStatus[]>;
+  /** Resolves true once the backend answers, false after timeoutMs (a remote store keeps reconnecting). */
+  ready?(timeoutMs: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -157,5 +159,3 @@ export function scopeRef(s: Scope): ScopeRef {
 
 /** How long a reservation may stay unsettled before the store gives it back by itself (a crashed replica). */
 export const DEFAULT_RESERVATION_TTL_MS = 60 * 60 * 1000;
-
-export const RPM_TPM_WINDOW_MS = WINDOW_MS;
