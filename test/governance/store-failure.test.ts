@@ -73,7 +73,13 @@ describe('redis store when Redis stops and comes back', () => {
   it('fail_closed refuses with governance_unavailable and fail_open admits unenforced; both report, neither keeps local counters', async () => {
     const closed = applyStoreErrorPolicy(inner, 'fail_closed', (f) => failures.push(f));
     const open = applyStoreErrorPolicy(inner, 'fail_open', (f) => failures.push(f));
+    const inFlight = await closed.reserve({ scopes: [{ ...(scopes[0] as Scope), limits: {} }], tokens: 1, costMicroUsd: 0, nowMs: T0 + 500 });
+    assert.ok(inFlight.ok && inFlight.reservation.enforced);
     await stopRedis(redis);
+
+    // A request admitted before the outage settles during it: reported, never thrown at the request path.
+    await closed.settle(inFlight.reservation, { tokens: 1, costMicroUsd: 0 }, T0 + 900);
+    assert.deepEqual(failures.splice(0).map((f) => [f.operation, f.policy]), [['settle', 'fail_closed']]);
 
     const refused = await closed.reserve({ scopes, tokens: 1, costMicroUsd: 0, nowMs: T0 + 1000 });
     assert.equal(refused.ok, false);
@@ -81,7 +87,7 @@ describe('redis store when Redis stops and comes back', () => {
       assert.equal(refused.refusal.code, 'governance_unavailable');
       assert.equal(refused.refusal.retryAfterS, 1);
     }
-    assert.equal(closed.storeErrors, 1);
+    assert.equal(closed.storeErrors, 2, 'the settle and the reserve');
 
     // rpm 1 is already used at T0, but no counter is consulted while Redis is down.
     for (let i = 0; i < 3; i += 1) {
