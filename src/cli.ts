@@ -3,7 +3,10 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { randomBytes } from 'node:crypto';
+import { verifyAuditFile } from './audit/index.js';
 import { type ConfigIssue, formatIssue, loadConfigFile } from './config/index.js';
+import { hashKey } from './governance/index.js';
 import { prepareGeneration } from './live/index.js';
 import { startMockProvider } from './mock/index.js';
 import { PoolRegistry } from './providers/index.js';
@@ -13,7 +16,9 @@ interface Command {
   readonly summary: string;
   readonly usage: string;
   readonly options: NonNullable<ParseArgsConfig['options']>;
-  run(values: Record<string, string | boolean | undefined>): Promise<number | 'running'>;
+  /** Takes positional arguments (`keys create`, `audit verify FILE`). */
+  readonly positionals?: boolean;
+  run(values: Record<string, string | boolean | undefined>, positionals: readonly string[]): Promise<number | 'running'>;
 }
 
 const help = { type: 'boolean', short: 'h' } as const;
@@ -108,7 +113,55 @@ Starts mock providers east, west and central on 127.0.0.1:9001-9003 and a gatewa
       return code;
     },
   },
+  keys: {
+    summary: 'create an API key (printed once) and the config line holding its hash',
+    usage: `switchyard keys create --team TEAM [--id ID]
+
+Prints a new random API key ONCE, and the line to add under "keys:" in the gateway config,
+which holds only the key's SHA-256. The gateway never stores the key itself; a lost key is
+replaced, not recovered. ID defaults to a random one.`,
+    options: { team: { type: 'string', short: 't' }, id: { type: 'string' }, help },
+    positionals: true,
+    async run(values, positionals) {
+      if (positionals.length !== 1 || positionals[0] !== 'create') throw new UsageError('expected "keys create"');
+      const team = requireString(values.team, '--team');
+      const id = typeof values.id === 'string' ? values.id : `key-${randomBytes(4).toString('hex')}`;
+      for (const [flag, value] of [['--team', team], ['--id', id]] as const) {
+        if (!CONFIG_ID.test(value)) throw new UsageError(`${flag} must be 1-64 of A-Z a-z 0-9 _ . - (starting with a letter or digit)`);
+      }
+      const key = `sy-${randomBytes(32).toString('base64url')}`;
+      process.stdout.write(
+        `# API key "${id}" for team "${team}". Shown once: the gateway keeps only its SHA-256.\n${key}\n` +
+          `# Add under "keys:" in the gateway config (team "${team}" must be under "teams:"):\n` +
+          `- { id: ${JSON.stringify(id)}, team: ${JSON.stringify(team)}, sha256: "${hashKey(key)}" }\n`,
+      );
+      return 0;
+    },
+  },
+  audit: {
+    summary: 'check an audit log\'s hash chain',
+    usage: `switchyard audit verify FILE
+
+Checks the hash chain of the audit log FILE. Exits 0 when every record chains to the one
+before it, or 1 naming the first broken record by line number.`,
+    options: { help },
+    positionals: true,
+    async run(_values, positionals) {
+      if (positionals.length !== 2 || positionals[0] !== 'verify') throw new UsageError('expected "audit verify FILE"');
+      const file = resolve(positionals[1] as string);
+      const result = await verifyAuditFile(file);
+      if (result.ok) {
+        process.stdout.write(`${file}: ${result.records} record(s), chain intact\n`);
+        return 0;
+      }
+      process.stderr.write(result.line === 0 ? `${file}: ${result.reason}\n` : `${file}: line ${result.line}: ${result.reason}\n`);
+      return 1;
+    },
+  },
 };
+
+/** Key and team ids, as config accepts them. */
+const CONFIG_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 /**
  * What serve would do at start-up with this config (overlay included), without listening:
@@ -230,12 +283,12 @@ async function main(argv: string[]): Promise<number | 'running'> {
     return 1;
   }
   try {
-    const { values } = parseArgs({ args: rest, options: command.options, strict: true, allowPositionals: false });
+    const { values, positionals } = parseArgs({ args: rest, options: command.options, strict: true, allowPositionals: command.positionals === true });
     if (values.help === true) {
       process.stdout.write(`${command.usage}\n`);
       return 0;
     }
-    return await command.run(values as Record<string, string | boolean | undefined>);
+    return await command.run(values as Record<string, string | boolean | undefined>, positionals);
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     const isUsage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true;

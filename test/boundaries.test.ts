@@ -26,7 +26,9 @@ const allowed: Record<string, readonly string[]> = {
   // what the adapters report and what live/ carries per generation. governance/ still never
   // imports live/ or config/ (the rules below), and providers/ imports no other folder.
   governance: ['providers'],
-  audit: [],
+  // The audit writer continues an existing file's chain and verify reads it: both through
+  // contract/'s bounded reader (readFileSlice), never a plain unbounded read (issue 9).
+  audit: ['contract'],
   live: ['config', 'contract', 'providers', 'routing'],
   publisher: ['contract', 'config'],
   server: ['config', 'contract', 'live', 'routing', 'providers', 'resilience', 'governance', 'audit', 'telemetry'],
@@ -41,6 +43,10 @@ const rules: Array<{ from: string; to: string; rule: string }> = [
   { from: 'live', to: 'server', rule: 'live/ never imports server/' },
   { from: 'governance', to: 'live', rule: 'governance/ is a leaf: never live/' },
   { from: 'governance', to: 'config', rule: 'governance/ is a leaf: never config/' },
+  { from: 'governance', to: 'server', rule: 'governance/ is a leaf: never server/' },
+  { from: 'audit', to: 'live', rule: 'audit/ is a leaf: never live/' },
+  { from: 'audit', to: 'config', rule: 'audit/ is a leaf: never config/' },
+  { from: 'audit', to: 'server', rule: 'audit/ is a leaf: never server/' },
   { from: 'publisher', to: 'server', rule: 'publisher/ never imports server/' },
 ];
 

@@ -16,6 +16,10 @@ export {
   type SecretRef,
   type OverlayConfig,
   sessionAffinityDefaults,
+  type TeamConfig,
+  type KeyConfig,
+  type GovernanceConfig,
+  type AuditConfig,
 } from './schema.js';
 export { checkConfig, parseConfigText, loadConfigFile, formatIssue, type ConfigIssue, type ConfigResult } from './load.js';
 export { crossReferenceIssues } from './cross-check.js';

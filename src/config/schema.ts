@@ -147,11 +147,15 @@ const routingSchema = z
 const priceSchema = z.strictObject({
   input_usd_per_mtok: z.number().min(0),
   output_usd_per_mtok: z.number().min(0),
+  /** Prompt tokens read from the provider's cache; absent = the input price. */
+  cache_read_usd_per_mtok: z.number().min(0).optional(),
 });
 
 const pricingSchema = z.strictObject({
   /** Keyed by upstream model (`gpt-4o-mini`) or provider-qualified (`east/gpt-4o-mini`, which wins). */
   models: z.record(z.string().min(1), priceSchema).default({}),
+  /** A model without a price: serve it at cost 0 and flag it (allow, also when absent), or refuse it (block). */
+  on_missing: z.enum(['allow', 'block'], { error: 'must be "allow" or "block"' }).optional(),
 });
 
 const breakerSchema = z.strictObject({
@@ -166,6 +170,98 @@ const logSchema = z.strictObject({
   access: z.boolean().default(true),
 });
 
+// --- Governance (issue 9): teams, keys, the governance store, the audit log. ---
+
+const idPattern = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+const idSchema = z.string().regex(idPattern, 'must be 1-64 of A-Z a-z 0-9 _ . - (starting with a letter or digit)');
+const limitCount = z.number().int().min(0);
+const SHA256_HEX = /^[0-9a-fA-F]{64}$/;
+/** One hash, or two while a key is rotated; normalised to a lowercase list. */
+const sha256Schema = z
+  .union([z.string(), z.array(z.string())], { error: 'must be a SHA-256 (64 hex digits) or a list of two' })
+  .superRefine((v, ctx) => {
+    const list = typeof v === 'string' ? [v] : v;
+    if (list.length < 1 || list.length > 2) ctx.addIssue({ code: 'custom', path: [], message: 'give one hash, or two (old and new) while rotating' });
+    list.forEach((h, i) => {
+      if (!SHA256_HEX.test(h)) ctx.addIssue({ code: 'custom', path: typeof v === 'string' ? [] : [i], message: 'must be the 64 hex digits of a SHA-256 (see `switchyard keys create`)' });
+    });
+  })
+  .transform((v) => (typeof v === 'string' ? [v] : v).map((h) => h.toLowerCase()));
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$/;
+const rfc3339Schema = z.string().refine((v) => RFC3339.test(v) && !Number.isNaN(Date.parse(v)), 'must be an RFC 3339 timestamp, e.g. 2027-06-30T00:00:00Z');
+
+export const teamSchema = z.strictObject({
+  /** Glob patterns (`*`, `?`); absent = every model. */
+  allowed_models: z.array(z.string().min(1).max(256)).optional(),
+  rate_limit: z.strictObject({ rpm: limitCount.optional(), tpm: limitCount.optional() }).optional(),
+  quota: z.strictObject({ tokens_per_day: limitCount.optional() }).optional(),
+  budget: z
+    .strictObject({
+      usd_per_month: z.number().min(0),
+      on_exceeded: z.enum(['block', 'warn'], { error: 'must be "block" or "warn"' }).default('block'),
+    })
+    .optional(),
+});
+
+/** A key by its SHA-256 (one, or two while it is rotated) or by a secret reference, never in clear. */
+export const keySchema = z
+  .strictObject({
+    id: idSchema,
+    team: idSchema,
+    sha256: sha256Schema.optional(),
+    key: secretRefSchema.optional(),
+    rpm: limitCount.optional(),
+    tpm: limitCount.optional(),
+    tokens_per_day: limitCount.optional(),
+    budget_usd_per_month: z.number().min(0).optional(),
+    expires_at: rfc3339Schema.optional(),
+  })
+  .superRefine((k, ctx) => {
+    if ((k.sha256 === undefined) === (k.key === undefined)) {
+      ctx.addIssue({ code: 'custom', path: [], message: 'set exactly one of sha256 (the hash of the key) or key ({env: NAME} or {file: PATH})' });
+    }
+  });
+
+export const governanceSchema = z
+  .strictObject({
+    store: z.enum(['memory', 'redis'], { error: 'must be "memory" or "redis"' }).default('memory'),
+    redis_url: z
+      .url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' })
+      .refine((u) => !URL.canParse(u) || new URL(u).password === '', 'must not contain a password (config holds references only)')
+      .optional(),
+    key_prefix: z.string().min(1).max(128).default('switchyard:'),
+    on_store_error: z.enum(['fail_closed', 'fail_open'], { error: 'must be "fail_closed" or "fail_open"' }).default('fail_closed'),
+    /** The output reserved when a request gives no max_tokens. */
+    default_max_tokens: positiveInt.max(10_000_000).default(4096),
+  })
+  .superRefine((g, ctx) => {
+    if (g.store === 'redis' && g.redis_url === undefined) ctx.addIssue({ code: 'custom', path: ['redis_url'], message: 'is required when store is "redis"' });
+    if (g.store === 'memory' && g.redis_url !== undefined) ctx.addIssue({ code: 'custom', path: ['redis_url'], message: 'only applies when store is "redis"' });
+  });
+
+export const auditSchema = z.strictObject({
+  /** Append-only JSONL, hash-chained; an existing file's chain is continued. */
+  file: z.string().min(1, 'must be a file path'),
+});
+
+/** Keys name configured teams; key ids and key hashes are unique. Paths name the entry. */
+function checkGovernanceReferences(config: { teams?: Record<string, unknown>; keys?: ReadonlyArray<{ id: string; team: string; sha256?: readonly string[] }> }, ctx: z.RefinementCtx): void {
+  const teams = config.teams ?? {};
+  const ids = new Map<string, number>();
+  const hashes = new Map<string, number>();
+  (config.keys ?? []).forEach((k, i) => {
+    if (teams[k.team] === undefined) ctx.addIssue({ code: 'custom', path: ['keys', i, 'team'], message: `unknown team "${k.team}"` });
+    const seen = ids.get(k.id);
+    if (seen !== undefined) ctx.addIssue({ code: 'custom', path: ['keys', i, 'id'], message: `duplicate key id "${k.id}" (also keys[${seen}])` });
+    else ids.set(k.id, i);
+    for (const h of new Set(k.sha256 ?? [])) {
+      const other = hashes.get(h);
+      if (other !== undefined) ctx.addIssue({ code: 'custom', path: ['keys', i, 'sha256'], message: `the same hash is already used by keys[${other}]` });
+      else hashes.set(h, i);
+    }
+  });
+}
+
 export const configSchema = z.strictObject({
   server: serverSchema.prefault({}),
   log: logSchema.prefault({}),
@@ -173,7 +269,11 @@ export const configSchema = z.strictObject({
   routing: routingSchema,
   pricing: pricingSchema.prefault({}),
   resilience: z.strictObject({ breaker: breakerSchema.prefault({}) }).prefault({}),
-});
+  teams: z.record(idSchema, teamSchema).optional(),
+  keys: z.array(keySchema).optional(),
+  governance: governanceSchema.prefault({}),
+  audit: auditSchema.optional(),
+}).superRefine(checkGovernanceReferences);
 
 export type GatewayConfig = z.infer<typeof configSchema>;
 export type ServerConfig = GatewayConfig['server'];
@@ -181,6 +281,10 @@ export type RouteConfig = z.infer<typeof routeSchema>;
 export type OverlayConfig = z.infer<typeof overlaySchema>;
 export type PricingConfig = GatewayConfig['pricing'];
 export type BreakerConfig = GatewayConfig['resilience']['breaker'];
+export type TeamConfig = z.infer<typeof teamSchema>;
+export type KeyConfig = z.infer<typeof keySchema>;
+export type GovernanceConfig = GatewayConfig['governance'];
+export type AuditConfig = z.infer<typeof auditSchema>;
 
 /** Session-affinity settings when the config has no `routing.session_affinity` block: the schema's defaults. */
 export const sessionAffinityDefaults: z.infer<typeof sessionAffinitySchema> = Object.freeze(sessionAffinitySchema.parse({}));

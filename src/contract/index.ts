@@ -1,7 +1,7 @@
 // contract/: overlay contract v1, the wire format shared by the gateway (which reads
 // overlays) and the publisher (which writes them). It owns the types, parsing and
 // validation (zod), the RFC 8785 revision digest, rollback protection, stable ids, and the
-// bounded read of an overlay file.
+// bounded read of an overlay file (and, by slices, of a growing file such as the audit log).
 //
 // Pure: every function is a function of its input, and reading a file (readOverlayFile) is
 // the only I/O. No network, no timers, no process state. It imports nothing from other src/
@@ -27,8 +27,8 @@ export { parseOverlay } from './parse.js';
 export type { ParseOptions } from './parse.js';
 export { computeRevision, sha256Hex } from './digest.js';
 export type { RevisionInput } from './digest.js';
-export { readOverlayFile } from './read.js';
-export type { ReadResult } from './read.js';
+export { readFileSlice, readOverlayFile } from './read.js';
+export type { ReadResult, SliceResult } from './read.js';
 export { checkSuccession } from './succession.js';
 export { stableIdFor } from './stable-id.js';
 export { looksLikeCredentialValue } from './credential-value.js';

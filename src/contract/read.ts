@@ -57,3 +57,41 @@ function errorCode(error: unknown): string {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   return typeof code === 'string' ? code : 'read failed';
 }
+
+export type SliceResult =
+  | { ok: true; bytes: Buffer; /** The file's size when it was read. */ size: number }
+  | Rejection<'missing' | 'unreadable'>;
+
+/**
+ * The bounded read for files that grow (the audit log): at most `maxBytes` bytes from
+ * `position`, plus the file's size, so a caller reads the tail, or walks a large file in
+ * slices, without ever holding more than one slice. `what` names the file in messages.
+ */
+export async function readFileSlice(path: string, position: number, maxBytes: number, what = 'file'): Promise<SliceResult> {
+  if (!Number.isSafeInteger(maxBytes) || maxBytes < 0 || !Number.isSafeInteger(position) || position < 0) {
+    throw new RangeError(`position and maxBytes must be non-negative integers, got ${position}, ${maxBytes}`);
+  }
+  const where = `${what} ${JSON.stringify(path)}`;
+  let handle: FileHandle;
+  try {
+    handle = await open(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  } catch (error) {
+    return openFailure(where, error);
+  }
+  try {
+    const stat = await handle.stat();
+    if (!stat.isFile()) return reject('unreadable', `${where}: not a regular file`);
+    const buffer = Buffer.allocUnsafe(Math.max(0, Math.min(maxBytes, stat.size - position)));
+    let filled = 0;
+    while (filled < buffer.length) {
+      const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, position + filled);
+      if (bytesRead === 0) break;
+      filled += bytesRead;
+    }
+    return { ok: true, bytes: buffer.subarray(0, filled), size: stat.size };
+  } catch (error) {
+    return reject('unreadable', `${where}: ${errorCode(error)}`);
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+}

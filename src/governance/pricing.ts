@@ -1,13 +1,89 @@
-import type { PriceTable, TokenUsage } from '../providers/index.js';
+import type { PriceEntry, PriceTable, TokenUsage } from '../providers/index.js';
+
+// The metering units live in providers/ (see docs/decisions/0008): usage as the adapters
+// read it, prices as each generation carries them.
+export type { PriceEntry, PriceTable };
+export type Usage = TokenUsage;
+
+/** What to do with a model that has no price: serve it at cost 0 (and flag it), or refuse it. */
+export type OnMissingPrice = 'allow' | 'block';
+
+/** One way a route may be served, as far as pricing cares. */
+export interface PricedTarget {
+  readonly provider: string;
+  readonly model: string;
+}
+
+function priceOf(table: PriceTable, provider: string, model: string): PriceEntry | undefined {
+  return table[`${provider}/${model}`] ?? table[model];
+}
 
 /**
  * The cost of one request in micro-USD, or null when the model has no price. The table is
  * a parameter (the one of the generation that routed the request), never looked up, so a
  * reload mid-request cannot bill a request at another generation's prices. A
- * provider-qualified key (`east/gpt-4o-mini`) wins over the bare model.
+ * provider-qualified key (`east/gpt-4o-mini`) wins over the bare model. Not rounded: see
+ * costMicroUsd for the billed integer.
  */
-export function priceUsage(table: PriceTable, provider: string, model: string, usage: TokenUsage): number | null {
-  const price = table[`${provider}/${model}`] ?? table[model];
+export function priceUsage(table: PriceTable, provider: string, model: string, usage: Usage): number | null {
+  const price = priceOf(table, provider, model);
   if (price === undefined) return null;
-  return usage.inputTokens * price.input_usd_per_mtok + usage.outputTokens * price.output_usd_per_mtok;
+  return exactPicoUsd(price, usage) / 1e6;
+}
+
+/**
+ * The billed cost in integer micro-USD, rounded once (half up), or null when unpriced.
+ * Prices are taken to 1e-6 USD/Mtok, so the sum is exact integer arithmetic in pico-USD
+ * and only the final division rounds: 1000 tokens at 0.15 USD/Mtok is 150, never 150.00000000000003.
+ */
+export function costMicroUsd(table: PriceTable, provider: string, model: string, usage: Usage): number | null {
+  const price = priceOf(table, provider, model);
+  if (price === undefined) return null;
+  return Math.round(exactPicoUsd(price, usage) / 1e6);
+}
+
+/**
+ * The budget reservation for a request that may be served by any of `targets`: the
+ * worst-case cost (`inputTokens` + `maxOutputTokens`, no cache hits) at the most expensive
+ * priced target, rounded up so a reservation never under-covers the settled cost. Targets
+ * without a price are listed in `missing`; when none is priced the reservation is 0.
+ */
+export function reservationMicroUsd(
+  table: PriceTable,
+  targets: readonly PricedTarget[],
+  inputTokens: number,
+  maxOutputTokens: number,
+): { readonly costMicroUsd: number; readonly missing: readonly PricedTarget[] } {
+  let worstPico = 0;
+  const missing: PricedTarget[] = [];
+  for (const t of targets) {
+    const price = priceOf(table, t.provider, t.model);
+    if (price === undefined) {
+      missing.push(t);
+      continue;
+    }
+    const pico = exactPicoUsd(price, { inputTokens, outputTokens: maxOutputTokens });
+    if (pico > worstPico) worstPico = pico;
+  }
+  return { costMicroUsd: Math.ceil(worstPico / 1e6), missing };
+}
+
+/** Whether a target has a price (a provider-qualified or a bare-model entry). */
+export function isPriced(table: PriceTable, provider: string, model: string): boolean {
+  return priceOf(table, provider, model) !== undefined;
+}
+
+/** micro-USD per token scaled by 1e6: an integer, so products and sums stay exact below 2^53. */
+function picoPerToken(usdPerMtok: number): number {
+  return Math.round(usdPerMtok * 1e6);
+}
+
+function exactPicoUsd(price: PriceEntry, usage: Usage): number {
+  const cached = Math.min(Math.max(usage.cacheReadTokens ?? 0, 0), usage.inputTokens);
+  const cachePrice = price.cache_read_usd_per_mtok ?? price.input_usd_per_mtok;
+  return (
+    (usage.inputTokens - cached) * picoPerToken(price.input_usd_per_mtok) +
+    cached * picoPerToken(cachePrice) +
+    usage.outputTokens * picoPerToken(price.output_usd_per_mtok)
+  );
 }

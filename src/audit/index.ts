@@ -1,0 +1,20 @@
+// audit/: the tamper-evident record of what the gateway did: an append-only JSONL file in
+// which every record carries the SHA-256 of the previous record's exact bytes, its writer
+// and its verifier. A leaf: it imports only contract/ (the bounded file reader, to continue
+// or verify an existing file) and errors.ts; never live/, config/, server/ or governance/.
+// Records hold ids, decisions, usage and cost; never a prompt, a completion or a secret.
+// See docs/decisions/0009-governance-limits-and-budgets.md.
+export { GENESIS_HASH, recordHash } from './chain.js';
+export { UlidGenerator } from './ulid.js';
+export {
+  reload,
+  requestCompleted,
+  requestStarted,
+  type AuditEvent,
+  type AuditUsage,
+  type ReloadInput,
+  type RequestCompletedInput,
+  type RequestStartedInput,
+} from './records.js';
+export { AuditFileError, AuditWriter, type AuditFailure, type AuditSink, type AuditWriterOptions } from './writer.js';
+export { verifyAuditFile, type VerifyResult } from './verify.js';

@@ -1,0 +1,102 @@
+// The audit events and their builders. Each builder copies named fields only, so nothing
+// a caller happens to hold (a prompt, a completion, a header, a key) can reach the log.
+
+export interface AuditUsage {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly cacheReadTokens?: number;
+}
+
+/** Written after authentication and the pre-check: admitted, or refused with the reason. */
+export interface RequestStartedInput {
+  readonly requestId: string;
+  readonly keyId: string | null;
+  readonly team: string | null;
+  readonly model: string | null;
+  readonly generation: number | null;
+  readonly revision: string | null;
+  readonly decision: 'admitted' | 'refused';
+  /** The refusal's error code (`unauthorized`, `rate_limit_exceeded`, ...). */
+  readonly reason: string | null;
+}
+
+export interface RequestCompletedInput {
+  readonly requestId: string;
+  readonly keyId: string | null;
+  readonly team: string | null;
+  readonly model: string | null;
+  readonly provider: string | null;
+  readonly upstreamModel: string | null;
+  readonly stableId: string | null;
+  readonly generation: number | null;
+  readonly revision: string | null;
+  readonly status: number | 'partial';
+  /** `provider:reason` for each candidate that failed before the one that answered. */
+  readonly fallback: readonly string[];
+  readonly partial: boolean;
+  readonly usage: AuditUsage | null;
+  readonly costMicroUsd: number | null;
+  readonly pricingMissing: boolean;
+  readonly latencyMs: number;
+  readonly ttftMs: number | null;
+}
+
+export interface ReloadInput {
+  readonly trigger: string;
+  readonly result: 'applied' | 'unchanged' | 'rejected';
+  readonly generation: number | null;
+  readonly revision: string | null;
+  /** Why a reload was rejected (messages never hold a secret). */
+  readonly reason: string | null;
+}
+
+/** An event's own fields; the writer adds id, ts, instance and prev_hash. */
+export type AuditEvent = { readonly event: 'request_started' | 'request_completed' | 'reload' } & Readonly<Record<string, unknown>>;
+
+export function requestStarted(x: RequestStartedInput): AuditEvent {
+  return {
+    event: 'request_started',
+    request_id: x.requestId,
+    key_id: x.keyId,
+    team: x.team,
+    model: x.model,
+    generation: x.generation,
+    revision: x.revision,
+    decision: x.decision,
+    reason: x.reason,
+  };
+}
+
+export function requestCompleted(x: RequestCompletedInput): AuditEvent {
+  return {
+    event: 'request_completed',
+    request_id: x.requestId,
+    key_id: x.keyId,
+    team: x.team,
+    model: x.model,
+    provider: x.provider,
+    upstream_model: x.upstreamModel,
+    stable_id: x.stableId,
+    generation: x.generation,
+    revision: x.revision,
+    status: x.status,
+    fallback: [...x.fallback],
+    partial: x.partial,
+    usage:
+      x.usage === null
+        ? null
+        : { input_tokens: x.usage.inputTokens, output_tokens: x.usage.outputTokens, cache_read_tokens: x.usage.cacheReadTokens ?? 0 },
+    cost_micro_usd: x.costMicroUsd,
+    pricing_missing: x.pricingMissing,
+    latency_ms: round3(x.latencyMs),
+    ttft_ms: x.ttftMs === null ? null : round3(x.ttftMs),
+  };
+}
+
+export function reload(x: ReloadInput): AuditEvent {
+  return { event: 'reload', trigger: x.trigger, result: x.result, generation: x.generation, revision: x.revision, reason: x.reason };
+}
+
+function round3(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}

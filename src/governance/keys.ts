@@ -1,0 +1,98 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Limits, Principal, Refusal } from './limits.js';
+import { NO_RATE_LIMIT } from './limits.js';
+
+/** One API key as governance needs it; server/ adapts the config's `keys` entries to this. */
+export interface KeyRecord {
+  readonly id: string;
+  readonly team: string;
+  /** Lowercase hex SHA-256 of the key; two while a key is rotated. */
+  readonly sha256: readonly string[];
+  readonly limits: Limits;
+  /** Epoch ms; null = never expires. */
+  readonly expiresAtMs: number | null;
+}
+
+/** The keys of one generation, indexed by digest. Built once per generation, then read-only. */
+export interface KeyTable {
+  /** No keys configured: an open gateway, every caller is anonymous. */
+  readonly open: boolean;
+  readonly byDigest: ReadonlyMap<string, { readonly record: KeyRecord; readonly digest: Buffer }>;
+  readonly byId: ReadonlyMap<string, KeyRecord>;
+}
+
+export const ANONYMOUS: Principal = Object.freeze({ keyId: null, team: null });
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+/** Lowercase hex SHA-256 of a presented key: what config stores instead of the key. */
+export function hashKey(presented: string): string {
+  return createHash('sha256').update(presented, 'utf8').digest('hex');
+}
+
+/** Byte equality whose time does not depend on where the inputs differ (lengths may leak). */
+export function constantTimeEqual(a: Buffer, b: Buffer): boolean {
+  if (a.length !== b.length) return false;
+  return timingSafeEqual(a, b);
+}
+
+export function buildKeyTable(records: readonly KeyRecord[]): KeyTable {
+  const byDigest = new Map<string, { record: KeyRecord; digest: Buffer }>();
+  const byId = new Map<string, KeyRecord>();
+  for (const record of records) {
+    if (byId.has(record.id)) throw new Error(`duplicate key id "${record.id}"`);
+    byId.set(record.id, record);
+    for (const hex of record.sha256) {
+      const lower = hex.toLowerCase();
+      if (!SHA256_HEX.test(lower)) throw new Error(`key "${record.id}": sha256 must be 64 hex digits`);
+      // Two ids with one digest would make the caller ambiguous: refuse rather than pick one.
+      const other = byDigest.get(lower);
+      if (other !== undefined && other.record.id !== record.id) throw new Error(`keys "${other.record.id}" and "${record.id}" share a sha256`);
+      byDigest.set(lower, { record, digest: Buffer.from(lower, 'hex') });
+    }
+  }
+  return { open: records.length === 0, byDigest, byId };
+}
+
+type HeaderValue = string | string[] | undefined;
+
+/**
+ * The key a request presents: `Authorization: Bearer <key>` (scheme case-insensitive), else
+ * `x-api-key` (Anthropic clients). Headers as node:http gives them (lower-case names).
+ */
+export function presentedKey(headers: Readonly<Record<string, HeaderValue>>): string | null {
+  const authorization = headers.authorization;
+  if (typeof authorization === 'string') {
+    const m = /^\s*bearer\s+(\S+)\s*$/i.exec(authorization);
+    if (m !== null) return m[1] as string;
+  }
+  const apiKey = headers['x-api-key'];
+  if (typeof apiKey === 'string' && apiKey.trim() !== '') return apiKey.trim();
+  return null;
+}
+
+export type AuthResult = { readonly ok: true; readonly principal: Principal; readonly key: KeyRecord | null } | { readonly ok: false; readonly refusal: Refusal };
+
+/**
+ * The caller, from the headers alone, before any body is read. The table is indexed by the
+ * SHA-256 of the key, so the lookup's timing depends only on a digest the caller cannot
+ * steer toward a stored one; the match is then confirmed in constant time. Messages never
+ * echo the presented key.
+ */
+export function authenticate(table: KeyTable, headers: Readonly<Record<string, HeaderValue>>, nowMs: number): AuthResult {
+  if (table.open) return { ok: true, principal: ANONYMOUS, key: null };
+  const presented = presentedKey(headers);
+  if (presented === null) return refuse('unauthorized', 'missing API key: send Authorization: Bearer <key> or x-api-key');
+  const hex = hashKey(presented);
+  const entry = table.byDigest.get(hex);
+  if (entry === undefined || !constantTimeEqual(entry.digest, Buffer.from(hex, 'hex'))) return refuse('unauthorized', 'invalid API key');
+  const { record } = entry;
+  if (record.expiresAtMs !== null && nowMs >= record.expiresAtMs) {
+    return refuse('key_expired', `API key "${record.id}" expired at ${new Date(record.expiresAtMs).toISOString()}`);
+  }
+  return { ok: true, principal: Object.freeze({ keyId: record.id, team: record.team }), key: record };
+}
+
+function refuse(code: 'unauthorized' | 'key_expired', message: string): AuthResult {
+  return { ok: false, refusal: { code, message, retryAfterS: null, scope: null, limit: null, rateLimit: NO_RATE_LIMIT } };
+}

@@ -1,0 +1,90 @@
+import type { ErrorCode } from '../errors.js';
+
+/**
+ * Flat limits of one team or one key, as the generation holds them. Absent = no limit.
+ * Budgets are integer micro-USD per UTC month.
+ */
+export interface Limits {
+  readonly rpm?: number;
+  readonly tpm?: number;
+  readonly tokensPerDay?: number;
+  readonly budgetMicroUsdPerMonth?: number;
+  /** `warn` admits a request over budget and flags it; default `block`. */
+  readonly budgetOnExceeded?: 'block' | 'warn';
+}
+
+export type ScopeKind = 'team' | 'key';
+
+/**
+ * A counter owner: a team or a key, named by id only. Counters are keyed by (kind, id) and
+ * never by the limits object, so a reload that changes a limit keeps the count.
+ */
+export interface Scope {
+  readonly kind: ScopeKind;
+  readonly id: string;
+  /** The key's team: keeps one team's keys together (one Redis Cluster slot). */
+  readonly team: string;
+  readonly limits: Limits;
+}
+
+/** Who is calling: a key and its team, or the open gateway's anonymous caller (both null). */
+export interface Principal {
+  readonly keyId: string | null;
+  readonly team: string | null;
+}
+
+export type LimitKind = 'rpm' | 'tpm' | 'tokens_per_day' | 'budget';
+
+/** Values for the `x-ratelimit-*-requests` / `-tokens` headers, from the tightest scope. */
+export interface RateWindowView {
+  readonly limit: number;
+  readonly remaining: number;
+  /** Until the window admits the next unit again (ms, >= 0). */
+  readonly resetMs: number;
+}
+
+export interface RateLimitView {
+  readonly requests: RateWindowView | null;
+  readonly tokens: RateWindowView | null;
+}
+
+export const NO_RATE_LIMIT: RateLimitView = Object.freeze({ requests: null, tokens: null });
+
+/**
+ * A typed refusal: server/ renders it (see refusalError). `scope` and `limit` say which
+ * limit refused; `retryAfterS` is whole seconds, at least 1.
+ */
+export interface Refusal {
+  readonly code: Extract<ErrorCode, 'unauthorized' | 'key_expired' | 'model_not_allowed' | 'rate_limit_exceeded' | 'quota_exceeded' | 'budget_exceeded' | 'governance_unavailable'>;
+  readonly message: string;
+  readonly retryAfterS: number | null;
+  readonly scope: { readonly kind: ScopeKind; readonly id: string } | null;
+  readonly limit: LimitKind | null;
+  readonly rateLimit: RateLimitView;
+}
+
+export const WINDOW_MS = 60_000;
+
+/** `2026-11-30T23:59:59Z` -> `20261130`: the UTC day a token count belongs to. */
+export function utcDayStamp(nowMs: number): string {
+  return new Date(nowMs).toISOString().slice(0, 10).replaceAll('-', '');
+}
+
+/** `202611`: the UTC month a spend belongs to. */
+export function utcMonthStamp(nowMs: number): string {
+  return new Date(nowMs).toISOString().slice(0, 7).replace('-', '');
+}
+
+export function msUntilNextUtcDay(nowMs: number): number {
+  const d = new Date(nowMs);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1) - nowMs;
+}
+
+export function msUntilNextUtcMonth(nowMs: number): number {
+  const d = new Date(nowMs);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) - nowMs;
+}
+
+export function secondsCeil(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}

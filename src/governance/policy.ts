@@ -1,0 +1,72 @@
+import { compileModelAllowList, type ModelAllowList } from './allow-list.js';
+import { buildKeyTable, type KeyRecord, type KeyTable } from './keys.js';
+import type { Limits, Principal, Refusal, Scope } from './limits.js';
+import { NO_RATE_LIMIT } from './limits.js';
+import type { OnMissingPrice } from './pricing.js';
+
+/** One team as governance needs it; server/ adapts the config's `teams` entries to this. */
+export interface TeamRecord {
+  readonly id: string;
+  /** Globs; absent = every model. */
+  readonly allowedModels?: readonly string[];
+  readonly limits: Limits;
+}
+
+export interface PolicyInput {
+  readonly teams: readonly TeamRecord[];
+  readonly keys: readonly KeyRecord[];
+  /** The output reserved when a request gives no max_tokens. */
+  readonly defaultMaxTokens: number;
+  readonly onMissingPrice: OnMissingPrice;
+}
+
+interface CompiledTeam {
+  readonly record: TeamRecord;
+  readonly allows: ModelAllowList;
+}
+
+/**
+ * Everything governance reads from one generation: keys, teams, their limits and
+ * allow-lists, compiled once. Immutable; a reload builds a new one, while the counters
+ * (in the store) stay, because they are keyed by team and key id.
+ */
+export interface GovernancePolicy {
+  readonly keys: KeyTable;
+  readonly teams: ReadonlyMap<string, CompiledTeam>;
+  readonly defaultMaxTokens: number;
+  readonly onMissingPrice: OnMissingPrice;
+}
+
+export function buildGovernancePolicy(input: PolicyInput): GovernancePolicy {
+  const teams = new Map<string, CompiledTeam>();
+  for (const t of input.teams) teams.set(t.id, Object.freeze({ record: t, allows: compileModelAllowList(t.allowedModels) }));
+  for (const k of input.keys) if (!teams.has(k.team)) throw new Error(`key "${k.id}" names unknown team "${k.team}"`);
+  return Object.freeze({ keys: buildKeyTable(input.keys), teams, defaultMaxTokens: input.defaultMaxTokens, onMissingPrice: input.onMissingPrice });
+}
+
+/** The scopes a principal's request is counted against: its team, then its key. Anonymous: none. */
+export function scopesOf(policy: GovernancePolicy, principal: Principal): Scope[] {
+  if (principal.team === null) return [];
+  const team = policy.teams.get(principal.team);
+  const scopes: Scope[] = [{ kind: 'team', id: principal.team, team: principal.team, limits: team?.record.limits ?? {} }];
+  if (principal.keyId !== null) {
+    const key = policy.keys.byId.get(principal.keyId);
+    scopes.push({ kind: 'key', id: principal.keyId, team: principal.team, limits: key?.limits ?? {} });
+  }
+  return scopes;
+}
+
+/** `model_not_allowed` when the principal's team may not call `model`; null when it may. */
+export function checkModel(policy: GovernancePolicy, principal: Principal, model: string): Refusal | null {
+  if (principal.team === null) return null;
+  const team = policy.teams.get(principal.team);
+  if (team === undefined || team.allows(model)) return null;
+  return {
+    code: 'model_not_allowed',
+    message: `team "${principal.team}" may not use model "${model}"`,
+    retryAfterS: null,
+    scope: { kind: 'team', id: principal.team },
+    limit: null,
+    rateLimit: NO_RATE_LIMIT,
+  };
+}

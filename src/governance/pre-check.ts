@@ -1,0 +1,104 @@
+import type { Principal, RateLimitView, Refusal } from './limits.js';
+import { NO_RATE_LIMIT } from './limits.js';
+import { checkModel, type GovernancePolicy, scopesOf } from './policy.js';
+import { costMicroUsd, isPriced, type PricedTarget, type PriceTable, reservationMicroUsd, type Usage } from './pricing.js';
+import type { GovernanceStore, Reservation, ScopeRef } from './store.js';
+
+/** What a request asks for, as the pre-check prices and counts it. */
+export interface Demand {
+  readonly model: string;
+  /** The request body's size: the input estimate is bytes / 4. */
+  readonly bodyBytes: number;
+  /** `max_tokens` or `max_completion_tokens` when the request gives one. */
+  readonly maxTokens: number | null;
+  /** Every (provider, upstream model) the route may use: the reservation takes the dearest. */
+  readonly targets: readonly PricedTarget[];
+  /** The pricing table of the generation the request captured. */
+  readonly pricing: PriceTable;
+}
+
+export type Admission =
+  | {
+      readonly ok: true;
+      /** null for the open gateway's anonymous caller: nothing to settle. */
+      readonly reservation: Reservation | null;
+      readonly rateLimit: RateLimitView;
+      /** Scopes over budget with `on_exceeded: warn` (header + metric, not a refusal). */
+      readonly budgetWarnings: readonly ScopeRef[];
+      /** Targets without a price (on_missing: allow). Under `block` these must not be tried. */
+      readonly unpriced: readonly PricedTarget[];
+    }
+  | { readonly ok: false; readonly refusal: Refusal };
+
+export interface TokenEstimate {
+  readonly inputTokens: number;
+  readonly maxOutputTokens: number;
+}
+
+/** The issue's estimate: body bytes / 4 (rounded up) for input, plus the output cap. */
+export function estimateTokens(bodyBytes: number, maxTokens: number | null, defaultMaxTokens: number): TokenEstimate {
+  return { inputTokens: Math.ceil(Math.max(0, bodyBytes) / 4), maxOutputTokens: maxTokens ?? defaultMaxTokens };
+}
+
+/**
+ * Admits the request against its team's then its key's limits, in one atomic step of the
+ * store, reserving the worst-case cost; or returns the refusal. Call after routing (the
+ * targets are the route's candidates) and before any upstream call.
+ */
+export async function preCheck(store: GovernanceStore, policy: GovernancePolicy, principal: Principal, demand: Demand, nowMs: number): Promise<Admission> {
+  const denied = checkModel(policy, principal, demand.model);
+  if (denied !== null) return { ok: false, refusal: denied };
+  const estimate = estimateTokens(demand.bodyBytes, demand.maxTokens, policy.defaultMaxTokens);
+  const priced = reservationMicroUsd(demand.pricing, demand.targets, estimate.inputTokens, estimate.maxOutputTokens);
+  if (policy.onMissingPrice === 'block' && demand.targets.length > 0 && priced.missing.length === demand.targets.length) {
+    return {
+      ok: false,
+      refusal: { code: 'model_not_allowed', message: `model "${demand.model}" has no price and pricing.on_missing is block`, retryAfterS: null, scope: null, limit: null, rateLimit: NO_RATE_LIMIT },
+    };
+  }
+  const scopes = scopesOf(policy, principal);
+  if (scopes.length === 0) return { ok: true, reservation: null, rateLimit: NO_RATE_LIMIT, budgetWarnings: [], unpriced: priced.missing };
+  const r = await store.reserve({ scopes, tokens: estimate.inputTokens + estimate.maxOutputTokens, costMicroUsd: priced.costMicroUsd, nowMs });
+  if (!r.ok) return r;
+  return { ok: true, reservation: r.reservation, rateLimit: r.rateLimit, budgetWarnings: r.budgetWarnings, unpriced: priced.missing };
+}
+
+export interface Settlement {
+  /** Billed cost, integer micro-USD; null when unpriced. */
+  readonly costMicroUsd: number | null;
+  readonly pricingMissing: boolean;
+  /** The upstream reported no usage: the reservation was billed as the worst case. */
+  readonly usageMissing: boolean;
+}
+
+/**
+ * Bills what the response used, at the prices of the table passed in (the generation that
+ * routed it, never re-read), rounded once; trues up TPM and the day with actual tokens.
+ * Unknown usage bills the reservation (tokens and cost): a provider that omits usage must
+ * not make requests free. An unpriced model costs 0 and is flagged.
+ */
+export async function settle(
+  store: GovernanceStore,
+  reservation: Reservation | null,
+  served: PricedTarget,
+  usage: Usage | null,
+  pricing: PriceTable,
+  nowMs: number,
+): Promise<Settlement> {
+  const priced = usage === null ? null : costMicroUsd(pricing, served.provider, served.model, usage);
+  const pricingMissing = !isPriced(pricing, served.provider, served.model);
+  const settlement: Settlement =
+    usage === null
+      ? { costMicroUsd: pricingMissing ? null : (reservation?.costMicroUsd ?? null), pricingMissing, usageMissing: true }
+      : { costMicroUsd: priced, pricingMissing, usageMissing: false };
+  if (reservation !== null) {
+    const tokens = usage === null ? reservation.tokens : usage.inputTokens + usage.outputTokens;
+    await store.settle(reservation, { tokens, costMicroUsd: settlement.costMicroUsd ?? 0 }, nowMs);
+  }
+  return settlement;
+}
+
+/** Gives the reservation back: the request failed before an upstream served it. */
+export async function release(store: GovernanceStore, reservation: Reservation | null, nowMs: number): Promise<void> {
+  if (reservation !== null) await store.release(reservation, nowMs);
+}

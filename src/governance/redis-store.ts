@@ -1,0 +1,186 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import type { LimitKind, Scope } from './limits.js';
+import { utcDayStamp, utcMonthStamp, WINDOW_MS } from './limits.js';
+import { RESERVE_SCRIPT, SETTLE_SCRIPT, STATUS_SCRIPT } from './redis-scripts.js';
+import {
+  type Actual,
+  DEFAULT_RESERVATION_TTL_MS,
+  type GovernanceStore,
+  GovernanceStoreError,
+  limitNumbers,
+  limitRefusal,
+  rateLimitView,
+  type Reservation,
+  type ReserveInput,
+  type ReserveResult,
+  type ScopeRef,
+  type ScopeStatus,
+  scopeRef,
+  type WindowNumbers,
+} from './store.js';
+
+export interface RedisStoreOptions {
+  readonly url: string;
+  /** Prefix of every key, e.g. `switchyard:`; one deployment, one prefix. */
+  readonly keyPrefix: string;
+  /** A command that takes longer fails as a store error (the policy then decides). Default 1000. */
+  readonly commandTimeoutMs?: number;
+  readonly connectTimeoutMs?: number;
+  readonly reservationTtlMs?: number;
+  /** Connection events, for the log: never holds the URL's password. */
+  readonly onConnectionEvent?: (event: 'ready' | 'error' | 'reconnecting', detail: string) => void;
+}
+
+const DAY_TTL_S = 2 * 24 * 3600;
+const MONTH_TTL_S = 62 * 24 * 3600;
+
+interface Script {
+  readonly text: string;
+  readonly sha: string;
+}
+
+function script(text: string): Script {
+  return { text, sha: createHash('sha1').update(text).digest('hex') };
+}
+
+const RESERVE = script(RESERVE_SCRIPT);
+const SETTLE = script(SETTLE_SCRIPT);
+const STATUS = script(STATUS_SCRIPT);
+
+/**
+ * Counters in Redis, shared by every replica: each reserve, settle and status is one Lua
+ * script, called by SHA (loaded on every connect) with a NOSCRIPT fallback to EVAL. A down
+ * Redis fails fast: no offline queue, no per-command retries, a command timeout; the client
+ * reconnects by itself in the background.
+ */
+export class RedisGovernanceStore implements GovernanceStore {
+  readonly #redis: Redis;
+  readonly #prefix: string;
+  readonly #reservationTtlMs: number;
+
+  constructor(options: RedisStoreOptions) {
+    this.#prefix = options.keyPrefix;
+    this.#reservationTtlMs = options.reservationTtlMs ?? DEFAULT_RESERVATION_TTL_MS;
+    const notify = options.onConnectionEvent ?? (() => undefined);
+    this.#redis = new Redis(options.url, {
+      lazyConnect: false,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: options.commandTimeoutMs ?? 1000,
+      connectTimeout: options.connectTimeoutMs ?? 2000,
+      // Back off to 2 s and never give up: the gateway keeps serving by its policy meanwhile.
+      retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000),
+      reconnectOnError: () => false,
+    });
+    this.#redis.on('error', (err: Error) => notify('error', err.message));
+    this.#redis.on('reconnecting', () => notify('reconnecting', 'reconnecting to Redis'));
+    this.#redis.on('ready', () => {
+      notify('ready', 'connected to Redis');
+      for (const s of [RESERVE, SETTLE, STATUS]) this.#redis.script('LOAD', s.text).catch(() => undefined);
+    });
+  }
+
+  /** Resolves true once connected, false after timeoutMs (the store still reconnects by itself). */
+  ready(timeoutMs: number): Promise<boolean> {
+    if (this.#redis.status === 'ready') return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const done = (ok: boolean): void => {
+        clearTimeout(timer);
+        this.#redis.off('ready', onReady);
+        resolve(ok);
+      };
+      const onReady = (): void => done(true);
+      const timer = setTimeout(() => done(false), timeoutMs);
+      this.#redis.on('ready', onReady);
+    });
+  }
+
+  #base(s: ScopeRef): string {
+    const who = s.kind === 'team' ? 't' : `k:${s.id}`;
+    return `${this.#prefix}{${s.team}}:${who}`;
+  }
+
+  #scopeKeys(s: ScopeRef, day: string, month: string): string[] {
+    const b = this.#base(s);
+    return [`${b}:rpm`, `${b}:tpm`, `${b}:tsum`, `${b}:day:${day}`, `${b}:month:${month}`, `${b}:resv`];
+  }
+
+  async #eval(s: Script, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
+    try {
+      try {
+        return await this.#redis.evalsha(s.sha, keys.length, ...keys, ...args);
+      } catch (err) {
+        if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+        return await this.#redis.eval(s.text, keys.length, ...keys, ...args);
+      }
+    } catch (err) {
+      throw new GovernanceStoreError(`governance store (Redis) failed: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  async reserve(input: ReserveInput): Promise<ReserveResult> {
+    const { scopes, tokens, costMicroUsd, nowMs } = input;
+    const day = utcDayStamp(nowMs);
+    const month = utcMonthStamp(nowMs);
+    const id = randomUUID();
+    const keys = scopes.flatMap((s) => this.#scopeKeys(s, day, month));
+    const args: Array<string | number> = [nowMs, WINDOW_MS, id, tokens, costMicroUsd, nowMs + this.#reservationTtlMs, DAY_TTL_S, MONTH_TTL_S, month, scopes.length];
+    for (const s of scopes) args.push(...limitNumbers(s.limits));
+    const out = (await this.#eval(RESERVE, keys, args)) as Array<number | string>;
+    if (out[0] === 1) {
+      const warnMask = Number(out[1]);
+      const windows = windowsOf(out.slice(2), scopes.length);
+      const reservation: Reservation = { id, scopes: scopes.map(scopeRef), atMs: nowMs, tokens, costMicroUsd, day, month, enforced: true };
+      const budgetWarnings = scopes.filter((_, i) => (warnMask & (1 << i)) !== 0).map(scopeRef);
+      return { ok: true, reservation, rateLimit: rateLimitView(scopes, windows, nowMs), budgetWarnings };
+    }
+    const scope = scopes[Number(out[1]) - 1] as Scope;
+    const windows = windowsOf(out.slice(4), scopes.length);
+    return { ok: false, refusal: limitRefusal(scope, out[2] as LimitKind, Number(out[3]), nowMs, rateLimitView(scopes, windows, nowMs)) };
+  }
+
+  async settle(r: Reservation, actual: Actual, _nowMs: number): Promise<void> {
+    const keys = r.scopes.flatMap((s) => {
+      const [, tpm, tsum, day, month, resv] = this.#scopeKeys(s, r.day, r.month) as [string, string, string, string, string, string];
+      return [tpm, tsum, day, month, resv];
+    });
+    await this.#eval(SETTLE, keys, [r.id, r.tokens, actual.tokens, actual.costMicroUsd, r.month, MONTH_TTL_S, r.scopes.length]);
+  }
+
+  release(r: Reservation, nowMs: number): Promise<void> {
+    return this.settle(r, { tokens: 0, costMicroUsd: 0 }, nowMs);
+  }
+
+  async status(scopes: readonly Scope[], nowMs: number): Promise<ScopeStatus[]> {
+    if (scopes.length === 0) return [];
+    const month = utcMonthStamp(nowMs);
+    const keys = scopes.flatMap((s) => this.#scopeKeys(s, utcDayStamp(nowMs), month));
+    const out = ((await this.#eval(STATUS, keys, [nowMs, WINDOW_MS, month, scopes.length])) as number[]).map(Number);
+    return scopes.map((s, i) => {
+      const [requests, tokens, today, spent, reserved] = out.slice(i * 5, i * 5 + 5) as [number, number, number, number, number];
+      return {
+        kind: s.kind,
+        id: s.id,
+        requestsThisMinute: { used: requests, limit: s.limits.rpm ?? null },
+        tokensThisMinute: { used: tokens, limit: s.limits.tpm ?? null },
+        tokensToday: { used: today, limit: s.limits.tokensPerDay ?? null },
+        spendThisMonthMicroUsd: { used: spent, reservedMicroUsd: reserved, limit: s.limits.budgetMicroUsdPerMonth ?? null },
+      };
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.#redis.quit().catch(() => this.#redis.disconnect());
+  }
+}
+
+function windowsOf(flat: ReadonlyArray<number | string>, n: number): WindowNumbers[] {
+  const out: WindowNumbers[] = [];
+  for (let i = 0; i < n; i += 1) {
+    const [requests, oldestReq, tokens, oldestTok] = flat.slice(i * 4, i * 4 + 4).map(Number) as [number, number, number, number];
+    out.push({ requests, oldestRequestAt: oldestReq < 0 ? null : oldestReq, tokens, oldestTokensAt: oldestTok < 0 ? null : oldestTok });
+  }
+  return out;
+}
+

@@ -1,0 +1,204 @@
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import type { GovernanceStore, Limits, Scope } from '../../src/governance/index.js';
+
+// The behaviour every GovernanceStore shows, run against memory and redis alike. Time is an
+// injected number (nowMs), never the wall clock.
+
+export interface StoreFixture {
+  /** A fresh store with its own counters (a new key prefix for redis). */
+  fresh(options?: { reservationTtlMs?: number }): Promise<GovernanceStore>;
+  /** A second store over the same counters as `store` (another replica), or null when the backend is per process. */
+  peer(store: GovernanceStore): Promise<GovernanceStore | null>;
+  cleanup(): Promise<void>;
+}
+
+/** 2026-11-15T12:00:00Z. */
+const T0 = Date.UTC(2026, 10, 15, 12, 0, 0);
+
+function team(limits: Limits, id = 'platform'): Scope {
+  return { kind: 'team', id, team: id, limits };
+}
+
+function key(limits: Limits, id = 'ci-bot', teamId = 'platform'): Scope {
+  return { kind: 'key', id, team: teamId, limits };
+}
+
+export function storeSuite(name: string, fixture: StoreFixture): void {
+  describe(`GovernanceStore contract: ${name}`, () => {
+    after(() => fixture.cleanup());
+
+    it('RPM admits at most the limit in any 60 s span (a sliding log, not a refilling bucket)', async () => {
+      const store = await fixture.fresh();
+      const scopes = [team({ rpm: 3 })];
+      const at = async (ms: number) => (await store.reserve({ scopes, tokens: 1, costMicroUsd: 0, nowMs: T0 + ms })).ok;
+      assert.equal(await at(0), true);
+      assert.equal(await at(30_000), true);
+      assert.equal(await at(59_000), true);
+      assert.equal(await at(59_999), false, 'three in the last 60 s');
+      assert.equal(await at(60_000), true, 'the request at 0 left the window');
+      assert.equal(await at(60_001), false, 'a bucket would have refilled here; the log still holds 30 s, 59 s, 60 s');
+      const refused = await store.reserve({ scopes, tokens: 1, costMicroUsd: 0, nowMs: T0 + 61_000 });
+      assert.equal(refused.ok, false);
+      if (!refused.ok) {
+        assert.equal(refused.refusal.code, 'rate_limit_exceeded');
+        assert.equal(refused.refusal.limit, 'rpm');
+        assert.equal(refused.refusal.retryAfterS, 29, 'the request at 30 s leaves at 90 s');
+        assert.deepEqual(refused.refusal.rateLimit.requests, { limit: 3, remaining: 0, resetMs: 29_000 });
+      }
+    });
+
+    it('over a long run the window stays exact: the store admits what a naive sliding log admits', async () => {
+      const store = await fixture.fresh();
+      const scopes = [team({ rpm: 700, tpm: 9000 })];
+      const admittedAt: Array<{ at: number; tokens: number }> = [];
+      let mismatches = 0;
+      for (let i = 0; i < 3000; i += 1) {
+        const at = T0 + i * 40;
+        const tokens = 1 + (i % 17);
+        const live = admittedAt.filter((e) => e.at > at - 60_000);
+        const expected = live.length + 1 <= 700 && live.reduce((sum, e) => sum + e.tokens, 0) + tokens <= 9000;
+        const r = await store.reserve({ scopes, tokens, costMicroUsd: 0, nowMs: at });
+        if (r.ok !== expected) mismatches += 1;
+        if (r.ok) admittedAt.push({ at, tokens });
+      }
+      assert.equal(mismatches, 0);
+      assert.ok(admittedAt.length > 1000 && admittedAt.length < 3000, `admitted ${admittedAt.length}`);
+    });
+
+    it('TPM sums the tokens of the last 60 s and says when enough of them expire', async () => {
+      const store = await fixture.fresh();
+      const scopes = [team({ tpm: 100 })];
+      assert.equal((await store.reserve({ scopes, tokens: 40, costMicroUsd: 0, nowMs: T0 })).ok, true);
+      assert.equal((await store.reserve({ scopes, tokens: 40, costMicroUsd: 0, nowMs: T0 + 10_000 })).ok, true);
+      const refused = await store.reserve({ scopes, tokens: 40, costMicroUsd: 0, nowMs: T0 + 20_000 });
+      assert.equal(refused.ok, false);
+      if (!refused.ok) {
+        assert.equal(refused.refusal.limit, 'tpm');
+        assert.equal(refused.refusal.retryAfterS, 40, 'the first 40 tokens leave at 60 s');
+      }
+      assert.equal((await store.reserve({ scopes, tokens: 20, costMicroUsd: 0, nowMs: T0 + 20_000 })).ok, true, 'exactly at the limit is admitted');
+      assert.equal((await store.reserve({ scopes, tokens: 40, costMicroUsd: 0, nowMs: T0 + 60_000 })).ok, true);
+    });
+
+    it('a pre-check is all-or-nothing: a refusal by the key leaves the team counters untouched', async () => {
+      const store = await fixture.fresh();
+      const scopes = [team({ rpm: 10, tpm: 1000, tokensPerDay: 1000 }), key({ rpm: 1 })];
+      assert.equal((await store.reserve({ scopes, tokens: 10, costMicroUsd: 5, nowMs: T0 })).ok, true);
+      const refused = await store.reserve({ scopes, tokens: 10, costMicroUsd: 5, nowMs: T0 + 1 });
+      assert.equal(refused.ok, false);
+      if (!refused.ok) assert.deepEqual(refused.refusal.scope, { kind: 'key', id: 'ci-bot' });
+      const [t, k] = await store.status(scopes, T0 + 2);
+      assert.equal(t?.requestsThisMinute.used, 1);
+      assert.equal(t?.tokensThisMinute.used, 10);
+      assert.equal(t?.tokensToday.used, 10);
+      assert.equal(t?.spendThisMonthMicroUsd.reservedMicroUsd, 5);
+      assert.equal(k?.requestsThisMinute.used, 1);
+    });
+
+    it('checks the team before the key, and RPM, TPM, day quota, budget in that order', async () => {
+      const store = await fixture.fresh();
+      const first = await store.reserve({ scopes: [team({ rpm: 0 }), key({ rpm: 0 })], tokens: 1, costMicroUsd: 0, nowMs: T0 });
+      assert.equal(first.ok, false);
+      if (!first.ok) assert.deepEqual([first.refusal.scope?.kind, first.refusal.limit], ['team', 'rpm']);
+      const quota = await store.reserve({ scopes: [team({ tokensPerDay: 5, budgetMicroUsdPerMonth: 0 }, 'q')], tokens: 10, costMicroUsd: 10, nowMs: T0 });
+      assert.equal(quota.ok, false);
+      if (!quota.ok) assert.deepEqual([quota.refusal.code, quota.refusal.limit], ['quota_exceeded', 'tokens_per_day']);
+      const budget = await store.reserve({ scopes: [team({ tokensPerDay: 50, budgetMicroUsdPerMonth: 5 }, 'b')], tokens: 10, costMicroUsd: 10, nowMs: T0 });
+      assert.equal(budget.ok, false);
+      if (!budget.ok) assert.deepEqual([budget.refusal.code, budget.refusal.limit], ['budget_exceeded', 'budget']);
+    });
+
+    it('settle replaces the worst-case reservation with the actual cost and tokens; release gives it back', async () => {
+      const store = await fixture.fresh();
+      const scopes = [team({ budgetMicroUsdPerMonth: 1000 })];
+      const a = await store.reserve({ scopes, tokens: 100, costMicroUsd: 600, nowMs: T0 });
+      assert.ok(a.ok);
+      assert.equal((await store.reserve({ scopes, tokens: 100, costMicroUsd: 600, nowMs: T0 + 1 })).ok, false, '600 reserved + 600 > 1000');
+      await store.settle(a.reservation, { tokens: 30, costMicroUsd: 100 }, T0 + 2);
+      let [s] = await store.status(scopes, T0 + 3);
+      assert.deepEqual(s?.spendThisMonthMicroUsd, { used: 100, reservedMicroUsd: 0, limit: 1000 });
+      assert.equal(s?.tokensThisMinute.used, 30, 'TPM trued up to the actual tokens');
+      assert.equal(s?.tokensToday.used, 30, 'the day trued up too');
+      const b = await store.reserve({ scopes, tokens: 100, costMicroUsd: 600, nowMs: T0 + 4 });
+      assert.ok(b.ok, '100 spent + 600 fits');
+      await store.release(b.reservation, T0 + 5);
+      [s] = await store.status(scopes, T0 + 6);
+      assert.deepEqual(s?.spendThisMonthMicroUsd, { used: 100, reservedMicroUsd: 0, limit: 1000 });
+      assert.equal(s?.tokensToday.used, 30);
+      assert.equal(s?.requestsThisMinute.used, 2, 'a released request still counts as a request');
+    });
+
+    it('50 concurrent reservations against a budget that fits 10 admit exactly 10', async () => {
+      const store = await fixture.fresh();
+      const scopes = [team({ budgetMicroUsdPerMonth: 10 * 1234 }), key({})];
+      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => store.reserve({ scopes, tokens: 10, costMicroUsd: 1234, nowMs: T0 + i })));
+      assert.equal(results.filter((r) => r.ok).length, 10);
+      for (const r of results) if (!r.ok) assert.equal(r.refusal.code, 'budget_exceeded');
+    });
+
+    it('a limit changed between calls (a reload) keeps the counter, which is keyed by id', async () => {
+      const store = await fixture.fresh();
+      for (let i = 0; i < 3; i += 1) assert.ok((await store.reserve({ scopes: [team({ rpm: 5 })], tokens: 1, costMicroUsd: 0, nowMs: T0 + i })).ok);
+      assert.equal((await store.reserve({ scopes: [team({ rpm: 3 })], tokens: 1, costMicroUsd: 0, nowMs: T0 + 10 })).ok, false, 'lowered to 3: already used');
+      assert.ok((await store.reserve({ scopes: [team({ rpm: 4 })], tokens: 1, costMicroUsd: 0, nowMs: T0 + 11 })).ok);
+      const [s] = await store.status([team({ rpm: 4 })], T0 + 12);
+      assert.deepEqual(s?.requestsThisMinute, { used: 4, limit: 4 });
+    });
+
+    it('the daily quota resets at UTC midnight and the monthly budget on the 1st (UTC)', async () => {
+      const store = await fixture.fresh();
+      const beforeMidnight = Date.UTC(2026, 10, 30, 23, 59, 59, 999);
+      const scopes = [team({ tokensPerDay: 100, budgetMicroUsdPerMonth: 500 })];
+      const a = await store.reserve({ scopes, tokens: 100, costMicroUsd: 500, nowMs: beforeMidnight - 120_000 });
+      assert.ok(a.ok);
+      await store.settle(a.reservation, { tokens: 100, costMicroUsd: 500 }, beforeMidnight - 60_000);
+      const refused = await store.reserve({ scopes, tokens: 1, costMicroUsd: 0, nowMs: beforeMidnight });
+      assert.equal(refused.ok, false);
+      if (!refused.ok) assert.deepEqual([refused.refusal.code, refused.refusal.retryAfterS], ['quota_exceeded', 1]);
+      const nextMonth = beforeMidnight + 1;
+      const b = await store.reserve({ scopes, tokens: 100, costMicroUsd: 500, nowMs: nextMonth });
+      assert.ok(b.ok, 'a new UTC day and month');
+      const [s] = await store.status(scopes, nextMonth);
+      assert.equal(s?.tokensToday.used, 100);
+      assert.deepEqual(s?.spendThisMonthMicroUsd, { used: 0, reservedMicroUsd: 500, limit: 500 });
+    });
+
+    it('on_exceeded: warn admits a request over budget and names the scope', async () => {
+      const store = await fixture.fresh();
+      const scopes = [team({ budgetMicroUsdPerMonth: 100, budgetOnExceeded: 'warn' }), key({ budgetMicroUsdPerMonth: 1000 })];
+      const r = await store.reserve({ scopes, tokens: 1, costMicroUsd: 200, nowMs: T0 });
+      assert.ok(r.ok);
+      assert.deepEqual(r.budgetWarnings, [{ kind: 'team', id: 'platform', team: 'platform' }]);
+    });
+
+    it('an admitted request reports the tightest remaining requests and tokens', async () => {
+      const store = await fixture.fresh();
+      const scopes = [team({ rpm: 100, tpm: 50 }), key({ rpm: 2, tpm: 1000 })];
+      const r = await store.reserve({ scopes, tokens: 20, costMicroUsd: 0, nowMs: T0 });
+      assert.ok(r.ok);
+      assert.deepEqual(r.rateLimit, { requests: { limit: 2, remaining: 1, resetMs: 60_000 }, tokens: { limit: 50, remaining: 30, resetMs: 60_000 } });
+    });
+
+    it('a reservation nobody settles (a crashed replica) is given back after its time to live', async () => {
+      const store = await fixture.fresh({ reservationTtlMs: 120_000 });
+      const scopes = [team({ budgetMicroUsdPerMonth: 100 })];
+      assert.ok((await store.reserve({ scopes, tokens: 1, costMicroUsd: 100, nowMs: T0 })).ok);
+      assert.equal((await store.reserve({ scopes, tokens: 1, costMicroUsd: 100, nowMs: T0 + 119_999 })).ok, false);
+      assert.ok((await store.reserve({ scopes, tokens: 1, costMicroUsd: 100, nowMs: T0 + 120_000 })).ok);
+    });
+
+    it('two stores over the same backend see one window (replicas)', async (t) => {
+      const a = await fixture.fresh();
+      const b = await fixture.peer(a);
+      if (b === null) return t.skip('the memory store is per process');
+      const scopes = [team({ rpm: 30 })];
+      let admitted = 0;
+      for (let i = 0; i < 60; i += 1) {
+        const store = i % 2 === 0 ? a : b;
+        if ((await store.reserve({ scopes, tokens: 1, costMicroUsd: 0, nowMs: T0 + i * 500 })).ok) admitted += 1;
+      }
+      assert.equal(admitted, 30, '60 requests within 30 s across both: exactly 30');
+    });
+  });
+}

@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { Redis } from 'ioredis';
+import { type GovernanceStore, MemoryGovernanceStore, RedisGovernanceStore, type Scope } from '../../src/governance/index.js';
+import { storeSuite } from './store-suite.js';
+
+// Both stores, one suite (STYLE.md 7). The redis store runs against the shared Redis on
+// 127.0.0.1:6379, each store under its own key prefix, removed afterwards.
+
+const REDIS_URL = 'redis://127.0.0.1:6379';
+const RUN_PREFIX = `switchyard-test:${process.pid}:${randomUUID()}:`;
+
+storeSuite('memory', {
+  fresh: async (options) => new MemoryGovernanceStore(options),
+  peer: async () => null,
+  cleanup: async () => undefined,
+});
+
+const opened: RedisGovernanceStore[] = [];
+const prefixOf = new Map<GovernanceStore, string>();
+
+async function openRedis(keyPrefix: string, reservationTtlMs?: number): Promise<RedisGovernanceStore> {
+  const store = new RedisGovernanceStore({ url: REDIS_URL, keyPrefix, reservationTtlMs });
+  opened.push(store);
+  prefixOf.set(store, keyPrefix);
+  if (!(await store.ready(5000))) throw new Error(`Redis at ${REDIS_URL} is not reachable`);
+  return store;
+}
+
+describe('redis store keys', () => {
+  it('live under the configured prefix, hash-tagged by team, one set per team and per key', async () => {
+    const prefix = `${RUN_PREFIX}layout:`;
+    const store = await openRedis(prefix);
+    const nowMs = Date.UTC(2026, 10, 15, 12, 0, 0);
+    const scopes: Scope[] = [
+      { kind: 'team', id: 'platform', team: 'platform', limits: {} },
+      { kind: 'key', id: 'ci-bot', team: 'platform', limits: {} },
+    ];
+    assert.ok((await store.reserve({ scopes, tokens: 1, costMicroUsd: 1, nowMs })).ok);
+    const admin = new Redis(REDIS_URL);
+    try {
+      const keys = (await admin.keys(`${prefix}*`)).map((k) => k.slice(prefix.length)).sort();
+      assert.deepEqual(keys, [
+        '{platform}:k:ci-bot:day:20261115',
+        '{platform}:k:ci-bot:month:202611',
+        '{platform}:k:ci-bot:resv',
+        '{platform}:k:ci-bot:rpm',
+        '{platform}:k:ci-bot:tpm',
+        '{platform}:k:ci-bot:tsum',
+        '{platform}:t:day:20261115',
+        '{platform}:t:month:202611',
+        '{platform}:t:resv',
+        '{platform}:t:rpm',
+        '{platform}:t:tpm',
+        '{platform}:t:tsum',
+      ]);
+    } finally {
+      admin.disconnect();
+    }
+  });
+});
+
+storeSuite('redis', {
+  fresh: (options) => openRedis(`${RUN_PREFIX}${randomUUID()}:`, options?.reservationTtlMs),
+  peer: (store) => openRedis(prefixOf.get(store) as string),
+  cleanup: async () => {
+    await Promise.all(opened.map((s) => s.close()));
+    const admin = new Redis(REDIS_URL);
+    try {
+      let cursor = '0';
+      for (let round = 0; round < 10_000; round += 1) {
+        const [next, keys] = await admin.scan(cursor, 'MATCH', `${RUN_PREFIX}*`, 'COUNT', 500);
+        if (keys.length > 0) await admin.del(...keys);
+        cursor = next;
+        if (cursor === '0') break;
+      }
+    } finally {
+      admin.disconnect();
+    }
+  },
+});
