@@ -71,7 +71,11 @@ async function runScenario(s: Scenario, durationS: number, cpuProf: boolean): Pr
 
 function gitDescription(): { commit: string | null; dirty: boolean | null } {
   try {
-    const opts = { cwd: resolve(import.meta.dirname, '..'), encoding: 'utf8' as const, stdio: ['ignore', 'pipe', 'ignore'] as ['ignore', 'pipe', 'ignore'] };
+    const opts = {
+      cwd: resolve(import.meta.dirname, '..'),
+      encoding: 'utf8' as const,
+      stdio: ['ignore', 'pipe', 'ignore'] as ['ignore', 'pipe', 'ignore'],
+    };
     const commit = execFileSync('git', ['rev-parse', 'HEAD'], opts).trim();
     const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src'], opts).trim() !== '';
     return { commit, dirty };
@@ -84,8 +88,20 @@ function printProfiles(outcome: ScenarioOutcome): void {
   for (const p of outcome.profiles ?? []) {
     const busy = p.total_ms - p.idle_ms;
     process.stdout.write(`\ncpu profile ${p.file}\n  busy ${busy.toFixed(0)} ms of ${p.total_ms.toFixed(0)} ms\n\n`);
-    process.stdout.write(`${renderTable('top self time', ['function', 'location', 'self ms', '% busy'], p.top_functions.map((f) => [f.function, f.location, f.self_ms, f.busy_pct]))}\n\n`);
-    process.stdout.write(`${renderTable('self time by area', ['area', 'self ms', '% busy'], p.by_area.slice(0, 15).map((a) => [a.area, a.self_ms, a.busy_pct]))}\n`);
+    process.stdout.write(
+      `${renderTable(
+        'top self time',
+        ['function', 'location', 'self ms', '% busy'],
+        p.top_functions.map((f) => [f.function, f.location, f.self_ms, f.busy_pct]),
+      )}\n\n`,
+    );
+    process.stdout.write(
+      `${renderTable(
+        'self time by area',
+        ['area', 'self ms', '% busy'],
+        p.by_area.slice(0, 15).map((a) => [a.area, a.self_ms, a.busy_pct]),
+      )}\n`,
+    );
   }
 }
 
@@ -106,14 +122,19 @@ async function main(): Promise<number> {
     return 0;
   }
   const durationS = values.duration === undefined ? DEFAULT_DURATION_S : Number(values.duration);
-  if (!Number.isFinite(durationS) || durationS <= 0 || durationS > 600) throw new UsageError(`--duration must be a number of seconds in (0, 600], got "${values.duration}"`);
+  if (!Number.isFinite(durationS) || durationS <= 0 || durationS > 600)
+    throw new UsageError(`--duration must be a number of seconds in (0, 600], got "${values.duration}"`);
   if (values['port-base'] !== undefined) {
     const base = Number(values['port-base']);
-    if (!Number.isInteger(base) || base < 1024 || base > 65000) throw new UsageError(`--port-base must be a whole number in [1024, 65000], got "${values['port-base']}"`);
+    if (!Number.isInteger(base) || base < 1024 || base > 65000)
+      throw new UsageError(`--port-base must be a whole number in [1024, 65000], got "${values['port-base']}"`);
     usePortBase(base);
   }
   if (values.pin === true) usePinning();
-  const only = values.only?.split(',').map((n) => n.trim()).filter((n) => n !== '');
+  const only = values.only
+    ?.split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
   const unknown = (only ?? []).filter((n) => !scenarios.some((s) => s.name === n));
   if (unknown.length > 0) throw new UsageError(`unknown scenario(s): ${unknown.join(', ')}`);
   const selected = only === undefined ? scenarios : scenarios.filter((s) => only.includes(s.name));
@@ -122,26 +143,55 @@ async function main(): Promise<number> {
   const startedAt = new Date();
   const loadBefore = loadavg().map((l) => Math.round(l * 100) / 100);
   // Two cores hold the load generator, a gateway and a mock: any other busy process skews the figures.
-  if ((loadBefore[0] ?? 0) > 0.5) progress(`warning: 1-minute load average is ${loadBefore[0]} before the bench starts; figures will be noisy`);
-  progress(`${selected.map((s) => s.name).join(', ')} at --duration ${durationS} (~${Math.round(selected.reduce((t, s) => t + s.estimateS(durationS), 0))} s)`);
+  if ((loadBefore[0] ?? 0) > 0.5)
+    progress(`warning: 1-minute load average is ${loadBefore[0]} before the bench starts; figures will be noisy`);
+  progress(
+    `${selected.map((s) => s.name).join(', ')} at --duration ${durationS} (~${Math.round(selected.reduce((t, s) => t + s.estimateS(durationS), 0))} s)`,
+  );
   const outcomes: ScenarioOutcome[] = [];
   for (const s of selected) outcomes.push(await runScenario(s, durationS, values['cpu-prof'] === true));
 
   const finishedAt = new Date();
-  const targets: Array<TargetCheck & { scenario: string }> = outcomes.flatMap((o) => (o.report?.targets ?? []).map((t) => ({ scenario: o.name, ...t })));
-  const problems = outcomes.flatMap((o) => [...(o.error === null ? [] : [`${o.name}: crashed: ${o.error}`]), ...(o.report?.problems ?? []).map((p) => `${o.name}: ${p}`)]);
+  const targets: Array<TargetCheck & { scenario: string }> = outcomes.flatMap((o) =>
+    (o.report?.targets ?? []).map((t) => ({ scenario: o.name, ...t })),
+  );
+  const problems = outcomes.flatMap((o) => [
+    ...(o.error === null ? [] : [`${o.name}: crashed: ${o.error}`]),
+    ...(o.report?.problems ?? []).map((p) => `${o.name}: ${p}`),
+  ]);
   const cpu = cpus();
   const results = {
     started_at: startedAt.toISOString(),
     finished_at: finishedAt.toISOString(),
     elapsed_s: Math.round((finishedAt.getTime() - startedAt.getTime()) / 100) / 10,
-    options: { duration_s: durationS, only: only ?? null, cpu_prof: values['cpu-prof'] === true, port_base: values['port-base'] ?? null, pinned: values.pin === true },
-    machine: { cpus: cpu.length, cpu_model: cpu[0]?.model ?? null, node: process.version, platform: `${process.platform}-${process.arch}`, loadavg_before: loadBefore, loadavg_after: loadavg().map((l) => Math.round(l * 100) / 100) },
+    options: {
+      duration_s: durationS,
+      only: only ?? null,
+      cpu_prof: values['cpu-prof'] === true,
+      port_base: values['port-base'] ?? null,
+      pinned: values.pin === true,
+    },
+    machine: {
+      cpus: cpu.length,
+      cpu_model: cpu[0]?.model ?? null,
+      node: process.version,
+      platform: `${process.platform}-${process.arch}`,
+      loadavg_before: loadBefore,
+      loadavg_after: loadavg().map((l) => Math.round(l * 100) / 100),
+    },
     git: gitDescription(),
     targets,
     problems,
     scenarios: Object.fromEntries(
-      outcomes.map((o) => [o.name, { elapsed_s: o.elapsed_s, error: o.error, ...(o.report?.figures ?? {}), ...(o.profiles === undefined ? {} : { cpu_profiles: o.profiles }) }]),
+      outcomes.map((o) => [
+        o.name,
+        {
+          elapsed_s: o.elapsed_s,
+          error: o.error,
+          ...(o.report?.figures ?? {}),
+          ...(o.profiles === undefined ? {} : { cpu_profiles: o.profiles }),
+        },
+      ]),
     ),
   };
 

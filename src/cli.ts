@@ -1,16 +1,16 @@
 #!/usr/bin/env node
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { randomBytes } from 'node:crypto';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { verifyAuditFile } from './audit/index.js';
-import { type ConfigIssue, formatIssue, loadConfigFile } from './config/index.js';
+import { type ConfigIssue, formatIssue } from './config/index.js';
 import { hashKey } from './governance/index.js';
 import { prepareGeneration } from './live/index.js';
 import { startMockProvider } from './mock/index.js';
 import { PoolRegistry } from './providers/index.js';
-import { startGateway, StartupError } from './server/index.js';
+import { StartupError, startGateway } from './server/index.js';
 
 interface Command {
   readonly summary: string;
@@ -100,7 +100,9 @@ Starts mock providers east, west and central on 127.0.0.1:9001-9003 and a gatewa
     options: { help },
     async run() {
       const mocks = await Promise.all(
-        (['east', 'west', 'central'] as const).map((name, i) => startMockProvider({ name, port: 9001 + i, streamChunkDelayMs: 150, streamChunks: 8 })),
+        (['east', 'west', 'central'] as const).map((name, i) =>
+          startMockProvider({ name, port: 9001 + i, streamChunkDelayMs: 150, streamChunks: 8 }),
+        ),
       ).catch((err: unknown) => {
         throw new Error(`cannot start the demo's mock providers on ports 9001-9003: ${(err as Error).message}`);
       });
@@ -126,7 +128,10 @@ replaced, not recovered. ID defaults to a random one.`,
       if (positionals.length !== 1 || positionals[0] !== 'create') throw new UsageError('expected "keys create"');
       const team = requireString(values.team, '--team');
       const id = typeof values.id === 'string' ? values.id : `key-${randomBytes(4).toString('hex')}`;
-      for (const [flag, value] of [['--team', team], ['--id', id]] as const) {
+      for (const [flag, value] of [
+        ['--team', team],
+        ['--id', id],
+      ] as const) {
         if (!CONFIG_ID.test(value)) throw new UsageError(`${flag} must be 1-64 of A-Z a-z 0-9 _ . - (starting with a letter or digit)`);
       }
       const key = `sy-${randomBytes(32).toString('base64url')}`;
@@ -139,7 +144,7 @@ replaced, not recovered. ID defaults to a random one.`,
     },
   },
   audit: {
-    summary: 'check an audit log\'s hash chain',
+    summary: "check an audit log's hash chain",
     usage: `switchyard audit verify FILE
 
 Checks the hash chain of the audit log FILE. Exits 0 when every record chains to the one
@@ -170,7 +175,13 @@ const CONFIG_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 async function validateConfig(configPath: string): Promise<{ issues: readonly ConfigIssue[]; warnings: readonly string[] }> {
   const pools = new PoolRegistry();
   try {
-    const prepared = await prepareGeneration({ configPath, env: process.env, serving: null, startupConfig: null, poolFor: (spec) => pools.acquire(spec) });
+    const prepared = await prepareGeneration({
+      configPath,
+      env: process.env,
+      serving: null,
+      startupConfig: null,
+      poolFor: (spec) => pools.acquire(spec),
+    });
     if (prepared.outcome === 'built') return { issues: [], warnings: prepared.warnings };
     return { issues: prepared.outcome === 'rejected' ? prepared.issues : [], warnings: [] };
   } finally {
@@ -283,7 +294,12 @@ async function main(argv: string[]): Promise<number | 'running'> {
     return 1;
   }
   try {
-    const { values, positionals } = parseArgs({ args: rest, options: command.options, strict: true, allowPositionals: command.positionals === true });
+    const { values, positionals } = parseArgs({
+      args: rest,
+      options: command.options,
+      strict: true,
+      allowPositionals: command.positionals === true,
+    });
     if (values.help === true) {
       process.stdout.write(`${command.usage}\n`);
       return 0;

@@ -33,7 +33,20 @@ const allowed: Record<string, readonly string[]> = {
   publisher: ['contract', 'config'],
   server: ['config', 'contract', 'live', 'routing', 'providers', 'resilience', 'governance', 'audit', 'telemetry'],
   // cli.ts wires subcommands; it may import every folder's surface.
-  '(root)': ['config', 'contract', 'live', 'routing', 'providers', 'resilience', 'governance', 'audit', 'telemetry', 'server', 'mock', 'publisher'],
+  '(root)': [
+    'config',
+    'contract',
+    'live',
+    'routing',
+    'providers',
+    'resilience',
+    'governance',
+    'audit',
+    'telemetry',
+    'server',
+    'mock',
+    'publisher',
+  ],
 };
 
 /** Rules stated in DESIGN.md, kept by name so a failure cites the rule it broke. */
@@ -90,7 +103,8 @@ test('each folder imports only the folders DESIGN.md allows, and only through th
       const broken = rules.find((r) => r.from === from && r.to === to);
       if (broken !== undefined) problems.push(`${where} imports ${spec}: ${broken.rule}`);
       else if (!(allowed[from] ?? []).includes(to)) problems.push(`${where} imports ${spec}: ${from}/ may not import ${to}/`);
-      if (to !== '(root)' && relative(join(SRC, to), target) !== 'index.ts') problems.push(`${where} imports ${spec}: deep import; use ${to}/index.js`);
+      if (to !== '(root)' && relative(join(SRC, to), target) !== 'index.ts')
+        problems.push(`${where} imports ${spec}: deep import; use ${to}/index.js`);
     }
   }
   assert.deepEqual(problems, []);

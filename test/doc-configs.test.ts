@@ -44,7 +44,8 @@ function yamlBlocks(file: string): Snippet[] {
     if (!/^```ya?ml\s*$/.test(lines[i]!)) continue;
     const end = lines.findIndex((l, j) => j > i && /^```\s*$/.test(l));
     assert.ok(end > i, `${relative(ROOT, file)}:${i + 1}: a yaml block is never closed`);
-    if (!SKIP.test(lines[i - 1] ?? '')) blocks.push({ where: `${relative(ROOT, file)}:${i + 1}`, text: lines.slice(i + 1, end).join('\n') });
+    if (!SKIP.test(lines[i - 1] ?? ''))
+      blocks.push({ where: `${relative(ROOT, file)}:${i + 1}`, text: lines.slice(i + 1, end).join('\n') });
     i = end;
   }
   return blocks;
@@ -114,16 +115,30 @@ async function validate(snippet: Snippet): Promise<void> {
   provideOverlay(doc, snippet.where);
   const path = join(dir, `${snippet.where.replace(/[^A-Za-z0-9]+/g, '-')}.yaml`);
   writeFileSync(path, stringify(doc));
-  const prepared = await prepareGeneration({ configPath: path, env, serving: null, startupConfig: null, poolFor: (spec) => pools.acquire(spec) });
-  const problems = prepared.outcome === 'built' ? prepared.warnings.map((w) => `warning: ${w}`) : prepared.outcome === 'rejected' ? prepared.issues.map((i) => `${i.path}: ${i.message}`) : ['unchanged?'];
+  const prepared = await prepareGeneration({
+    configPath: path,
+    env,
+    serving: null,
+    startupConfig: null,
+    poolFor: (spec) => pools.acquire(spec),
+  });
+  const problems =
+    prepared.outcome === 'built'
+      ? prepared.warnings.map((w) => `warning: ${w}`)
+      : prepared.outcome === 'rejected'
+        ? prepared.issues.map((i) => `${i.path}: ${i.message}`)
+        : ['unchanged?'];
   assert.deepEqual(problems, [], `${snippet.where} does not validate cleanly:\n${snippet.text}`);
 }
 
 describe('config snippets in the docs', () => {
   const configs = snippets.filter((s) => isGatewayConfig(parse(s.text)));
 
-  it('finds the README\'s Config block and the docs/config.md examples', () => {
-    assert.ok(configs.some((s) => s.where.startsWith('README.md') && /\bproviders:/.test(s.text) && /\brouting:/.test(s.text)), configs.map((s) => s.where).join('\n'));
+  it("finds the README's Config block and the docs/config.md examples", () => {
+    assert.ok(
+      configs.some((s) => s.where.startsWith('README.md') && /\bproviders:/.test(s.text) && /\brouting:/.test(s.text)),
+      configs.map((s) => s.where).join('\n'),
+    );
     assert.ok(configs.filter((s) => s.where.startsWith('docs/config.md')).length >= 3, configs.map((s) => s.where).join('\n'));
   });
 

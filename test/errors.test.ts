@@ -15,7 +15,9 @@ test('docs/errors.md lists every code of the catalog with its status, and no oth
 });
 
 test('every code renders in both client protocols with its wire types', () => {
-  for (const [code, spec] of Object.entries(errorCatalog) as Array<[keyof typeof errorCatalog, (typeof errorCatalog)[keyof typeof errorCatalog]]>) {
+  for (const [code, spec] of Object.entries(errorCatalog) as Array<
+    [keyof typeof errorCatalog, (typeof errorCatalog)[keyof typeof errorCatalog]]
+  >) {
     const openai = JSON.parse(openaiErrorBody(code, 'm', 'p')) as { error: Record<string, unknown> };
     assert.deepEqual(openai, { error: { message: 'm', type: spec.openai, param: 'p', code } });
     const anthropic = JSON.parse(anthropicErrorBody(code, 'm')) as Record<string, unknown>;

@@ -3,7 +3,10 @@
  * machine (thermal, page cache, a neighbour) weighs on every target alike. Returns each
  * target's runs in the order they happened.
  */
-export async function alternate<K extends string, R>(keys: readonly K[], measure: (key: K, round: number) => Promise<R>): Promise<Record<K, R[]>> {
+export async function alternate<K extends string, R>(
+  keys: readonly K[],
+  measure: (key: K, round: number) => Promise<R>,
+): Promise<Record<K, R[]>> {
   const out = Object.fromEntries(keys.map((k) => [k, [] as R[]])) as Record<K, R[]>;
   const order = [...keys, ...[...keys].reverse()];
   for (const [i, key] of order.entries()) {

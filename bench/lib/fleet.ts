@@ -97,7 +97,10 @@ export class Fleet {
     const logFd = openSync(logPath, 'w');
     let member: Member;
     try {
-      const profile = options.cpuProfileDir == null ? [] : ['--cpu-prof', '--cpu-prof-dir', options.cpuProfileDir, '--cpu-prof-name', `${name}.cpuprofile`];
+      const profile =
+        options.cpuProfileDir == null
+          ? []
+          : ['--cpu-prof', '--cpu-prof-dir', options.cpuProfileDir, '--cpu-prof-name', `${name}.cpuprofile`];
       member = this.#spawn(`gateway ${name}`, [...profile, CLI, 'serve', '--config', configPath], logFd);
     } finally {
       closeSync(logFd);
@@ -148,10 +151,12 @@ export class Fleet {
       label,
       child,
       stderr: '',
-      exited: new Promise((res) => child.once('exit', () => {
-        everyone.delete(child);
-        res();
-      })),
+      exited: new Promise((res) =>
+        child.once('exit', () => {
+          everyone.delete(child);
+          res();
+        }),
+      ),
     };
     child.stderr!.setEncoding('utf8');
     child.stderr!.on('data', (chunk: string) => {
@@ -166,7 +171,10 @@ export class Fleet {
 function printedUrl(member: Member, label: string): Promise<string> {
   return new Promise<string>((res, rej) => {
     let out = '';
-    const timer = setTimeout(() => rej(new Error(`${label} did not start within ${START_TIMEOUT_MS} ms:\n${out}${member.stderr}`)), START_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => rej(new Error(`${label} did not start within ${START_TIMEOUT_MS} ms:\n${out}${member.stderr}`)),
+      START_TIMEOUT_MS,
+    );
     const onData = (chunk: Buffer): void => {
       out += chunk.toString('utf8');
       const m = /listening on (http:\/\/\S+)/.exec(out);
@@ -222,7 +230,8 @@ function listenPorts(): { listen: number; admin: number } {
 function withPorts(config: object, ports: { listen: number; admin: number }): object {
   const server = (config as { server?: Record<string, unknown> }).server;
   if (server === undefined || portBase === null) return config;
-  const assign = (value: unknown, port: number): unknown => (typeof value === 'string' && value.endsWith(':0') ? `${value.slice(0, -1)}${port}` : value);
+  const assign = (value: unknown, port: number): unknown =>
+    typeof value === 'string' && value.endsWith(':0') ? `${value.slice(0, -1)}${port}` : value;
   const patched: Record<string, unknown> = { ...server, listen: assign(server.listen, ports.listen) };
   if (server.admin_listen !== undefined) patched.admin_listen = assign(server.admin_listen, ports.admin);
   return { ...config, server: patched };
@@ -240,7 +249,9 @@ async function waitForListening(logPath: string, member: Member): Promise<{ url:
       if (parsed.msg === 'listening' && typeof parsed.url === 'string') return { url: parsed.url, adminUrl: parsed.admin_url ?? null };
     }
     if (exited || Date.now() > deadline) {
-      throw new Error(`${member.label} ${exited ? `exited (${member.child.exitCode})` : 'did not log "listening"'}:\n${text.slice(-4000)}${member.stderr}`);
+      throw new Error(
+        `${member.label} ${exited ? `exited (${member.child.exitCode})` : 'did not log "listening"'}:\n${text.slice(-4000)}${member.stderr}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 50));
   }

@@ -109,6 +109,8 @@ export function loadFigures(runs: readonly LoadRun[]): LoadFigures {
 /** A human-readable problem when a target answered anything but 2xx, or not at all. */
 export function failuresOf(label: string, f: LoadFigures): string | null {
   if (f.errors === 0 && f.timeouts === 0 && f.non2xx === 0 && f.ok > 0) return null;
-  const codes = Object.entries(f.status_codes).map(([c, n]) => `${c}x${n}`).join(' ');
+  const codes = Object.entries(f.status_codes)
+    .map(([c, n]) => `${c}x${n}`)
+    .join(' ');
   return `${label}: ${f.ok} ok, ${f.errors} errors (${f.timeouts} timeouts), ${f.non2xx} non-2xx [${codes}]`;
 }

@@ -8,7 +8,10 @@ export function renderTable(title: string, header: readonly string[], rows: read
   const widths = header.map((h, i) => Math.max(h.length, ...text.map((r) => (r[i] ?? '').length)));
   const numeric = header.map((_, i) => rows.every((r) => typeof r[i] === 'number' || r[i] === null));
   const line = (cells: readonly string[]): string =>
-    cells.map((c, i) => (numeric[i] === true && i > 0 ? c.padStart(widths[i] ?? 0) : c.padEnd(widths[i] ?? 0))).join('  ').trimEnd();
+    cells
+      .map((c, i) => (numeric[i] === true && i > 0 ? c.padStart(widths[i] ?? 0) : c.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
   const rule = widths.map((w) => '-'.repeat(w)).join('  ');
   return [title, line(header), rule, ...text.map(line)].join('\n');
 }
@@ -17,7 +20,12 @@ export function targetTable(title: string, targets: readonly TargetCheck[]): str
   return renderTable(
     title,
     ['target', 'value', 'goal', 'verdict'],
-    targets.map((t) => [t.name, `${formatNumber(t.value)} ${t.unit}`.trim(), `${t.op} ${formatNumber(t.target)} ${t.unit}`.trim(), t.verdict]),
+    targets.map((t) => [
+      t.name,
+      `${formatNumber(t.value)} ${t.unit}`.trim(),
+      `${t.op} ${formatNumber(t.target)} ${t.unit}`.trim(),
+      t.verdict,
+    ]),
   );
 }
 

@@ -47,7 +47,13 @@ function render(n: number): { text: string; revision: string } {
   const cluster = CLUSTERS[n % 2] as string;
   const site = `${cluster}-1`;
   const c = candidate(BENCH_MODEL, cluster, { site, stable_id: stableIdFor('inference_model', BENCH_MODEL, site, cluster), rank: n });
-  const env = envelope([c], { network: 'bench-net', localSite: 'east', sourceUid: 'bench-uid', sourceGeneration: n + 1, renderedAt: new Date().toISOString() });
+  const env = envelope([c], {
+    network: 'bench-net',
+    localSite: 'east',
+    sourceUid: 'bench-uid',
+    sourceGeneration: n + 1,
+    renderedAt: new Date().toISOString(),
+  });
   return { text: JSON.stringify(env), revision: (env.revision as { value: string }).value };
 }
 
@@ -97,7 +103,9 @@ export const overlayApplyLatency: Scenario = {
         const outcome = await poll(client, next.revision, swappedAt);
         failedPolls += outcome.failures;
         if (outcome.sample === null) {
-          problems.push(`update ${published}: revision ${next.revision.slice(0, 12)} not served within ${POLL_DEADLINE_MS} ms (last seen ${outcome.lastRevision?.slice(0, 12)})`);
+          problems.push(
+            `update ${published}: revision ${next.revision.slice(0, 12)} not served within ${POLL_DEADLINE_MS} ms (last seen ${outcome.lastRevision?.slice(0, 12)})`,
+          );
           continue;
         }
         if (i >= WARMUP_UPDATES) samples.push(outcome.sample);
@@ -124,7 +132,9 @@ export const overlayApplyLatency: Scenario = {
     const reloadMs = summarizeLatency(reloadValues);
     // What is neither the debounce nor the reload: event delivery, the writer's own tail
     // (the old folder's removal restarts the debounce), and the polling request.
-    const rest = summarizeLatency(samples.map((s, i) => s.latencyMs - DEBOUNCE_MS - (measuredReloadMs[i] as number)).filter(Number.isFinite));
+    const rest = summarizeLatency(
+      samples.map((s, i) => s.latencyMs - DEBOUNCE_MS - (measuredReloadMs[i] as number)).filter(Number.isFinite),
+    );
     const polls = summarizeLatency(samples.map((s) => s.polls));
     const unchanged = reloads.filter((l) => l.result === 'unchanged').length;
 
@@ -140,9 +150,11 @@ export const overlayApplyLatency: Scenario = {
         ],
       ),
       // The gateway's start-up re-read (closing the start-up race) is one `unchanged` overlay_watch reload.
-      renderTable('polling, and the gateway\'s overlay_watch reloads', ['requests per update p50', 'max', 'failed', 'applied', 'unchanged', 'rejected'], [
-        [polls.p50Ms, polls.maxMs, failedPolls, `${applied.length}/${expectedApplied}`, unchanged, rejected.length],
-      ]),
+      renderTable(
+        "polling, and the gateway's overlay_watch reloads",
+        ['requests per update p50', 'max', 'failed', 'applied', 'unchanged', 'rejected'],
+        [[polls.p50Ms, polls.maxMs, failedPolls, `${applied.length}/${expectedApplied}`, unchanged, rejected.length]],
+      ),
     ];
     return {
       figures: {
@@ -166,12 +178,21 @@ export const overlayApplyLatency: Scenario = {
 };
 
 /** Sends chat requests back to back until one is attributed to `revision`, or the deadline passes. */
-async function poll(client: Client, revision: string, since: number): Promise<{ sample: UpdateSample | null; failures: number; lastRevision: string | null }> {
+async function poll(
+  client: Client,
+  revision: string,
+  since: number,
+): Promise<{ sample: UpdateSample | null; failures: number; lastRevision: string | null }> {
   let failures = 0;
   let lastRevision: string | null = null;
   for (let polls = 1; performance.now() - since < POLL_DEADLINE_MS; polls++) {
     try {
-      const res = await client.request({ method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json' }, body: CHAT_BODY });
+      const res = await client.request({
+        method: 'POST',
+        path: '/v1/chat/completions',
+        headers: { 'content-type': 'application/json' },
+        body: CHAT_BODY,
+      });
       const at = performance.now();
       await res.body.dump();
       if (res.statusCode !== 200) {

@@ -78,7 +78,14 @@ function renderOverlays(): Record<Size, { text: string; revision: string; candid
   for (let m = 0; m < MODELS; m++) for (let slot = 0; slot < CLUSTERS.length; slot++) big.push(overlayCandidate(modelName(m), slot));
   const small = [0, 1, 2].map((slot) => overlayCandidate(BENCH_MODEL, slot));
   const render = (candidates: Record<string, unknown>[]) => {
-    const env = envelope(candidates, { network: 'bench-net', localSite: 'east', gateway: 'bench-gw', namespace: NAMESPACE, sourceUid: 'bench-uid', selectionMode: 'roundRobin' });
+    const env = envelope(candidates, {
+      network: 'bench-net',
+      localSite: 'east',
+      gateway: 'bench-gw',
+      namespace: NAMESPACE,
+      sourceUid: 'bench-uid',
+      selectionMode: 'roundRobin',
+    });
     return { text: JSON.stringify(env), revision: (env.revision as { value: string }).value, candidates: candidates.length };
   };
   return { small: render(small), big: render(big) };
@@ -111,7 +118,14 @@ async function measureInProcess(text: string, config: GatewayConfig, expectedRou
       const parsed = parseOverlay(bytes);
       const t1 = performance.now();
       if (!parsed.ok) throw new Error(`the bench overlay was rejected: ${parsed.reason}: ${parsed.message}`);
-      const built = buildGeneration({ config, sourceHash: 'bench', number: i + 1, env: {}, overlay: parsed.overlay, poolFor: (spec) => registry.acquire(spec) });
+      const built = buildGeneration({
+        config,
+        sourceHash: 'bench',
+        number: i + 1,
+        env: {},
+        overlay: parsed.overlay,
+        poolFor: (spec) => registry.acquire(spec),
+      });
       const t2 = performance.now();
       if (!built.ok) throw new Error(`buildGeneration failed: ${built.issues.map((x) => `${x.path}: ${x.message}`).join('; ')}`);
       const routes = Object.values(built.generation.routes);
@@ -176,7 +190,11 @@ export const overlayScale: Scenario = {
     writeFileSync(overlayFile, overlays.small.text);
     const gw = await ctx.fleet.startGateway(
       'gateway-overlay',
-      overlayGatewayConfig({ providers, admin: true, overlay: { file: overlayFile, reload: { enabled: false }, credential_mount_base: credentialBase } }),
+      overlayGatewayConfig({
+        providers,
+        admin: true,
+        overlay: { file: overlayFile, reload: { enabled: false }, credential_mount_base: credentialBase },
+      }),
       { cpuProfileDir: ctx.cpuProfileDir },
     );
     const url = `${gw.url}/v1/chat/completions`;
@@ -186,7 +204,9 @@ export const overlayScale: Scenario = {
       const res = await fetch(`${gw.adminUrl}/admin/reload`, { method: 'POST' });
       const body = (await res.json()) as { result?: string; duration_ms?: number; revision?: string; errors?: unknown[] };
       if (res.status !== 200 || body.result !== 'applied' || body.revision !== overlays[size].revision) {
-        throw new Error(`reload to the ${LABELS[size]} overlay answered ${res.status} ${body.result} revision ${body.revision}: ${JSON.stringify(body.errors).slice(0, 300)}`);
+        throw new Error(
+          `reload to the ${LABELS[size]} overlay answered ${res.status} ${body.result} revision ${body.revision}: ${JSON.stringify(body.errors).slice(0, 300)}`,
+        );
       }
       reloadMs[size].push(body.duration_ms ?? Number.NaN);
     };
@@ -204,7 +224,9 @@ export const overlayScale: Scenario = {
       await runLoad({ url, body: CHAT_BODY, connections: CONCURRENCY, durationS: ctx.warmupS });
     }
     const phaseS = ctx.durationS / 2;
-    ctx.progress(`measure: ${ROUNDS} rounds of small / big / big / small, ${phaseS} s each at c=${CONCURRENCY}, a reload and ${SETTLE_S} s unmeasured before each`);
+    ctx.progress(
+      `measure: ${ROUNDS} rounds of small / big / big / small, ${phaseS} s each at c=${CONCURRENCY}, a reload and ${SETTLE_S} s unmeasured before each`,
+    );
     const runs: Record<Size, LoadRun[]> = { small: [], big: [] };
     for (let pass = 0; pass < ROUNDS; pass++) {
       const half = await alternate(sizes, async (size) => {
@@ -233,13 +255,27 @@ export const overlayScale: Scenario = {
 
     const big = inProcess.big;
     const targets = [
-      checkTarget(`parse+validate+digest+build, ${big.candidates} candidates (median)`, big.combined_ms.p50Ms, '<=', PARSE_BUILD_TARGET_MS, 'ms'),
+      checkTarget(
+        `parse+validate+digest+build, ${big.candidates} candidates (median)`,
+        big.combined_ms.p50Ms,
+        '<=',
+        PARSE_BUILD_TARGET_MS,
+        'ms',
+      ),
       checkTarget(`req/s ${big.candidates}-candidate overlay / 3-candidate, c=${CONCURRENCY}`, ratio, '>=', RATIO_TARGET, ''),
     ];
     const stepRow = (size: Size, step: string, l: LatencySummary) => [LABELS[size], step, l.p50Ms, l.p90Ms, l.maxMs];
     const loadRow = (size: Size) => {
       const f = load[size];
-      return [LABELS[size], f.req_per_s, f.per_run.map((r) => r.req_per_s).join(' / '), f.latency_ms.p50Ms, f.latency_ms.p99Ms, f.ok, f.errors + f.non2xx];
+      return [
+        LABELS[size],
+        f.req_per_s,
+        f.per_run.map((r) => r.req_per_s).join(' / '),
+        f.latency_ms.p50Ms,
+        f.latency_ms.p99Ms,
+        f.ok,
+        f.errors + f.non2xx,
+      ];
     };
     const tables = [
       renderTable(
@@ -259,7 +295,13 @@ export const overlayScale: Scenario = {
       renderTable(
         `gateway-side reload duration_ms, ${ADMIN_RELOADS} x POST /admin/reload per overlay (config + overlay read, parse, build, swap)`,
         ['overlay', 'reloads', 'median', 'p90', 'max'],
-        sizes.map((size) => [LABELS[size], gatewayReload[size].count, gatewayReload[size].p50Ms, gatewayReload[size].p90Ms, gatewayReload[size].maxMs]),
+        sizes.map((size) => [
+          LABELS[size],
+          gatewayReload[size].count,
+          gatewayReload[size].p50Ms,
+          gatewayReload[size].p90Ms,
+          gatewayReload[size].maxMs,
+        ]),
       ),
     ];
     return {
@@ -289,7 +331,8 @@ async function smokeTest(label: string, url: string, revision: string, expectedC
     const served = res.headers.get('x-switchyard-revision');
     if (served !== revision) return `gateway with ${label}: x-switchyard-revision ${served}, expected ${revision}`;
     const chosen = res.headers.get('x-switchyard-candidate');
-    if (chosen === null || !expectedCandidates.has(chosen)) return `gateway with ${label}: x-switchyard-candidate ${chosen} is not in selection group 0`;
+    if (chosen === null || !expectedCandidates.has(chosen))
+      return `gateway with ${label}: x-switchyard-candidate ${chosen} is not in selection group 0`;
     return null;
   } catch (err) {
     return `gateway with ${label}: smoke request failed: ${(err as Error).message}`;

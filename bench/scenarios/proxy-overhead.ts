@@ -54,7 +54,11 @@ export const proxyOverhead: Scenario = {
   async run(ctx: ScenarioContext): Promise<ScenarioReport> {
     const mock = await ctx.fleet.startMock('bench');
     const config = (accessLog: boolean) =>
-      gatewayConfig({ providers: { bench: mockProvider(mock.baseUrl) }, routes: { [BENCH_MODEL]: { candidates: [{ provider: 'bench' }] } }, accessLog });
+      gatewayConfig({
+        providers: { bench: mockProvider(mock.baseUrl) },
+        routes: { [BENCH_MODEL]: { candidates: [{ provider: 'bench' }] } },
+        accessLog,
+      });
     const gwOn = await ctx.fleet.startGateway('gateway', config(true), { cpuProfileDir: ctx.cpuProfileDir });
     const gwOff = await ctx.fleet.startGateway('gateway-no-access-log', config(false), { cpuProfileDir: ctx.cpuProfileDir });
     const minimal = await ctx.fleet.startMinimalProxy(mock.baseUrl);
@@ -79,7 +83,9 @@ export const proxyOverhead: Scenario = {
     const load: Record<string, Record<TargetKey, LoadFigures>> = {};
     for (const c of CONCURRENCIES) {
       ctx.progress(`c=${c}: ${keys.length} targets x 2 halves of ${ctx.durationS / 2} s, order A-B-C-C-B-A`);
-      const runs = await alternate(keys, (key) => runLoad({ url: urls[key], body: CHAT_BODY, connections: c, durationS: ctx.durationS / 2 }));
+      const runs = await alternate(keys, (key) =>
+        runLoad({ url: urls[key], body: CHAT_BODY, connections: c, durationS: ctx.durationS / 2 }),
+      );
       load[`c${c}`] = Object.fromEntries(keys.map((k) => [k, loadFigures(runs[k])])) as Record<TargetKey, LoadFigures>;
       for (const key of keys) {
         const problem = failuresOf(`${LABELS[key]} at c=${c}`, load[`c${c}`]![key]);
@@ -109,7 +115,10 @@ export const proxyOverhead: Scenario = {
       vs_minimal_added_p50_ms_c1: round(c1[g].latency_ms.p50Ms - c1.minimal_proxy.latency_ms.p50Ms),
       vs_minimal_added_p50_ms_sequential: round(sequential[g].latency_ms.p50Ms - sequential.minimal_proxy.latency_ms.p50Ms),
     });
-    const derived: Record<GatewayKey, Overhead> = { gateway: overheadOf('gateway'), gateway_no_access_log: overheadOf('gateway_no_access_log') };
+    const derived: Record<GatewayKey, Overhead> = {
+      gateway: overheadOf('gateway'),
+      gateway_no_access_log: overheadOf('gateway_no_access_log'),
+    };
 
     const targets: TargetCheck[] = [];
     for (const g of GATEWAYS) {
@@ -117,9 +126,21 @@ export const proxyOverhead: Scenario = {
       const tag = g === 'gateway' ? '' : ' [access log off]';
       targets.push(checkTarget(`throughput ratio gateway/direct, c=32${tag}`, d.throughput_ratio_c32, '>=', RATIO_TARGET, ''));
       targets.push(checkTarget(`added p50 latency, c=1 (autocannon)${tag}`, d.added_p50_ms_c1, '<=', ADDED_P50_TARGET_MS, 'ms'));
-      targets.push(checkTarget(`added p50 latency, sequential undici loop${tag}`, d.added_p50_ms_sequential, '<=', ADDED_P50_TARGET_MS, 'ms'));
-      targets.push(checkTarget(`throughput ratio gateway/minimal proxy, c=32${tag}`, d.vs_minimal_ratio_c32, '>=', VS_MINIMAL_TARGET[g], ''));
-      targets.push(checkTarget(`p50 over the minimal proxy, sequential undici loop${tag}`, d.vs_minimal_added_p50_ms_sequential, '<=', ADDED_P50_VS_MINIMAL_TARGET_MS, 'ms'));
+      targets.push(
+        checkTarget(`added p50 latency, sequential undici loop${tag}`, d.added_p50_ms_sequential, '<=', ADDED_P50_TARGET_MS, 'ms'),
+      );
+      targets.push(
+        checkTarget(`throughput ratio gateway/minimal proxy, c=32${tag}`, d.vs_minimal_ratio_c32, '>=', VS_MINIMAL_TARGET[g], ''),
+      );
+      targets.push(
+        checkTarget(
+          `p50 over the minimal proxy, sequential undici loop${tag}`,
+          d.vs_minimal_added_p50_ms_sequential,
+          '<=',
+          ADDED_P50_VS_MINIMAL_TARGET_MS,
+          'ms',
+        ),
+      );
     }
 
     const loadRows = CONCURRENCIES.flatMap((c) =>
@@ -134,12 +155,32 @@ export const proxyOverhead: Scenario = {
     });
     const addedRows = GATEWAYS.map((g) => {
       const d = derived[g];
-      return [LABELS[g], d.throughput_ratio_c32, d.vs_minimal_ratio_c32, d.added_p50_ms_c1, d.vs_minimal_added_p50_ms_c1, d.added_p50_ms_sequential, d.vs_minimal_added_p50_ms_sequential];
+      return [
+        LABELS[g],
+        d.throughput_ratio_c32,
+        d.vs_minimal_ratio_c32,
+        d.added_p50_ms_c1,
+        d.vs_minimal_added_p50_ms_c1,
+        d.added_p50_ms_sequential,
+        d.vs_minimal_added_p50_ms_sequential,
+      ];
     });
     const tables = [
-      renderTable('autocannon (latency from per-response hrtime timings, ms)', ['target', 'c', 'req/s', 'p50', 'p90', 'p99', '2xx', 'failed'], loadRows),
-      renderTable('sequential undici loop, one keep-alive connection (ms)', ['target', 'requests', 'p50', 'p90', 'p99', 'mean', 'failed'], seqRows),
-      renderTable('gateway against direct and against the minimal proxy', ['gateway', '/direct c=32', '/minimal c=32', '+p50 c=1', '+p50 c=1 vs minimal', '+p50 seq', '+p50 seq vs minimal'], addedRows),
+      renderTable(
+        'autocannon (latency from per-response hrtime timings, ms)',
+        ['target', 'c', 'req/s', 'p50', 'p90', 'p99', '2xx', 'failed'],
+        loadRows,
+      ),
+      renderTable(
+        'sequential undici loop, one keep-alive connection (ms)',
+        ['target', 'requests', 'p50', 'p90', 'p99', 'mean', 'failed'],
+        seqRows,
+      ),
+      renderTable(
+        'gateway against direct and against the minimal proxy',
+        ['gateway', '/direct c=32', '/minimal c=32', '+p50 c=1', '+p50 c=1 vs minimal', '+p50 seq', '+p50 seq vs minimal'],
+        addedRows,
+      ),
     ];
 
     return {
@@ -164,7 +205,8 @@ async function smokeTest(key: TargetKey, url: string): Promise<string | null> {
     const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: CHAT_BODY });
     const text = await res.text();
     if (res.status !== 200) return `${LABELS[key]}: smoke request answered ${res.status}: ${text.slice(0, 300)}`;
-    if (key !== 'direct' && key !== 'minimal_proxy' && res.headers.get('x-switchyard-provider') !== 'bench') return `${LABELS[key]}: no x-switchyard-provider: bench header`;
+    if (key !== 'direct' && key !== 'minimal_proxy' && res.headers.get('x-switchyard-provider') !== 'bench')
+      return `${LABELS[key]}: no x-switchyard-provider: bench header`;
     return null;
   } catch (err) {
     return `${LABELS[key]}: smoke request failed: ${(err as Error).message}`;

@@ -46,7 +46,15 @@ export const reloadUnderLoad: Scenario = {
       gatewayConfig({
         admin: true,
         providers,
-        routes: { [BENCH_MODEL]: { policy: 'weighted', candidates: [{ provider: 'beta', weight: 5 }, { provider: 'alpha', weight: 5 }] } },
+        routes: {
+          [BENCH_MODEL]: {
+            policy: 'weighted',
+            candidates: [
+              { provider: 'beta', weight: 5 },
+              { provider: 'alpha', weight: 5 },
+            ],
+          },
+        },
         pricing: { [BENCH_MODEL]: { input_usd_per_mtok: 0.3, output_usd_per_mtok: 1.2 } },
       }),
     ] as const;
@@ -73,7 +81,10 @@ export const reloadUnderLoad: Scenario = {
     };
 
     ctx.progress(`warm-up: ${ctx.warmupS} s at c=${CONCURRENCY} with 4 reloads`);
-    const warm = await Promise.all([runLoad({ url, body: CHAT_BODY, connections: CONCURRENCY, durationS: ctx.warmupS }), spacedReloads(4, ctx.warmupS, reload)]);
+    const warm = await Promise.all([
+      runLoad({ url, body: CHAT_BODY, connections: CONCURRENCY, durationS: ctx.warmupS }),
+      spacedReloads(4, ctx.warmupS, reload),
+    ]);
     if (flips % 2 === 1) await reload(); // Measurements start on config A.
     const warmFailures = failuresOf('warm-up', loadFigures([warm[0]]));
     if (warmFailures !== null) problems.push(warmFailures);
@@ -103,16 +114,21 @@ export const reloadUnderLoad: Scenario = {
 
     const without = loadFigures(runs.without_reloads);
     const withReloads = loadFigures(runs.with_reloads);
-    for (const [label, f] of [['without reloads', without], ['with reloads', withReloads]] as const) {
+    for (const [label, f] of [
+      ['without reloads', without],
+      ['with reloads', withReloads],
+    ] as const) {
       const problem = failuresOf(label, f);
       if (problem !== null) problems.push(problem);
     }
     const refused = samples.filter((s) => s.status !== 200 || s.result !== 'applied');
-    for (const s of refused.slice(0, 5)) problems.push(`a reload answered ${s.status} ${s.result}: ${JSON.stringify(s.errors).slice(0, 300)}`);
+    for (const s of refused.slice(0, 5))
+      problems.push(`a reload answered ${s.status} ${s.result}: ${JSON.stringify(s.errors).slice(0, 300)}`);
     if (refused.length > 5) problems.push(`... and ${refused.length - 5} more reloads that did not apply`);
     if (samples.length !== RELOADS) problems.push(`${samples.length} reloads ran, expected ${RELOADS}`);
     const generations = samples.map((s) => s.generation);
-    if (generations.some((g, i) => i > 0 && g !== (generations[i - 1] as number) + 1)) problems.push(`reload generations did not advance one by one: ${generations.join(',')}`);
+    if (generations.some((g, i) => i > 0 && g !== (generations[i - 1] as number) + 1))
+      problems.push(`reload generations did not advance one by one: ${generations.join(',')}`);
 
     const durations = samples.map((s) => s.durationMs);
     const roundTrips = samples.map((s) => s.roundTripMs);
@@ -136,8 +152,17 @@ export const reloadUnderLoad: Scenario = {
       checkTarget('failed requests during reloads', failedWithReloads, '<=', 0, ''),
       checkTarget('p99 with reloads / p99 without', p99Ratio, '<=', P99_RATIO_TARGET, 'x'),
     ];
-    const row = (label: string, f: LoadFigures, s: { alpha: number; beta: number }) =>
-      [label, f.req_per_s, f.latency_ms.p50Ms, f.latency_ms.p99Ms, f.latency_ms.p999Ms, f.latency_ms.maxMs, f.ok, f.errors + f.non2xx, `${s.alpha}/${s.beta}`];
+    const row = (label: string, f: LoadFigures, s: { alpha: number; beta: number }) => [
+      label,
+      f.req_per_s,
+      f.latency_ms.p50Ms,
+      f.latency_ms.p99Ms,
+      f.latency_ms.p999Ms,
+      f.latency_ms.maxMs,
+      f.ok,
+      f.errors + f.non2xx,
+      `${s.alpha}/${s.beta}`,
+    ];
     const tables = [
       renderTable(
         `reload under load: c=${CONCURRENCY}, ${halfS * 2} s each (ms)`,
@@ -147,7 +172,16 @@ export const reloadUnderLoad: Scenario = {
       renderTable(
         'reloads (gateway-side duration_ms; round trip seen by the loaded bench process)',
         ['applied', 'median ms', 'p90 ms', 'max ms', 'round trip median ms', 'generations'],
-        [[`${reloads.applied}/${reloads.count}`, reloads.duration_ms.median, reloads.duration_ms.p90, reloads.duration_ms.max, reloads.round_trip_ms_median, `${reloads.first_generation}..${reloads.last_generation}`]],
+        [
+          [
+            `${reloads.applied}/${reloads.count}`,
+            reloads.duration_ms.median,
+            reloads.duration_ms.p90,
+            reloads.duration_ms.max,
+            reloads.round_trip_ms_median,
+            `${reloads.first_generation}..${reloads.last_generation}`,
+          ],
+        ],
       ),
     ];
     return {

@@ -5,16 +5,16 @@
 // Records hold ids, decisions, usage and cost; never a prompt, a completion or a secret.
 // See docs/decisions/0009-governance-limits-and-budgets.md.
 export { GENESIS_HASH, recordHash } from './chain.js';
-export { UlidGenerator } from './ulid.js';
 export {
-  reload,
-  requestCompleted,
-  requestStarted,
   type AuditEvent,
   type AuditUsage,
   type ReloadInput,
   type RequestCompletedInput,
   type RequestStartedInput,
+  reload,
+  requestCompleted,
+  requestStarted,
 } from './records.js';
-export { AuditFileError, AuditWriter, type AuditFailure, type AuditSink, type AuditWriterOptions } from './writer.js';
-export { verifyAuditFile, type VerifyResult } from './verify.js';
+export { UlidGenerator } from './ulid.js';
+export { type VerifyResult, verifyAuditFile } from './verify.js';
+export { type AuditFailure, AuditFileError, type AuditSink, AuditWriter, type AuditWriterOptions } from './writer.js';

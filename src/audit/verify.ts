@@ -4,7 +4,7 @@ import { ULID_PATTERN } from './ulid.js';
 
 export type VerifyResult =
   | { readonly ok: true; readonly records: number }
-  | { readonly ok: false; /** 1-based line of the first broken record. */ readonly line: number; readonly reason: string };
+  | { readonly ok: false /** 1-based line of the first broken record. */; readonly line: number; readonly reason: string };
 
 const SLICE_BYTES = 1024 * 1024;
 
@@ -67,7 +67,8 @@ class ChainChecker {
   }
 
   end(records: number): { ok: true; records: number } | { ok: false; line: number; reason: string } {
-    if (this.#suspect !== null) return { ok: false, line: this.#suspect.line - 1, reason: 'its bytes do not match the hash the next record holds' };
+    if (this.#suspect !== null)
+      return { ok: false, line: this.#suspect.line - 1, reason: 'its bytes do not match the hash the next record holds' };
     return { ok: true, records };
   }
 }

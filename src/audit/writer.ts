@@ -83,7 +83,9 @@ export class AuditWriter {
     try {
       handle = await open(options.path, 'a', 0o600);
     } catch (err) {
-      throw new AuditFileError(`audit file ${JSON.stringify(options.path)}: cannot open for appending (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+      throw new AuditFileError(
+        `audit file ${JSON.stringify(options.path)}: cannot open for appending (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      );
     }
     return new AuditWriter(handle, lastHash, options);
   }
@@ -209,9 +211,12 @@ async function lastRecordHash(path: string): Promise<string> {
   if (!tail.ok) throw new AuditFileError(tail.message);
   const bytes = tail.bytes;
   if (bytes[bytes.length - 1] !== 0x0a) {
-    throw new AuditFileError(`audit file ${JSON.stringify(path)}: its last record is incomplete (no final newline); run "switchyard audit verify" and repair or move the file`);
+    throw new AuditFileError(
+      `audit file ${JSON.stringify(path)}: its last record is incomplete (no final newline); run "switchyard audit verify" and repair or move the file`,
+    );
   }
   const from = bytes.lastIndexOf(0x0a, bytes.length - 2);
-  if (from === -1 && start > 0) throw new AuditFileError(`audit file ${JSON.stringify(path)}: its last record is longer than ${MAX_RECORD_BYTES} bytes`);
+  if (from === -1 && start > 0)
+    throw new AuditFileError(`audit file ${JSON.stringify(path)}: its last record is longer than ${MAX_RECORD_BYTES} bytes`);
   return recordHash(bytes.subarray(from + 1, bytes.length - 1));
 }

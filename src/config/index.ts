@@ -3,26 +3,27 @@
 // Imports only contract/ (pure, the lower layer): its field-path notation and its
 // credential-value shapes, so the config and the overlay name paths and refuse literal
 // secrets alike. See docs/decisions/0001-one-generation.md.
+
+export { crossReferenceIssues } from './cross-check.js';
+export { adminTokenRequired, isLoopback, splitHostPort } from './listen-address.js';
+export { type ConfigIssue, type ConfigResult, checkConfig, formatIssue, loadConfigFile, parseConfigText } from './load.js';
 export {
+  type AuditConfig,
+  type BreakerConfig,
   configSchema,
-  secretRefSchema,
   type GatewayConfig,
-  type ServerConfig,
+  type GovernanceConfig,
+  type KeyConfig,
+  type OverlayConfig,
+  type Policy,
+  type PricingConfig,
   type ProviderConfig,
   type RouteConfig,
-  type PricingConfig,
-  type BreakerConfig,
-  type Policy,
   type SecretRef,
-  type OverlayConfig,
+  type ServerConfig,
+  secretRefSchema,
   sessionAffinityDefaults,
   type TeamConfig,
-  type KeyConfig,
-  type GovernanceConfig,
-  type AuditConfig,
 } from './schema.js';
-export { checkConfig, parseConfigText, loadConfigFile, formatIssue, type ConfigIssue, type ConfigResult } from './load.js';
-export { crossReferenceIssues } from './cross-check.js';
+export { describeSecretRef, resolveSecret, type SecretResult } from './secrets.js';
 export { configWarnings } from './warnings.js';
-export { adminTokenRequired, isLoopback, splitHostPort } from './listen-address.js';
-export { resolveSecret, describeSecretRef, type SecretResult } from './secrets.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 
 // zod's own wording ("Invalid input: expected int, received number") is written for
 // programmers who know zod; a config's reader gets the project's words instead. Messages
@@ -118,7 +118,12 @@ function unwrap(schema: z.core.$ZodType): z.core.$ZodType {
 export function knownKeysAt(schema: z.core.$ZodType, path: readonly PropertyKey[]): string[] {
   let s = unwrap(schema);
   for (const part of path) {
-    const def = s._zod.def as { type: string; shape?: Record<string, z.core.$ZodType>; valueType?: z.core.$ZodType; element?: z.core.$ZodType };
+    const def = s._zod.def as {
+      type: string;
+      shape?: Record<string, z.core.$ZodType>;
+      valueType?: z.core.$ZodType;
+      element?: z.core.$ZodType;
+    };
     if (def.type === 'object' && def.shape !== undefined) {
       const next = def.shape[String(part)];
       if (next === undefined) return [];

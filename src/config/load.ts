@@ -25,7 +25,13 @@ export function formatIssue(issue: ConfigIssue): string {
 }
 
 /** Keys that users put one level too high: they belong to the overlay block. */
-const OVERLAY_ONLY = new Set(['routing.reload', 'routing.expected_scope', 'routing.max_bytes', 'routing.credential_mount_base', 'routing.file']);
+const OVERLAY_ONLY = new Set([
+  'routing.reload',
+  'routing.expected_scope',
+  'routing.max_bytes',
+  'routing.credential_mount_base',
+  'routing.file',
+]);
 
 function zodIssues(error: z.ZodError): ConfigIssue[] {
   const issues: ConfigIssue[] = [];

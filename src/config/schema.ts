@@ -6,8 +6,7 @@ import { adminTokenRequired } from './listen-address.js';
 // reads the typed result and never re-checks it. Unknown keys are errors everywhere, so a
 // typo is reported instead of silently ignored.
 
-const LITERAL_SECRET_HINT =
-  'a literal secret is not allowed here; use a reference such as {env: NAME} or {file: /path/to/secret}';
+const LITERAL_SECRET_HINT = 'a literal secret is not allowed here; use a reference such as {env: NAME} or {file: /path/to/secret}';
 
 /** `{env: NAME}` or `{file: PATH}`. A bare string is refused with a hint, never echoed. */
 export const secretRefSchema = z.union(
@@ -16,46 +15,67 @@ export const secretRefSchema = z.union(
     z.strictObject({ file: z.string().min(1, 'must be a file path') }),
   ],
   {
-    error: (issue) =>
-      typeof issue.input === 'string' ? LITERAL_SECRET_HINT : 'must be {env: NAME} or {file: PATH}',
+    error: (issue) => (typeof issue.input === 'string' ? LITERAL_SECRET_HINT : 'must be {env: NAME} or {file: PATH}'),
   },
 );
 export type SecretRef = z.infer<typeof secretRefSchema>;
 
 const hostPortPattern = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
-const listenSchema = z.string().regex(hostPortPattern, 'must be host:port, e.g. 127.0.0.1:8080 or [::1]:8080')
+const listenSchema = z
+  .string()
+  .regex(hostPortPattern, 'must be host:port, e.g. 127.0.0.1:8080 or [::1]:8080')
   // Only a well-formed address gets the range check: one mistake, one message.
   .refine((s) => !hostPortPattern.test(s) || Number(s.slice(s.lastIndexOf(':') + 1)) <= 65535, 'port must be 0-65535');
 
 // min(1) rather than positive(): "must be at least 1" reads better than "greater than 0".
 const positiveInt = z.number().int().min(1);
 
-const serverSchema = z.strictObject({
-  listen: listenSchema.default('127.0.0.1:8080'),
-  admin_listen: listenSchema.optional(),
-  admin_token: secretRefSchema.optional(),
-  max_body_bytes: positiveInt.max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
-  drain_timeout_ms: z.number().int().min(0).max(3_600_000).default(10_000),
-  watch_config: z.boolean().default(false),
-  watch_debounce_ms: z.number().int().min(0).max(60_000).default(200),
-}).refine((s) => s.admin_token !== undefined || !adminTokenRequired(s.admin_listen), {
-  path: ['admin_token'],
-  error: (issue) => `required when server.admin_listen (${(issue.input as { admin_listen?: string }).admin_listen}) is not a loopback address`,
-  // Checked even when another server key is wrong, so every error shows in one pass; only
-  // a malformed admin_listen (its own error) leaves nothing to judge.
-  when: (payload) => !payload.issues.some((i) => i.path?.[0] === 'admin_listen' || i.path?.[0] === 'admin_token'),
-});
+const serverSchema = z
+  .strictObject({
+    listen: listenSchema.default('127.0.0.1:8080'),
+    admin_listen: listenSchema.optional(),
+    admin_token: secretRefSchema.optional(),
+    max_body_bytes: positiveInt.max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
+    drain_timeout_ms: z.number().int().min(0).max(3_600_000).default(10_000),
+    watch_config: z.boolean().default(false),
+    watch_debounce_ms: z.number().int().min(0).max(60_000).default(200),
+  })
+  .refine((s) => s.admin_token !== undefined || !adminTokenRequired(s.admin_listen), {
+    path: ['admin_token'],
+    error: (issue) =>
+      `required when server.admin_listen (${(issue.input as { admin_listen?: string }).admin_listen}) is not a loopback address`,
+    // Checked even when another server key is wrong, so every error shows in one pass; only
+    // a malformed admin_listen (its own error) leaves nothing to judge.
+    when: (payload) => !payload.issues.some((i) => i.path?.[0] === 'admin_listen' || i.path?.[0] === 'admin_token'),
+  });
 
 const httpUrl = z
   // A missing value falls through to the config's error map ("required").
   .url({ protocol: /^https?$/, error: (issue) => (issue.input === undefined ? undefined : 'invalid URL (expected http:// or https://)') })
   // A user:password would be shown wherever the URL is (admin views), and a query or
   // fragment would be dropped from every call: refuse both rather than surprise.
-  .refine((u) => !URL.canParse(u) || (new URL(u).username === '' && new URL(u).password === ''), 'must not contain user:password@; give the key as api_key: {env: NAME}')
+  .refine(
+    (u) => !URL.canParse(u) || (new URL(u).username === '' && new URL(u).password === ''),
+    'must not contain user:password@; give the key as api_key: {env: NAME}',
+  )
   .refine((u) => !URL.canParse(u) || (new URL(u).search === '' && new URL(u).hash === ''), 'must not contain a query string or #fragment');
 
 /** Headers the gateway sets itself, or that describe the connection: never from config. */
-const RESERVED_HEADERS = new Set(['authorization', 'proxy-authorization', 'host', 'content-length', 'content-type', 'transfer-encoding', 'connection', 'keep-alive', 'te', 'trailer', 'upgrade', 'expect', 'accept']);
+const RESERVED_HEADERS = new Set([
+  'authorization',
+  'proxy-authorization',
+  'host',
+  'content-length',
+  'content-type',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'te',
+  'trailer',
+  'upgrade',
+  'expect',
+  'accept',
+]);
 const CREDENTIAL_HEADER = /(^|-)(api-?key|token|secret|password|auth|cookie)($|-)/i;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
@@ -66,9 +86,14 @@ const extraHeadersSchema = z
     for (const [name, value] of Object.entries(headers)) {
       const lower = name.toLowerCase();
       if (!HEADER_NAME.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'is not a valid HTTP header name' });
-      else if (RESERVED_HEADERS.has(lower)) ctx.addIssue({ code: 'custom', path: [name], message: 'is set by the gateway and cannot be configured (the key goes in api_key)' });
+      else if (RESERVED_HEADERS.has(lower))
+        ctx.addIssue({ code: 'custom', path: [name], message: 'is set by the gateway and cannot be configured (the key goes in api_key)' });
       else if (CREDENTIAL_HEADER.test(lower) || looksLikeCredentialValue(value)) {
-        ctx.addIssue({ code: 'custom', path: [name], message: 'looks like a credential; headers are not secret storage (use api_key: {env: NAME})' });
+        ctx.addIssue({
+          code: 'custom',
+          path: [name],
+          message: 'looks like a credential; headers are not secret storage (use api_key: {env: NAME})',
+        });
       } else if (/[\r\n\0]/.test(value)) ctx.addIssue({ code: 'custom', path: [name], message: 'must not contain line breaks' });
     }
   })
@@ -104,8 +129,15 @@ const routeSchema = z.strictObject({
 
 /** Sticky sessions: a request's session key comes from the header, or else the cookie. */
 const sessionAffinitySchema = z.strictObject({
-  header: z.string().regex(/^[A-Za-z0-9-]+$/, 'must be an HTTP header name').transform((h) => h.toLowerCase()).default('x-session-id'),
-  cookie: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'must be a cookie name').optional(),
+  header: z
+    .string()
+    .regex(/^[A-Za-z0-9-]+$/, 'must be an HTTP header name')
+    .transform((h) => h.toLowerCase())
+    .default('x-session-id'),
+  cookie: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]+$/, 'must be a cookie name')
+    .optional(),
   ttl_s: positiveInt.max(30 * 24 * 3600).default(3600),
   max_entries: positiveInt.max(10_000_000).default(10_000),
 });
@@ -117,13 +149,22 @@ const overlaySchema = z.strictObject({
   /** Watched through its parent directory and never resolved, so ConfigMap symlink swaps are seen. */
   file: z.string().min(1, 'must be a file path'),
   /** Any subset; each field set must match the envelope's scope. A legacy payload is then refused. */
-  expected_scope: z.strictObject({ network: scopeField.optional(), gateway: scopeField.optional(), namespace: scopeField.optional(), local_site: scopeField.optional() }).optional(),
-  reload: z.strictObject({
-    enabled: z.boolean().default(true),
-    debounce_ms: z.number().int().min(0).max(60_000).default(500),
-    /** The safety-net re-check that catches lost events. */
-    recheck_ms: z.number().int().min(100).max(3_600_000).default(10_000),
-  }).prefault({}),
+  expected_scope: z
+    .strictObject({
+      network: scopeField.optional(),
+      gateway: scopeField.optional(),
+      namespace: scopeField.optional(),
+      local_site: scopeField.optional(),
+    })
+    .optional(),
+  reload: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      debounce_ms: z.number().int().min(0).max(60_000).default(500),
+      /** The safety-net re-check that catches lost events. */
+      recheck_ms: z.number().int().min(100).max(3_600_000).default(10_000),
+    })
+    .prefault({}),
   max_bytes: positiveInt.max(64 * 1024 * 1024).default(2 * 1024 * 1024),
   /** A candidate credential {namespace, name, key} is read from {base}/{namespace}/{name}/{key}. */
   credential_mount_base: z.string().min(1).default('/run/secrets/grid-credentials'),
@@ -137,9 +178,17 @@ const routingSchema = z
   })
   .superRefine((routing, ctx) => {
     if (routing.routes !== undefined && routing.overlay !== undefined) {
-      ctx.addIssue({ code: 'custom', path: [], message: 'routing.routes (static) and routing.overlay are mutually exclusive; set exactly one' });
+      ctx.addIssue({
+        code: 'custom',
+        path: [],
+        message: 'routing.routes (static) and routing.overlay are mutually exclusive; set exactly one',
+      });
     } else if (routing.routes === undefined && routing.overlay === undefined) {
-      ctx.addIssue({ code: 'custom', path: [], message: 'set either routing.routes (static routes) or routing.overlay (candidates from an overlay file)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: [],
+        message: 'set either routing.routes (static routes) or routing.overlay (candidates from an overlay file)',
+      });
     }
   });
 
@@ -181,14 +230,22 @@ const sha256Schema = z
   .union([z.string(), z.array(z.string())], { error: 'must be a SHA-256 (64 hex digits) or a list of two' })
   .superRefine((v, ctx) => {
     const list = typeof v === 'string' ? [v] : v;
-    if (list.length < 1 || list.length > 2) ctx.addIssue({ code: 'custom', path: [], message: 'give one hash, or two (old and new) while rotating' });
+    if (list.length < 1 || list.length > 2)
+      ctx.addIssue({ code: 'custom', path: [], message: 'give one hash, or two (old and new) while rotating' });
     list.forEach((h, i) => {
-      if (!SHA256_HEX.test(h)) ctx.addIssue({ code: 'custom', path: typeof v === 'string' ? [] : [i], message: 'must be the 64 hex digits of a SHA-256 (see `switchyard keys create`)' });
+      if (!SHA256_HEX.test(h))
+        ctx.addIssue({
+          code: 'custom',
+          path: typeof v === 'string' ? [] : [i],
+          message: 'must be the 64 hex digits of a SHA-256 (see `switchyard keys create`)',
+        });
     });
   })
   .transform((v) => (typeof v === 'string' ? [v] : v).map((h) => h.toLowerCase()));
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$/;
-const rfc3339Schema = z.string().refine((v) => RFC3339.test(v) && !Number.isNaN(Date.parse(v)), 'must be an RFC 3339 timestamp, e.g. 2027-06-30T00:00:00Z');
+const rfc3339Schema = z
+  .string()
+  .refine((v) => RFC3339.test(v) && !Number.isNaN(Date.parse(v)), 'must be an RFC 3339 timestamp, e.g. 2027-06-30T00:00:00Z');
 
 export const teamSchema = z.strictObject({
   /** Glob patterns (`*`, `?`); absent = every model. */
@@ -218,7 +275,11 @@ export const keySchema = z
   })
   .superRefine((k, ctx) => {
     if ((k.sha256 === undefined) === (k.key === undefined)) {
-      ctx.addIssue({ code: 'custom', path: [], message: 'set exactly one of sha256 (the hash of the key) or key ({env: NAME} or {file: PATH})' });
+      ctx.addIssue({
+        code: 'custom',
+        path: [],
+        message: 'set exactly one of sha256 (the hash of the key) or key ({env: NAME} or {file: PATH})',
+      });
     }
   });
 
@@ -235,8 +296,10 @@ export const governanceSchema = z
     default_max_tokens: positiveInt.max(10_000_000).default(4096),
   })
   .superRefine((g, ctx) => {
-    if (g.store === 'redis' && g.redis_url === undefined) ctx.addIssue({ code: 'custom', path: ['redis_url'], message: 'is required when store is "redis"' });
-    if (g.store === 'memory' && g.redis_url !== undefined) ctx.addIssue({ code: 'custom', path: ['redis_url'], message: 'only applies when store is "redis"' });
+    if (g.store === 'redis' && g.redis_url === undefined)
+      ctx.addIssue({ code: 'custom', path: ['redis_url'], message: 'is required when store is "redis"' });
+    if (g.store === 'memory' && g.redis_url !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['redis_url'], message: 'only applies when store is "redis"' });
   });
 
 export const auditSchema = z.strictObject({
@@ -245,35 +308,45 @@ export const auditSchema = z.strictObject({
 });
 
 /** Keys name configured teams; key ids and key hashes are unique. Paths name the entry. */
-function checkGovernanceReferences(config: { teams?: Record<string, unknown>; keys?: ReadonlyArray<{ id: string; team: string; sha256?: readonly string[] }> }, ctx: z.RefinementCtx): void {
+function checkGovernanceReferences(
+  config: { teams?: Record<string, unknown>; keys?: ReadonlyArray<{ id: string; team: string; sha256?: readonly string[] }> },
+  ctx: z.RefinementCtx,
+): void {
   const teams = config.teams ?? {};
   const ids = new Map<string, number>();
   const hashes = new Map<string, number>();
   (config.keys ?? []).forEach((k, i) => {
     if (teams[k.team] === undefined) ctx.addIssue({ code: 'custom', path: ['keys', i, 'team'], message: `unknown team "${k.team}"` });
     const seen = ids.get(k.id);
-    if (seen !== undefined) ctx.addIssue({ code: 'custom', path: ['keys', i, 'id'], message: `duplicate key id "${k.id}" (also keys[${seen}])` });
+    if (seen !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['keys', i, 'id'], message: `duplicate key id "${k.id}" (also keys[${seen}])` });
     else ids.set(k.id, i);
     for (const h of new Set(k.sha256 ?? [])) {
       const other = hashes.get(h);
-      if (other !== undefined) ctx.addIssue({ code: 'custom', path: ['keys', i, 'sha256'], message: `the same hash is already used by keys[${other}]` });
+      if (other !== undefined)
+        ctx.addIssue({ code: 'custom', path: ['keys', i, 'sha256'], message: `the same hash is already used by keys[${other}]` });
       else hashes.set(h, i);
     }
   });
 }
 
-export const configSchema = z.strictObject({
-  server: serverSchema.prefault({}),
-  log: logSchema.prefault({}),
-  providers: z.record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'provider names are 1-64 of A-Z a-z 0-9 _ . -'), providerSchema),
-  routing: routingSchema,
-  pricing: pricingSchema.prefault({}),
-  resilience: z.strictObject({ breaker: breakerSchema.prefault({}) }).prefault({}),
-  teams: z.record(idSchema, teamSchema).optional(),
-  keys: z.array(keySchema).optional(),
-  governance: governanceSchema.prefault({}),
-  audit: auditSchema.optional(),
-}).superRefine(checkGovernanceReferences);
+export const configSchema = z
+  .strictObject({
+    server: serverSchema.prefault({}),
+    log: logSchema.prefault({}),
+    providers: z.record(
+      z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'provider names are 1-64 of A-Z a-z 0-9 _ . -'),
+      providerSchema,
+    ),
+    routing: routingSchema,
+    pricing: pricingSchema.prefault({}),
+    resilience: z.strictObject({ breaker: breakerSchema.prefault({}) }).prefault({}),
+    teams: z.record(idSchema, teamSchema).optional(),
+    keys: z.array(keySchema).optional(),
+    governance: governanceSchema.prefault({}),
+    audit: auditSchema.optional(),
+  })
+  .superRefine(checkGovernanceReferences);
 
 export type GatewayConfig = z.infer<typeof configSchema>;
 export type ServerConfig = GatewayConfig['server'];

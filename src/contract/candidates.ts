@@ -2,10 +2,10 @@
 // Every pass is linear in the number of candidates (maps, never nested loops): the reload
 // path validates a 1024-candidate overlay while the gateway serves.
 import { findCredentialValue } from './credential-value.js';
-import { candidateSchema, describeIssue } from './schema.js';
 import type { CandidateWire } from './schema.js';
-import { reject } from './types.js';
+import { candidateSchema, describeIssue } from './schema.js';
 import type { AdmissionState, OverlayCandidate, Rejection } from './types.js';
+import { reject } from './types.js';
 
 type CandidatesResult = { ok: true; candidates: readonly OverlayCandidate[] } | Rejection;
 
@@ -38,10 +38,7 @@ export function validateCandidates(raw: readonly unknown[], at: string): Candida
     const tuple = `${candidate.kind}\0${candidate.name}\0${candidate.site}\0${candidate.cluster}`;
     const sameTuple = byTuple.get(tuple);
     if (sameTuple !== undefined) {
-      return reject(
-        'duplicate_candidate',
-        `${at}[${i}]: same (kind, name, site, cluster) as ${at}[${sameTuple}]`,
-      );
+      return reject('duplicate_candidate', `${at}[${i}]: same (kind, name, site, cluster) as ${at}[${sameTuple}]`);
     }
     byTuple.set(tuple, i);
 
@@ -99,10 +96,7 @@ interface ModelGroups {
  * Per model (kind + name): either every candidate has a selection_group or none has; the
  * groups are 0, 1, 2 … with no gap; all members of a group share one admission state.
  */
-function checkSelectionGroups(
-  candidates: readonly OverlayCandidate[],
-  at: string,
-): Rejection<'invalid_selection_group'> | undefined {
+function checkSelectionGroups(candidates: readonly OverlayCandidate[], at: string): Rejection<'invalid_selection_group'> | undefined {
   const models = new Map<string, ModelGroups>();
   for (let i = 0; i < candidates.length; i++) {
     const c = candidates[i]!;

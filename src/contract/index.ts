@@ -8,7 +8,17 @@
 // folders, so both halves of the project (and config/, for its field paths and credential
 // shapes) can depend on it. Rules: shared/DESIGN.md,
 // "Overlay contract v1"; vectors: shared/conformance/overlay-v1/ and test/contract/vectors/.
-export { MAX_CANDIDATES, MAX_OVERLAY_BYTES, REJECT_REASONS, SCHEMA_VERSION } from './types.js';
+
+export { looksLikeCredentialValue } from './credential-value.js';
+export type { RevisionInput } from './digest.js';
+export { computeRevision, sha256Hex } from './digest.js';
+export type { ParseOptions } from './parse.js';
+export { parseOverlay } from './parse.js';
+export type { ReadResult, SliceResult } from './read.js';
+export { readFileSlice, readOverlayFile } from './read.js';
+export { formatPath } from './schema.js';
+export { stableIdFor } from './stable-id.js';
+export { checkSuccession } from './succession.js';
 export type {
   AdmissionState,
   CandidateKind,
@@ -19,17 +29,8 @@ export type {
   OverlayProvenance,
   OverlayScope,
   ParsedOverlay,
-  RejectReason,
   Rejection,
+  RejectReason,
   SelectionMode,
 } from './types.js';
-export { parseOverlay } from './parse.js';
-export type { ParseOptions } from './parse.js';
-export { computeRevision, sha256Hex } from './digest.js';
-export type { RevisionInput } from './digest.js';
-export { readFileSlice, readOverlayFile } from './read.js';
-export type { ReadResult, SliceResult } from './read.js';
-export { checkSuccession } from './succession.js';
-export { stableIdFor } from './stable-id.js';
-export { looksLikeCredentialValue } from './credential-value.js';
-export { formatPath } from './schema.js';
+export { MAX_CANDIDATES, MAX_OVERLAY_BYTES, REJECT_REASONS, SCHEMA_VERSION } from './types.js';

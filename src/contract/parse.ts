@@ -4,10 +4,10 @@
 import { validateCandidates } from './candidates.js';
 import { quote } from './credential-value.js';
 import { computeRevision, sha256Hex } from './digest.js';
-import { describeIssue, envelopeSchema, legacyPayloadSchema } from './schema.js';
 import type { EnvelopeWire } from './schema.js';
-import { MAX_CANDIDATES, MAX_OVERLAY_BYTES, SCHEMA_VERSION, reject } from './types.js';
+import { describeIssue, envelopeSchema, legacyPayloadSchema } from './schema.js';
 import type { ContractResult, ExpectedScope, OverlayScope, ParsedOverlay, Rejection } from './types.js';
+import { MAX_CANDIDATES, MAX_OVERLAY_BYTES, reject, SCHEMA_VERSION } from './types.js';
 
 export interface ParseOptions {
   /** When any field is set, only an envelope whose scope matches it field by field is accepted. */
@@ -164,10 +164,7 @@ function checkCount(candidates: readonly unknown[], at: string): Rejection<'too_
 /** The envelope must agree with itself: scope, overlay and provenance name one network and site. */
 function checkScope({ scope, overlay, provenance }: EnvelopeWire): Rejection<'scope_mismatch'> | undefined {
   if (scope.network !== overlay.network) {
-    return reject(
-      'scope_mismatch',
-      `scope.network: ${quote(scope.network)} differs from overlay.network ${quote(overlay.network)}`,
-    );
+    return reject('scope_mismatch', `scope.network: ${quote(scope.network)} differs from overlay.network ${quote(overlay.network)}`);
   }
   if (provenance.source_name !== overlay.network) {
     return reject(
@@ -184,10 +181,7 @@ function checkScope({ scope, overlay, provenance }: EnvelopeWire): Rejection<'sc
   return undefined;
 }
 
-function checkExpectedScope(
-  scope: OverlayScope,
-  expected: ExpectedScope | undefined,
-): Rejection<'scope_mismatch'> | undefined {
+function checkExpectedScope(scope: OverlayScope, expected: ExpectedScope | undefined): Rejection<'scope_mismatch'> | undefined {
   if (!expected) return undefined;
   for (const field of SCOPE_FIELDS) {
     const want = expected[field];

@@ -1,13 +1,11 @@
 // The bounded read of an overlay file: the contract's only I/O.
 import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
-import { reject } from './types.js';
+import { open } from 'node:fs/promises';
 import type { Rejection } from './types.js';
+import { reject } from './types.js';
 
-export type ReadResult =
-  | { ok: true; bytes: Buffer }
-  | Rejection<'missing' | 'unreadable' | 'empty' | 'too_large'>;
+export type ReadResult = { ok: true; bytes: Buffer } | Rejection<'missing' | 'unreadable' | 'empty' | 'too_large'>;
 
 /**
  * Reads at most `maxBytes + 1` bytes: one byte past the limit proves the file too large
@@ -59,7 +57,7 @@ function errorCode(error: unknown): string {
 }
 
 export type SliceResult =
-  | { ok: true; bytes: Buffer; /** The file's size when it was read. */ size: number }
+  | { ok: true; bytes: Buffer /** The file's size when it was read. */; size: number }
   | Rejection<'missing' | 'unreadable'>;
 
 /**

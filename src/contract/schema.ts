@@ -5,6 +5,7 @@ import { z } from 'zod';
 
 const MAX_STRING_BYTES = 256;
 // Names end up in log lines, metric labels and headers: no control characters there.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is this pattern's purpose.
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 
 function isBoundedText(value: string): boolean {
@@ -13,8 +14,7 @@ function isBoundedText(value: string): boolean {
   return value.length * 3 <= MAX_STRING_BYTES || Buffer.byteLength(value, 'utf8') <= MAX_STRING_BYTES;
 }
 
-const requiredOr = (message: string) => (issue: { input?: unknown }) =>
-  issue.input === undefined ? 'required' : message;
+const requiredOr = (message: string) => (issue: { input?: unknown }) => (issue.input === undefined ? 'required' : message);
 
 /** The contract's string: 1-256 bytes of UTF-8, not blank, no control characters. */
 const boundedText = () =>
@@ -23,13 +23,15 @@ const boundedText = () =>
     .refine(isBoundedText, { error: 'must be 1-256 bytes of UTF-8, not blank, without control characters' });
 
 const integerIn = (min: number, max: number, message: string) =>
-  z.int({ error: requiredOr(message) }).min(min, { error: message }).max(max, { error: message });
+  z
+    .int({ error: requiredOr(message) })
+    .min(min, { error: message })
+    .max(max, { error: message });
 
 const oneOf = <const T extends readonly [string, ...string[]]>(values: T) =>
   z.enum(values, { error: requiredOr(`must be one of ${values.map((v) => `"${v}"`).join(', ')}`) });
 
-const literal = <const T extends string>(value: T) =>
-  z.literal(value, { error: requiredOr(`must be "${value}"`) });
+const literal = <const T extends string>(value: T) => z.literal(value, { error: requiredOr(`must be "${value}"`) });
 
 const objectError = { error: requiredOr('must be an object') };
 
@@ -57,10 +59,7 @@ const secretKey = () =>
 const credentialSchema = z.strictObject(
   {
     strategy: literal('bearer_token'),
-    secretRef: z.strictObject(
-      { name: kubernetesName(), namespace: kubernetesName(), key: secretKey() },
-      objectError,
-    ),
+    secretRef: z.strictObject({ name: kubernetesName(), namespace: kubernetesName(), key: secretKey() }, objectError),
   },
   objectError,
 );
@@ -98,23 +97,15 @@ export const legacyPayloadSchema = z.object({
   generated_at: z.string({ error: requiredOr('must be a string') }).optional(),
 });
 
-const sha256Hex = z
-  .string({ error: requiredOr('must be a string') })
-  .regex(/^[0-9a-f]{64}$/, { error: 'must be 64 lowercase hex digits' });
+const sha256Hex = z.string({ error: requiredOr('must be a string') }).regex(/^[0-9a-f]{64}$/, { error: 'must be 64 lowercase hex digits' });
 
 // Unknown envelope fields are tolerated so a producer can add metadata before consumers
 // update (the conformance vector unknown-additive-field.json pins this).
 export const envelopeSchema = z.object({
   schema_version: z.string(),
-  revision: z.object(
-    { kind: literal('content_addressed'), algorithm: literal('sha256'), value: sha256Hex },
-    objectError,
-  ),
+  revision: z.object({ kind: literal('content_addressed'), algorithm: literal('sha256'), value: sha256Hex }, objectError),
   content_digest: z.object({ algorithm: literal('sha256'), value: sha256Hex }, objectError),
-  scope: z.object(
-    { network: boundedText(), gateway: boundedText(), namespace: boundedText(), local_site: boundedText() },
-    objectError,
-  ),
+  scope: z.object({ network: boundedText(), gateway: boundedText(), namespace: boundedText(), local_site: boundedText() }, objectError),
   provenance: z.object(
     {
       producer: boundedText(),
@@ -122,9 +113,7 @@ export const envelopeSchema = z.object({
       source_name: boundedText(),
       source_uid: boundedText(),
       source_generation: integerIn(1, Number.MAX_SAFE_INTEGER, 'must be an integer > 0'),
-      rendered_at: z
-        .string({ error: requiredOr('must be a string') })
-        .refine(isRfc3339, { error: 'must be an RFC 3339 timestamp' }),
+      rendered_at: z.string({ error: requiredOr('must be a string') }).refine(isRfc3339, { error: 'must be an RFC 3339 timestamp' }),
     },
     objectError,
   ),
@@ -138,15 +127,10 @@ const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?
 function isRfc3339(value: string): boolean {
   const m = RFC3339.exec(value);
   if (!m) return false;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
-    number, number, number, number, number, number,
-  ];
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
   const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
   const offsetOk = m[7] === undefined || (Number(m[7]) <= 23 && Number(m[8]) <= 59);
-  return (
-    month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth &&
-    hour <= 23 && minute <= 59 && second <= 60 && offsetOk
-  );
+  return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth && hour <= 23 && minute <= 59 && second <= 60 && offsetOk;
 }
 
 /**

@@ -2,8 +2,8 @@
 // control plane's source object only moves forward, so a revision rendered from an older
 // generation of the same source (a stale replica, a restored backup) is refused.
 import { quote } from './credential-value.js';
-import { reject } from './types.js';
 import type { ParsedOverlay, Rejection } from './types.js';
+import { reject } from './types.js';
 
 /**
  * May `next` replace `serving`? Refused only when both come from the same
@@ -11,10 +11,7 @@ import type { ParsedOverlay, Rejection } from './types.js';
  * accepted (a producer may re-render after an inventory change); a new source_uid means the
  * source object was recreated, and its generations start over.
  */
-export function checkSuccession(
-  serving: ParsedOverlay | undefined,
-  next: ParsedOverlay,
-): { ok: true } | Rejection<'rollback'> {
+export function checkSuccession(serving: ParsedOverlay | undefined, next: ParsedOverlay): { ok: true } | Rejection<'rollback'> {
   const was = serving?.provenance;
   const now = next.provenance;
   if (!was || !now || was.source_uid !== now.source_uid) return { ok: true };

@@ -14,7 +14,16 @@ export function compileModelAllowList(patterns: readonly string[] | undefined): 
   const globs: RegExp[] = [];
   for (const p of patterns) {
     if (!/[*?]/.test(p)) exact.add(p);
-    else globs.push(new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, '\\$&').replaceAll('*', '.*').replaceAll('?', '.')}$`, 's'));
+    else
+      globs.push(
+        new RegExp(
+          `^${p
+            .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+            .replaceAll('*', '.*')
+            .replaceAll('?', '.')}$`,
+          's',
+        ),
+      );
   }
   return (model) => exact.has(model) || globs.some((g) => g.test(model));
 }

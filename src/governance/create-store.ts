@@ -5,7 +5,13 @@ import { applyStoreErrorPolicy, type OnStoreError, type PolicedStore, type Store
 /** The store settings server/ adapts from `governance:`; a change needs a restart. */
 export type StoreSettings =
   | { readonly store: 'memory' }
-  | { readonly store: 'redis'; readonly redisUrl: string; readonly keyPrefix: string; readonly onStoreError: OnStoreError; readonly commandTimeoutMs?: number };
+  | {
+      readonly store: 'redis';
+      readonly redisUrl: string;
+      readonly keyPrefix: string;
+      readonly onStoreError: OnStoreError;
+      readonly commandTimeoutMs?: number;
+    };
 
 export interface StoreHooks {
   /** Every store failure (log it, count `switchyard_governance_store_errors_total`). */

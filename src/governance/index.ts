@@ -5,48 +5,68 @@
 // generation's config to the input types below (KeyRecord, TeamRecord) and passes the pricing table of the generation that routed the request as a
 // parameter (DESIGN.md invariant 4). The store is built once and survives every reload;
 // its counters are keyed by team and key id. See docs/decisions/0009-governance-limits-and-budgets.md.
+
+export { compileModelAllowList, type ModelAllowList } from './allow-list.js';
+export { createGovernanceStore, type StoreHooks, type StoreSettings } from './create-store.js';
 export {
-  priceUsage,
-  costMicroUsd,
-  reservationMicroUsd,
-  isPriced,
-  type PriceEntry,
-  type PriceTable,
-  type Usage,
-  type OnMissingPrice,
-  type PricedTarget,
-} from './pricing.js';
+  ANONYMOUS,
+  type AuthResult,
+  authenticate,
+  buildKeyTable,
+  constantTimeEqual,
+  hashKey,
+  type KeyRecord,
+  type KeyTable,
+  presentedKey,
+} from './keys.js';
 export {
+  type LimitKind,
   type Limits,
+  NO_RATE_LIMIT,
   type Principal,
-  type Refusal,
   type RateLimitView,
   type RateWindowView,
+  type Refusal,
   type Scope,
   type ScopeKind,
-  type LimitKind,
-  NO_RATE_LIMIT,
   utcDayStamp,
   utcMonthStamp,
 } from './limits.js';
-export { ANONYMOUS, authenticate, buildKeyTable, constantTimeEqual, hashKey, presentedKey, type AuthResult, type KeyRecord, type KeyTable } from './keys.js';
-export { compileModelAllowList, type ModelAllowList } from './allow-list.js';
-export { buildGovernancePolicy, checkModel, scopesOf, type GovernancePolicy, type PolicyInput, type TeamRecord } from './policy.js';
-export { estimateTokens, preCheck, release, settle, type Admission, type Demand, type Settlement, type TokenEstimate } from './pre-check.js';
-export { duration, rateLimitHeaders, refusalError } from './refusal.js';
-export { governanceStatus, type GovernanceStatus } from './status.js';
+export { MemoryGovernanceStore } from './memory-store.js';
+export { buildGovernancePolicy, checkModel, type GovernancePolicy, type PolicyInput, scopesOf, type TeamRecord } from './policy.js';
 export {
-  GovernanceStoreError,
+  type Admission,
+  type Demand,
+  estimateTokens,
+  preCheck,
+  release,
+  type Settlement,
+  settle,
+  type TokenEstimate,
+} from './pre-check.js';
+export {
+  costMicroUsd,
+  isPriced,
+  type OnMissingPrice,
+  type PricedTarget,
+  type PriceEntry,
+  type PriceTable,
+  priceUsage,
+  reservationMicroUsd,
+  type Usage,
+} from './pricing.js';
+export { RedisGovernanceStore, type RedisStoreOptions } from './redis-store.js';
+export { duration, rateLimitHeaders, refusalError } from './refusal.js';
+export { type GovernanceStatus, governanceStatus } from './status.js';
+export {
   type Actual,
   type Counted,
   type GovernanceStore,
+  GovernanceStoreError,
   type Reservation,
   type ReserveInput,
   type ReserveResult,
   type ScopeRef,
   type ScopeStatus,
 } from './store.js';
-export { MemoryGovernanceStore } from './memory-store.js';
-export { RedisGovernanceStore, type RedisStoreOptions } from './redis-store.js';
 export { applyStoreErrorPolicy, type OnStoreError, type PolicedStore, type StoreFailure } from './store-error-policy.js';
-export { createGovernanceStore, type StoreHooks, type StoreSettings } from './create-store.js';

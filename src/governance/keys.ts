@@ -47,7 +47,8 @@ export function buildKeyTable(records: readonly KeyRecord[]): KeyTable {
       if (!SHA256_HEX.test(lower)) throw new Error(`key "${record.id}": sha256 must be 64 hex digits`);
       // Two ids with one digest would make the caller ambiguous: refuse rather than pick one.
       const other = byDigest.get(lower);
-      if (other !== undefined && other.record.id !== record.id) throw new Error(`keys "${other.record.id}" and "${record.id}" share a sha256`);
+      if (other !== undefined && other.record.id !== record.id)
+        throw new Error(`keys "${other.record.id}" and "${record.id}" share a sha256`);
       byDigest.set(lower, { record, digest: Buffer.from(lower, 'hex') });
     }
   }
@@ -71,7 +72,9 @@ export function presentedKey(headers: Readonly<Record<string, HeaderValue>>): st
   return null;
 }
 
-export type AuthResult = { readonly ok: true; readonly principal: Principal; readonly key: KeyRecord | null } | { readonly ok: false; readonly refusal: Refusal };
+export type AuthResult =
+  | { readonly ok: true; readonly principal: Principal; readonly key: KeyRecord | null }
+  | { readonly ok: false; readonly refusal: Refusal };
 
 /**
  * The caller, from the headers alone, before any body is read. The table is indexed by the

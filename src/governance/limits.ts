@@ -55,7 +55,16 @@ export const NO_RATE_LIMIT: RateLimitView = Object.freeze({ requests: null, toke
  * limit refused; `retryAfterS` is whole seconds, at least 1.
  */
 export interface Refusal {
-  readonly code: Extract<ErrorCode, 'unauthorized' | 'key_expired' | 'model_not_allowed' | 'rate_limit_exceeded' | 'quota_exceeded' | 'budget_exceeded' | 'governance_unavailable'>;
+  readonly code: Extract<
+    ErrorCode,
+    | 'unauthorized'
+    | 'key_expired'
+    | 'model_not_allowed'
+    | 'rate_limit_exceeded'
+    | 'quota_exceeded'
+    | 'budget_exceeded'
+    | 'governance_unavailable'
+  >;
   readonly message: string;
   readonly retryAfterS: number | null;
   readonly scope: { readonly kind: ScopeKind; readonly id: string } | null;

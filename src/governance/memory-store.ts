@@ -6,10 +6,10 @@ import {
   DEFAULT_RESERVATION_TTL_MS,
   type GovernanceStore,
   limitRefusal,
-  rateLimitView,
   type Reservation,
   type ReserveInput,
   type ReserveResult,
+  rateLimitView,
   type ScopeRef,
   type ScopeStatus,
   scopeRef,
@@ -161,7 +161,12 @@ export class MemoryGovernanceStore implements GovernanceStore {
     for (const [i, s] of scopes.entries()) {
       const c = counters[i] as ScopeCounters;
       const { rpm, tpm, tokensPerDay, budgetMicroUsdPerMonth } = s.limits;
-      const view = () => rateLimitView(scopes, counters.map((x) => x.windows()), nowMs);
+      const view = () =>
+        rateLimitView(
+          scopes,
+          counters.map((x) => x.windows()),
+          nowMs,
+        );
       if (rpm !== undefined && c.requests.size + 1 > rpm) {
         const frees = rpm > 0 ? (c.requests.get(c.requests.size - rpm) as number) + WINDOW_MS - nowMs : WINDOW_MS;
         return { ok: false, refusal: limitRefusal(s, 'rpm', frees, nowMs, view()) };
@@ -194,7 +199,16 @@ export class MemoryGovernanceStore implements GovernanceStore {
       m.open.set(id, [costMicroUsd, nowMs + this.#reservationTtlMs]);
     }
     const reservation: Reservation = { id, scopes: scopes.map(scopeRef), atMs: nowMs, tokens, costMicroUsd, day, month, enforced: true };
-    return { ok: true, reservation, rateLimit: rateLimitView(scopes, counters.map((c) => c.windows()), nowMs), budgetWarnings: warnings };
+    return {
+      ok: true,
+      reservation,
+      rateLimit: rateLimitView(
+        scopes,
+        counters.map((c) => c.windows()),
+        nowMs,
+      ),
+      budgetWarnings: warnings,
+    };
   }
 
   async settle(r: Reservation, actual: Actual, _nowMs: number): Promise<void> {

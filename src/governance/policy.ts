@@ -41,7 +41,12 @@ export function buildGovernancePolicy(input: PolicyInput): GovernancePolicy {
   const teams = new Map<string, CompiledTeam>();
   for (const t of input.teams) teams.set(t.id, Object.freeze({ record: t, allows: compileModelAllowList(t.allowedModels) }));
   for (const k of input.keys) if (!teams.has(k.team)) throw new Error(`key "${k.id}" names unknown team "${k.team}"`);
-  return Object.freeze({ keys: buildKeyTable(input.keys), teams, defaultMaxTokens: input.defaultMaxTokens, onMissingPrice: input.onMissingPrice });
+  return Object.freeze({
+    keys: buildKeyTable(input.keys),
+    teams,
+    defaultMaxTokens: input.defaultMaxTokens,
+    onMissingPrice: input.onMissingPrice,
+  });
 }
 
 /** The scopes a principal's request is counted against: its team, then its key. Anonymous: none. */

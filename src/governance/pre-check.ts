@@ -45,7 +45,13 @@ export function estimateTokens(bodyBytes: number, maxTokens: number | null, defa
  * store, reserving the worst-case cost; or returns the refusal. Call after routing (the
  * targets are the route's candidates) and before any upstream call.
  */
-export async function preCheck(store: GovernanceStore, policy: GovernancePolicy, principal: Principal, demand: Demand, nowMs: number): Promise<Admission> {
+export async function preCheck(
+  store: GovernanceStore,
+  policy: GovernancePolicy,
+  principal: Principal,
+  demand: Demand,
+  nowMs: number,
+): Promise<Admission> {
   const denied = checkModel(policy, principal, demand.model);
   if (denied !== null) return { ok: false, refusal: denied };
   const estimate = estimateTokens(demand.bodyBytes, demand.maxTokens, policy.defaultMaxTokens);
@@ -53,12 +59,24 @@ export async function preCheck(store: GovernanceStore, policy: GovernancePolicy,
   if (policy.onMissingPrice === 'block' && demand.targets.length > 0 && priced.missing.length === demand.targets.length) {
     return {
       ok: false,
-      refusal: { code: 'model_not_allowed', message: `model "${demand.model}" has no price and pricing.on_missing is block`, retryAfterS: null, scope: null, limit: null, rateLimit: NO_RATE_LIMIT },
+      refusal: {
+        code: 'model_not_allowed',
+        message: `model "${demand.model}" has no price and pricing.on_missing is block`,
+        retryAfterS: null,
+        scope: null,
+        limit: null,
+        rateLimit: NO_RATE_LIMIT,
+      },
     };
   }
   const scopes = scopesOf(policy, principal);
   if (scopes.length === 0) return { ok: true, reservation: null, rateLimit: NO_RATE_LIMIT, budgetWarnings: [], unpriced: priced.missing };
-  const r = await store.reserve({ scopes, tokens: estimate.inputTokens + estimate.maxOutputTokens, costMicroUsd: priced.costMicroUsd, nowMs });
+  const r = await store.reserve({
+    scopes,
+    tokens: estimate.inputTokens + estimate.maxOutputTokens,
+    costMicroUsd: priced.costMicroUsd,
+    nowMs,
+  });
   if (!r.ok) return r;
   return { ok: true, reservation: r.reservation, rateLimit: r.rateLimit, budgetWarnings: r.budgetWarnings, unpriced: priced.missing };
 }

@@ -10,10 +10,10 @@ import {
   GovernanceStoreError,
   limitNumbers,
   limitRefusal,
-  rateLimitView,
   type Reservation,
   type ReserveInput,
   type ReserveResult,
+  rateLimitView,
   type ScopeRef,
   type ScopeStatus,
   scopeRef,
@@ -125,7 +125,18 @@ export class RedisGovernanceStore implements GovernanceStore {
     const month = utcMonthStamp(nowMs);
     const id = randomUUID();
     const keys = scopes.flatMap((s) => this.#scopeKeys(s, day, month));
-    const args: Array<string | number> = [nowMs, WINDOW_MS, id, tokens, costMicroUsd, nowMs + this.#reservationTtlMs, DAY_TTL_S, MONTH_TTL_S, month, scopes.length];
+    const args: Array<string | number> = [
+      nowMs,
+      WINDOW_MS,
+      id,
+      tokens,
+      costMicroUsd,
+      nowMs + this.#reservationTtlMs,
+      DAY_TTL_S,
+      MONTH_TTL_S,
+      month,
+      scopes.length,
+    ];
     for (const s of scopes) args.push(...limitNumbers(s.limits));
     const out = (await this.#eval(RESERVE, keys, args)) as Array<number | string>;
     if (out[0] === 1) {
@@ -183,4 +194,3 @@ function windowsOf(flat: ReadonlyArray<number | string>, n: number): WindowNumbe
   }
   return out;
 }
-

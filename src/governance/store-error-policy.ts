@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { NO_RATE_LIMIT, utcDayStamp, utcMonthStamp } from './limits.js';
 import type { Scope } from './limits.js';
+import { NO_RATE_LIMIT, utcDayStamp, utcMonthStamp } from './limits.js';
 import {
   type Actual,
   type GovernanceStore,
@@ -59,7 +59,14 @@ export function applyStoreErrorPolicy(inner: GovernanceStore, policy: OnStoreErr
         if (policy === 'fail_closed') {
           return {
             ok: false,
-            refusal: { code: 'governance_unavailable', message: 'the governance store is unavailable; limits cannot be checked', retryAfterS: 1, scope: null, limit: null, rateLimit: NO_RATE_LIMIT },
+            refusal: {
+              code: 'governance_unavailable',
+              message: 'the governance store is unavailable; limits cannot be checked',
+              retryAfterS: 1,
+              scope: null,
+              limit: null,
+              rateLimit: NO_RATE_LIMIT,
+            },
           };
         }
         admittedUnenforced += 1;

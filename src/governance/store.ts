@@ -38,7 +38,12 @@ export interface Reservation {
 }
 
 export type ReserveResult =
-  | { readonly ok: true; readonly reservation: Reservation; readonly rateLimit: RateLimitView; readonly budgetWarnings: readonly ScopeRef[] }
+  | {
+      readonly ok: true;
+      readonly reservation: Reservation;
+      readonly rateLimit: RateLimitView;
+      readonly budgetWarnings: readonly ScopeRef[];
+    }
   | { readonly ok: false; readonly refusal: Refusal };
 
 /** The actual usage of a settled request. */
@@ -127,11 +132,32 @@ export function limitRefusal(scope: Scope, limit: LimitKind, retryMs: number, no
   const l = scope.limits;
   switch (limit) {
     case 'rpm':
-      return { code: 'rate_limit_exceeded', message: `${who} is over its limit of ${l.rpm} requests per minute`, retryAfterS: secondsCeil(retryMs), scope: ref, limit, rateLimit };
+      return {
+        code: 'rate_limit_exceeded',
+        message: `${who} is over its limit of ${l.rpm} requests per minute`,
+        retryAfterS: secondsCeil(retryMs),
+        scope: ref,
+        limit,
+        rateLimit,
+      };
     case 'tpm':
-      return { code: 'rate_limit_exceeded', message: `${who} is over its limit of ${l.tpm} tokens per minute`, retryAfterS: secondsCeil(retryMs), scope: ref, limit, rateLimit };
+      return {
+        code: 'rate_limit_exceeded',
+        message: `${who} is over its limit of ${l.tpm} tokens per minute`,
+        retryAfterS: secondsCeil(retryMs),
+        scope: ref,
+        limit,
+        rateLimit,
+      };
     case 'tokens_per_day':
-      return { code: 'quota_exceeded', message: `${who} has used its quota of ${l.tokensPerDay} tokens for this UTC day`, retryAfterS: secondsCeil(msUntilNextUtcDay(nowMs)), scope: ref, limit, rateLimit };
+      return {
+        code: 'quota_exceeded',
+        message: `${who} has used its quota of ${l.tokensPerDay} tokens for this UTC day`,
+        retryAfterS: secondsCeil(msUntilNextUtcDay(nowMs)),
+        scope: ref,
+        limit,
+        rateLimit,
+      };
     case 'budget':
       return {
         code: 'budget_exceeded',

@@ -1,7 +1,14 @@
 import { type ConfigIssue, crossReferenceIssues, describeSecretRef, type GatewayConfig, resolveSecret } from '../config/index.js';
-import { Credential, type PoolSpec, type PriceEntry, type ProviderPool, providerIdentity } from '../providers/index.js';
 import { type ParsedOverlay, sha256Hex } from '../contract/index.js';
-import { deepFreeze, type Generation, type GenerationCandidate, type GenerationRoute, type OverlaySnapshot, type ProviderRuntime } from './generation.js';
+import { Credential, type PoolSpec, type PriceEntry, type ProviderPool, providerIdentity } from '../providers/index.js';
+import {
+  deepFreeze,
+  type Generation,
+  type GenerationCandidate,
+  type GenerationRoute,
+  type OverlaySnapshot,
+  type ProviderRuntime,
+} from './generation.js';
 import { overlayRoutes } from './overlay-routes.js';
 
 export interface BuildInputs {
@@ -66,7 +73,8 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
   }
   // Secrets were resolved above (their values are needed); here only the references.
   issues.push(...crossReferenceIssues(config));
-  if (overlaySettings === undefined && Object.keys(routeSpecs).length === 0) issues.push({ path: 'routing.routes', message: 'at least one route is required' });
+  if (overlaySettings === undefined && Object.keys(routeSpecs).length === 0)
+    issues.push({ path: 'routing.routes', message: 'at least one route is required' });
   if (issues.length > 0) return { ok: false, issues };
 
   for (const open of pending) open();
@@ -85,7 +93,8 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
   // `created` in GET /v1/models is when this process first routed the model, so that clients
   // caching the list see no change on a reload that leaves the model routed.
   const modelsFirstSeen: Record<string, number> = Object.create(null) as Record<string, number>;
-  for (const model of Object.keys(routes)) modelsFirstSeen[model] = inputs.modelsFirstSeen?.[model] ?? Math.floor(Date.parse(builtAt) / 1000);
+  for (const model of Object.keys(routes))
+    modelsFirstSeen[model] = inputs.modelsFirstSeen?.[model] ?? Math.floor(Date.parse(builtAt) / 1000);
   const pricing: Record<string, PriceEntry> = Object.create(null) as Record<string, PriceEntry>;
   for (const [key, price] of Object.entries(config.pricing.models)) pricing[key] = { ...price };
 
@@ -139,7 +148,9 @@ function staticRoute(
   return {
     model,
     policy: spec.policy,
-    groups: [{ index: 0, admission: 'new_and_existing', candidates, totalWeight: candidates.reduce((s, c) => s + c.weight, 0), counterKey }],
+    groups: [
+      { index: 0, admission: 'new_and_existing', candidates, totalWeight: candidates.reduce((s, c) => s + c.weight, 0), counterKey },
+    ],
     byStableId,
     admitsNew: candidates.length > 0,
   };

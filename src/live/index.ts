@@ -4,16 +4,17 @@
 // coordinator.
 // Imports only config/, contract/, providers/ (pool factories) and routing/ types; never
 // governance/, audit/ or server/. See docs/decisions/0001-one-generation.md.
-export {
-  type Generation,
-  type GenerationCandidate,
-  type GenerationRoute,
-  type GenerationGroup,
-  type ProviderRuntime,
-  type OverlaySnapshot,
+
+export { type BuildInputs, type BuildResult, buildGeneration } from './build.js';
+export { diffGenerations, type GenerationChanges, restartOnlyWarnings } from './diff.js';
+export type {
+  Generation,
+  GenerationCandidate,
+  GenerationGroup,
+  GenerationRoute,
+  OverlaySnapshot,
+  ProviderRuntime,
 } from './generation.js';
-export { buildGeneration, type BuildInputs, type BuildResult } from './build.js';
-export { prepareGeneration, type InputsRead, type PrepareInputs, type Preparation, type OverlayRejection } from './prepare.js';
 export { GenerationHolder } from './holder.js';
+export { type InputsRead, type OverlayRejection, type Preparation, type PrepareInputs, prepareGeneration } from './prepare.js';
 export { ReloadCoordinator, type ReloadTrigger } from './reload-coordinator.js';
-export { diffGenerations, restartOnlyWarnings, type GenerationChanges } from './diff.js';

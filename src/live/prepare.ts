@@ -134,16 +134,23 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
   const warnings = startupConfig === null ? [] : restartOnlyWarnings(startupConfig, next.config);
   warnings.push(...configWarnings.map(formatIssue));
   for (const route of Object.values(next.routes)) {
-    for (const c of Object.values(route.byStableId)) if (c.credentialProblem !== null) warnings.push(`${c.credentialProblem}; the candidate fails over until it can be read`);
+    for (const c of Object.values(route.byStableId))
+      if (c.credentialProblem !== null) warnings.push(`${c.credentialProblem}; the candidate fails over until it can be read`);
   }
   for (const u of next.overlay?.unroutable ?? []) {
-    warnings.push(`overlay candidate ${u.stable_id} (model ${u.model}) names cluster "${u.cluster}", which is not a configured provider: kept, never selected`);
+    warnings.push(
+      `overlay candidate ${u.stable_id} (model ${u.model}) names cluster "${u.cluster}", which is not a configured provider: kept, never selected`,
+    );
   }
   return { outcome: 'built', generation: next, warnings };
 }
 
 function overlayRejected(reason: string, message: string): Prepared {
-  return { outcome: 'rejected', overlay: { reason, message }, issues: [{ path: 'routing.overlay.file', message: `${reason}: ${message}` }] };
+  return {
+    outcome: 'rejected',
+    overlay: { reason, message },
+    issues: [{ path: 'routing.overlay.file', message: `${reason}: ${message}` }],
+  };
 }
 
 /**
@@ -152,7 +159,10 @@ function overlayRejected(reason: string, message: string): Prepared {
  */
 function refuseSuccession(serving: Generation | null, startupConfig: GatewayConfig | null, config: GatewayConfig): ConfigIssue | null {
   if (serving !== null && (serving.config.routing.overlay === undefined) !== (config.routing.overlay === undefined)) {
-    return { path: 'routing', message: 'switching between routing.routes and routing.overlay takes a restart; the serving generation is kept' };
+    return {
+      path: 'routing',
+      message: 'switching between routing.routes and routing.overlay takes a restart; the serving generation is kept',
+    };
   }
   // The admin listener is fixed at start-up: while it is reachable from other hosts, a
   // reload may rotate its token but never remove it, even by moving admin_listen to a
@@ -160,7 +170,10 @@ function refuseSuccession(serving: Generation | null, startupConfig: GatewayConf
   // token for a non-loopback admin_listen in this config.
   const adminListen = startupConfig?.server.admin_listen;
   if (adminTokenRequired(adminListen) && config.server.admin_token === undefined) {
-    return { path: 'server.admin_token', message: `required: the admin listener started on ${adminListen}, not a loopback address, and a reload cannot remove its token` };
+    return {
+      path: 'server.admin_token',
+      message: `required: the admin listener started on ${adminListen}, not a loopback address, and a reload cannot remove its token`,
+    };
   }
   return null;
 }

@@ -11,7 +11,15 @@ export type ReloadTrigger = 'startup' | 'sighup' | 'admin' | 'config_watch' | 'c
  * of its triggers asked: an explicit reload re-reads everything and rebuilds; a config
  * event re-reads the config and the overlay; an overlay event only the overlay.
  */
-const SCOPE: Record<ReloadTrigger, number> = { startup: 3, sighup: 3, admin: 3, config_watch: 2, config_recheck: 2, overlay_watch: 1, overlay_recheck: 0 };
+const SCOPE: Record<ReloadTrigger, number> = {
+  startup: 3,
+  sighup: 3,
+  admin: 3,
+  config_watch: 2,
+  config_recheck: 2,
+  overlay_watch: 1,
+  overlay_recheck: 0,
+};
 
 /**
  * At equal scope a file event names the coalesced reload rather than a timer's re-check:

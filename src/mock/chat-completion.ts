@@ -1,9 +1,9 @@
 import { streamCompletion } from './completion-stream.js';
-import { drop, pause, replyInvalid, replyJson, sever } from './exchange.js';
 import type { Exchange } from './exchange.js';
+import { drop, pause, replyInvalid, replyJson, sever } from './exchange.js';
 import type { ActiveFault } from './fault-queue.js';
-import { estimateTokens } from './provider-context.js';
 import type { MockContext } from './provider-context.js';
+import { estimateTokens } from './provider-context.js';
 
 interface ChatPlan {
   readonly model: string;

@@ -1,5 +1,5 @@
-import { drained, pause, sever } from './exchange.js';
 import type { Exchange } from './exchange.js';
+import { drained, pause, sever } from './exchange.js';
 import type { MockContext } from './provider-context.js';
 
 /** What one streamed completion should look like, decided before the headers go out. */
@@ -41,9 +41,7 @@ export async function streamCompletion(ctx: MockContext, ex: Exchange, plan: Str
   const cutAt = plan.cutAfter < 0 ? -1 : Math.min(plan.cutAfter, deltas.length);
   const delayMs = plan.chunkDelayMs;
 
-  let more = res.write(
-    `${head}{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}${tail}`,
-  );
+  let more = res.write(`${head}{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}${tail}`);
   // Iteration i writes content chunk i; the extra last iteration only waits before the finish.
   for (let i = 0; ; i++) {
     if (!more) await drained(ex);
@@ -54,17 +52,14 @@ export async function streamCompletion(ctx: MockContext, ex: Exchange, plan: Str
       if (ex.closed) return;
     }
     if (i === deltas.length) break;
-    more = res.write(
-      `${head}{"index":0,"delta":{"content":${deltas[i]}},"logprobs":null,"finish_reason":null}${tail}`,
-    );
+    more = res.write(`${head}{"index":0,"delta":{"content":${deltas[i]}},"logprobs":null,"finish_reason":null}${tail}`);
   }
 
   let rest = `${head}{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}${tail}`;
   if (plan.includeUsage) {
     const p = plan.promptTokens;
     rest +=
-      `${head}],"usage":{"prompt_tokens":${p},"completion_tokens":${completionTokens},` +
-      `"total_tokens":${p + completionTokens}}}\n\n`;
+      `${head}],"usage":{"prompt_tokens":${p},"completion_tokens":${completionTokens},` + `"total_tokens":${p + completionTokens}}}\n\n`;
   }
   res.end(`${rest}data: [DONE]\n\n`);
 }

@@ -1,7 +1,7 @@
-import { replyInvalid, replyJson, replyMethodNotAllowed, replyNotFound } from './exchange.js';
 import type { Exchange } from './exchange.js';
-import { parseFault } from './fault-queue.js';
+import { replyInvalid, replyJson, replyMethodNotAllowed, replyNotFound } from './exchange.js';
 import type { ActiveFault } from './fault-queue.js';
+import { parseFault } from './fault-queue.js';
 import type { MockContext } from './provider-context.js';
 
 const ok = '{"ok":true}';

@@ -77,10 +77,7 @@ export function parseFault(input: unknown): ActiveFault | string {
   }
   if (body !== undefined && !isRecord(body)) return 'fault.body must be a JSON object';
   if (mode === 'latency' && latency_ms === undefined) return 'fault.latency_ms is required for mode latency';
-  if (
-    latency_ms !== undefined &&
-    !(typeof latency_ms === 'number' && latency_ms >= 0 && latency_ms <= maxTimerMs)
-  ) {
+  if (latency_ms !== undefined && !(typeof latency_ms === 'number' && latency_ms >= 0 && latency_ms <= maxTimerMs)) {
     return `fault.latency_ms must be a number from 0 to ${maxTimerMs}`;
   }
   if (after_chunks !== undefined && !isNonNegativeInteger(after_chunks)) {
@@ -124,8 +121,6 @@ export class FaultQueue {
 
   /** What is still queued, with counts as they stand now. */
   list(): MockFault[] {
-    return this.#faults.map((f) =>
-      f.remaining === Infinity ? { ...f.source } : { ...f.source, count: f.remaining },
-    );
+    return this.#faults.map((f) => (f.remaining === Infinity ? { ...f.source } : { ...f.source, count: f.remaining }));
   }
 }

@@ -6,7 +6,8 @@
  * Boundary: imports only node: built-ins, never another src/ folder, so it stays a neutral
  * stand-in for an upstream. No ADR: it is tooling, not a gateway decision.
  */
-export { startMockProvider } from './mock-provider.js';
-export type { MockProvider, MockProviderOptions } from './mock-provider.js';
+
 export type { MockFault, MockFaultMode } from './fault-queue.js';
+export type { MockProvider, MockProviderOptions } from './mock-provider.js';
+export { startMockProvider } from './mock-provider.js';
 export type { MockRequestRecord, MockStats } from './request-stats.js';

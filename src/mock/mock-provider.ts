@@ -1,14 +1,14 @@
-import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { handleChatCompletion } from './chat-completion.js';
 import { handleControl, resetProvider } from './control-api.js';
-import { pause, replyJson, replyMethodNotAllowed, replyNotFound } from './exchange.js';
 import type { Exchange } from './exchange.js';
-import { parseFault } from './fault-queue.js';
+import { pause, replyJson, replyMethodNotAllowed, replyNotFound } from './exchange.js';
 import type { MockFault } from './fault-queue.js';
-import { createContext } from './provider-context.js';
+import { parseFault } from './fault-queue.js';
 import type { MockContext } from './provider-context.js';
+import { createContext } from './provider-context.js';
 import type { MockStats } from './request-stats.js';
 
 export interface MockProviderOptions {

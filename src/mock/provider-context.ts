@@ -45,10 +45,7 @@ function splitReply(reply: string, chunks: number): StreamPieces {
   const deltas = new Array<string>(chunks);
   let chars = 0;
   for (let i = 0; i < chunks; i++) {
-    const piece = text.slice(
-      Math.floor((i * text.length) / chunks),
-      Math.floor(((i + 1) * text.length) / chunks),
-    );
+    const piece = text.slice(Math.floor((i * text.length) / chunks), Math.floor(((i + 1) * text.length) / chunks));
     chars += piece.length;
     deltas[i] = JSON.stringify(piece);
   }

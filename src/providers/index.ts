@@ -5,11 +5,11 @@
 // decide which upstream answers fail over rather than reach the client. It also owns the
 // metering units (TokenUsage, PriceTable) that live/ and governance/ share.
 export { Credential } from './credential.js';
-export { ProviderPool, type PoolSpec, type UpstreamCall } from './provider-pool.js';
-export { PoolRegistry } from './pool-registry.js';
-export { relay, type Committed, type Relayed, type RelayRequest, type RelayResult } from './relay.js';
-export { CHAT_COMPLETIONS_PATH, chatBodyFor, upstreamHeaders, usageFromJson, usageFromSseTail } from './openai-adapter.js';
 export type { PriceEntry, PriceTable, TokenUsage } from './metering.js';
+export { CHAT_COMPLETIONS_PATH, chatBodyFor, upstreamHeaders, usageFromJson, usageFromSseTail } from './openai-adapter.js';
+export { PoolRegistry } from './pool-registry.js';
+export { type PoolSpec, ProviderPool, type UpstreamCall } from './provider-pool.js';
+export { type Committed, type Relayed, type RelayRequest, type RelayResult, relay } from './relay.js';
 
 /** A provider identity: type + base URL without a trailing slash. */
 export function providerIdentity(type: string, baseUrl: string): string {

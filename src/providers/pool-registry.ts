@@ -1,4 +1,4 @@
-import { ProviderPool, type PoolSpec } from './provider-pool.js';
+import { type PoolSpec, ProviderPool } from './provider-pool.js';
 
 /**
  * The stateful owner of upstream pools, built once by server/. `acquire` is what

@@ -141,7 +141,12 @@ class CountedCall implements Dispatcher.DispatchHandler {
     this.#inner.onRequestStart?.(controller, context);
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, statusMessage?: string): void {
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+    statusMessage?: string,
+  ): void {
     this.#inner.onResponseStart?.(controller, statusCode, headers, statusMessage);
   }
 

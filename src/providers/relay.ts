@@ -15,7 +15,17 @@ import type { ProviderPool, UpstreamCall } from './provider-pool.js';
 // the bound commits and streams from there. Only a bounded tail is kept to read usage.
 
 /** Upstream headers that describe the upstream connection, not the response. */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+]);
 
 /** A plain response up to this size is buffered and written whole (see above). */
 const MAX_BUFFERED_BYTES = 1024 * 1024;
@@ -66,7 +76,15 @@ export interface Relayed {
 function responseHeaders(upstream: IncomingHttpHeaders, attribution: Record<string, string>): OutgoingHttpHeaders {
   // RFC 9110 7.6.1: headers that the Connection header names are hop-by-hop too.
   const connection = upstream.connection;
-  const named = typeof connection === 'string' && connection !== 'keep-alive' && connection !== 'close' ? new Set(connection.toLowerCase().split(',').map((t) => t.trim())) : null;
+  const named =
+    typeof connection === 'string' && connection !== 'keep-alive' && connection !== 'close'
+      ? new Set(
+          connection
+            .toLowerCase()
+            .split(',')
+            .map((t) => t.trim()),
+        )
+      : null;
   const headers: OutgoingHttpHeaders = {};
   for (const name in upstream) {
     if (HOP_BY_HOP.has(name) || name.startsWith('x-switchyard-') || named?.has(name) === true) continue;
@@ -206,7 +224,9 @@ class Relay implements Dispatcher.DispatchHandler {
     // Bytes may already be with the client: no failover now. A stream ends with an error
     // event its SDK understands; a plain body can only be cut short.
     if (this.#isSse && !this.#res.destroyed) {
-      this.#res.end(`data: ${openaiErrorBody('stream_interrupted', `the upstream stream from provider ${this.#request.providerName} was interrupted`)}\n\n`);
+      this.#res.end(
+        `data: ${openaiErrorBody('stream_interrupted', `the upstream stream from provider ${this.#request.providerName} was interrupted`)}\n\n`,
+      );
     } else {
       this.#res.destroy();
     }
@@ -229,7 +249,10 @@ class Relay implements Dispatcher.DispatchHandler {
     const body = this.#kept.length === 1 ? (this.#kept[0] as Buffer) : Buffer.concat(this.#kept, this.#keptBytes);
     const usage = this.#status < 300 ? usageFromJson(body) : null;
     const extra = this.#request.usageHeaders?.(usage) ?? null;
-    const headers = responseHeaders(this.#upstreamHeaders, extra === null ? this.#request.responseHeaders : { ...this.#request.responseHeaders, ...extra });
+    const headers = responseHeaders(
+      this.#upstreamHeaders,
+      extra === null ? this.#request.responseHeaders : { ...this.#request.responseHeaders, ...extra },
+    );
     headers['content-length'] = body.length;
     this.#commit(headers);
     this.#state = 'ended';

@@ -1,5 +1,5 @@
 // resilience/: the breaker registry keyed by provider identity, and the failover rules.
 // Built once by server/ and kept across reloads; retain() follows each generation swap.
 // Imports nothing from other src/ folders. See docs/decisions/0001-one-generation.md and 0003-failover-and-breakers.md.
-export { BreakerRegistry, type BreakerOptions, type BreakerState, type BreakerView, type Admission } from './breaker-registry.js';
-export { isFailoverStatus, reasonForStatus, type FailureReason } from './failover.js';
+export { type Admission, type BreakerOptions, BreakerRegistry, type BreakerState, type BreakerView } from './breaker-registry.js';
+export { type FailureReason, isFailoverStatus, reasonForStatus } from './failover.js';

@@ -63,7 +63,9 @@ function checkAdminToken(svc: Services, req: IncomingMessage): void {
   const header = req.headers.authorization;
   const presented = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7) : null;
   if (presented === null || !token.matches(presented)) {
-    throw new SwitchyardError('unauthorized', 'the admin API needs Authorization: Bearer <server.admin_token>', null, { 'www-authenticate': 'Bearer' });
+    throw new SwitchyardError('unauthorized', 'the admin API needs Authorization: Bearer <server.admin_token>', null, {
+      'www-authenticate': 'Bearer',
+    });
   }
 }
 

@@ -47,10 +47,11 @@ export function createApiHandler(svc: Services, settings: ListenerSettings, traf
       return;
     }
     if (handled === undefined) x.done();
-    else handled.then(x.done, (err: unknown) => {
-      failRequest(x, err, svc);
-      x.done();
-    });
+    else
+      handled.then(x.done, (err: unknown) => {
+        failRequest(x, err, svc);
+        x.done();
+      });
   };
 }
 
@@ -85,7 +86,11 @@ function retrieveModel(x: Exchange, svc: Services, encoded: string): void {
   x.gen = gen;
   const route = gen.routes[model];
   if (route === undefined || !route.admitsNew) {
-    throw new SwitchyardError(gen.overlay === null ? 'model_not_found' : 'no_route', `model "${model}" is not routed by this gateway`, 'model');
+    throw new SwitchyardError(
+      gen.overlay === null ? 'model_not_found' : 'no_route',
+      `model "${model}" is not routed by this gateway`,
+      'model',
+    );
   }
   sendJson(x.res, 200, { id: model, object: 'model', created: gen.modelsFirstSeen[model], owned_by: 'switchyard' });
 }

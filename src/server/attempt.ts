@@ -30,7 +30,12 @@ export const sendToCandidate: Attempt = (a) => {
   const gen = x.gen as Generation;
   const provider = c.provider;
   const requestId = x.requestId;
-  const headers = upstreamHeaders(c.credential ?? provider.credential, provider.headers, x.stream ? 'text/event-stream' : 'application/json', requestId);
+  const headers = upstreamHeaders(
+    c.credential ?? provider.credential,
+    provider.headers,
+    x.stream ? 'text/event-stream' : 'application/json',
+    requestId,
+  );
   const attribution: Record<string, string> = {
     'x-switchyard-provider': provider.name,
     'x-switchyard-model': c.upstreamModel,
@@ -51,7 +56,13 @@ export const sendToCandidate: Attempt = (a) => {
     res: x.res,
     pool: provider.pool,
     providerName: provider.name,
-    call: { method: 'POST', path: CHAT_COMPLETIONS_PATH, headers, body: chatBodyFor(a.raw, a.parsed, c.upstreamModel), timeoutMs: provider.timeoutMs },
+    call: {
+      method: 'POST',
+      path: CHAT_COMPLETIONS_PATH,
+      headers,
+      body: chatBodyFor(a.raw, a.parsed, c.upstreamModel),
+      timeoutMs: provider.timeoutMs,
+    },
     responseHeaders: attribution,
   });
 };

@@ -31,7 +31,8 @@ export async function handleChat(x: Exchange, svc: Services, settings: ListenerS
   const bindingKey = sessionKey === undefined ? undefined : `${chat.model}\u0000${sessionKey}`;
   const boundStableId = bindingKey === undefined ? undefined : svc.affinity.get(bindingKey);
   const { chain } = select(route, { counters: svc.counters, random: svc.random, boundStableId });
-  if (chain.length === 0) throw new SwitchyardError('no_route', `model "${chat.model}" has no candidate that can serve new requests right now`, 'model');
+  if (chain.length === 0)
+    throw new SwitchyardError('no_route', `model "${chat.model}" has no candidate that can serve new requests right now`, 'model');
 
   preCheck(gen, x.principal, x);
 
@@ -50,8 +51,13 @@ function routeOf(gen: Generation, model: string): GenerationRoute {
   if (route !== undefined) return route;
   // In overlay mode the control plane decides which models exist: a model it does not
   // list (or withdrew) is a no-route decision, not a typo.
-  if (gen.overlay !== null) throw new SwitchyardError('no_route', `model "${model}" has no candidate in overlay revision ${gen.overlay.revision}`, 'model');
-  throw new SwitchyardError('model_not_found', `model "${model}" is not routed by this gateway; GET /v1/models lists the models it serves`, 'model');
+  if (gen.overlay !== null)
+    throw new SwitchyardError('no_route', `model "${model}" has no candidate in overlay revision ${gen.overlay.revision}`, 'model');
+  throw new SwitchyardError(
+    'model_not_found',
+    `model "${model}" is not routed by this gateway; GET /v1/models lists the models it serves`,
+    'model',
+  );
 }
 
 /**

@@ -43,7 +43,9 @@ export class EndpointTable<C> {
       else entry.endpoints.push(e);
     }
     for (const [path, entry] of entries) {
-      entry.found = new Map(entry.endpoints.map((endpoint) => [endpoint.method, Object.freeze({ kind: 'found' as const, endpoint, rest: '' })]));
+      entry.found = new Map(
+        entry.endpoints.map((endpoint) => [endpoint.method, Object.freeze({ kind: 'found' as const, endpoint, rest: '' })]),
+      );
       entry.notAllowed = Object.freeze({ kind: 'method_not_allowed', allow: entry.endpoints.map((e) => e.method).join(', ') });
       if (path.endsWith('/*')) this.#prefixes.push({ prefix: path.slice(0, -1), entry });
       else this.#exact.set(path, entry);

@@ -55,7 +55,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const env = options.env ?? process.env;
   const started = performance.now();
   const pools = new PoolRegistry();
-  const first = await prepareGeneration({ configPath: options.configPath, env, serving: null, startupConfig: null, poolFor: (spec) => pools.acquire(spec) });
+  const first = await prepareGeneration({
+    configPath: options.configPath,
+    env,
+    serving: null,
+    startupConfig: null,
+    poolFor: (spec) => pools.acquire(spec),
+  });
   if (first.outcome !== 'built') {
     await pools.destroyAll();
     throw new StartupError(first.outcome === 'rejected' ? first.issues : []);
@@ -68,7 +74,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const coordinator = new ReloadCoordinator(reloader.run);
 
   const traffic: TrafficState = { inflight: 0, draining: false };
-  const listeners = await startListeners(config.server, svc, traffic, { svc, reloader, requestReload: () => coordinator.request('admin'), startedAt: Date.now() });
+  const listeners = await startListeners(config.server, svc, traffic, {
+    svc,
+    reloader,
+    requestReload: () => coordinator.request('admin'),
+    startedAt: Date.now(),
+  });
   const watches = await watchInputs(options.configPath, config, coordinator);
 
   let closing: Promise<void> | null = null;
@@ -94,7 +105,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       : null;
 
   svc.logger.info({ msg: 'listening', url: listeners.url, admin_url: listeners.adminUrl, generation: svc.holder.current().number });
-  return { url: listeners.url, adminUrl: listeners.adminUrl, services: svc, reload: (trigger = 'admin') => coordinator.request(trigger), close };
+  return {
+    url: listeners.url,
+    adminUrl: listeners.adminUrl,
+    services: svc,
+    reload: (trigger = 'admin') => coordinator.request(trigger),
+    close,
+  };
 }
 
 /** The stateful services (DESIGN.md invariant 3): built once, from the first generation's config. */
@@ -126,7 +143,10 @@ interface Listeners {
 
 /** The API listener and, when configured, the admin listener; both or neither. */
 async function startListeners(server: ServerConfig, svc: Services, traffic: TrafficState, admin: AdminContext): Promise<Listeners> {
-  const api = createServer({ keepAliveTimeout: 65_000, requestTimeout: 120_000 }, createApiHandler(svc, { maxBodyBytes: server.max_body_bytes }, traffic));
+  const api = createServer(
+    { keepAliveTimeout: 65_000, requestTimeout: 120_000 },
+    createApiHandler(svc, { maxBodyBytes: server.max_body_bytes }, traffic),
+  );
   const url = await listen(api, server.listen);
   if (server.admin_listen === undefined) return { api, admin: null, url, adminUrl: null };
   const adminServer = createServer(createAdminHandler(admin));
@@ -152,7 +172,7 @@ async function watchInputs(configPath: string, config: GatewayConfig, coordinato
     watches.push(watch);
   }
   const overlay = config.routing.overlay;
-  if (overlay !== undefined && overlay.reload.enabled) {
+  if (overlay?.reload.enabled === true) {
     const watch = new FileWatch({
       file: overlay.file,
       debounceMs: overlay.reload.debounce_ms,
@@ -234,7 +254,12 @@ function* breakerStates(holder: GenerationHolder, breakers: BreakerRegistry): Ge
 function listen(server: Server, hostPort: string): Promise<string> {
   const { host, port } = splitHostPort(hostPort);
   return new Promise((resolve, reject) => {
-    const onError = (err: Error): void => reject(new StartupError([{ path: 'server', message: `cannot listen on ${hostPort}: ${(err as NodeJS.ErrnoException).code ?? err.message}` }]));
+    const onError = (err: Error): void =>
+      reject(
+        new StartupError([
+          { path: 'server', message: `cannot listen on ${hostPort}: ${(err as NodeJS.ErrnoException).code ?? err.message}` },
+        ]),
+      );
     server.once('error', onError);
     server.listen(port, host, () => {
       server.off('error', onError);

@@ -2,6 +2,6 @@
 // counters, affinity, metrics, logger), wires them to the generation holder and the
 // reload coordinator, and runs the HTTP listeners, the admin API and the drain.
 // Nothing imports server/. See docs/decisions/0001-one-generation.md.
-export { startGateway, StartupError, type Gateway, type GatewayOptions } from './gateway.js';
-export type { ReloadResult, ReloadOutcome } from './reload.js';
+export { type Gateway, type GatewayOptions, StartupError, startGateway } from './gateway.js';
+export type { ReloadOutcome, ReloadResult } from './reload.js';
 export type { Services } from './services.js';

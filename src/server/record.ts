@@ -21,7 +21,8 @@ export function recordRequest(svc: Services, x: Exchange): void {
   metrics.requests.series(model, provider, String(status)).inc();
   metrics.requestDuration.series(model).observe(durationMs / 1000);
   if (c !== null && x.headersAt !== null) metrics.upstreamDuration.series(provider).observe((x.headersAt - x.attemptStartedAt) / 1000);
-  if (x.stream && c !== null && x.firstByteAt !== null) metrics.timeToFirstToken.series(model, provider).observe((x.firstByteAt - x.startedAt) / 1000);
+  if (x.stream && c !== null && x.firstByteAt !== null)
+    metrics.timeToFirstToken.series(model, provider).observe((x.firstByteAt - x.startedAt) / 1000);
   const cost = x.costMicroUsd;
   if (cost !== null && cost > 0) metrics.costUsd.series(model, provider).inc(cost / 1e6);
   if ((gen !== null && !gen.config.log.access) || !svc.accessLog.enabled) return;

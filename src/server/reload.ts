@@ -1,5 +1,13 @@
 import type { ConfigIssue, GatewayConfig } from '../config/index.js';
-import { diffGenerations, type Generation, type GenerationChanges, type InputsRead, type Preparation, prepareGeneration, type ReloadTrigger } from '../live/index.js';
+import {
+  diffGenerations,
+  type Generation,
+  type GenerationChanges,
+  type InputsRead,
+  type Preparation,
+  prepareGeneration,
+  type ReloadTrigger,
+} from '../live/index.js';
 import type { Services } from './services.js';
 
 export type ReloadOutcome = 'applied' | 'unchanged' | 'rejected';
@@ -86,13 +94,20 @@ export class Reloader {
   readonly run = async (trigger: ReloadTrigger): Promise<ReloadResult> => {
     const started = performance.now();
     const serving = this.#svc.holder.ready ? this.#svc.holder.current() : null;
-    const finish = (result: ReloadOutcome, extra: Partial<ReloadResult>): ReloadResult => this.#finish(trigger, started, serving, result, extra);
+    const finish = (result: ReloadOutcome, extra: Partial<ReloadResult>): ReloadResult =>
+      this.#finish(trigger, started, serving, result, extra);
     try {
       return this.#conclude(serving, await this.#prepare(trigger, serving), finish);
     } catch (err) {
       // A reload failure is never fatal: whatever went wrong, the serving generation stays.
-      this.#svc.logger.error({ msg: 'reload failed unexpectedly', trigger, err: { name: (err as Error)?.name, stack: (err as Error)?.stack } });
-      return finish('rejected', { errors: [{ path: '', message: `reload failed unexpectedly: ${(err as Error)?.message ?? String(err)}` }] });
+      this.#svc.logger.error({
+        msg: 'reload failed unexpectedly',
+        trigger,
+        err: { name: (err as Error)?.name, stack: (err as Error)?.stack },
+      });
+      return finish('rejected', {
+        errors: [{ path: '', message: `reload failed unexpectedly: ${(err as Error)?.message ?? String(err)}` }],
+      });
     }
   };
 
@@ -111,7 +126,11 @@ export class Reloader {
   }
 
   /** What a preparation means for the serving generation: a swap, a no-op or a refusal, with the books kept. */
-  #conclude(serving: Generation | null, prepared: Preparation, finish: (result: ReloadOutcome, extra: Partial<ReloadResult>) => ReloadResult): ReloadResult {
+  #conclude(
+    serving: Generation | null,
+    prepared: Preparation,
+    finish: (result: ReloadOutcome, extra: Partial<ReloadResult>) => ReloadResult,
+  ): ReloadResult {
     const { metrics } = this.#svc;
     this.#inputs = prepared.read;
     if (prepared.outcome === 'unchanged') {
@@ -131,10 +150,21 @@ export class Reloader {
     const changes = diffGenerations(serving, next);
     this.#swap(next);
     this.#startupConfig ??= next.config;
-    return finish('applied', { generation: next.number, revision: next.overlay?.revision ?? null, changes, warnings: [...prepared.warnings] });
+    return finish('applied', {
+      generation: next.number,
+      revision: next.overlay?.revision ?? null,
+      changes,
+      warnings: [...prepared.warnings],
+    });
   }
 
-  #finish(trigger: ReloadTrigger, started: number, serving: Generation | null, judged: ReloadOutcome, details: Partial<ReloadResult>): ReloadResult {
+  #finish(
+    trigger: ReloadTrigger,
+    started: number,
+    serving: Generation | null,
+    judged: ReloadOutcome,
+    details: Partial<ReloadResult>,
+  ): ReloadResult {
     const { holder, metrics } = this.#svc;
     const durationMs = performance.now() - started;
     const repeated = judged === 'rejected' && this.#repeatsRefusal(trigger, serving, details);

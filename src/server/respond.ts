@@ -1,11 +1,17 @@
 import type { ServerResponse } from 'node:http';
-import { type ErrorCode, openaiErrorBody, statusOf, SwitchyardError } from '../errors.js';
+import { type ErrorCode, openaiErrorBody, SwitchyardError, statusOf } from '../errors.js';
 import { ClientGoneError } from './body.js';
 import type { Match } from './endpoints.js';
 import type { Services } from './services.js';
 
 /** Sends an OpenAI-shaped error. No attribution headers: an error names no provider. */
-function sendError(res: ServerResponse, code: ErrorCode, message: string, param: string | null = null, extra?: Readonly<Record<string, string>>): void {
+function sendError(
+  res: ServerResponse,
+  code: ErrorCode,
+  message: string,
+  param: string | null = null,
+  extra?: Readonly<Record<string, string>>,
+): void {
   if (res.headersSent) {
     res.destroy();
     return;
@@ -31,7 +37,9 @@ export function sendBody(res: ServerResponse, status: number, body: string, cont
 /** The error for a request no endpoint takes: 404, or 405 naming the methods the path accepts. */
 export function refusal(match: Exclude<Match<unknown>, { kind: 'found' }>, method: string | undefined, path: string): SwitchyardError {
   if (match.kind === 'not_found') return new SwitchyardError('not_found', `no such endpoint: ${method ?? 'GET'} ${path}`);
-  return new SwitchyardError('method_not_allowed', `method not allowed; this endpoint accepts ${match.allow}`, null, { allow: match.allow });
+  return new SwitchyardError('method_not_allowed', `method not allowed; this endpoint accepts ${match.allow}`, null, {
+    allow: match.allow,
+  });
 }
 
 /** What failRequest needs of a request: its response, and where to note the refusal's code. */
@@ -59,7 +67,10 @@ export function failRequest(x: Answerable, err: unknown, svc: Services): void {
     return;
   }
   x.reason = 'internal_error';
-  svc.logger.error({ msg: 'unexpected error while handling a request', err: { message: (err as Error)?.message, stack: (err as Error)?.stack } });
+  svc.logger.error({
+    msg: 'unexpected error while handling a request',
+    err: { message: (err as Error)?.message, stack: (err as Error)?.stack },
+  });
   sendError(x.res, 'internal_error', 'internal error; see the gateway log');
 }
 

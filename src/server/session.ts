@@ -13,7 +13,10 @@ export function sessionKeyOf(req: IncomingMessage, affinity: GatewayConfig['rout
   if ((key === undefined || key === '') && affinity.cookie !== undefined) key = cookieValue(req.headers.cookie, affinity.cookie);
   if (key === undefined || key === '') return undefined;
   if (Buffer.byteLength(key) > MAX_SESSION_KEY_BYTES) {
-    throw new SwitchyardError('invalid_request', `session key (header ${affinity.header}${affinity.cookie ? ` or cookie ${affinity.cookie}` : ''}) must be at most ${MAX_SESSION_KEY_BYTES} bytes`);
+    throw new SwitchyardError(
+      'invalid_request',
+      `session key (header ${affinity.header}${affinity.cookie ? ` or cookie ${affinity.cookie}` : ''}) must be at most ${MAX_SESSION_KEY_BYTES} bytes`,
+    );
   }
   return key;
 }

@@ -1,6 +1,7 @@
 // telemetry/: the Prometheus metrics registry and the structured logger. Built once by
 // server/. Imports nothing from other src/ folders; breaker states reach the gauge through
 // a callback so this folder needs no knowledge of resilience/.
-export { Metrics, type BreakerStateCode } from './metrics.js';
+
 export { AccessLog } from './access-log.js';
 export { createLogger, flushLogger, type Logger, type LoggerOptions } from './logger.js';
+export { type BreakerStateCode, Metrics } from './metrics.js';

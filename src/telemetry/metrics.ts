@@ -36,18 +36,69 @@ export class Metrics {
   constructor(breakerStates: () => Iterable<readonly [provider: string, state: BreakerStateCode]>) {
     const registers = [this.registry];
     const r = this.registry;
-    this.requests = new CounterFamily(r, 'switchyard_requests_total', 'Requests by model, serving provider and outcome status (HTTP status, "partial" for a stream cut after its first byte, 499 when the client left). Requests for a model the gateway does not route count under model "none".', ['model', 'provider', 'status']);
-    this.requestDuration = new HistogramFamily(r, 'switchyard_request_duration_seconds', 'Time from request received to response end.', ['model'], LATENCY_BUCKETS);
-    this.upstreamDuration = new HistogramFamily(r, 'switchyard_upstream_duration_seconds', 'Time from the upstream call to its response headers, for the attempt that served the request.', ['provider'], LATENCY_BUCKETS);
-    this.timeToFirstToken = new HistogramFamily(r, 'switchyard_time_to_first_token_seconds', 'For streams: time from request received to the first body chunk sent to the client.', ['model', 'provider'], LATENCY_BUCKETS);
-    this.fallbacks = new Counter({ name: 'switchyard_fallbacks_total', help: 'Candidates given up on before the first byte, by provider and reason.', labelNames: ['provider', 'reason'], registers });
+    this.requests = new CounterFamily(
+      r,
+      'switchyard_requests_total',
+      'Requests by model, serving provider and outcome status (HTTP status, "partial" for a stream cut after its first byte, 499 when the client left). Requests for a model the gateway does not route count under model "none".',
+      ['model', 'provider', 'status'],
+    );
+    this.requestDuration = new HistogramFamily(
+      r,
+      'switchyard_request_duration_seconds',
+      'Time from request received to response end.',
+      ['model'],
+      LATENCY_BUCKETS,
+    );
+    this.upstreamDuration = new HistogramFamily(
+      r,
+      'switchyard_upstream_duration_seconds',
+      'Time from the upstream call to its response headers, for the attempt that served the request.',
+      ['provider'],
+      LATENCY_BUCKETS,
+    );
+    this.timeToFirstToken = new HistogramFamily(
+      r,
+      'switchyard_time_to_first_token_seconds',
+      'For streams: time from request received to the first body chunk sent to the client.',
+      ['model', 'provider'],
+      LATENCY_BUCKETS,
+    );
+    this.fallbacks = new Counter({
+      name: 'switchyard_fallbacks_total',
+      help: 'Candidates given up on before the first byte, by provider and reason.',
+      labelNames: ['provider', 'reason'],
+      registers,
+    });
     this.costUsd = new CounterFamily(r, 'switchyard_cost_usd_total', 'Priced spend of served requests, in USD.', ['model', 'provider']);
-    this.reloads = new Counter({ name: 'switchyard_reload_total', help: 'Reloads by trigger and result.', labelNames: ['trigger', 'result'], registers });
-    this.reloadDuration = new Histogram({ name: 'switchyard_reload_duration_seconds', help: 'Time to read, validate, build and swap a generation.', buckets: LATENCY_BUCKETS, registers });
+    this.reloads = new Counter({
+      name: 'switchyard_reload_total',
+      help: 'Reloads by trigger and result.',
+      labelNames: ['trigger', 'result'],
+      registers,
+    });
+    this.reloadDuration = new Histogram({
+      name: 'switchyard_reload_duration_seconds',
+      help: 'Time to read, validate, build and swap a generation.',
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
     this.generation = new Gauge({ name: 'switchyard_generation', help: 'The serving generation number.', registers });
-    this.lastReloadSuccess = new Gauge({ name: 'switchyard_last_reload_success_timestamp_seconds', help: 'When the last successful reload (or the start-up build) was swapped in.', registers });
-    this.overlayReloads = new Counter({ name: 'switchyard_overlay_reload_total', help: 'Overlay reads by result and rejection reason.', labelNames: ['result', 'reason'], registers });
-    this.overlayUnroutable = new Gauge({ name: 'switchyard_overlay_unroutable_candidates', help: 'Overlay candidates whose cluster names no configured provider (kept, never selected).', registers });
+    this.lastReloadSuccess = new Gauge({
+      name: 'switchyard_last_reload_success_timestamp_seconds',
+      help: 'When the last successful reload (or the start-up build) was swapped in.',
+      registers,
+    });
+    this.overlayReloads = new Counter({
+      name: 'switchyard_overlay_reload_total',
+      help: 'Overlay reads by result and rejection reason.',
+      labelNames: ['result', 'reason'],
+      registers,
+    });
+    this.overlayUnroutable = new Gauge({
+      name: 'switchyard_overlay_unroutable_candidates',
+      help: 'Overlay candidates whose cluster names no configured provider (kept, never selected).',
+      registers,
+    });
     new Gauge({
       name: 'switchyard_breaker_state',
       help: 'Circuit breaker state by provider: 0 closed, 1 open, 2 half-open.',

@@ -132,7 +132,11 @@ export class HistogramFamily extends Family<HistogramSeries> {
     let cumulative = 0;
     for (let i = 0; i <= this.#bounds.length; i++) {
       cumulative += series.counts[i] as number;
-      out.push({ labels: { le: i < this.#bounds.length ? (this.#bounds[i] as number) : '+Inf', ...labels }, value: cumulative, metricName: `${this.name}_bucket` });
+      out.push({
+        labels: { le: i < this.#bounds.length ? (this.#bounds[i] as number) : '+Inf', ...labels },
+        value: cumulative,
+        metricName: `${this.name}_bucket`,
+      });
     }
     out.push({ labels, value: series.sum, metricName: `${this.name}_sum` });
     out.push({ labels, value: series.count, metricName: `${this.name}_count` });

@@ -33,7 +33,16 @@ function fresh(): string {
 }
 
 function started(i: number) {
-  return requestStarted({ requestId: `r${i}`, keyId: 'ci-bot', team: 'platform', model: 'gpt-4o-mini', generation: 3, revision: null, decision: 'admitted', reason: null });
+  return requestStarted({
+    requestId: `r${i}`,
+    keyId: 'ci-bot',
+    team: 'platform',
+    model: 'gpt-4o-mini',
+    generation: 3,
+    revision: null,
+    decision: 'admitted',
+    reason: null,
+  });
 }
 
 async function writeRecords(path: string, count: number, from = 0): Promise<void> {
@@ -43,7 +52,9 @@ async function writeRecords(path: string, count: number, from = 0): Promise<void
 }
 
 function lines(path: string): string[] {
-  return readFileSync(path, 'utf8').split('\n').filter((l) => l !== '');
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '');
 }
 
 describe('ULIDs', () => {
@@ -66,7 +77,7 @@ describe('ULIDs', () => {
 });
 
 describe('audit writer', () => {
-  it('writes one JSON record per line, chained from the genesis hash by the previous line\'s exact bytes', async () => {
+  it("writes one JSON record per line, chained from the genesis hash by the previous line's exact bytes", async () => {
     const path = fresh();
     await writeRecords(path, 3);
     const [first, second, third] = lines(path).map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -97,24 +108,63 @@ describe('audit writer', () => {
   });
 
   it('names the file when it cannot be opened', async () => {
-    await assert.rejects(AuditWriter.open({ path: join(dir, 'no-such-dir', 'audit.jsonl'), instance: 't' }), /audit file ".*no-such-dir.*": cannot open for appending \(ENOENT\)/);
+    await assert.rejects(
+      AuditWriter.open({ path: join(dir, 'no-such-dir', 'audit.jsonl'), instance: 't' }),
+      /audit file ".*no-such-dir.*": cannot open for appending \(ENOENT\)/,
+    );
   });
 
   it('records only the named fields: no prompt, completion or key can reach the log', () => {
     const input = {
-      requestId: 'r1', keyId: 'ci-bot', team: 'platform', model: 'gpt-4o-mini', provider: 'east', upstreamModel: 'gpt-4o-mini', stableId: 'abc',
-      generation: 2, revision: 'rev', status: 200 as const, fallback: ['west:timeout'], partial: false,
-      usage: { inputTokens: 10, outputTokens: 5 }, costMicroUsd: 12, pricingMissing: false, latencyMs: 12.34567, ttftMs: null,
-      messages: [{ role: 'user', content: 'secret prompt' }], apiKey: 'sk-live-123',
+      requestId: 'r1',
+      keyId: 'ci-bot',
+      team: 'platform',
+      model: 'gpt-4o-mini',
+      provider: 'east',
+      upstreamModel: 'gpt-4o-mini',
+      stableId: 'abc',
+      generation: 2,
+      revision: 'rev',
+      status: 200 as const,
+      fallback: ['west:timeout'],
+      partial: false,
+      usage: { inputTokens: 10, outputTokens: 5 },
+      costMicroUsd: 12,
+      pricingMissing: false,
+      latencyMs: 12.34567,
+      ttftMs: null,
+      messages: [{ role: 'user', content: 'secret prompt' }],
+      apiKey: 'sk-live-123',
     };
     const record = requestCompleted(input);
     assert.doesNotMatch(JSON.stringify(record), /secret prompt|sk-live-123/);
     assert.deepEqual(Object.keys(record), [
-      'event', 'request_id', 'key_id', 'team', 'model', 'provider', 'upstream_model', 'stable_id', 'generation', 'revision',
-      'status', 'fallback', 'partial', 'usage', 'cost_micro_usd', 'pricing_missing', 'latency_ms', 'ttft_ms',
+      'event',
+      'request_id',
+      'key_id',
+      'team',
+      'model',
+      'provider',
+      'upstream_model',
+      'stable_id',
+      'generation',
+      'revision',
+      'status',
+      'fallback',
+      'partial',
+      'usage',
+      'cost_micro_usd',
+      'pricing_missing',
+      'latency_ms',
+      'ttft_ms',
     ]);
     assert.deepEqual(reload({ trigger: 'sighup', result: 'applied', generation: 4, revision: null, reason: null }), {
-      event: 'reload', trigger: 'sighup', result: 'applied', generation: 4, revision: null, reason: null,
+      event: 'reload',
+      trigger: 'sighup',
+      result: 'applied',
+      generation: 4,
+      revision: null,
+      reason: null,
     });
   });
 
@@ -124,7 +174,8 @@ describe('audit writer', () => {
     const real = await (await import('node:fs/promises')).open(path, 'a');
     let failing = true;
     const sink = {
-      write: (b: Buffer, o: number, l: number) => (failing ? Promise.reject(new Error('ENOSPC: no space left on device')) : real.write(b, o, l)),
+      write: (b: Buffer, o: number, l: number) =>
+        failing ? Promise.reject(new Error('ENOSPC: no space left on device')) : real.write(b, o, l),
       close: () => real.close(),
     };
     const w = AuditWriter.overSink(sink, GENESIS_HASH, { path, instance: 't', onFailure: (f) => failures.push(f), retryMs: 10 });
@@ -183,7 +234,13 @@ describe('audit verify', () => {
   it('names line 1 when the front of the file is cut off', async () => {
     const path = fresh();
     await writeRecords(path, 3);
-    writeFileSync(path, lines(path).slice(1).map((l) => `${l}\n`).join(''));
+    writeFileSync(
+      path,
+      lines(path)
+        .slice(1)
+        .map((l) => `${l}\n`)
+        .join(''),
+    );
     const r = await verifyAuditFile(path);
     assert.deepEqual(r.ok ? null : r.line, 1);
   });

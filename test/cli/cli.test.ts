@@ -84,13 +84,16 @@ describe('switchyard CLI', () => {
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /Usage: switchyard <command>/);
     const names = listedCommands(r.stdout);
-    for (const name of ['serve', 'validate', 'mock-provider', 'demo']) assert.ok(names.includes(name), `${name} is not listed in:\n${r.stdout}`);
+    for (const name of ['serve', 'validate', 'mock-provider', 'demo'])
+      assert.ok(names.includes(name), `${name} is not listed in:\n${r.stdout}`);
   });
 
-  it('every subcommand\'s --help (and -h) exits 0 and prints its usage', async () => {
+  it("every subcommand's --help (and -h) exits 0 and prints its usage", async () => {
     const names = listedCommands((await runCli(['--help'])).stdout);
     assert.ok(names.length >= 4);
-    const results = await Promise.all(names.flatMap((name) => [runCli([name, '--help']), runCli([name, '-h'])].map(async (p) => ({ name, r: await p }))));
+    const results = await Promise.all(
+      names.flatMap((name) => [runCli([name, '--help']), runCli([name, '-h'])].map(async (p) => ({ name, r: await p }))),
+    );
     for (const { name, r } of results) {
       assert.equal(r.code, 0, `${name}: ${r.stderr}`);
       assert.match(r.stdout, new RegExp(`^switchyard ${name}\\b`), `${name} printed no usage:\n${r.stdout}`);
@@ -114,7 +117,7 @@ describe('switchyard CLI', () => {
     assert.match(r.stderr, /Commands:/);
   });
 
-  it('an unknown option or a missing --config exits 1 with the subcommand\'s usage', async () => {
+  it("an unknown option or a missing --config exits 1 with the subcommand's usage", async () => {
     for (const args of [['validate'], ['serve'], ['validate', '--config', DEMO_CONFIG, '--colour']]) {
       const r = await runCli(args);
       assert.equal(r.code, 1, `${args.join(' ')}: ${r.stdout}`);
@@ -129,11 +132,14 @@ describe('switchyard CLI', () => {
   });
 
   it('validate exits 0 on a valid JSON config', async () => {
-    const path = file('valid.json', JSON.stringify({
-      server: { listen: '127.0.0.1:0' },
-      providers: { east: { type: 'openai', base_url: 'http://127.0.0.1:9001/v1', api_key: { env: 'SWITCHYARD_TEST_CLI_KEY' } } },
-      routing: { routes: { m: { policy: 'round_robin', candidates: [{ provider: 'east' }] } } },
-    }));
+    const path = file(
+      'valid.json',
+      JSON.stringify({
+        server: { listen: '127.0.0.1:0' },
+        providers: { east: { type: 'openai', base_url: 'http://127.0.0.1:9001/v1', api_key: { env: 'SWITCHYARD_TEST_CLI_KEY' } } },
+        routing: { routes: { m: { policy: 'round_robin', candidates: [{ provider: 'east' }] } } },
+      }),
+    );
     const r = await runCli(['validate', '--config', path], { SWITCHYARD_TEST_CLI_KEY: 'test-secret-value-0123456789' });
     assert.equal(r.code, 0, r.stderr);
     assert.ok(!r.stdout.includes('test-secret-value-0123456789'));

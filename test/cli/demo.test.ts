@@ -44,7 +44,9 @@ test('the demo serves round-robin over its three mocks, prints how to use it, an
     const client = new OpenAI({ baseURL: 'http://127.0.0.1:8080/v1', apiKey: 'unused', maxRetries: 0 });
     const providers: string[] = [];
     for (let i = 0; i < 6; i++) {
-      const { response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+      const { response } = await client.chat.completions
+        .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })
+        .withResponse();
       providers.push(response.headers.get('x-switchyard-provider') ?? '(none)');
     }
     assert.deepEqual(tally(providers), { east: 2, west: 2, central: 2 });
@@ -53,7 +55,12 @@ test('the demo serves round-robin over its three mocks, prints how to use it, an
 
     // The printed pid is the one that reloads: SIGHUP to it builds generation 2.
     process.kill(child.pid!, 'SIGHUP');
-    await waitUntil(async () => ((await (await fetch('http://127.0.0.1:9090/admin/status')).json()) as { generation: { number: number } }).generation.number === 2, 'SIGHUP to the printed pid reloaded', 10_000);
+    await waitUntil(
+      async () =>
+        ((await (await fetch('http://127.0.0.1:9090/admin/status')).json()) as { generation: { number: number } }).generation.number === 2,
+      'SIGHUP to the printed pid reloaded',
+      10_000,
+    );
   } finally {
     child.kill('SIGINT');
     const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);

@@ -66,7 +66,18 @@ describe('switchyard audit verify', () => {
     const path = join(dir, 'audit.jsonl');
     const w = await AuditWriter.open({ path, instance: 'cli-test' });
     for (let i = 0; i < 5; i += 1) {
-      w.append(requestStarted({ requestId: `r${i}`, keyId: 'ci-bot', team: 'platform', model: 'gpt-4o-mini', generation: 1, revision: null, decision: 'admitted', reason: null }));
+      w.append(
+        requestStarted({
+          requestId: `r${i}`,
+          keyId: 'ci-bot',
+          team: 'platform',
+          model: 'gpt-4o-mini',
+          generation: 1,
+          revision: null,
+          decision: 'admitted',
+          reason: null,
+        }),
+      );
     }
     await w.close();
     const ok = await runCli(['audit', 'verify', path]);

@@ -30,7 +30,10 @@ describe('switchyard validate on the config and its overlay file', () => {
   it('a base_url with user:password@ fails validation at providers.east.base_url without printing the password', async () => {
     const dir = resources.tempDir();
     const password = 'sk-live-abcdefghijklmnopqrstuvwx';
-    const path = writeConfig(dir, baseConfig({ east: `http://svc:${password}@127.0.0.1:${east.port}/v1` }, { m: { candidates: [{ provider: 'east' }] } }));
+    const path = writeConfig(
+      dir,
+      baseConfig({ east: `http://svc:${password}@127.0.0.1:${east.port}/v1` }, { m: { candidates: [{ provider: 'east' }] } }),
+    );
     const { code, stdout, stderr } = await runCli(['validate', '--config', path]);
     assert.equal(code, 1, stdout + stderr);
     assert.match(stderr, /providers\.east\.base_url/);
@@ -41,14 +44,22 @@ describe('switchyard validate on the config and its overlay file', () => {
     const dir = resources.tempDir();
     const file = join(dir, 'routing-overlay.json');
     writeFileSync(file, legacyOverlay('m'));
-    const { code, stdout, stderr } = await runCli(['validate', '--config', writeConfig(dir, overlayConfig({ east: east.baseUrl }, { file }))]);
+    const { code, stdout, stderr } = await runCli([
+      'validate',
+      '--config',
+      writeConfig(dir, overlayConfig({ east: east.baseUrl }, { file })),
+    ]);
     assert.equal(code, 0, stdout + stderr);
   });
 
   it('validate exits 1 on an overlay-mode config whose overlay file is missing, naming routing.overlay.file and the reason', async () => {
     const dir = resources.tempDir();
     const file = join(dir, 'no-such-overlay.json');
-    const { code, stdout, stderr } = await runCli(['validate', '--config', writeConfig(dir, overlayConfig({ east: east.baseUrl }, { file }))]);
+    const { code, stdout, stderr } = await runCli([
+      'validate',
+      '--config',
+      writeConfig(dir, overlayConfig({ east: east.baseUrl }, { file })),
+    ]);
     assert.equal(code, 1, stdout + stderr);
     assert.match(stderr, /routing\.overlay\.file/);
     assert.match(stderr, /missing|not found|ENOENT/i);
@@ -58,7 +69,11 @@ describe('switchyard validate on the config and its overlay file', () => {
     const dir = resources.tempDir();
     const file = join(dir, 'routing-overlay.json');
     writeFileSync(file, '{"local_site": "east", "candidates": [');
-    const { code, stdout, stderr } = await runCli(['validate', '--config', writeConfig(dir, overlayConfig({ east: east.baseUrl }, { file }))]);
+    const { code, stdout, stderr } = await runCli([
+      'validate',
+      '--config',
+      writeConfig(dir, overlayConfig({ east: east.baseUrl }, { file })),
+    ]);
     assert.equal(code, 1, stdout + stderr);
     assert.match(stderr, /routing\.overlay\.file/);
     assert.match(stderr, /invalid_json|not valid JSON/i);

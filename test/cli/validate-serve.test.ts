@@ -35,12 +35,19 @@ function overlayConfig(overlayFile: string, extra = ''): string {
 
 /** validate's error lines (the summary line dropped). */
 function validateErrors(stderr: string): string[] {
-  return stderr.split('\n').filter((l) => l !== '' && !/: \d+ error\(s\)$/.test(l)).sort();
+  return stderr
+    .split('\n')
+    .filter((l) => l !== '' && !/: \d+ error\(s\)$/.test(l))
+    .sort();
 }
 
 /** serve's error lines: the indented ones under "cannot start with …". */
 function serveErrors(stderr: string): string[] {
-  return stderr.split('\n').filter((l) => l.startsWith('  ')).map((l) => l.slice(2)).sort();
+  return stderr
+    .split('\n')
+    .filter((l) => l.startsWith('  '))
+    .map((l) => l.slice(2))
+    .sort();
 }
 
 interface BadCase {
@@ -78,7 +85,8 @@ const badCases: BadCase[] = [
   },
   {
     name: 'a literal api_key',
-    config: () => staticConfig({ providers: 'east: { type: openai, base_url: http://127.0.0.1:9/v1, api_key: sk-literal-0123456789abcdef }' }),
+    config: () =>
+      staticConfig({ providers: 'east: { type: openai, base_url: http://127.0.0.1:9/v1, api_key: sk-literal-0123456789abcdef }' }),
     path: 'providers.east.api_key',
     message: /literal secret is not allowed/,
   },
@@ -90,7 +98,8 @@ const badCases: BadCase[] = [
   },
   {
     name: 'values of the wrong type',
-    config: () => staticConfig({ providers: 'east: { type: openai, base_url: http://127.0.0.1:9/v1, timeout_ms: 1.5, max_connections: many }' }),
+    config: () =>
+      staticConfig({ providers: 'east: { type: openai, base_url: http://127.0.0.1:9/v1, timeout_ms: 1.5, max_connections: many }' }),
     path: 'providers.east.timeout_ms',
     message: /^must be a whole number$/,
   },
@@ -102,7 +111,8 @@ const badCases: BadCase[] = [
   },
   {
     name: 'routes and an overlay at once',
-    config: () => `${staticConfig({ routing: `routing:\n  routes: { m: { candidates: [ { provider: east } ] } }\n  overlay: { file: ${join(dir, 'overlay.json')} }` })}`,
+    config: () =>
+      `${staticConfig({ routing: `routing:\n  routes: { m: { candidates: [ { provider: east } ] } }\n  overlay: { file: ${join(dir, 'overlay.json')} }` })}`,
     path: 'routing',
     message: /mutually exclusive/,
   },
@@ -130,7 +140,11 @@ const badCases: BadCase[] = [
   },
   {
     name: 'an overlay outside the expected scope',
-    config: () => overlayConfig(file('other-scope.json', JSON.stringify(envelope([candidate('m', 'east')], { network: 'staging' }))), ', expected_scope: { network: prod }'),
+    config: () =>
+      overlayConfig(
+        file('other-scope.json', JSON.stringify(envelope([candidate('m', 'east')], { network: 'staging' }))),
+        ', expected_scope: { network: prod }',
+      ),
     path: 'routing.overlay.file',
     message: /^scope_mismatch: /,
   },
@@ -156,7 +170,11 @@ describe('switchyard validate and switchyard serve agree', () => {
       assert.equal(serve.code, 1, `serve: ${serve.stdout}${serve.stderr}`);
       assert.doesNotMatch(serve.stdout, /"msg":"listening"/, 'serve never listened');
       const fromValidate = validateErrors(validate.stderr);
-      assert.deepEqual(serveErrors(serve.stderr), fromValidate, `serve and validate print different errors:\n${serve.stderr}\n---\n${validate.stderr}`);
+      assert.deepEqual(
+        serveErrors(serve.stderr),
+        fromValidate,
+        `serve and validate print different errors:\n${serve.stderr}\n---\n${validate.stderr}`,
+      );
       const prefix = bad.path === '' ? '' : `${bad.path}: `;
       const named = fromValidate.find((l) => l.startsWith(prefix) && bad.message.test(l.slice(prefix.length)));
       assert.ok(named !== undefined, `no error at ${bad.path || '(the file)'} matching ${bad.message}:\n${validate.stderr}`);
@@ -188,14 +206,25 @@ describe('switchyard validate and switchyard serve agree', () => {
       const validate = await runCli(['validate', '--config', path], env);
       assert.equal(validate.code, 0, validate.stderr);
       assert.match(validate.stdout, /: valid \(\d+ warning\(s\)\)$/m);
-      const printed = validate.stderr.split('\n').filter((l) => l.startsWith('warning: ')).map((l) => l.slice('warning: '.length));
-      for (const re of good.warnings) assert.ok(printed.some((w) => re.test(w)), `validate printed no warning matching ${re}:\n${validate.stderr}`);
+      const printed = validate.stderr
+        .split('\n')
+        .filter((l) => l.startsWith('warning: '))
+        .map((l) => l.slice('warning: '.length));
+      for (const re of good.warnings)
+        assert.ok(
+          printed.some((w) => re.test(w)),
+          `validate printed no warning matching ${re}:\n${validate.stderr}`,
+        );
 
       const gw = await startGatewayProcess(text, { env, dir: mkdtempSync(join(dir, 'serve-')) });
       try {
         const startup = await gw.waitForLog((l) => l.msg === 'reload' && l.trigger === 'startup');
         assert.equal(startup.result, 'applied');
-        assert.deepEqual([...((startup.warnings as string[] | undefined) ?? [])].sort(), [...printed].sort(), 'serve logs the warnings validate printed');
+        assert.deepEqual(
+          [...((startup.warnings as string[] | undefined) ?? [])].sort(),
+          [...printed].sort(),
+          'serve logs the warnings validate printed',
+        );
       } finally {
         assert.equal(await gw.stop(), 0);
       }

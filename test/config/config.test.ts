@@ -17,24 +17,28 @@ routing:
         - { provider: west, weight: 2 }
 `;
 
-const VALID_JSON = JSON.stringify({
-  server: { listen: '127.0.0.1:0' },
-  providers: {
-    east: { type: 'openai', base_url: 'http://127.0.0.1:9001/v1', api_key: { env: 'EAST_KEY' } },
-    west: { type: 'openai', base_url: 'http://127.0.0.1:9002/v1' },
-  },
-  routing: {
-    routes: {
-      'gpt-4o-mini': {
-        policy: 'round_robin',
-        candidates: [
-          { provider: 'east', model: 'gpt-4o-mini' },
-          { provider: 'west', weight: 2 },
-        ],
+const VALID_JSON = JSON.stringify(
+  {
+    server: { listen: '127.0.0.1:0' },
+    providers: {
+      east: { type: 'openai', base_url: 'http://127.0.0.1:9001/v1', api_key: { env: 'EAST_KEY' } },
+      west: { type: 'openai', base_url: 'http://127.0.0.1:9002/v1' },
+    },
+    routing: {
+      routes: {
+        'gpt-4o-mini': {
+          policy: 'round_robin',
+          candidates: [
+            { provider: 'east', model: 'gpt-4o-mini' },
+            { provider: 'west', weight: 2 },
+          ],
+        },
       },
     },
   },
-}, null, 2);
+  null,
+  2,
+);
 
 /** A valid document as an object, to be broken one field at a time. */
 function doc(): Record<string, any> {
@@ -109,7 +113,10 @@ routing:
       'routing.routes.gpt-4o-mini.policy',
       'server.listen',
     ]);
-    assert.ok(lines(parseObject(d)).some((l) => /^providers\.east\.base_url: invalid URL/.test(l)), lines(parseObject(d)).join('\n'));
+    assert.ok(
+      lines(parseObject(d)).some((l) => /^providers\.east\.base_url: invalid URL/.test(l)),
+      lines(parseObject(d)).join('\n'),
+    );
   });
 
   it('a listen address without a port gets one message, not a second one about the port range', () => {
@@ -121,7 +128,10 @@ routing:
   it('refuses a base_url that is not http or https', () => {
     const d = doc();
     d.providers.east.base_url = 'ftp://127.0.0.1/v1';
-    assert.deepEqual(issuesOf(parseObject(d)).map((i) => i.path), ['providers.east.base_url']);
+    assert.deepEqual(
+      issuesOf(parseObject(d)).map((i) => i.path),
+      ['providers.east.base_url'],
+    );
   });
 
   it('reports unknown keys at every depth as "<path>: unknown key", suggesting the nearest known key at that level', () => {
@@ -170,12 +180,18 @@ routing:
   it('reports YAML that does not parse with its line', () => {
     const result = lines(parseConfigText('providers:\n  east: { type: openai\nrouting: [\n'));
     assert.ok(result.length >= 1);
-    assert.ok(result.every((l) => /syntax error at line \d+/.test(l)), result.join('\n'));
+    assert.ok(
+      result.every((l) => /syntax error at line \d+/.test(l)),
+      result.join('\n'),
+    );
   });
 
   it('refuses a duplicate key rather than silently keeping one of them', () => {
     const result = lines(parseConfigText(`${VALID_YAML}\nrouting: {}\n`));
-    assert.ok(result.some((l) => /syntax error/.test(l)), result.join('\n'));
+    assert.ok(
+      result.some((l) => /syntax error/.test(l)),
+      result.join('\n'),
+    );
   });
 
   it('refuses a document that is not a mapping at the top level', () => {
@@ -186,7 +202,12 @@ routing:
   });
 
   it('requires providers and routing', () => {
-    assert.deepEqual(issuesOf(parseConfigText('server: { listen: 127.0.0.1:0 }')).map((i) => i.path).sort(), ['providers', 'routing']);
+    assert.deepEqual(
+      issuesOf(parseConfigText('server: { listen: 127.0.0.1:0 }'))
+        .map((i) => i.path)
+        .sort(),
+      ['providers', 'routing'],
+    );
   });
 
   it('refuses a route without candidates', () => {
@@ -196,18 +217,38 @@ routing:
   });
 });
 
-describe('config messages in the project\'s words', () => {
+describe("config messages in the project's words", () => {
   const cases: Array<[name: string, change: (d: Record<string, any>) => void, line: string]> = [
-    ['a fraction where a whole number goes', (d) => (d.providers.east.timeout_ms = 1.5), 'providers.east.timeout_ms: must be a whole number'],
+    [
+      'a fraction where a whole number goes',
+      (d) => (d.providers.east.timeout_ms = 1.5),
+      'providers.east.timeout_ms: must be a whole number',
+    ],
     ['a string where a number goes', (d) => (d.providers.east.timeout_ms = '5000'), 'providers.east.timeout_ms: must be a number'],
-    ['zero where at least 1 is required', (d) => (d.providers.east.max_connections = 0), 'providers.east.max_connections: must be at least 1'],
-    ['a number over the maximum', (d) => (d.routing.routes['gpt-4o-mini'].candidates[1].weight = 5000), 'routing.routes.gpt-4o-mini.candidates[1].weight: must be at most 1000'],
+    [
+      'zero where at least 1 is required',
+      (d) => (d.providers.east.max_connections = 0),
+      'providers.east.max_connections: must be at least 1',
+    ],
+    [
+      'a number over the maximum',
+      (d) => (d.routing.routes['gpt-4o-mini'].candidates[1].weight = 5000),
+      'routing.routes.gpt-4o-mini.candidates[1].weight: must be at most 1000',
+    ],
     ['a number where a string goes', (d) => (d.server.listen = 8080), 'server.listen: must be a string'],
     ['a string where true/false goes', (d) => (d.server.watch_config = 'yes'), 'server.watch_config: must be true or false'],
-    ['a value outside a closed set', (d) => (d.routing.routes['gpt-4o-mini'].policy = 'fastest'), 'routing.routes.gpt-4o-mini.policy: must be one of: ordered, round_robin, random, weighted'],
+    [
+      'a value outside a closed set',
+      (d) => (d.routing.routes['gpt-4o-mini'].policy = 'fastest'),
+      'routing.routes.gpt-4o-mini.policy: must be one of: ordered, round_robin, random, weighted',
+    ],
     ['a list where a mapping goes', (d) => (d.providers.east.headers = ['x']), 'providers.east.headers: must be a mapping (key: value)'],
     ['a missing required key', (d) => delete d.providers.east.base_url, 'providers.east.base_url: required'],
-    ['an empty model name', (d) => (d.routing.routes['gpt-4o-mini'].candidates[0].model = ''), 'routing.routes.gpt-4o-mini.candidates[0].model: must not be empty'],
+    [
+      'an empty model name',
+      (d) => (d.routing.routes['gpt-4o-mini'].candidates[0].model = ''),
+      'routing.routes.gpt-4o-mini.candidates[0].model: must not be empty',
+    ],
   ];
   for (const [name, change, line] of cases) {
     it(`${name}: "${line}"`, () => {
@@ -217,7 +258,7 @@ describe('config messages in the project\'s words', () => {
     });
   }
 
-  it('no message uses zod\'s raw wording', () => {
+  it("no message uses zod's raw wording", () => {
     const d = doc();
     d.server = { listen: 1, max_body_bytes: 0.5, drain_timeout_ms: -1, watch_config: 'no' };
     d.providers.east = { type: 'gemini', base_url: 3, timeout_ms: 'x', max_connections: 1e9, headers: { a: 1 } };
@@ -228,7 +269,10 @@ describe('config messages in the project\'s words', () => {
   });
 
   it('an unknown key with nothing close gets no suggestion', () => {
-    assert.equal(nearestKey('colour', ['type', 'base_url', 'api_key', 'timeout_ms', 'connect_timeout_ms', 'max_connections', 'headers']), null);
+    assert.equal(
+      nearestKey('colour', ['type', 'base_url', 'api_key', 'timeout_ms', 'connect_timeout_ms', 'max_connections', 'headers']),
+      null,
+    );
   });
 
   it('suggests by small edits, by case and by one word of a snake_case key', () => {
@@ -248,7 +292,9 @@ describe('rules about the config alone are in the schema', () => {
   it('an admin listener on a non-loopback address needs server.admin_token', () => {
     const d = doc();
     d.server.admin_listen = '0.0.0.0:9090';
-    assert.deepEqual(lines(parseObject(d)), ['server.admin_token: required when server.admin_listen (0.0.0.0:9090) is not a loopback address']);
+    assert.deepEqual(lines(parseObject(d)), [
+      'server.admin_token: required when server.admin_listen (0.0.0.0:9090) is not a loopback address',
+    ]);
     d.server.admin_token = { env: 'ADMIN_TOKEN' };
     assert.equal(parseObject(d).ok, true);
   });
@@ -267,7 +313,9 @@ describe('rules about the config alone are in the schema', () => {
     d.server.admin_listen = '0.0.0.0:9090';
     d.server.listen = 'nowhere';
     d.providers.east.base_url = 'not a url';
-    const paths = issuesOf(parseObject(d)).map((i) => i.path).sort();
+    const paths = issuesOf(parseObject(d))
+      .map((i) => i.path)
+      .sort();
     assert.deepEqual(paths, ['providers.east.base_url', 'server.admin_token', 'server.listen']);
   });
 });

@@ -61,7 +61,12 @@ describe('governance config', () => {
     const r = parseConfigText(BASE);
     assert.ok(r.ok);
     assert.equal(r.config.keys, undefined);
-    assert.deepEqual(r.config.governance, { store: 'memory', key_prefix: 'switchyard:', on_store_error: 'fail_closed', default_max_tokens: 4096 });
+    assert.deepEqual(r.config.governance, {
+      store: 'memory',
+      key_prefix: 'switchyard:',
+      on_store_error: 'fail_closed',
+      default_max_tokens: 4096,
+    });
     assert.equal(r.config.pricing.on_missing, undefined, 'absent means allow');
     assert.equal(r.config.audit, undefined);
   });
@@ -108,8 +113,14 @@ keys:
     const out = lines(r);
     assert.ok(out.includes('keys[0].sha256: must be the 64 hex digits of a SHA-256 (see `switchyard keys create`)'), out.join('\n'));
     assert.ok(out.includes('keys[1].sha256: give one hash, or two (old and new) while rotating'), out.join('\n'));
-    assert.ok(out.some((l) => l.startsWith('keys[2]: set exactly one of sha256')), out.join('\n'));
-    assert.ok(out.some((l) => l.startsWith('keys[3]: set exactly one of sha256')), out.join('\n'));
+    assert.ok(
+      out.some((l) => l.startsWith('keys[2]: set exactly one of sha256')),
+      out.join('\n'),
+    );
+    assert.ok(
+      out.some((l) => l.startsWith('keys[3]: set exactly one of sha256')),
+      out.join('\n'),
+    );
   });
 
   it('refuses a literal key in config, without echoing it', () => {
@@ -136,13 +147,17 @@ pricing: { on_missing: maybe }
   });
 
   it('governance: redis needs redis_url, memory takes none, and a password in the URL is refused', () => {
-    assert.deepEqual(lines(parseConfigText(`${BASE}\ngovernance: { store: redis }\n`)), ['governance.redis_url: is required when store is "redis"']);
-    assert.deepEqual(lines(parseConfigText(`${BASE}\ngovernance: { redis_url: "redis://127.0.0.1:6379" }\n`)), ['governance.redis_url: only applies when store is "redis"']);
+    assert.deepEqual(lines(parseConfigText(`${BASE}\ngovernance: { store: redis }\n`)), [
+      'governance.redis_url: is required when store is "redis"',
+    ]);
+    assert.deepEqual(lines(parseConfigText(`${BASE}\ngovernance: { redis_url: "redis://127.0.0.1:6379" }\n`)), [
+      'governance.redis_url: only applies when store is "redis"',
+    ]);
     const pw = lines(parseConfigText(`${BASE}\ngovernance: { store: redis, redis_url: "redis://:hunter2@127.0.0.1:6379" }\n`));
     assert.deepEqual(pw, ['governance.redis_url: must not contain a password (config holds references only)']);
-    assert.deepEqual(lines(parseConfigText(`${BASE}\ngovernance: { store: redis, redis_url: "http://127.0.0.1:6379", on_store_error: ignore }\n`)), [
-      'governance.redis_url: must be a redis:// or rediss:// URL',
-      'governance.on_store_error: must be "fail_closed" or "fail_open"',
-    ]);
+    assert.deepEqual(
+      lines(parseConfigText(`${BASE}\ngovernance: { store: redis, redis_url: "http://127.0.0.1:6379", on_store_error: ignore }\n`)),
+      ['governance.redis_url: must be a redis:// or rediss:// URL', 'governance.on_store_error: must be "fail_closed" or "fail_open"'],
+    );
   });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { checkConfig, parseConfigText } from '../../src/config/index.js';
 import type { ConfigIssue, ConfigResult } from '../../src/config/index.js';
+import { checkConfig, parseConfigText } from '../../src/config/index.js';
 
 // Config input that would be unsafe to take as given, refused with an issue at its path and
 // never echoed: credentials in a provider's base_url or headers, headers the gateway owns,
@@ -50,7 +50,10 @@ describe('providers.<name>.base_url carries no userinfo, query or fragment', () 
   });
 
   it('a query string in base_url is refused at providers.east.base_url', () => {
-    issueAt(issuesOf(checkConfig(withProvider({ base_url: 'http://127.0.0.1:1/openai/deployments/d1?api-version=2024-06-01' }))), 'providers.east.base_url');
+    issueAt(
+      issuesOf(checkConfig(withProvider({ base_url: 'http://127.0.0.1:1/openai/deployments/d1?api-version=2024-06-01' }))),
+      'providers.east.base_url',
+    );
   });
 
   it('a #fragment in base_url is refused at providers.east.base_url', () => {
@@ -73,7 +76,16 @@ describe('providers.<name>.headers cannot carry credentials or hop-by-hop header
     accepted(checkConfig(withProvider({ headers: { 'OpenAI-Organization': 'org-1' } })));
   });
 
-  for (const name of ['Authorization', 'authorization', 'AUTHORIZATION', 'Host', 'Content-Length', 'Transfer-Encoding', 'transfer-encoding', 'Connection']) {
+  for (const name of [
+    'Authorization',
+    'authorization',
+    'AUTHORIZATION',
+    'Host',
+    'Content-Length',
+    'Transfer-Encoding',
+    'transfer-encoding',
+    'Connection',
+  ]) {
     it(`a header named ${name} is refused at providers.east.headers.${name}`, () => {
       const issues = issuesOf(checkConfig(withProvider({ headers: { 'OpenAI-Organization': 'org-1', [name]: 'x' } })));
       issueAt(issues, `providers.east.headers.${name}`);
@@ -102,7 +114,10 @@ describe('providers.<name>.headers cannot carry credentials or hop-by-hop header
 
   it('a header name that is not an HTTP token ("bad header") is refused under providers.east.headers', () => {
     const issues = issuesOf(checkConfig(withProvider({ headers: { 'bad header': 'v' } })));
-    assert.ok(issues.some((i) => i.path.startsWith('providers.east.headers')), JSON.stringify(issues));
+    assert.ok(
+      issues.some((i) => i.path.startsWith('providers.east.headers')),
+      JSON.stringify(issues),
+    );
   });
 
   it('a YAML config with an Authorization header is refused by parseConfigText too', () => {
@@ -132,6 +147,9 @@ routing: { routes: { m: { candidates: [ { provider: east } ] } } }
       result = parseConfigText(bomb, {});
     });
     const issues = issuesOf(result!);
-    assert.ok(issues.some((i) => /alias/i.test(i.message)), `a clear message about aliases: ${JSON.stringify(issues)}`);
+    assert.ok(
+      issues.some((i) => /alias/i.test(i.message)),
+      `a clear message about aliases: ${JSON.stringify(issues)}`,
+    );
   });
 });

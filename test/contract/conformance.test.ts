@@ -2,7 +2,7 @@
 // A clone without ../shared skips them; vector-coverage.test.ts checks that our own vectors
 // (test/contract/vectors/) pin every outcome they do, so such a clone tests the same contract.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseOverlay } from '../../src/contract/index.js';
 import type { ContractResult } from '../../src/contract/index.js';
+import { parseOverlay } from '../../src/contract/index.js';
 import { candidate, envelope } from '../support/overlay.js';
 
 // An overlay candidate's credential.secretRef names a Secret by namespace, name and key; the

@@ -1,14 +1,8 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
-import {
-  MAX_CANDIDATES,
-  MAX_OVERLAY_BYTES,
-  computeRevision,
-  parseOverlay,
-  stableIdFor,
-} from '../../src/contract/index.js';
 import type { ContractResult, ParsedOverlay, RejectReason } from '../../src/contract/index.js';
+import { computeRevision, MAX_CANDIDATES, MAX_OVERLAY_BYTES, parseOverlay, stableIdFor } from '../../src/contract/index.js';
 
 type Json = Record<string, unknown>;
 
@@ -198,7 +192,13 @@ test('credential-looking keys are found case-insensitively, with or without sepa
     assert.equal(message.split(':')[0], `overlay.candidates[0].extra[0].deep.${key}`);
   }
   // A secretRef names the secret; `key` is the key inside it, not a credential value.
-  accepted(parse(envelope([candidate('m', 's', { credential: { strategy: 'bearer_token', secretRef: { name: 'n', namespace: 'ns', key: 'token' } } })])));
+  accepted(
+    parse(
+      envelope([
+        candidate('m', 's', { credential: { strategy: 'bearer_token', secretRef: { name: 'n', namespace: 'ns', key: 'token' } } }),
+      ]),
+    ),
+  );
 });
 
 test('Bearer and sk- values are refused wherever they are, and the message never holds them', () => {
@@ -223,9 +223,7 @@ test('a field name shaped like a secret is refused without echoing the name', ()
 });
 
 test('a mixed kind with the same name is a different model for selection groups', () => {
-  const overlay = accepted(
-    parse(envelope([candidate('m', 's', { selection_group: 0 }), candidate('m', 's', { kind: 'mcp_tool' })])),
-  );
+  const overlay = accepted(parse(envelope([candidate('m', 's', { selection_group: 0 }), candidate('m', 's', { kind: 'mcp_tool' })])));
   assert.equal(overlay.candidates.length, 2);
 });
 
@@ -277,10 +275,7 @@ test('computeRevision includes selection_policy only when present, and network o
   assert.equal(computeRevision({ ...payload, selection_policy: undefined }), plain);
   assert.notEqual(computeRevision({ ...payload, selection_policy: { mode: 'random' } }), plain);
   const canonicalNoNetwork = '{"candidates":[],"local_site":"s"}';
-  assert.equal(
-    computeRevision({ local_site: 's', candidates: [] }),
-    createHash('sha256').update(canonicalNoNetwork).digest('hex'),
-  );
+  assert.equal(computeRevision({ local_site: 's', candidates: [] }), createHash('sha256').update(canonicalNoNetwork).digest('hex'));
 });
 
 test('a selection_policy is part of the envelope digest and sets the selection mode', () => {

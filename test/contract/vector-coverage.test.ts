@@ -33,7 +33,11 @@ test('every reason the contract can refuse an overlay for has a vector of our ow
   const covered = new Map<string, number>();
   for (const c of own) if (c.expected === 'reject') covered.set(c.reason!, (covered.get(c.reason!) ?? 0) + 1);
   t.diagnostic(`reject reasons covered by test/contract/vectors: ${REJECT_REASONS.map((r) => `${r} (${covered.get(r) ?? 0})`).join(', ')}`);
-  assert.deepEqual(REJECT_REASONS.filter((r) => !covered.has(r)), [], 'reasons without a vector');
+  assert.deepEqual(
+    REJECT_REASONS.filter((r) => !covered.has(r)),
+    [],
+    'reasons without a vector',
+  );
   const unknown = [...covered.keys()].filter((r) => !(REJECT_REASONS as readonly string[]).includes(r));
   assert.deepEqual(unknown, [], 'our manifest names a reason the contract does not have');
 });
@@ -49,14 +53,19 @@ if (!existsSync(path.join(sharedDir, 'manifest.json'))) {
     t.skip(`shared conformance vectors not found at ${sharedDir}; our own vectors stand alone`);
   });
 } else {
-  const shared = (JSON.parse(readFileSync(path.join(sharedDir, 'manifest.json'), 'utf8')) as { fixtures: Record<string, SharedExpectation> })
-    .fixtures;
+  const shared = (
+    JSON.parse(readFileSync(path.join(sharedDir, 'manifest.json'), 'utf8')) as { fixtures: Record<string, SharedExpectation> }
+  ).fixtures;
 
   test('every outcome and reject reason of the shared overlay-v1 manifest is also one of our vectors', (t) => {
     const ours = new Set(own.map(outcome));
     const theirs = [...new Set(Object.values(shared).map(outcome))].sort();
     t.diagnostic(`shared outcomes covered by our vectors: ${theirs.filter((o) => ours.has(o)).join(', ')}`);
-    assert.deepEqual(theirs.filter((o) => !ours.has(o)), [], 'shared outcomes none of our vectors has');
+    assert.deepEqual(
+      theirs.filter((o) => !ours.has(o)),
+      [],
+      'shared outcomes none of our vectors has',
+    );
   });
 
   test('every shared overlay-v1 fixture is pinned by one of our vectors with the same outcome', (t) => {

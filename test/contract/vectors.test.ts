@@ -1,11 +1,11 @@
 // Switchyard's own overlay contract vectors: test/contract/vectors/manifest.json.
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { checkSuccession, MAX_OVERLAY_BYTES, parseOverlay, readOverlayFile } from '../../src/contract/index.js';
 import type { ContractResult, ExpectedScope, ParsedOverlay } from '../../src/contract/index.js';
+import { checkSuccession, MAX_OVERLAY_BYTES, parseOverlay, readOverlayFile } from '../../src/contract/index.js';
 
 const vectorDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'vectors');
 
@@ -43,7 +43,10 @@ function parseAccepted(file: string): ParsedOverlay {
 test('every vector file is used by a case in manifest.json', () => {
   const used = new Set(manifest.cases.flatMap((c) => (c.serving ? [c.file, c.serving] : [c.file])));
   const files = readdirSync(vectorDir).filter((f) => f.endsWith('.json') && f !== 'manifest.json');
-  assert.deepEqual(files.filter((f) => !used.has(f)), []);
+  assert.deepEqual(
+    files.filter((f) => !used.has(f)),
+    [],
+  );
 });
 
 for (const vector of manifest.cases) {

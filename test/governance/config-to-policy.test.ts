@@ -45,7 +45,12 @@ export function governancePolicyOf(config: GatewayConfig, env: NodeJS.ProcessEnv
       expiresAtMs: k.expires_at === undefined ? null : Date.parse(k.expires_at),
     };
   });
-  return buildGovernancePolicy({ teams, keys, defaultMaxTokens: config.governance.default_max_tokens, onMissingPrice: config.pricing.on_missing ?? 'allow' });
+  return buildGovernancePolicy({
+    teams,
+    keys,
+    defaultMaxTokens: config.governance.default_max_tokens,
+    onMissingPrice: config.pricing.on_missing ?? 'allow',
+  });
 }
 
 const CI_KEY = 'sy-ci-key-for-tests';
@@ -88,7 +93,13 @@ describe('config to governance policy (the adapter server/ needs)', () => {
     assert.equal(policy.keys.byId.get('ci-bot')?.limits.budgetMicroUsdPerMonth, 5_000_000);
     const store = new MemoryGovernanceStore();
     const principal = { keyId: 'ci-bot', team: 'platform' };
-    const demand = { model: 'gpt-4o-mini', bodyBytes: 100, maxTokens: 10, targets: [{ provider: 'east', model: 'gpt-4o-mini' }], pricing: parsed.ok ? parsed.config.pricing.models : {} };
+    const demand = {
+      model: 'gpt-4o-mini',
+      bodyBytes: 100,
+      maxTokens: 10,
+      targets: [{ provider: 'east', model: 'gpt-4o-mini' }],
+      pricing: parsed.ok ? parsed.config.pricing.models : {},
+    };
     assert.ok((await preCheck(store, policy, principal, demand, now)).ok);
     const second = await preCheck(store, policy, principal, demand, now + 1);
     assert.ok(!second.ok);

@@ -75,7 +75,10 @@ describe('key authentication', () => {
   });
 
   it('refuses a table where two key ids share a hash, or a hash that is not 64 hex digits', () => {
-    assert.throws(() => buildKeyTable([...records, { id: 'dup', team: 'platform', sha256: [hashKey(CI)], limits: {}, expiresAtMs: null }]), /share a sha256/);
+    assert.throws(
+      () => buildKeyTable([...records, { id: 'dup', team: 'platform', sha256: [hashKey(CI)], limits: {}, expiresAtMs: null }]),
+      /share a sha256/,
+    );
     assert.throws(() => buildKeyTable([{ id: 'bad', team: 'platform', sha256: ['abc'], limits: {}, expiresAtMs: null }]), /64 hex/);
   });
 });

@@ -2,14 +2,14 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   buildGovernancePolicy,
+  duration,
   estimateTokens,
   governanceStatus,
   hashKey,
   MemoryGovernanceStore,
   type PriceTable,
-  preCheck,
   type Principal,
-  duration,
+  preCheck,
   rateLimitHeaders,
   refusalError,
   release,
@@ -36,7 +36,9 @@ function policy(onMissingPrice: 'allow' | 'block' = 'allow') {
       { id: 'platform', allowedModels: ['gpt-4o-mini', 'llama-*'], limits: { rpm: 600, budgetMicroUsdPerMonth: 100_000_000 } },
       { id: 'research', limits: {} },
     ],
-    keys: [{ id: 'ci-bot', team: 'platform', sha256: [hashKey('k')], limits: { rpm: 2, budgetMicroUsdPerMonth: 5_000 }, expiresAtMs: null }],
+    keys: [
+      { id: 'ci-bot', team: 'platform', sha256: [hashKey('k')], limits: { rpm: 2, budgetMicroUsdPerMonth: 5_000 }, expiresAtMs: null },
+    ],
     defaultMaxTokens: 4096,
     onMissingPrice,
   });
@@ -68,7 +70,14 @@ describe('pre-check, settle and release', () => {
     assert.equal(a.reservation.costMicroUsd, 1500);
     assert.equal(a.reservation.tokens, 2000);
     // A reload to new prices does not matter: the request's own table is passed in.
-    const s = await settle(store, a.reservation, { provider: 'east', model: 'gpt-4o-mini' }, { inputTokens: 900, outputTokens: 100 }, pricing, NOW + 10);
+    const s = await settle(
+      store,
+      a.reservation,
+      { provider: 'east', model: 'gpt-4o-mini' },
+      { inputTokens: 900, outputTokens: 100 },
+      pricing,
+      NOW + 10,
+    );
     assert.deepEqual(s, { costMicroUsd: 195, pricingMissing: false, usageMissing: false });
     const status = await governanceStatus(store, policy(), NOW + 20);
     assert.deepEqual(status.keys['ci-bot']?.spendThisMonthMicroUsd, { used: 195, reservedMicroUsd: 0, limit: 5000 });
@@ -84,7 +93,8 @@ describe('pre-check, settle and release', () => {
     assert.ok(!huge.ok);
     const budget = refusalError(huge.refusal);
     assert.deepEqual([budget.code, budget.status], ['budget_exceeded', 402]);
-    for (let i = 0; i < 2; i += 1) assert.ok((await preCheck(store, p, ci, { model: 'gpt-4o-mini', bodyBytes: 4, maxTokens: 1, targets, pricing }, NOW + i)).ok);
+    for (let i = 0; i < 2; i += 1)
+      assert.ok((await preCheck(store, p, ci, { model: 'gpt-4o-mini', bodyBytes: 4, maxTokens: 1, targets, pricing }, NOW + i)).ok);
     const limited = await preCheck(store, p, ci, { model: 'gpt-4o-mini', bodyBytes: 4, maxTokens: 1, targets, pricing }, NOW + 30_000);
     assert.ok(!limited.ok);
     const err = refusalError(limited.refusal);
@@ -98,7 +108,16 @@ describe('pre-check, settle and release', () => {
   });
 
   it('formats x-ratelimit reset durations as OpenAI does', () => {
-    assert.deepEqual([0, 1, 1000, 1001, 59_000, 60_000, 360_000, 61_500].map(duration), ['0s', '1s', '1s', '2s', '59s', '1m0s', '6m0s', '1m2s']);
+    assert.deepEqual([0, 1, 1000, 1001, 59_000, 60_000, 360_000, 61_500].map(duration), [
+      '0s',
+      '1s',
+      '1s',
+      '2s',
+      '59s',
+      '1m0s',
+      '6m0s',
+      '1m2s',
+    ]);
   });
 
   it('release gives the reservation back when the request failed upstream', async () => {
@@ -118,7 +137,14 @@ describe('pre-check, settle and release', () => {
     assert.ok(a.ok && a.reservation !== null);
     const s = await settle(store, a.reservation, { provider: 'west', model: 'gpt-4o-mini' }, null, pricing, NOW + 1);
     assert.deepEqual(s, { costMicroUsd: a.reservation.costMicroUsd, pricingMissing: false, usageMissing: true });
-    const unpriced = await settle(store, null, { provider: 'central', model: 'gpt-4o-mini' }, { inputTokens: 1, outputTokens: 1 }, pricing, NOW + 2);
+    const unpriced = await settle(
+      store,
+      null,
+      { provider: 'central', model: 'gpt-4o-mini' },
+      { inputTokens: 1, outputTokens: 1 },
+      pricing,
+      NOW + 2,
+    );
     assert.deepEqual(unpriced, { costMicroUsd: null, pricingMissing: true, usageMissing: false });
   });
 
@@ -135,7 +161,13 @@ describe('pre-check, settle and release', () => {
 
   it('the anonymous caller of an open gateway has no limits and nothing to settle', async () => {
     const store = new MemoryGovernanceStore();
-    const a = await preCheck(store, policy(), { keyId: null, team: null }, { model: 'anything', bodyBytes: 4, maxTokens: 1, targets, pricing }, NOW);
+    const a = await preCheck(
+      store,
+      policy(),
+      { keyId: null, team: null },
+      { model: 'anything', bodyBytes: 4, maxTokens: 1, targets, pricing },
+      NOW,
+    );
     assert.ok(a.ok);
     assert.equal(a.reservation, null);
     assert.deepEqual(rateLimitHeaders(a.rateLimit), {});
@@ -143,7 +175,13 @@ describe('pre-check, settle and release', () => {
 
   it('refuses a policy whose key names an unknown team', () => {
     assert.throws(
-      () => buildGovernancePolicy({ teams: [], keys: [{ id: 'x', team: 'nope', sha256: [hashKey('x')], limits: {}, expiresAtMs: null }], defaultMaxTokens: 1, onMissingPrice: 'allow' }),
+      () =>
+        buildGovernancePolicy({
+          teams: [],
+          keys: [{ id: 'x', team: 'nope', sha256: [hashKey('x')], limits: {}, expiresAtMs: null }],
+          defaultMaxTokens: 1,
+          onMissingPrice: 'allow',
+        }),
       /unknown team "nope"/,
     );
   });

@@ -25,7 +25,9 @@ async function freePort(): Promise<number> {
 }
 
 async function startRedis(port: number): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout?.on('data', (d: Buffer) => {
     out += d.toString();
@@ -73,13 +75,21 @@ describe('redis store when Redis stops and comes back', () => {
   it('fail_closed refuses with governance_unavailable and fail_open admits unenforced; both report, neither keeps local counters', async () => {
     const closed = applyStoreErrorPolicy(inner, 'fail_closed', (f) => failures.push(f));
     const open = applyStoreErrorPolicy(inner, 'fail_open', (f) => failures.push(f));
-    const inFlight = await closed.reserve({ scopes: [{ ...(scopes[0] as Scope), limits: {} }], tokens: 1, costMicroUsd: 0, nowMs: T0 + 500 });
+    const inFlight = await closed.reserve({
+      scopes: [{ ...(scopes[0] as Scope), limits: {} }],
+      tokens: 1,
+      costMicroUsd: 0,
+      nowMs: T0 + 500,
+    });
     assert.ok(inFlight.ok && inFlight.reservation.enforced);
     await stopRedis(redis);
 
     // A request admitted before the outage settles during it: reported, never thrown at the request path.
     await closed.settle(inFlight.reservation, { tokens: 1, costMicroUsd: 0 }, T0 + 900);
-    assert.deepEqual(failures.splice(0).map((f) => [f.operation, f.policy]), [['settle', 'fail_closed']]);
+    assert.deepEqual(
+      failures.splice(0).map((f) => [f.operation, f.policy]),
+      [['settle', 'fail_closed']],
+    );
 
     const refused = await closed.reserve({ scopes, tokens: 1, costMicroUsd: 0, nowMs: T0 + 1000 });
     assert.equal(refused.ok, false);

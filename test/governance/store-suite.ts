@@ -77,7 +77,11 @@ export function storeSuite(name: string, fixture: StoreFixture): void {
         assert.equal(refused.refusal.limit, 'tpm');
         assert.equal(refused.refusal.retryAfterS, 40, 'the first 40 tokens leave at 60 s');
       }
-      assert.equal((await store.reserve({ scopes, tokens: 20, costMicroUsd: 0, nowMs: T0 + 20_000 })).ok, true, 'exactly at the limit is admitted');
+      assert.equal(
+        (await store.reserve({ scopes, tokens: 20, costMicroUsd: 0, nowMs: T0 + 20_000 })).ok,
+        true,
+        'exactly at the limit is admitted',
+      );
       assert.equal((await store.reserve({ scopes, tokens: 40, costMicroUsd: 0, nowMs: T0 + 60_000 })).ok, true);
     });
 
@@ -101,10 +105,20 @@ export function storeSuite(name: string, fixture: StoreFixture): void {
       const first = await store.reserve({ scopes: [team({ rpm: 0 }), key({ rpm: 0 })], tokens: 1, costMicroUsd: 0, nowMs: T0 });
       assert.equal(first.ok, false);
       if (!first.ok) assert.deepEqual([first.refusal.scope?.kind, first.refusal.limit], ['team', 'rpm']);
-      const quota = await store.reserve({ scopes: [team({ tokensPerDay: 5, budgetMicroUsdPerMonth: 0 }, 'q')], tokens: 10, costMicroUsd: 10, nowMs: T0 });
+      const quota = await store.reserve({
+        scopes: [team({ tokensPerDay: 5, budgetMicroUsdPerMonth: 0 }, 'q')],
+        tokens: 10,
+        costMicroUsd: 10,
+        nowMs: T0,
+      });
       assert.equal(quota.ok, false);
       if (!quota.ok) assert.deepEqual([quota.refusal.code, quota.refusal.limit], ['quota_exceeded', 'tokens_per_day']);
-      const budget = await store.reserve({ scopes: [team({ tokensPerDay: 50, budgetMicroUsdPerMonth: 5 }, 'b')], tokens: 10, costMicroUsd: 10, nowMs: T0 });
+      const budget = await store.reserve({
+        scopes: [team({ tokensPerDay: 50, budgetMicroUsdPerMonth: 5 }, 'b')],
+        tokens: 10,
+        costMicroUsd: 10,
+        nowMs: T0,
+      });
       assert.equal(budget.ok, false);
       if (!budget.ok) assert.deepEqual([budget.refusal.code, budget.refusal.limit], ['budget_exceeded', 'budget']);
     });
@@ -132,15 +146,22 @@ export function storeSuite(name: string, fixture: StoreFixture): void {
     it('50 concurrent reservations against a budget that fits 10 admit exactly 10', async () => {
       const store = await fixture.fresh();
       const scopes = [team({ budgetMicroUsdPerMonth: 10 * 1234 }), key({})];
-      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => store.reserve({ scopes, tokens: 10, costMicroUsd: 1234, nowMs: T0 + i })));
+      const results = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => store.reserve({ scopes, tokens: 10, costMicroUsd: 1234, nowMs: T0 + i })),
+      );
       assert.equal(results.filter((r) => r.ok).length, 10);
       for (const r of results) if (!r.ok) assert.equal(r.refusal.code, 'budget_exceeded');
     });
 
     it('a limit changed between calls (a reload) keeps the counter, which is keyed by id', async () => {
       const store = await fixture.fresh();
-      for (let i = 0; i < 3; i += 1) assert.ok((await store.reserve({ scopes: [team({ rpm: 5 })], tokens: 1, costMicroUsd: 0, nowMs: T0 + i })).ok);
-      assert.equal((await store.reserve({ scopes: [team({ rpm: 3 })], tokens: 1, costMicroUsd: 0, nowMs: T0 + 10 })).ok, false, 'lowered to 3: already used');
+      for (let i = 0; i < 3; i += 1)
+        assert.ok((await store.reserve({ scopes: [team({ rpm: 5 })], tokens: 1, costMicroUsd: 0, nowMs: T0 + i })).ok);
+      assert.equal(
+        (await store.reserve({ scopes: [team({ rpm: 3 })], tokens: 1, costMicroUsd: 0, nowMs: T0 + 10 })).ok,
+        false,
+        'lowered to 3: already used',
+      );
       assert.ok((await store.reserve({ scopes: [team({ rpm: 4 })], tokens: 1, costMicroUsd: 0, nowMs: T0 + 11 })).ok);
       const [s] = await store.status([team({ rpm: 4 })], T0 + 12);
       assert.deepEqual(s?.requestsThisMinute, { used: 4, limit: 4 });
@@ -177,7 +198,10 @@ export function storeSuite(name: string, fixture: StoreFixture): void {
       const scopes = [team({ rpm: 100, tpm: 50 }), key({ rpm: 2, tpm: 1000 })];
       const r = await store.reserve({ scopes, tokens: 20, costMicroUsd: 0, nowMs: T0 });
       assert.ok(r.ok);
-      assert.deepEqual(r.rateLimit, { requests: { limit: 2, remaining: 1, resetMs: 60_000 }, tokens: { limit: 50, remaining: 30, resetMs: 60_000 } });
+      assert.deepEqual(r.rateLimit, {
+        requests: { limit: 2, remaining: 1, resetMs: 60_000 },
+        tokens: { limit: 50, remaining: 30, resetMs: 60_000 },
+      });
     });
 
     it('a reservation nobody settles (a crashed replica) is given back after its time to live', async () => {

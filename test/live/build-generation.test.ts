@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { inspect } from 'node:util';
 import { after, describe, it } from 'node:test';
+import { inspect } from 'node:util';
 import { checkConfig, type GatewayConfig } from '../../src/config/index.js';
-import { buildGeneration, type BuildResult, type Generation } from '../../src/live/index.js';
+import { type BuildResult, buildGeneration, type Generation } from '../../src/live/index.js';
 import { PoolRegistry } from '../../src/providers/index.js';
 
 const ENV_SECRET = 'test-secret-value-0123456789';
@@ -52,7 +52,16 @@ function config(document: object): GatewayConfig {
   return checked.config;
 }
 
-function build(document: object, options: { env?: NodeJS.ProcessEnv; number?: number; poolFor?: typeof pools.acquire; now?: () => Date; modelsFirstSeen?: Readonly<Record<string, number>> } = {}): BuildResult {
+function build(
+  document: object,
+  options: {
+    env?: NodeJS.ProcessEnv;
+    number?: number;
+    poolFor?: typeof pools.acquire;
+    now?: () => Date;
+    modelsFirstSeen?: Readonly<Record<string, number>>;
+  } = {},
+): BuildResult {
   return buildGeneration({
     config: config(document),
     sourceHash: 'hash-of-test-bytes',
@@ -138,11 +147,18 @@ describe('buildGeneration', () => {
     const mini = gen.routes['gpt-4o-mini']!;
     assert.equal(mini.policy, 'round_robin');
     assert.equal(mini.admitsNew, true);
-    assert.deepEqual(mini.groups.map((g) => g.candidates.map((c) => `${c.providerName}:${c.upstreamModel}`)), [['east:gpt-4o-mini', 'west:gpt-4o-mini']]);
+    assert.deepEqual(
+      mini.groups.map((g) => g.candidates.map((c) => `${c.providerName}:${c.upstreamModel}`)),
+      [['east:gpt-4o-mini', 'west:gpt-4o-mini']],
+    );
     assert.equal(mini.groups[0]!.totalWeight, 3);
     const big = gen.routes['gpt-4o']!;
     assert.equal(big.policy, 'ordered', 'the default policy');
-    assert.deepEqual(big.groups[0]!.candidates.map((c) => c.upstreamModel), ['gpt-4o', 'gpt-4o-2024'], 'the model defaults to the route name');
+    assert.deepEqual(
+      big.groups[0]!.candidates.map((c) => c.upstreamModel),
+      ['gpt-4o', 'gpt-4o-2024'],
+      'the model defaults to the route name',
+    );
     for (const route of [mini, big]) {
       for (const c of route.groups[0]!.candidates) assert.equal(route.byStableId[c.stableId], c);
     }
@@ -187,7 +203,10 @@ describe('buildGeneration', () => {
     const d = doc();
     d.routing.routes['gpt-4o'].candidates.push({ provider: 'nowhere' });
     const found = issues(build(d));
-    assert.deepEqual(found.map((i) => i.path), ['routing.routes.gpt-4o.candidates[2].provider']);
+    assert.deepEqual(
+      found.map((i) => i.path),
+      ['routing.routes.gpt-4o.candidates[2].provider'],
+    );
     assert.match(found[0]!.message, /nowhere/);
   });
 
@@ -205,7 +224,15 @@ describe('buildGeneration', () => {
     let asked = 0;
     const d = doc();
     d.routing.routes['gpt-4o-mini'].candidates[0].provider = 'ghost';
-    const found = issues(build(d, { env: {}, poolFor: (spec) => (asked++, pools.acquire(spec)) }));
+    const found = issues(
+      build(d, {
+        env: {},
+        poolFor: (spec) => {
+          asked++;
+          return pools.acquire(spec);
+        },
+      }),
+    );
     assert.deepEqual(found.map((i) => i.path).sort(), ['providers.east.api_key', 'routing.routes.gpt-4o-mini.candidates[0].provider']);
     assert.equal(asked, 0, 'a refused build opened pools');
   });

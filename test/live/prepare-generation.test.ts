@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { stringify } from 'yaml';
-import { type Generation, type Preparation, prepareGeneration, type PrepareInputs } from '../../src/live/index.js';
+import { type Generation, type Preparation, type PrepareInputs, prepareGeneration } from '../../src/live/index.js';
 import { PoolRegistry } from '../../src/providers/index.js';
 import { candidate, envelope } from '../support/overlay.js';
 
@@ -70,7 +70,10 @@ describe('prepareGeneration', () => {
     built(await prepare(overlayPath));
     const first = await serving(configFile(staticConfig()));
     const refused = rejected(await prepare(overlayPath, { serving: first, startupConfig: first.config }));
-    assert.deepEqual(refused.issues.map((i) => i.path), ['routing']);
+    assert.deepEqual(
+      refused.issues.map((i) => i.path),
+      ['routing'],
+    );
     assert.match(refused.issues[0]!.message, /takes a restart/);
   });
 
@@ -82,7 +85,12 @@ describe('prepareGeneration', () => {
     // On its own (validate, or a fresh start) the moved config is fine: loopback needs no token.
     built(await prepare(moved));
     const refused = rejected(await prepare(moved, { serving: first, startupConfig: first.config }));
-    assert.deepEqual(refused.issues, [{ path: 'server.admin_token', message: 'required: the admin listener started on 0.0.0.0:0, not a loopback address, and a reload cannot remove its token' }]);
+    assert.deepEqual(refused.issues, [
+      {
+        path: 'server.admin_token',
+        message: 'required: the admin listener started on 0.0.0.0:0, not a loopback address, and a reload cannot remove its token',
+      },
+    ]);
   });
 
   it('identical config bytes are a no-op only when asked (watcher triggers); an explicit trigger rebuilds', async () => {
@@ -99,7 +107,11 @@ describe('prepareGeneration', () => {
     const path = configFile(overlayConfig(overlayFile));
     const first = await serving(path);
     const again = { serving: first, startupConfig: first.config, unchangedIsNoop: true };
-    assert.deepEqual(await prepare(path, { ...again, readConfig: false }), { outcome: 'unchanged', overlayRead: true, read: { config: null, overlay: first.overlay?.rawSha256 } });
+    assert.deepEqual(await prepare(path, { ...again, readConfig: false }), {
+      outcome: 'unchanged',
+      overlayRead: true,
+      read: { config: null, overlay: first.overlay?.rawSha256 },
+    });
     // Even with the config file gone, an overlay-only read works from the serving config.
     writeFileSync(overlayFile, JSON.stringify(envelope([candidate('m', 'east')], { sourceGeneration: 2 })));
     const next = built(await prepare(join(dir, 'no-such-config.yaml'), { ...again, readConfig: false }));
@@ -116,22 +128,36 @@ describe('prepareGeneration', () => {
     assert.equal(rollback.overlay?.reason, 'rollback');
     assert.equal(rollback.issues[0]!.path, 'routing.overlay.file');
 
-    const withSecret = configFile({ ...overlayConfig(overlayFile), providers: { east: { ...provider, api_key: { env: 'SWITCHYARD_TEST_PREPARE_UNSET' } } } });
+    const withSecret = configFile({
+      ...overlayConfig(overlayFile),
+      providers: { east: { ...provider, api_key: { env: 'SWITCHYARD_TEST_PREPARE_UNSET' } } },
+    });
     const refused = rejected(await prepare(withSecret));
     assert.equal(refused.overlay, undefined);
-    assert.deepEqual(refused.issues.map((i) => i.path), ['providers.east.api_key']);
+    assert.deepEqual(
+      refused.issues.map((i) => i.path),
+      ['providers.east.api_key'],
+    );
     assert.match(refused.acceptedRevision ?? '', /^[0-9a-f]{64}$/);
   });
 
   it('warns about an ignored weight and an unroutable overlay candidate, and about restart-only keys only when a start-up config is given', async () => {
     const weighted = configFile(staticConfig({}, { policy: 'ordered', candidates: [{ provider: 'east', weight: 2 }] }));
     const alone = built(await prepare(weighted));
-    assert.deepEqual(alone.warnings, ['routing.routes.m.candidates[0].weight: ignored: policy "ordered" does not use weights (only "weighted" does)']);
+    assert.deepEqual(alone.warnings, [
+      'routing.routes.m.candidates[0].weight: ignored: policy "ordered" does not use weights (only "weighted" does)',
+    ]);
 
     const first = await serving(configFile(staticConfig({ listen: '127.0.0.1:1' })));
     const reload = built(await prepare(weighted, { serving: first, startupConfig: first.config }));
-    assert.ok(reload.warnings.some((w) => w.startsWith('server.listen: changed')), JSON.stringify(reload.warnings));
-    assert.ok(reload.warnings.some((w) => w.startsWith('routing.routes.m.candidates[0].weight: ignored')), JSON.stringify(reload.warnings));
+    assert.ok(
+      reload.warnings.some((w) => w.startsWith('server.listen: changed')),
+      JSON.stringify(reload.warnings),
+    );
+    assert.ok(
+      reload.warnings.some((w) => w.startsWith('routing.routes.m.candidates[0].weight: ignored')),
+      JSON.stringify(reload.warnings),
+    );
 
     const overlayFile = join(dir, 'unroutable-overlay.json');
     writeFileSync(overlayFile, JSON.stringify(envelope([candidate('m', 'east'), candidate('m', 'nowhere')])));

@@ -45,7 +45,18 @@ function slowReload(options: { failOn?: ReadonlySet<number> } = {}) {
   return { runs, run, settle };
 }
 
-const stormTriggers: readonly ReloadTrigger[] = ['sighup', 'admin', 'config_watch', 'overlay_watch', 'overlay_recheck', 'sighup', 'admin', 'config_watch', 'overlay_watch', 'admin'];
+const stormTriggers: readonly ReloadTrigger[] = [
+  'sighup',
+  'admin',
+  'config_watch',
+  'overlay_watch',
+  'overlay_recheck',
+  'sighup',
+  'admin',
+  'config_watch',
+  'overlay_watch',
+  'admin',
+];
 
 describe('ReloadCoordinator', () => {
   it('10 triggers during one slow reload lead to exactly one more reload, and every caller gets a result', async () => {
@@ -70,10 +81,17 @@ describe('ReloadCoordinator', () => {
 
     runs[1]!.gate.open();
     const results = await Promise.all(storm);
-    assert.deepEqual(results, stormTriggers.map(() => 'run-2'), 'all 10 callers get the result of the follow-up reload');
+    assert.deepEqual(
+      results,
+      stormTriggers.map(() => 'run-2'),
+      'all 10 callers get the result of the follow-up reload',
+    );
     await settle();
     assert.equal(runs.length, 2, 'nothing else runs afterwards');
-    assert.ok(runs.every((r) => r.finished), 'no reload is left running');
+    assert.ok(
+      runs.every((r) => r.finished),
+      'no reload is left running',
+    );
   });
 
   it('a trigger after a reload has completed starts a new reload', async () => {
@@ -84,7 +102,10 @@ describe('ReloadCoordinator', () => {
     await settle();
     runs[0]!.gate.open();
     assert.equal(await first, 'run-1');
-    assert.ok(runs.every((r) => r.finished), 'no reload is left running');
+    assert.ok(
+      runs.every((r) => r.finished),
+      'no reload is left running',
+    );
 
     const second = coordinator.request('admin');
     await settle();
@@ -94,12 +115,17 @@ describe('ReloadCoordinator', () => {
     assert.equal(await second, 'run-2', 'it gets a fresh result, not the previous one');
   });
 
-  it('a config event coalescing with a queued config re-check runs under the event\'s name, and a re-check never renames an event', async () => {
+  it("a config event coalescing with a queued config re-check runs under the event's name, and a re-check never renames an event", async () => {
     const { runs, run, settle } = slowReload();
     const coordinator = new ReloadCoordinator(run);
     const first = coordinator.request('sighup');
     await settle();
-    const queued = [coordinator.request('config_recheck'), coordinator.request('config_watch'), coordinator.request('config_recheck'), coordinator.request('overlay_watch')];
+    const queued = [
+      coordinator.request('config_recheck'),
+      coordinator.request('config_watch'),
+      coordinator.request('config_recheck'),
+      coordinator.request('overlay_watch'),
+    ];
     runs[0]!.gate.open();
     await first;
     await settle();
@@ -176,6 +202,9 @@ describe('ReloadCoordinator', () => {
     await assert.rejects(coordinator.request('sighup'), /stopped/);
     await settle();
     assert.equal(runs.length, runsAtStop, 'no reload starts after stop()');
-    assert.ok(runs.every((r) => r.finished), 'no reload is left running');
+    assert.ok(
+      runs.every((r) => r.finished),
+      'no reload is left running',
+    );
   });
 });

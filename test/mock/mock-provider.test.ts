@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import OpenAI from 'openai';
-import { startMockProvider } from '../../src/mock/index.js';
 import type { MockFault, MockProvider, MockStats } from '../../src/mock/index.js';
+import { startMockProvider } from '../../src/mock/index.js';
 
 interface Chunk {
   object: string;

@@ -4,7 +4,13 @@ import { chatBodyFor, usageFromJson, usageFromSseTail } from '../../src/provider
 
 describe('usage read from an OpenAI chat completion', () => {
   it('a whole body gives its usage counts', () => {
-    const body = Buffer.from(JSON.stringify({ id: 'x', choices: [{ message: { content: 'hi' } }], usage: { prompt_tokens: 12, completion_tokens: 34, total_tokens: 46 } }));
+    const body = Buffer.from(
+      JSON.stringify({
+        id: 'x',
+        choices: [{ message: { content: 'hi' } }],
+        usage: { prompt_tokens: 12, completion_tokens: 34, total_tokens: 46 },
+      }),
+    );
     assert.deepEqual(usageFromJson(body), { inputTokens: 12, outputTokens: 34 });
   });
 
@@ -20,7 +26,9 @@ describe('usage read from an OpenAI chat completion', () => {
   });
 
   it('multi-byte text before the usage does not shift the read', () => {
-    const body = Buffer.from(JSON.stringify({ choices: [{ message: { content: 'ünïcødé ✓ 日本語' } }], usage: { prompt_tokens: 5, completion_tokens: 6 } }));
+    const body = Buffer.from(
+      JSON.stringify({ choices: [{ message: { content: 'ünïcødé ✓ 日本語' } }], usage: { prompt_tokens: 5, completion_tokens: 6 } }),
+    );
     assert.deepEqual(usageFromJson(body), { inputTokens: 5, outputTokens: 6 });
   });
 

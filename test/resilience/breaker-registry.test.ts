@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BreakerRegistry, type BreakerOptions } from '../../src/resilience/index.js';
+import { type BreakerOptions, BreakerRegistry } from '../../src/resilience/index.js';
 
 // Every transition is driven by an injected clock: the test moves time and counts, it never
 // sleeps or measures durations.

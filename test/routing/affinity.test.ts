@@ -49,7 +49,10 @@ describe('SessionAffinity', () => {
     }
     assert.equal(table.size, 3);
     for (let i = 0; i < 7; i++) assert.equal(table.get(`s${i}`), undefined, `s${i} should have been evicted`);
-    assert.deepEqual(['s7', 's8', 's9'].map((k) => table.get(k)), ['c7', 'c8', 'c9']);
+    assert.deepEqual(
+      ['s7', 's8', 's9'].map((k) => table.get(k)),
+      ['c7', 'c8', 'c9'],
+    );
   });
 
   it('re-binding moves a key to the back of the eviction order', () => {

@@ -3,9 +3,9 @@ import { describe, it } from 'node:test';
 import type { AdmissionState } from '../../src/contract/index.js';
 import {
   type CandidateGroup,
+  RoundRobinCounters,
   type RoutableCandidate,
   type Route,
-  RoundRobinCounters,
   type SelectionContext,
   type SelectionPolicy,
   select,

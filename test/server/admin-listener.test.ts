@@ -26,7 +26,9 @@ describe('a non-loopback admin listener keeps its token across reloads', () => {
     const token = 's3cret-admin-token-for-review';
     writeFileSync(tokenFile, `${token}\n`);
     const routes = { m: { candidates: [{ provider: 'east' }] } };
-    const withToken = baseConfig({ east: east.baseUrl }, routes, { server: { admin_listen: '0.0.0.0:0', admin_token: { file: tokenFile } } });
+    const withToken = baseConfig({ east: east.baseUrl }, routes, {
+      server: { admin_listen: '0.0.0.0:0', admin_token: { file: tokenFile } },
+    });
     const withoutToken = baseConfig({ east: east.baseUrl }, routes, { server: { admin_listen: '0.0.0.0:0' } });
     const gw = await resources.startGw(withToken, { dir });
     // Bound on every interface; talk to it over loopback.
@@ -37,7 +39,10 @@ describe('a non-loopback admin listener keeps its token across reloads', () => {
     const reload = await adminReload(admin, token);
     assert.equal(reload.status, 422, reload.text);
     assert.equal(reload.body.result, 'rejected', reload.text);
-    assert.ok(reload.body.errors.some((e) => e.path === 'server.admin_token'), `an error at server.admin_token: ${reload.text}`);
+    assert.ok(
+      reload.body.errors.some((e) => e.path === 'server.admin_token'),
+      `an error at server.admin_token: ${reload.text}`,
+    );
 
     assert.equal((await adminStatus(admin)).status, 401, 'GET /admin/status without the token after the reload');
     assert.equal((await adminReload(admin)).status, 401, 'POST /admin/reload without the token after the reload');
@@ -53,12 +58,22 @@ describe('/admin/status with model names that are Object.prototype keys', () => 
   it('/admin/status counts candidates per model correctly for models named constructor and toString', async () => {
     const dir = resources.tempDir();
     const file = join(dir, 'routing-overlay.json');
-    writeFileSync(file, JSON.stringify({
-      local_site: 'east',
-      candidates: [candidate('constructor', 'east'), candidate('toString', 'east'), candidate('toString', 'west'), candidate('m', 'east')],
-    }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        local_site: 'east',
+        candidates: [
+          candidate('constructor', 'east'),
+          candidate('toString', 'east'),
+          candidate('toString', 'west'),
+          candidate('m', 'east'),
+        ],
+      }),
+    );
     const west = await resources.startMock({ name: 'west' });
-    const gw = await resources.startGw(overlayConfig({ east: east.baseUrl, west: west.baseUrl }, { file, reload: { enabled: false } }), { dir });
+    const gw = await resources.startGw(overlayConfig({ east: east.baseUrl, west: west.baseUrl }, { file, reload: { enabled: false } }), {
+      dir,
+    });
     const status = await adminStatusBody(gw);
     assert.deepEqual(status.overlay?.candidates_per_model, { constructor: 1, toString: 2, m: 1 });
   });

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { startMockProvider } from '../../src/mock/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
-import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
+import { startMockProvider } from '../../src/mock/index.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
-import { chatBody, postChat } from '../support/http.js';
+import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
 import type { Reply } from '../support/http.js';
+import { chatBody, postChat } from '../support/http.js';
 import { chatCount, metricValue, scrapeMetrics, waitUntil } from '../support/observe.js';
 
 // Circuit breakers through a real gateway process, policy ordered over [east, west].
@@ -132,7 +132,7 @@ describe('circuit breaker', () => {
     assert.equal(chatCount(west), 7);
   });
 
-  it('when every candidate\'s breaker is open the chain is still tried in order, not failed fast', async () => {
+  it("when every candidate's breaker is open the chain is still tried in order, not failed fast", async () => {
     // A long window so both breakers stay open for the whole test.
     const s = await setup({ open_base_ms: 60_000 });
     const { east, west, gw } = s;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { setTimeout as delay } from 'node:timers/promises';
 import { before, describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { MockProvider } from '../../src/mock/index.js';
 import { baseConfig } from '../support/gateway-process.js';
 import { metricValue, scrapeMetrics, waitUntil } from '../support/observe.js';
@@ -37,11 +37,17 @@ describe('a client that leaves mid-upload', () => {
       socket.destroy();
     }
     let count = 0;
-    await waitUntil(async () => {
-      count = metricValue(await scrapeMetrics(gw.url), 'switchyard_requests_total', { status: '499' }) ?? 0;
-      return count >= 2;
-    }, 'two requests counted with status 499', 5_000).catch((err: unknown) => {
-      throw new Error(`${(err as Error).message} (counted: ${count}); log: ${JSON.stringify(gw.logs().filter((l) => l.level !== 'info')).slice(0, 800)}`);
+    await waitUntil(
+      async () => {
+        count = metricValue(await scrapeMetrics(gw.url), 'switchyard_requests_total', { status: '499' }) ?? 0;
+        return count >= 2;
+      },
+      'two requests counted with status 499',
+      5_000,
+    ).catch((err: unknown) => {
+      throw new Error(
+        `${(err as Error).message} (counted: ${count}); log: ${JSON.stringify(gw.logs().filter((l) => l.level !== 'info')).slice(0, 800)}`,
+      );
     });
     const errors = gw.logs().filter((l) => l.level === 'error' || l.level === 'fatal');
     assert.deepEqual(errors, []);

@@ -13,8 +13,18 @@ const resources = fileResources('switchyard-drain-');
 describe('SIGHUP during the drain', () => {
   it('a SIGHUP after SIGTERM does not kill the draining process: the stream ends with [DONE] and the exit code is 0', async () => {
     const streamer = await resources.startMock({ name: 'streamer', streamChunks: 30, streamChunkDelayMs: 100 });
-    const gw = await resources.startGw(baseConfig({ streamer: streamer.baseUrl }, { m: { candidates: [{ provider: 'streamer' }] } }, { server: { drain_timeout_ms: 20_000 } }));
-    const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chatBody('m', { stream: true }) });
+    const gw = await resources.startGw(
+      baseConfig(
+        { streamer: streamer.baseUrl },
+        { m: { candidates: [{ provider: 'streamer' }] } },
+        { server: { drain_timeout_ms: 20_000 } },
+      ),
+    );
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: chatBody('m', { stream: true }),
+    });
     assert.equal(res.status, 200);
     const reader = new SseReader(res);
     assert.notEqual(await reader.next(), null, 'the first event arrived');

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { startMockProvider } from '../../src/mock/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
-import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
+import { startMockProvider } from '../../src/mock/index.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
-import { chatBody, postChat } from '../support/http.js';
+import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
 import type { Reply } from '../support/http.js';
+import { chatBody, postChat } from '../support/http.js';
 import { chatCount, closedPort, metricValue, scrapeMetrics } from '../support/observe.js';
 
 // Failover before the first byte, through a real gateway process: each failure kind on the
@@ -105,7 +105,12 @@ describe('failover', () => {
 
   it('a plain response larger than the buffering bound (1 MiB) is relayed intact, usage read from its tail', async () => {
     const content = 'x'.repeat(1_500_000);
-    const answer = { id: 'big', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }], usage: { prompt_tokens: 11, completion_tokens: 22, total_tokens: 33 } };
+    const answer = {
+      id: 'big',
+      object: 'chat.completion',
+      choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 11, completion_tokens: 22, total_tokens: 33 },
+    };
     east.addFault({ mode: 'status', status: 200, body: answer, count: 1 });
     const requestId = `big-${Date.now()}`;
     const r = await postChat(gw.url, chatBody('ew-model'), { 'x-request-id': requestId });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
 import type { Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { before, describe, it } from 'node:test';
 import type { MockProvider } from '../../src/mock/index.js';
@@ -35,14 +35,20 @@ describe('configured provider headers', () => {
 
 describe('renaming the model changes only the model value', () => {
   it('the upstream body is the client body byte-for-byte, with only the top-level model string replaced', async () => {
-    const gw = await resources.startGw(baseConfig({ east: east.baseUrl }, {
-      alias: { candidates: [{ provider: 'east', model: 'gpt-4o-mini' }] },
-      same: { candidates: [{ provider: 'east' }] },
-    }));
+    const gw = await resources.startGw(
+      baseConfig(
+        { east: east.baseUrl },
+        {
+          alias: { candidates: [{ provider: 'east', model: 'gpt-4o-mini' }] },
+          same: { candidates: [{ provider: 'east' }] },
+        },
+      ),
+    );
     // A nested "model" comes first and must stay; big integers, 1.0, \u escapes and odd
     // whitespace would all change if the body were parsed and re-serialized.
     const head = '{ "metadata" : {"model":"alias", "note":"keep me"},\n\t"model" :  ';
-    const tail = ' ,"seed":9007199254740993, "temperature":1.0,"messages":[{"role":"user","content":"caf\\u00e9 \\"model\\":\\"alias\\""}],"logit_bias":{"50256":-100} }\n';
+    const tail =
+      ' ,"seed":9007199254740993, "temperature":1.0,"messages":[{"role":"user","content":"caf\\u00e9 \\"model\\":\\"alias\\""}],"logit_bias":{"50256":-100} }\n';
     east.reset();
     const r = await postChat(gw.url, `${head}"alias"${tail}`);
     assert.equal(r.status, 200, r.text);
@@ -74,10 +80,13 @@ describe('headers named by the upstream Connection header', () => {
       });
     });
     await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-    resources.addUpstream(() => new Promise<void>((resolve) => {
-      upstream.close(() => resolve());
-      upstream.closeAllConnections();
-    }));
+    resources.addUpstream(
+      () =>
+        new Promise<void>((resolve) => {
+          upstream.close(() => resolve());
+          upstream.closeAllConnections();
+        }),
+    );
   });
 
   it('a header the upstream lists in Connection is not forwarded to the client; other headers are', async () => {

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { startMockProvider } from '../../src/mock/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
-import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
+import { startMockProvider } from '../../src/mock/index.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
+import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import { chatCount } from '../support/observe.js';
 
@@ -49,9 +49,27 @@ const rows: readonly Row[] = [
   { name: 'a model that is not a string', body: JSON.stringify(good({ model: 42 })), status: 400, code: 'invalid_request', param: 'model' },
   { name: 'an empty model', body: JSON.stringify(good({ model: '' })), status: 400, code: 'invalid_request', param: 'model' },
   { name: 'missing messages', body: JSON.stringify({ model: 'gpt-4o-mini' }), status: 400, code: 'invalid_request', param: 'messages' },
-  { name: 'messages that are not an array', body: JSON.stringify(good({ messages: 'hello' })), status: 400, code: 'invalid_request', param: 'messages' },
-  { name: 'an empty messages array', body: JSON.stringify(good({ messages: [] })), status: 400, code: 'invalid_request', param: 'messages' },
-  { name: 'a message without a role', body: JSON.stringify(good({ messages: [{ content: 'hi' }] })), status: 400, code: 'invalid_request', param: 'messages[0]' },
+  {
+    name: 'messages that are not an array',
+    body: JSON.stringify(good({ messages: 'hello' })),
+    status: 400,
+    code: 'invalid_request',
+    param: 'messages',
+  },
+  {
+    name: 'an empty messages array',
+    body: JSON.stringify(good({ messages: [] })),
+    status: 400,
+    code: 'invalid_request',
+    param: 'messages',
+  },
+  {
+    name: 'a message without a role',
+    body: JSON.stringify(good({ messages: [{ content: 'hi' }] })),
+    status: 400,
+    code: 'invalid_request',
+    param: 'messages[0]',
+  },
   {
     name: 'a later message that is not an object',
     body: JSON.stringify(good({ messages: [{ role: 'user', content: 'hi' }, 'oops'] })),
@@ -59,13 +77,39 @@ const rows: readonly Row[] = [
     code: 'invalid_request',
     param: 'messages[1]',
   },
-  { name: 'stream that is not a boolean', body: JSON.stringify(good({ stream: 'yes' })), status: 400, code: 'invalid_request', param: 'stream' },
-  { name: 'an unknown model', body: JSON.stringify(good({ model: 'no-such-model' })), status: 404, code: 'model_not_found', param: 'model' },
+  {
+    name: 'stream that is not a boolean',
+    body: JSON.stringify(good({ stream: 'yes' })),
+    status: 400,
+    code: 'invalid_request',
+    param: 'stream',
+  },
+  {
+    name: 'an unknown model',
+    body: JSON.stringify(good({ model: 'no-such-model' })),
+    status: 404,
+    code: 'model_not_found',
+    param: 'model',
+  },
   { name: 'GET on /v1/chat/completions', method: 'GET', status: 405, code: 'method_not_allowed', param: null },
-  { name: 'PUT on /v1/chat/completions', method: 'PUT', body: JSON.stringify(good()), status: 405, code: 'method_not_allowed', param: null },
+  {
+    name: 'PUT on /v1/chat/completions',
+    method: 'PUT',
+    body: JSON.stringify(good()),
+    status: 405,
+    code: 'method_not_allowed',
+    param: null,
+  },
   { name: 'POST on /v1/models', method: 'POST', path: '/v1/models', body: '{}', status: 405, code: 'method_not_allowed', param: null },
   { name: 'an unknown path', method: 'GET', path: '/v1/nothing-here', status: 404, code: 'not_found', param: null },
-  { name: 'an unknown path under POST', path: '/v2/chat/completions', body: JSON.stringify(good()), status: 404, code: 'not_found', param: null },
+  {
+    name: 'an unknown path under POST',
+    path: '/v2/chat/completions',
+    body: JSON.stringify(good()),
+    status: 404,
+    code: 'not_found',
+    param: null,
+  },
 ];
 
 /** One request on its own connection, with full control of the body and its framing. */
@@ -73,7 +117,14 @@ function send(options: { method?: string; path?: string; body?: string; headers?
   const url = new URL(gw.url);
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: url.hostname, port: url.port, method: options.method ?? 'POST', path: options.path ?? '/v1/chat/completions', agent: false, headers: options.headers },
+      {
+        host: url.hostname,
+        port: url.port,
+        method: options.method ?? 'POST',
+        path: options.path ?? '/v1/chat/completions',
+        agent: false,
+        headers: options.headers,
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8');
@@ -100,15 +151,18 @@ function send(options: { method?: string; path?: string; body?: string; headers?
 function sendPartial(headers: Record<string, string>, chunk: string): Promise<Raw> {
   const url = new URL(gw.url);
   return new Promise((resolve, reject) => {
-    const req = request({ host: url.hostname, port: url.port, method: 'POST', path: '/v1/chat/completions', agent: false, headers }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => {
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text });
-        req.destroy();
-      });
-    });
+    const req = request(
+      { host: url.hostname, port: url.port, method: 'POST', path: '/v1/chat/completions', agent: false, headers },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => {
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text });
+          req.destroy();
+        });
+      },
+    );
     // The gateway may close the connection while we still hold an unsent body: not a failure.
     req.on('error', (err) => reject(err));
     if (chunk === '') req.flushHeaders();

@@ -18,7 +18,10 @@ describe('process metric names', () => {
   it('/metrics names process metrics switchyard_process_* (resident memory included), never switchyard_process_process_*', async () => {
     const gw = await resources.startGw(baseConfig({ east: east.baseUrl }, { m: { candidates: [{ provider: 'east' }] } }));
     const text = await scrapeMetrics(gw.url);
-    assert.ok(metricValue(text, 'switchyard_process_resident_memory_bytes') !== undefined, 'switchyard_process_resident_memory_bytes is exported');
+    assert.ok(
+      metricValue(text, 'switchyard_process_resident_memory_bytes') !== undefined,
+      'switchyard_process_resident_memory_bytes is exported',
+    );
     const doubled = text.split('\n').filter((l) => l.includes('switchyard_process_process_'));
     assert.deepEqual(doubled, []);
   });

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
-import { startMockProvider } from '../../src/mock/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
-import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
+import { startMockProvider } from '../../src/mock/index.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
+import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
 import { chatCount } from '../support/observe.js';
 
 // The official openai npm client, unmodified, against a real gateway process: what users will
@@ -36,7 +36,7 @@ describe('the official openai client', () => {
     await mock?.close();
   });
 
-  it('a non-streaming create returns the provider\'s content, usage and model', async () => {
+  it("a non-streaming create returns the provider's content, usage and model", async () => {
     const completion = await client.chat.completions.create({ model: 'gpt-4o-mini', messages });
     assert.equal(completion.object, 'chat.completion');
     assert.equal(completion.model, 'gpt-4o-mini');
@@ -59,7 +59,7 @@ describe('the official openai client', () => {
     assert.equal(response.headers.get('x-switchyard-model'), 'gpt-4o');
   });
 
-  it('a streaming create yields chunks whose deltas concatenate to the provider\'s text', async () => {
+  it("a streaming create yields chunks whose deltas concatenate to the provider's text", async () => {
     const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages, stream: true });
     let text = '';
     let chunks = 0;
@@ -106,20 +106,17 @@ describe('the official openai client', () => {
 
   it('an unknown model raises NotFoundError with status 404 and code model_not_found, without calling the provider', async () => {
     const before = chatCount(mock);
-    await assert.rejects(
-      client.chat.completions.create({ model: 'no-such-model', messages }),
-      (err: unknown) => {
-        assert.ok(err instanceof OpenAI.APIError, `not an APIError: ${String(err)}`);
-        assert.ok(err instanceof OpenAI.NotFoundError, `not a NotFoundError: ${err.constructor.name}`);
-        assert.equal(err.status, 404);
-        assert.equal(err.code, 'model_not_found');
-        assert.equal(err.param, 'model');
-        assert.equal(err.type, 'invalid_request_error');
-        assert.match(err.message, /no-such-model/);
-        assert.equal(err.headers?.get('x-switchyard-provider'), null);
-        return true;
-      },
-    );
+    await assert.rejects(client.chat.completions.create({ model: 'no-such-model', messages }), (err: unknown) => {
+      assert.ok(err instanceof OpenAI.APIError, `not an APIError: ${String(err)}`);
+      assert.ok(err instanceof OpenAI.NotFoundError, `not a NotFoundError: ${err.constructor.name}`);
+      assert.equal(err.status, 404);
+      assert.equal(err.code, 'model_not_found');
+      assert.equal(err.param, 'model');
+      assert.equal(err.type, 'invalid_request_error');
+      assert.match(err.message, /no-such-model/);
+      assert.equal(err.headers?.get('x-switchyard-provider'), null);
+      return true;
+    });
     await assert.rejects(
       client.chat.completions.create({ model: 'no-such-model', messages, stream: true }),
       (err: unknown) => err instanceof OpenAI.NotFoundError && err.code === 'model_not_found',
@@ -127,7 +124,7 @@ describe('the official openai client', () => {
     assert.equal(chatCount(mock), before);
   });
 
-  it('an upstream failure raises an APIError with the gateway\'s 5xx status and code', async () => {
+  it("an upstream failure raises an APIError with the gateway's 5xx status and code", async () => {
     mock.addFault({ mode: 'status', status: 500, count: 1 });
     await assert.rejects(client.chat.completions.create({ model: 'gpt-4o-mini', messages }), (err: unknown) => {
       assert.ok(err instanceof OpenAI.InternalServerError, `not an InternalServerError: ${String(err)}`);

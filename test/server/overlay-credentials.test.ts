@@ -31,7 +31,10 @@ describe('a credential secretRef that escapes credential_mount_base', () => {
     const withRef = (secretRef: Record<string, string>): string =>
       JSON.stringify({ local_site: 'east', candidates: [candidate('m', 'east', { credential: { strategy: 'bearer_token', secretRef } })] });
     writeFileSync(file, withRef({ namespace: 'team-a', name: 'creds', key: 'token' }));
-    const gw = await resources.startGw(overlayConfig({ east: east.baseUrl }, { file, credential_mount_base: mount, reload: { enabled: false } }), { dir });
+    const gw = await resources.startGw(
+      overlayConfig({ east: east.baseUrl }, { file, credential_mount_base: mount, reload: { enabled: false } }),
+      { dir },
+    );
 
     east.reset();
     const before = await postChat(gw.url, chatBody('m'));
@@ -44,7 +47,10 @@ describe('a credential secretRef that escapes credential_mount_base', () => {
     assert.equal(reload.status, 422, reload.text);
     assert.equal(reload.body.result, 'rejected', reload.text);
     assert.equal(reload.body.reason, 'invalid_candidate', reload.text);
-    assert.ok(reload.body.errors.some((e) => e.message.includes('credential.secretRef.namespace')), `the error names credential.secretRef.namespace: ${reload.text}`);
+    assert.ok(
+      reload.body.errors.some((e) => e.message.includes('credential.secretRef.namespace')),
+      `the error names credential.secretRef.namespace: ${reload.text}`,
+    );
 
     const after = await postChat(gw.url, chatBody('m'));
     assert.equal(after.status, 200, after.text);

@@ -3,15 +3,15 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startMockProvider } from '../../src/mock/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
-import { startGatewayProcess } from '../support/gateway-process.js';
+import { startMockProvider } from '../../src/mock/index.js';
+import { adminStatusBody } from '../support/admin.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
+import { startGatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import { metricValue, scrapeMetrics } from '../support/observe.js';
-import { candidate, envelope } from '../support/overlay.js';
 import type { EnvelopeOptions } from '../support/overlay.js';
-import { adminStatusBody } from '../support/admin.js';
+import { candidate, envelope } from '../support/overlay.js';
 import { overlayConfig, reloadLines, revisionOf, waitForReload, waitForServing, writeByRename } from '../support/overlay-gateway.js';
 
 // The overlay reload path seen from outside: a real gateway process in overlay mode, an
@@ -48,7 +48,11 @@ async function publish(candidates: unknown[], o: EnvelopeOptions = {}): Promise<
 async function servedRevision(model = 'm'): Promise<{ revision: string | null; generation: string | null; provider: string | null }> {
   const r = await postChat(gw.url, chatBody(model));
   assert.equal(r.status, 200, r.text);
-  return { revision: r.headers.get('x-switchyard-revision'), generation: r.headers.get('x-switchyard-generation'), provider: r.headers.get('x-switchyard-provider') };
+  return {
+    revision: r.headers.get('x-switchyard-revision'),
+    generation: r.headers.get('x-switchyard-generation'),
+    provider: r.headers.get('x-switchyard-provider'),
+  };
 }
 
 describe('overlay reload: retention, same bytes, timestamps, rollback, unknown cluster', () => {
@@ -85,7 +89,11 @@ describe('overlay reload: retention, same bytes, timestamps, rollback, unknown c
    * request that the baseline revision and generation still serve, checks the counter and
    * /admin/status, then puts the serving bytes back (a no-op reload) before the next case.
    */
-  async function expectRetained(reason: string, act: () => void, restore: () => void = () => writeByRename(overlayFile, baseline.text)): Promise<void> {
+  async function expectRetained(
+    reason: string,
+    act: () => void,
+    restore: () => void = () => writeByRename(overlayFile, baseline.text),
+  ): Promise<void> {
     const from = reloadLines(gw).length;
     act();
     const line = await waitForReload(gw, from, (l) => l.result === 'rejected' && l.reason === reason, `rejected with reason ${reason}`);
@@ -98,7 +106,10 @@ describe('overlay reload: retention, same bytes, timestamps, rollback, unknown c
 
     const metrics = await scrapeMetrics(gw.url);
     const rejected = metricValue(metrics, 'switchyard_overlay_reload_total', { result: 'rejected', reason });
-    assert.ok(rejected !== undefined && rejected >= 1, `switchyard_overlay_reload_total{result="rejected",reason="${reason}"} = ${rejected}`);
+    assert.ok(
+      rejected !== undefined && rejected >= 1,
+      `switchyard_overlay_reload_total{result="rejected",reason="${reason}"} = ${rejected}`,
+    );
 
     const status = await adminStatusBody(gw);
     assert.equal(status.overlay?.serving_revision, baseline.revision);
@@ -165,7 +176,9 @@ describe('overlay reload: retention, same bytes, timestamps, rollback, unknown c
   });
 
   it('Invariant 2 — a content digest that does not match the overlay is rejected and the previous revision keeps serving', async () => {
-    const env = envelope([candidate('m', 'central')], { namespace: 'ai', sourceGeneration: 6 }) as { overlay: { candidates: Array<Record<string, unknown>> } };
+    const env = envelope([candidate('m', 'central')], { namespace: 'ai', sourceGeneration: 6 }) as {
+      overlay: { candidates: Array<Record<string, unknown>> };
+    };
     const tampered = structuredClone(env);
     tampered.overlay.candidates[0]!.cluster = 'west';
     await expectRetained('digest_mismatch', () => writeByRename(overlayFile, JSON.stringify(tampered)));
@@ -178,11 +191,15 @@ describe('overlay reload: retention, same bytes, timestamps, rollback, unknown c
 
   it('Invariant 2 — an unsupported schema_version is rejected and the previous revision keeps serving', async () => {
     const env = envelope([candidate('m', 'central')], { namespace: 'ai', sourceGeneration: 6 });
-    await expectRetained('unsupported_schema_version', () => writeByRename(overlayFile, JSON.stringify({ ...env, schema_version: '2.0.0' })));
+    await expectRetained('unsupported_schema_version', () =>
+      writeByRename(overlayFile, JSON.stringify({ ...env, schema_version: '2.0.0' })),
+    );
   });
 
   it('Invariant 2 — a duplicate stable_id is rejected and the previous revision keeps serving', async () => {
-    const { text } = render([candidate('m', 'east', { stable_id: 'same-id' }), candidate('m', 'central', { stable_id: 'same-id' })], { sourceGeneration: 6 });
+    const { text } = render([candidate('m', 'east', { stable_id: 'same-id' }), candidate('m', 'central', { stable_id: 'same-id' })], {
+      sourceGeneration: 6,
+    });
     await expectRetained('duplicate_stable_id', () => writeByRename(overlayFile, text));
   });
 
@@ -274,11 +291,16 @@ describe('overlay reload: retention, same bytes, timestamps, rollback, unknown c
       assert.equal(r.provider, 'central', 'deterministic order would pick the first candidate, but its cluster is unknown');
     }
     const status = await adminStatusBody(gw);
-    assert.deepEqual(status.overlay?.unroutable_candidates, [{ stable_id: 'inference_model/m/nowhere-site/nowhere', model: 'm', cluster: 'nowhere' }]);
+    assert.deepEqual(status.overlay?.unroutable_candidates, [
+      { stable_id: 'inference_model/m/nowhere-site/nowhere', model: 'm', cluster: 'nowhere' },
+    ]);
     assert.equal(status.overlay?.candidates_per_model.m, 2, 'the unroutable candidate still counts as part of the revision');
     assert.equal(metricValue(await scrapeMetrics(gw.url), 'switchyard_overlay_unroutable_candidates'), 1);
     const line = await waitForReload(gw, from, (l) => l.result === 'applied' && l.revision === applied.revision, 'the revision is applied');
-    assert.ok(JSON.stringify(line.warnings ?? []).includes('nowhere'), `the reload line reports the unroutable candidate: ${JSON.stringify(line)}`);
+    assert.ok(
+      JSON.stringify(line.warnings ?? []).includes('nowhere'),
+      `the reload line reports the unroutable candidate: ${JSON.stringify(line)}`,
+    );
 
     // Once the candidate is gone, the gauge drops back.
     await publish([candidate('m', 'central')], { sourceGeneration: 3, sourceUid: 'uid-2' });

@@ -3,16 +3,16 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { startMockProvider } from '../../src/mock/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
-import { startGatewayProcess } from '../support/gateway-process.js';
-import type { GatewayProcess } from '../support/gateway-process.js';
-import { chatBody, postChat } from '../support/http.js';
-import type { Reply } from '../support/http.js';
-import { chatCount, metricValue, scrapeMetrics, tally } from '../support/observe.js';
-import { candidate, envelope } from '../support/overlay.js';
-import type { EnvelopeOptions } from '../support/overlay.js';
+import { startMockProvider } from '../../src/mock/index.js';
 import { adminStatusBody } from '../support/admin.js';
+import type { GatewayProcess } from '../support/gateway-process.js';
+import { startGatewayProcess } from '../support/gateway-process.js';
+import type { Reply } from '../support/http.js';
+import { chatBody, postChat } from '../support/http.js';
+import { chatCount, metricValue, scrapeMetrics, tally } from '../support/observe.js';
+import type { EnvelopeOptions } from '../support/overlay.js';
+import { candidate, envelope } from '../support/overlay.js';
 import { attributionHeaders, overlayConfig, revisionOf, waitForServing, writeByRename } from '../support/overlay-gateway.js';
 
 // Selection over overlay candidates, seen from outside: one gateway process in overlay mode
@@ -52,7 +52,6 @@ async function servedBy(model: string, n: number, session?: string): Promise<str
   }
   return out;
 }
-
 
 function counts(): Record<Name, number> {
   return { east: chatCount(mocks.east), west: chatCount(mocks.west), central: chatCount(mocks.central) };
@@ -100,7 +99,11 @@ describe('overlay selection', () => {
   it('a served request carries revision, candidate, provider and generation, and the upstream gets the Grid hop headers', async () => {
     const revision = await publish([candidate('m', 'west', { stable_id: '0badcafe' })]);
     const generation = (await adminStatusBody(gw)).generation!.number;
-    const r = await ask('m', undefined, { 'x-ai-routing-revision': 'forged', 'x-ai-routing-candidate': 'forged', 'x-request-id': 'req-overlay-1' });
+    const r = await ask('m', undefined, {
+      'x-ai-routing-revision': 'forged',
+      'x-ai-routing-candidate': 'forged',
+      'x-request-id': 'req-overlay-1',
+    });
     assert.equal(r.status, 200, r.text);
     assert.equal(r.headers.get('x-switchyard-revision'), revision);
     assert.equal(r.headers.get('x-switchyard-candidate'), '0badcafe');
@@ -108,14 +111,18 @@ describe('overlay selection', () => {
     assert.equal(r.headers.get('x-switchyard-generation'), String(generation));
     const seen = mocks.west.stats().recent.at(-1)!.headers;
     assert.equal(seen['x-ai-routing-candidate'], '0badcafe');
-    assert.equal(seen['x-ai-routing-revision'], revision, 'the client\'s copy of the header was replaced');
+    assert.equal(seen['x-ai-routing-revision'], revision, "the client's copy of the header was replaced");
     assert.equal(seen['x-ai-routing-request-id'], 'req-overlay-1');
   });
 
   describe('selection groups', () => {
     it('new requests go to the lowest group that has a new_and_existing member', async () => {
       await publish(
-        [candidate('m', 'east', { selection_group: 0 }), candidate('m', 'west', { selection_group: 1 }), candidate('m', 'central', { selection_group: 1 })],
+        [
+          candidate('m', 'east', { selection_group: 0 }),
+          candidate('m', 'west', { selection_group: 1 }),
+          candidate('m', 'central', { selection_group: 1 }),
+        ],
         { selectionMode: 'roundRobin' },
       );
       assert.deepEqual(tally(await servedBy('m', 12)), { east: 12 });
@@ -187,7 +194,9 @@ describe('overlay selection', () => {
     });
 
     it('weightedRandom follows traffic_weight: weight 9 gets clearly more than weight 1', async () => {
-      await publish([candidate('m', 'east', { traffic_weight: 1 }), candidate('m', 'west', { traffic_weight: 9 })], { selectionMode: 'weightedRandom' });
+      await publish([candidate('m', 'east', { traffic_weight: 1 }), candidate('m', 'west', { traffic_weight: 9 })], {
+        selectionMode: 'weightedRandom',
+      });
       const t = tally(await servedBy('m', 200));
       const east = t.east ?? 0;
       const west = t.west ?? 0;
@@ -204,7 +213,10 @@ describe('overlay selection', () => {
       assert.deepEqual(await servedBy('m', 1, 'sess-a'), ['east'], 'deterministic: the session binds to east');
 
       // X in a group of its own, set to existing_only.
-      await publish([candidate('m', 'east', { selection_group: 0, admission_state: 'existing_only' }), candidate('m', 'west', { selection_group: 1 })]);
+      await publish([
+        candidate('m', 'east', { selection_group: 0, admission_state: 'existing_only' }),
+        candidate('m', 'west', { selection_group: 1 }),
+      ]);
       assert.deepEqual(tally(await servedBy('m', 5, 'sess-a')), { east: 5 }, 'the bound session keeps its existing_only candidate');
       for (let i = 0; i < 10; i++) assert.deepEqual(await servedBy('m', 1, `sess-new-${i}`), ['west'], `new session ${i}`);
       assert.deepEqual(tally(await servedBy('m', 5)), { west: 5 }, 'requests without a session never get X');
@@ -222,7 +234,9 @@ describe('overlay selection', () => {
     describe('candidates without a selection_group: admission is per candidate', () => {
       const bindTo = async (session: string, cluster: Name): Promise<void> => {
         // Deterministic mode serves the first candidate, so listing `cluster` first binds the session to it.
-        await publish([candidate('m', cluster), ...names.filter((n) => n !== cluster).map((n) => candidate('m', n))], { selectionMode: 'deterministic' });
+        await publish([candidate('m', cluster), ...names.filter((n) => n !== cluster).map((n) => candidate('m', n))], {
+          selectionMode: 'deterministic',
+        });
         assert.deepEqual(await servedBy('m', 1, session), [cluster], `the session binds to ${cluster}`);
       };
 
@@ -238,8 +252,16 @@ describe('overlay selection', () => {
           );
           const fresh: string[] = [];
           for (let i = 0; i < 12; i++) fresh.push(...(await servedBy('m', 1, `sess-new-${label}-${i}`)));
-          assert.deepEqual(tally(fresh), { east: 6, central: 6 }, `new sessions round-robin over the active candidates only: ${fresh.join(',')}`);
-          assert.deepEqual(tally(await servedBy('m', 4)), { east: 2, central: 2 }, 'requests without a session never get the existing_only candidate');
+          assert.deepEqual(
+            tally(fresh),
+            { east: 6, central: 6 },
+            `new sessions round-robin over the active candidates only: ${fresh.join(',')}`,
+          );
+          assert.deepEqual(
+            tally(await servedBy('m', 4)),
+            { east: 2, central: 2 },
+            'requests without a session never get the existing_only candidate',
+          );
           assert.deepEqual(tally(await servedBy('m', 3, 'sess-eo')), { west: 3 }, 'the bound session keeps its existing_only candidate');
           assert.equal(counts().west, 1 + 3, 'west saw the binding request and the bound session only');
         });
@@ -249,12 +271,20 @@ describe('overlay selection', () => {
         await bindTo('sess-none', 'east');
         await bindTo('sess-kept', 'central');
         await publish(
-          [candidate('m', 'east', { admission_state: 'none' }), candidate('m', 'west'), candidate('m', 'central', { admission_state: 'existing_only' })],
+          [
+            candidate('m', 'east', { admission_state: 'none' }),
+            candidate('m', 'west'),
+            candidate('m', 'central', { admission_state: 'existing_only' }),
+          ],
           { selectionMode: 'roundRobin' },
         );
         mocks.east.reset();
         assert.deepEqual(tally(await servedBy('m', 6)), { west: 6 }, 'new requests go to the only new_and_existing candidate');
-        assert.deepEqual(tally(await servedBy('m', 2, 'sess-none')), { west: 2 }, 'the session bound to the none candidate is served as a new one');
+        assert.deepEqual(
+          tally(await servedBy('m', 2, 'sess-none')),
+          { west: 2 },
+          'the session bound to the none candidate is served as a new one',
+        );
         assert.deepEqual(tally(await servedBy('m', 2, 'sess-kept')), { central: 2 });
         assert.equal(counts().east, 0, 'the none candidate is never called');
       });
@@ -310,7 +340,9 @@ describe('overlay selection', () => {
   });
 
   describe('credentials from the mount', () => {
-    const ref = (name: string): Record<string, unknown> => ({ credential: { strategy: 'bearer_token', secretRef: { name, namespace: 'ai', key: 'token' } } });
+    const ref = (name: string): Record<string, unknown> => ({
+      credential: { strategy: 'bearer_token', secretRef: { name, namespace: 'ai', key: 'token' } },
+    });
 
     it('a candidate credential is read from {credential_mount_base}/{namespace}/{name}/{key} and sent as a bearer token', async () => {
       await publish([candidate('cred', 'east', ref('east-key'))]);
@@ -329,7 +361,11 @@ describe('overlay selection', () => {
       assert.equal(r.status, 200, r.text);
       assert.equal(r.headers.get('x-switchyard-provider'), 'central');
       assert.equal(r.headers.get('x-switchyard-fallback'), 'west');
-      assert.equal(mocks.central.stats().recent.at(-1)!.headers.authorization, undefined, 'the next candidate carries no borrowed credential');
+      assert.equal(
+        mocks.central.stats().recent.at(-1)!.headers.authorization,
+        undefined,
+        'the next candidate carries no borrowed credential',
+      );
 
       const only = await ask('cred-only');
       assert.equal(only.status, 503, only.text);
@@ -337,8 +373,14 @@ describe('overlay selection', () => {
       assert.equal(error.code, 'credential_unavailable');
       assert.match(error.message, /credential/, 'the reason names the unavailable credential');
       assert.equal(counts().west, 0, 'a candidate without its credential is never called');
-      const fallbacks = metricValue(await scrapeMetrics(gw.url), 'switchyard_fallbacks_total', { provider: 'west', reason: 'credential_unavailable' });
-      assert.ok(fallbacks !== undefined && fallbacks >= 2, `switchyard_fallbacks_total{provider="west",reason="credential_unavailable"} = ${fallbacks}`);
+      const fallbacks = metricValue(await scrapeMetrics(gw.url), 'switchyard_fallbacks_total', {
+        provider: 'west',
+        reason: 'credential_unavailable',
+      });
+      assert.ok(
+        fallbacks !== undefined && fallbacks >= 2,
+        `switchyard_fallbacks_total{provider="west",reason="credential_unavailable"} = ${fallbacks}`,
+      );
     });
 
     it('Invariant 7 — the mounted secret never appears in gateway output or the admin views', async () => {

@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { stringify } from 'yaml';
-import { startMockProvider } from '../../src/mock/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
+import { startMockProvider } from '../../src/mock/index.js';
+import { adminStatusBody } from '../support/admin.js';
 import { runCli, startGatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import { candidate, envelope } from '../support/overlay.js';
-import { adminStatusBody } from '../support/admin.js';
 import { overlayConfig } from '../support/overlay-gateway.js';
 
 // Start-up rules for overlay mode, seen as a user sees them: `switchyard serve` on a config
@@ -69,7 +69,11 @@ describe('overlay mode at start-up', () => {
     const config = {
       server: { listen: '127.0.0.1:0' },
       providers: { east: { type: 'openai', base_url: mock.baseUrl } },
-      routing: { routes: { m: { candidates: [{ provider: 'east' }] } }, expected_scope: { network: 'test-net' }, reload: { enabled: true } },
+      routing: {
+        routes: { m: { candidates: [{ provider: 'east' }] } },
+        expected_scope: { network: 'test-net' },
+        reload: { enabled: true },
+      },
     };
     const stderr = await refusedAtStartup(writeFiles(config));
     assert.match(stderr, /routing\.expected_scope: .*overlay/);

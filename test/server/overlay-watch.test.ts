@@ -6,17 +6,17 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { stringify } from 'yaml';
-import { startMockProvider } from '../../src/mock/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
-import { startGateway } from '../../src/server/index.js';
+import { startMockProvider } from '../../src/mock/index.js';
 import type { Gateway } from '../../src/server/index.js';
-import { startGatewayProcess } from '../support/gateway-process.js';
+import { startGateway } from '../../src/server/index.js';
+import { adminStatusBody } from '../support/admin.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
+import { startGatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import { waitUntil } from '../support/observe.js';
-import { candidate, envelope, kubeletWrite } from '../support/overlay.js';
 import type { EnvelopeOptions } from '../support/overlay.js';
-import { adminStatusBody } from '../support/admin.js';
+import { candidate, envelope, kubeletWrite } from '../support/overlay.js';
 import { overlayConfig, reloadLines, revisionOf, waitForReload, waitForServing, writeByRename } from '../support/overlay-gateway.js';
 
 // The overlay watcher seen from outside: the writers a control plane really uses (the
@@ -64,14 +64,20 @@ describe('overlay watcher lifecycle', () => {
     const first = render([candidate('m', 'east')]);
     writeFileSync(file, first.text);
     for (let i = 0; i < 10; i++) {
-      const gw = await startGatewayProcess(overlayConfig(providers, { file, reload: { debounce_ms: 50, recheck_ms: 200 } }), { dir, fileName: `gateway-${i}.yaml` });
+      const gw = await startGatewayProcess(overlayConfig(providers, { file, reload: { debounce_ms: 50, recheck_ms: 200 } }), {
+        dir,
+        fileName: `gateway-${i}.yaml`,
+      });
       try {
         assert.equal((await served(gw, 'm')).revision, first.revision);
       } finally {
         const code = await gw.stop();
         assert.equal(code, 0, `cycle ${i}: exit code ${code}\n${gw.output.slice(-10).join('\n')}`);
       }
-      assert.ok(gw.logs().some((l) => l.msg === 'stopped'), `cycle ${i}: the gateway logged its orderly stop`);
+      assert.ok(
+        gw.logs().some((l) => l.msg === 'stopped'),
+        `cycle ${i}: the gateway logged its orderly stop`,
+      );
     }
   });
 
@@ -133,7 +139,10 @@ describe('overlay watcher lifecycle', () => {
     for (const type of ['FSEventWrap', 'FSWatcher', 'StatWatcher', 'Timeout', 'TCPServerWrap', 'TCPSocketWrap']) {
       // Allow one for the test's own pending timer.
       const allowance = type === 'Timeout' ? 1 : 0;
-      assert.ok((resourcesAfter[type] ?? 0) <= (resourcesBefore[type] ?? 0) + allowance, `${type}: ${resourcesBefore[type] ?? 0} before, ${resourcesAfter[type] ?? 0} after 10 cycles`);
+      assert.ok(
+        (resourcesAfter[type] ?? 0) <= (resourcesBefore[type] ?? 0) + allowance,
+        `${type}: ${resourcesBefore[type] ?? 0} before, ${resourcesAfter[type] ?? 0} after 10 cycles`,
+      );
     }
   });
 });
@@ -163,7 +172,11 @@ describe('overlay writers', () => {
     for (let i = 1; i <= 30; i++) {
       sourceGeneration += 1;
       // A different candidate set each time: a new model, and a rotating provider set.
-      const set = [candidate(`m-${i}`, clusters[i % 3]!), candidate(`m-${i}`, clusters[(i + 1) % 3]!), candidate('shared', clusters[i % 3]!)];
+      const set = [
+        candidate(`m-${i}`, clusters[i % 3]!),
+        candidate(`m-${i}`, clusters[(i + 1) % 3]!),
+        candidate('shared', clusters[i % 3]!),
+      ];
       const next = render(set.slice(0, 1 + (i % 3)), { sourceGeneration });
       kubeletWrite(kubeDir, { 'routing-overlay.json': next.text });
       const status = await waitForServing(gw, next.revision);
@@ -175,7 +188,9 @@ describe('overlay writers', () => {
       .filter((l) => l.result === 'applied')
       .map((l) => l.revision);
     assert.deepEqual(applied, revisions, 'each of the 30 revisions was applied once, in order');
-    const rejected = reloadLines(gw).slice(from).filter((l) => l.result === 'rejected');
+    const rejected = reloadLines(gw)
+      .slice(from)
+      .filter((l) => l.result === 'rejected');
     assert.deepEqual(rejected, [], 'no reload saw a half-swapped volume');
     const last = await served(gw, 'm-30');
     assert.equal(last.revision, revisions[29]);
@@ -282,7 +297,9 @@ describe('overlay start-up race', () => {
       await waitUntil(async () => {
         seen = (await served({ url }, 'm')).revision;
         return seen === second.revision;
-      }, 'the update written during start-up serves').catch(() => assert.fail(`still serving ${seen}; reload lines: ${JSON.stringify(lines.filter((l) => l.msg === 'reload'))}`));
+      }, 'the update written during start-up serves').catch(() =>
+        assert.fail(`still serving ${seen}; reload lines: ${JSON.stringify(lines.filter((l) => l.msg === 'reload'))}`),
+      );
       assert.equal((await served({ url }, 'm')).provider, 'west');
     } finally {
       if (child.exitCode === null) child.kill('SIGTERM');
@@ -332,7 +349,12 @@ describe('overlay directory deleted and recreated', () => {
       writeByRename(file, next.text);
       await waitForServing(gw, next.revision);
     }
-    const triggers = reloadLines(gw).slice(from).map((l) => l.trigger);
-    assert.ok(triggers.includes('overlay_watch'), `no reload was triggered by a file event after the directory came back: ${triggers.join(',')}`);
+    const triggers = reloadLines(gw)
+      .slice(from)
+      .map((l) => l.trigger);
+    assert.ok(
+      triggers.includes('overlay_watch'),
+      `no reload was triggered by a file event after the directory came back: ${triggers.join(',')}`,
+    );
   });
 });

@@ -3,15 +3,14 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startMockProvider } from '../../src/mock/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
+import { startMockProvider } from '../../src/mock/index.js';
 import type { ReloadResult } from '../../src/server/index.js';
-import { adminReload } from '../support/admin.js';
-import { configText, startGatewayProcess } from '../support/gateway-process.js';
+import { adminReload, adminStatusBody } from '../support/admin.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
+import { configText, startGatewayProcess } from '../support/gateway-process.js';
 import { metricValue, scrapeMetrics, waitUntil } from '../support/observe.js';
 import { candidate, envelope } from '../support/overlay.js';
-import { adminStatusBody } from '../support/admin.js';
 import { overlayConfig, reloadLines, waitForReload, writeByRename } from '../support/overlay-gateway.js';
 
 // A refused input left on disk, seen from outside: a real gateway in overlay mode whose
@@ -31,7 +30,10 @@ async function metric(name: string, labels: Record<string, string>): Promise<num
 
 async function overlayRechecks(): Promise<number> {
   const text = await scrapeMetrics(gw.url);
-  return ['applied', 'unchanged', 'rejected'].reduce((n, result) => n + (metricValue(text, 'switchyard_reload_total', { trigger: 'overlay_recheck', result }) ?? 0), 0);
+  return ['applied', 'unchanged', 'rejected'].reduce(
+    (n, result) => n + (metricValue(text, 'switchyard_reload_total', { trigger: 'overlay_recheck', result }) ?? 0),
+    0,
+  );
 }
 
 /** Waits until `n` more overlay re-checks have run (each every 100 ms). */
@@ -56,7 +58,11 @@ describe('a refused input left on disk', () => {
     mkdirSync(join(dir, 'overlay'));
     overlayFile = join(dir, 'overlay', 'routing-overlay.json');
     writeFileSync(overlayFile, JSON.stringify(envelope([candidate('m', 'east')], { sourceGeneration: 5 })));
-    config = overlayConfig({ east: east.baseUrl }, { file: overlayFile, reload: { debounce_ms: 50, recheck_ms: 100 } }, { server: { watch_config: true, watch_debounce_ms: 50 } });
+    config = overlayConfig(
+      { east: east.baseUrl },
+      { file: overlayFile, reload: { debounce_ms: 50, recheck_ms: 100 } },
+      { server: { watch_config: true, watch_debounce_ms: 50 } },
+    );
     gw = await startGatewayProcess(config, { dir });
   });
 
@@ -75,11 +81,22 @@ describe('a refused input left on disk', () => {
     assert.equal(await metric('switchyard_overlay_reload_total', { result: 'rejected', reason: 'rollback' }), 1);
 
     await afterRechecks(15);
-    assert.equal(await metric('switchyard_overlay_reload_total', { result: 'rejected', reason: 'rollback' }), 1, 'the re-checks did not count the same refusal again');
-    assert.deepEqual((await adminStatusBody(gw)).overlay!.last_rejection, first, 'last_rejection keeps the first refusal\'s time');
+    assert.equal(
+      await metric('switchyard_overlay_reload_total', { result: 'rejected', reason: 'rollback' }),
+      1,
+      'the re-checks did not count the same refusal again',
+    );
+    assert.deepEqual((await adminStatusBody(gw)).overlay!.last_rejection, first, "last_rejection keeps the first refusal's time");
     assert.equal(warnLines().length, 1, 'one warn line');
-    assert.deepEqual((await history()).filter((h) => h.endsWith(':rejected:rollback')), ['overlay_watch:rejected:rollback'], 'one history entry');
-    assert.ok((await metric('switchyard_reload_total', { trigger: 'overlay_recheck', result: 'unchanged' })) >= 15, 'each re-check is counted as unchanged');
+    assert.deepEqual(
+      (await history()).filter((h) => h.endsWith(':rejected:rollback')),
+      ['overlay_watch:rejected:rollback'],
+      'one history entry',
+    );
+    assert.ok(
+      (await metric('switchyard_reload_total', { trigger: 'overlay_recheck', result: 'unchanged' })) >= 15,
+      'each re-check is counted as unchanged',
+    );
     assert.equal((await adminStatusBody(gw)).generation?.number, 1, 'the serving generation stays');
   });
 
@@ -115,7 +132,10 @@ describe('a refused input left on disk', () => {
     const rejectedLines = (): number => reloadLines(gw).filter((l) => l.trigger === 'config_watch' && l.result === 'rejected').length;
     const configWatchReloads = async (): Promise<number> => {
       const text = await scrapeMetrics(gw.url);
-      return ['applied', 'unchanged', 'rejected'].reduce((n, result) => n + (metricValue(text, 'switchyard_reload_total', { trigger: 'config_watch', result }) ?? 0), 0);
+      return ['applied', 'unchanged', 'rejected'].reduce(
+        (n, result) => n + (metricValue(text, 'switchyard_reload_total', { trigger: 'config_watch', result }) ?? 0),
+        0,
+      );
     };
     // Written by rename, so that no reload can read a half-written (empty) file in between.
     writeByRename(gw.configPath, broken);

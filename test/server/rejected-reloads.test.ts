@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
 import { before, describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { MockProvider } from '../../src/mock/index.js';
 import { adminReload, adminStatus } from '../support/admin.js';
 import { aliasBombConfig, baseConfig } from '../support/gateway-process.js';
@@ -30,7 +30,10 @@ describe('a reload onto a YAML alias bomb', () => {
     const reload = await adminReload(gw.adminUrl!);
     assert.equal(reload.status, 422, reload.text);
     assert.equal(reload.body.result, 'rejected', reload.text);
-    assert.ok(reload.body.errors.some((e) => /alias/i.test(e.message)), reload.text);
+    assert.ok(
+      reload.body.errors.some((e) => /alias/i.test(e.message)),
+      reload.text,
+    );
 
     gw.child.kill('SIGHUP');
     await gw.waitForLog((l) => l.msg === 'reload' && l.trigger === 'sighup');
@@ -53,7 +56,10 @@ describe('safety-net re-checks that find nothing new stay out of the reload hist
     const dir = resources.tempDir();
     const file = join(dir, 'routing-overlay.json');
     writeFileSync(file, legacyOverlay('m'));
-    const gw = await resources.startGw(overlayConfig({ east: east.baseUrl }, { file, reload: { enabled: true, debounce_ms: 50, recheck_ms: 100 } }), { dir });
+    const gw = await resources.startGw(
+      overlayConfig({ east: east.baseUrl }, { file, reload: { enabled: true, debounce_ms: 50, recheck_ms: 100 } }),
+      { dir },
+    );
     gw.writeConfig('providers: [');
     const reload = await adminReload(gw.adminUrl!);
     assert.equal(reload.body.result, 'rejected', reload.text);
@@ -62,14 +68,20 @@ describe('safety-net re-checks that find nothing new stay out of the reload hist
     // else bounded by the 100 ms re-check period.
     const rechecks = async (): Promise<number> => {
       const text = await scrapeMetrics(gw.url);
-      return ['applied', 'unchanged', 'rejected'].reduce((n, result) => n + (metricValue(text, 'switchyard_reload_total', { trigger: 'overlay_recheck', result }) ?? 0), 0);
+      return ['applied', 'unchanged', 'rejected'].reduce(
+        (n, result) => n + (metricValue(text, 'switchyard_reload_total', { trigger: 'overlay_recheck', result }) ?? 0),
+        0,
+      );
     };
     for (let i = 0; i < 60 && (await rechecks()) < 25; i++) await delay(50);
     if ((await rechecks()) < 25) await delay(1500);
 
     const status = await adminStatus(gw.adminUrl!);
     const history = status.body.reloads.map((r) => `${r.trigger}:${r.result}`);
-    assert.ok(history.includes('admin:rejected'), `the rejected admin reload fell out of the history: ${JSON.stringify([...new Set(history)])}`);
+    assert.ok(
+      history.includes('admin:rejected'),
+      `the rejected admin reload fell out of the history: ${JSON.stringify([...new Set(history)])}`,
+    );
     assert.ok(!history.includes('overlay_recheck:unchanged'), JSON.stringify([...new Set(history)]));
   });
 });

@@ -27,11 +27,15 @@ describe('coalesced triggers never lose an explicit reload', () => {
     const dir = resources.tempDir();
     const overlayFile = join(dir, 'routing-overlay.json');
     writeFileSync(overlayFile, legacyOverlay('m'));
-    const config = (withWest: boolean): string => stringify({
-      server: { listen: '127.0.0.1:0' },
-      providers: { east: { type: 'openai', base_url: east.baseUrl }, ...(withWest ? { west: { type: 'openai', base_url: west.baseUrl } } : {}) },
-      routing: { overlay: { file: overlayFile, reload: { enabled: false } } },
-    });
+    const config = (withWest: boolean): string =>
+      stringify({
+        server: { listen: '127.0.0.1:0' },
+        providers: {
+          east: { type: 'openai', base_url: east.baseUrl },
+          ...(withWest ? { west: { type: 'openai', base_url: west.baseUrl } } : {}),
+        },
+        routing: { overlay: { file: overlayFile, reload: { enabled: false } } },
+      });
     const configPath = join(dir, 'gateway.yaml');
     writeFileSync(configPath, config(false));
     const gw = await startGateway({ configPath, logger: silent });
@@ -43,7 +47,10 @@ describe('coalesced triggers never lose an explicit reload', () => {
     const watch = gw.reload('overlay_watch'); // a file event during it: queued
     const admin = gw.reload('admin'); // POST /admin/reload during it
     const result = await admin;
-    assert.ok(Object.keys(gw.services.holder.current().providers).includes('west'), `the admin caller's reload did not re-read the config: ${JSON.stringify({ trigger: result.trigger, result: result.result })}`);
+    assert.ok(
+      Object.keys(gw.services.holder.current().providers).includes('west'),
+      `the admin caller's reload did not re-read the config: ${JSON.stringify({ trigger: result.trigger, result: result.result })}`,
+    );
     assert.equal(result.result, 'applied');
     await Promise.all([recheck, watch]);
   });
@@ -73,7 +80,11 @@ describe('coalesced triggers never lose an explicit reload', () => {
     writeFileSync(overlayFile, legacyOverlay('m2'));
     const [firstResult, , result] = await Promise.all([first, queued, overlay]);
     assert.equal(firstResult.result, 'rejected', 'the reload in flight saw the half-written config');
-    assert.deepEqual(Object.keys(gw.services.holder.current().routes), ['m2'], `the overlay change was not applied (the overlay_watch caller got ${result.trigger}/${result.result})`);
+    assert.deepEqual(
+      Object.keys(gw.services.holder.current().routes),
+      ['m2'],
+      `the overlay change was not applied (the overlay_watch caller got ${result.trigger}/${result.result})`,
+    );
     assert.equal(result.result, 'applied');
   });
 });

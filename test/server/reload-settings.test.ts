@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import type { MockProvider } from '../../src/mock/index.js';
 import { adminReload } from '../support/admin.js';
-import { baseConfig } from '../support/gateway-process.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
+import { baseConfig } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import { chatCount, waitUntil } from '../support/observe.js';
 import { legacyOverlay } from '../support/overlay.js';
@@ -67,7 +67,11 @@ describe('a reload that raises max_connections takes effect', () => {
     // Closing the mock ends the hanging requests.
     await slow.close();
     await Promise.all(replies);
-    assert.equal(arrived, 4, `only ${arrived} of 4 requests reached the provider (answered before that: ${answeredBefore}); max_connections 8 was not applied`);
+    assert.equal(
+      arrived,
+      4,
+      `only ${arrived} of 4 requests reached the provider (answered before that: ${answeredBefore}); max_connections 8 was not applied`,
+    );
     assert.equal(answeredBefore, 0);
   });
 });
@@ -89,7 +93,10 @@ describe('routing.overlay.file is restart-only', () => {
 
     gw.writeConfig(config(fileB));
     const reload = await adminReload(gw.adminUrl!);
-    assert.ok(reload.body.warnings.some((w) => w.includes('routing.overlay.file')), `a warning names routing.overlay.file: ${reload.text}`);
+    assert.ok(
+      reload.body.warnings.some((w) => w.includes('routing.overlay.file')),
+      `a warning names routing.overlay.file: ${reload.text}`,
+    );
     assert.deepEqual(await servedModels(gw), ['from-a-1'], 'the new file is not served');
 
     // Edits to the other file are not applied; edits to the start-up file are.

@@ -10,7 +10,9 @@ describe('reload warnings', () => {
   it('a reload that adds a weight under round_robin is applied, with the ignored weight in its warnings', async () => {
     const gw = await startGatewayProcess(baseConfig({ east: 'http://127.0.0.1:9/v1' }, { m: { candidates: [{ provider: 'east' }] } }));
     try {
-      gw.writeConfig(baseConfig({ east: 'http://127.0.0.1:9/v1' }, { m: { policy: 'round_robin', candidates: [{ provider: 'east', weight: 5 }] } }));
+      gw.writeConfig(
+        baseConfig({ east: 'http://127.0.0.1:9/v1' }, { m: { policy: 'round_robin', candidates: [{ provider: 'east', weight: 5 }] } }),
+      );
       const r = await adminReload(gw.adminUrl!);
       assert.equal(r.status, 200, r.text);
       assert.equal(r.body.result, 'applied', r.text);

@@ -4,18 +4,18 @@ import { mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startMockProvider } from '../../src/mock/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
-import { startGateway } from '../../src/server/index.js';
+import { startMockProvider } from '../../src/mock/index.js';
 import type { ReloadResult } from '../../src/server/index.js';
+import { startGateway } from '../../src/server/index.js';
 import { createLogger } from '../../src/telemetry/index.js';
-import { adminReload, adminStatus } from '../support/admin.js';
 import type { AdminStatus } from '../support/admin.js';
-import { baseConfig, configText, runCli, startGatewayProcess } from '../support/gateway-process.js';
+import { adminReload, adminStatus } from '../support/admin.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
-import { chatBody, postChat } from '../support/http.js';
+import { baseConfig, configText, runCli, startGatewayProcess } from '../support/gateway-process.js';
 import type { Reply } from '../support/http.js';
-import { chatCount, metricValue, scrapeMetrics, SseReader, waitUntil } from '../support/observe.js';
+import { chatBody, postChat } from '../support/http.js';
+import { chatCount, metricValue, SseReader, scrapeMetrics, waitUntil } from '../support/observe.js';
 
 // Live generations through real gateway processes and in-process mock providers: every
 // reload trigger, the invariants of DESIGN.md (each test names its number), breakers
@@ -212,7 +212,10 @@ describe('Invariant 2 — validate, then swap', () => {
           const line = await gw.waitForLog(() => reloadLines(gw, 'sighup').length > seen);
           const last = reloadLines(gw, 'sighup').at(-1)!;
           assert.equal(last.result, 'rejected', JSON.stringify(line));
-          assert.ok((last.errors as string[]).some((e) => e.startsWith(`${bad.path}: `) && bad.message.test(e)), `the log line names the path and reason: ${JSON.stringify(last)}`);
+          assert.ok(
+            (last.errors as string[]).some((e) => e.startsWith(`${bad.path}: `) && bad.message.test(e)),
+            `the log line names the path and reason: ${JSON.stringify(last)}`,
+          );
           const status = await adminStatus(gw.adminUrl!);
           result = status.body.reloads[0]!;
           resultText = status.text;
@@ -271,7 +274,15 @@ describe('Invariant 1 — atomicity under a reload storm', () => {
     // and east/west are removed, so each swap also retires and re-creates pools.
     const configA = baseConfig(
       { east: east.baseUrl, west: west.baseUrl },
-      { m: { policy: 'round_robin', candidates: [{ provider: 'east', model: 'model-a' }, { provider: 'west', model: 'model-a' }] } },
+      {
+        m: {
+          policy: 'round_robin',
+          candidates: [
+            { provider: 'east', model: 'model-a' },
+            { provider: 'west', model: 'model-a' },
+          ],
+        },
+      },
     );
     const configB = baseConfig({ central: central.baseUrl }, { m: { candidates: [{ provider: 'central', model: 'model-b' }] } });
     const expected = {
@@ -365,10 +376,14 @@ describe('Invariant 1 — atomicity under a reload storm', () => {
     // The access log agrees: each line's generation, provider and upstream model belong together.
     const byId = new Map(seen.map((s) => [s.requestId, s]));
     let lines: Array<Record<string, unknown>> = [];
-    await waitUntil(() => {
-      lines = gw.logs().filter((l) => l.msg === 'request' && typeof l.request_id === 'string' && byId.has(l.request_id));
-      return lines.length >= byId.size;
-    }, 'every storm request has its access log line', 20_000);
+    await waitUntil(
+      () => {
+        lines = gw.logs().filter((l) => l.msg === 'request' && typeof l.request_id === 'string' && byId.has(l.request_id));
+        return lines.length >= byId.size;
+      },
+      'every storm request has its access log line',
+      20_000,
+    );
     for (const line of lines) {
       const s = byId.get(line.request_id as string)!;
       assert.equal(line.generation, s.generation, `${s.requestId}: the log and the response name the same generation`);
@@ -386,10 +401,19 @@ describe('Invariant 4 — a request in flight across a swap finishes on its gene
   const p1 = { input_usd_per_mtok: 2, output_usd_per_mtok: 3 };
   const p2 = { input_usd_per_mtok: 50, output_usd_per_mtok: 70 };
   /** East streams 10 chunks 100 ms apart: the swap lands mid-stream. */
-  const slowEast = () => ({ type: 'openai', base_url: east.baseUrl, timeout_ms: 5000, headers: { 'x-mock-chunks': '10', 'x-mock-chunk-delay-ms': '100' } });
+  const slowEast = () => ({
+    type: 'openai',
+    base_url: east.baseUrl,
+    timeout_ms: 5000,
+    headers: { 'x-mock-chunks': '10', 'x-mock-chunk-delay-ms': '100' },
+  });
 
   function configA(): Record<string, any> {
-    const c = baseConfig({ east: east.baseUrl, west: west.baseUrl }, { 'chat-model': { candidates: [{ provider: 'east' }] } }, { pricing: { models: { 'chat-model': p1 } } }) as Record<string, any>;
+    const c = baseConfig(
+      { east: east.baseUrl, west: west.baseUrl },
+      { 'chat-model': { candidates: [{ provider: 'east' }] } },
+      { pricing: { models: { 'chat-model': p1 } } },
+    ) as Record<string, any>;
     c.providers.east = slowEast();
     return c;
   }
@@ -415,8 +439,18 @@ describe('Invariant 4 — a request in flight across a swap finishes on its gene
     const rest = await reader.rest();
     assert.equal(reader.error, undefined, 'the stream was not cut');
     assert.equal(rest.at(-1), '[DONE]');
-    const events = rest.slice(0, -1).map((d) => JSON.parse(d) as { error?: unknown; choices: Array<{ delta: { content?: string }; finish_reason: string | null }>; usage: unknown });
-    assert.ok(events.every((e) => e.error === undefined), 'no error event');
+    const events = rest.slice(0, -1).map(
+      (d) =>
+        JSON.parse(d) as {
+          error?: unknown;
+          choices: Array<{ delta: { content?: string }; finish_reason: string | null }>;
+          usage: unknown;
+        },
+    );
+    assert.ok(
+      events.every((e) => e.error === undefined),
+      'no error event',
+    );
     const content = events.filter((e) => typeof e.choices[0]?.delta.content === 'string');
     assert.equal(content.length, 9, 'the other 9 content chunks arrived after the swap');
     assert.ok(events.some((e) => e.choices[0]?.finish_reason === 'stop'));
@@ -425,7 +459,11 @@ describe('Invariant 4 — a request in flight across a swap finishes on its gene
     return usage;
   }
 
-  async function assertAttributedToFirst(gw: GatewayProcess, requestId: string, usage: { prompt_tokens: number; completion_tokens: number }): Promise<void> {
+  async function assertAttributedToFirst(
+    gw: GatewayProcess,
+    requestId: string,
+    usage: { prompt_tokens: number; completion_tokens: number },
+  ): Promise<void> {
     const line = await accessLine(gw, requestId);
     assert.equal(line.generation, 1, 'logged on the generation it started with');
     assert.equal(line.provider, 'east');
@@ -445,7 +483,7 @@ describe('Invariant 4 — a request in flight across a swap finishes on its gene
     assert.equal(line.cost_micro_usd, costOf(p2, line));
   }
 
-  it('a slow stream started on generation A completes from A\'s provider, attributed to A and billed at A\'s price, while new requests use B', async () => {
+  it("a slow stream started on generation A completes from A's provider, attributed to A and billed at A's price, while new requests use B", async () => {
     resetMocks();
     const gw = await startGw(configA());
     const { res, reader } = await startStream(gw, 'inflight-kept');
@@ -476,7 +514,11 @@ describe('Invariant 4 — a request in flight across a swap finishes on its gene
     assert.equal(res.headers.get('x-switchyard-generation'), '1');
 
     // B drops east altogether: its pool is retired, and must close only after this stream.
-    const configB = baseConfig({ west: west.baseUrl }, { 'chat-model': { candidates: [{ provider: 'west' }] } }, { pricing: { models: { 'chat-model': p2 } } });
+    const configB = baseConfig(
+      { west: west.baseUrl },
+      { 'chat-model': { candidates: [{ provider: 'west' }] } },
+      { pricing: { models: { 'chat-model': p2 } } },
+    );
     const result = await reloadApplied(gw, configB);
     assert.deepEqual(result.changes?.providersRemoved, ['east']);
 
@@ -493,7 +535,11 @@ describe('Invariant 5 — pricing swaps together with routes', () => {
   it('a reload that adds a provider, a route and its price at once: every request on the new route is priced, the first one included', async () => {
     resetMocks();
     const price = { input_usd_per_mtok: 7, output_usd_per_mtok: 11 };
-    const configA = baseConfig({ east: east.baseUrl }, { m: { candidates: [{ provider: 'east' }] } }, { pricing: { models: { m: { input_usd_per_mtok: 1, output_usd_per_mtok: 1 } } } });
+    const configA = baseConfig(
+      { east: east.baseUrl },
+      { m: { candidates: [{ provider: 'east' }] } },
+      { pricing: { models: { m: { input_usd_per_mtok: 1, output_usd_per_mtok: 1 } } } },
+    );
     const configB = baseConfig(
       { east: east.baseUrl, central: central.baseUrl },
       { m: { candidates: [{ provider: 'east' }] }, 'm-new': { candidates: [{ provider: 'central', model: 'new-upstream' }] } },
@@ -609,12 +655,17 @@ describe('Invariant 3 — stateful services survive reloads', () => {
         assert.equal(r.status, 200, r.text);
         assert.equal(r.body.result, 'applied', JSON.stringify(r.body.errors));
         assert.equal(r.body.generation, startGeneration + n);
-        assert.equal(holder.current().routes.m!.groups.flatMap((g) => g.candidates)[1]!.providerName, n % 2 === 0 ? 'west' : 'central', `reload ${n} applied its config`);
+        assert.equal(
+          holder.current().routes.m!.groups.flatMap((g) => g.candidates)[1]!.providerName,
+          n % 2 === 0 ? 'west' : 'central',
+          `reload ${n} applied its config`,
+        );
       }
 
       // The same objects, by reference: none was rebuilt or replaced by a reload.
       assert.equal(holder.current().number, startGeneration + 50);
-      for (const name of STATEFUL) assert.equal(gateway.services[name], captured[name], `${name} is the object captured before the reloads`);
+      for (const name of STATEFUL)
+        assert.equal(gateway.services[name], captured[name], `${name} is the object captured before the reloads`);
       assert.equal(gateway.services.logger, ownLogger, 'the logger is still the one the caller passed in');
       assert.equal(holder.current().providers.east!.pool, eastPool, "east's pool is the same object in the 50th generation");
       assert.equal(pools.size, poolCount, 'no pool was added or dropped');
@@ -627,13 +678,20 @@ describe('Invariant 3 — stateful services survive reloads', () => {
       // ... and the request path after the reloads reads and writes these same objects.
       east.addFault({ mode: 'status', status: 500, count: 1 });
       assertServed(await postChat(gateway.url, chatBody('m')), 'west', startGeneration + 50);
-      assert.equal(breakers.view(eastIdentity)?.consecutiveFailures, 2, 'a failure after the reloads is recorded in the captured breaker registry');
+      assert.equal(
+        breakers.view(eastIdentity)?.consecutiveFailures,
+        2,
+        'a failure after the reloads is recorded in the captured breaker registry',
+      );
       const again = await postChat(gateway.url, chatBody('m'), { 'x-session-id': 'session-1' });
       assertServed(again, 'east', startGeneration + 50);
       assertServed(await postChat(gateway.url, chatBody('rr')), 'west');
       assertServed(await postChat(gateway.url, chatBody('m'), { 'x-session-id': 'session-2' }), 'east');
       assert.equal(affinity.size, sessions + 1, 'a session bound after the reloads is in the captured affinity table');
-      assert.ok((await requestsCounted(metrics)) > countedBefore, 'requests after the reloads are counted by the captured metrics registry');
+      assert.ok(
+        (await requestsCounted(metrics)) > countedBefore,
+        'requests after the reloads are counted by the captured metrics registry',
+      );
     } finally {
       await gateway.close();
       rmSync(dir, { recursive: true, force: true });
@@ -646,7 +704,11 @@ describe('Invariant 3 — stateful services survive reloads', () => {
 describe('Invariant 6 — breakers follow provider identity', () => {
   const breaker = { failure_threshold: 5, open_base_ms: 120_000, open_max_ms: 120_000 };
   const config = (providers: Record<string, string>, candidates: string[], extraRoutes: Record<string, unknown> = {}): object =>
-    baseConfig(providers, { m: { policy: 'ordered', candidates: candidates.map((provider) => ({ provider })) }, ...extraRoutes }, { resilience: { breaker } });
+    baseConfig(
+      providers,
+      { m: { policy: 'ordered', candidates: candidates.map((provider) => ({ provider })) }, ...extraRoutes },
+      { resilience: { breaker } },
+    );
 
   /** Five failures on east with ordered [east, west]: east's breaker opens. */
   async function openEast(gw: GatewayProcess): Promise<void> {
@@ -727,7 +789,9 @@ describe('Invariant 6 — breakers follow provider identity', () => {
       const identity = providerIn((await adminStatus(gw.adminUrl!)).body, 'east')!.identity;
 
       // A reload that changes other things (a new route, west re-tuned) but not east.
-      const other = config({ east: east.baseUrl, west: west.baseUrl }, ['east', 'west'], { other: { candidates: [{ provider: 'west' }] } }) as Record<string, any>;
+      const other = config({ east: east.baseUrl, west: west.baseUrl }, ['east', 'west'], {
+        other: { candidates: [{ provider: 'west' }] },
+      }) as Record<string, any>;
       other.providers.west.timeout_ms = 4000;
       const result = await reloadApplied(gw, other);
       assert.deepEqual(result.changes?.providersChanged, ['west']);
@@ -764,14 +828,23 @@ describe('SIGHUP', () => {
         await gw.waitForLog(() => reloadLines(gw, 'sighup').length >= n);
       }
       const lines = reloadLines(gw, 'sighup');
-      assert.deepEqual(lines.map((l) => l.result), Array(20).fill('applied'));
-      assert.deepEqual(lines.map((l) => l.generation), Array.from({ length: 20 }, (_, i) => i + 2));
+      assert.deepEqual(
+        lines.map((l) => l.result),
+        Array(20).fill('applied'),
+      );
+      assert.deepEqual(
+        lines.map((l) => l.generation),
+        Array.from({ length: 20 }, (_, i) => i + 2),
+      );
       assertServed(await postChat(gw.url, chatBody('m')), 'east', 21);
 
       const code = await gw.stop('SIGTERM');
       stopped = true;
       assert.equal(code, 0, gw.output.slice(-10).join('\n'));
-      assert.ok(gw.logs().some((l) => l.msg === 'stopped'), 'it shut down through the drain');
+      assert.ok(
+        gw.logs().some((l) => l.msg === 'stopped'),
+        'it shut down through the drain',
+      );
       assert.ok(!gw.output.some((l) => /MaxListenersExceeded|Warning/.test(l)), 'no listener leak warning');
     } finally {
       if (!stopped) await gw.stop();
@@ -786,7 +859,11 @@ describe('admin API authentication', () => {
 
   it('with server.admin_token set, /admin/status and /admin/reload answer 401 without the right bearer and 200 with it; the token is never shown', async () => {
     const gw = await startGw(
-      baseConfig({ east: east.baseUrl }, { m: { candidates: [{ provider: 'east' }] } }, { server: { admin_token: { env: 'SWITCHYARD_TEST_ADMIN_TOKEN' } } }),
+      baseConfig(
+        { east: east.baseUrl },
+        { m: { candidates: [{ provider: 'east' }] } },
+        { server: { admin_token: { env: 'SWITCHYARD_TEST_ADMIN_TOKEN' } } },
+      ),
       { env: { SWITCHYARD_TEST_ADMIN_TOKEN: token } },
     );
     const admin = gw.adminUrl!;
@@ -828,7 +905,12 @@ describe('admin API authentication', () => {
     const dir = mkdtempSync(join(tmpdir(), 'switchyard-admin-'));
     try {
       const path = join(dir, 'gateway.yaml');
-      writeFileSync(path, configText(baseConfig({ east: east.baseUrl }, { m: { candidates: [{ provider: 'east' }] } }, { server: { admin_listen: '0.0.0.0:0' } })));
+      writeFileSync(
+        path,
+        configText(
+          baseConfig({ east: east.baseUrl }, { m: { candidates: [{ provider: 'east' }] } }, { server: { admin_listen: '0.0.0.0:0' } }),
+        ),
+      );
       const cli = await runCli(['serve', '--config', path]);
       assert.equal(cli.code, 1, cli.stdout + cli.stderr);
       assert.match(cli.stderr, /server\.admin_token/);
@@ -847,13 +929,23 @@ describe('restart-only keys', () => {
     const gw = await startGw(baseConfig({ east: east.baseUrl, west: west.baseUrl }, { m: { candidates: [{ provider: 'east' }] } }));
     assertServed(await postChat(gw.url, chatBody('m')), 'east', 1);
 
-    const changed = baseConfig({ east: east.baseUrl, west: west.baseUrl }, { m: { candidates: [{ provider: 'west' }] } }, { server: { listen: '127.0.0.1:1' } });
+    const changed = baseConfig(
+      { east: east.baseUrl, west: west.baseUrl },
+      { m: { candidates: [{ provider: 'west' }] } },
+      { server: { listen: '127.0.0.1:1' } },
+    );
     const result = await reloadApplied(gw, changed);
     assert.equal(result.generation, 2);
     assert.deepEqual(result.changes?.routesChanged, ['m']);
-    assert.ok(result.warnings.some((w) => w.includes('server.listen')), JSON.stringify(result.warnings));
+    assert.ok(
+      result.warnings.some((w) => w.includes('server.listen')),
+      JSON.stringify(result.warnings),
+    );
     const logged = await gw.waitForLog((l) => l.msg === 'reload' && l.trigger === 'admin' && l.generation === 2);
-    assert.ok((logged.warnings as string[]).some((w) => w.includes('server.listen')), 'the reload log line carries the warning');
+    assert.ok(
+      (logged.warnings as string[]).some((w) => w.includes('server.listen')),
+      'the reload log line carries the warning',
+    );
 
     // Still on the old address, with the new route.
     assertServed(await postChat(gw.url, chatBody('m')), 'west', 2);
@@ -866,7 +958,18 @@ describe('/admin/status and reload metrics', () => {
   it('shows the generation, its config hash, the last 20 reloads newest first, providers with breakers and routes, and no secret', async () => {
     const secret = 'sk-status-secret-value-77';
     const make = (model: string): object => {
-      const c = baseConfig({ east: east.baseUrl, west: west.baseUrl }, { [model]: { policy: 'round_robin', candidates: [{ provider: 'east', model: 'up-east' }, { provider: 'west', weight: 2 }] } }) as Record<string, any>;
+      const c = baseConfig(
+        { east: east.baseUrl, west: west.baseUrl },
+        {
+          [model]: {
+            policy: 'round_robin',
+            candidates: [
+              { provider: 'east', model: 'up-east' },
+              { provider: 'west', weight: 2 },
+            ],
+          },
+        },
+      ) as Record<string, any>;
       c.providers.east.api_key = { env: 'SWITCHYARD_TEST_EAST_KEY' };
       return c;
     };
@@ -888,8 +991,21 @@ describe('/admin/status and reload metrics', () => {
     assert.equal(eastView.breaker?.identity, eastView.identity);
     assert.equal(providerIn(first.body, 'west')!.breaker?.state, 'closed');
     assert.deepEqual(
-      first.body.routes.map((r) => ({ model: r.model, policy: r.policy, candidates: r.candidates.map((c) => [c.provider, c.upstream_model, c.weight]) })),
-      [{ model: 'm', policy: 'round_robin', candidates: [['east', 'up-east', 1], ['west', 'm', 2]] }],
+      first.body.routes.map((r) => ({
+        model: r.model,
+        policy: r.policy,
+        candidates: r.candidates.map((c) => [c.provider, c.upstream_model, c.weight]),
+      })),
+      [
+        {
+          model: 'm',
+          policy: 'round_robin',
+          candidates: [
+            ['east', 'up-east', 1],
+            ['west', 'm', 2],
+          ],
+        },
+      ],
     );
     assert.ok(!first.text.includes(secret), 'no secret value in /admin/status');
 
@@ -916,9 +1032,17 @@ describe('/admin/status and reload metrics', () => {
     assert.equal(metricValue(m, 'switchyard_generation'), 2);
     const lastSuccess = metricValue(m, 'switchyard_last_reload_success_timestamp_seconds');
     assert.ok(lastSuccess !== undefined && lastSuccess > 0);
-    assert.equal(lastSuccess, metricValue(afterApplied, 'switchyard_last_reload_success_timestamp_seconds'), 'a rejected reload is not a success');
+    assert.equal(
+      lastSuccess,
+      metricValue(afterApplied, 'switchyard_last_reload_success_timestamp_seconds'),
+      'a rejected reload is not a success',
+    );
     const adminMetrics = await fetch(`${gw.adminUrl}/metrics`);
-    assert.equal(metricValue(await adminMetrics.text(), 'switchyard_reload_total', { trigger: 'admin', result: 'rejected' }), 1, 'the admin listener serves the same metrics');
+    assert.equal(
+      metricValue(await adminMetrics.text(), 'switchyard_reload_total', { trigger: 'admin', result: 'rejected' }),
+      1,
+      'the admin listener serves the same metrics',
+    );
 
     // History: capped at 20, newest first.
     for (let n = 0; n < 25; n++) await reloadApplied(gw, make(n % 2 === 0 ? 'm3' : 'm4'));
@@ -959,7 +1083,10 @@ describe('server.watch_config', () => {
     writeFileSync(gw.configPath, next);
     await gw.waitForLog(() => reloadLines(gw, 'config_watch').length > seen);
     const after = reloadLines(gw, 'config_watch').slice(seen);
-    assert.ok(after.every((l) => l.result === 'unchanged'), JSON.stringify(after));
+    assert.ok(
+      after.every((l) => l.result === 'unchanged'),
+      JSON.stringify(after),
+    );
     assert.equal(await servingGeneration(gw), 2, 'no new generation');
     assertServed(await postChat(gw.url, chatBody('m')), 'west', 2);
   });

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startMockProvider } from '../../src/mock/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
-import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
+import { startMockProvider } from '../../src/mock/index.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
+import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
 import { chatBody } from '../support/http.js';
 
 // Every request the API listener answers is recorded exactly once, where its response
@@ -15,7 +15,9 @@ let gw: GatewayProcess;
 
 before(async () => {
   mock = await startMockProvider({ name: 'east', port: 0 });
-  gw = await startGatewayProcess(baseConfig({ east: mock.baseUrl }, { 'gpt-4o-mini': { candidates: [{ provider: 'east' }] } }, { server: { max_body_bytes: 512 } }));
+  gw = await startGatewayProcess(
+    baseConfig({ east: mock.baseUrl }, { 'gpt-4o-mini': { candidates: [{ provider: 'east' }] } }, { server: { max_body_bytes: 512 } }),
+  );
 });
 
 after(async () => {
@@ -38,12 +40,40 @@ async function linesFor(requestId: string): Promise<Array<Record<string, unknown
 
 describe('one record per finished request', () => {
   const rows = [
-    { name: 'a served chat completion', method: 'POST', path: '/v1/chat/completions', body: chatBody('gpt-4o-mini'), status: 200, reason: undefined },
+    {
+      name: 'a served chat completion',
+      method: 'POST',
+      path: '/v1/chat/completions',
+      body: chatBody('gpt-4o-mini'),
+      status: 200,
+      reason: undefined,
+    },
     { name: 'invalid JSON (400)', method: 'POST', path: '/v1/chat/completions', body: '{"model":', status: 400, reason: 'invalid_json' },
-    { name: 'an unrouted model (404)', method: 'POST', path: '/v1/chat/completions', body: chatBody('no-such-model'), status: 404, reason: 'model_not_found' },
-    { name: 'a body over max_body_bytes (413)', method: 'POST', path: '/v1/chat/completions', body: chatBody('gpt-4o-mini', { pad: 'x'.repeat(2000) }), status: 413, reason: 'body_too_large' },
+    {
+      name: 'an unrouted model (404)',
+      method: 'POST',
+      path: '/v1/chat/completions',
+      body: chatBody('no-such-model'),
+      status: 404,
+      reason: 'model_not_found',
+    },
+    {
+      name: 'a body over max_body_bytes (413)',
+      method: 'POST',
+      path: '/v1/chat/completions',
+      body: chatBody('gpt-4o-mini', { pad: 'x'.repeat(2000) }),
+      status: 413,
+      reason: 'body_too_large',
+    },
     { name: 'an unknown path (404)', method: 'GET', path: '/v2/nothing', body: undefined, status: 404, reason: 'not_found' },
-    { name: 'a wrong method (405)', method: 'GET', path: '/v1/chat/completions', body: undefined, status: 405, reason: 'method_not_allowed' },
+    {
+      name: 'a wrong method (405)',
+      method: 'GET',
+      path: '/v1/chat/completions',
+      body: undefined,
+      status: 405,
+      reason: 'method_not_allowed',
+    },
   ] as const;
 
   for (const [i, row] of rows.entries()) {

@@ -3,10 +3,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startMockProvider } from '../../src/mock/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
-import { baseConfig, configText, runCli, startGatewayProcess } from '../support/gateway-process.js';
+import { startMockProvider } from '../../src/mock/index.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
+import { baseConfig, configText, runCli, startGatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import { closedPort } from '../support/observe.js';
 
@@ -93,13 +93,13 @@ describe('secrets', () => {
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('a provider with api_key {env: NAME} sends Authorization: Bearer <value> upstream, not the client\'s header', async () => {
+  it("a provider with api_key {env: NAME} sends Authorization: Bearer <value> upstream, not the client's header", async () => {
     const r = await chat('east-model', { authorization: 'Bearer client-supplied-token' });
     assert.equal(r.status, 200, r.text);
     assert.equal(lastAuthorization(east), `Bearer ${EAST_KEY}`);
   });
 
-  it('a provider with api_key {file: PATH} sends the file\'s value without its trailing newline', async () => {
+  it("a provider with api_key {file: PATH} sends the file's value without its trailing newline", async () => {
     const r = await chat('west-model');
     assert.equal(r.status, 200, r.text);
     assert.equal(lastAuthorization(west), `Bearer ${FILE_KEY}`);
@@ -132,7 +132,11 @@ describe('secrets', () => {
     assert.equal(r.status, 200, r.text);
     const status = JSON.parse(r.text) as { providers: Array<{ name: string; credential: string | null }> };
     const credentials = Object.fromEntries(status.providers.map((p) => [p.name, p.credential]));
-    assert.deepEqual(credentials, { east: 'env:SWITCHYARD_TEST_EAST_KEY', west: `file:${secretFile}`, dead: 'env:SWITCHYARD_TEST_DEAD_KEY' });
+    assert.deepEqual(credentials, {
+      east: 'env:SWITCHYARD_TEST_EAST_KEY',
+      west: `file:${secretFile}`,
+      dead: 'env:SWITCHYARD_TEST_DEAD_KEY',
+    });
     assert.deepEqual(leaks(r.text), []);
   });
 
@@ -177,7 +181,10 @@ describe('secrets', () => {
     assert.equal(r.status, 422, r.text);
     const result = JSON.parse(r.text) as { result: string; errors: Array<{ path: string; message: string }> };
     assert.equal(result.result, 'rejected');
-    assert.ok(result.errors.some((e) => e.path === 'providers.east.api_key' && e.message.includes('SWITCHYARD_TEST_UNSET_KEY')), r.text);
+    assert.ok(
+      result.errors.some((e) => e.path === 'providers.east.api_key' && e.message.includes('SWITCHYARD_TEST_UNSET_KEY')),
+      r.text,
+    );
     assert.deepEqual(leaks(r.text), []);
     const served = await chat('east-model');
     assert.equal(served.status, 200, served.text);
@@ -203,9 +210,18 @@ describe('secrets', () => {
     assert.equal(code, 0);
     const logs = gw.logs();
     // The checks below mean something only if these lines were written.
-    assert.ok(logs.some((l) => l.msg === 'request' && l.provider === 'east'), 'no access log line');
-    assert.ok(logs.some((l) => l.msg === 'reload' && l.result === 'rejected'), 'no rejected-reload line');
-    assert.ok(logs.some((l) => l.msg === 'reload' && l.trigger === 'sighup'), 'no SIGHUP reload line');
+    assert.ok(
+      logs.some((l) => l.msg === 'request' && l.provider === 'east'),
+      'no access log line',
+    );
+    assert.ok(
+      logs.some((l) => l.msg === 'reload' && l.result === 'rejected'),
+      'no rejected-reload line',
+    );
+    assert.ok(
+      logs.some((l) => l.msg === 'reload' && l.trigger === 'sighup'),
+      'no SIGHUP reload line',
+    );
     const leaked = gw.output.filter((line) => leaks(line).length > 0);
     assert.deepEqual(leaked, [], 'secret values in gateway output');
   });

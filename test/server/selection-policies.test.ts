@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { startMockProvider } from '../../src/mock/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
-import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
+import { startMockProvider } from '../../src/mock/index.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
+import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import { chatCount, tally } from '../support/observe.js';
 
@@ -31,7 +31,6 @@ async function servedBy(model: string, n: number, batch = 1): Promise<string[]> 
   }
   return out;
 }
-
 
 describe('selection policies', () => {
   before(async () => {
@@ -71,7 +70,11 @@ describe('selection policies', () => {
 
   it('round_robin gives exactly 20/20/20 over 60 requests in a strictly repeating cycle', async () => {
     const seq = await servedBy('rr-model', 60);
-    assert.equal(new Set(seq.slice(0, 3)).size, 3, `the first three requests go to three different providers: ${seq.slice(0, 3).join(',')}`);
+    assert.equal(
+      new Set(seq.slice(0, 3)).size,
+      3,
+      `the first three requests go to three different providers: ${seq.slice(0, 3).join(',')}`,
+    );
     for (let i = 3; i < seq.length; i++) assert.equal(seq[i], seq[i % 3], `request ${i} breaks the cycle: ${seq.join(',')}`);
     assert.deepEqual(tally(seq), { a: 20, b: 20, c: 20 });
     assert.deepEqual(counts(), [20, 20, 20], 'each mock received exactly 20 requests');
@@ -80,8 +83,15 @@ describe('selection policies', () => {
   it('weighted spreads 300 requests by weight 1/2/3 (chi-squared goodness of fit, p = 0.001)', async () => {
     const seq = await servedBy('weighted-model', 300, 10);
     const observed = counts();
-    assert.deepEqual(observed, names.map((n) => tally(seq)[n] ?? 0), 'the mocks agree with the attribution headers');
-    assert.equal(observed.reduce((x, y) => x + y, 0), 300);
+    assert.deepEqual(
+      observed,
+      names.map((n) => tally(seq)[n] ?? 0),
+      'the mocks agree with the attribution headers',
+    );
+    assert.equal(
+      observed.reduce((x, y) => x + y, 0),
+      300,
+    );
     const expected = [50, 100, 150];
     const chi2 = observed.reduce((sum, o, i) => sum + (o - expected[i]!) ** 2 / expected[i]!, 0);
     // Two degrees of freedom: P(chi2 > 13.816) = 0.001 when the weights are honoured.
@@ -93,7 +103,11 @@ describe('selection policies', () => {
   it('random sends traffic to every candidate over 120 requests', async () => {
     const seq = await servedBy('random-model', 120, 10);
     const observed = counts();
-    assert.deepEqual(observed, names.map((n) => tally(seq)[n] ?? 0), 'the mocks agree with the attribution headers');
+    assert.deepEqual(
+      observed,
+      names.map((n) => tally(seq)[n] ?? 0),
+      'the mocks agree with the attribution headers',
+    );
     // P(some candidate gets nothing) = 3 * (2/3)^120, about 1e-21.
     for (const [i, n] of names.entries()) assert.ok(observed[i]! > 0, `${n} received no request: ${observed.join('/')}`);
   });
@@ -119,7 +133,8 @@ describe('selection policies', () => {
 
   it('when the model is unchanged the upstream receives the client body byte for byte', async () => {
     // Odd spacing, key order and escapes: any re-serialisation would change these bytes.
-    const raw = '{ "messages" :[ {"content":"caf\\u00e9  \\/ \u00e9t\u00e9",   "role":"user"} ],\n\t"temperature" : 1.50,  "model":"ordered-model" , "n":1 }';
+    const raw =
+      '{ "messages" :[ {"content":"caf\\u00e9  \\/ \u00e9t\u00e9",   "role":"user"} ],\n\t"temperature" : 1.50,  "model":"ordered-model" , "n":1 }';
     const r = await postChat(gw.url, raw);
     assert.equal(r.status, 200, r.text);
     assert.equal(r.headers.get('x-switchyard-model'), 'ordered-model');
@@ -136,7 +151,7 @@ describe('selection policies', () => {
       'x-switchyard-generation': '999',
     });
     assert.equal(r.status, 200, r.text);
-    assert.equal(r.headers.get('x-switchyard-provider'), 'a', 'the response attribution is the gateway\'s own');
+    assert.equal(r.headers.get('x-switchyard-provider'), 'a', "the response attribution is the gateway's own");
     assert.equal(r.headers.get('x-switchyard-fallback'), null);
     const recent = mocks.a.stats().recent;
     assert.equal(recent.length, 1);

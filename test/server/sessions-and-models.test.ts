@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startMockProvider } from '../../src/mock/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
+import { startMockProvider } from '../../src/mock/index.js';
 import { adminReload, adminStatus } from '../support/admin.js';
-import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
+import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import { waitUntil } from '../support/observe.js';
 
@@ -47,7 +47,10 @@ async function nextSecond(seconds: number): Promise<void> {
 
 describe('/admin/status sessions', () => {
   it('counts live bindings: bindings whose TTL has passed are not counted, though nobody looked them up', async () => {
-    const routing = { routes: { m: { candidates: [{ provider: 'east' }] } }, session_affinity: { header: 'x-session-id', ttl_s: 1, max_entries: 100 } };
+    const routing = {
+      routes: { m: { candidates: [{ provider: 'east' }] } },
+      session_affinity: { header: 'x-session-id', ttl_s: 1, max_entries: 100 },
+    };
     const gw = await startGw(baseConfig({ east: east.baseUrl }, {}, { routing }));
     for (const s of ['s1', 's2', 's3']) assert.equal((await postChat(gw.url, chatBody('m'), { 'x-session-id': s })).status, 200);
     assert.equal(await sessions(gw), 3);
@@ -58,7 +61,8 @@ describe('/admin/status sessions', () => {
 
 describe('GET /v1/models created', () => {
   it('stays the same across reloads while a model stays routed; a model routed again later gets a new time', async () => {
-    const routes = (models: string[]): Record<string, unknown> => Object.fromEntries(models.map((m) => [m, { candidates: [{ provider: 'east' }] }]));
+    const routes = (models: string[]): Record<string, unknown> =>
+      Object.fromEntries(models.map((m) => [m, { candidates: [{ provider: 'east' }] }]));
     const gw = await startGw(baseConfig({ east: east.baseUrl }, routes(['m', 'n'])));
     const first = await created(gw);
     assert.equal(first.one, first.list.m, 'GET /v1/models/m agrees with the list');

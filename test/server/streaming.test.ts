@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { startMockProvider } from '../../src/mock/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
-import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
+import { startMockProvider } from '../../src/mock/index.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
+import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
 import { chatBody } from '../support/http.js';
-import { metricValue, scrapeMetrics, SseReader, sseData, waitUntil, connectionRefused } from '../support/observe.js';
+import { connectionRefused, metricValue, SseReader, scrapeMetrics, sseData, waitUntil } from '../support/observe.js';
 
 // SSE pass-through through a real gateway process. `slow` streams 20 content chunks 100 ms
 // apart (the provider config sends the mock's x-mock-chunks / x-mock-chunk-delay-ms headers),
@@ -33,15 +33,22 @@ function providersFor(): Record<string, unknown> {
 
 function configFor(): Record<string, unknown> {
   return {
-    ...baseConfig({}, {
-      'plain-model': { candidates: [{ provider: 'plain' }] },
-      'slow-model': { candidates: [{ provider: 'slow' }] },
-    }),
+    ...baseConfig(
+      {},
+      {
+        'plain-model': { candidates: [{ provider: 'plain' }] },
+        'slow-model': { candidates: [{ provider: 'slow' }] },
+      },
+    ),
     providers: providersFor(),
   };
 }
 
-function streamRequest(url: string, model: string, options: { signal?: AbortSignal; requestId?: string; extra?: Record<string, unknown> } = {}): Promise<Response> {
+function streamRequest(
+  url: string,
+  model: string,
+  options: { signal?: AbortSignal; requestId?: string; extra?: Record<string, unknown> } = {},
+): Promise<Response> {
   return fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(options.requestId ? { 'x-request-id': options.requestId } : {}) },
@@ -55,9 +62,10 @@ function parseChunks(data: readonly string[]): Chunk[] {
 }
 
 function contentChunks(chunks: readonly Chunk[]): Chunk[] {
-  return chunks.filter((c) => typeof c.choices[0]?.delta.content === 'string' && c.choices[0]!.delta.content !== '' && c.choices[0]!.delta.role === undefined);
+  return chunks.filter(
+    (c) => typeof c.choices[0]?.delta.content === 'string' && c.choices[0]!.delta.content !== '' && c.choices[0]!.delta.role === undefined,
+  );
 }
-
 
 describe('streaming', () => {
   before(async () => {
@@ -138,7 +146,10 @@ describe('streaming', () => {
     assert.equal(line.input_tokens, usageChunk.usage.prompt_tokens, 'the gateway read the usage from the relayed stream');
     assert.equal(line.output_tokens, usageChunk.usage.completion_tokens);
     const text = await scrapeMetrics(gw.url);
-    assert.ok((metricValue(text, 'switchyard_time_to_first_token_seconds_count', { model: 'plain-model', provider: 'plain' }) ?? 0) >= 1, 'time to first token is observed for streams');
+    assert.ok(
+      (metricValue(text, 'switchyard_time_to_first_token_seconds_count', { model: 'plain-model', provider: 'plain' }) ?? 0) >= 1,
+      'time to first token is observed for streams',
+    );
   });
 
   it('a client abort mid-stream reaches the upstream', async () => {

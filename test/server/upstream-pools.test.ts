@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startMockProvider } from '../../src/mock/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
+import { startMockProvider } from '../../src/mock/index.js';
 import { adminReload } from '../support/admin.js';
-import { startGatewayProcess } from '../support/gateway-process.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
+import { startGatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 
 // Upstream connection pools seen from the upstream's side: the mock counts the TCP
@@ -47,13 +47,21 @@ describe('upstream pools', () => {
   it('two providers with the same base_url but different pool settings each keep their own pool: sequential requests reuse two connections, across reloads too', async () => {
     const served = await serve(30);
     assert.deepEqual(new Set(served), new Set(['small', 'large']), 'both providers served');
-    assert.equal(upstream.stats().connections, 2, `one keep-alive connection per pool for 30 sequential requests (got ${upstream.stats().connections})`);
+    assert.equal(
+      upstream.stats().connections,
+      2,
+      `one keep-alive connection per pool for 30 sequential requests (got ${upstream.stats().connections})`,
+    );
 
     for (let i = 0; i < 3; i++) {
       const reload = await adminReload(gw.adminUrl!);
       assert.equal(reload.body.result, 'applied', reload.text);
       await serve(4);
     }
-    assert.equal(upstream.stats().connections, 2, `reloads that change nothing keep both pools and their connections (got ${upstream.stats().connections})`);
+    assert.equal(
+      upstream.stats().connections,
+      2,
+      `reloads that change nothing keep both pools and their connections (got ${upstream.stats().connections})`,
+    );
   });
 });

@@ -57,10 +57,12 @@ export async function startGatewayProcess(
   const err = { text: '' };
   child.stdout!.on('data', (c: Buffer) => onData(c, out));
   child.stderr!.on('data', (c: Buffer) => onData(c, err));
-  const exited = new Promise<number | null>((res) => child.once('exit', (code) => {
-    for (const w of waiters.splice(0)) w();
-    res(code);
-  }));
+  const exited = new Promise<number | null>((res) =>
+    child.once('exit', (code) => {
+      for (const w of waiters.splice(0)) w();
+      res(code);
+    }),
+  );
   let exitCode: number | null | undefined;
   void exited.then((c) => (exitCode = c));
 
@@ -132,10 +134,16 @@ export function runCli(args: string[], env?: NodeJS.ProcessEnv): Promise<{ code:
 }
 
 /** A minimal valid config over the given mock base URLs, with a port-0 listener. */
-export function baseConfig(providers: Record<string, string>, routes: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function baseConfig(
+  providers: Record<string, string>,
+  routes: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     server: { listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', drain_timeout_ms: 5000, ...((extra.server as object) ?? {}) },
-    providers: Object.fromEntries(Object.entries(providers).map(([name, baseUrl]) => [name, { type: 'openai', base_url: baseUrl, timeout_ms: 5000 }])),
+    providers: Object.fromEntries(
+      Object.entries(providers).map(([name, baseUrl]) => [name, { type: 'openai', base_url: baseUrl, timeout_ms: 5000 }]),
+    ),
     routing: { routes },
     ...Object.fromEntries(Object.entries(extra).filter(([k]) => k !== 'server')),
   };

@@ -1,5 +1,5 @@
-import { connect, createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { MockProvider } from '../../src/mock/index.js';
 
@@ -31,7 +31,8 @@ export async function scrapeMetrics(gatewayUrl: string): Promise<string> {
 function parseLabels(text: string): Record<string, string> {
   const labels: Record<string, string> = {};
   const re = /([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
-  for (let m = re.exec(text); m !== null; m = re.exec(text)) labels[m[1] as string] = (m[2] as string).replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
+  for (let m = re.exec(text); m !== null; m = re.exec(text))
+    labels[m[1] as string] = (m[2] as string).replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
   return labels;
 }
 

@@ -17,12 +17,18 @@ export interface OverlayBlock {
 }
 
 /** A port-0 gateway config in overlay mode over the given mock base URLs; access logs off. */
-export function overlayConfig(providers: Record<string, string>, overlay: OverlayBlock, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function overlayConfig(
+  providers: Record<string, string>,
+  overlay: OverlayBlock,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   const { routing, server, ...rest } = extra as { routing?: Record<string, unknown>; server?: Record<string, unknown> };
   return {
     server: { listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', drain_timeout_ms: 5000, ...server },
     log: { level: 'info', access: false },
-    providers: Object.fromEntries(Object.entries(providers).map(([name, baseUrl]) => [name, { type: 'openai', base_url: baseUrl, timeout_ms: 5000 }])),
+    providers: Object.fromEntries(
+      Object.entries(providers).map(([name, baseUrl]) => [name, { type: 'openai', base_url: baseUrl, timeout_ms: 5000 }]),
+    ),
     routing: { overlay: { reload: { debounce_ms: 50, recheck_ms: 3_600_000 }, ...overlay }, ...routing },
     ...rest,
   };
@@ -40,7 +46,13 @@ export function writeByRename(file: string, text: string): void {
   renameSync(tmp, file);
 }
 
-export type ReloadLine = Record<string, unknown> & { trigger?: string; result?: string; reason?: string; generation?: number; revision?: string };
+export type ReloadLine = Record<string, unknown> & {
+  trigger?: string;
+  result?: string;
+  reason?: string;
+  generation?: number;
+  revision?: string;
+};
 
 /** Every `reload` log line the gateway has written so far, in order. */
 export function reloadLines(gw: GatewayProcess): ReloadLine[] {
@@ -51,7 +63,13 @@ export function reloadLines(gw: GatewayProcess): ReloadLine[] {
  * Waits for a reload line, among those after the first `from` lines, that matches; returns
  * it. Take `from` as `reloadLines(gw).length` before acting, so older lines never match.
  */
-export async function waitForReload(gw: GatewayProcess, from: number, match: (l: ReloadLine) => boolean, what: string, timeoutMs = 10_000): Promise<ReloadLine> {
+export async function waitForReload(
+  gw: GatewayProcess,
+  from: number,
+  match: (l: ReloadLine) => boolean,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<ReloadLine> {
   let found: ReloadLine | undefined;
   await waitUntil(
     () => {
@@ -61,7 +79,9 @@ export async function waitForReload(gw: GatewayProcess, from: number, match: (l:
     `a reload line: ${what}`,
     timeoutMs,
   ).catch((err: unknown) => {
-    const recent = reloadLines(gw).slice(from).map((l) => `${l.trigger}/${l.result}/${l.reason ?? ''}/${l.generation}`);
+    const recent = reloadLines(gw)
+      .slice(from)
+      .map((l) => `${l.trigger}/${l.result}/${l.reason ?? ''}/${l.generation}`);
     throw new Error(`${(err as Error).message}; reload lines since: [${recent.join(', ')}]`);
   });
   return found as ReloadLine;
@@ -79,7 +99,9 @@ export async function waitForServing(gw: GatewayProcess, revision: string, timeo
     timeoutMs,
   ).catch((err: unknown) => {
     const overlay = status?.overlay;
-    throw new Error(`${(err as Error).message} (serving: ${overlay?.serving_revision.slice(0, 12) ?? 'none'}, last rejection: ${overlay?.last_rejection?.reason ?? 'none'})`);
+    throw new Error(
+      `${(err as Error).message} (serving: ${overlay?.serving_revision.slice(0, 12) ?? 'none'}, last rejection: ${overlay?.last_rejection?.reason ?? 'none'})`,
+    );
   });
   return status as AdminStatus;
 }

@@ -23,10 +23,13 @@ test('every line written reaches the destination as one JSON object, in order, o
   log.close();
   const got = lines(file);
   assert.equal(got.length, 5000);
-  assert.deepEqual(got.slice(0, 2).map((l) => [l.msg, l.level, l.service, l.request_id]), [
-    ['request', 'info', 'switchyard', 'r0'],
-    ['request', 'info', 'switchyard', 'r1'],
-  ]);
+  assert.deepEqual(
+    got.slice(0, 2).map((l) => [l.msg, l.level, l.service, l.request_id]),
+    [
+      ['request', 'info', 'switchyard', 'r0'],
+      ['request', 'info', 'switchyard', 'r1'],
+    ],
+  );
   assert.equal(got[4999]?.request_id, 'r4999');
   assert.equal(got[7]?.note, 'ünïcødé ✓');
   assert.ok(!('note' in (got[1] as object)), 'undefined fields are left out');
@@ -51,5 +54,8 @@ test('the access log is off below level info, and writes nothing after close', (
   log.write({ request_id: 'shown' });
   log.close();
   log.write({ request_id: 'late' });
-  assert.deepEqual(lines(file).map((l) => l.request_id), ['shown']);
+  assert.deepEqual(
+    lines(file).map((l) => l.request_id),
+    ['shown'],
+  );
 });

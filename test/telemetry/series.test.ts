@@ -20,7 +20,13 @@ test('a histogram family renders like a prom-client histogram with the same obse
   const ours = new Registry();
   const theirs = new Registry();
   const family = new HistogramFamily(ours, 'x_seconds', 'help text', ['model', 'provider'], BOUNDS);
-  const reference = new Histogram({ name: 'x_seconds', help: 'help text', labelNames: ['model', 'provider'], buckets: BOUNDS, registers: [theirs] });
+  const reference = new Histogram({
+    name: 'x_seconds',
+    help: 'help text',
+    labelNames: ['model', 'provider'],
+    buckets: BOUNDS,
+    registers: [theirs],
+  });
   for (const [model, provider, v] of OBSERVATIONS) {
     family.series(model, provider).observe(v);
     reference.observe({ model, provider }, v);
@@ -40,5 +46,9 @@ test('a counter family renders like a prom-client counter, one series per label 
   family.series('none', 'none', '404').inc();
   reference.inc({ model: 'none', provider: 'none', status: '404' });
   assert.equal(await ours.metrics(), await theirs.metrics());
-  assert.equal(family.series('gpt-4o', 'east', '200'), family.series('gpt-4o', 'east', '200'), 'the same label values give the same series');
+  assert.equal(
+    family.series('gpt-4o', 'east', '200'),
+    family.series('gpt-4o', 'east', '200'),
+    'the same label values give the same series',
+  );
 });
