@@ -66,6 +66,18 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
     else adminToken = new Credential(secret.value, describeSecretRef(ref));
   }
 
+  // API keys given as a secret reference are resolved here, like every secret, and only
+  // their SHA-256 is kept: the generation never holds a caller's key in clear.
+  const keyDigests: Record<string, readonly string[]> = Object.create(null) as Record<string, readonly string[]>;
+  (config.keys ?? []).forEach((k, i) => {
+    if (k.sha256 !== undefined) keyDigests[k.id] = k.sha256;
+    else if (k.key !== undefined) {
+      const secret = resolveSecret(k.key, inputs.env);
+      if (!secret.ok) issues.push({ path: `keys[${i}].key`, message: secret.message });
+      else keyDigests[k.id] = [sha256Hex(secret.value)];
+    }
+  });
+
   const routeSpecs = config.routing.routes ?? {};
   const overlaySettings = config.routing.overlay;
   if (overlaySettings !== undefined && (inputs.overlay === undefined || inputs.overlay === null)) {
@@ -111,6 +123,7 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
     modelsBody: modelsListBody(routes, modelsFirstSeen),
     pricing,
     adminToken,
+    keyDigests,
     overlay,
   };
   return { ok: true, generation: deepFreeze(generation) };

@@ -78,6 +78,8 @@ export interface Generation {
   readonly overlay: OverlaySnapshot | null;
   /** The admin API's bearer token (`server.admin_token`), or null when none is set. */
   readonly adminToken: Credential | null;
+  /** Per API key id (`keys[].id`): the SHA-256 digests that authenticate it (two while rotated). */
+  readonly keyDigests: Readonly<Record<string, readonly string[]>>;
 }
 
 /** Freezes plain objects and arrays all the way down; stateful class instances are left alone. */

@@ -1,43 +1,95 @@
-import type { IncomingMessage } from 'node:http';
-import { priceUsage } from '../governance/index.js';
-import type { Generation } from '../live/index.js';
+import * as governance from '../governance/index.js';
+import type { Principal, Reservation } from '../governance/index.js';
+import type { GenerationCandidate } from '../live/index.js';
 import type { Exchange } from './exchange.js';
+import { policyOf } from './governance.js';
+import type { Services } from './services.js';
 
 // The governance steps of DESIGN.md's request path, in the order the chat handler calls
 // them: authenticate (from the headers, before any body is read), pre-check (after
-// routing, before any upstream call) and settle (after the response). The generation the
-// request captured is passed in, never looked up again, so a request is admitted, limited
-// and billed under one generation.
+// routing, before any upstream call), then settle or release (after the response, exactly
+// once per reservation). Each reads the generation the request captured, never the
+// holder again, so a request is admitted, limited and billed under one generation.
 
-/** Who is calling: a key and its team, or the open gateway's anonymous caller. */
-export interface Principal {
-  readonly keyId: string | null;
-  readonly team: string | null;
+export type { Principal };
+
+/**
+ * The caller, from the request's headers alone, or the refusal (401 `unauthorized`,
+ * `key_expired`). A generation without keys is an open gateway: every caller is anonymous.
+ */
+export function authenticate(x: Exchange): Principal {
+  const gen = x.gen;
+  if (gen === null) throw new Error('authenticate before the generation was captured');
+  const auth = governance.authenticate(policyOf(gen).keys, x.req.headers, Date.now());
+  if (!auth.ok) throw governance.refusalError(auth.refusal);
+  x.principal = auth.principal;
+  return auth.principal;
 }
 
-const ANONYMOUS: Principal = Object.freeze({ keyId: null, team: null });
-
-/**
- * The caller, from the request's headers alone. A generation without keys is an open
- * gateway (a local development proxy): every caller is anonymous.
- */
-export function authenticate(_gen: Generation, _req: IncomingMessage): Principal {
-  return ANONYMOUS;
+/** What the pre-check needs of the parsed request. */
+export interface Asked {
+  readonly model: string;
+  readonly bodyBytes: number;
+  readonly maxTokens: number | null;
 }
 
 /**
- * Admits the request against its caller's limits before any upstream call, or throws the
- * refusal. The anonymous caller of an open gateway has no limits.
+ * Admits the request against its team's then its key's limits before any upstream call,
+ * reserving the worst-case cost at the dearest price among the chain's candidates, or
+ * throws the refusal (403, 429, 402, 503) with `retry-after` and `x-ratelimit-*`. Returns
+ * the chain to try: under `pricing.on_missing: block`, candidates without a price are
+ * left out.
  */
-export function preCheck(_gen: Generation, _principal: Principal, _x: Exchange): void {}
+export async function preCheck(x: Exchange, svc: Services, asked: Asked, chain: readonly GenerationCandidate[]): Promise<readonly GenerationCandidate[]> {
+  const gen = x.gen;
+  const principal = x.principal;
+  if (gen === null || principal === null) throw new Error('pre-check before authentication');
+  const policy = policyOf(gen);
+  const targets = chain.map((c) => ({ provider: c.provider.name, model: c.upstreamModel }));
+  const demand = { model: asked.model, bodyBytes: asked.bodyBytes, maxTokens: asked.maxTokens, targets, pricing: gen.pricing };
+  const admission = await governance.preCheck(svc.governance, policy, principal, demand, Date.now());
+  if (!admission.ok) throw governance.refusalError(admission.refusal);
+  x.reservation = admission.reservation;
+  const headers = governance.rateLimitHeaders(admission.rateLimit);
+  if (admission.budgetWarnings.length > 0) {
+    headers['x-switchyard-budget-warning'] = admission.budgetWarnings.map((s) => `${s.kind}:${s.id}`).join(',');
+    for (const s of admission.budgetWarnings) if (s.kind === 'team') svc.metrics.budgetExceeded.inc({ team: s.id });
+  }
+  x.limitHeaders = headers;
+  if (policy.onMissingPrice !== 'block' || admission.unpriced.length === 0) return chain;
+  return chain.filter((c) => !admission.unpriced.some((u) => u.provider === c.provider.name && u.model === c.upstreamModel));
+}
 
 /**
- * Prices what the response used with the pricing table of the generation that routed it,
- * in micro-USD rounded to a thousandth (free of float noise in logs and counters).
+ * Bills what the response used at the pricing table of the generation that routed it
+ * (integer micro-USD, rounded once) and trues up the caller's counters; or, when nothing
+ * was served, gives the reservation back. Called exactly once per request.
  */
-export function settle(x: Exchange): void {
-  const { gen, candidate, usage } = x;
-  if (gen === null || candidate === null || usage === null) return;
-  const cost = priceUsage(gen.pricing, candidate.provider.name, candidate.upstreamModel, usage);
-  x.costMicroUsd = cost === null ? null : Math.round(cost * 1000) / 1000;
+export async function settle(x: Exchange, svc: Services): Promise<void> {
+  const reservation: Reservation | null = x.reservation;
+  x.reservation = null;
+  const gen = x.gen;
+  const c = x.candidate;
+  const now = Date.now();
+  if (gen === null || c === null || x.outcome === 'aborted' && x.headersAt === null) {
+    await governance.release(svc.governance, reservation, now);
+    return;
+  }
+  const settled = await governance.settle(svc.governance, reservation, { provider: c.provider.name, model: c.upstreamModel }, x.usage, gen.pricing, now);
+  x.costMicroUsd = settled.costMicroUsd;
+  x.pricingMissing = settled.pricingMissing;
+  if (settled.pricingMissing) svc.metrics.pricingMissing.inc();
+  const principal = x.principal;
+  if (principal?.team != null && settled.costMicroUsd !== null && settled.costMicroUsd > 0) {
+    svc.metrics.spendUsd.series(principal.team, principal.keyId ?? '').inc(settled.costMicroUsd / 1e6);
+  }
+}
+
+/** `x-switchyard-cost-usd` for a response whose usage is known when its headers go out. */
+export function costHeaders(x: Exchange, c: GenerationCandidate): (usage: governance.Usage | null) => Record<string, string> | null {
+  return (usage) => {
+    if (usage === null || x.gen === null) return null;
+    const cost = governance.costMicroUsd(x.gen.pricing, c.provider.name, c.upstreamModel, usage);
+    return cost === null ? null : { 'x-switchyard-cost-usd': (cost / 1e6).toFixed(6) };
+  };
 }

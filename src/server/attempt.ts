@@ -1,6 +1,7 @@
 import type { Generation, GenerationCandidate } from '../live/index.js';
 import { CHAT_COMPLETIONS_PATH, chatBodyFor, type RelayResult, relay, upstreamHeaders } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
+import { costHeaders } from './admission.js';
 import type { Exchange } from './exchange.js';
 
 // One attempt at one candidate, as a small core (send it through the provider's pool and
@@ -51,6 +52,8 @@ export const sendToCandidate: Attempt = (a) => {
     attribution['x-switchyard-revision'] = gen.overlay.revision;
   }
   if (x.failures.length > 0) attribution['x-switchyard-fallback'] = x.failures.map((f) => f.provider).join(',');
+  // A gateway limit's headers replace the upstream's of the same names.
+  if (x.limitHeaders !== null) Object.assign(attribution, x.limitHeaders);
   x.attemptStartedAt = performance.now();
   return relay({
     res: x.res,
@@ -64,6 +67,7 @@ export const sendToCandidate: Attempt = (a) => {
       timeoutMs: provider.timeoutMs,
     },
     responseHeaders: attribution,
+    usageHeaders: costHeaders(x, c),
   });
 };
 

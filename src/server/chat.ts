@@ -20,7 +20,7 @@ import { sessionKeyOf } from './session.js';
 export async function handleChat(x: Exchange, svc: Services, settings: ListenerSettings, attempt: Attempt): Promise<void> {
   const gen = svc.holder.current();
   x.gen = gen;
-  x.principal = authenticate(gen, x.req);
+  authenticate(x);
   const raw = await readBody(x.req, settings.maxBodyBytes);
   const chat = parseChatRequest(raw);
   x.model = chat.model;
@@ -30,20 +30,29 @@ export async function handleChat(x: Exchange, svc: Services, settings: ListenerS
   const sessionKey = sessionKeyOf(x.req, gen.config.routing.session_affinity);
   const bindingKey = sessionKey === undefined ? undefined : `${chat.model}\u0000${sessionKey}`;
   const boundStableId = bindingKey === undefined ? undefined : svc.affinity.get(bindingKey);
-  const { chain } = select(route, { counters: svc.counters, random: svc.random, boundStableId });
-  if (chain.length === 0)
+  const selected = select(route, { counters: svc.counters, random: svc.random, boundStableId }).chain;
+  if (selected.length === 0)
     throw new SwitchyardError('no_route', `model "${chat.model}" has no candidate that can serve new requests right now`, 'model');
 
-  preCheck(gen, x.principal, x);
+  const chain = await preCheck(x, svc, { model: chat.model, bodyBytes: raw.length, maxTokens: maxTokensOf(chat.parsed) }, selected);
+  try {
+    const committed = await failover(x, chain, { raw, parsed: chat.parsed }, attempt, svc);
+    if (committed === null) return;
+    if (bindingKey !== undefined && committed.status < 300) svc.affinity.bind(bindingKey, (x.candidate as GenerationCandidate).stableId);
+    const relayed = await committed.finished;
+    x.outcome = relayed.outcome;
+    x.firstByteAt = relayed.firstByteAt;
+    x.usage = relayed.usage;
+  } finally {
+    // Bills what was served, or gives the reservation back when nothing was.
+    await settle(x, svc);
+  }
+}
 
-  const committed = await failover(x, chain, { raw, parsed: chat.parsed }, attempt, svc);
-  if (committed === null) return;
-  if (bindingKey !== undefined && committed.status < 300) svc.affinity.bind(bindingKey, (x.candidate as GenerationCandidate).stableId);
-  const relayed = await committed.finished;
-  x.outcome = relayed.outcome;
-  x.firstByteAt = relayed.firstByteAt;
-  x.usage = relayed.usage;
-  settle(x);
+/** `max_tokens`, or `max_completion_tokens` (the newer name), when the request caps its output. */
+function maxTokensOf(body: Record<string, unknown>): number | null {
+  const v = body.max_completion_tokens ?? body.max_tokens;
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.floor(v) : null;
 }
 
 function routeOf(gen: Generation, model: string): GenerationRoute {

@@ -4,7 +4,7 @@ import type { ErrorCode } from '../errors.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
 import type { TokenUsage } from '../providers/index.js';
 import type { FailureReason } from '../resilience/index.js';
-import type { Principal } from './admission.js';
+import type { Principal, Reservation } from '../governance/index.js';
 
 export interface Failure {
   readonly provider: string;
@@ -30,6 +30,11 @@ export class Exchange {
   /** The generation captured once at the start; everything after reads this one. */
   gen: Generation | null = null;
   principal: Principal | null = null;
+  /** The pre-check's reservation until settle or release takes it (exactly once). */
+  reservation: Reservation | null = null;
+  /** `x-ratelimit-*` and the budget warning, for the response the request commits to. */
+  limitHeaders: Record<string, string> | null = null;
+  pricingMissing = false;
   /** The model the client asked for, once the body is parsed. */
   model: string | undefined = undefined;
   stream = false;

@@ -6,10 +6,11 @@ import { PoolRegistry } from '../providers/index.js';
 import { BreakerRegistry } from '../resilience/index.js';
 import { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
 import { AccessLog, type BreakerStateCode, createLogger, flushLogger, type Logger, Metrics } from '../telemetry/index.js';
-import { splitHostPort } from './address.js';
+import { isLoopback, splitHostPort } from './address.js';
 import { type AdminContext, createAdminHandler } from './admin.js';
 import { createApiHandler, type TrafficState } from './api.js';
 import { FileWatch } from './file-watch.js';
+import { buildGovernanceStore } from './governance.js';
 import { Reloader, type ReloadResult } from './reload.js';
 import type { Services } from './services.js';
 
@@ -68,6 +69,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   }
   const config = first.generation.config;
   const svc = buildServices(config, pools, options);
+  if ((config.keys ?? []).length === 0 && !isLoopback(splitHostPort(config.server.listen).host)) {
+    svc.logger.warn({ msg: `no keys are configured and ${config.server.listen} is not a loopback address: anyone who reaches it may call it` });
+  }
   // A caller that passes its own logger owns its level; otherwise `log.level` sets it.
   const reloader = new Reloader(svc, options.configPath, env, options.logger === undefined);
   reloader.adopt(first, started);
@@ -121,14 +125,16 @@ function buildServices(config: GatewayConfig, pools: PoolRegistry, options: Gate
   const breakers = new BreakerRegistry({ failureThreshold: b.failure_threshold, openBaseMs: b.open_base_ms, openMaxMs: b.open_max_ms });
   const sessions = config.routing.session_affinity ?? sessionAffinityDefaults;
   const logger = options.logger ?? createLogger({ level: config.log.level, destination: options.logDestination });
+  const metrics = new Metrics(() => breakerStates(holder, breakers));
   return {
     holder,
     breakers,
     counters: new RoundRobinCounters(),
     affinity: new SessionAffinity({ ttlMs: sessions.ttl_s * 1000, maxEntries: sessions.max_entries }),
     pools,
-    metrics: new Metrics(() => breakerStates(holder, breakers)),
+    metrics,
     logger,
+    governance: buildGovernanceStore(config, logger, metrics),
     accessLog: new AccessLog({ level: logger.level, destination: options.logDestination, flushMs: 200 }),
     random: options.random ?? Math.random,
   };
@@ -238,6 +244,7 @@ async function drain(listeners: Listeners, traffic: TrafficState, drainTimeoutMs
   admin?.closeAllConnections();
   await closed;
   await svc.pools.destroyAll();
+  await svc.governance.close();
   svc.accessLog.close();
   svc.logger.info({ msg: 'stopped', drained });
   flushLogger(svc.logger);

@@ -8,6 +8,7 @@ import {
   prepareGeneration,
   type ReloadTrigger,
 } from '../live/index.js';
+import { policyOf } from './governance.js';
 import type { Services } from './services.js';
 
 export type ReloadOutcome = 'applied' | 'unchanged' | 'rejected';
@@ -207,6 +208,8 @@ export class Reloader {
   /** The swap and what must follow it, all synchronous: no request runs in between. */
   #swap(next: Generation): void {
     const { holder, breakers, pools, counters, affinity, metrics, logger } = this.#svc;
+    // Compiled before the swap, so no request pays for it (governance.ts caches it by generation).
+    policyOf(next);
     holder.swap(next);
     const breaker = next.config.resilience.breaker;
     breakers.configure({ failureThreshold: breaker.failure_threshold, openBaseMs: breaker.open_base_ms, openMaxMs: breaker.open_max_ms });

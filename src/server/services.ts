@@ -1,3 +1,4 @@
+import type { PolicedStore } from '../governance/index.js';
 import type { GenerationHolder } from '../live/index.js';
 import type { PoolRegistry } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
@@ -18,6 +19,8 @@ export interface Services {
   readonly metrics: Metrics;
   readonly logger: Logger;
   readonly accessLog: AccessLog;
+  /** The governance store (memory or Redis): counters by team and key id, kept across reloads. */
+  readonly governance: PolicedStore;
   readonly random: () => number;
 }
 

@@ -1,0 +1,79 @@
+import type { GatewayConfig } from '../config/index.js';
+import {
+  buildGovernancePolicy,
+  createGovernanceStore,
+  type GovernancePolicy,
+  type KeyRecord,
+  type PolicedStore,
+  type StoreSettings,
+  type TeamRecord,
+} from '../governance/index.js';
+import type { Generation } from '../live/index.js';
+import type { Logger, Metrics } from '../telemetry/index.js';
+
+// The adapter between the generation (config, resolved key digests) and governance/'s own
+// input types, and the one store of the process. governance/ never reads config, and live/
+// never imports governance/: server/, the composition root, joins them here.
+
+const microUsd = (usd: number | undefined): number | undefined => (usd === undefined ? undefined : Math.round(usd * 1e6));
+
+/** Config + resolved digests -> governance's policy. Budgets in USD become integer micro-USD. */
+function policyInput(gen: Generation) {
+  const config = gen.config;
+  const teams: TeamRecord[] = Object.entries(config.teams ?? {}).map(([id, t]) => ({
+    id,
+    allowedModels: t.allowed_models,
+    limits: {
+      rpm: t.rate_limit?.rpm,
+      tpm: t.rate_limit?.tpm,
+      tokensPerDay: t.quota?.tokens_per_day,
+      budgetMicroUsdPerMonth: microUsd(t.budget?.usd_per_month),
+      budgetOnExceeded: t.budget?.on_exceeded,
+    },
+  }));
+  const keys: KeyRecord[] = (config.keys ?? []).map((k) => ({
+    id: k.id,
+    team: k.team,
+    sha256: gen.keyDigests[k.id] ?? [],
+    limits: { rpm: k.rpm, tpm: k.tpm, tokensPerDay: k.tokens_per_day, budgetMicroUsdPerMonth: microUsd(k.budget_usd_per_month) },
+    expiresAtMs: k.expires_at === undefined ? null : Date.parse(k.expires_at),
+  }));
+  return { teams, keys, defaultMaxTokens: config.governance.default_max_tokens, onMissingPrice: config.pricing.on_missing ?? 'allow' } as const;
+}
+
+const policies = new WeakMap<Generation, GovernancePolicy>();
+
+/**
+ * The governance policy of a generation: compiled once (at its swap, see Reloader), then
+ * looked up in O(1). Keyed by the generation object, so a request can only ever see the
+ * policy of the generation it captured.
+ */
+export function policyOf(gen: Generation): GovernancePolicy {
+  let policy = policies.get(gen);
+  if (policy === undefined) {
+    policy = buildGovernancePolicy(policyInput(gen));
+    policies.set(gen, policy);
+  }
+  return policy;
+}
+
+/** `governance:` as the store factory takes it; the store is built once (a change takes a restart). */
+function storeSettings(config: GatewayConfig): StoreSettings {
+  const g = config.governance;
+  if (g.store === 'memory' || g.redis_url === undefined) return { store: 'memory' };
+  return { store: 'redis', redisUrl: g.redis_url, keyPrefix: g.key_prefix, onStoreError: g.on_store_error };
+}
+
+/** The one governance store of the process, with its failures logged and counted. */
+export function buildGovernanceStore(config: GatewayConfig, logger: Logger, metrics: Metrics): PolicedStore {
+  return createGovernanceStore(storeSettings(config), {
+    onFailure: (f) => {
+      metrics.governanceStoreErrors.inc({ operation: f.operation });
+      logger.warn({ msg: 'governance store error', operation: f.operation, policy: f.policy, error: f.message });
+    },
+    onConnectionEvent: (event, detail) => {
+      if (event === 'ready') logger.info({ msg: 'governance store connected', detail });
+      else logger.warn({ msg: `governance store ${event}`, detail });
+    },
+  });
+}
