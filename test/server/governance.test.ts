@@ -1,0 +1,217 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import OpenAI from 'openai';
+import { hashKey } from '../../src/governance/index.js';
+import type { MockProvider } from '../../src/mock/index.js';
+import { startMockProvider } from '../../src/mock/index.js';
+import { adminReload } from '../support/admin.js';
+import type { GatewayProcess } from '../support/gateway-process.js';
+import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
+import { chatBody, postChat } from '../support/http.js';
+import { metricValue, scrapeMetrics } from '../support/observe.js';
+
+// Issue 9 through the official openai client against real gateway processes: who may call,
+// each limit with its status, headers and error body, budgets under concurrency, counters
+// across a reload and across two replicas sharing Redis.
+
+const MODEL = 'gpt-4o-mini';
+const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: 'user', content: 'hello governance' }];
+/** USD per million output tokens: 1000 micro-USD per token, so costs are whole numbers. */
+const OUTPUT_PRICE = 1000;
+
+const keyOf = (id: string): string => `sy-test-${id}-${'k'.repeat(8)}`;
+const key = (id: string, team: string, extra: Record<string, unknown> = {}) => ({ id, team, sha256: hashKey(keyOf(id)), ...extra });
+
+function clientFor(gw: GatewayProcess, id: string): OpenAI {
+  return new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: keyOf(id), maxRetries: 0, timeout: 10_000 });
+}
+
+async function refusal(p: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof OpenAI.APIError) return err;
+    throw err;
+  }
+  assert.fail('the request was served, expected a refusal');
+}
+
+let mock: MockProvider;
+/** Completion tokens the mock reports for `messages` (its reply is fixed). */
+let completionTokens: number;
+
+async function learnCompletionTokens(): Promise<number> {
+  const res = await fetch(`${mock.baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, messages }) });
+  return ((await res.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens;
+}
+
+function governedConfig(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  const budgetFitsTen = (10 * completionTokens * OUTPUT_PRICE) / 1e6;
+  return baseConfig(
+    { east: mock.baseUrl },
+    { [MODEL]: { candidates: [{ provider: 'east' }] }, 'llama-3': { candidates: [{ provider: 'east' }] } },
+    {
+      pricing: { models: { [MODEL]: { input_usd_per_mtok: 0, output_usd_per_mtok: OUTPUT_PRICE } } },
+      teams: {
+        free: {},
+        rpm: { rate_limit: { rpm: 2 } },
+        reloaded: { rate_limit: { rpm: 3 } },
+        quota: { quota: { tokens_per_day: 1 } },
+        llamas: { allowed_models: ['llama-*'] },
+        budget: { budget: { usd_per_month: budgetFitsTen, on_exceeded: 'block' } },
+        warned: { budget: { usd_per_month: 0, on_exceeded: 'warn' } },
+      },
+      keys: [
+        key('free', 'free'),
+        key('rpm', 'rpm'),
+        key('reloaded', 'reloaded'),
+        key('quota', 'quota'),
+        key('llamas', 'llamas'),
+        key('budget', 'budget'),
+        key('warned', 'warned'),
+        key('expired', 'free', { expires_at: '2020-01-01T00:00:00Z' }),
+      ],
+      ...extra,
+    },
+  );
+}
+
+describe('governance on the request path', () => {
+  let gw: GatewayProcess;
+
+  before(async () => {
+    mock = await startMockProvider({ name: 'east' });
+    completionTokens = await learnCompletionTokens();
+    gw = await startGatewayProcess(governedConfig());
+  });
+
+  after(async () => {
+    await gw?.stop();
+  });
+
+  it('a missing or unknown key is 401 in the OpenAI shape; the upstream is never called', async () => {
+    const before = mock.stats().total;
+    const none = await postChat(gw.url, chatBody(MODEL));
+    assert.equal(none.status, 401);
+    assert.equal(none.json<{ error: { code: string } }>().error.code, 'unauthorized');
+    const err = await refusal(new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'sy-not-a-key', maxRetries: 0 }).chat.completions.create({ model: MODEL, messages }));
+    assert.ok(err instanceof OpenAI.AuthenticationError, String(err));
+    assert.ok(!err.message.includes('sy-not-a-key'), 'the presented key is never echoed');
+    assert.equal(mock.stats().total, before);
+  });
+
+  it('a key is accepted as Bearer with any scheme case, or as x-api-key', async () => {
+    const variants: Record<string, string>[] = [{ authorization: `bearer ${keyOf("free")}` }, { authorization: `BEARER ${keyOf("free")}` }, { "x-api-key": keyOf("free") }];
+    for (const headers of variants) {
+      const r = await postChat(gw.url, chatBody(MODEL), headers);
+      assert.equal(r.status, 200, JSON.stringify(headers));
+    }
+  });
+
+  it('an expired key is 401 key_expired', async () => {
+    const err = await refusal(clientFor(gw, 'expired').chat.completions.create({ model: MODEL, messages }));
+    assert.equal(err.status, 401);
+    assert.equal(err.code, 'key_expired');
+  });
+
+  it("a model outside the team's allowed_models is 403 model_not_allowed; a matching glob is served", async () => {
+    const err = await refusal(clientFor(gw, 'llamas').chat.completions.create({ model: MODEL, messages }));
+    assert.ok(err instanceof OpenAI.PermissionDeniedError, String(err));
+    assert.equal(err.code, 'model_not_allowed');
+    const ok = await clientFor(gw, 'llamas').chat.completions.create({ model: 'llama-3', messages });
+    assert.ok(ok.choices.length > 0);
+  });
+
+  it('rpm trips with 429 rate_limit_exceeded, retry-after and x-ratelimit-* headers; served responses carry the same headers', async () => {
+    const client = clientFor(gw, 'rpm');
+    const first = await client.chat.completions.create({ model: MODEL, messages }).withResponse();
+    assert.equal(first.response.headers.get('x-ratelimit-limit-requests'), '2');
+    assert.equal(first.response.headers.get('x-ratelimit-remaining-requests'), '1');
+    await client.chat.completions.create({ model: MODEL, messages });
+    const err = await refusal(client.chat.completions.create({ model: MODEL, messages }));
+    assert.ok(err instanceof OpenAI.RateLimitError, String(err));
+    assert.equal(err.code, 'rate_limit_exceeded');
+    const retryAfter = Number(err.headers?.get('retry-after'));
+    assert.ok(retryAfter >= 1 && retryAfter <= 60, `retry-after ${retryAfter}`);
+    assert.equal(err.headers?.get('x-ratelimit-limit-requests'), '2');
+    assert.equal(err.headers?.get('x-ratelimit-remaining-requests'), '0');
+  });
+
+  it('the daily token quota trips with 429 quota_exceeded', async () => {
+    const err = await refusal(clientFor(gw, 'quota').chat.completions.create({ model: MODEL, messages }));
+    assert.ok(err instanceof OpenAI.RateLimitError, String(err));
+    assert.equal(err.code, 'quota_exceeded');
+  });
+
+  it('a priced response carries x-switchyard-cost-usd, equal to its usage at the configured price, and counts in spend', async () => {
+    const { data, response } = await clientFor(gw, 'free').chat.completions.create({ model: MODEL, messages }).withResponse();
+    const expected = ((data.usage?.completion_tokens ?? 0) * OUTPUT_PRICE) / 1e6;
+    assert.equal(Number(response.headers.get('x-switchyard-cost-usd')), expected);
+    const text = await scrapeMetrics(gw.url);
+    assert.ok((metricValue(text, 'switchyard_spend_usd_total', { team: 'free', key: 'free' }) ?? 0) >= expected, text);
+  });
+
+  it('50 concurrent requests against a budget that fits 10 serve at most 10; the rest get 402 budget_exceeded', async () => {
+    const client = clientFor(gw, 'budget');
+    const results = await Promise.allSettled(
+      Array.from({ length: 50 }, () => client.chat.completions.create({ model: MODEL, messages, max_tokens: completionTokens })),
+    );
+    const served = results.filter((r) => r.status === 'fulfilled').length;
+    const refused = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason as InstanceType<typeof OpenAI.APIError>);
+    assert.ok(served >= 1 && served <= 10, `served ${served}`);
+    for (const err of refused) {
+      assert.equal(err.status, 402, String(err));
+      assert.equal(err.code, 'budget_exceeded');
+    }
+  });
+
+  it('over a budget with on_exceeded: warn, the request is served with x-switchyard-budget-warning and counted', async () => {
+    const { response } = await clientFor(gw, 'warned').chat.completions.create({ model: MODEL, messages }).withResponse();
+    assert.equal(response.headers.get('x-switchyard-budget-warning'), 'team:warned');
+    const text = await scrapeMetrics(gw.url);
+    assert.ok((metricValue(text, 'switchyard_budget_exceeded_total', { team: 'warned' }) ?? 0) >= 1, text);
+  });
+
+  it("changing a team's rpm on reload keeps its current count", async () => {
+    const client = clientFor(gw, 'reloaded');
+    await client.chat.completions.create({ model: MODEL, messages });
+    await client.chat.completions.create({ model: MODEL, messages });
+    const config = governedConfig();
+    (config.teams as Record<string, unknown>).reloaded = { rate_limit: { rpm: 2 } };
+    gw.writeConfig(config);
+    const reload = await adminReload(gw.adminUrl as string);
+    assert.equal(reload.body.result, 'applied', JSON.stringify(reload.body));
+    const err = await refusal(client.chat.completions.create({ model: MODEL, messages }));
+    assert.equal(err.code, 'rate_limit_exceeded', 'the two requests before the reload still count against the new limit');
+  });
+});
+
+describe('two gateway processes sharing one Redis', () => {
+  let a: GatewayProcess;
+  let b: GatewayProcess;
+  const prefix = `switchyard-test-${randomUUID()}:`;
+
+  before(async () => {
+    mock ??= await startMockProvider({ name: 'east' });
+    completionTokens ??= await learnCompletionTokens();
+    const config = governedConfig({ governance: { store: 'redis', redis_url: 'redis://127.0.0.1:6379', key_prefix: prefix } });
+    (config.teams as Record<string, unknown>).shared = { rate_limit: { rpm: 30 } };
+    (config.keys as unknown[]).push(key('shared', 'shared'));
+    [a, b] = await Promise.all([startGatewayProcess(config), startGatewayProcess(config)]);
+  });
+
+  after(async () => {
+    await Promise.all([a?.stop(), b?.stop()]);
+    await mock?.close();
+  });
+
+  it('a team with rpm 30 gets exactly 30 successes out of 60 across both (a sliding log, exact across replicas)', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => postChat(i % 2 === 0 ? a.url : b.url, chatBody(MODEL), { authorization: `Bearer ${keyOf('shared')}` })),
+    );
+    const statuses = results.map((r) => r.status);
+    assert.equal(statuses.filter((s) => s === 200).length, 30, JSON.stringify(statuses));
+    assert.equal(statuses.filter((s) => s === 429).length, 30);
+  });
+});
