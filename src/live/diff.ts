@@ -28,7 +28,8 @@ const RESTART_ONLY: readonly (keyof Generation['config']['server'])[] = [
 
 export function restartOnlyWarnings(serving: Generation['config'], next: Generation['config']): string[] {
   const changed = RESTART_ONLY.filter((key) => !isDeepStrictEqual(serving.server[key], next.server[key])).map((key) => `server.${key}`);
-  if (!isDeepStrictEqual({ ...serving.governance, default_max_tokens: 0 }, { ...next.governance, default_max_tokens: 0 })) changed.push('governance (store settings)');
+  if (!isDeepStrictEqual({ ...serving.governance, default_max_tokens: 0 }, { ...next.governance, default_max_tokens: 0 }))
+    changed.push('governance (store settings)');
   if (!isDeepStrictEqual(serving.audit, next.audit)) changed.push('audit');
   const before = serving.routing.overlay;
   const after = next.routing.overlay;

@@ -1,5 +1,6 @@
-import * as governance from '../governance/index.js';
+import { requestStarted } from '../audit/index.js';
 import type { Principal, Reservation } from '../governance/index.js';
+import * as governance from '../governance/index.js';
 import type { GenerationCandidate } from '../live/index.js';
 import type { Exchange } from './exchange.js';
 import { policyOf } from './governance.js';
@@ -17,13 +18,33 @@ export type { Principal };
  * The caller, from the request's headers alone, or the refusal (401 `unauthorized`,
  * `key_expired`). A generation without keys is an open gateway: every caller is anonymous.
  */
-export function authenticate(x: Exchange): Principal {
+export function authenticate(x: Exchange, svc: Services): Principal {
   const gen = x.gen;
   if (gen === null) throw new Error('authenticate before the generation was captured');
   const auth = governance.authenticate(policyOf(gen).keys, x.req.headers, Date.now());
-  if (!auth.ok) throw governance.refusalError(auth.refusal);
+  if (!auth.ok) {
+    auditStarted(x, svc, auth.refusal.code);
+    throw governance.refusalError(auth.refusal);
+  }
   x.principal = auth.principal;
   return auth.principal;
+}
+
+/** The audit record of a request's admission: after the pre-check, or at the refusal (with its reason). */
+function auditStarted(x: Exchange, svc: Services, refusedWith: string | null): void {
+  if (svc.audit === null) return;
+  svc.audit.append(
+    requestStarted({
+      requestId: x.requestId,
+      keyId: x.principal?.keyId ?? null,
+      team: x.principal?.team ?? null,
+      model: x.model ?? null,
+      generation: x.gen?.number ?? null,
+      revision: x.gen?.overlay?.revision ?? null,
+      decision: refusedWith === null ? 'admitted' : 'refused',
+      reason: refusedWith,
+    }),
+  );
 }
 
 /** What the pre-check needs of the parsed request. */
@@ -40,7 +61,12 @@ export interface Asked {
  * the chain to try: under `pricing.on_missing: block`, candidates without a price are
  * left out.
  */
-export async function preCheck(x: Exchange, svc: Services, asked: Asked, chain: readonly GenerationCandidate[]): Promise<readonly GenerationCandidate[]> {
+export async function preCheck(
+  x: Exchange,
+  svc: Services,
+  asked: Asked,
+  chain: readonly GenerationCandidate[],
+): Promise<readonly GenerationCandidate[]> {
   const gen = x.gen;
   const principal = x.principal;
   if (gen === null || principal === null) throw new Error('pre-check before authentication');
@@ -48,8 +74,13 @@ export async function preCheck(x: Exchange, svc: Services, asked: Asked, chain: 
   const targets = chain.map((c) => ({ provider: c.provider.name, model: c.upstreamModel }));
   const demand = { model: asked.model, bodyBytes: asked.bodyBytes, maxTokens: asked.maxTokens, targets, pricing: gen.pricing };
   const admission = await governance.preCheck(svc.governance, policy, principal, demand, Date.now());
-  if (!admission.ok) throw governance.refusalError(admission.refusal);
+  if (!admission.ok) {
+    auditStarted(x, svc, admission.refusal.code);
+    throw governance.refusalError(admission.refusal);
+  }
   x.reservation = admission.reservation;
+  x.admitted = true;
+  auditStarted(x, svc, null);
   const headers = governance.rateLimitHeaders(admission.rateLimit);
   if (admission.budgetWarnings.length > 0) {
     headers['x-switchyard-budget-warning'] = admission.budgetWarnings.map((s) => `${s.kind}:${s.id}`).join(',');
@@ -71,11 +102,18 @@ export async function settle(x: Exchange, svc: Services): Promise<void> {
   const gen = x.gen;
   const c = x.candidate;
   const now = Date.now();
-  if (gen === null || c === null || x.outcome === 'aborted' && x.headersAt === null) {
+  if (gen === null || c === null || (x.outcome === 'aborted' && x.headersAt === null)) {
     await governance.release(svc.governance, reservation, now);
     return;
   }
-  const settled = await governance.settle(svc.governance, reservation, { provider: c.provider.name, model: c.upstreamModel }, x.usage, gen.pricing, now);
+  const settled = await governance.settle(
+    svc.governance,
+    reservation,
+    { provider: c.provider.name, model: c.upstreamModel },
+    x.usage,
+    gen.pricing,
+    now,
+  );
   x.costMicroUsd = settled.costMicroUsd;
   x.pricingMissing = settled.pricingMissing;
   if (settled.pricingMissing) svc.metrics.pricingMissing.inc();

@@ -20,7 +20,7 @@ import { sessionKeyOf } from './session.js';
 export async function handleChat(x: Exchange, svc: Services, settings: ListenerSettings, attempt: Attempt): Promise<void> {
   const gen = svc.holder.current();
   x.gen = gen;
-  authenticate(x);
+  authenticate(x, svc);
   const raw = await readBody(x.req, settings.maxBodyBytes);
   const chat = parseChatRequest(raw);
   x.model = chat.model;

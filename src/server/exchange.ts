@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorCode } from '../errors.js';
+import type { Principal, Reservation } from '../governance/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
 import type { TokenUsage } from '../providers/index.js';
 import type { FailureReason } from '../resilience/index.js';
-import type { Principal, Reservation } from '../governance/index.js';
 
 export interface Failure {
   readonly provider: string;
@@ -35,6 +35,8 @@ export class Exchange {
   /** `x-ratelimit-*` and the budget warning, for the response the request commits to. */
   limitHeaders: Record<string, string> | null = null;
   pricingMissing = false;
+  /** Passed authentication and the pre-check: its completion is audited. */
+  admitted = false;
   /** The model the client asked for, once the body is parsed. */
   model: string | undefined = undefined;
   stream = false;

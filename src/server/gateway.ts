@@ -1,5 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
+import { AuditWriter } from '../audit/index.js';
 import { type ConfigIssue, formatIssue, type GatewayConfig, type ServerConfig, sessionAffinityDefaults } from '../config/index.js';
 import { GenerationHolder, prepareGeneration, ReloadCoordinator, type ReloadTrigger } from '../live/index.js';
 import { PoolRegistry } from '../providers/index.js';
@@ -68,9 +70,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     throw new StartupError(first.outcome === 'rejected' ? first.issues : []);
   }
   const config = first.generation.config;
-  const svc = buildServices(config, pools, options);
+  const svc = await buildServices(config, pools, options).catch(async (err: unknown) => {
+    await pools.destroyAll();
+    throw err;
+  });
   if ((config.keys ?? []).length === 0 && !isLoopback(splitHostPort(config.server.listen).host)) {
-    svc.logger.warn({ msg: `no keys are configured and ${config.server.listen} is not a loopback address: anyone who reaches it may call it` });
+    svc.logger.warn({
+      msg: `no keys are configured and ${config.server.listen} is not a loopback address: anyone who reaches it may call it`,
+    });
   }
   // A caller that passes its own logger owns its level; otherwise `log.level` sets it.
   const reloader = new Reloader(svc, options.configPath, env, options.logger === undefined);
@@ -119,13 +126,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 }
 
 /** The stateful services (DESIGN.md invariant 3): built once, from the first generation's config. */
-function buildServices(config: GatewayConfig, pools: PoolRegistry, options: GatewayOptions): Services {
+async function buildServices(config: GatewayConfig, pools: PoolRegistry, options: GatewayOptions): Promise<Services> {
   const holder = new GenerationHolder();
   const b = config.resilience.breaker;
   const breakers = new BreakerRegistry({ failureThreshold: b.failure_threshold, openBaseMs: b.open_base_ms, openMaxMs: b.open_max_ms });
   const sessions = config.routing.session_affinity ?? sessionAffinityDefaults;
   const logger = options.logger ?? createLogger({ level: config.log.level, destination: options.logDestination });
   const metrics = new Metrics(() => breakerStates(holder, breakers));
+  const audit = config.audit === undefined ? null : await openAudit(config.audit.file, logger, metrics);
   return {
     holder,
     breakers,
@@ -135,9 +143,26 @@ function buildServices(config: GatewayConfig, pools: PoolRegistry, options: Gate
     metrics,
     logger,
     governance: buildGovernanceStore(config, logger, metrics),
+    audit,
     accessLog: new AccessLog({ level: logger.level, destination: options.logDestination, flushMs: 200 }),
     random: options.random ?? Math.random,
   };
+}
+
+/** The audit writer, continuing the file's chain; a file it cannot continue stops the start. */
+async function openAudit(path: string, logger: Logger, metrics: Metrics): Promise<AuditWriter> {
+  try {
+    return await AuditWriter.open({
+      path,
+      instance: `${hostname()}:${process.pid}`,
+      onFailure: (f) => {
+        metrics.auditFailures.inc();
+        logger.warn({ msg: 'audit append failed', error: f.message });
+      },
+    });
+  } catch (err) {
+    throw new StartupError([{ path: 'audit.file', message: (err as Error).message }]);
+  }
 }
 
 interface Listeners {
@@ -245,6 +270,7 @@ async function drain(listeners: Listeners, traffic: TrafficState, drainTimeoutMs
   await closed;
   await svc.pools.destroyAll();
   await svc.governance.close();
+  await svc.audit?.close();
   svc.accessLog.close();
   svc.logger.info({ msg: 'stopped', drained });
   flushLogger(svc.logger);

@@ -38,7 +38,12 @@ function policyInput(gen: Generation) {
     limits: { rpm: k.rpm, tpm: k.tpm, tokensPerDay: k.tokens_per_day, budgetMicroUsdPerMonth: microUsd(k.budget_usd_per_month) },
     expiresAtMs: k.expires_at === undefined ? null : Date.parse(k.expires_at),
   }));
-  return { teams, keys, defaultMaxTokens: config.governance.default_max_tokens, onMissingPrice: config.pricing.on_missing ?? 'allow' } as const;
+  return {
+    teams,
+    keys,
+    defaultMaxTokens: config.governance.default_max_tokens,
+    onMissingPrice: config.pricing.on_missing ?? 'allow',
+  } as const;
 }
 
 const policies = new WeakMap<Generation, GovernancePolicy>();

@@ -1,3 +1,4 @@
+import { requestCompleted } from '../audit/index.js';
 import { pathOf } from './endpoints.js';
 import type { Exchange } from './exchange.js';
 import type { Services } from './services.js';
@@ -25,8 +26,35 @@ export function recordRequest(svc: Services, x: Exchange): void {
     metrics.timeToFirstToken.series(model, provider).observe((x.firstByteAt - x.startedAt) / 1000);
   const cost = x.costMicroUsd;
   if (cost !== null && cost > 0) metrics.costUsd.series(model, provider).inc(cost / 1e6);
+  if (x.admitted && svc.audit !== null) auditCompleted(svc, x, status, durationMs);
   if ((gen !== null && !gen.config.log.access) || !svc.accessLog.enabled) return;
   svc.accessLog.writeJson(accessLine(x, status, durationMs, x.model, provider));
+}
+
+/** The audit record of an admitted request: what served it, what it used and cost. No prompt, completion or secret. */
+function auditCompleted(svc: Services, x: Exchange, status: number | 'partial', durationMs: number): void {
+  const c = x.candidate;
+  svc.audit?.append(
+    requestCompleted({
+      requestId: x.requestId,
+      keyId: x.principal?.keyId ?? null,
+      team: x.principal?.team ?? null,
+      model: x.model ?? null,
+      provider: c?.provider.name ?? null,
+      upstreamModel: c?.upstreamModel ?? null,
+      stableId: c?.stableId ?? null,
+      generation: x.gen?.number ?? null,
+      revision: x.gen?.overlay?.revision ?? null,
+      status,
+      fallback: x.failures.map((f) => `${f.provider}:${f.reason}`),
+      partial: status === 'partial',
+      usage: x.usage,
+      costMicroUsd: x.costMicroUsd,
+      pricingMissing: x.pricingMissing,
+      latencyMs: round3(durationMs),
+      ttftMs: x.firstByteAt === null ? null : round3(x.firstByteAt - x.startedAt),
+    }),
+  );
 }
 
 const q = JSON.stringify;

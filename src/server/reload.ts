@@ -1,3 +1,4 @@
+import { reload as auditReload } from '../audit/index.js';
 import type { ConfigIssue, GatewayConfig } from '../config/index.js';
 import {
   diffGenerations,
@@ -202,6 +203,7 @@ export class Reloader {
       if (this.history.length > HISTORY) this.history.shift();
     }
     this.#log(record, routine);
+    if (!routine) this.#audit(record);
     return record;
   }
 
@@ -254,6 +256,21 @@ export class Reloader {
     if (overlay) this.#refusedOverlay = refusal;
     else this.#refusedConfig = refusal;
     return refusal === last && !EXPLICIT_TRIGGERS.has(trigger);
+  }
+
+  #audit(record: ReloadResult): void {
+    const reason =
+      record.reason ??
+      (record.errors.length > 0 ? record.errors.map((e) => (e.path === '' ? e.message : `${e.path}: ${e.message}`)).join('; ') : null);
+    this.#svc.audit?.append(
+      auditReload({
+        trigger: record.trigger,
+        result: record.result,
+        generation: record.generation,
+        revision: record.revision ?? null,
+        reason,
+      }),
+    );
   }
 
   #log(record: ReloadResult, routine: boolean): void {

@@ -1,3 +1,4 @@
+import type { AuditWriter } from '../audit/index.js';
 import type { PolicedStore } from '../governance/index.js';
 import type { GenerationHolder } from '../live/index.js';
 import type { PoolRegistry } from '../providers/index.js';
@@ -21,6 +22,8 @@ export interface Services {
   readonly accessLog: AccessLog;
   /** The governance store (memory or Redis): counters by team and key id, kept across reloads. */
   readonly governance: PolicedStore;
+  /** The hash-chained audit log (`audit.file`), or null when none is configured. */
+  readonly audit: AuditWriter | null;
   readonly random: () => number;
 }
 

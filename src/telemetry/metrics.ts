@@ -31,6 +31,7 @@ export class Metrics {
   readonly budgetExceeded: Counter<'team'>;
   readonly pricingMissing: Counter;
   readonly governanceStoreErrors: Counter<'operation'>;
+  readonly auditFailures: Counter;
   readonly reloads: Counter<'trigger' | 'result'>;
   readonly reloadDuration: Histogram;
   readonly generation: Gauge;
@@ -74,10 +75,32 @@ export class Metrics {
       labelNames: ['provider', 'reason'],
       registers,
     });
-    this.spendUsd = new CounterFamily(r, 'switchyard_spend_usd_total', 'Priced spend of served requests by team and key, in USD.', ['team', 'key']);
-    this.budgetExceeded = new Counter({ name: 'switchyard_budget_exceeded_total', help: 'Requests admitted over a team budget whose on_exceeded is warn.', labelNames: ['team'], registers });
-    this.pricingMissing = new Counter({ name: 'switchyard_pricing_missing_total', help: 'Served requests whose model has no price (billed 0 under pricing.on_missing: allow).', registers });
-    this.governanceStoreErrors = new Counter({ name: 'switchyard_governance_store_errors_total', help: 'Failed governance store operations (Redis unreachable or timing out), by operation.', labelNames: ['operation'], registers });
+    this.spendUsd = new CounterFamily(r, 'switchyard_spend_usd_total', 'Priced spend of served requests by team and key, in USD.', [
+      'team',
+      'key',
+    ]);
+    this.budgetExceeded = new Counter({
+      name: 'switchyard_budget_exceeded_total',
+      help: 'Requests admitted over a team budget whose on_exceeded is warn.',
+      labelNames: ['team'],
+      registers,
+    });
+    this.pricingMissing = new Counter({
+      name: 'switchyard_pricing_missing_total',
+      help: 'Served requests whose model has no price (billed 0 under pricing.on_missing: allow).',
+      registers,
+    });
+    this.governanceStoreErrors = new Counter({
+      name: 'switchyard_governance_store_errors_total',
+      help: 'Failed governance store operations (Redis unreachable or timing out), by operation.',
+      labelNames: ['operation'],
+      registers,
+    });
+    this.auditFailures = new Counter({
+      name: 'switchyard_audit_failures_total',
+      help: 'Audit records that could not be appended (retried, or dropped when the backlog is full).',
+      registers,
+    });
     this.costUsd = new CounterFamily(r, 'switchyard_cost_usd_total', 'Priced spend of served requests, in USD.', ['model', 'provider']);
     this.reloads = new Counter({
       name: 'switchyard_reload_total',

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { hashKey } from '../../src/governance/index.js';
@@ -7,7 +10,7 @@ import type { MockProvider } from '../../src/mock/index.js';
 import { startMockProvider } from '../../src/mock/index.js';
 import { adminReload } from '../support/admin.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
-import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
+import { baseConfig, runCli, startGatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import { metricValue, scrapeMetrics } from '../support/observe.js';
 
@@ -42,7 +45,11 @@ let mock: MockProvider;
 let completionTokens: number;
 
 async function learnCompletionTokens(): Promise<number> {
-  const res = await fetch(`${mock.baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, messages }) });
+  const res = await fetch(`${mock.baseUrl}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, messages }),
+  });
   return ((await res.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens;
 }
 
@@ -95,14 +102,20 @@ describe('governance on the request path', () => {
     const none = await postChat(gw.url, chatBody(MODEL));
     assert.equal(none.status, 401);
     assert.equal(none.json<{ error: { code: string } }>().error.code, 'unauthorized');
-    const err = await refusal(new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'sy-not-a-key', maxRetries: 0 }).chat.completions.create({ model: MODEL, messages }));
+    const err = await refusal(
+      new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'sy-not-a-key', maxRetries: 0 }).chat.completions.create({ model: MODEL, messages }),
+    );
     assert.ok(err instanceof OpenAI.AuthenticationError, String(err));
     assert.ok(!err.message.includes('sy-not-a-key'), 'the presented key is never echoed');
     assert.equal(mock.stats().total, before);
   });
 
   it('a key is accepted as Bearer with any scheme case, or as x-api-key', async () => {
-    const variants: Record<string, string>[] = [{ authorization: `bearer ${keyOf("free")}` }, { authorization: `BEARER ${keyOf("free")}` }, { "x-api-key": keyOf("free") }];
+    const variants: Record<string, string>[] = [
+      { authorization: `bearer ${keyOf('free')}` },
+      { authorization: `BEARER ${keyOf('free')}` },
+      { 'x-api-key': keyOf('free') },
+    ];
     for (const headers of variants) {
       const r = await postChat(gw.url, chatBody(MODEL), headers);
       assert.equal(r.status, 200, JSON.stringify(headers));
@@ -158,7 +171,9 @@ describe('governance on the request path', () => {
       Array.from({ length: 50 }, () => client.chat.completions.create({ model: MODEL, messages, max_tokens: completionTokens })),
     );
     const served = results.filter((r) => r.status === 'fulfilled').length;
-    const refused = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason as InstanceType<typeof OpenAI.APIError>);
+    const refused = results
+      .filter((r) => r.status === 'rejected')
+      .map((r) => (r as PromiseRejectedResult).reason as InstanceType<typeof OpenAI.APIError>);
     assert.ok(served >= 1 && served <= 10, `served ${served}`);
     for (const err of refused) {
       assert.equal(err.status, 402, String(err));
@@ -208,10 +223,65 @@ describe('two gateway processes sharing one Redis', () => {
 
   it('a team with rpm 30 gets exactly 30 successes out of 60 across both (a sliding log, exact across replicas)', async () => {
     const results = await Promise.all(
-      Array.from({ length: 60 }, (_, i) => postChat(i % 2 === 0 ? a.url : b.url, chatBody(MODEL), { authorization: `Bearer ${keyOf('shared')}` })),
+      Array.from({ length: 60 }, (_, i) =>
+        postChat(i % 2 === 0 ? a.url : b.url, chatBody(MODEL), { authorization: `Bearer ${keyOf('shared')}` }),
+      ),
     );
     const statuses = results.map((r) => r.status);
     assert.equal(statuses.filter((s) => s === 200).length, 30, JSON.stringify(statuses));
     assert.equal(statuses.filter((s) => s === 429).length, 30);
+  });
+});
+
+describe('the audit log of a real gateway', () => {
+  it('records admissions, refusals, completions with their cost, and reloads, in a chain that verifies; one edited byte is named by line', async () => {
+    mock ??= await startMockProvider({ name: 'east' });
+    const own = await startMockProvider({ name: 'east' });
+    try {
+      const file = join(mkdtempSync(join(tmpdir(), 'switchyard-audit-')), 'audit.jsonl');
+      const config = governedConfig({ audit: { file } });
+      (config.providers as Record<string, { base_url: string }>).east!.base_url = own.baseUrl;
+      const gw = await startGatewayProcess(config);
+      try {
+        await clientFor(gw, 'free').chat.completions.create({ model: MODEL, messages });
+        await refusal(clientFor(gw, 'llamas').chat.completions.create({ model: MODEL, messages }));
+        await postChat(gw.url, chatBody(MODEL), { authorization: 'Bearer sy-wrong-key' });
+        assert.equal((await adminReload(gw.adminUrl as string)).status, 200);
+      } finally {
+        await gw.stop();
+      }
+      const text = readFileSync(file, 'utf8');
+      assert.ok(
+        !text.includes(keyOf('free')) && !text.includes('sy-wrong-key') && !text.includes('hello governance'),
+        'no key and no prompt in the audit log',
+      );
+      const records = text
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      const events = records.map((r) => `${r.event}:${r.decision ?? r.result ?? r.status}`);
+      assert.ok(events.includes('request_started:admitted'), events.join(' '));
+      assert.equal(records.filter((r) => r.event === 'request_started' && r.decision === 'refused').length, 2, events.join(' '));
+      assert.ok(records.some((r) => r.event === 'request_started' && r.reason === 'model_not_allowed'));
+      const completed = records.find((r) => r.event === 'request_completed');
+      assert.ok(
+        completed !== undefined && completed.status === 200 && completed.key_id === 'free' && completed.team === 'free',
+        JSON.stringify(completed),
+      );
+      assert.equal(typeof completed.cost_micro_usd, 'number');
+      assert.equal(records.filter((r) => r.event === 'reload').length, 2, 'start-up and the admin reload');
+      for (const r of records) assert.match(String(r.id), /^[0-9A-HJKMNP-TV-Z]{26}$/);
+
+      const ok = await runCli(['audit', 'verify', file]);
+      assert.equal(ok.code, 0, ok.stderr + ok.stdout);
+      const lines = text.split('\n');
+      lines[2] = (lines[2] as string).replace('"event"', '"Event"');
+      writeFileSync(file, lines.join('\n'));
+      const broken = await runCli(['audit', 'verify', file]);
+      assert.equal(broken.code, 1);
+      assert.match(broken.stdout + broken.stderr, /line 3\b/);
+    } finally {
+      await own.close();
+    }
   });
 });

@@ -590,7 +590,18 @@ describe('Invariant 5 — pricing swaps together with routes', () => {
 
 describe('Invariant 3 — stateful services survive reloads', () => {
   /** Every stateful service of DESIGN.md; a service added to Services later must join this list. */
-  const STATEFUL = ['holder', 'breakers', 'counters', 'affinity', 'pools', 'metrics', 'logger', 'accessLog'] as const;
+  const STATEFUL = [
+    'holder',
+    'breakers',
+    'counters',
+    'affinity',
+    'pools',
+    'metrics',
+    'logger',
+    'accessLog',
+    'governance',
+    'audit',
+  ] as const;
 
   async function requestsCounted(metrics: { requests: { get(): Promise<{ values: ReadonlyArray<{ value: number }> }> } }): Promise<number> {
     return (await metrics.requests.get()).values.reduce((sum, v) => sum + v.value, 0);
@@ -609,7 +620,7 @@ describe('Invariant 3 — stateful services survive reloads', () => {
           m: { policy: 'ordered', candidates: [{ provider: 'east' }, { provider: n % 2 === 0 ? 'west' : 'central' }] },
           rr: { policy: 'round_robin', candidates: [{ provider: 'east' }, { provider: 'west' }] },
         },
-        { log: { level: 'silent' } },
+        { log: { level: 'silent' }, audit: { file: join(dir, 'audit.jsonl') } },
       );
     const withSessions = (n: number): object => {
       const c = variant(n) as Record<string, any>;
@@ -622,7 +633,7 @@ describe('Invariant 3 — stateful services survive reloads', () => {
     try {
       // The references, captured once, before any reload.
       const captured = { ...gateway.services };
-      for (const name of STATEFUL) assert.ok(captured[name] !== undefined, `Services has ${name}`);
+      for (const name of STATEFUL) assert.ok(captured[name] !== undefined && captured[name] !== null, `Services has ${name}`);
       const { breakers, affinity, counters, pools, metrics, holder } = captured;
       const startGeneration = holder.current().number;
       const eastIdentity = holder.current().providers.east!.identity;
