@@ -1,7 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError } from '../errors.js';
+import { governanceStatus } from '../governance/index.js';
 import type { Generation } from '../live/index.js';
 import { type Endpoint, EndpointTable, pathOf } from './endpoints.js';
+import { policyOf } from './governance.js';
 import type { Reloader, ReloadResult } from './reload.js';
 import { type Answerable, failRequest, refusal, sendBody, sendJson, serveMetrics } from './respond.js';
 import type { Services } from './services.js';
@@ -27,7 +29,11 @@ export function createAdminHandler(ctx: AdminContext) {
   const { svc } = ctx;
   const endpoints: Endpoint<AdminRequest>[] = [
     { method: 'GET', path: '/healthz', authenticated: false, handle: (a) => sendBody(a.res, 200, '{"status":"ok"}', 'application/json') },
-    { method: 'GET', path: '/admin/status', handle: (a) => sendJson(a.res, 200, adminStatus(ctx)) },
+    {
+      method: 'GET',
+      path: '/admin/status',
+      handle: async (a) => sendJson(a.res, 200, { ...adminStatus(ctx), governance: await governanceView(ctx) }),
+    },
     {
       method: 'POST',
       path: '/admin/reload',
@@ -66,6 +72,24 @@ function checkAdminToken(svc: Services, req: IncomingMessage): void {
     throw new SwitchyardError('unauthorized', 'the admin API needs Authorization: Bearer <server.admin_token>', null, {
       'www-authenticate': 'Bearer',
     });
+  }
+}
+
+/**
+ * Per team and key: requests this minute, tokens today and spend this month, each against
+ * its limit (spend in USD). Key ids only, never a key. An unreachable store is reported as
+ * such rather than failing the whole status.
+ */
+async function governanceView(ctx: AdminContext): Promise<Record<string, unknown> | null> {
+  const { svc } = ctx;
+  if (!svc.holder.ready) return null;
+  const gen = svc.holder.current();
+  if ((gen.config.keys ?? []).length === 0 && Object.keys(gen.config.teams ?? {}).length === 0) return null;
+  try {
+    const status = await governanceStatus(svc.governance, policyOf(gen), Date.now());
+    return { store: gen.config.governance.store, store_errors: svc.governance.storeErrors, ...status };
+  } catch (err) {
+    return { store: gen.config.governance.store, store_errors: svc.governance.storeErrors, error: (err as Error).message };
   }
 }
 

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { AuditWriter } from '../audit/index.js';
 import { type ConfigIssue, formatIssue, type GatewayConfig, type ServerConfig, sessionAffinityDefaults } from '../config/index.js';
+import { governanceStatus } from '../governance/index.js';
 import { GenerationHolder, prepareGeneration, ReloadCoordinator, type ReloadTrigger } from '../live/index.js';
 import { PoolRegistry } from '../providers/index.js';
 import { BreakerRegistry } from '../resilience/index.js';
@@ -12,7 +13,7 @@ import { isLoopback, splitHostPort } from './address.js';
 import { type AdminContext, createAdminHandler } from './admin.js';
 import { createApiHandler, type TrafficState } from './api.js';
 import { FileWatch } from './file-watch.js';
-import { buildGovernanceStore } from './governance.js';
+import { buildGovernanceStore, policyOf } from './governance.js';
 import { Reloader, type ReloadResult } from './reload.js';
 import type { Services } from './services.js';
 
@@ -73,6 +74,15 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const svc = await buildServices(config, pools, options).catch(async (err: unknown) => {
     await pools.destroyAll();
     throw err;
+  });
+  svc.metrics.trackBudgets(async () => {
+    const gen = svc.holder.current();
+    const status = await governanceStatus(svc.governance, policyOf(gen), Date.now());
+    return Object.entries(status.teams).map(([team, s]) => ({
+      team,
+      spentUsd: s.spendThisMonthMicroUsd.used / 1e6,
+      limitUsd: s.spendThisMonthMicroUsd.limit === null ? null : s.spendThisMonthMicroUsd.limit / 1e6,
+    }));
   });
   if ((config.keys ?? []).length === 0 && !isLoopback(splitHostPort(config.server.listen).host)) {
     svc.logger.warn({

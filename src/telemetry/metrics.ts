@@ -144,6 +144,41 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry, prefix: 'switchyard_' });
   }
 
+  /**
+   * `switchyard_budget_spent_usd{team}` and `switchyard_budget_limit_usd{team}`, read from
+   * the governance store when scraped, so an alert on "budget near its limit" is one
+   * expression. A store that cannot answer leaves the gauges empty for that scrape.
+   */
+  trackBudgets(
+    read: () => Promise<ReadonlyArray<{ readonly team: string; readonly spentUsd: number; readonly limitUsd: number | null }>>,
+  ): void {
+    const registers = [this.registry];
+    let latest: Promise<ReadonlyArray<{ readonly team: string; readonly spentUsd: number; readonly limitUsd: number | null }>> | null =
+      null;
+    // One store read per scrape serves both gauges.
+    const budgets = () => (latest ??= read().finally(() => setImmediate(() => (latest = null))));
+    new Gauge({
+      name: 'switchyard_budget_spent_usd',
+      help: 'Spend this UTC month by team, in USD (settled requests plus open reservations are in /admin/status).',
+      labelNames: ['team'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const b of await budgets().catch(() => [])) this.set({ team: b.team }, b.spentUsd);
+      },
+    });
+    new Gauge({
+      name: 'switchyard_budget_limit_usd',
+      help: 'Monthly budget by team, in USD (teams with a budget only).',
+      labelNames: ['team'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const b of await budgets().catch(() => [])) if (b.limitUsd !== null) this.set({ team: b.team }, b.limitUsd);
+      },
+    });
+  }
+
   async render(): Promise<string> {
     return this.registry.metrics();
   }

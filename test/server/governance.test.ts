@@ -181,6 +181,25 @@ describe('governance on the request path', () => {
     }
   });
 
+  it('/admin/status and the budget gauges show each team against its limits, with key ids and no keys', async () => {
+    const res = await fetch(`${gw.adminUrl}/admin/status`);
+    const text = await res.text();
+    assert.ok(!text.includes(keyOf('budget')), 'no key in the status');
+    const status = JSON.parse(text) as { governance: { teams: Record<string, any>; keys: Record<string, any> } };
+    const budget = status.governance.teams.budget;
+    assert.equal(budget.spendThisMonthMicroUsd.limit, 10 * completionTokens * OUTPUT_PRICE);
+    assert.ok(budget.spendThisMonthMicroUsd.used > 0, JSON.stringify(budget));
+    assert.equal(status.governance.teams.rpm.requestsThisMinute.limit, 2);
+    assert.equal(status.governance.keys.rpm.team, 'rpm');
+    const metrics = await scrapeMetrics(gw.url);
+    assert.equal(
+      metricValue(metrics, 'switchyard_budget_limit_usd', { team: 'budget' }),
+      (10 * completionTokens * OUTPUT_PRICE) / 1e6,
+      metrics,
+    );
+    assert.ok((metricValue(metrics, 'switchyard_budget_spent_usd', { team: 'budget' }) ?? 0) > 0, metrics);
+  });
+
   it('over a budget with on_exceeded: warn, the request is served with x-switchyard-budget-warning and counted', async () => {
     const { response } = await clientFor(gw, 'warned').chat.completions.create({ model: MODEL, messages }).withResponse();
     assert.equal(response.headers.get('x-switchyard-budget-warning'), 'team:warned');
