@@ -6,7 +6,7 @@
 // metering units (TokenUsage, PriceTable) that live/ and governance/ share.
 export { Credential } from './credential.js';
 export type { PriceEntry, PriceTable, TokenUsage } from './metering.js';
-export { CHAT_COMPLETIONS_PATH, chatBodyFor, upstreamHeaders, usageFromJson, usageFromSseTail } from './openai-adapter.js';
+export { CHAT_COMPLETIONS_PATH, chatBodyFor, upstreamHeaders, usageFromJson, usageFromSseTail, withStreamUsage } from './openai-adapter.js';
 export { PoolRegistry } from './pool-registry.js';
 export { type PoolSpec, ProviderPool, type UpstreamCall } from './provider-pool.js';
 export { type Committed, type Relayed, type RelayRequest, type RelayResult, relay } from './relay.js';

@@ -17,6 +17,25 @@ export function chatBodyFor(rawBody: Buffer, parsed: Record<string, unknown>, up
   return replaceTopLevelString(rawBody, 'model', upstreamModel) ?? JSON.stringify({ ...parsed, model: upstreamModel });
 }
 
+const INCLUDE_USAGE = Buffer.from('{"stream_options":{"include_usage":true},');
+
+/**
+ * A streamed request's body with `stream_options.include_usage: true`, so that the stream
+ * reports its usage in a last event and can be billed. Inserted as bytes at the start of
+ * the object when the client sent no stream_options (the usual case); re-serialised only
+ * when it sent stream_options without include_usage.
+ */
+export function withStreamUsage(body: Buffer | string, parsed: Record<string, unknown>, upstreamModel: string): Buffer | string {
+  const options = parsed.stream_options;
+  if (options !== undefined) {
+    if ((options as { include_usage?: unknown } | null)?.include_usage === true) return body;
+    return JSON.stringify({ ...parsed, model: upstreamModel, stream_options: { ...(options ?? {}), include_usage: true } });
+  }
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+  const open = bytes.indexOf(0x7b);
+  return Buffer.concat([bytes.subarray(0, open), INCLUDE_USAGE, bytes.subarray(open + 1)]);
+}
+
 export function upstreamHeaders(
   credential: Credential | null,
   extra: Readonly<Record<string, string>>,

@@ -5,6 +5,7 @@ import { type FailureReason, isFailoverStatus, reasonForStatus } from '../resili
 import type { TokenUsage } from './metering.js';
 import { usageFromJson, usageFromSseTail } from './openai-adapter.js';
 import type { ProviderPool, UpstreamCall } from './provider-pool.js';
+import { UsageEventFilter } from './usage-event-filter.js';
 
 // One attempt at one candidate, as an undici dispatch handler. Until something is written
 // to the client the attempt can still fail over. A stream (SSE) commits when its headers
@@ -45,6 +46,8 @@ export interface RelayRequest {
    * added when it is written. A streamed response goes out before its usage is known.
    */
   readonly usageHeaders?: (usage: TokenUsage | null) => Readonly<Record<string, string>> | null;
+  /** A stream whose client did not ask for usage: its usage-only event is read, not relayed. */
+  readonly dropUsageEvent?: boolean;
 }
 
 /**
@@ -131,6 +134,7 @@ class Relay implements Dispatcher.DispatchHandler {
   #headersAt = 0;
   #upstreamHeaders: IncomingHttpHeaders = {};
   #firstByteAt: number | null = null;
+  #filter: UsageEventFilter | null = null;
   #kept: Buffer[] = [];
   #keptBytes = 0;
 
@@ -178,6 +182,7 @@ class Relay implements Dispatcher.DispatchHandler {
       this.#state = 'buffering';
       return;
     }
+    if (this.#request.dropUsageEvent === true) this.#filter = new UsageEventFilter();
     this.#commit(responseHeaders(headers, this.#request.responseHeaders));
     // A stream's client should see it start at once, not with the first token.
     this.#res.flushHeaders();
@@ -193,7 +198,8 @@ class Relay implements Dispatcher.DispatchHandler {
     if (this.#state !== 'relaying') return;
     if (this.#firstByteAt === null) this.#firstByteAt = performance.now();
     this.#keepTail(chunk);
-    if (!this.#res.write(chunk)) controller.pause();
+    const out = this.#filter === null ? chunk : this.#filter.push(chunk);
+    if (out.length > 0 && !this.#res.write(out)) controller.pause();
   }
 
   onResponseEnd(): void {
@@ -204,7 +210,8 @@ class Relay implements Dispatcher.DispatchHandler {
       return;
     }
     if (state !== 'relaying') return;
-    this.#res.end();
+    if (this.#filter === null) this.#res.end();
+    else this.#res.end(this.#filter.end());
     this.#served('complete');
   }
 

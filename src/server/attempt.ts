@@ -1,5 +1,5 @@
 import type { Generation, GenerationCandidate } from '../live/index.js';
-import { CHAT_COMPLETIONS_PATH, chatBodyFor, type RelayResult, relay, upstreamHeaders } from '../providers/index.js';
+import { CHAT_COMPLETIONS_PATH, chatBodyFor, type RelayResult, relay, upstreamHeaders, withStreamUsage } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
 import { costHeaders } from './admission.js';
 import type { Exchange } from './exchange.js';
@@ -63,13 +63,24 @@ export const sendToCandidate: Attempt = (a) => {
       method: 'POST',
       path: CHAT_COMPLETIONS_PATH,
       headers,
-      body: chatBodyFor(a.raw, a.parsed, c.upstreamModel),
+      body: upstreamBody(a, c.upstreamModel),
       timeoutMs: provider.timeoutMs,
     },
     responseHeaders: attribution,
     usageHeaders: costHeaders(x, c),
+    dropUsageEvent: x.stream && !clientAskedUsage(a.parsed),
   });
 };
+
+/** The body for this candidate: its model name, and for a stream the usage it is billed on. */
+function upstreamBody(a: AttemptRequest, upstreamModel: string): Buffer | string {
+  const body = chatBodyFor(a.raw, a.parsed, upstreamModel);
+  return a.x.stream ? withStreamUsage(body, a.parsed, upstreamModel) : body;
+}
+
+function clientAskedUsage(parsed: Record<string, unknown>): boolean {
+  return (parsed.stream_options as { include_usage?: unknown } | null | undefined)?.include_usage === true;
+}
 
 /**
  * An overlay candidate whose credential could not be read fails over without calling

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { chatBodyFor, usageFromJson, usageFromSseTail } from '../../src/providers/index.js';
+import { chatBodyFor, usageFromJson, usageFromSseTail, withStreamUsage } from '../../src/providers/index.js';
+import { UsageEventFilter } from '../../src/providers/usage-event-filter.js';
 
 describe('usage read from an OpenAI chat completion', () => {
   it('a whole body gives its usage counts', () => {
@@ -49,5 +50,41 @@ describe('the body sent upstream', () => {
     const raw = Buffer.from('{"model":"m",  "messages":[{"role":"user","content":"hi"}], "temperature": 1.0}');
     const out = chatBodyFor(raw, JSON.parse(raw.toString()) as Record<string, unknown>, 'upstream-model');
     assert.equal(out.toString(), '{"model":"upstream-model",  "messages":[{"role":"user","content":"hi"}], "temperature": 1.0}');
+  });
+});
+
+describe('stream usage', () => {
+  it('the body asks for include_usage: inserted as bytes when the client sent no stream_options', () => {
+    const raw = Buffer.from(' {"model":"m","stream":true,"messages":[]}');
+    const out = withStreamUsage(raw, JSON.parse(raw.toString()) as Record<string, unknown>, 'm');
+    assert.deepEqual(JSON.parse(out.toString()), { stream_options: { include_usage: true }, model: 'm', stream: true, messages: [] });
+  });
+
+  it('a client that asked already is left as it is; other stream_options (or null) are kept with include_usage added', () => {
+    const asked = Buffer.from('{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[]}');
+    assert.equal(withStreamUsage(asked, JSON.parse(asked.toString()) as Record<string, unknown>, 'm'), asked);
+    for (const options of [{ include_usage: false, other: 1 }, null]) {
+      const raw = Buffer.from(JSON.stringify({ model: 'm', stream: true, stream_options: options, messages: [] }));
+      const out = JSON.parse(withStreamUsage(raw, JSON.parse(raw.toString()) as Record<string, unknown>, 'up').toString());
+      assert.equal(out.stream_options.include_usage, true);
+      assert.equal(out.model, 'up');
+    }
+  });
+
+  it('the usage-only event is taken out of a stream, whatever the chunk boundaries', () => {
+    const stream =
+      'data: {"choices":[{"delta":{"content":"hé"}}],"usage":null}\n\n' +
+      'data: {"choices":[{"delta":{},"finish_reason":"stop"}],"usage":null}\n\n' +
+      'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}\n\n' +
+      'data: [DONE]\n\n';
+    const bytes = Buffer.from(stream);
+    const expected = stream.replace(/data: \{"choices":\[\],"usage":\{[^\n]*\n\n/, '');
+    for (const size of [1, 2, 3, 7, 64, bytes.length]) {
+      const filter = new UsageEventFilter();
+      let out = '';
+      for (let i = 0; i < bytes.length; i += size) out += filter.push(bytes.subarray(i, i + size));
+      out += filter.end();
+      assert.equal(out, expected, `chunks of ${size} bytes`);
+    }
   });
 });

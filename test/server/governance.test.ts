@@ -165,6 +165,29 @@ describe('governance on the request path', () => {
     assert.ok((metricValue(text, 'switchyard_spend_usd_total', { team: 'free', key: 'free' }) ?? 0) >= expected, text);
   });
 
+  it('a streamed request costs the same as the non-streamed one; a client that did not ask for usage gets no usage event', async () => {
+    const client = clientFor(gw, 'free');
+    const plain = await client.chat.completions.create({ model: MODEL, messages });
+    const requestId = `stream-cost-${Date.now()}`;
+    const stream = await client.chat.completions.create(
+      { model: MODEL, messages, stream: true },
+      { headers: { 'x-request-id': requestId } },
+    );
+    let text = '';
+    for await (const chunk of stream) {
+      assert.ok(chunk.choices.length > 0 || chunk.usage == null, `a usage-only event reached the client: ${JSON.stringify(chunk)}`);
+      text += chunk.choices[0]?.delta.content ?? '';
+    }
+    assert.equal(text, plain.choices[0]?.message.content);
+    const line = await gw.waitForLog((l) => l.msg === 'request' && l.request_id === requestId);
+    assert.equal(line.output_tokens, plain.usage?.completion_tokens);
+    assert.equal(line.cost_micro_usd, (plain.usage?.completion_tokens ?? 0) * OUTPUT_PRICE);
+    const asked = await client.chat.completions.create({ model: MODEL, messages, stream: true, stream_options: { include_usage: true } });
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    for await (const chunk of asked) usage = chunk.usage ?? usage;
+    assert.equal(usage?.completion_tokens, plain.usage?.completion_tokens, 'a client that asked gets the usage event');
+  });
+
   it('50 concurrent requests against a budget that fits 10 serve at most 10; the rest get 402 budget_exceeded', async () => {
     const client = clientFor(gw, 'budget');
     const results = await Promise.allSettled(
