@@ -74,14 +74,33 @@ export interface Refusal {
 
 export const WINDOW_MS = 60_000;
 
+// Every pre-check and settle needs the day and month stamps; formatting a date costs about
+// a microsecond, so the stamp of the current UTC day is kept with that day's bounds.
+let dayStart = 0;
+let dayEnd = -1;
+let dayStamp = '';
+let monthStamp = '';
+
+function stampsFor(nowMs: number): void {
+  if (nowMs >= dayStart && nowMs < dayEnd) return;
+  const d = new Date(nowMs);
+  dayStart = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
+  dayEnd = dayStart + 86_400_000;
+  const iso = d.toISOString();
+  dayStamp = iso.slice(0, 10).replaceAll('-', '');
+  monthStamp = iso.slice(0, 7).replace('-', '');
+}
+
 /** `2026-11-30T23:59:59Z` -> `20261130`: the UTC day a token count belongs to. */
 export function utcDayStamp(nowMs: number): string {
-  return new Date(nowMs).toISOString().slice(0, 10).replaceAll('-', '');
+  stampsFor(nowMs);
+  return dayStamp;
 }
 
 /** `202611`: the UTC month a spend belongs to. */
 export function utcMonthStamp(nowMs: number): string {
-  return new Date(nowMs).toISOString().slice(0, 7).replace('-', '');
+  stampsFor(nowMs);
+  return monthStamp;
 }
 
 export function msUntilNextUtcDay(nowMs: number): number {
