@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { createServer } from 'node:net';
+import type { ChildProcess } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { applyStoreErrorPolicy, RedisGovernanceStore, type Scope, type StoreFailure } from '../../src/governance/index.js';
+import { freePort, startRedis, stopRedis } from '../support/redis.js';
 
 // Redis stopped mid-run. A private redis-server on a spare loopback port (never the shared
 // one), stopped and started again by this test: fail_closed refuses with
@@ -13,38 +12,6 @@ import { applyStoreErrorPolicy, RedisGovernanceStore, type Scope, type StoreFail
 
 const T0 = Date.UTC(2026, 10, 15, 12, 0, 0);
 const scopes: Scope[] = [{ kind: 'team', id: 'platform', team: 'platform', limits: { rpm: 1 } }];
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
-
-async function startRedis(port: number): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout?.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  for (let i = 0; i < 100 && !out.includes('Ready to accept connections'); i += 1) {
-    if (child.exitCode !== null) throw new Error(`redis-server exited: ${out}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  if (!out.includes('Ready to accept connections')) throw new Error(`redis-server did not start: ${out}`);
-  return child;
-}
-
-async function stopRedis(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  child.kill('SIGTERM');
-  await once(child, 'exit');
-}
 
 describe('redis store when Redis stops and comes back', () => {
   let port: number;
