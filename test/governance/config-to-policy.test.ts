@@ -1,56 +1,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type GatewayConfig, parseConfigText, resolveSecret } from '../../src/config/index.js';
-import {
-  authenticate,
-  buildGovernancePolicy,
-  type GovernancePolicy,
-  hashKey,
-  type KeyRecord,
-  MemoryGovernanceStore,
-  preCheck,
-  type TeamRecord,
-} from '../../src/governance/index.js';
+import { type GatewayConfig, parseConfigText } from '../../src/config/index.js';
+import { authenticate, type GovernancePolicy, hashKey, MemoryGovernanceStore, preCheck } from '../../src/governance/index.js';
+import { buildGeneration } from '../../src/live/index.js';
+import { PoolRegistry } from '../../src/providers/index.js';
+import { policyOf } from '../../src/server/governance.js';
 
-// governance/ never reads config: server/ adapts the config to governance's own input
-// types once per generation. This is that adapter, kept here (test-only) as the reference
-// the wiring can lift into server/, and proved against a config written as issue 9 writes it.
+// governance/ never reads config: server/ adapts each generation's config (and the key
+// digests the generation build resolved) to governance's own input types. This proves that
+// adapter (server/governance.ts policyOf) on a config written as issue 9 writes it.
 
-/** Config -> GovernancePolicy. Budgets in USD become integer micro-USD; `key: {env}` is resolved and hashed. */
-export function governancePolicyOf(config: GatewayConfig, env: NodeJS.ProcessEnv): GovernancePolicy {
-  const usd = (v: number | undefined): number | undefined => (v === undefined ? undefined : Math.round(v * 1e6));
-  const teams: TeamRecord[] = Object.entries(config.teams ?? {}).map(([id, t]) => ({
-    id,
-    allowedModels: t.allowed_models,
-    limits: {
-      rpm: t.rate_limit?.rpm,
-      tpm: t.rate_limit?.tpm,
-      tokensPerDay: t.quota?.tokens_per_day,
-      budgetMicroUsdPerMonth: usd(t.budget?.usd_per_month),
-      budgetOnExceeded: t.budget?.on_exceeded,
-    },
-  }));
-  const keys: KeyRecord[] = (config.keys ?? []).map((k, i) => {
-    let sha256 = k.sha256;
-    if (sha256 === undefined && k.key !== undefined) {
-      const secret = resolveSecret(k.key, env);
-      if (!secret.ok) throw new Error(`keys[${i}].key: ${secret.message}`);
-      sha256 = [hashKey(secret.value)];
-    }
-    return {
-      id: k.id,
-      team: k.team,
-      sha256: sha256 ?? [],
-      limits: { rpm: k.rpm, tpm: k.tpm, tokensPerDay: k.tokens_per_day, budgetMicroUsdPerMonth: usd(k.budget_usd_per_month) },
-      expiresAtMs: k.expires_at === undefined ? null : Date.parse(k.expires_at),
-    };
-  });
-  return buildGovernancePolicy({
-    teams,
-    keys,
-    defaultMaxTokens: config.governance.default_max_tokens,
-    onMissingPrice: config.pricing.on_missing ?? 'allow',
-  });
+function governancePolicyOf(config: GatewayConfig, env: NodeJS.ProcessEnv): GovernancePolicy {
+  const built = buildGeneration({ config, sourceHash: '', number: 1, env, poolFor: (spec) => new PoolRegistry().acquire(spec) });
+  assert.ok(built.ok, JSON.stringify(built));
+  return policyOf(built.generation);
 }
 
 const CI_KEY = 'sy-ci-key-for-tests';
@@ -73,7 +36,7 @@ pricing:
     east/gpt-4o-mini: { input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.60, cache_read_usd_per_mtok: 0.075 }
 `;
 
-describe('config to governance policy (the adapter server/ needs)', () => {
+describe('config to governance policy (the adapter in server/)', () => {
   const parsed = parseConfigText(CONFIG);
   assert.ok(parsed.ok, JSON.stringify(parsed));
   const policy = governancePolicyOf(parsed.config, { SWITCHYARD_TEST_APP_KEY: 'sy-app-key' });
