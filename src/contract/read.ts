@@ -18,42 +18,14 @@ export async function readOverlayFile(path: string, maxBytes: number): Promise<R
     throw new RangeError(`maxBytes must be a non-negative integer, got ${maxBytes}`);
   }
   const where = `overlay file ${JSON.stringify(path)}`;
-  let handle: FileHandle;
-  try {
-    // O_NONBLOCK: a FIFO at the path must not hang the reload; it fails the regular-file check below.
-    handle = await open(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
-  } catch (error) {
-    return openFailure(where, error);
-  }
-  try {
-    if (!(await handle.stat()).isFile()) return reject('unreadable', `${where}: not a regular file`);
+  return withRegularFile<ReadResult>(path, where, async (handle) => {
     const buffer = Buffer.allocUnsafe(maxBytes + 1);
-    let filled = 0;
-    while (filled < buffer.length) {
-      const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, null);
-      if (bytesRead === 0) break;
-      filled += bytesRead;
-    }
+    const filled = await fill(handle, buffer, null);
     if (filled > maxBytes) return reject('too_large', `${where}: larger than ${maxBytes} bytes`);
     if (filled === 0) return reject('empty', `${where}: the file is empty`);
     // Copy out, so the caller does not hold a maxBytes-sized buffer for a small file.
     return { ok: true, bytes: Buffer.from(buffer.subarray(0, filled)) };
-  } catch (error) {
-    return reject('unreadable', `${where}: ${errorCode(error)}`);
-  } finally {
-    await handle.close().catch(() => undefined);
-  }
-}
-
-function openFailure(where: string, error: unknown): Rejection<'missing' | 'unreadable'> {
-  const code = errorCode(error);
-  if (code === 'ENOENT' || code === 'ENOTDIR') return reject('missing', `${where}: not found (${code})`);
-  return reject('unreadable', `${where}: cannot open (${code})`);
-}
-
-function errorCode(error: unknown): string {
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  return typeof code === 'string' ? code : 'read failed';
+  });
 }
 
 export type SliceResult =
@@ -69,7 +41,24 @@ export async function readFileSlice(path: string, position: number, maxBytes: nu
   if (!Number.isSafeInteger(maxBytes) || maxBytes < 0 || !Number.isSafeInteger(position) || position < 0) {
     throw new RangeError(`position and maxBytes must be non-negative integers, got ${position}, ${maxBytes}`);
   }
-  const where = `${what} ${JSON.stringify(path)}`;
+  return withRegularFile<SliceResult>(path, `${what} ${JSON.stringify(path)}`, async (handle, size) => {
+    const buffer = Buffer.allocUnsafe(Math.max(0, Math.min(maxBytes, size - position)));
+    const filled = await fill(handle, buffer, position);
+    return { ok: true, bytes: buffer.subarray(0, filled), size };
+  });
+}
+
+/**
+ * Opens `path` as given (never resolved) and without blocking (O_NONBLOCK: a
+ * FIFO at the path must not hang the caller; it fails the regular-file check), checks that
+ * it is a regular file, runs `read`, and closes it. Every failure is a rejection naming the
+ * file, never an exception.
+ */
+async function withRegularFile<R>(
+  path: string,
+  where: string,
+  read: (handle: FileHandle, size: number) => Promise<R | Rejection<'unreadable'>>,
+): Promise<R | Rejection<'missing' | 'unreadable'>> {
   let handle: FileHandle;
   try {
     handle = await open(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
@@ -79,17 +68,32 @@ export async function readFileSlice(path: string, position: number, maxBytes: nu
   try {
     const stat = await handle.stat();
     if (!stat.isFile()) return reject('unreadable', `${where}: not a regular file`);
-    const buffer = Buffer.allocUnsafe(Math.max(0, Math.min(maxBytes, stat.size - position)));
-    let filled = 0;
-    while (filled < buffer.length) {
-      const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, position + filled);
-      if (bytesRead === 0) break;
-      filled += bytesRead;
-    }
-    return { ok: true, bytes: buffer.subarray(0, filled), size: stat.size };
+    return await read(handle, stat.size);
   } catch (error) {
     return reject('unreadable', `${where}: ${errorCode(error)}`);
   } finally {
     await handle.close().catch(() => undefined);
   }
+}
+
+/** Reads into `buffer` until it is full or the file ends, from `position` (null: the current offset). */
+async function fill(handle: FileHandle, buffer: Buffer, position: number | null): Promise<number> {
+  let filled = 0;
+  while (filled < buffer.length) {
+    const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, position === null ? null : position + filled);
+    if (bytesRead === 0) break;
+    filled += bytesRead;
+  }
+  return filled;
+}
+
+function openFailure(where: string, error: unknown): Rejection<'missing' | 'unreadable'> {
+  const code = errorCode(error);
+  if (code === 'ENOENT' || code === 'ENOTDIR') return reject('missing', `${where}: not found (${code})`);
+  return reject('unreadable', `${where}: cannot open (${code})`);
+}
+
+function errorCode(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return typeof code === 'string' ? code : 'read failed';
 }
