@@ -128,46 +128,20 @@ function resetOf(oldestAt: number | null, nowMs: number): number {
  */
 export function limitRefusal(scope: Scope, limit: LimitKind, retryMs: number, nowMs: number, rateLimit: RateLimitView): Refusal {
   const who = `${scope.kind} "${scope.id}"`;
-  const ref = { kind: scope.kind, id: scope.id };
   const l = scope.limits;
-  switch (limit) {
-    case 'rpm':
-      return {
-        code: 'rate_limit_exceeded',
-        message: `${who} is over its limit of ${l.rpm} requests per minute`,
-        retryAfterS: secondsCeil(retryMs),
-        scope: ref,
-        limit,
-        rateLimit,
-      };
-    case 'tpm':
-      return {
-        code: 'rate_limit_exceeded',
-        message: `${who} is over its limit of ${l.tpm} tokens per minute`,
-        retryAfterS: secondsCeil(retryMs),
-        scope: ref,
-        limit,
-        rateLimit,
-      };
-    case 'tokens_per_day':
-      return {
-        code: 'quota_exceeded',
-        message: `${who} has used its quota of ${l.tokensPerDay} tokens for this UTC day`,
-        retryAfterS: secondsCeil(msUntilNextUtcDay(nowMs)),
-        scope: ref,
-        limit,
-        rateLimit,
-      };
-    case 'budget':
-      return {
-        code: 'budget_exceeded',
-        message: `${who} has no budget left this UTC month for this request (limit ${formatUsd(l.budgetMicroUsdPerMonth ?? 0)})`,
-        retryAfterS: secondsCeil(msUntilNextUtcMonth(nowMs)),
-        scope: ref,
-        limit,
-        rateLimit,
-      };
-  }
+  const [code, message, waitMs]: [Refusal['code'], string, number] =
+    limit === 'rpm'
+      ? ['rate_limit_exceeded', `${who} is over its limit of ${l.rpm} requests per minute`, retryMs]
+      : limit === 'tpm'
+        ? ['rate_limit_exceeded', `${who} is over its limit of ${l.tpm} tokens per minute`, retryMs]
+        : limit === 'tokens_per_day'
+          ? ['quota_exceeded', `${who} has used its quota of ${l.tokensPerDay} tokens for this UTC day`, msUntilNextUtcDay(nowMs)]
+          : [
+              'budget_exceeded',
+              `${who} has no budget left this UTC month for this request (limit ${formatUsd(l.budgetMicroUsdPerMonth ?? 0)})`,
+              msUntilNextUtcMonth(nowMs),
+            ];
+  return { code, message, retryAfterS: secondsCeil(waitMs), scope: { kind: scope.kind, id: scope.id }, limit, rateLimit };
 }
 
 export function formatUsd(microUsd: number): string {
