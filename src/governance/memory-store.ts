@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Scope } from './limits.js';
 import { utcDayStamp, utcMonthStamp, WINDOW_MS } from './limits.js';
 import {
@@ -16,89 +15,129 @@ import {
   type WindowNumbers,
 } from './store.js';
 
-interface TokenEntry {
-  readonly id: string;
-  readonly at: number;
-  tokens: number;
-}
-
 interface MonthCounters {
   spent: number;
   reserved: number;
-  /** reservation id -> [costMicroUsd, expiresAtMs] */
+  /** reservation id -> [costMicroUsd, expiresAtMs], in expiry order */
   readonly open: Map<string, [number, number]>;
 }
 
 /**
- * A time-ordered log with a moving head: dropping expired entries is O(dropped), and the
- * array is compacted only when the dead prefix outgrows the live part (amortised O(1)).
+ * One scope's sliding window: requests and tokens per millisecond, oldest first, over
+ * parallel arrays with a moving head. Times are whole milliseconds, so merging the
+ * reservations of one millisecond loses nothing: the window stays exact (a sliding log)
+ * while the log holds at most one entry per busy millisecond instead of one per request.
+ * Dropping expired entries is O(dropped); the arrays are compacted only when the dead
+ * prefix outgrows the live part (amortised O(1)).
  */
-class TimeLog<T> {
-  #items: T[] = [];
+class WindowLog {
+  #at: number[] = [];
+  #requests: number[] = [];
+  #tokens: number[] = [];
   #head = 0;
-  readonly #at: (x: T) => number;
+  requestSum = 0;
+  tokenSum = 0;
 
-  constructor(at: (x: T) => number) {
-    this.#at = at;
+  get empty(): boolean {
+    return this.#head === this.#at.length;
   }
 
-  get size(): number {
-    return this.#items.length - this.#head;
+  /** Epoch ms of the oldest entry in the window, or null. */
+  oldestAt(): number | null {
+    return this.empty ? null : (this.#at[this.#head] as number);
   }
 
-  first(): T | undefined {
-    return this.#items[this.#head];
-  }
-
-  /** The i-th live entry, oldest first. */
-  get(i: number): T | undefined {
-    return this.#items[this.#head + i];
-  }
-
-  /** Appends in time order; an injected clock may step back in tests, real time appends at the end. */
-  insert(item: T): void {
-    let i = this.#items.length;
-    while (i > this.#head && this.#at(this.#items[i - 1] as T) > this.#at(item)) i -= 1;
-    if (i === this.#items.length) this.#items.push(item);
-    else this.#items.splice(i, 0, item);
-  }
-
-  /** Drops entries at or before `edge`, calling `onDrop` for each. */
-  dropUntil(edge: number, onDrop?: (x: T) => void): void {
-    while (this.#head < this.#items.length && this.#at(this.#items[this.#head] as T) <= edge) {
-      onDrop?.(this.#items[this.#head] as T);
-      this.#head += 1;
+  add(atMs: number, tokens: number): void {
+    this.requestSum += 1;
+    this.tokenSum += tokens;
+    const at = this.#at;
+    let i = at.length;
+    // Real time appends at the end or merges into the last millisecond; an injected clock
+    // may step back in tests, so the log stays sorted either way.
+    while (i > this.#head && (at[i - 1] as number) > atMs) i -= 1;
+    if (i > this.#head && at[i - 1] === atMs) {
+      (this.#requests[i - 1] as number) += 1;
+      (this.#tokens[i - 1] as number) += tokens;
+    } else if (i === at.length) {
+      at.push(atMs);
+      this.#requests.push(1);
+      this.#tokens.push(tokens);
+    } else {
+      at.splice(i, 0, atMs);
+      this.#requests.splice(i, 0, 1);
+      this.#tokens.splice(i, 0, tokens);
     }
-    if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
-      this.#items = this.#items.slice(this.#head);
+  }
+
+  /** Corrects the tokens booked at `atMs` (a settle's true-up); nothing once that entry has expired. */
+  adjustTokens(atMs: number, delta: number): void {
+    const i = this.#find(atMs);
+    if (i < 0) return;
+    const before = this.#tokens[i] as number;
+    const after = Math.max(0, before + delta);
+    this.#tokens[i] = after;
+    this.tokenSum += after - before;
+  }
+
+  /** Drops entries at or before `edge`. */
+  dropUntil(edge: number): void {
+    const at = this.#at;
+    let head = this.#head;
+    while (head < at.length && (at[head] as number) <= edge) {
+      this.requestSum -= this.#requests[head] as number;
+      this.tokenSum -= this.#tokens[head] as number;
+      head += 1;
+    }
+    this.#head = head;
+    if (head > 1024 && head * 2 > at.length) {
+      this.#at = at.slice(head);
+      this.#requests = this.#requests.slice(head);
+      this.#tokens = this.#tokens.slice(head);
       this.#head = 0;
     }
   }
 
-  *[Symbol.iterator](): Iterator<T> {
-    for (let i = this.#head; i < this.#items.length; i += 1) yield this.#items[i] as T;
+  /**
+   * Milliseconds from `nowMs` until `need` more units fit under `limit`, as the oldest
+   * entries leave the window (`units` picks requests or tokens).
+   */
+  freesIn(units: 'requests' | 'tokens', need: number, limit: number, nowMs: number): number {
+    if (need > limit) return WINDOW_MS;
+    const counts = units === 'requests' ? this.#requests : this.#tokens;
+    let left = (units === 'requests' ? this.requestSum : this.tokenSum) + need;
+    for (let i = this.#head; i < this.#at.length; i += 1) {
+      left -= counts[i] as number;
+      if (left <= limit) return (this.#at[i] as number) + WINDOW_MS - nowMs;
+    }
+    return WINDOW_MS;
+  }
+
+  #find(atMs: number): number {
+    let lo = this.#head;
+    let hi = this.#at.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const v = this.#at[mid] as number;
+      if (v === atMs) return mid;
+      if (v < atMs) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
   }
 }
 
-/** One scope's counters. The logs hold only the last 60 s, so they stay as small as the traffic. */
+/** One scope's counters. The window holds only the last 60 s, so it stays as small as the traffic. */
 class ScopeCounters {
-  /** Request times. */
-  readonly requests = new TimeLog<number>((x) => x);
-  readonly tokenLog = new TimeLog<TokenEntry>((x) => x.at);
-  tokenSum = 0;
-  readonly tokenById = new Map<string, TokenEntry>();
-  readonly days = new Map<string, number>();
+  readonly window = new WindowLog();
+  /** The current UTC day's tokens; an earlier day no longer limits anything. */
+  dayStamp = '';
+  dayTokens = 0;
   readonly months = new Map<string, MonthCounters>();
 
   purge(nowMs: number, month: string): void {
-    const edge = nowMs - WINDOW_MS;
-    this.requests.dropUntil(edge);
-    this.tokenLog.dropUntil(edge, (e) => {
-      this.tokenSum -= e.tokens;
-      this.tokenById.delete(e.id);
-    });
+    this.window.dropUntil(nowMs - WINDOW_MS);
     const m = this.months.get(month);
-    if (m !== undefined) {
+    if (m !== undefined && m.open.size > 0) {
       // Insertion order is expiry order (one TTL, time moving forward): stop at the first live one.
       for (const [id, [cost, expiresAt]] of m.open) {
         if (expiresAt > nowMs) break;
@@ -106,6 +145,20 @@ class ScopeCounters {
         m.reserved -= cost;
       }
     }
+  }
+
+  tokensOn(day: string): number {
+    return this.dayStamp === day ? this.dayTokens : 0;
+  }
+
+  addTokens(day: string, tokens: number): void {
+    if (this.dayStamp !== day) {
+      // A late settle for a day that has ended changes nothing that still limits.
+      if (day < this.dayStamp) return;
+      this.dayStamp = day;
+      this.dayTokens = 0;
+    }
+    this.dayTokens = Math.max(0, this.dayTokens + tokens);
   }
 
   month(stamp: string): MonthCounters {
@@ -120,12 +173,8 @@ class ScopeCounters {
   }
 
   windows(): WindowNumbers {
-    return {
-      requests: this.requests.size,
-      oldestRequestAt: this.requests.first() ?? null,
-      tokens: this.tokenSum,
-      oldestTokensAt: this.tokenLog.first()?.at ?? null,
-    };
+    const oldest = this.window.oldestAt();
+    return { requests: this.window.requestSum, oldestRequestAt: oldest, tokens: this.window.tokenSum, oldestTokensAt: oldest };
   }
 }
 
@@ -134,20 +183,30 @@ class ScopeCounters {
  * order (scopes in order; RPM, TPM, day, budget), and it is atomic because it never awaits.
  */
 export class MemoryGovernanceStore implements GovernanceStore {
+  /** Counters by team and id: a reload's new limits find the same counters (issue 9). */
   readonly #scopes = new Map<string, ScopeCounters>();
+  /**
+   * The same counters by the generation's scope object, so the request path skips building
+   * the string key; a new generation's scopes miss here once and find them by name.
+   */
+  readonly #byScope = new WeakMap<ScopeRef, ScopeCounters>();
   readonly #reservationTtlMs: number;
+  #sequence = 0;
 
   constructor(options: { reservationTtlMs?: number } = {}) {
     this.#reservationTtlMs = options.reservationTtlMs ?? DEFAULT_RESERVATION_TTL_MS;
   }
 
   #counters(s: ScopeRef): ScopeCounters {
+    let c = this.#byScope.get(s);
+    if (c !== undefined) return c;
     const key = `${s.kind}\u0000${s.team}\u0000${s.id}`;
-    let c = this.#scopes.get(key);
+    c = this.#scopes.get(key);
     if (c === undefined) {
       c = new ScopeCounters();
       this.#scopes.set(key, c);
     }
+    this.#byScope.set(s, c);
     return c;
   }
 
@@ -155,72 +214,66 @@ export class MemoryGovernanceStore implements GovernanceStore {
     const { scopes, tokens, costMicroUsd, nowMs } = input;
     const day = utcDayStamp(nowMs);
     const month = utcMonthStamp(nowMs);
-    const counters = scopes.map((s) => this.#counters(s));
-    for (const c of counters) c.purge(nowMs, month);
-    const warnings: ScopeRef[] = [];
-    for (const [i, s] of scopes.entries()) {
+    const counters: ScopeCounters[] = [];
+    for (const s of scopes) {
+      const c = this.#counters(s);
+      c.purge(nowMs, month);
+      counters.push(c);
+    }
+    const view = () =>
+      rateLimitView(
+        scopes,
+        counters.map((x) => x.windows()),
+        nowMs,
+      );
+    let warnings: ScopeRef[] | null = null;
+    for (let i = 0; i < scopes.length; i += 1) {
+      const s = scopes[i] as Scope;
       const c = counters[i] as ScopeCounters;
       const { rpm, tpm, tokensPerDay, budgetMicroUsdPerMonth } = s.limits;
-      const view = () =>
-        rateLimitView(
-          scopes,
-          counters.map((x) => x.windows()),
-          nowMs,
-        );
-      if (rpm !== undefined && c.requests.size + 1 > rpm) {
-        const frees = rpm > 0 ? (c.requests.get(c.requests.size - rpm) as number) + WINDOW_MS - nowMs : WINDOW_MS;
+      if (rpm !== undefined && c.window.requestSum + 1 > rpm) {
+        const frees = c.window.freesIn('requests', 1, rpm, nowMs);
         return { ok: false, refusal: limitRefusal(s, 'rpm', frees, nowMs, view()) };
       }
-      if (tpm !== undefined && c.tokenSum + tokens > tpm) {
-        return { ok: false, refusal: limitRefusal(s, 'tpm', tokensFreeAt(c, tokens, tpm, nowMs), nowMs, view()) };
+      if (tpm !== undefined && c.window.tokenSum + tokens > tpm) {
+        const frees = c.window.freesIn('tokens', tokens, tpm, nowMs);
+        return { ok: false, refusal: limitRefusal(s, 'tpm', frees, nowMs, view()) };
       }
-      if (tokensPerDay !== undefined && (c.days.get(day) ?? 0) + tokens > tokensPerDay) {
+      if (tokensPerDay !== undefined && c.tokensOn(day) + tokens > tokensPerDay) {
         return { ok: false, refusal: limitRefusal(s, 'tokens_per_day', 0, nowMs, view()) };
       }
       if (budgetMicroUsdPerMonth !== undefined) {
         const m = c.months.get(month);
         if ((m?.spent ?? 0) + (m?.reserved ?? 0) + costMicroUsd > budgetMicroUsdPerMonth) {
-          if (s.limits.budgetOnExceeded === 'warn') warnings.push(scopeRef(s));
+          if (s.limits.budgetOnExceeded === 'warn') (warnings ??= []).push(scopeRef(s));
           else return { ok: false, refusal: limitRefusal(s, 'budget', 0, nowMs, view()) };
         }
       }
     }
-    const id = randomUUID();
-    for (const c of counters) {
-      c.requests.insert(nowMs);
-      const entry: TokenEntry = { id, at: nowMs, tokens };
-      c.tokenLog.insert(entry);
-      c.tokenById.set(id, entry);
-      c.tokenSum += tokens;
-      for (const key of c.days.keys()) if (key < day) c.days.delete(key);
-      c.days.set(day, (c.days.get(day) ?? 0) + tokens);
+    this.#sequence += 1;
+    const id = `m${this.#sequence}`;
+    const expiresAt = nowMs + this.#reservationTtlMs;
+    for (let i = 0; i < counters.length; i += 1) {
+      const c = counters[i] as ScopeCounters;
+      c.window.add(nowMs, tokens);
+      c.addTokens(day, tokens);
+      // Only a budget reads reservations: a scope without one books spend, not reservations.
+      if ((scopes[i] as Scope).limits.budgetMicroUsdPerMonth === undefined) continue;
       const m = c.month(month);
       m.reserved += costMicroUsd;
-      m.open.set(id, [costMicroUsd, nowMs + this.#reservationTtlMs]);
+      m.open.set(id, [costMicroUsd, expiresAt]);
     }
-    const reservation: Reservation = { id, scopes: scopes.map(scopeRef), atMs: nowMs, tokens, costMicroUsd, day, month, enforced: true };
-    return {
-      ok: true,
-      reservation,
-      rateLimit: rateLimitView(
-        scopes,
-        counters.map((c) => c.windows()),
-        nowMs,
-      ),
-      budgetWarnings: warnings,
-    };
+    // The generation's scope objects are the reservation's scopes: settle finds their
+    // counters without a key (they carry limits too, which nothing downstream reads).
+    const reservation: Reservation = { id, scopes, atMs: nowMs, tokens, costMicroUsd, day, month, enforced: true };
+    return { ok: true, reservation, rateLimit: view(), budgetWarnings: warnings ?? [] };
   }
 
   async settle(r: Reservation, actual: Actual, _nowMs: number): Promise<void> {
     for (const s of r.scopes) {
       const c = this.#counters(s);
-      const entry = c.tokenById.get(r.id);
-      if (entry !== undefined) {
-        c.tokenSum += actual.tokens - entry.tokens;
-        entry.tokens = actual.tokens;
-      }
-      const day = c.days.get(r.day);
-      if (day !== undefined) c.days.set(r.day, Math.max(0, day + actual.tokens - r.tokens));
+      c.window.adjustTokens(r.atMs, actual.tokens - r.tokens);
+      c.addTokens(r.day, actual.tokens - r.tokens);
       const m = c.month(r.month);
       const open = m.open.get(r.id);
       if (open !== undefined) {
@@ -245,24 +298,13 @@ export class MemoryGovernanceStore implements GovernanceStore {
       return {
         kind: s.kind,
         id: s.id,
-        requestsThisMinute: { used: c.requests.size, limit: s.limits.rpm ?? null },
-        tokensThisMinute: { used: c.tokenSum, limit: s.limits.tpm ?? null },
-        tokensToday: { used: c.days.get(day) ?? 0, limit: s.limits.tokensPerDay ?? null },
+        requestsThisMinute: { used: c.window.requestSum, limit: s.limits.rpm ?? null },
+        tokensThisMinute: { used: c.window.tokenSum, limit: s.limits.tpm ?? null },
+        tokensToday: { used: c.tokensOn(day), limit: s.limits.tokensPerDay ?? null },
         spendThisMonthMicroUsd: { used: m?.spent ?? 0, reservedMicroUsd: m?.reserved ?? 0, limit: s.limits.budgetMicroUsdPerMonth ?? null },
       };
     });
   }
 
   async close(): Promise<void> {}
-}
-
-/** When enough of the token log expires for `tokens` more to fit under `tpm`. */
-function tokensFreeAt(c: ScopeCounters, tokens: number, tpm: number, nowMs: number): number {
-  if (tokens > tpm) return WINDOW_MS;
-  let freed = 0;
-  for (const e of c.tokenLog) {
-    freed += e.tokens;
-    if (c.tokenSum - freed + tokens <= tpm) return e.at + WINDOW_MS - nowMs;
-  }
-  return WINDOW_MS;
 }

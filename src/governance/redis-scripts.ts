@@ -2,195 +2,263 @@
 // one check-and-commit across every replica. The decision is the memory store's, in the
 // same order; the shared suite in test/governance/ pins that both agree.
 //
-// Per scope, the keys are (all hash-tagged by team, so a team's keys share a Cluster slot):
-//   rpm   ZSET  member = reservation id, score = ms           (sliding request log)
-//   tpm   ZSET  member = "<id>:<tokens>", score = ms          (sliding token log)
-//   tsum  STRING the sum of the tokens in tpm                 (so a check is O(1) amortised)
-//   day   STRING tokens booked to this UTC day
-//   month HASH  spent, reserved, "r:<id>" = reserved cost     (this UTC month)
-//   resv  ZSET  member = "<month>:<id>", score = expiry ms    (reservations a crash left open)
+// Per scope, three keys (all hash-tagged by team, so a team's keys share a Cluster slot):
+//   log       ZSET  member = "<id>:<tokens>", score = ms: the sliding log. Its members carry
+//                   the tokens that leave the window with them. Settle's true-up adds a
+//                   correction "<id>~<delta>" at the reservation's score, so the log's sum
+//                   stays exact without rewriting the member (one command instead of three).
+//   counters  HASH  rsum, tsum = requests and tokens in the log; d:<day> = tokens booked to
+//                   that UTC day; s:<month>, r:<month> = spent and reserved micro-USD;
+//                   x = when the keys' time to live is next renewed (ms).
+//   resv      ZSET  member = "<month>:<id>:<cost>", score = expiry ms: reservations not yet
+//                   settled, so that a crashed replica's are given back by themselves. Only a
+//                   scope with a budget reserves (r:<month> and resv): nothing else reads them.
+//
+// Redis spends its time per command a script calls, and on a small machine Redis competes
+// with the gateway for CPU (issue 9's benchmark). So the hot path calls few commands: the
+// counters are read with one HMGET and written with one HSET of values the script computed;
+// the keys' time to live is renewed once per window, not per request; and expired
+// reservations are looked for only when they could change a decision (a budget that would
+// refuse) or when the time to live is renewed, and always by status.
+export const KEYS_PER_SCOPE = 3;
 
-export const RESERVE_KEYS_PER_SCOPE = 6;
-export const SETTLE_KEYS_PER_SCOPE = 5;
-
-/** Drops what left the 60 s window, and reservations whose owner never settled them. */
-const PURGE = `
-local function purge(rpm, tpm, tsum, mon, resv, now, W, month)
-  redis.call('ZREMRANGEBYSCORE', rpm, '-inf', now - W)
-  local old = redis.call('ZRANGEBYSCORE', tpm, '-inf', now - W)
-  if #old > 0 then
-    local freed = 0
-    for _, m in ipairs(old) do freed = freed + tonumber(string.match(m, ':(%d+)$')) end
-    redis.call('ZREMRANGEBYSCORE', tpm, '-inf', now - W)
-    redis.call('DECRBY', tsum, freed)
+/** Shared by the scripts: the sliding log's purge, expired reservations, renewal. */
+const COMMON = `
+local function num(v)
+  if v then return tonumber(v) end
+  return 0
+end
+-- Drops what left the window; returns how many entries and tokens left with them.
+local function purgeLog(log, now, W)
+  local old = redis.call('ZRANGEBYSCORE', log, '-inf', now - W)
+  if #old == 0 then return 0, 0 end
+  local gone, freed = 0, 0
+  for _, m in ipairs(old) do
+    local sep, t = string.match(m, '([:~])(-?%d+)$')
+    freed = freed + tonumber(t)
+    if sep == ':' then gone = gone + 1 end
   end
+  redis.call('ZREMRANGEBYSCORE', log, '-inf', now - W)
+  return gone, freed
+end
+-- Gives back reservations past their expiry; returns what it gave back this month.
+local function purgeReservations(counters, resv, now, month)
   local expired = redis.call('ZRANGEBYSCORE', resv, '-inf', now)
-  if #expired > 0 then
-    for _, m in ipairs(expired) do
-      local mm, rid = string.match(m, '^(%d+):(.+)$')
-      if mm == month then
-        local c = redis.call('HGET', mon, 'r:' .. rid)
-        if c then
-          redis.call('HDEL', mon, 'r:' .. rid)
-          redis.call('HINCRBY', mon, 'reserved', -tonumber(c))
-        end
-      end
-    end
-    redis.call('ZREMRANGEBYSCORE', resv, '-inf', now)
+  if #expired == 0 then return 0 end
+  local here = 0
+  for _, m in ipairs(expired) do
+    local mm, c = string.match(m, '^(%d+):.+:(%d+)$')
+    if mm == month then here = here + tonumber(c)
+    else redis.call('HINCRBY', counters, 'r:' .. mm, -tonumber(c)) end
   end
+  redis.call('ZREMRANGEBYSCORE', resv, '-inf', now)
+  return here
+end
+`;
+
+/**
+ * One scope's state as a script reads it: the counters after the window's purge. Renewal
+ * (once per window per scope) also checks the sums against the keys: a log or resv key
+ * that expired while idle takes its sums with it.
+ */
+const READ_SCOPE = `
+local function readScope(log, counters, resv, now, W, month, day, renewDue)
+  local v = redis.call('HMGET', counters, 'rsum', 'tsum', 'x', 'd:' .. day, 's:' .. month, 'r:' .. month)
+  local gone, freed = purgeLog(log, now, W)
+  local st = {
+    reqs = math.max(0, num(v[1]) - gone), tsum = math.max(0, num(v[2]) - freed),
+    day = num(v[4]), newDay = not v[4], spent = num(v[5]), reserved = num(v[6]),
+    dirty = gone > 0, renew = renewDue or num(v[3]) <= now,
+  }
+  if st.renew then
+    st.reserved = st.reserved - purgeReservations(counters, resv, now, month)
+    if redis.call('EXISTS', log) == 0 then st.reqs = 0; st.tsum = 0 end
+    if redis.call('EXISTS', resv) == 0 then st.reserved = 0 end
+    st.dirty = true
+  end
+  return st
+end
+`;
+
+/**
+ * ARGV: now, W, id, tokens, cost, expiresAt, countersTtlMs, month, day, reservationTtlMs, n,
+ * then per scope rpm, tpm, tokensPerDay, budget (-1 = none), warn (1 = on_exceeded warn).
+ * Returns {0, scopeIndex, limit, retryMs, windows...} or {1, warnMask, windows...}, where
+ * windows is, per scope, requests, oldestRequestAt, tokens, oldestTokensAt (-1 = none).
+ */
+export const RESERVE_SCRIPT = `${COMMON}${READ_SCOPE}
+local now = tonumber(ARGV[1]); local W = tonumber(ARGV[2]); local id = ARGV[3]
+local tokens = tonumber(ARGV[4]); local cost = tonumber(ARGV[5]); local exp = tonumber(ARGV[6])
+local ttl = tonumber(ARGV[7]); local month = ARGV[8]; local day = ARGV[9]; local resTtl = tonumber(ARGV[10])
+local n = tonumber(ARGV[11])
+local K = ${KEYS_PER_SCOPE}
+local A = 11
+-- Members are built from the argument strings, so settle rebuilds them byte for byte.
+local entry = id .. ':' .. ARGV[4]
+local st = {}
+for i = 1, n do
+  local k = (i - 1) * K
+  st[i] = readScope(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], now, W, month, day, false)
 end
 local function oldest(key)
   local e = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
   if #e == 0 then return -1 end
   return tonumber(e[2])
 end
-`;
-
-/**
- * ARGV: now, W, id, tokens, cost, expiresAt, dayTtlS, monthTtlS, month, n, then per scope
- * rpm, tpm, tokensPerDay, budget (-1 = none), warn (1 = on_exceeded warn).
- * Returns {0, scopeIndex, limit, retryMs, windows...} or {1, warnMask, windows...}, where
- * windows is, per scope, requests, oldestRequestAt, tokens, oldestTokensAt (-1 = none).
- */
-export const RESERVE_SCRIPT = `${PURGE}
-local now = tonumber(ARGV[1]); local W = tonumber(ARGV[2]); local id = ARGV[3]
-local tokens = tonumber(ARGV[4]); local cost = tonumber(ARGV[5]); local exp = tonumber(ARGV[6])
-local dayTtl = tonumber(ARGV[7]); local monthTtl = tonumber(ARGV[8]); local month = ARGV[9]
-local n = tonumber(ARGV[10])
-local K = ${RESERVE_KEYS_PER_SCOPE}
-for i = 1, n do
-  local k = (i - 1) * K
-  purge(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 5], KEYS[k + 6], now, W, month)
+-- Only a scope with rpm or tpm shows in the x-ratelimit-* headers: others skip the lookup.
+local function rated(i)
+  local a = A + (i - 1) * 5
+  return tonumber(ARGV[a + 1]) >= 0 or tonumber(ARGV[a + 2]) >= 0
 end
-local function windows(out)
+local function refuse(out)
   for i = 1, n do
     local k = (i - 1) * K
-    out[#out + 1] = redis.call('ZCARD', KEYS[k + 1])
-    out[#out + 1] = oldest(KEYS[k + 1])
-    out[#out + 1] = tonumber(redis.call('GET', KEYS[k + 3]) or '0')
-    out[#out + 1] = oldest(KEYS[k + 2])
+    local s = st[i]
+    if s.dirty then redis.call('HSET', KEYS[k + 2], 'rsum', s.reqs, 'tsum', s.tsum, 'r:' .. month, s.reserved) end
+    local o = -1
+    if rated(i) then o = oldest(KEYS[k + 1]) end
+    out[#out + 1] = s.reqs; out[#out + 1] = o; out[#out + 1] = s.tsum; out[#out + 1] = o
   end
   return out
 end
 local warn = 0
 for i = 1, n do
   local k = (i - 1) * K
-  local a = 10 + (i - 1) * 5
+  local a = A + (i - 1) * 5
+  local s = st[i]
   local lrpm = tonumber(ARGV[a + 1]); local ltpm = tonumber(ARGV[a + 2])
   local ltpd = tonumber(ARGV[a + 3]); local lbud = tonumber(ARGV[a + 4])
-  if lrpm >= 0 then
-    local c = redis.call('ZCARD', KEYS[k + 1])
-    if c + 1 > lrpm then
-      local retry = W
-      if lrpm > 0 then
-        local e = redis.call('ZRANGE', KEYS[k + 1], c - lrpm, c - lrpm, 'WITHSCORES')
-        retry = tonumber(e[2]) + W - now
-      end
-      return windows({0, i, 'rpm', retry})
-    end
-  end
-  if ltpm >= 0 then
-    local s = tonumber(redis.call('GET', KEYS[k + 3]) or '0')
-    if s + tokens > ltpm then
-      local retry = W
-      if tokens <= ltpm then
-        local entries = redis.call('ZRANGE', KEYS[k + 2], 0, -1, 'WITHSCORES')
-        local freed = 0
-        for j = 1, #entries, 2 do
-          freed = freed + tonumber(string.match(entries[j], ':(%d+)$'))
-          if s - freed + tokens <= ltpm then
+  if lrpm >= 0 and s.reqs + 1 > lrpm then
+    local retry = W
+    if lrpm > 0 then
+      -- The (reqs - rpm + 1)-th oldest request frees the slot; corrections are not requests.
+      local entries = redis.call('ZRANGE', KEYS[k + 1], 0, -1, 'WITHSCORES')
+      local seen = 0
+      for j = 1, #entries, 2 do
+        if string.find(entries[j], ':', 1, true) then
+          seen = seen + 1
+          if seen == s.reqs - lrpm + 1 then
             retry = tonumber(entries[j + 1]) + W - now
             break
           end
         end
       end
-      return windows({0, i, 'tpm', retry})
     end
+    return refuse({0, i, 'rpm', retry})
   end
-  if ltpd >= 0 then
-    local d = tonumber(redis.call('GET', KEYS[k + 4]) or '0')
-    if d + tokens > ltpd then return windows({0, i, 'tokens_per_day', 0}) end
-  end
-  if lbud >= 0 then
-    local spent = tonumber(redis.call('HGET', KEYS[k + 5], 'spent') or '0')
-    local reserved = tonumber(redis.call('HGET', KEYS[k + 5], 'reserved') or '0')
-    if spent + reserved + cost > lbud then
-      if ARGV[a + 5] == '1' then warn = warn + 2 ^ (i - 1) else return windows({0, i, 'budget', 0}) end
+  if ltpm >= 0 and s.tsum + tokens > ltpm then
+    local retry = W
+    if tokens <= ltpm then
+      local entries = redis.call('ZRANGE', KEYS[k + 1], 0, -1, 'WITHSCORES')
+      local left = s.tsum + tokens
+      for j = 1, #entries, 2 do
+        left = left - tonumber(string.match(entries[j], '[:~](-?%d+)$'))
+        if left <= ltpm then
+          retry = tonumber(entries[j + 1]) + W - now
+          break
+        end
+      end
     end
+    return refuse({0, i, 'tpm', retry})
+  end
+  if ltpd >= 0 and s.day + tokens > ltpd then return refuse({0, i, 'tokens_per_day', 0}) end
+  if lbud >= 0 and s.spent + s.reserved + cost > lbud and not s.renew then
+    -- Reservations a crashed replica left may have expired: look before refusing.
+    s.reserved = s.reserved - purgeReservations(KEYS[k + 2], KEYS[k + 3], now, month)
+    if redis.call('EXISTS', KEYS[k + 3]) == 0 then s.reserved = 0 end
+    s.dirty = true
+  end
+  if lbud >= 0 and s.spent + s.reserved + cost > lbud then
+    if ARGV[a + 5] == '1' then warn = warn + 2 ^ (i - 1) else return refuse({0, i, 'budget', 0}) end
   end
 end
+local y = math.floor(tonumber(month) / 100); local mo = tonumber(month) % 100
+if mo == 1 then y = y - 1; mo = 12 else mo = mo - 1 end
+local lastMonth = string.format('%04d%02d', y, mo)
+local out = {1, warn}
 for i = 1, n do
   local k = (i - 1) * K
-  redis.call('ZADD', KEYS[k + 1], now, id)
-  redis.call('PEXPIRE', KEYS[k + 1], W)
-  redis.call('ZADD', KEYS[k + 2], now, id .. ':' .. tokens)
-  redis.call('PEXPIRE', KEYS[k + 2], W)
-  redis.call('INCRBY', KEYS[k + 3], tokens)
-  redis.call('PEXPIRE', KEYS[k + 3], W)
-  redis.call('INCRBY', KEYS[k + 4], tokens)
-  redis.call('EXPIRE', KEYS[k + 4], dayTtl)
-  redis.call('HINCRBY', KEYS[k + 5], 'reserved', cost)
-  redis.call('HSET', KEYS[k + 5], 'r:' .. id, cost)
-  redis.call('EXPIRE', KEYS[k + 5], monthTtl)
-  redis.call('ZADD', KEYS[k + 6], exp, month .. ':' .. id)
-  redis.call('PEXPIRE', KEYS[k + 6], exp - now + W)
+  local s = st[i]
+  if s.newDay then
+    -- The first booking of a UTC day: earlier days, and months before the last, are history.
+    for _, f in ipairs(redis.call('HKEYS', KEYS[k + 2])) do
+      local kind, stamp = string.match(f, '^(%a):(%d+)$')
+      if (kind == 'd' and stamp ~= day) or ((kind == 's' or kind == 'r') and stamp < lastMonth) then
+        redis.call('HDEL', KEYS[k + 2], f)
+      end
+    end
+  end
+  redis.call('ZADD', KEYS[k + 1], now, entry)
+  local fields = {'rsum', s.reqs + 1, 'tsum', s.tsum + tokens, 'd:' .. day, s.day + tokens}
+  if tonumber(ARGV[A + (i - 1) * 5 + 4]) >= 0 then
+    redis.call('ZADD', KEYS[k + 3], exp, month .. ':' .. id .. ':' .. ARGV[5])
+    fields[#fields + 1] = 'r:' .. month; fields[#fields + 1] = s.reserved + cost
+  end
+  if s.renew then
+    -- Renewed once per window: every entry added before the next renewal outlives its use.
+    fields[#fields + 1] = 'x'; fields[#fields + 1] = now + W
+    redis.call('PEXPIRE', KEYS[k + 1], 2 * W)
+    redis.call('PEXPIRE', KEYS[k + 2], ttl)
+    redis.call('PEXPIRE', KEYS[k + 3], resTtl + 2 * W)
+  end
+  redis.call('HSET', KEYS[k + 2], unpack(fields))
+  local o = -1
+  if rated(i) then o = oldest(KEYS[k + 1]) end
+  out[#out + 1] = s.reqs + 1; out[#out + 1] = o; out[#out + 1] = s.tsum + tokens; out[#out + 1] = o
 end
-return windows({1, warn})
+return out
 `;
 
 /**
- * ARGV: id, reservedTokens, actualTokens, actualCost, month, monthTtlS, n.
- * Trues up the token log and the day, turns the reservation into spend. Idempotent for the
- * reservation (a second call finds no "r:<id>"), not for the spend: call it once.
+ * ARGV: id, reservedTokens, actualTokens, actualCost, reservedCost, month, day, atMs, n.
+ * Trues up the token log and the day, turns the reservation into spend. The reservation is
+ * given back only while it is still open (a second call, or one after its expiry, finds
+ * nothing in resv); the spend is not idempotent: call it once.
  */
 export const SETTLE_SCRIPT = `
 local id = ARGV[1]; local est = tonumber(ARGV[2]); local actual = tonumber(ARGV[3])
-local cost = tonumber(ARGV[4]); local month = ARGV[5]; local monthTtl = tonumber(ARGV[6])
-local n = tonumber(ARGV[7])
-local K = ${SETTLE_KEYS_PER_SCOPE}
+local cost = tonumber(ARGV[4]); local rcost = ARGV[5]; local month = ARGV[6]; local day = ARGV[7]
+local at = ARGV[8]; local n = tonumber(ARGV[9])
+local K = ${KEYS_PER_SCOPE}
+local delta = actual - est
 for i = 1, n do
   local k = (i - 1) * K
-  local member = id .. ':' .. est
-  local score = redis.call('ZSCORE', KEYS[k + 1], member)
-  if score then
-    redis.call('ZREM', KEYS[k + 1], member)
-    redis.call('ZADD', KEYS[k + 1], score, id .. ':' .. actual)
-    redis.call('INCRBY', KEYS[k + 2], actual - est)
-  end
-  if redis.call('EXISTS', KEYS[k + 3]) == 1 then
-    local d = tonumber(redis.call('GET', KEYS[k + 3]))
-    local delta = actual - est
-    if d + delta < 0 then delta = -d end
-    redis.call('INCRBY', KEYS[k + 3], delta)
-  end
-  local c = redis.call('HGET', KEYS[k + 4], 'r:' .. id)
-  if c then
-    redis.call('HDEL', KEYS[k + 4], 'r:' .. id)
-    redis.call('HINCRBY', KEYS[k + 4], 'reserved', -tonumber(c))
-    redis.call('ZREM', KEYS[k + 5], month .. ':' .. id)
-  end
-  redis.call('HINCRBY', KEYS[k + 4], 'spent', cost)
-  redis.call('EXPIRE', KEYS[k + 4], monthTtl)
+  -- A correction at the reservation's own time: it leaves the window with the reservation,
+  -- so the log's sum is right now and after (also when the reservation already left).
+  if delta ~= 0 then redis.call('ZADD', KEYS[k + 1], at, id .. '~' .. delta) end
+  local open = 0
+  if redis.call('ZREM', KEYS[k + 3], month .. ':' .. id .. ':' .. rcost) == 1 then open = tonumber(rcost) end
+  local v = redis.call('HMGET', KEYS[k + 2], 'tsum', 'd:' .. day, 's:' .. month, 'r:' .. month)
+  local fields = {'s:' .. month, tonumber(v[3] or '0') + cost}
+  if open > 0 then fields[#fields + 1] = 'r:' .. month; fields[#fields + 1] = math.max(0, tonumber(v[4] or '0') - open) end
+  if delta ~= 0 then fields[#fields + 1] = 'tsum'; fields[#fields + 1] = tonumber(v[1] or '0') + delta end
+  -- A day that has already rolled over is history: only its own day's field is trued up.
+  if v[2] and delta ~= 0 then fields[#fields + 1] = 'd:' .. day; fields[#fields + 1] = math.max(0, tonumber(v[2]) + delta) end
+  redis.call('HSET', KEYS[k + 2], unpack(fields))
 end
 return 1
 `;
 
 /**
- * Same keys as RESERVE, ARGV: now, W, month, n. Purges, then returns per scope
- * requests, tokens, day tokens, spent, reserved.
+ * Same keys as RESERVE, ARGV: now, W, month, day, n. Purges the window and every expired
+ * reservation, then returns per scope requests, tokens, day tokens, spent, reserved.
  */
-export const STATUS_SCRIPT = `${PURGE}
-local now = tonumber(ARGV[1]); local W = tonumber(ARGV[2]); local month = ARGV[3]; local n = tonumber(ARGV[4])
-local K = ${RESERVE_KEYS_PER_SCOPE}
+export const STATUS_SCRIPT = `${COMMON}${READ_SCOPE}
+local now = tonumber(ARGV[1]); local W = tonumber(ARGV[2]); local month = ARGV[3]; local day = ARGV[4]
+local n = tonumber(ARGV[5])
+local K = ${KEYS_PER_SCOPE}
 local out = {}
 for i = 1, n do
   local k = (i - 1) * K
-  purge(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 5], KEYS[k + 6], now, W, month)
-  out[#out + 1] = redis.call('ZCARD', KEYS[k + 1])
-  out[#out + 1] = tonumber(redis.call('GET', KEYS[k + 3]) or '0')
-  out[#out + 1] = tonumber(redis.call('GET', KEYS[k + 4]) or '0')
-  out[#out + 1] = tonumber(redis.call('HGET', KEYS[k + 5], 'spent') or '0')
-  out[#out + 1] = tonumber(redis.call('HGET', KEYS[k + 5], 'reserved') or '0')
+  local s = readScope(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], now, W, month, day, true)
+  if redis.call('EXISTS', KEYS[k + 2]) == 1 then
+    redis.call('HSET', KEYS[k + 2], 'rsum', s.reqs, 'tsum', s.tsum, 'r:' .. month, s.reserved)
+  end
+  out[#out + 1] = s.reqs
+  out[#out + 1] = s.tsum
+  out[#out + 1] = s.day
+  out[#out + 1] = s.spent
+  out[#out + 1] = s.reserved
 end
 return out
 `;

@@ -32,8 +32,8 @@ export interface RedisStoreOptions {
   readonly onConnectionEvent?: (event: 'ready' | 'error' | 'reconnecting', detail: string) => void;
 }
 
-const DAY_TTL_S = 2 * 24 * 3600;
-const MONTH_TTL_S = 62 * 24 * 3600;
+/** An idle scope's counters outlive the longest month, so a month's spend is never forgotten while it runs. */
+const COUNTERS_TTL_MS = 62 * 24 * 3600 * 1000;
 
 interface Script {
   readonly text: string;
@@ -72,6 +72,7 @@ export class RedisGovernanceStore implements GovernanceStore {
       // Back off to 2 s and never give up: the gateway keeps serving by its policy meanwhile.
       retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000),
       reconnectOnError: () => false,
+      enableAutoPipelining: true,
     });
     this.#redis.on('error', (err: Error) => notify('error', err.message));
     this.#redis.on('reconnecting', () => notify('reconnecting', 'reconnecting to Redis'));
@@ -101,9 +102,10 @@ export class RedisGovernanceStore implements GovernanceStore {
     return `${this.#prefix}{${s.team}}:${who}`;
   }
 
-  #scopeKeys(s: ScopeRef, day: string, month: string): string[] {
+  /** log, counters, resv (see redis-scripts.ts). */
+  #scopeKeys(s: ScopeRef): [string, string, string] {
     const b = this.#base(s);
-    return [`${b}:rpm`, `${b}:tpm`, `${b}:tsum`, `${b}:day:${day}`, `${b}:month:${month}`, `${b}:resv`];
+    return [`${b}:log`, `${b}:counters`, `${b}:resv`];
   }
 
   async #eval(s: Script, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
@@ -124,7 +126,7 @@ export class RedisGovernanceStore implements GovernanceStore {
     const day = utcDayStamp(nowMs);
     const month = utcMonthStamp(nowMs);
     const id = randomUUID();
-    const keys = scopes.flatMap((s) => this.#scopeKeys(s, day, month));
+    const keys = scopes.flatMap((s) => this.#scopeKeys(s));
     const args: Array<string | number> = [
       nowMs,
       WINDOW_MS,
@@ -132,9 +134,10 @@ export class RedisGovernanceStore implements GovernanceStore {
       tokens,
       costMicroUsd,
       nowMs + this.#reservationTtlMs,
-      DAY_TTL_S,
-      MONTH_TTL_S,
+      COUNTERS_TTL_MS,
       month,
+      day,
+      this.#reservationTtlMs,
       scopes.length,
     ];
     for (const s of scopes) args.push(...limitNumbers(s.limits));
@@ -152,11 +155,18 @@ export class RedisGovernanceStore implements GovernanceStore {
   }
 
   async settle(r: Reservation, actual: Actual, _nowMs: number): Promise<void> {
-    const keys = r.scopes.flatMap((s) => {
-      const [, tpm, tsum, day, month, resv] = this.#scopeKeys(s, r.day, r.month) as [string, string, string, string, string, string];
-      return [tpm, tsum, day, month, resv];
-    });
-    await this.#eval(SETTLE, keys, [r.id, r.tokens, actual.tokens, actual.costMicroUsd, r.month, MONTH_TTL_S, r.scopes.length]);
+    const keys = r.scopes.flatMap((s) => this.#scopeKeys(s));
+    await this.#eval(SETTLE, keys, [
+      r.id,
+      r.tokens,
+      actual.tokens,
+      actual.costMicroUsd,
+      r.costMicroUsd,
+      r.month,
+      r.day,
+      r.atMs,
+      r.scopes.length,
+    ]);
   }
 
   release(r: Reservation, nowMs: number): Promise<void> {
@@ -166,8 +176,8 @@ export class RedisGovernanceStore implements GovernanceStore {
   async status(scopes: readonly Scope[], nowMs: number): Promise<ScopeStatus[]> {
     if (scopes.length === 0) return [];
     const month = utcMonthStamp(nowMs);
-    const keys = scopes.flatMap((s) => this.#scopeKeys(s, utcDayStamp(nowMs), month));
-    const out = ((await this.#eval(STATUS, keys, [nowMs, WINDOW_MS, month, scopes.length])) as number[]).map(Number);
+    const keys = scopes.flatMap((s) => this.#scopeKeys(s));
+    const out = ((await this.#eval(STATUS, keys, [nowMs, WINDOW_MS, month, utcDayStamp(nowMs), scopes.length])) as number[]).map(Number);
     return scopes.map((s, i) => {
       const [requests, tokens, today, spent, reserved] = out.slice(i * 5, i * 5 + 5) as [number, number, number, number, number];
       return {

@@ -87,7 +87,7 @@ export function storeSuite(name: string, fixture: StoreFixture): void {
 
     it('a pre-check is all-or-nothing: a refusal by the key leaves the team counters untouched', async () => {
       const store = await fixture.fresh();
-      const scopes = [team({ rpm: 10, tpm: 1000, tokensPerDay: 1000 }), key({ rpm: 1 })];
+      const scopes = [team({ rpm: 10, tpm: 1000, tokensPerDay: 1000, budgetMicroUsdPerMonth: 1000 }), key({ rpm: 1 })];
       assert.equal((await store.reserve({ scopes, tokens: 10, costMicroUsd: 5, nowMs: T0 })).ok, true);
       const refused = await store.reserve({ scopes, tokens: 10, costMicroUsd: 5, nowMs: T0 + 1 });
       assert.equal(refused.ok, false);
@@ -98,6 +98,7 @@ export function storeSuite(name: string, fixture: StoreFixture): void {
       assert.equal(t?.tokensToday.used, 10);
       assert.equal(t?.spendThisMonthMicroUsd.reservedMicroUsd, 5);
       assert.equal(k?.requestsThisMinute.used, 1);
+      assert.equal(k?.spendThisMonthMicroUsd.reservedMicroUsd, 0, 'a scope without a budget reserves nothing');
     });
 
     it('checks the team before the key, and RPM, TPM, day quota, budget in that order', async () => {
@@ -141,6 +142,26 @@ export function storeSuite(name: string, fixture: StoreFixture): void {
       assert.deepEqual(s?.spendThisMonthMicroUsd, { used: 100, reservedMicroUsd: 0, limit: 1000 });
       assert.equal(s?.tokensToday.used, 30);
       assert.equal(s?.requestsThisMinute.used, 2, 'a released request still counts as a request');
+    });
+
+    it("a settled request's true-up leaves the window with it, and RPM's wait counts requests only", async () => {
+      const store = await fixture.fresh();
+      const scopes = [team({ rpm: 2, tpm: 1000 })];
+      const a = await store.reserve({ scopes, tokens: 300, costMicroUsd: 0, nowMs: T0 });
+      assert.ok(a.ok);
+      await store.settle(a.reservation, { tokens: 120, costMicroUsd: 0 }, T0 + 10);
+      const b = await store.reserve({ scopes, tokens: 300, costMicroUsd: 0, nowMs: T0 + 1000 });
+      assert.ok(b.ok);
+      await store.settle(b.reservation, { tokens: 400, costMicroUsd: 0 }, T0 + 1010);
+      let [s] = await store.status(scopes, T0 + 2000);
+      assert.equal(s?.tokensThisMinute.used, 520, '120 + 400: both trued up');
+      const refused = await store.reserve({ scopes, tokens: 1, costMicroUsd: 0, nowMs: T0 + 2000 });
+      assert.equal(refused.ok, false);
+      if (!refused.ok) assert.equal(refused.refusal.retryAfterS, 58, 'the first request leaves at T0 + 60 s');
+      [s] = await store.status(scopes, T0 + 60_000);
+      assert.equal(s?.tokensThisMinute.used, 400, 'the first request left with its actual tokens');
+      [s] = await store.status(scopes, T0 + 61_000);
+      assert.deepEqual([s?.tokensThisMinute.used, s?.requestsThisMinute.used], [0, 0]);
     });
 
     it('50 concurrent reservations against a budget that fits 10 admit exactly 10', async () => {

@@ -29,12 +29,12 @@ async function openRedis(keyPrefix: string, reservationTtlMs?: number): Promise<
 }
 
 describe('redis store keys', () => {
-  it('live under the configured prefix, hash-tagged by team, one set per team and per key', async () => {
+  it('live under the configured prefix, hash-tagged by team, one set per team and per key (reservations only with a budget)', async () => {
     const prefix = `${RUN_PREFIX}layout:`;
     const store = await openRedis(prefix);
     const nowMs = Date.UTC(2026, 10, 15, 12, 0, 0);
     const scopes: Scope[] = [
-      { kind: 'team', id: 'platform', team: 'platform', limits: {} },
+      { kind: 'team', id: 'platform', team: 'platform', limits: { budgetMicroUsdPerMonth: 100 } },
       { kind: 'key', id: 'ci-bot', team: 'platform', limits: {} },
     ];
     assert.ok((await store.reserve({ scopes, tokens: 1, costMicroUsd: 1, nowMs })).ok);
@@ -42,22 +42,36 @@ describe('redis store keys', () => {
     try {
       const keys = (await admin.keys(`${prefix}*`)).map((k) => k.slice(prefix.length)).sort();
       assert.deepEqual(keys, [
-        '{platform}:k:ci-bot:day:20261115',
-        '{platform}:k:ci-bot:month:202611',
-        '{platform}:k:ci-bot:resv',
-        '{platform}:k:ci-bot:rpm',
-        '{platform}:k:ci-bot:tpm',
-        '{platform}:k:ci-bot:tsum',
-        '{platform}:t:day:20261115',
-        '{platform}:t:month:202611',
+        '{platform}:k:ci-bot:counters',
+        '{platform}:k:ci-bot:log',
+        '{platform}:t:counters',
+        '{platform}:t:log',
         '{platform}:t:resv',
-        '{platform}:t:rpm',
-        '{platform}:t:tpm',
-        '{platform}:t:tsum',
       ]);
     } finally {
       admin.disconnect();
     }
+  });
+});
+
+describe('redis store renewal', () => {
+  it('a log that expired while its counters stayed (an idle scope) counts from zero, not from the stale sums', async () => {
+    const prefix = `${RUN_PREFIX}renew:`;
+    const store = await openRedis(prefix);
+    const nowMs = Date.UTC(2026, 10, 15, 12, 0, 0);
+    const scopes: Scope[] = [{ kind: 'team', id: 'platform', team: 'platform', limits: { rpm: 1 } }];
+    assert.ok((await store.reserve({ scopes, tokens: 5, costMicroUsd: 0, nowMs })).ok);
+    const admin = new Redis(REDIS_URL);
+    try {
+      // What the log's time to live does to an idle scope in real time.
+      await admin.del(`${prefix}{platform}:t:log`);
+    } finally {
+      admin.disconnect();
+    }
+    const later = await store.reserve({ scopes, tokens: 5, costMicroUsd: 0, nowMs: nowMs + 60_001 });
+    assert.ok(later.ok, 'the expired request no longer counts');
+    const [s] = await store.status(scopes, nowMs + 60_002);
+    assert.deepEqual([s?.requestsThisMinute.used, s?.tokensThisMinute.used], [1, 5]);
   });
 });
 
