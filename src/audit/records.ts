@@ -35,6 +35,8 @@ export interface RequestCompletedInput {
   readonly fallback: readonly string[];
   readonly partial: boolean;
   readonly usage: AuditUsage | null;
+  /** The usage is the gateway's estimate of what a cut stream used, not the provider's report. */
+  readonly usageEstimated: boolean;
   readonly costMicroUsd: number | null;
   readonly pricingMissing: boolean;
   readonly latencyMs: number;
@@ -86,6 +88,7 @@ export function requestCompleted(x: RequestCompletedInput): AuditEvent {
       x.usage === null
         ? null
         : { input_tokens: x.usage.inputTokens, output_tokens: x.usage.outputTokens, cache_read_tokens: x.usage.cacheReadTokens ?? 0 },
+    usage_estimated: x.usageEstimated,
     cost_micro_usd: x.costMicroUsd,
     pricing_missing: x.pricingMissing,
     latency_ms: round3(x.latencyMs),

@@ -41,6 +41,7 @@ export {
   preCheck,
   release,
   type Settlement,
+  seenUsage,
   settle,
   type TokenEstimate,
 } from './pre-check.js';

@@ -41,6 +41,16 @@ export function estimateTokens(bodyBytes: number, maxTokens: number | null, defa
 }
 
 /**
+ * What a stream cut before its usage arrived used, as far as the gateway saw: the input
+ * estimate (body bytes / 4, as the pre-check) and one output token per event relayed after
+ * the first (an OpenAI-compatible stream opens with a role-only event, then sends about a
+ * token per event). An estimate, flagged as one wherever it is recorded.
+ */
+export function seenUsage(bodyBytes: number, events: number): Usage {
+  return { inputTokens: Math.ceil(Math.max(0, bodyBytes) / 4), outputTokens: Math.max(0, events - 1) };
+}
+
+/**
  * Admits the request against its team's then its key's limits, in one atomic step of the
  * store, reserving the worst-case cost; or returns the refusal. Call after routing (the
  * targets are the route's candidates) and before any upstream call.

@@ -42,10 +42,13 @@ export interface RelayRequest {
   /** Added to the client response's headers if this attempt commits (attribution). */
   readonly responseHeaders: Readonly<Record<string, string>>;
   /**
-   * For a buffered response: headers that depend on the usage it reports (its cost),
-   * added when it is written. A streamed response goes out before its usage is known.
+   * Headers that depend on the usage the response reports (its cost). A buffered response
+   * carries them as headers; a stream, whose headers go out before its usage is known,
+   * carries them as HTTP trailers when `usageTrailers` names them.
    */
   readonly usageHeaders?: (usage: TokenUsage | null) => Readonly<Record<string, string>> | null;
+  /** For a stream: the names `usageHeaders` returns, announced in `Trailer` and sent after the body. */
+  readonly usageTrailers?: string;
   /** A stream whose client did not ask for usage: its usage-only event is read, not relayed. */
   readonly dropUsageEvent?: boolean;
 }
@@ -74,6 +77,11 @@ export interface Relayed {
   readonly usage: TokenUsage | null;
   /** performance.now() when the first body byte was written, or null. */
   readonly firstByteAt: number | null;
+  /**
+   * Server-sent events relayed (a stream's), for a stream cut before its usage arrived:
+   * an OpenAI-compatible stream sends about one token per event.
+   */
+  readonly events: number;
 }
 
 function responseHeaders(upstream: IncomingHttpHeaders, attribution: Record<string, string>): OutgoingHttpHeaders {
@@ -137,6 +145,9 @@ class Relay implements Dispatcher.DispatchHandler {
   #filter: UsageEventFilter | null = null;
   #kept: Buffer[] = [];
   #keptBytes = 0;
+  #events = 0;
+  /** The previous chunk ended in a newline: an event boundary may straddle two chunks. */
+  #endedInNewline = false;
 
   constructor(request: RelayRequest, resolve: (r: RelayResult) => void) {
     this.#request = request;
@@ -183,7 +194,9 @@ class Relay implements Dispatcher.DispatchHandler {
       return;
     }
     if (this.#request.dropUsageEvent === true) this.#filter = new UsageEventFilter();
-    this.#commit(responseHeaders(headers, this.#request.responseHeaders));
+    const out = responseHeaders(headers, this.#request.responseHeaders);
+    if (this.#request.usageTrailers !== undefined) out.trailer = this.#request.usageTrailers;
+    this.#commit(out);
     // A stream's client should see it start at once, not with the first token.
     this.#res.flushHeaders();
   }
@@ -198,6 +211,7 @@ class Relay implements Dispatcher.DispatchHandler {
     if (this.#state !== 'relaying') return;
     if (this.#firstByteAt === null) this.#firstByteAt = performance.now();
     this.#keepTail(chunk);
+    if (this.#isSse) this.#countEvents(chunk);
     const out = this.#filter === null ? chunk : this.#filter.push(chunk);
     if (out.length > 0 && !this.#res.write(out)) controller.pause();
   }
@@ -210,9 +224,14 @@ class Relay implements Dispatcher.DispatchHandler {
       return;
     }
     if (state !== 'relaying') return;
+    const usage = this.#usageFromTail();
+    if (this.#request.usageTrailers !== undefined) {
+      const trailers = this.#request.usageHeaders?.(usage) ?? null;
+      if (trailers !== null) this.#res.addTrailers(trailers);
+    }
     if (this.#filter === null) this.#res.end();
     else this.#res.end(this.#filter.end());
-    this.#served('complete');
+    this.#served('complete', usage);
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
@@ -266,7 +285,7 @@ class Relay implements Dispatcher.DispatchHandler {
     this.#firstByteAt = performance.now();
     this.#res.end(body);
     this.#detach();
-    this.#resolveFinished?.({ outcome: 'complete', usage, firstByteAt: this.#firstByteAt });
+    this.#resolveFinished?.({ outcome: 'complete', usage, firstByteAt: this.#firstByteAt, events: 0 });
   }
 
   /** A body over the buffering bound: commit without usage headers and relay from here on. */
@@ -290,14 +309,30 @@ class Relay implements Dispatcher.DispatchHandler {
     while (this.#keptBytes - (this.#kept[0] as Buffer).length >= USAGE_TAIL_BYTES) this.#keptBytes -= (this.#kept.shift() as Buffer).length;
   }
 
-  #served(outcome: Relayed['outcome']): void {
-    let usage: TokenUsage | null = null;
-    if (outcome === 'complete' && this.#status < 300 && this.#keptBytes > 0) {
-      const bytes = this.#kept.length === 1 ? (this.#kept[0] as Buffer) : Buffer.concat(this.#kept, this.#keptBytes);
-      usage = this.#isSse ? usageFromSseTail(bytes.toString('utf8')) : usageFromJson(bytes);
-    }
+  /**
+   * The usage the kept tail reports. A cut stream's tail may still hold one (a server that
+   * reports usage as it goes); a cut plain body cannot be read.
+   */
+  #usageFromTail(): TokenUsage | null {
+    if (this.#status >= 300 || this.#keptBytes === 0) return null;
+    const bytes = this.#kept.length === 1 ? (this.#kept[0] as Buffer) : Buffer.concat(this.#kept, this.#keptBytes);
+    return this.#isSse ? usageFromSseTail(bytes.toString('utf8')) : usageFromJson(bytes);
+  }
+
+  /** Counts event boundaries (a blank line), also one split across two chunks. */
+  #countEvents(chunk: Buffer): void {
+    if (chunk.length === 0) return;
+    if (this.#endedInNewline && chunk[0] === 0x0a) this.#events += 1;
+    for (let i = chunk.indexOf('\n\n'); i !== -1; i = chunk.indexOf('\n\n', i + 2)) this.#events += 1;
+    this.#endedInNewline = chunk[chunk.length - 1] === 0x0a;
+  }
+
+  #served(
+    outcome: Relayed['outcome'],
+    usage: TokenUsage | null = outcome === 'complete' || this.#isSse ? this.#usageFromTail() : null,
+  ): void {
     this.#detach();
-    this.#resolveFinished?.({ outcome, usage, firstByteAt: this.#firstByteAt });
+    this.#resolveFinished?.({ outcome, usage, firstByteAt: this.#firstByteAt, events: this.#events });
   }
 
   /** Before commit: the attempt is over and the caller may try another candidate. */

@@ -106,6 +106,12 @@ export async function settle(x: Exchange, svc: Services): Promise<void> {
     await governance.release(svc.governance, reservation, now);
     return;
   }
+  if (x.usage === null && x.stream && x.outcome !== 'complete') {
+    // A stream cut midway, or left by its client, before its usage arrived: bill what was
+    // seen (the input estimate, about one token per relayed event), not the worst case.
+    x.usage = governance.seenUsage(x.bodyBytes, x.events);
+    x.usageEstimated = true;
+  }
   const settled = await governance.settle(
     svc.governance,
     reservation,
@@ -123,11 +129,13 @@ export async function settle(x: Exchange, svc: Services): Promise<void> {
   }
 }
 
+export const COST_HEADER = 'x-switchyard-cost-usd';
+
 /** `x-switchyard-cost-usd` for a response whose usage is known when its headers go out. */
 export function costHeaders(x: Exchange, c: GenerationCandidate): (usage: governance.Usage | null) => Record<string, string> | null {
   return (usage) => {
     if (usage === null || x.gen === null) return null;
     const cost = governance.costMicroUsd(x.gen.pricing, c.provider.name, c.upstreamModel, usage);
-    return cost === null ? null : { 'x-switchyard-cost-usd': (cost / 1e6).toFixed(6) };
+    return cost === null ? null : { [COST_HEADER]: (cost / 1e6).toFixed(6) };
   };
 }

@@ -1,7 +1,8 @@
+import { isPriced } from '../governance/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
 import { CHAT_COMPLETIONS_PATH, chatBodyFor, type RelayResult, relay, upstreamHeaders, withStreamUsage } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
-import { costHeaders } from './admission.js';
+import { COST_HEADER, costHeaders } from './admission.js';
 import type { Exchange } from './exchange.js';
 
 // One attempt at one candidate, as a small core (send it through the provider's pool and
@@ -68,6 +69,8 @@ export const sendToCandidate: Attempt = (a) => {
     },
     responseHeaders: attribution,
     usageHeaders: costHeaders(x, c),
+    // A stream's cost is known after its body: it goes out as a trailer.
+    usageTrailers: x.stream && isPriced(gen.pricing, provider.name, c.upstreamModel) ? COST_HEADER : undefined,
     dropUsageEvent: x.stream && !clientAskedUsage(a.parsed),
   });
 };

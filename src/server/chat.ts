@@ -22,6 +22,7 @@ export async function handleChat(x: Exchange, svc: Services, settings: ListenerS
   x.gen = gen;
   authenticate(x, svc);
   const raw = await readBody(x.req, settings.maxBodyBytes);
+  x.bodyBytes = raw.length;
   const chat = parseChatRequest(raw);
   x.model = chat.model;
   x.stream = chat.stream;
@@ -43,6 +44,7 @@ export async function handleChat(x: Exchange, svc: Services, settings: ListenerS
     x.outcome = relayed.outcome;
     x.firstByteAt = relayed.firstByteAt;
     x.usage = relayed.usage;
+    x.events = relayed.events;
   } finally {
     // Bills what was served, or gives the reservation back when nothing was.
     await settle(x, svc);

@@ -51,6 +51,15 @@ export class Exchange {
   headersAt: number | null = null;
   firstByteAt: number | null = null;
   usage: TokenUsage | null = null;
+  /**
+   * The usage was estimated, not reported: a stream cut (or left by its client) before its
+   * usage arrived is billed on what was seen (see admission.ts settle).
+   */
+  usageEstimated = false;
+  /** The request body's size, once read: a cut stream's input estimate. */
+  bodyBytes = 0;
+  /** Server-sent events relayed to the client. */
+  events = 0;
   costMicroUsd: number | null = null;
   #requestId: string | null = null;
   #pending = 2;

@@ -47,7 +47,9 @@ function auditCompleted(svc: Services, x: Exchange, status: number | 'partial', 
       revision: x.gen?.overlay?.revision ?? null,
       status,
       fallback: x.failures.map((f) => `${f.provider}:${f.reason}`),
-      partial: status === 'partial',
+      // Cut midway, by the upstream or by the client leaving after the response began.
+      partial: status === 'partial' || (x.outcome === 'aborted' && x.headersAt !== null),
+      usageEstimated: x.usageEstimated,
       usage: x.usage,
       costMicroUsd: x.costMicroUsd,
       pricingMissing: x.pricingMissing,
@@ -80,6 +82,7 @@ function accessLine(x: Exchange, status: number | 'partial', durationMs: number,
   if (x.failures.length > 0) s += `,"fallback":${q(x.failures.map((f) => `${f.provider}:${f.reason}`))}`;
   const usage = x.usage;
   if (usage !== null) s += `,"input_tokens":${usage.inputTokens},"output_tokens":${usage.outputTokens}`;
+  if (x.usageEstimated) s += ',"usage_estimated":true';
   if (x.costMicroUsd !== null) s += `,"cost_micro_usd":${x.costMicroUsd}`;
   return `${s}}`;
 }

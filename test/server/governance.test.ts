@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -38,6 +39,31 @@ async function refusal(p: Promise<unknown>): Promise<InstanceType<typeof OpenAI.
     throw err;
   }
   assert.fail('the request was served, expected a refusal');
+}
+
+/** A raw streamed request, for what the SDK does not show: the `Trailer` header and the trailers. */
+function streamWithTrailers(
+  base: string,
+  apiKey: string,
+  body: Record<string, unknown>,
+): Promise<{ trailerAnnounced: string | undefined; trailers: NodeJS.Dict<string>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${base}/v1/chat/completions`,
+      { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          text += c;
+        });
+        res.on('end', () => resolve({ trailerAnnounced: res.headers.trailer, trailers: res.trailers, body: text }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
 }
 
 let mock: MockProvider;
@@ -186,6 +212,34 @@ describe('governance on the request path', () => {
     let usage: OpenAI.CompletionUsage | null | undefined;
     for await (const chunk of asked) usage = chunk.usage ?? usage;
     assert.equal(usage?.completion_tokens, plain.usage?.completion_tokens, 'a client that asked gets the usage event');
+  });
+
+  it('a streamed response carries its cost as an HTTP trailer, the same as the non-streamed header', async () => {
+    const plain = await clientFor(gw, 'free').chat.completions.create({ model: MODEL, messages }).withResponse();
+    const header = plain.response.headers.get('x-switchyard-cost-usd');
+    assert.ok(header !== null);
+    const { trailerAnnounced, trailers, body } = await streamWithTrailers(gw.url, keyOf('free'), { model: MODEL, messages, stream: true });
+    assert.equal(trailerAnnounced, 'x-switchyard-cost-usd');
+    assert.equal(trailers['x-switchyard-cost-usd'], header);
+    assert.match(body, /data: \[DONE\]/);
+  });
+
+  it('a stream cut midway bills what was seen (not the worst case), marked partial and estimated', async () => {
+    mock.addFault({ mode: 'cut_stream', after_chunks: 3, count: 1 });
+    const requestId = `cut-${Date.now()}`;
+    const stream = await clientFor(gw, 'free').chat.completions.create(
+      { model: MODEL, messages, stream: true, max_tokens: 500 },
+      { headers: { 'x-request-id': requestId } },
+    );
+    await assert.rejects(async () => {
+      for await (const _ of stream);
+    }, 'the client sees the stream end in an error');
+    const line = await gw.waitForLog((l) => l.msg === 'request' && l.request_id === requestId);
+    assert.equal(line.status, 'partial');
+    assert.equal(line.usage_estimated, true);
+    // A role event, then three content events: three output tokens seen (input is priced at 0).
+    assert.equal(line.output_tokens, 3);
+    assert.equal(line.cost_micro_usd, 3 * OUTPUT_PRICE, 'billed what was seen, far below the 500-token reservation');
   });
 
   it('50 concurrent requests against a budget that fits 10 serve at most 10; the rest get 402 budget_exceeded', async () => {
