@@ -35,23 +35,40 @@ export interface GovernancePolicy {
   readonly teams: ReadonlyMap<string, CompiledTeam>;
   readonly defaultMaxTokens: number;
   readonly onMissingPrice: OnMissingPrice;
+  /**
+   * Each key's scopes (its team, then itself), built once: the same objects every request,
+   * so a store can find their counters by identity.
+   */
+  readonly scopesByKey: ReadonlyMap<string, readonly Scope[]>;
 }
 
 export function buildGovernancePolicy(input: PolicyInput): GovernancePolicy {
   const teams = new Map<string, CompiledTeam>();
   for (const t of input.teams) teams.set(t.id, Object.freeze({ record: t, allows: compileModelAllowList(t.allowedModels) }));
   for (const k of input.keys) if (!teams.has(k.team)) throw new Error(`key "${k.id}" names unknown team "${k.team}"`);
+  const teamScopes = new Map<string, Scope>();
+  for (const t of input.teams) teamScopes.set(t.id, Object.freeze({ kind: 'team', id: t.id, team: t.id, limits: t.limits }));
+  const scopesByKey = new Map<string, readonly Scope[]>();
+  for (const k of input.keys) {
+    const keyScope: Scope = Object.freeze({ kind: 'key', id: k.id, team: k.team, limits: k.limits });
+    scopesByKey.set(k.id, Object.freeze([teamScopes.get(k.team) as Scope, keyScope]));
+  }
   return Object.freeze({
     keys: buildKeyTable(input.keys),
     teams,
     defaultMaxTokens: input.defaultMaxTokens,
     onMissingPrice: input.onMissingPrice,
+    scopesByKey,
   });
 }
 
 /** The scopes a principal's request is counted against: its team, then its key. Anonymous: none. */
-export function scopesOf(policy: GovernancePolicy, principal: Principal): Scope[] {
+export function scopesOf(policy: GovernancePolicy, principal: Principal): readonly Scope[] {
   if (principal.team === null) return [];
+  if (principal.keyId !== null) {
+    const built = policy.scopesByKey.get(principal.keyId);
+    if (built !== undefined) return built;
+  }
   const team = policy.teams.get(principal.team);
   const scopes: Scope[] = [{ kind: 'team', id: principal.team, team: principal.team, limits: team?.record.limits ?? {} }];
   if (principal.keyId !== null) {

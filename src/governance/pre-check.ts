@@ -30,6 +30,14 @@ export type Admission =
     }
   | { readonly ok: false; readonly refusal: Refusal };
 
+const ADMITTED_FREELY: Admission = Object.freeze({
+  ok: true,
+  reservation: null,
+  rateLimit: NO_RATE_LIMIT,
+  budgetWarnings: Object.freeze([]),
+  unpriced: Object.freeze([]),
+});
+
 export interface TokenEstimate {
   readonly inputTokens: number;
   readonly maxOutputTokens: number;
@@ -64,6 +72,10 @@ export async function preCheck(
 ): Promise<Admission> {
   const denied = checkModel(policy, principal, demand.model);
   if (denied !== null) return { ok: false, refusal: denied };
+  const scopes = scopesOf(policy, principal);
+  // Nothing to count and nothing to refuse by price (an open gateway, or a key without
+  // limits under on_missing: allow): the reservation would be thrown away.
+  if (scopes.length === 0 && policy.onMissingPrice !== 'block') return ADMITTED_FREELY;
   const estimate = estimateTokens(demand.bodyBytes, demand.maxTokens, policy.defaultMaxTokens);
   const priced = reservationMicroUsd(demand.pricing, demand.targets, estimate.inputTokens, estimate.maxOutputTokens);
   if (policy.onMissingPrice === 'block' && demand.targets.length > 0 && priced.missing.length === demand.targets.length) {
@@ -79,7 +91,6 @@ export async function preCheck(
       },
     };
   }
-  const scopes = scopesOf(policy, principal);
   if (scopes.length === 0) return { ok: true, reservation: null, rateLimit: NO_RATE_LIMIT, budgetWarnings: [], unpriced: priced.missing };
   const r = await store.reserve({
     scopes,

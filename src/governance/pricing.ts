@@ -14,8 +14,37 @@ export interface PricedTarget {
   readonly model: string;
 }
 
+/**
+ * Each table's answers, by provider then model. A generation's table never changes, and the
+ * request path asks it about the same few (provider, model) pairs, so the lookup is two Map
+ * hits on strings the generation already holds instead of building `provider/model` and
+ * hashing it per call. Keyed weakly by the table: a retired generation's goes with it.
+ */
+const resolved = new WeakMap<PriceTable, Map<string, Map<string, PriceEntry | null>>>();
+
 function priceOf(table: PriceTable, provider: string, model: string): PriceEntry | undefined {
-  return table[`${provider}/${model}`] ?? table[model];
+  let byProvider = resolved.get(table);
+  if (byProvider === undefined) {
+    byProvider = new Map();
+    resolved.set(table, byProvider);
+  }
+  let byModel = byProvider.get(provider);
+  if (byModel === undefined) {
+    byModel = new Map();
+    byProvider.set(provider, byModel);
+  }
+  let entry = byModel.get(model);
+  if (entry === undefined) {
+    entry =
+      (Object.hasOwn(table, `${provider}/${model}`)
+        ? table[`${provider}/${model}`]
+        : Object.hasOwn(table, model)
+          ? table[model]
+          : undefined) ?? null;
+    // Bounded by what the generation routes; a client's invented model never reaches here.
+    byModel.set(model, entry);
+  }
+  return entry ?? undefined;
 }
 
 /**

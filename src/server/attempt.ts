@@ -38,19 +38,12 @@ export const sendToCandidate: Attempt = (a) => {
     x.stream ? 'text/event-stream' : 'application/json',
     requestId,
   );
-  const attribution: Record<string, string> = {
-    'x-switchyard-provider': provider.name,
-    'x-switchyard-model': c.upstreamModel,
-    'x-switchyard-candidate': c.stableId,
-    'x-switchyard-generation': String(gen.number),
-    'x-switchyard-request-id': requestId,
-  };
+  const attribution: Record<string, string> = { ...attributionOf(gen, c), 'x-switchyard-request-id': requestId };
   if (gen.overlay !== null) {
     // Grid provider-hop headers, so a provider behind a Grid hop can attribute the request.
     headers['x-ai-routing-candidate'] = c.stableId;
     headers['x-ai-routing-request-id'] = requestId;
     headers['x-ai-routing-revision'] = gen.overlay.revision;
-    attribution['x-switchyard-revision'] = gen.overlay.revision;
   }
   if (x.failures.length > 0) attribution['x-switchyard-fallback'] = x.failures.map((f) => f.provider).join(',');
   // A gateway limit's headers replace the upstream's of the same names.
@@ -74,6 +67,27 @@ export const sendToCandidate: Attempt = (a) => {
     dropUsageEvent: x.stream && !clientAskedUsage(a.parsed),
   });
 };
+
+const attributions = new WeakMap<GenerationCandidate, { readonly gen: Generation; readonly headers: Readonly<Record<string, string>> }>();
+
+/**
+ * The attribution headers that are the same for every request a candidate serves in its
+ * generation, built once per (generation, candidate).
+ */
+function attributionOf(gen: Generation, c: GenerationCandidate): Readonly<Record<string, string>> {
+  const known = attributions.get(c);
+  if (known?.gen === gen) return known.headers;
+  const headers: Record<string, string> = {
+    'x-switchyard-provider': c.provider.name,
+    'x-switchyard-model': c.upstreamModel,
+    'x-switchyard-candidate': c.stableId,
+    'x-switchyard-generation': String(gen.number),
+  };
+  if (gen.overlay !== null) headers['x-switchyard-revision'] = gen.overlay.revision;
+  const fixed = Object.freeze(headers);
+  attributions.set(c, { gen, headers: fixed });
+  return fixed;
+}
 
 /** The body for this candidate: its model name, and for a stream the usage it is billed on. */
 function upstreamBody(a: AttemptRequest, upstreamModel: string): Buffer | string {
