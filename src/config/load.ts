@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
-import { formatPath } from '../contract/index.js';
+import { formatPath, readBoundedFileSync } from '../contract/index.js';
 import { type ConfigIssue, crossReferenceIssues } from './cross-check.js';
 import { configErrorMap, knownKeysAt, nearestKey } from './issue-text.js';
 import { configSchema, type GatewayConfig } from './schema.js';
@@ -100,15 +99,27 @@ export function parseConfigText(text: string, env?: NodeJS.ProcessEnv): ConfigRe
   return checkConfig(value, sourceHash, env);
 }
 
-/** Reads and parses a config file. Reading the file is this folder's only I/O. */
-export function loadConfigFile(path: string, env?: NodeJS.ProcessEnv): ConfigResult {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    const reason = code === 'ENOENT' ? 'file not found' : code === 'EACCES' ? 'permission denied' : code;
+/** `server.max_config_bytes` when nothing serves yet (start-up, `switchyard validate`). */
+export const DEFAULT_MAX_CONFIG_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Reads and parses a config file. Reading the file is this folder's only I/O, and it is
+ * bounded (issue 12): a FIFO or a device at the path is refused without blocking, and a
+ * file over `maxBytes` is refused before any parsing. The limit in force is the serving
+ * generation's `server.max_config_bytes`; the default before anything serves.
+ */
+export function loadConfigFile(path: string, env?: NodeJS.ProcessEnv, maxBytes = DEFAULT_MAX_CONFIG_BYTES): ConfigResult {
+  const read = readBoundedFileSync(path, maxBytes, 'config file');
+  // An empty file is readable: the parser says what an empty config lacks.
+  if (!read.ok && read.reason === 'empty') return parseConfigText('', env);
+  if (!read.ok) {
+    const reason =
+      read.reason === 'missing'
+        ? 'file not found'
+        : read.reason === 'too_large'
+          ? `larger than server.max_config_bytes (${maxBytes} bytes)`
+          : read.message.slice(read.message.lastIndexOf(': ') + 2);
     return { ok: false, issues: [{ path: '', message: `cannot read config file ${path}: ${reason}` }] };
   }
-  return parseConfigText(text, env);
+  return parseConfigText(read.bytes.toString('utf8'), env);
 }

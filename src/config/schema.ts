@@ -36,6 +36,8 @@ const serverSchema = z
     admin_listen: listenSchema.optional(),
     admin_token: secretRefSchema.optional(),
     max_body_bytes: positiveInt.max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
+    /** The largest config file a reload reads (issue 12); the next reload uses the serving value. */
+    max_config_bytes: positiveInt.max(64 * 1024 * 1024).default(4 * 1024 * 1024),
     drain_timeout_ms: z.number().int().min(0).max(3_600_000).default(10_000),
     watch_config: z.boolean().default(false),
     watch_debounce_ms: z.number().int().min(0).max(60_000).default(200),

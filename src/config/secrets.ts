@@ -1,5 +1,8 @@
-import { readFileSync } from 'node:fs';
+import { readBoundedFileSync } from '../contract/index.js';
 import type { SecretRef } from './schema.js';
+
+/** A credential or token is a few hundred bytes; a secret file past this is a mistake. */
+export const MAX_SECRET_BYTES = 64 * 1024;
 
 export type SecretResult = { readonly ok: true; readonly value: string } | { readonly ok: false; readonly message: string };
 
@@ -14,14 +17,19 @@ export function resolveSecret(ref: SecretRef, env: NodeJS.ProcessEnv): SecretRes
     if (value === undefined || value === '') return { ok: false, message: `environment variable ${ref.env} is not set` };
     return { ok: true, value };
   }
-  let text: string;
-  try {
-    text = readFileSync(ref.file, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    return { ok: false, message: `secret file ${ref.file} cannot be read (${code === 'ENOENT' ? 'file not found' : code})` };
+  // Bounded and non-blocking (issue 12): a FIFO or a device at the path is refused, never
+  // waited on or read without end.
+  const read = readBoundedFileSync(ref.file, MAX_SECRET_BYTES, 'secret file');
+  if (!read.ok) {
+    const why =
+      read.reason === 'missing'
+        ? 'file not found'
+        : read.reason === 'empty'
+          ? 'empty'
+          : read.message.slice(read.message.lastIndexOf(': ') + 2);
+    return { ok: false, message: `secret file ${ref.file} cannot be read (${why})` };
   }
-  const value = text.replace(/\r?\n$/, '');
+  const value = read.bytes.toString('utf8').replace(/\r?\n$/, '');
   if (value === '') return { ok: false, message: `secret file ${ref.file} is empty` };
   return { ok: true, value };
 }

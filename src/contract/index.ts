@@ -15,7 +15,7 @@ export { computeRevision, sha256Hex } from './digest.js';
 export type { ParseOptions } from './parse.js';
 export { parseOverlay } from './parse.js';
 export type { ReadResult, SliceResult } from './read.js';
-export { readFileSlice, readOverlayFile } from './read.js';
+export { readBoundedFileSync, readFileSlice, readOverlayFile } from './read.js';
 export { formatPath } from './schema.js';
 export { stableIdFor } from './stable-id.js';
 export { checkSuccession } from './succession.js';

@@ -1,5 +1,5 @@
 // The bounded read of an overlay file: the contract's only I/O.
-import { constants } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { open } from 'node:fs/promises';
 import type { Rejection } from './types.js';
@@ -26,6 +26,45 @@ export async function readOverlayFile(path: string, maxBytes: number): Promise<R
     // Copy out, so the caller does not hold a maxBytes-sized buffer for a small file.
     return { ok: true, bytes: Buffer.from(buffer.subarray(0, filled)) };
   });
+}
+
+/**
+ * The same bounded read, synchronous, for small files read while a generation is built
+ * (secrets, the config): open without blocking, require a regular file (a FIFO or a device
+ * such as /dev/zero is refused, never read), read at most `maxBytes + 1` bytes. Bounded by
+ * the cap, so it never holds the event loop for long. `what` names the file in messages.
+ */
+export function readBoundedFileSync(path: string, maxBytes: number, what: string): ReadResult {
+  if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) {
+    throw new RangeError(`maxBytes must be a non-negative integer, got ${maxBytes}`);
+  }
+  const where = `${what} ${JSON.stringify(path)}`;
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  } catch (error) {
+    return openFailure(where, error);
+  }
+  try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) return reject('unreadable', `${where}: not a regular file`);
+    // Sized by the cap, not by the size fstat saw: a file that grows meanwhile is still
+    // read to its end or to one byte past the cap.
+    const buffer = Buffer.allocUnsafe(maxBytes + 1);
+    let filled = 0;
+    while (filled < buffer.length) {
+      const n = readSync(fd, buffer, filled, buffer.length - filled, null);
+      if (n === 0) break;
+      filled += n;
+    }
+    if (filled > maxBytes) return reject('too_large', `${where}: larger than ${maxBytes} bytes`);
+    if (filled === 0) return reject('empty', `${where}: the file is empty`);
+    return { ok: true, bytes: Buffer.from(buffer.subarray(0, filled)) };
+  } catch (error) {
+    return reject('unreadable', `${where}: ${errorCode(error)}`);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 export type SliceResult =

@@ -12,6 +12,7 @@ export {
   ANONYMOUS,
   type AuthResult,
   authenticate,
+  bearerToken,
   buildKeyTable,
   constantTimeEqual,
   hashKey,

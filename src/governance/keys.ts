@@ -57,16 +57,20 @@ export function buildKeyTable(records: readonly KeyRecord[]): KeyTable {
 
 type HeaderValue = string | string[] | undefined;
 
+/** The token of `Authorization: Bearer <token>`; the scheme is case-insensitive (RFC 9110 11.1). */
+export function bearerToken(authorization: HeaderValue): string | null {
+  if (typeof authorization !== 'string') return null;
+  const m = /^\s*bearer\s+(\S+)\s*$/i.exec(authorization);
+  return m === null ? null : (m[1] as string);
+}
+
 /**
  * The key a request presents: `Authorization: Bearer <key>` (scheme case-insensitive), else
  * `x-api-key` (Anthropic clients). Headers as node:http gives them (lower-case names).
  */
 export function presentedKey(headers: Readonly<Record<string, HeaderValue>>): string | null {
-  const authorization = headers.authorization;
-  if (typeof authorization === 'string') {
-    const m = /^\s*bearer\s+(\S+)\s*$/i.exec(authorization);
-    if (m !== null) return m[1] as string;
-  }
+  const bearer = bearerToken(headers.authorization);
+  if (bearer !== null) return bearer;
   const apiKey = headers['x-api-key'];
   if (typeof apiKey === 'string' && apiKey.trim() !== '') return apiKey.trim();
   return null;

@@ -86,7 +86,8 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
     sourceHash = serving.sourceHash;
     configChanged = false;
   } else {
-    const loaded = loadConfigFile(inputs.configPath, inputs.env);
+    // The serving generation's cap bounds the next reload; the default before anything serves.
+    const loaded = loadConfigFile(inputs.configPath, inputs.env, serving?.config.server.max_config_bytes);
     read.config = loaded.sourceHash ?? null;
     if (!loaded.ok) return { outcome: 'rejected', issues: loaded.issues };
     config = loaded.config;

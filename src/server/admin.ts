@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError } from '../errors.js';
-import { governanceStatus } from '../governance/index.js';
+import { bearerToken, governanceStatus } from '../governance/index.js';
 import type { Generation } from '../live/index.js';
 import { type Endpoint, EndpointTable, pathOf } from './endpoints.js';
 import { policyOf } from './governance.js';
@@ -67,7 +67,7 @@ function checkAdminToken(svc: Services, req: IncomingMessage): void {
   const token = svc.holder.ready ? svc.holder.current().adminToken : null;
   if (token === null) return;
   const header = req.headers.authorization;
-  const presented = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7) : null;
+  const presented = bearerToken(header);
   if (presented === null || !token.matches(presented)) {
     throw new SwitchyardError('unauthorized', 'the admin API needs Authorization: Bearer <server.admin_token>', null, {
       'www-authenticate': 'Bearer',

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -180,6 +181,49 @@ describe('Invariant 2 — validate, then swap', () => {
       message: /secret file \S*no-such-secret cannot be read \(file not found\)/,
     },
     {
+      // Issue 12: a FIFO froze the whole process until something wrote into it.
+      name: 'a FIFO as a {file} secret',
+      write: (p) => {
+        const fifo = join(gw.dir, 'fifo-secret');
+        rmSync(fifo, { force: true });
+        execFileSync('mkfifo', [fifo]);
+        const c = next();
+        c.providers.west.api_key = { file: fifo };
+        writeFileSync(p, configText(c));
+      },
+      path: 'providers.west.api_key',
+      message: /secret file \S*fifo-secret cannot be read \(not a regular file\)/,
+    },
+    {
+      // Issue 12: a secret linked to /dev/zero grew the process to gigabytes.
+      name: 'a secret file with no end (a link to /dev/zero)',
+      write: (p) => {
+        const zero = join(gw.dir, 'zero-secret');
+        rmSync(zero, { force: true });
+        symlinkSync('/dev/zero', zero);
+        const c = next();
+        c.providers.west.api_key = { file: zero };
+        writeFileSync(p, configText(c));
+      },
+      path: 'providers.west.api_key',
+      message: /secret file \S*zero-secret cannot be read \(not a regular file\)/,
+    },
+    {
+      name: 'a config file over server.max_config_bytes',
+      write: (p) => writeFileSync(p, `${configText(next())}\n# ${'x'.repeat(4 * 1024 * 1024)}\n`),
+      path: '',
+      message: /cannot read config file \S*gateway\.yaml: larger than server\.max_config_bytes \(4194304 bytes\)/,
+    },
+    {
+      name: 'a FIFO as the config file',
+      write: (p) => {
+        rmSync(p, { force: true });
+        execFileSync('mkfifo', [p]);
+      },
+      path: '',
+      message: /cannot read config file \S*gateway\.yaml: not a regular file/,
+    },
+    {
       name: 'a deleted config file',
       write: (p) => unlinkSync(p),
       path: '',
@@ -249,6 +293,8 @@ describe('Invariant 2 — validate, then swap', () => {
           assert.ok(!gw.output.join('\n').includes(bad.secret), 'the gateway log does not echo the secret');
         }
       } finally {
+        // Replaced, not written through: the bad input may be a FIFO.
+        rmSync(gw.configPath, { force: true });
         writeFileSync(gw.configPath, goodText);
       }
     });
