@@ -47,7 +47,12 @@ export async function readState(path: string): Promise<PublisherState | null> {
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const path = issue?.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0] ?? ''] : (issue?.path ?? []);
-    const message = issue?.code === 'unrecognized_keys' ? 'unknown key' : issue?.input === undefined ? 'required' : issue.message;
+    const message =
+      issue?.code === 'unrecognized_keys'
+        ? 'unknown key'
+        : issue?.code === 'invalid_type' && issue.input === undefined
+          ? 'required'
+          : (issue?.message ?? 'invalid');
     throw new PublishError('state_invalid', `${where}: ${formatPath(path) || '(top level)'}: ${message}`);
   }
   return { sourceUid: parsed.data.source_uid, sourceGeneration: parsed.data.source_generation, revision: parsed.data.revision };
