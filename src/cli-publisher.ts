@@ -173,9 +173,13 @@ async function grid(values: Values, version: string): Promise<number | 'running'
   const logger = createLogger({ level: 'info' });
   const loop = await Grid.start({ inventoryPath, output, producerVersion: version, logger });
   const http = listen === null ? null : await serveGrid(loop, listen.host, listen.port);
+  // The watch and the probe timers do not hold the process open (the gateway's watch is
+  // unref'd by design); without --listen nothing else would, and the loop would exit at once.
+  const keepAlive = setInterval(() => undefined, 1 << 30);
   logger.info({ msg: 'grid running', url: http?.url ?? null, inventory: inventoryPath, dir: 'dir' in output ? output.dir : output.file });
   const stop = (signal: string): void => {
     logger.info({ msg: 'grid stopping', signal });
+    clearInterval(keepAlive);
     void loop
       .close()
       .then(() => new Promise<void>((r) => (http === null ? r() : http.server.close(() => r()))))
