@@ -33,7 +33,11 @@ const healthSchema = z.strictObject({
   // No user:password in the URL: the inventory is shown as read on /status.
   url: z
     .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
-    .refine((u) => !/^[a-z]+:\/\/[^/]*@/i.test(u), 'must not carry credentials (user:password@)'),
+    .refine((u) => !/^[a-z]+:\/\/[^/]*@/i.test(u), 'must not carry credentials (user:password@)')
+    .refine(
+      (u) => !/[?&](access_token|token|api[_-]?key|key|secret|password|sig|signature)=/i.test(u),
+      'must not carry a credential in its query',
+    ),
   interval_ms: int(10, 3_600_000).default(2000),
   timeout_ms: int(1, 600_000).default(1000),
   unhealthy_after: int(1, 100).default(2),

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parseOverlay } from '../../src/contract/index.js';
 import { runCli } from '../support/gateway-process.js';
+import { waitUntil } from '../support/observe.js';
 
 // `switchyard overlay render|publish|verify|diff` as users run them: exit codes and output.
 
@@ -119,5 +121,31 @@ describe('switchyard overlay', () => {
     const layout = await runCli(['overlay', 'publish', '--inventory', file('inv.yaml', inventory(50)), '--dir', out, '--layout', 'zip']);
     assert.equal(layout.code, 1);
     assert.match(layout.stderr, /--layout must be one of: kubelet, rename/);
+  });
+
+  it('grid without --listen keeps running, publishes an inventory edit, and stops with exit 0 on SIGTERM', async () => {
+    const inv = file('grid.yaml', inventory(50));
+    const child = spawn(
+      process.execPath,
+      [resolve(import.meta.dirname, '../../dist/cli.js'), 'grid', '--inventory', inv, '--dir', join(dir, 'grid-out')],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    try {
+      await waitUntil(() => out.includes('"msg":"grid running"'), 'grid runs');
+      writeFileSync(`${inv}.tmp`, inventory(60));
+      renameSync(`${inv}.tmp`, inv);
+      await waitUntil(() => (out.match(/"msg":"published"/g) ?? []).length === 2, `the edit is published:\n${out}`);
+      assert.equal(child.exitCode, null);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    assert.equal(await exited, 0);
+    assert.match(out, /"msg":"grid stopped"/);
   });
 });

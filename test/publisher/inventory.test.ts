@@ -62,6 +62,9 @@ describe('the inventory', () => {
     const withSecret = refusal(valid.replace('http://127.0.0.1', 'http://user:hunter2@127.0.0.1'));
     assert.match(withSecret.message, /providers\[0\]\.health\.url: must not carry credentials/);
     assert.doesNotMatch(withSecret.message, /hunter2/);
+    const inQuery = refusal(valid.replace('/v1/models', '/v1/models?api_key=sk-abc'));
+    assert.match(inQuery.message, /health\.url: must not carry a credential in its query/);
+    assert.doesNotMatch(inQuery.message, /sk-abc/);
     assert.equal(refusal('network: [unclosed').code, 'inventory_invalid');
   });
 
