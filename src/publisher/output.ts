@@ -65,6 +65,16 @@ export async function writeByRename(file: string, text: string): Promise<void> {
  */
 export async function writeKubelet(dir: string, key: string, text: string): Promise<void> {
   await mkdir(dir, { recursive: true });
+  // Checked before anything is written: a plain file here (a directory once published with
+  // the rename layout) would shadow the key's symlink, and the swap would change nothing.
+  const link = join(dir, key);
+  const existing = await lstat(link).catch(() => null);
+  if (existing !== null && !existing.isSymbolicLink()) {
+    throw new PublishError(
+      'write_failed',
+      `${JSON.stringify(link)} exists and is not a symlink into ..data; not a kubelet-layout directory`,
+    );
+  }
   const folder = timestampedFolder();
   await mkdir(join(dir, folder));
   await writeSynced(join(dir, folder, key), text);
@@ -75,15 +85,7 @@ export async function writeKubelet(dir: string, key: string, text: string): Prom
   await rm(tmp, { force: true }); // a crash between symlink and rename leaves one behind
   await symlink(folder, tmp);
   await rename(tmp, data);
-  const link = join(dir, key);
-  const existing = await lstat(link).catch(() => null);
   if (existing === null) await symlink(join('..data', key), link);
-  else if (!existing.isSymbolicLink()) {
-    throw new PublishError(
-      'write_failed',
-      `${JSON.stringify(link)} exists and is not a symlink into ..data; not a kubelet-layout directory`,
-    );
-  }
   await syncDirectory(dir);
   if (old !== null && old !== folder && old.startsWith('..')) await rm(join(dir, old), { recursive: true, force: true });
 }

@@ -148,4 +148,16 @@ describe('switchyard overlay', () => {
     assert.equal(await exited, 0);
     assert.match(out, /"msg":"grid stopped"/);
   });
+
+  it('grid refuses to start on an invalid inventory: exit 1 with the code and the path', async () => {
+    const r = await runCli([
+      'grid',
+      '--inventory',
+      file('grid-bad.yaml', inventory(50).replace('namespace: ai', 'namespace: ai\nlocal_zone: x')),
+      '--dir',
+      join(dir, 'never'),
+    ]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /inventory_invalid: .*local_zone: unknown key/);
+  });
 });

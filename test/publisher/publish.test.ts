@@ -108,4 +108,14 @@ describe('publishing', () => {
     await assert.rejects(publishWeight(out, 2), { code: 'state_invalid', message: /source_generation: must be a whole number > 0/ });
     assert.equal(readlinkSync(join(out.dir, '..data')), before, 'nothing was published');
   });
+
+  it('refuses a kubelet publish over a directory holding a plain file at the key, and changes nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-publish-'));
+    await publishWeight({ layout: 'rename', file: join(dir, 'routing-overlay.json') }, 1);
+    await assert.rejects(publishWeight({ layout: 'kubelet', dir, key: 'routing-overlay.json' }, 2), {
+      code: 'write_failed',
+      message: /not a symlink into \.\.data/,
+    });
+    assert.equal(existsSync(join(dir, '..data')), false);
+  });
 });

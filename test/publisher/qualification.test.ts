@@ -70,9 +70,12 @@ function expectedRevision(unhealthy: readonly Name[] = []): string {
 
 /** Edits the inventory, then waits until the revision it renders is published (grid) and serving (gateway). */
 async function edit(change: Partial<typeof inventory>, unhealthy: readonly Name[] = []): Promise<string> {
+  const before = expectedRevision(unhealthy);
   inventory = { ...inventory, ...change };
   writeByRename(inventoryPath, inventoryText());
-  return servingNow(expectedRevision(unhealthy));
+  const revision = expectedRevision(unhealthy);
+  assert.notEqual(revision, before, 'each step is a new revision');
+  return servingNow(revision);
 }
 
 async function servingNow(revision: string): Promise<string> {
