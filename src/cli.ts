@@ -5,11 +5,13 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { verifyAuditFile } from './audit/index.js';
+import { publisherCommands, UsageError } from './cli-publisher.js';
 import { type ConfigIssue, formatIssue } from './config/index.js';
 import { hashKey } from './governance/index.js';
 import { prepareGeneration } from './live/index.js';
 import { startMockProvider } from './mock/index.js';
 import { PoolRegistry } from './providers/index.js';
+import { PublishError } from './publisher/index.js';
 import { StartupError, startGateway } from './server/index.js';
 
 interface Command {
@@ -163,6 +165,7 @@ before it, or 1 naming the first broken record by line number.`,
       return 1;
     },
   },
+  ...publisherCommands(() => packageVersion()),
 };
 
 /** Key and team ids, as config accepts them. */
@@ -257,8 +260,6 @@ function int(value: string | boolean | undefined, flag: string, fallback: number
   return n;
 }
 
-class UsageError extends Error {}
-
 /** From package.json next to dist/ (or src/ under tsx): the one place the version is written. */
 function packageVersion(): string {
   const path = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'package.json');
@@ -306,7 +307,7 @@ async function main(argv: string[]): Promise<number | 'running'> {
     }
     return await command.run(values as Record<string, string | boolean | undefined>, positionals);
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
+    const message = err instanceof PublishError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
     const isUsage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true;
     process.stderr.write(`switchyard ${name}: ${message}\n${isUsage ? `\n${command.usage}\n` : ''}`);
     return 1;

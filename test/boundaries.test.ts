@@ -30,8 +30,14 @@ const allowed: Record<string, readonly string[]> = {
   // contract/'s bounded reader (readFileSlice), never a plain unbounded read (issue 9).
   audit: ['contract'],
   live: ['config', 'contract', 'providers', 'routing'],
-  publisher: ['contract', 'config'],
-  server: ['config', 'contract', 'live', 'routing', 'providers', 'resilience', 'governance', 'audit', 'telemetry'],
+  // The parent-directory file watch: a leaf, so the gateway and the publisher share one
+  // watcher without either depending on the other (issue 10).
+  watch: [],
+  // publisher/ renders with contract/'s digest, ids and parser (never a second copy), watches
+  // its inventory through watch/, and logs through telemetry/'s logger. Never server/ or live/:
+  // the control plane must not depend on the data plane it feeds.
+  publisher: ['contract', 'watch', 'telemetry'],
+  server: ['config', 'contract', 'live', 'routing', 'providers', 'resilience', 'governance', 'audit', 'telemetry', 'watch'],
   // cli.ts wires subcommands; it may import every folder's surface.
   '(root)': [
     'config',
@@ -46,6 +52,7 @@ const allowed: Record<string, readonly string[]> = {
     'server',
     'mock',
     'publisher',
+    'watch',
   ],
 };
 
@@ -61,6 +68,9 @@ const rules: Array<{ from: string; to: string; rule: string }> = [
   { from: 'audit', to: 'config', rule: 'audit/ is a leaf: never config/' },
   { from: 'audit', to: 'server', rule: 'audit/ is a leaf: never server/' },
   { from: 'publisher', to: 'server', rule: 'publisher/ never imports server/' },
+  { from: 'publisher', to: 'live', rule: 'publisher/ never imports live/' },
+  { from: 'watch', to: 'server', rule: 'watch/ is a leaf: never server/' },
+  { from: 'watch', to: 'publisher', rule: 'watch/ is a leaf: never publisher/' },
 ];
 
 function sourceFiles(dir: string): string[] {

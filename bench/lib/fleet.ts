@@ -117,6 +117,29 @@ export class Fleet {
     };
   }
 
+  /**
+   * `switchyard grid` publishing `dir` (kubelet layout) from `inventoryPath`; resolves once it
+   * has published its first revision and logged "grid running". Its log goes to `<name>.log`.
+   */
+  async startGrid(name: string, inventoryPath: string, dir: string): Promise<{ readonly pid: number; readonly logPath: string }> {
+    const logPath = join(this.dir, `${name}.log`);
+    const logFd = openSync(logPath, 'w');
+    let member: Member;
+    try {
+      member = this.#spawn(`grid ${name}`, [CLI, 'grid', '--inventory', inventoryPath, '--dir', dir, '--layout', 'kubelet'], logFd);
+    } finally {
+      closeSync(logFd);
+    }
+    const deadline = Date.now() + START_TIMEOUT_MS;
+    while (!readFileSync(logPath, 'utf8').includes('"msg":"grid running"')) {
+      if (member.child.exitCode !== null || Date.now() > deadline) {
+        throw new Error(`${member.label} did not start:\n${readFileSync(logPath, 'utf8').slice(-4000)}${member.stderr}`);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return { pid: member.child.pid!, logPath };
+  }
+
   /** SIGTERM to every member (gateways drain and exit 0), SIGKILL for any that lingers. */
   async stop(): Promise<void> {
     await Promise.all(

@@ -3,7 +3,15 @@ import { governanceOverhead } from './governance-overhead.js';
 import { overlayApplyLatency } from './overlay-apply-latency.js';
 import { overlayScale } from './overlay-scale.js';
 import { proxyOverhead } from './proxy-overhead.js';
+import { publisher } from './publisher.js';
 import { reloadUnderLoad } from './reload-under-load.js';
 
 /** Every scenario, in the order `npm run bench` runs them. Add a new one here. */
-export const scenarios: readonly Scenario[] = [proxyOverhead, reloadUnderLoad, overlayScale, overlayApplyLatency, governanceOverhead];
+export const scenarios: readonly Scenario[] = [
+  proxyOverhead,
+  reloadUnderLoad,
+  overlayScale,
+  overlayApplyLatency,
+  governanceOverhead,
+  publisher,
+];

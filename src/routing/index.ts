@@ -5,5 +5,6 @@
 
 export { type AffinityOptions, SessionAffinity } from './affinity.js';
 export { RoundRobinCounters } from './round-robin.js';
+export { seededRandom } from './seeded-random.js';
 export { type Selection, type SelectionContext, select } from './select.js';
 export type { CandidateGroup, RoutableCandidate, Route, SelectionPolicy } from './types.js';

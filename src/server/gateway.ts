@@ -7,12 +7,12 @@ import { governanceStatus } from '../governance/index.js';
 import { GenerationHolder, prepareGeneration, ReloadCoordinator, type ReloadTrigger } from '../live/index.js';
 import { PoolRegistry } from '../providers/index.js';
 import { BreakerRegistry } from '../resilience/index.js';
-import { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
+import { RoundRobinCounters, SessionAffinity, seededRandom } from '../routing/index.js';
 import { AccessLog, type BreakerStateCode, createLogger, flushLogger, type Logger, Metrics } from '../telemetry/index.js';
+import { FileWatch } from '../watch/index.js';
 import { isLoopback, splitHostPort } from './address.js';
 import { type AdminContext, createAdminHandler } from './admin.js';
 import { createApiHandler, type TrafficState } from './api.js';
-import { FileWatch } from './file-watch.js';
 import { buildGovernanceStore, policyOf } from './governance.js';
 import { Reloader, type ReloadResult } from './reload.js';
 import type { Services } from './services.js';
@@ -155,8 +155,22 @@ async function buildServices(config: GatewayConfig, pools: PoolRegistry, options
     governance: buildGovernanceStore(config, logger, metrics),
     audit,
     accessLog: new AccessLog({ level: logger.level, destination: options.logDestination, flushMs: 200 }),
-    random: options.random ?? Math.random,
+    random: options.random ?? randomSource(options.env ?? process.env, logger),
   };
+}
+
+/**
+ * SWITCHYARD_RANDOM_SEED, a testing aid: `random` and `weighted` selection draw from a
+ * seeded generator, so a test or benchmark replays the same choices. Unset: Math.random.
+ */
+function randomSource(env: NodeJS.ProcessEnv, logger: Logger): () => number {
+  const seed = env.SWITCHYARD_RANDOM_SEED;
+  if (seed === undefined || seed === '') return Math.random;
+  if (!/^\d{1,10}$/.test(seed) || Number(seed) > 0xffffffff) {
+    throw new StartupError([{ path: 'SWITCHYARD_RANDOM_SEED', message: 'must be a whole number 0-4294967295' }]);
+  }
+  logger.warn({ msg: 'random selection is seeded (SWITCHYARD_RANDOM_SEED): a testing aid, not for production', seed: Number(seed) });
+  return seededRandom(Number(seed));
 }
 
 /** The audit writer, continuing the file's chain; a file it cannot continue stops the start. */

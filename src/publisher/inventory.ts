@@ -1,0 +1,141 @@
+// The publisher's input: an inventory of providers (YAML or JSON), validated once here with
+// zod. Unknown keys are refused, so a typo never silently means "default".
+import { parseDocument } from 'yaml';
+import { z } from 'zod';
+import { formatPath, readFileSlice } from '../contract/index.js';
+import { PublishError } from './issues.js';
+
+/** An inventory is a hand-edited list; a megabyte is far beyond any real one. */
+export const MAX_INVENTORY_BYTES = 1024 * 1024;
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+const name = (what: string) => z.string().regex(NAME, `must be a ${what}: 1-64 of A-Z a-z 0-9 _ . - (starting with a letter or digit)`);
+/** The contract's string rules, kept simple: no blank, no control characters, at most 256 bytes. */
+const text = () =>
+  z
+    .string()
+    .min(1, 'must not be empty')
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point.
+    .refine((s) => !/[\u0000-\u001f\u007f]/.test(s) && Buffer.byteLength(s) <= 256 && s.trim() !== '', {
+      message: 'must be 1-256 bytes, not blank, without control characters',
+    });
+const kubernetesName = () =>
+  z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a Kubernetes object name (lowercase letters, digits, "-" and ".")');
+const int = (min: number, max: number) => {
+  const message = `must be a whole number ${min}-${max}`;
+  return z.int(message).min(min, message).max(max, message);
+};
+
+export const providerStates = ['active', 'drain', 'withdrawn'] as const;
+export type ProviderState = (typeof providerStates)[number];
+
+const healthSchema = z.strictObject({
+  // No user:password in the URL: the inventory is shown as read on /status.
+  url: z
+    .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
+    .refine((u) => !/^[a-z]+:\/\/[^/]*@/i.test(u), 'must not carry credentials (user:password@)')
+    .refine(
+      (u) => !/[?&](access_token|token|api[_-]?key|key|secret|password|sig|signature)=/i.test(u),
+      'must not carry a credential in its query',
+    ),
+  interval_ms: int(10, 3_600_000).default(2000),
+  timeout_ms: int(1, 600_000).default(1000),
+  unhealthy_after: int(1, 100).default(2),
+  healthy_after: int(1, 100).default(3),
+});
+
+const providerSchema = z.strictObject({
+  cluster: name('provider name'),
+  site: text(),
+  region: text(),
+  models: z.array(text()).min(1, 'must list at least one model'),
+  state: z.enum(providerStates, 'must be one of: active, drain, withdrawn').default('active'),
+  weight: int(1, 1000).default(1),
+  // A reference only: which Secret key the gateway reads. There is no field for a value.
+  credential: z
+    .strictObject({
+      name: kubernetesName(),
+      namespace: kubernetesName(),
+      key: z.string().regex(/^[-._a-zA-Z0-9]{1,253}$/, 'must be a Secret key (letters, digits, "-", "_" and ".")'),
+    })
+    .optional(),
+  health: healthSchema.optional(),
+});
+
+export const inventorySchema = z
+  .strictObject({
+    network: text(),
+    gateway: text(),
+    namespace: text(),
+    local_site: text(),
+    local_region: text().optional(),
+    selection_policy: z
+      .strictObject({
+        mode: z.enum(
+          ['deterministic', 'roundRobin', 'random', 'weightedRandom'],
+          'must be one of: deterministic, roundRobin, random, weightedRandom',
+        ),
+      })
+      .optional(),
+    providers: z.array(providerSchema),
+  })
+  .superRefine((inv, ctx) => {
+    // Two entries for one (model, site, cluster) would render duplicate candidates, which the
+    // contract refuses; say so here, at the inventory path, instead.
+    const seen = new Map<string, number>();
+    inv.providers.forEach((p, i) => {
+      const key = `${p.cluster}\u0000${p.site}`;
+      const first = seen.get(key);
+      if (first !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['providers', i, 'cluster'], message: `repeats providers[${first}] (same cluster and site)` });
+      } else seen.set(key, i);
+      const models = new Set<string>();
+      p.models.forEach((m, j) => {
+        if (models.has(m)) ctx.addIssue({ code: 'custom', path: ['providers', i, 'models', j], message: 'listed twice' });
+        models.add(m);
+      });
+    });
+  });
+
+export type Inventory = z.infer<typeof inventorySchema>;
+export type InventoryProvider = Inventory['providers'][number];
+export type HealthCheck = NonNullable<InventoryProvider['health']>;
+
+/** Parses inventory text (YAML, or JSON, which YAML reads too). Throws a PublishError naming the path. */
+export function parseInventory(source: string, where = 'inventory'): Inventory {
+  if (source.trim() === '') throw new PublishError('inventory_invalid', `${where}: the file is empty`);
+  const doc = parseDocument(source, { uniqueKeys: true });
+  const syntax = doc.errors[0];
+  if (syntax !== undefined) {
+    const at = syntax.linePos ? ` at line ${syntax.linePos[0].line}, column ${syntax.linePos[0].col}` : '';
+    throw new PublishError('inventory_invalid', `${where}: YAML syntax error${at}: ${syntax.code}`);
+  }
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: 100 });
+  } catch (err) {
+    throw new PublishError('inventory_invalid', `${where}: YAML cannot be expanded: ${(err as Error).message}`);
+  }
+  const parsed = inventorySchema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  if (issue === undefined) throw new PublishError('inventory_invalid', `${where}: invalid`);
+  const path = issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0] ?? ''] : issue.path;
+  const message =
+    issue.code === 'unrecognized_keys'
+      ? 'unknown key'
+      : issue.input === undefined && issue.code === 'invalid_type'
+        ? 'required'
+        : issue.message;
+  throw new PublishError('inventory_invalid', `${where}: ${formatPath(path) || '(top level)'}: ${message}`);
+}
+
+/** Reads (bounded, through the contract's reader) and parses an inventory file. */
+export async function readInventory(path: string): Promise<Inventory> {
+  const read = await readFileSlice(path, 0, MAX_INVENTORY_BYTES + 1, 'inventory file');
+  if (!read.ok) throw new PublishError(read.reason === 'missing' ? 'inventory_missing' : 'inventory_unreadable', read.message);
+  if (read.size > MAX_INVENTORY_BYTES) {
+    throw new PublishError('inventory_too_large', `inventory file ${JSON.stringify(path)}: larger than ${MAX_INVENTORY_BYTES} bytes`);
+  }
+  return parseInventory(read.bytes.toString('utf8'), `inventory file ${JSON.stringify(path)}`);
+}

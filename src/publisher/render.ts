@@ -1,0 +1,148 @@
+// Inventory -> overlay contract v1 envelope. Pure: the caller passes which providers are
+// healthy and the provenance to stamp, so the same inputs always render the same bytes
+// (rendered_at aside, which is outside the revision).
+import { computeRevision, type OverlayProvenance, SCHEMA_VERSION, stableIdFor } from '../contract/index.js';
+import type { Inventory, InventoryProvider } from './inventory.js';
+
+export const PRODUCER = 'switchyard-publisher';
+/** The name of the overlay key (the ConfigMap key, and the file name in both layouts). */
+export const OVERLAY_KEY = 'routing-overlay.json';
+
+export type SelectionTier = 'same_site' | 'same_region' | 'cross_region';
+const TIER_ORDER: Record<SelectionTier, number> = { same_site: 0, same_region: 1, cross_region: 2 };
+type Admission = 'new_and_existing' | 'existing_only';
+const ADMISSION_ORDER: Record<Admission, number> = { new_and_existing: 0, existing_only: 1 };
+
+export interface RenderedCandidate {
+  kind: 'inference_model';
+  name: string;
+  site: string;
+  cluster: string;
+  fresh: true;
+  stable_id: string;
+  admission_state: Admission;
+  rank: number;
+  selection_tier: SelectionTier;
+  selection_group: number;
+  traffic_weight: number;
+  credential?: { strategy: 'bearer_token'; secretRef: { name: string; namespace: string; key: string } };
+}
+
+export interface Envelope {
+  schema_version: string;
+  revision: { kind: 'content_addressed'; algorithm: 'sha256'; value: string };
+  content_digest: { algorithm: 'sha256'; value: string };
+  scope: { network: string; gateway: string; namespace: string; local_site: string };
+  provenance: OverlayProvenance;
+  overlay: {
+    network: string;
+    local_site: string;
+    selection_policy?: { mode: string };
+    candidates: RenderedCandidate[];
+    generated_at: string;
+  };
+}
+
+/** The semantic part of an envelope: what the revision is computed over. */
+export interface RenderedOverlay {
+  readonly revision: string;
+  readonly payload: OverlayPayload;
+}
+
+/** `overlay` without its timestamp: what a render decides, before it is stamped. */
+export type OverlayPayload = Omit<Envelope['overlay'], 'generated_at'>;
+
+export function tierOf(inventory: Inventory, p: InventoryProvider): SelectionTier {
+  if (p.site === inventory.local_site) return 'same_site';
+  if (inventory.local_region !== undefined && p.region === inventory.local_region) return 'same_region';
+  return 'cross_region';
+}
+
+/**
+ * The candidates and their revision. `isHealthy(cluster)` says whether a provider's health
+ * check currently passes (a provider without one is always healthy). `withdrawn` and
+ * unhealthy providers are left out; `drain` serves only sessions already bound to it.
+ */
+export function renderOverlay(inventory: Inventory, isHealthy: (cluster: string) => boolean = () => true): RenderedOverlay {
+  const byModel = new Map<string, Array<Omit<RenderedCandidate, 'rank' | 'selection_group'>>>();
+  for (const p of inventory.providers) {
+    if (p.state === 'withdrawn' || !isHealthy(p.cluster)) continue;
+    for (const model of p.models) {
+      const c: Omit<RenderedCandidate, 'rank' | 'selection_group'> = {
+        kind: 'inference_model',
+        name: model,
+        site: p.site,
+        cluster: p.cluster,
+        fresh: true,
+        stable_id: stableIdFor('inference_model', model, p.site, p.cluster),
+        admission_state: p.state === 'drain' ? 'existing_only' : 'new_and_existing',
+        selection_tier: tierOf(inventory, p),
+        traffic_weight: p.weight,
+      };
+      if (p.credential !== undefined) c.credential = { strategy: 'bearer_token', secretRef: { ...p.credential } };
+      const list = byModel.get(model) ?? [];
+      list.push(c);
+      byModel.set(model, list);
+    }
+  }
+  const candidates: RenderedCandidate[] = [];
+  for (const model of [...byModel.keys()].sort(compareText)) {
+    const list = (byModel.get(model) ?? []).sort(
+      (a, b) =>
+        ADMISSION_ORDER[a.admission_state] - ADMISSION_ORDER[b.admission_state] ||
+        TIER_ORDER[a.selection_tier] - TIER_ORDER[b.selection_tier] ||
+        compareText(a.cluster, b.cluster) ||
+        compareText(a.site, b.site),
+    );
+    // A group holds one admission state and one tier: the gateway serves new sessions from
+    // the lowest group that admits them, so tiers fail over in order (DESIGN.md, contract v1).
+    let group = -1;
+    let previous: (typeof list)[number] | undefined;
+    list.forEach((c, rank) => {
+      if (previous === undefined || previous.admission_state !== c.admission_state || previous.selection_tier !== c.selection_tier)
+        group += 1;
+      previous = c;
+      candidates.push({ ...c, rank, selection_group: group });
+    });
+  }
+  const payload: OverlayPayload = { network: inventory.network, local_site: inventory.local_site, candidates };
+  if (inventory.selection_policy !== undefined) payload.selection_policy = { mode: inventory.selection_policy.mode };
+  const revision = computeRevision(payload);
+  return { revision, payload };
+}
+
+/** Wraps a rendered overlay in the v1 envelope, stamped with its provenance. */
+export function envelopeFor(
+  inventory: Inventory,
+  rendered: RenderedOverlay,
+  provenance: { sourceUid: string; sourceGeneration: number; producerVersion: string; renderedAt: Date },
+): Envelope {
+  const at = provenance.renderedAt.toISOString();
+  return {
+    schema_version: SCHEMA_VERSION,
+    revision: { kind: 'content_addressed', algorithm: 'sha256', value: rendered.revision },
+    content_digest: { algorithm: 'sha256', value: rendered.revision },
+    scope: { network: inventory.network, gateway: inventory.gateway, namespace: inventory.namespace, local_site: inventory.local_site },
+    provenance: {
+      producer: PRODUCER,
+      producer_version: provenance.producerVersion,
+      source_name: inventory.network,
+      source_uid: provenance.sourceUid,
+      source_generation: provenance.sourceGeneration,
+      rendered_at: at,
+    },
+    overlay: { ...rendered.payload, generated_at: at },
+  };
+}
+
+/** Code-point order, never locale order: the same inventory renders the same everywhere. */
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Candidates per model, for status and metrics. */
+export function candidatesPerModel(payload: OverlayPayload): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const c of payload.candidates) counts[c.name] = (counts[c.name] ?? 0) + 1;
+  return counts;
+}
