@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { realpathSync } from 'node:fs';
 import { resolve, sep } from 'node:path';
 import { describeSecretRef, type OverlayConfig, resolveSecret, type SecretResult } from '../config/index.js';
 import type { AdmissionState, OverlayCandidate, ParsedOverlay, SelectionMode } from '../contract/index.js';
@@ -117,6 +118,31 @@ function counterKey(model: string, index: number, policy: SelectionPolicy, membe
   return `overlay:${model}:${index}:${createHash('sha256').update(content).digest('hex').slice(0, 16)}`;
 }
 
+/**
+ * Reads a candidate credential only if it really lives under the mount. The contract admits
+ * plain names only, and the path is checked as text; then, since a link inside the mount can
+ * point anywhere, the file's real path must be under the mount's real path (issue 12: a link
+ * out of the mount was followed and its target sent upstream). The kubelet's own links
+ * (`key -> ..data/key`, `..data -> ..<timestamp>`) stay inside the mount, so they resolve.
+ * The resolved path is what is read, so a link swapped after the check is not followed.
+ */
+function containedSecret(base: string, file: string, readSecret: (file: string) => SecretResult): SecretResult {
+  if (!file.startsWith(base + sep)) return { ok: false, message: 'the credential reference points outside credential_mount_base' };
+  let realBase: string;
+  let real: string;
+  try {
+    realBase = realpathSync(base);
+    real = realpathSync(file);
+  } catch {
+    // Missing or unreadable: the bounded reader names the reason.
+    return readSecret(file);
+  }
+  if (!real.startsWith(realBase + sep)) {
+    return { ok: false, message: 'the credential file resolves, through a link, outside credential_mount_base' };
+  }
+  return readSecret(real);
+}
+
 function toCandidate(
   c: OverlayCandidate,
   group: number,
@@ -130,11 +156,7 @@ function toCandidate(
     const { namespace, name, key } = c.credential.secretRef;
     const base = resolve(settings.credential_mount_base);
     const ref = { file: resolve(base, namespace, name, key) };
-    // The contract admits plain names only; this keeps a path that escapes the mount
-    // unreadable even if that rule ever loosens.
-    const secret: SecretResult = ref.file.startsWith(base + sep)
-      ? readSecret(ref.file)
-      : { ok: false, message: 'the credential reference points outside credential_mount_base' };
+    const secret = containedSecret(base, ref.file, readSecret);
     if (secret.ok) credential = new Credential(secret.value, describeSecretRef(ref));
     else credentialProblem = `credential for candidate ${c.stableId} is unavailable: ${secret.message}`;
   }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import type { MockProvider } from '../../src/mock/index.js';
@@ -60,5 +60,49 @@ describe('a credential secretRef that escapes credential_mount_base', () => {
     assert.equal(leaked.length, 0, 'the file outside the mount was sent upstream');
     const status = await adminStatus(gw.adminUrl!);
     assert.ok(!status.text.includes('OUTSIDE-THE-MOUNT-SECRET'));
+  });
+});
+
+describe('a credential file that links out of credential_mount_base', () => {
+  it("a link inside the mount to a file outside it is refused by real path: the candidate is unavailable and the outside file is never sent; the kubelet's own ..data links still resolve", async () => {
+    const dir = resources.tempDir();
+    const mount = join(dir, 'mount');
+    mkdirSync(join(dir, 'elsewhere'));
+    writeFileSync(join(dir, 'elsewhere', 'private-key'), 'OUTSIDE-THE-MOUNT-SECRET\n');
+    // team-a: the kubelet's layout, key -> ..data/key, ..data -> ..<timestamp>/.
+    mkdirSync(join(mount, 'team-a', 'creds', '..2026_12_01_00_00_00.1'), { recursive: true });
+    writeFileSync(join(mount, 'team-a', 'creds', '..2026_12_01_00_00_00.1', 'token'), 'team-a-token\n');
+    symlinkSync('..2026_12_01_00_00_00.1', join(mount, 'team-a', 'creds', '..data'));
+    symlinkSync('..data/token', join(mount, 'team-a', 'creds', 'token'));
+    // team-b: a link that leaves the mount.
+    mkdirSync(join(mount, 'team-b', 'creds'), { recursive: true });
+    symlinkSync(join(dir, 'elsewhere', 'private-key'), join(mount, 'team-b', 'creds', 'token'));
+    const file = join(dir, 'routing-overlay.json');
+    const ref = (namespace: string) => ({
+      credential: { strategy: 'bearer_token', secretRef: { namespace, name: 'creds', key: 'token' } },
+    });
+    writeFileSync(
+      file,
+      JSON.stringify({ local_site: 'east', candidates: [candidate('a', 'east', ref('team-a')), candidate('b', 'east', ref('team-b'))] }),
+    );
+    const gw = await resources.startGw(
+      overlayConfig({ east: east.baseUrl }, { file, credential_mount_base: mount, reload: { enabled: false } }),
+      { dir },
+    );
+
+    east.reset();
+    const a = await postChat(gw.url, chatBody('a'));
+    assert.equal(a.status, 200, a.text);
+    assert.equal(east.stats().recent.at(-1)?.headers.authorization, 'Bearer team-a-token', 'the kubelet layout resolves');
+
+    const b = await postChat(gw.url, chatBody('b'));
+    assert.equal(b.status, 503, b.text);
+    assert.match(b.text, /credential/);
+    const leaked = east.stats().recent.filter((r) => JSON.stringify(r.headers).includes('OUTSIDE-THE-MOUNT-SECRET'));
+    assert.equal(leaked.length, 0, 'the file outside the mount was sent upstream');
+    assert.equal(east.stats().recent.length, 1, 'the refused candidate is never called');
+    const status = await adminStatus(gw.adminUrl!);
+    assert.ok(!status.text.includes('OUTSIDE-THE-MOUNT-SECRET'));
+    assert.match(gw.output.join('\n'), /resolves, through a link, outside credential_mount_base/, 'the refusal is reported');
   });
 });
