@@ -107,6 +107,10 @@ const providerSchema = z.strictObject({
   api_key: secretRefSchema.optional(),
   /** Time to the first response byte, and the longest silence between two body chunks. */
   timeout_ms: positiveInt.max(3_600_000).default(60_000),
+  /** The whole of a non-streamed response, however steadily it trickles (issue 12); none by default. */
+  request_timeout_ms: positiveInt.max(3_600_000).optional(),
+  /** The whole length of a stream; it then ends with an SSE error event. None by default. */
+  stream_max_ms: positiveInt.max(86_400_000).optional(),
   connect_timeout_ms: positiveInt.max(600_000).default(5_000),
   max_connections: positiveInt.max(65_536).default(256),
   /** Extra headers sent upstream (non-secret, e.g. an organisation id). */
@@ -124,9 +128,13 @@ const candidateSchema = z.strictObject({
   weight: z.number().int().min(1).max(1000).default(1),
 });
 
+/** Across every failover attempt: a whole non-streamed response, or a stream's start. */
+const deadlineMs = positiveInt.max(3_600_000).optional();
+
 const routeSchema = z.strictObject({
   policy: policySchema.default('ordered'),
   candidates: z.array(candidateSchema).min(1, 'a route needs at least one candidate'),
+  deadline_ms: deadlineMs,
 });
 
 /** Sticky sessions: a request's session key comes from the header, or else the cookie. */
@@ -170,6 +178,8 @@ const overlaySchema = z.strictObject({
   max_bytes: positiveInt.max(64 * 1024 * 1024).default(2 * 1024 * 1024),
   /** A candidate credential {namespace, name, key} is read from {base}/{namespace}/{name}/{key}. */
   credential_mount_base: z.string().min(1).default('/run/secrets/grid-credentials'),
+  /** deadline_ms for every model in overlay mode (see routes.*.deadline_ms). */
+  deadline_ms: deadlineMs,
 });
 
 const routingSchema = z

@@ -54,7 +54,18 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
     // Pools are asked for only once the whole config is known to be valid.
     pending.push(() => {
       const pool = inputs.poolFor({ identity, baseUrl, connectTimeoutMs: p.connect_timeout_ms, maxConnections: p.max_connections });
-      providers[name] = { name, type: p.type, baseUrl, identity, timeoutMs: p.timeout_ms, pool, credential, headers: { ...p.headers } };
+      providers[name] = {
+        name,
+        type: p.type,
+        baseUrl,
+        identity,
+        timeoutMs: p.timeout_ms,
+        requestTimeoutMs: p.request_timeout_ms ?? null,
+        streamMaxMs: p.stream_max_ms ?? null,
+        pool,
+        credential,
+        headers: { ...p.headers },
+      };
     });
   }
 

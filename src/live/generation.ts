@@ -11,6 +11,10 @@ export interface ProviderRuntime {
   /** `type base_url`: what breakers and pools are keyed by. */
   readonly identity: string;
   readonly timeoutMs: number;
+  /** A non-streamed response's whole time; null = none. */
+  readonly requestTimeoutMs: number | null;
+  /** A stream's whole length; null = none. */
+  readonly streamMaxMs: number | null;
   readonly pool: ProviderPool;
   readonly credential: Credential | null;
   readonly headers: Readonly<Record<string, string>>;

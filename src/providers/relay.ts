@@ -51,6 +51,15 @@ export interface RelayRequest {
   readonly usageTrailers?: string;
   /** A stream whose client did not ask for usage: its usage-only event is read, not relayed. */
   readonly dropUsageEvent?: boolean;
+  /**
+   * When this attempt must be over, as performance.now() ms: the provider's
+   * request_timeout_ms for a non-streamed response, or the route's deadline, whichever comes
+   * first. Before anything reached the client the attempt then fails over (reason timeout);
+   * a body already being relayed is cut. A stream that has started is no longer bound by it.
+   */
+  readonly doneBy?: number;
+  /** A stream's whole length (stream_max_ms): it then ends with the SSE error event. */
+  readonly streamMaxMs?: number;
 }
 
 /**
@@ -59,7 +68,13 @@ export interface RelayRequest {
  * and is being relayed; `finished` settles when the relayed response has ended.
  */
 export type RelayResult =
-  | { readonly kind: 'failed'; readonly reason: FailureReason; readonly detail: string }
+  | {
+      readonly kind: 'failed';
+      readonly reason: FailureReason;
+      readonly detail: string;
+      /** An upstream 429's `retry-after`, in ms: the provider asked not to be called before then. */
+      readonly retryAfterMs?: number;
+    }
   | { readonly kind: 'aborted' }
   | Committed;
 
@@ -110,6 +125,11 @@ class ClientGone extends Error {
   }
 }
 
+/** The attempt ran out of time (request_timeout_ms, the route's deadline, stream_max_ms). */
+class OutOfTime extends Error {
+  readonly code = 'SWITCHYARD_OUT_OF_TIME';
+}
+
 type State = 'waiting' | 'discarding' | 'buffering' | 'relaying' | 'ended';
 
 /** Sends one attempt upstream and relays its response (see RelayResult). */
@@ -146,6 +166,9 @@ class Relay implements Dispatcher.DispatchHandler {
   #kept: Buffer[] = [];
   #keptBytes = 0;
   #events = 0;
+  #timer: NodeJS.Timeout | null = null;
+  /** Set when this relay aborted the upstream for time: the reason the client is told. */
+  #outOfTime: string | null = null;
   /** The previous chunk ended in a newline: an event boundary may straddle two chunks. */
   #endedInNewline = false;
 
@@ -153,6 +176,26 @@ class Relay implements Dispatcher.DispatchHandler {
     this.#request = request;
     this.#res = request.res;
     this.#resolve = resolve;
+    if (request.doneBy !== undefined) this.#limit(request.doneBy - performance.now(), 'its time limit (request_timeout_ms or deadline_ms)');
+  }
+
+  /** Aborts the upstream after `ms`, telling the client `why` if it has been answered by then. */
+  #limit(ms: number, why: string): void {
+    this.#clearLimit();
+    this.#timer = setTimeout(
+      () => {
+        this.#timer = null;
+        this.#outOfTime = why;
+        this.#controller?.abort(new OutOfTime(why));
+      },
+      Math.max(0, ms),
+    );
+    this.#timer.unref();
+  }
+
+  #clearLimit(): void {
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
   }
 
   /** A synchronous refusal by the pool: the attempt failed before it started. */
@@ -174,6 +217,7 @@ class Relay implements Dispatcher.DispatchHandler {
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller;
     if (this.#clientGone) controller.abort(new ClientGone());
+    else if (this.#outOfTime !== null) controller.abort(new OutOfTime(this.#outOfTime));
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
@@ -183,7 +227,12 @@ class Relay implements Dispatcher.DispatchHandler {
     if (isFailoverStatus(statusCode)) {
       // Let the body drain so the connection stays reusable, and fail over now.
       this.#state = 'discarding';
-      this.#failed({ kind: 'failed', reason: reasonForStatus(statusCode), detail: `HTTP ${statusCode}` });
+      const retryAfterMs = statusCode === 429 ? retryAfterOf(headers['retry-after']) : null;
+      this.#failed(
+        retryAfterMs === null
+          ? { kind: 'failed', reason: reasonForStatus(statusCode), detail: `HTTP ${statusCode}` }
+          : { kind: 'failed', reason: reasonForStatus(statusCode), detail: `HTTP ${statusCode}`, retryAfterMs },
+      );
       return;
     }
     this.#upstreamHeaders = headers;
@@ -194,6 +243,10 @@ class Relay implements Dispatcher.DispatchHandler {
       return;
     }
     if (this.#request.dropUsageEvent === true) this.#filter = new UsageEventFilter();
+    // A started stream is bound by its own length limit, not by the time to start it.
+    this.#clearLimit();
+    const maxMs = this.#request.streamMaxMs;
+    if (maxMs !== undefined) this.#limit(maxMs, `stream_max_ms (${maxMs} ms)`);
     const out = responseHeaders(headers, this.#request.responseHeaders);
     if (this.#request.usageTrailers !== undefined) out.trailer = this.#request.usageTrailers;
     this.#commit(out);
@@ -250,9 +303,11 @@ class Relay implements Dispatcher.DispatchHandler {
     // Bytes may already be with the client: no failover now. A stream ends with an error
     // event its SDK understands; a plain body can only be cut short.
     if (this.#isSse && !this.#res.destroyed) {
-      this.#res.end(
-        `data: ${openaiErrorBody('stream_interrupted', `the upstream stream from provider ${this.#request.providerName} was interrupted`)}\n\n`,
-      );
+      const message =
+        this.#outOfTime === null
+          ? `the upstream stream from provider ${this.#request.providerName} was interrupted`
+          : `the stream from provider ${this.#request.providerName} was ended by the gateway at ${this.#outOfTime}`;
+      this.#res.end(`data: ${openaiErrorBody('stream_interrupted', message)}\n\n`);
     } else {
       this.#res.destroy();
     }
@@ -342,14 +397,25 @@ class Relay implements Dispatcher.DispatchHandler {
   }
 
   #detach(): void {
+    this.#clearLimit();
     this.#res.off('close', this.onClientClose);
     this.#res.off('drain', this.#onDrain);
     this.#kept = [];
   }
 }
 
+/** `retry-after` as delay-seconds or an HTTP date (RFC 9110 10.2.3), in ms from now; null when absent or unreadable. */
+export function retryAfterOf(value: string | string[] | undefined, nowMs = Date.now()): number | null {
+  if (typeof value !== 'string') return null;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  const at = Date.parse(trimmed);
+  return Number.isNaN(at) ? null : Math.max(0, at - nowMs);
+}
+
 /** Maps an undici error to a failover reason and a message safe to show a client. */
 function failure(err: unknown): RelayResult {
+  if (err instanceof OutOfTime) return { kind: 'failed', reason: 'timeout', detail: `out of time: ${err.message}` };
   const code = (err as { code?: string }).code ?? '';
   const [reason, detail]: [FailureReason, string] =
     code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT'

@@ -86,9 +86,25 @@ export class BreakerRegistry {
     b.probeInFlight = false;
   }
 
-  recordFailure(identity: string, wasProbe: boolean): void {
+  /**
+   * `holdMs`: the provider said when to come back (a 429's `retry-after`). The breaker then
+   * opens at once and stays open at least that long, capped at open_max_ms so that a
+   * hostile value cannot retire a provider for days.
+   */
+  recordFailure(identity: string, wasProbe: boolean, holdMs?: number): void {
     const b = this.#breakers.get(identity);
     if (b === undefined) return;
+    if (holdMs !== undefined && holdMs > 0) {
+      const until = this.#now() + Math.min(holdMs, this.#options.openMaxMs);
+      const wasOpen = b.state === 'open';
+      b.consecutiveFailures += 1;
+      if (!wasOpen) b.opens += 1;
+      // Never shortens a window the breaker already has.
+      b.openUntilMs = wasOpen ? Math.max(b.openUntilMs, until) : until;
+      b.state = 'open';
+      b.probeInFlight = false;
+      return;
+    }
     b.consecutiveFailures += 1;
     if (b.state === 'closed') {
       if (b.consecutiveFailures >= this.#options.failureThreshold) this.#open(b);

@@ -65,8 +65,18 @@ export const sendToCandidate: Attempt = (a) => {
     // A stream's cost is known after its body: it goes out as a trailer.
     usageTrailers: x.stream && isPriced(gen.pricing, provider.name, c.upstreamModel) ? COST_HEADER : undefined,
     dropUsageEvent: x.stream && !clientAskedUsage(a.parsed),
+    doneBy: doneBy(x, provider.requestTimeoutMs),
+    streamMaxMs: x.stream ? (provider.streamMaxMs ?? undefined) : undefined,
   });
 };
+
+/** The earlier of the provider's request_timeout_ms (a non-streamed response) and the route's deadline. */
+function doneBy(x: Exchange, requestTimeoutMs: number | null): number | undefined {
+  const own = requestTimeoutMs === null || x.stream ? null : performance.now() + requestTimeoutMs;
+  const route = x.deadlineAt;
+  if (own === null) return route ?? undefined;
+  return route === null ? own : Math.min(own, route);
+}
 
 const attributions = new WeakMap<GenerationCandidate, { readonly gen: Generation; readonly headers: Readonly<Record<string, string>> }>();
 
@@ -128,7 +138,7 @@ export const withBreaker =
       probe = admission === 'probe';
     }
     return next(a).then((r) => {
-      if (r.kind === 'failed') breakers.recordFailure(identity, probe);
+      if (r.kind === 'failed') breakers.recordFailure(identity, probe, r.retryAfterMs);
       else if (r.kind === 'aborted') {
         if (probe) breakers.release(identity);
       } else if (r.kind === 'committed') {

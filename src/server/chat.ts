@@ -36,6 +36,8 @@ export async function handleChat(x: Exchange, svc: Services, settings: ListenerS
     throw new SwitchyardError('no_route', `model "${chat.model}" has no candidate that can serve new requests right now`, 'model');
 
   const chain = await preCheck(x, svc, { model: chat.model, bodyBytes: raw.length, maxTokens: maxTokensOf(chat.parsed) }, selected);
+  const deadlineMs = deadlineOf(gen, chat.model);
+  if (deadlineMs !== null) x.deadlineAt = x.startedAt + deadlineMs;
   try {
     const committed = await failover(x, chain, { raw, parsed: chat.parsed }, attempt, svc);
     if (committed === null) return;
@@ -55,6 +57,13 @@ export async function handleChat(x: Exchange, svc: Services, settings: ListenerS
 function maxTokensOf(body: Record<string, unknown>): number | null {
   const v = body.max_completion_tokens ?? body.max_tokens;
   return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.floor(v) : null;
+}
+
+/** `deadline_ms` of the model's static route, or overlay mode's for every model; null = none. */
+function deadlineOf(gen: Generation, model: string): number | null {
+  const routing = gen.config.routing;
+  const ms = routing.overlay !== undefined ? routing.overlay.deadline_ms : routing.routes?.[model]?.deadline_ms;
+  return ms ?? null;
 }
 
 function routeOf(gen: Generation, model: string): GenerationRoute {
@@ -87,6 +96,7 @@ async function failover(
   for (let pass: 0 | 1 = 0; ; pass = 1) {
     let attempted = 0;
     for (const c of chain) {
+      if (x.deadlineAt !== null && performance.now() >= x.deadlineAt) return outOfTime(x, chain.length);
       const r = await attempt({ x, raw: body.raw, parsed: body.parsed, candidate: c, pass });
       if (r.kind === 'skipped') continue;
       attempted += 1;
@@ -105,8 +115,18 @@ async function failover(
     }
     if (attempted > 0 || pass === 1) break;
   }
+  if (x.deadlineAt !== null && performance.now() >= x.deadlineAt) return outOfTime(x, chain.length);
   const summary = x.failures.map((f) => `${f.provider}: ${f.detail}`).join('; ');
   throw new SwitchyardError(failureCode(x.failures), `all ${chain.length} candidate(s) for model "${x.model}" failed (${summary})`);
+}
+
+/** The route's deadline passed before a candidate answered: 504, naming what was tried. */
+function outOfTime(x: Exchange, candidates: number): never {
+  const tried = x.failures.map((f) => `${f.provider}: ${f.detail}`).join('; ');
+  throw new SwitchyardError(
+    'upstream_timeout',
+    `deadline_ms for model "${x.model}" passed after ${x.failures.length} of ${candidates} candidate(s)${tried === '' ? '' : ` (${tried})`}`,
+  );
 }
 
 /**

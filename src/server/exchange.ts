@@ -47,6 +47,8 @@ export class Exchange {
   /** Set when the relayed response was cut after its first byte, or the client left. */
   outcome: 'complete' | 'partial' | 'aborted' = 'complete';
   failures: Failure[] = [];
+  /** performance.now() by which the route's deadline_ms has passed, across every attempt; null = none. */
+  deadlineAt: number | null = null;
   attemptStartedAt = 0;
   headersAt: number | null = null;
   firstByteAt: number | null = null;

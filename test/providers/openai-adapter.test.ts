@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { chatBodyFor, usageFromJson, usageFromSseTail, withStreamUsage } from '../../src/providers/index.js';
+import { chatBodyFor, retryAfterOf, usageFromJson, usageFromSseTail, withStreamUsage } from '../../src/providers/index.js';
 import { UsageEventFilter } from '../../src/providers/usage-event-filter.js';
 
 describe('usage read from an OpenAI chat completion', () => {
@@ -86,5 +86,18 @@ describe('stream usage', () => {
       out += filter.end();
       assert.equal(out, expected, `chunks of ${size} bytes`);
     }
+  });
+});
+
+describe('retry-after', () => {
+  it('reads delay-seconds and an HTTP date, and nothing else', () => {
+    const now = Date.UTC(2026, 11, 1, 12, 0, 0);
+    assert.equal(retryAfterOf('30', now), 30_000);
+    assert.equal(retryAfterOf(' 0 ', now), 0);
+    assert.equal(retryAfterOf('Tue, 01 Dec 2026 12:00:45 GMT', now), 45_000);
+    assert.equal(retryAfterOf('Tue, 01 Dec 2026 11:00:00 GMT', now), 0, 'a date in the past is now');
+    assert.equal(retryAfterOf('soon', now), null);
+    assert.equal(retryAfterOf(undefined, now), null);
+    assert.equal(retryAfterOf(['1', '2'], now), null);
   });
 });

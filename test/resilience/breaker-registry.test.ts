@@ -192,3 +192,19 @@ describe('BreakerRegistry', () => {
     assert.equal(openUntil(registry, EAST), 100);
   });
 });
+
+describe("a provider's retry-after (an upstream 429)", () => {
+  it('opens the breaker at once for that long, capped at open_max_ms, and never shortens an open window', () => {
+    const { registry, set } = setup();
+    set(1000);
+    registry.recordFailure(EAST, false, 5000);
+    assert.equal(registry.admit(EAST), 'deny', 'one 429 with retry-after is enough');
+    assert.equal(openUntil(registry, EAST), 6000);
+    registry.recordFailure(EAST, false, 1000);
+    assert.equal(openUntil(registry, EAST), 6000, 'a shorter retry-after does not shorten the window');
+    registry.recordFailure(WEST, false, 24 * 3600 * 1000);
+    assert.equal(openUntil(registry, WEST), 1000 + OPTIONS.openMaxMs, 'a day is capped at open_max_ms');
+    set(6000);
+    assert.equal(registry.admit(EAST), 'probe', 'then half-open as usual');
+  });
+});

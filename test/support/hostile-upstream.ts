@@ -3,7 +3,7 @@ import type { AddressInfo, Socket } from 'node:net';
 
 // An upstream that misbehaves on purpose (issue 12), for the cases a well-behaved mock never
 // shows: it hangs before or after its headers, trickles a body, streams without end, sends
-// invalid JSON, closes mid-body or sends a huge body. Loopback only; every timer it starts
+// invalid JSON, closes mid-body, sends a huge body, or answers 429 with retry-after: 30. Loopback only; every timer it starts
 // is cleared when the client or the fixture goes away, so nothing outlives a test.
 
 export type HostileMode =
@@ -13,7 +13,8 @@ export type HostileMode =
   | 'endless_sse'
   | 'invalid_json'
   | 'close_mid_body'
-  | 'huge_body';
+  | 'huge_body'
+  | 'rate_limited';
 
 export interface HostileUpstream {
   /** `http://127.0.0.1:PORT/v1`, for a provider's base_url. */
@@ -97,6 +98,10 @@ export async function startHostileUpstream(mode: HostileMode, options: { trickle
         case 'close_mid_body':
           res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(COMPLETION.length) });
           res.write(COMPLETION.slice(0, 20), () => res.socket?.destroy());
+          return;
+        case 'rate_limited':
+          res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '30' });
+          res.end(JSON.stringify({ error: { message: 'slow down', type: 'rate_limit', code: 'rate_limited' } }));
           return;
         case 'huge_body': {
           // 8 MiB: past the gateway's 1 MiB buffering bound, so it is relayed as it comes.
