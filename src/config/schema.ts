@@ -39,6 +39,14 @@ const serverSchema = z
     /** The largest config file a reload reads (issue 12); the next reload uses the serving value. */
     max_config_bytes: positiveInt.max(64 * 1024 * 1024).default(4 * 1024 * 1024),
     drain_timeout_ms: z.number().int().min(0).max(3_600_000).default(10_000),
+    /** Open client connections per listener; more are refused at accept (issue 12). */
+    max_connections: positiveInt.max(1_000_000).default(10_000),
+    /** Time for a client to send its request headers. */
+    headers_timeout_ms: positiveInt.max(600_000).default(10_000),
+    /** Time for a client to send its whole request, body included. */
+    body_timeout_ms: positiveInt.max(3_600_000).default(60_000),
+    /** How long an idle keep-alive connection stays open: above a load balancer's idle timeout. */
+    keep_alive_timeout_ms: positiveInt.max(600_000).default(65_000),
     watch_config: z.boolean().default(false),
     watch_debounce_ms: z.number().int().min(0).max(60_000).default(200),
   })

@@ -22,6 +22,10 @@ const RESTART_ONLY: readonly (keyof Generation['config']['server'])[] = [
   'admin_listen',
   'max_body_bytes',
   'drain_timeout_ms',
+  'max_connections',
+  'headers_timeout_ms',
+  'body_timeout_ms',
+  'keep_alive_timeout_ms',
   'watch_config',
   'watch_debounce_ms',
 ];

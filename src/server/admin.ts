@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError } from '../errors.js';
 import { bearerToken, governanceStatus } from '../governance/index.js';
 import type { Generation } from '../live/index.js';
+import { readBody } from './body.js';
 import { type Endpoint, EndpointTable, pathOf } from './endpoints.js';
 import { policyOf } from './governance.js';
 import type { Reloader, ReloadResult } from './reload.js';
@@ -25,6 +26,9 @@ interface AdminRequest extends Answerable {
  * `server.admin_token` is set every admin endpoint but /healthz needs it as a bearer
  * token. Nothing here ever shows a secret value: credentials appear as their reference.
  */
+/** The admin API takes no request body worth more than this. */
+const ADMIN_MAX_BODY_BYTES = 64 * 1024;
+
 export function createAdminHandler(ctx: AdminContext) {
   const { svc } = ctx;
   const endpoints: Endpoint<AdminRequest>[] = [
@@ -38,8 +42,10 @@ export function createAdminHandler(ctx: AdminContext) {
       method: 'POST',
       path: '/admin/reload',
       handle: async (a) => {
-        // The request body, if any, is not used: drain it so the connection stays reusable.
-        a.req.resume();
+        // The body, if any, is not used, but it is read (bounded, and within
+        // server.body_timeout_ms) before acting: a client trickling one must not hold a
+        // reload it has already triggered (issue 12).
+        await readBody(a.req, ADMIN_MAX_BODY_BYTES);
         const result = await ctx.requestReload();
         sendJson(a.res, result.result === 'rejected' ? 422 : 200, result);
       },

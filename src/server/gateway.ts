@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerOptions } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { AuditWriter } from '../audit/index.js';
@@ -198,13 +198,10 @@ interface Listeners {
 
 /** The API listener and, when configured, the admin listener; both or neither. */
 async function startListeners(server: ServerConfig, svc: Services, traffic: TrafficState, admin: AdminContext): Promise<Listeners> {
-  const api = createServer(
-    { keepAliveTimeout: 65_000, requestTimeout: 120_000 },
-    createApiHandler(svc, { maxBodyBytes: server.max_body_bytes }, traffic),
-  );
+  const api = limited(createServer(serverOptions(server), createApiHandler(svc, { maxBodyBytes: server.max_body_bytes }, traffic)), server);
   const url = await listen(api, server.listen);
   if (server.admin_listen === undefined) return { api, admin: null, url, adminUrl: null };
-  const adminServer = createServer(createAdminHandler(admin));
+  const adminServer = limited(createServer(serverOptions(server), createAdminHandler(admin)), server);
   const adminUrl = await listen(adminServer, server.admin_listen).catch(async (err: unknown) => {
     await closeServer(api);
     throw err;
@@ -306,6 +303,27 @@ function* breakerStates(holder: GenerationHolder, breakers: BreakerRegistry): Ge
     const state = breakers.stateOf(p.identity) ?? 'closed';
     yield [p.name, state === 'closed' ? 0 : state === 'open' ? 1 : 2];
   }
+}
+
+/**
+ * A client that trickles its headers or its body is cut at the limit (issue 12: about 76 s
+ * and 136 s with Node's defaults, as Node checks only every 30 s). Both listeners get the
+ * same limits.
+ */
+function serverOptions(server: ServerConfig): ServerOptions {
+  return {
+    headersTimeout: server.headers_timeout_ms,
+    requestTimeout: Math.max(server.body_timeout_ms, server.headers_timeout_ms),
+    keepAliveTimeout: server.keep_alive_timeout_ms,
+    // How often Node looks for connections past those limits: often enough that a limit is
+    // kept to within a second or a tenth of it.
+    connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(server.headers_timeout_ms / 10))),
+  };
+}
+
+function limited(s: Server, server: ServerConfig): Server {
+  s.maxConnections = server.max_connections;
+  return s;
 }
 
 function listen(server: Server, hostPort: string): Promise<string> {
