@@ -29,6 +29,7 @@ export const errorCatalog = {
   upstream_unavailable: { status: 503, openai: 'server_error', anthropic: 'overloaded_error' },
   credential_unavailable: { status: 503, openai: 'server_error', anthropic: 'api_error' },
   governance_unavailable: { status: 503, openai: 'server_error', anthropic: 'overloaded_error' },
+  shutting_down: { status: 503, openai: 'server_error', anthropic: 'overloaded_error' },
   upstream_timeout: { status: 504, openai: 'server_error', anthropic: 'api_error' },
   stream_interrupted: { status: 502, openai: 'server_error', anthropic: 'api_error' },
 } as const satisfies Record<string, ErrorSpec>;

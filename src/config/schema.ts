@@ -39,6 +39,8 @@ const serverSchema = z
     /** The largest config file a reload reads (issue 12); the next reload uses the serving value. */
     max_config_bytes: positiveInt.max(64 * 1024 * 1024).default(4 * 1024 * 1024),
     drain_timeout_ms: z.number().int().min(0).max(3_600_000).default(10_000),
+    /** After SIGTERM, keep accepting (with Connection: close) this long while /readyz says 503: a preStop sleep's job. */
+    drain_delay_ms: z.number().int().min(0).max(600_000).default(0),
     /** Open client connections per listener; more are refused at accept (issue 12). */
     max_connections: positiveInt.max(1_000_000).default(10_000),
     /** Time for a client to send its request headers. */

@@ -22,6 +22,7 @@ const RESTART_ONLY: readonly (keyof Generation['config']['server'])[] = [
   'admin_listen',
   'max_body_bytes',
   'drain_timeout_ms',
+  'drain_delay_ms',
   'max_connections',
   'headers_timeout_ms',
   'body_timeout_ms',

@@ -60,6 +60,13 @@ export interface RelayRequest {
   readonly doneBy?: number;
   /** A stream's whole length (stream_max_ms): it then ends with the SSE error event. */
   readonly streamMaxMs?: number;
+  /** Where the relay leaves a way to stop it from outside (the drain), while it runs. */
+  readonly stopSlot?: StopSlot;
+}
+
+/** Holds the running attempt's stop: it ends the attempt as out of time, saying why. */
+export interface StopSlot {
+  stopAttempt: ((why: string) => void) | null;
 }
 
 /**
@@ -177,7 +184,13 @@ class Relay implements Dispatcher.DispatchHandler {
     this.#res = request.res;
     this.#resolve = resolve;
     if (request.doneBy !== undefined) this.#limit(request.doneBy - performance.now(), 'its time limit (request_timeout_ms or deadline_ms)');
+    if (request.stopSlot !== undefined) request.stopSlot.stopAttempt = this.#stop;
   }
+
+  readonly #stop = (why: string): void => {
+    this.#outOfTime = why;
+    this.#controller?.abort(new OutOfTime(why));
+  };
 
   /** Aborts the upstream after `ms`, telling the client `why` if it has been answered by then. */
   #limit(ms: number, why: string): void {
@@ -246,7 +259,7 @@ class Relay implements Dispatcher.DispatchHandler {
     // A started stream is bound by its own length limit, not by the time to start it.
     this.#clearLimit();
     const maxMs = this.#request.streamMaxMs;
-    if (maxMs !== undefined) this.#limit(maxMs, `stream_max_ms (${maxMs} ms)`);
+    if (maxMs !== undefined) this.#limit(maxMs, `it reached stream_max_ms (${maxMs} ms)`);
     const out = responseHeaders(headers, this.#request.responseHeaders);
     if (this.#request.usageTrailers !== undefined) out.trailer = this.#request.usageTrailers;
     this.#commit(out);
@@ -306,7 +319,7 @@ class Relay implements Dispatcher.DispatchHandler {
       const message =
         this.#outOfTime === null
           ? `the upstream stream from provider ${this.#request.providerName} was interrupted`
-          : `the stream from provider ${this.#request.providerName} was ended by the gateway at ${this.#outOfTime}`;
+          : `the stream from provider ${this.#request.providerName} was ended by the gateway: ${this.#outOfTime}`;
       this.#res.end(`data: ${openaiErrorBody('stream_interrupted', message)}\n\n`);
     } else {
       this.#res.destroy();
@@ -398,6 +411,8 @@ class Relay implements Dispatcher.DispatchHandler {
 
   #detach(): void {
     this.#clearLimit();
+    const slot = this.#request.stopSlot;
+    if (slot !== undefined && slot.stopAttempt === this.#stop) slot.stopAttempt = null;
     this.#res.off('close', this.onClientClose);
     this.#res.off('drain', this.#onDrain);
     this.#kept = [];

@@ -12,6 +12,8 @@ import type { ListenerSettings, Services } from './services.js';
 export interface TrafficState {
   inflight: number;
   draining: boolean;
+  /** Requests in progress, so that the drain can end the ones its limit catches. */
+  readonly open: Set<Exchange>;
 }
 
 const HEALTHY = '{"status":"ok"}';
@@ -24,8 +26,10 @@ export function createApiHandler(svc: Services, settings: ListenerSettings, traf
   return (req: IncomingMessage, res: ServerResponse): void => {
     traffic.inflight += 1;
     const x = new Exchange(req, res, record);
+    traffic.open.add(x);
     res.once('close', () => {
       traffic.inflight -= 1;
+      traffic.open.delete(x);
       x.done();
     });
     // While draining, finish what arrives on open connections but close them after.

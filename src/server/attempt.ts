@@ -67,6 +67,7 @@ export const sendToCandidate: Attempt = (a) => {
     dropUsageEvent: x.stream && !clientAskedUsage(a.parsed),
     doneBy: doneBy(x, provider.requestTimeoutMs),
     streamMaxMs: x.stream ? (provider.streamMaxMs ?? undefined) : undefined,
+    stopSlot: x,
   });
 };
 

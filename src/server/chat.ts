@@ -97,6 +97,7 @@ async function failover(
     let attempted = 0;
     for (const c of chain) {
       if (x.deadlineAt !== null && performance.now() >= x.deadlineAt) return outOfTime(x, chain.length);
+      if (x.stopped !== null) throw new SwitchyardError('shutting_down', `the gateway is shutting down: ${x.stopped}`);
       const r = await attempt({ x, raw: body.raw, parsed: body.parsed, candidate: c, pass });
       if (r.kind === 'skipped') continue;
       attempted += 1;
@@ -116,6 +117,7 @@ async function failover(
     if (attempted > 0 || pass === 1) break;
   }
   if (x.deadlineAt !== null && performance.now() >= x.deadlineAt) return outOfTime(x, chain.length);
+  if (x.stopped !== null) throw new SwitchyardError('shutting_down', `the gateway is shutting down: ${x.stopped}`);
   const summary = x.failures.map((f) => `${f.provider}: ${f.detail}`).join('; ');
   throw new SwitchyardError(failureCode(x.failures), `all ${chain.length} candidate(s) for model "${x.model}" failed (${summary})`);
 }

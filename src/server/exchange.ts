@@ -49,6 +49,10 @@ export class Exchange {
   failures: Failure[] = [];
   /** performance.now() by which the route's deadline_ms has passed, across every attempt; null = none. */
   deadlineAt: number | null = null;
+  /** The running attempt's stop (see StopSlot), set by the relay while it runs. */
+  stopAttempt: ((why: string) => void) | null = null;
+  /** Why the gateway stopped this request (the drain ran out), or null. */
+  stopped: string | null = null;
   attemptStartedAt = 0;
   headersAt: number | null = null;
   firstByteAt: number | null = null;
@@ -71,6 +75,12 @@ export class Exchange {
     this.req = req;
     this.res = res;
     this.#onRecord = onRecord;
+  }
+
+  /** Ends the request from outside (the drain's limit): the attempt in flight stops, and no other starts. */
+  interrupt(why: string): void {
+    this.stopped = why;
+    this.stopAttempt?.(why);
   }
 
   /** The client's `x-request-id` when it is a sane token, or a new UUID. */

@@ -94,7 +94,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   reloader.adopt(first, started);
   const coordinator = new ReloadCoordinator(reloader.run);
 
-  const traffic: TrafficState = { inflight: 0, draining: false };
+  const traffic: TrafficState = { inflight: 0, draining: false, open: new Set() };
   const listeners = await startListeners(config.server, svc, traffic, {
     svc,
     reloader,
@@ -109,7 +109,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       traffic.draining = true;
       for (const w of watches) w.close();
       await coordinator.stop();
-      await drain(listeners, traffic, config.server.drain_timeout_ms, svc);
+      await drain(listeners, traffic, config.server, svc);
       signals?.uninstall();
     })();
     return closing;
@@ -278,14 +278,31 @@ function installSignals(logger: Logger, actions: SignalActions): { uninstall(): 
   };
 }
 
-/** Stops accepting, lets in-flight requests finish within the drain timeout, then closes everything. */
-async function drain(listeners: Listeners, traffic: TrafficState, drainTimeoutMs: number, svc: Services): Promise<void> {
+/**
+ * The drain Kubernetes expects (issue 12): /readyz already answers 503 (traffic.draining).
+ * For drain_delay_ms the listener still accepts, answering with Connection: close, while
+ * endpoints stop sending traffic here; then it stops accepting and in-flight requests have
+ * drain_timeout_ms to finish. Those its limit catches are ended in their own protocol: a
+ * stream with its SSE error event, a request still waiting on a candidate with 503
+ * shutting_down. Then everything closes.
+ */
+async function drain(listeners: Listeners, traffic: TrafficState, server: ServerConfig, svc: Services): Promise<void> {
   const { api, admin } = listeners;
+  if (server.drain_delay_ms > 0) {
+    svc.logger.info({ msg: 'drain delay: still accepting, /readyz answers 503', drain_delay_ms: server.drain_delay_ms });
+    await new Promise((r) => setTimeout(r, server.drain_delay_ms));
+  }
   const closed = Promise.all([closeServer(api), admin === null ? undefined : closeServer(admin)]);
   api.closeIdleConnections();
   admin?.closeIdleConnections();
-  const drained = await waitFor(() => traffic.inflight === 0, drainTimeoutMs);
-  if (!drained) svc.logger.warn({ msg: 'drain timeout: closing connections with requests in flight', inflight: traffic.inflight });
+  const drained = await waitFor(() => traffic.inflight === 0, server.drain_timeout_ms);
+  if (!drained) {
+    svc.logger.warn({ msg: 'drain timeout: ending the requests still in flight', inflight: traffic.inflight });
+    const why = `drain_timeout_ms (${server.drain_timeout_ms} ms) ran out`;
+    for (const x of traffic.open) x.interrupt(why);
+    // Their last words (an SSE error event, a 503) go out before the sockets close.
+    await waitFor(() => traffic.inflight === 0, 1000);
+  }
   api.closeAllConnections();
   admin?.closeAllConnections();
   await closed;
