@@ -6,7 +6,15 @@
 
 export { crossReferenceIssues } from './cross-check.js';
 export { adminTokenRequired, isLoopback, splitHostPort } from './listen-address.js';
-export { type ConfigIssue, type ConfigResult, checkConfig, formatIssue, loadConfigFile, parseConfigText } from './load.js';
+export {
+  type ConfigIssue,
+  type ConfigResult,
+  checkConfig,
+  formatIssue,
+  loadConfigFile,
+  loadConfigFileOffThread,
+  parseConfigText,
+} from './load.js';
 export {
   type AuditConfig,
   type BreakerConfig,

@@ -1,5 +1,9 @@
 import { createHash } from 'node:crypto';
-import { parseDocument } from 'yaml';
+import { statSync } from 'node:fs';
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { formatPath, readBoundedFileSync } from '../contract/index.js';
 import { type ConfigIssue, crossReferenceIssues } from './cross-check.js';
@@ -34,9 +38,13 @@ const OVERLAY_ONLY = new Set([
 
 function zodIssues(error: z.ZodError): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
+  let unknown = 0;
   for (const issue of error.issues) {
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) {
+        // Each is matched against the known keys for a suggestion: list a bounded number.
+        unknown += 1;
+        if (unknown > MAX_LISTED) continue;
         const path = formatPath([...issue.path, key]);
         if (OVERLAY_ONLY.has(path)) {
           issues.push({ path, message: 'only allowed inside routing.overlay, and there is no overlay block' });
@@ -49,6 +57,7 @@ function zodIssues(error: z.ZodError): ConfigIssue[] {
       issues.push({ path: formatPath(issue.path), message: issue.message });
     }
   }
+  if (unknown > MAX_LISTED) issues.push({ path: '', message: `… and ${unknown - MAX_LISTED} more unknown keys` });
   return issues;
 }
 
@@ -70,6 +79,45 @@ export function checkConfig(document: unknown, sourceHash = '', env?: NodeJS.Pro
   return { ok: true, config: parsed.data, sourceHash, warnings: configWarnings(document, parsed.data) };
 }
 
+/** At most this many issues of one kind are listed; the rest are counted in one more line. */
+const MAX_LISTED = 20;
+
+/**
+ * Every key that appears twice in one mapping, with its path and line, in one walk of the
+ * document (a Set per mapping: linear in the number of keys).
+ */
+function duplicateKeys(root: unknown, lines: LineCounter): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  let more = 0;
+  const stack: Array<{ node: unknown; path: Array<string | number> }> = [{ node: root, path: [] }];
+  while (stack.length > 0) {
+    const { node, path } = stack.pop() as { node: unknown; path: Array<string | number> };
+    if (isMap(node)) {
+      const seen = new Set<unknown>();
+      for (const pair of node.items) {
+        const key = isScalar(pair.key) ? pair.key.value : pair.key;
+        if (seen.has(key)) {
+          if (issues.length < MAX_LISTED) {
+            const at = isScalar(pair.key) && pair.key.range ? lines.linePos(pair.key.range[0]) : null;
+            issues.push({
+              path: formatPath([...path, String(key)]),
+              message: `duplicate key${at === null ? '' : ` (line ${at.line})`}: a key may appear once in a mapping`,
+            });
+          } else more += 1;
+        }
+        seen.add(key);
+        stack.push({ node: pair.value, path: [...path, String(key)] });
+      }
+    } else if (isSeq(node)) {
+      node.items.forEach((item, i) => {
+        stack.push({ node: item, path: [...path, i] });
+      });
+    }
+  }
+  if (more > 0) issues.push({ path: '', message: `… and ${more} more duplicate keys` });
+  return issues;
+}
+
 /**
  * Parses config text. YAML is a superset of JSON, so one parser serves both; the file name
  * only improves messages. Every YAML error is reported with its line, not just the first.
@@ -77,7 +125,10 @@ export function checkConfig(document: unknown, sourceHash = '', env?: NodeJS.Pro
 export function parseConfigText(text: string, env?: NodeJS.ProcessEnv): ConfigResult {
   const sourceHash = createHash('sha256').update(text).digest('hex');
   if (text.trim() === '') return { ok: false, issues: [{ path: '', message: 'config is empty' }], sourceHash };
-  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
+  // yaml's own uniqueKeys check compares every key with every other of its map (quadratic:
+  // seconds at tens of thousands of keys, issue 12); duplicates are found below in one pass.
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: false, lineCounter });
   if (doc.errors.length > 0) {
     const issues = doc.errors.map((e) => ({
       path: '',
@@ -86,6 +137,8 @@ export function parseConfigText(text: string, env?: NodeJS.ProcessEnv): ConfigRe
     }));
     return { ok: false, issues, sourceHash };
   }
+  const duplicates = duplicateKeys(doc.contents, lineCounter);
+  if (duplicates.length > 0) return { ok: false, issues: duplicates, sourceHash };
   let value: unknown;
   try {
     value = doc.toJS({ maxAliasCount: 100 });
@@ -97,6 +150,43 @@ export function parseConfigText(text: string, env?: NodeJS.ProcessEnv): ConfigRe
     return { ok: false, issues: [{ path: '', message: 'config must be a mapping (an object) at the top level' }], sourceHash };
   }
   return checkConfig(value, sourceHash, env);
+}
+
+/** Below this a config is read and parsed in place: a worker's start would cost more than the parse. */
+const OFF_THREAD_FROM_BYTES = 256 * 1024;
+
+/**
+ * loadConfigFile, but a large file is read and parsed on a worker thread, so that a reload
+ * never stalls the requests being served meanwhile (issue 12: a 35 MB config held every
+ * request for minutes). Same result, same messages.
+ */
+export async function loadConfigFileOffThread(
+  path: string,
+  env?: NodeJS.ProcessEnv,
+  maxBytes = DEFAULT_MAX_CONFIG_BYTES,
+): Promise<ConfigResult> {
+  let size = 0;
+  try {
+    size = statSync(path).size;
+  } catch {
+    // Missing or unreadable: the bounded reader names the reason.
+  }
+  if (size < OFF_THREAD_FROM_BYTES) return loadConfigFile(path, env, maxBytes);
+  // The worker is this file's sibling, compiled or not (tests run the TypeScript source).
+  const worker = new Worker(new URL(`./load-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url), {
+    workerData: { path, env: { ...(env ?? process.env) }, maxBytes },
+  });
+  try {
+    return await new Promise<ConfigResult>((resolve, reject) => {
+      worker.once('message', (result: ConfigResult) => resolve(result));
+      worker.once('error', reject);
+      worker.once('exit', (code) => reject(new Error(`the config parser thread exited with code ${code}`)));
+    });
+  } catch (err) {
+    return { ok: false, issues: [{ path: '', message: `cannot parse config file ${path}: ${(err as Error).message}` }] };
+  } finally {
+    void worker.terminate();
+  }
 }
 
 /** `server.max_config_bytes` when nothing serves yet (start-up, `switchyard validate`). */

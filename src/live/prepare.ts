@@ -1,4 +1,4 @@
-import { adminTokenRequired, type ConfigIssue, formatIssue, type GatewayConfig, loadConfigFile } from '../config/index.js';
+import { adminTokenRequired, type ConfigIssue, formatIssue, type GatewayConfig, loadConfigFileOffThread } from '../config/index.js';
 import { checkSuccession, type ParsedOverlay, parseOverlay, readOverlayFile, sha256Hex } from '../contract/index.js';
 import type { PoolSpec, ProviderPool } from '../providers/index.js';
 import { buildGeneration } from './build.js';
@@ -87,7 +87,7 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
     configChanged = false;
   } else {
     // The serving generation's cap bounds the next reload; the default before anything serves.
-    const loaded = loadConfigFile(inputs.configPath, inputs.env, serving?.config.server.max_config_bytes);
+    const loaded = await loadConfigFileOffThread(inputs.configPath, inputs.env, serving?.config.server.max_config_bytes);
     read.config = loaded.sourceHash ?? null;
     if (!loaded.ok) return { outcome: 'rejected', issues: loaded.issues };
     config = loaded.config;

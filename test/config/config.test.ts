@@ -189,9 +189,22 @@ routing:
   it('refuses a duplicate key rather than silently keeping one of them', () => {
     const result = lines(parseConfigText(`${VALID_YAML}\nrouting: {}\n`));
     assert.ok(
-      result.some((l) => /syntax error/.test(l)),
+      result.some((l) => /^routing: duplicate key \(line \d+\)/.test(l)),
       result.join('\n'),
     );
+  });
+
+  it('finds duplicates and unknown keys in one linear pass, listing 20 and counting the rest', () => {
+    let dup = `${VALID_YAML}\nextra:\n`;
+    for (let i = 0; i < 30_000; i += 1) dup += `  k${i % 25}: 1\n`;
+    const dupLines = lines(parseConfigText(dup));
+    assert.equal(dupLines.filter((l) => /^extra\.k\d+: duplicate key/.test(l)).length, 20, dupLines.slice(0, 3).join('\n'));
+    assert.ok(dupLines.includes('… and 29955 more duplicate keys'), dupLines.at(-1));
+    let unknown = VALID_YAML;
+    for (let i = 0; i < 30_000; i += 1) unknown += `\nzz${i}: 1`;
+    const unknownLines = lines(parseConfigText(unknown));
+    assert.equal(unknownLines.filter((l) => /^zz\d+: unknown key/.test(l)).length, 20);
+    assert.ok(unknownLines.includes('… and 29980 more unknown keys'), unknownLines.at(-1));
   });
 
   it('refuses a document that is not a mapping at the top level', () => {
