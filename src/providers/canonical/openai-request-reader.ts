@@ -8,7 +8,7 @@ import type {
   ToolChoice,
   Translation,
 } from './types.js';
-import { attempt, isRecord, refuse } from './types.js';
+import { attempt, isRecord, parseToolArguments, refuse } from './types.js';
 
 // OpenAI chat completion requests <-> the canonical form. Every top-level field is listed
 // below with what becomes of it; a field not listed is refused, so nothing a client asked
@@ -110,13 +110,7 @@ function toolCalls(calls: unknown, path: string): ContentPart[] {
     if (!isRecord(call) || call.type !== 'function' || !isRecord(call.function)) {
       return refuse('unsupported', at, `${at} must be a function tool call`);
     }
-    const args = text(call.function.arguments, `${at}.function.arguments`);
-    let input: unknown;
-    try {
-      input = args === '' ? {} : JSON.parse(args);
-    } catch {
-      return refuse('invalid', `${at}.function.arguments`, `${at}.function.arguments is not valid JSON`);
-    }
+    const input = parseToolArguments(text(call.function.arguments, `${at}.function.arguments`), `${at}.function.arguments`);
     return { type: 'tool_call', id: text(call.id, `${at}.id`), name: text(call.function.name, `${at}.function.name`), input };
   });
 }
@@ -149,8 +143,11 @@ function message(raw: unknown, i: number): CanonicalMessage | TextPart[] {
     onlyKeys(raw, path, ['role', 'content', 'tool_call_id']);
     const parts = contentParts(raw.content, `${path}.content`, false) as TextPart[];
     const first = parts[0];
-    const isError = first !== undefined && first.text.startsWith(TOOL_ERROR_PREFIX);
-    const content = isError ? [{ type: 'text' as const, text: first.text.slice(TOOL_ERROR_PREFIX.length) }, ...parts.slice(1)] : parts;
+    const isError = first?.text.startsWith(TOOL_ERROR_PREFIX) === true;
+    const content =
+      isError && first !== undefined
+        ? [{ type: 'text' as const, text: first.text.slice(TOOL_ERROR_PREFIX.length) }, ...parts.slice(1)]
+        : parts;
     const toolCallId = text(raw.tool_call_id, `${path}.tool_call_id`);
     return { role: 'user', content: [{ type: 'tool_result', toolCallId, content, isError }] };
   }

@@ -1,7 +1,7 @@
 import type { TokenUsage } from '../metering.js';
 import { stopReasonFromAnthropic, stopReasonFromOpenai, stopReasonToAnthropic, stopReasonToOpenai } from './stop-reason.js';
 import type { CanonicalResponse, TextPart, ToolCallPart, Translation } from './types.js';
-import { attempt, isRecord, refuse } from './types.js';
+import { attempt, isRecord, parseToolArguments, refuse } from './types.js';
 import { usageFromAnthropic, usageFromOpenai, usageToAnthropic, usageToOpenai } from './usage.js';
 
 // Whole (non-streamed) responses between both protocols and the canonical form. The
@@ -26,18 +26,12 @@ export function openaiResponseToCanonical(body: unknown): Translation<CanonicalR
     if (typeof message.content === 'string' && message.content !== '') content.push({ type: 'text', text: message.content });
     if (typeof message.refusal === 'string' && message.refusal !== '') content.push({ type: 'text', text: message.refusal });
     if (Array.isArray(message.tool_calls)) {
-      message.tool_calls.forEach((call: unknown, j) => {
+      for (const [j, call] of message.tool_calls.entries()) {
         const at = `choices[0].message.tool_calls[${j}]`;
         if (!isRecord(call) || !isRecord(call.function)) return refuse('invalid', at, `${at} must be a function call`);
-        const args = str(call.function.arguments, `${at}.function.arguments`);
-        let input: unknown;
-        try {
-          input = args === '' ? {} : JSON.parse(args);
-        } catch {
-          return refuse('invalid', `${at}.function.arguments`, 'the model produced tool arguments that are not JSON');
-        }
+        const input = parseToolArguments(str(call.function.arguments, `${at}.function.arguments`), `${at}.function.arguments`);
         content.push({ type: 'tool_call', id: str(call.id, `${at}.id`), name: str(call.function.name, `${at}.function.name`), input });
-      });
+      }
     }
     return {
       id: typeof body.id === 'string' ? body.id : '',

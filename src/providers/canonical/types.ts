@@ -152,3 +152,13 @@ export function attempt<T>(convert: () => T): Translation<T> {
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+/** OpenAI tool-call arguments (JSON text) as the value Anthropic carries; empty text is no arguments. */
+export function parseToolArguments(args: string, path: string): unknown {
+  if (args === '') return {};
+  try {
+    return JSON.parse(args);
+  } catch {
+    return refuse('invalid', path, `${path} is not valid JSON`);
+  }
+}
