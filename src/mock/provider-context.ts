@@ -40,7 +40,7 @@ export function estimateTokens(chars: number): number {
  * deltas concatenate to exactly the non-streaming content; beyond it the reply repeats, so
  * every delta still carries some text.
  */
-function splitReply(reply: string, chunks: number): StreamPieces {
+export function splitReply(reply: string, chunks: number): StreamPieces {
   const text = chunks <= reply.length ? reply : reply.repeat(Math.ceil(chunks / reply.length));
   const deltas = new Array<string>(chunks);
   let chars = 0;
