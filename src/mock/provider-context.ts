@@ -15,6 +15,8 @@ export interface MockContext {
   readonly streamChunks: number;
   readonly stats: RequestStats;
   readonly faults: FaultQueue;
+  /** Prompt prefixes an Anthropic request marked with cache_control: seen once = cached. */
+  readonly promptCache: Set<string>;
   /** `Hello from <name>.`, the non-streaming content. */
   readonly reply: string;
   /** Token estimate of `reply`, reported as completion_tokens. */
@@ -70,6 +72,7 @@ export function createContext(opts: ContextOptions): MockContext {
     ...opts,
     stats: new RequestStats(opts.name),
     faults: new FaultQueue(),
+    promptCache: new Set(),
     reply,
     completionTokens: estimateTokens(reply.length),
     modelsBody,
