@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { SseParser, StreamTranslator } from '../../src/providers/index.js';
+import { AnthropicUsageReader, SseParser, StreamTranslator } from '../../src/providers/index.js';
 
 // --- upstream streams, as the providers send them --------------------------------------
 
@@ -244,6 +244,28 @@ describe('OpenAI upstream stream -> Anthropic client', () => {
     assert.deepEqual(events, [{ type: 'error', error: { type: 'api_error', message: 'boom' } }]);
   });
 
+  it("Azure's opening prompt-filter chunk is skipped, and a tool id repeated on every delta opens one block", () => {
+    const t = new StreamTranslator({ from: 'openai', to: 'anthropic' });
+    const azurePrelude = { id: '', object: '', created: 0, model: '', choices: [], prompt_filter_results: [{ prompt_index: 0 }] };
+    const text = openaiSse([
+      azurePrelude,
+      openaiChunk({ role: 'assistant' }),
+      openaiChunk({ tool_calls: [{ index: 0, id: 'call_x', type: 'function', function: { name: 'f', arguments: '{"a"' } }] }),
+      openaiChunk({ tool_calls: [{ index: 0, id: 'call_x', type: 'function', function: { arguments: ':1}' } }] }),
+      openaiChunk({ tool_calls: [{ index: 1, function: { name: 'g', arguments: '{}' } }] }),
+      openaiChunk({}, 'tool_calls'),
+    ]);
+    const events = anthropicEvents(translate(t, text));
+    assert.equal(events[0]?.message.id, 'chatcmpl-9');
+    const starts = events.filter((e) => e.type === 'content_block_start').map((e) => e.content_block);
+    assert.deepEqual(starts, [
+      { type: 'tool_use', id: 'call_x', name: 'f', input: {} },
+      { type: 'tool_use', id: 'call_1', name: 'g', input: {} },
+    ]);
+    const json = events.filter((e) => e.index === 0 && e.type === 'content_block_delta').map((e) => e.delta.partial_json);
+    assert.equal(json.join(''), '{"a":1}');
+  });
+
   it('an upstream that ends after its finish chunk without [DONE] still completes', () => {
     const t = new StreamTranslator({ from: 'openai', to: 'anthropic' });
     const text = openaiSse([openaiChunk({ role: 'assistant', content: 'hi' }), openaiChunk({}, 'length')], false);
@@ -313,6 +335,27 @@ describe('Anthropic upstream stream -> OpenAI client', () => {
 
   it('refuses to translate a protocol into itself', () => {
     assert.throws(() => new StreamTranslator({ from: 'openai', to: 'openai' }), TypeError);
+  });
+});
+
+describe('usage of an Anthropic stream relayed untranslated', () => {
+  it('is read from message_start and message_delta, however the bytes are split', () => {
+    for (const size of [1, 3, 64, 100_000]) {
+      const reader = new AnthropicUsageReader();
+      const bytes = Buffer.from(anthropicTextAndTools);
+      for (let i = 0; i < bytes.length; i += size) reader.observe(bytes.subarray(i, i + size));
+      reader.end();
+      assert.deepEqual(reader.seen, { inputTokens: 130, outputTokens: 42, cacheReadTokens: 100, cacheWriteTokens: 20 });
+      assert.equal(reader.complete, true);
+    }
+  });
+
+  it('a cut stream keeps the input counts of message_start and is not complete', () => {
+    const reader = new AnthropicUsageReader();
+    reader.observe(Buffer.from(anthropicTextAndTools.slice(0, 900)));
+    reader.end();
+    assert.deepEqual(reader.seen, { inputTokens: 130, outputTokens: 1, cacheReadTokens: 100, cacheWriteTokens: 20 });
+    assert.equal(reader.complete, false);
   });
 });
 

@@ -7,6 +7,7 @@
 
 export { anthropicRequestToCanonical } from './anthropic-request-reader.js';
 export { type AnthropicRequestOptions, canonicalToAnthropicRequest, DEFAULT_MAX_TOKENS } from './anthropic-request-writer.js';
+export { AnthropicUsageReader } from './anthropic-usage-reader.js';
 export { openaiRequestToCanonical, TOOL_ERROR_PREFIX } from './openai-request-reader.js';
 export { canonicalToOpenaiRequest, type OpenaiRequestOptions } from './openai-request-writer.js';
 export {

@@ -13,6 +13,7 @@ export class OpenaiChunkDecoder {
   readonly #sink: StreamSink;
   #started = false;
   #finished = false;
+  readonly #tools = new Set<number>();
 
   constructor(sink: StreamSink) {
     this.#sink = sink;
@@ -37,11 +38,12 @@ export class OpenaiChunkDecoder {
       const message = typeof chunk.error.message === 'string' ? chunk.error.message : 'the provider reported an error';
       return sink.error(statusOfOpenaiError(chunk.error.type), message);
     }
-    if (!this.#started) {
+    const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
+    // Azure opens with a chunk that has no choices, only its prompt filter results (and an empty id).
+    if (!this.#started && (choice !== undefined || isRecord(chunk.usage))) {
       this.#started = true;
       sink.start(typeof chunk.id === 'string' ? chunk.id : '', typeof chunk.model === 'string' ? chunk.model : '');
     }
-    const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
     if (isRecord(choice)) {
       const delta = choice.delta;
       if (isRecord(delta)) {
@@ -51,8 +53,13 @@ export class OpenaiChunkDecoder {
           for (const call of delta.tool_calls) {
             if (!isRecord(call) || typeof call.index !== 'number') continue;
             const fn = isRecord(call.function) ? call.function : {};
-            // The first delta of a call carries its id and name; the rest only argument text.
-            if (typeof call.id === 'string') sink.toolStart(call.index, call.id, typeof fn.name === 'string' ? fn.name : '');
+            // The first delta of a call carries its id and name, the rest only argument text;
+            // some compatible servers repeat the id on every delta, or never send one.
+            if (!this.#tools.has(call.index)) {
+              this.#tools.add(call.index);
+              const id = typeof call.id === 'string' ? call.id : `call_${call.index}`;
+              sink.toolStart(call.index, id, typeof fn.name === 'string' ? fn.name : '');
+            }
             if (typeof fn.arguments === 'string' && fn.arguments !== '') sink.toolArguments(call.index, fn.arguments);
           }
         }
