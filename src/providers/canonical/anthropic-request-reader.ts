@@ -10,6 +10,7 @@ import type {
   Translation,
 } from './types.js';
 import { attempt, isRecord, refuse } from './types.js';
+import { num, onlyKeys, positiveInteger, present, record, text } from './wire-fields.js';
 
 // Anthropic Messages requests -> the canonical form. As for OpenAI, a field that is not
 // handled here is refused, never dropped: `top_k`, extended `thinking`, server tools,
@@ -28,33 +29,6 @@ const HANDLED = new Set([
   'tool_choice',
   'metadata',
 ]);
-
-function present(value: unknown): boolean {
-  return value !== undefined && value !== null;
-}
-
-function text(value: unknown, path: string): string {
-  if (typeof value !== 'string') refuse('invalid', path, `${path} must be a string`);
-  return value;
-}
-
-function num(value: unknown, path: string): number {
-  if (typeof value !== 'number' || !Number.isFinite(value)) refuse('invalid', path, `${path} must be a number`);
-  return value;
-}
-
-function record(value: unknown, path: string): Record<string, unknown> {
-  if (!isRecord(value)) refuse('invalid', path, `${path} must be an object`);
-  return value;
-}
-
-function onlyKeys(value: Record<string, unknown>, path: string, allowed: readonly string[]): void {
-  for (const key of Object.keys(value)) {
-    if (!allowed.includes(key) && present(value[key])) {
-      refuse('unsupported', `${path}.${key}`, `${path}.${key} cannot be translated to the target protocol`);
-    }
-  }
-}
 
 function cacheControl(value: unknown, path: string): CacheControl | undefined {
   if (!present(value)) return undefined;
@@ -197,14 +171,12 @@ export function anthropicRequestToCanonical(body: unknown): Translation<Canonica
       refuse('unsupported', key, `${key} cannot be translated to the target protocol`);
     }
     if (!Array.isArray(b.messages)) return refuse('invalid', 'messages', 'messages must be an array');
-    const maxTokens = b.max_tokens;
-    if (!Number.isSafeInteger(maxTokens) || (maxTokens as number) < 1)
-      return refuse('invalid', 'max_tokens', 'max_tokens must be a positive integer');
+    const maxTokens = positiveInteger(b.max_tokens, 'max_tokens');
     const out: { -readonly [K in keyof CanonicalRequest]: CanonicalRequest[K] } = {
       model: text(b.model, 'model'),
       system: present(b.system) ? system(b.system) : [],
       messages: b.messages.map(message),
-      maxOutputTokens: maxTokens as number,
+      maxOutputTokens: maxTokens,
       stream: b.stream === true,
     };
     if (present(b.temperature)) out.temperature = num(b.temperature, 'temperature');

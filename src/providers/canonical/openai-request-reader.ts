@@ -9,6 +9,7 @@ import type {
   Translation,
 } from './types.js';
 import { attempt, isRecord, parseToolArguments, refuse } from './types.js';
+import { num, onlyKeys, positiveInteger, present, text } from './wire-fields.js';
 
 // OpenAI chat completion requests <-> the canonical form. Every top-level field is listed
 // below with what becomes of it; a field not listed is refused, so nothing a client asked
@@ -46,28 +47,6 @@ const HANDLED = new Set([
   'parallel_tool_calls',
   'user',
 ]);
-
-function present(value: unknown): boolean {
-  return value !== undefined && value !== null;
-}
-
-function text(value: unknown, path: string): string {
-  if (typeof value !== 'string') refuse('invalid', path, `${path} must be a string`);
-  return value;
-}
-
-function num(value: unknown, path: string): number {
-  if (typeof value !== 'number' || !Number.isFinite(value)) refuse('invalid', path, `${path} must be a number`);
-  return value;
-}
-
-function onlyKeys(value: Record<string, unknown>, path: string, allowed: readonly string[]): void {
-  for (const key of Object.keys(value)) {
-    if (!allowed.includes(key) && present(value[key])) {
-      refuse('unsupported', `${path}.${key}`, `${path}.${key} has no counterpart in the canonical chat form`);
-    }
-  }
-}
 
 const DATA_URL = /^data:([^;,]+);base64,/;
 
@@ -181,11 +160,6 @@ function toolChoice(raw: unknown): ToolChoice {
   return refuse('unsupported', 'tool_choice', 'tool_choice must be auto, none, required or a function');
 }
 
-function maxTokens(value: unknown, path: string): number {
-  if (!Number.isSafeInteger(value) || (value as number) < 1) refuse('invalid', path, `${path} must be a positive integer`);
-  return value as number;
-}
-
 /** An OpenAI chat completion request body (parsed JSON) in the canonical form. */
 export function openaiRequestToCanonical(body: unknown): Translation<CanonicalRequest> {
   return attempt(() => {
@@ -210,7 +184,7 @@ export function openaiRequestToCanonical(body: unknown): Translation<CanonicalRe
     });
     const out: { -readonly [K in keyof CanonicalRequest]: CanonicalRequest[K] } = { model, system, messages, stream: body.stream === true };
     const max = present(body.max_completion_tokens) ? 'max_completion_tokens' : present(body.max_tokens) ? 'max_tokens' : null;
-    if (max !== null) out.maxOutputTokens = maxTokens(body[max], max);
+    if (max !== null) out.maxOutputTokens = positiveInteger(body[max], max);
     if (present(body.temperature)) out.temperature = num(body.temperature, 'temperature');
     if (present(body.top_p)) out.topP = num(body.top_p, 'top_p');
     if (present(body.stop)) {
