@@ -223,6 +223,13 @@ describe('OpenAI requests to the canonical form', () => {
     assert.deepEqual(nulls, { model: 'm', system: [], messages: [], stream: false });
   });
 
+  it('reads safety_identifier as the end user, and refuses a different user beside it', () => {
+    const base = { model: 'm', messages: [] };
+    assert.equal(value(openaiRequestToCanonical({ ...base, safety_identifier: 'h1' })).user, 'h1');
+    assert.equal(value(openaiRequestToCanonical({ ...base, safety_identifier: 'h1', user: 'h1' })).user, 'h1');
+    refusedAt(openaiRequestToCanonical({ ...base, safety_identifier: 'h1', user: 'u2' }), 'user');
+  });
+
   it('accepts untranslatable fields at their neutral value', () => {
     const neutral = {
       model: 'm',

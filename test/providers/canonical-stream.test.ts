@@ -338,6 +338,45 @@ describe('Anthropic upstream stream -> OpenAI client', () => {
   });
 });
 
+describe('stream round trips', () => {
+  it('OpenAI -> Anthropic -> OpenAI keeps text, tool calls, finish reason and usage', () => {
+    const toAnthropic = new StreamTranslator({ from: 'openai', to: 'anthropic' });
+    const back = new StreamTranslator({ from: 'anthropic', to: 'openai', includeUsage: true });
+    const upstream = openaiTools.replace('"content":null', '"content":"Sure."');
+    const events = openaiEvents(translate(back, translate(toAnthropic, upstream, [5]), [3]));
+    const chunks = events.filter((e): e is Record<string, any> => e !== '[DONE]');
+    const deltas = chunks.flatMap((c) => c.choices.map((ch: Record<string, any>) => ch.delta));
+    assert.equal(deltas.map((d) => d.content ?? '').join(''), 'Sure.');
+    const calls = deltas.flatMap((d) => d.tool_calls ?? []);
+    assert.deepEqual(
+      calls.filter((c) => c.id !== undefined).map((c) => [c.index, c.id, c.function.name]),
+      [
+        [0, 'call_a', 'weather'],
+        [1, 'call_b', 'time'],
+      ],
+    );
+    assert.equal(chunks.at(-2)?.choices[0].finish_reason, 'tool_calls');
+    assert.deepEqual(chunks.at(-1)?.usage, {
+      prompt_tokens: 80,
+      completion_tokens: 20,
+      total_tokens: 100,
+      prompt_tokens_details: { cached_tokens: 0 },
+    });
+    assert.deepEqual(back.usage, toAnthropic.usage);
+  });
+
+  it('Anthropic -> OpenAI -> Anthropic keeps blocks, stop reason and cache usage', () => {
+    const toOpenai = new StreamTranslator({ from: 'anthropic', to: 'openai', includeUsage: true });
+    const back = new StreamTranslator({ from: 'openai', to: 'anthropic' });
+    const events = anthropicEvents(translate(back, translate(toOpenai, anthropicTextAndTools, [4]), [6]));
+    const starts = events.filter((e) => e.type === 'content_block_start').map((e) => e.content_block.type);
+    assert.deepEqual(starts, ['text', 'tool_use', 'tool_use']);
+    const final = events.at(-2);
+    assert.equal(final?.delta.stop_reason, 'tool_use');
+    assert.deepEqual(final?.usage, { input_tokens: 10, output_tokens: 42, cache_creation_input_tokens: 20, cache_read_input_tokens: 100 });
+  });
+});
+
 describe('usage of an Anthropic stream relayed untranslated', () => {
   it('is read from message_start and message_delta, however the bytes are split', () => {
     for (const size of [1, 3, 64, 100_000]) {

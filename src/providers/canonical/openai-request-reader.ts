@@ -46,6 +46,7 @@ const HANDLED = new Set([
   'tool_choice',
   'parallel_tool_calls',
   'user',
+  'safety_identifier',
 ]);
 
 const DATA_URL = /^data:([^;,]+);base64,/;
@@ -205,7 +206,12 @@ export function openaiRequestToCanonical(body: unknown): Translation<CanonicalRe
     if (present(body.tools)) out.tools = tools(body.tools);
     if (present(body.tool_choice)) out.toolChoice = toolChoice(body.tool_choice);
     if (present(body.parallel_tool_calls)) out.parallelToolCalls = body.parallel_tool_calls === true;
-    if (present(body.user)) out.user = text(body.user, 'user');
+    // `safety_identifier` is OpenAI's newer name for the end-user id that `user` carried.
+    const user = present(body.safety_identifier) ? 'safety_identifier' : present(body.user) ? 'user' : null;
+    if (user !== null) out.user = text(body[user], user);
+    if (user === 'safety_identifier' && present(body.user) && body.user !== body.safety_identifier) {
+      refuse('unsupported', 'user', 'user and safety_identifier name different end users; the target protocol has one');
+    }
     return out;
   });
 }
