@@ -81,6 +81,17 @@ function conversationTail(payload: Record<string, unknown>): ConversationTail {
   return { tools, toolChoice, lastUserText, toolResults };
 }
 
+/**
+ * No tools offered and no tool results to answer: the greeting, decided without reading the
+ * conversation, since the benchmark's "direct" baseline runs through here.
+ */
+function plainChat(payload: Record<string, unknown>): boolean {
+  if (Array.isArray(payload.tools) && payload.tools.length > 0) return false;
+  const messages = payload.messages;
+  const last = Array.isArray(messages) ? messages[messages.length - 1] : undefined;
+  return !(isRecord(last) && last.role === 'tool');
+}
+
 function planChat(ctx: MockContext, ex: Exchange): ChatPlan | string {
   let payload: unknown;
   try {
@@ -101,7 +112,7 @@ function planChat(ctx: MockContext, ex: Exchange): ChatPlan | string {
   const options = payload.stream_options;
   return {
     model,
-    turn: decideTurn(ctx.reply, conversationTail(payload)),
+    turn: plainChat(payload) ? ctx.greeting : decideTurn(ctx.reply, conversationTail(payload)),
     stream: payload.stream === true,
     includeUsage: isRecord(options) && options.include_usage === true,
     promptTokens: estimateTokens(promptChars(payload.messages)),

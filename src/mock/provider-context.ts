@@ -1,3 +1,4 @@
+import type { Turn } from './conversation.js';
 import { FaultQueue } from './fault-queue.js';
 import { RequestStats } from './request-stats.js';
 
@@ -19,6 +20,8 @@ export interface MockContext {
   readonly promptCache: Set<string>;
   /** `Hello from <name>.`, the non-streaming content. */
   readonly reply: string;
+  /** `reply` as a turn, built once. */
+  readonly greeting: Turn;
   /** Token estimate of `reply`, reported as completion_tokens. */
   readonly completionTokens: number;
   readonly modelsBody: string;
@@ -74,6 +77,7 @@ export function createContext(opts: ContextOptions): MockContext {
     faults: new FaultQueue(),
     promptCache: new Set(),
     reply,
+    greeting: { kind: 'text', text: reply },
     completionTokens: estimateTokens(reply.length),
     modelsBody,
     piecesFor(chunks) {
