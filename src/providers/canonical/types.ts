@@ -114,18 +114,6 @@ export type Translation<T> =
 
 export type Refusal = Extract<Translation<never>, { ok: false }>;
 
-export function ok<T>(value: T): Translation<T> {
-  return { ok: true, value };
-}
-
-export function unsupported(path: string, reason: string): Refusal {
-  return { ok: false, kind: 'unsupported', path, reason };
-}
-
-export function invalid(path: string, reason: string): Refusal {
-  return { ok: false, kind: 'invalid', path, reason };
-}
-
 /** Thrown inside a converter and caught at its entry, so deep helpers need not thread results. */
 export class TranslationRefused extends Error {
   readonly refusal: Refusal;
@@ -142,7 +130,7 @@ export function refuse(kind: Refusal['kind'], path: string, reason: string): nev
 /** Runs a converter body, turning a refusal thrown anywhere inside into a Translation. */
 export function attempt<T>(convert: () => T): Translation<T> {
   try {
-    return ok(convert());
+    return { ok: true, value: convert() };
   } catch (err) {
     if (err instanceof TranslationRefused) return err.refusal;
     throw err;
