@@ -63,11 +63,22 @@ an overlay candidate naming no configured provider). Otherwise prints every erro
     },
   },
   'mock-provider': {
-    summary: 'run a mock OpenAI-compatible provider (for demos, tests and benchmarks)',
+    summary: 'run a mock OpenAI and Anthropic provider (for demos, tests and benchmarks)',
     usage: `switchyard mock-provider --port N --name NAME [--latency-ms N] [--stream-chunk-delay-ms N] [--stream-chunks N] [--host HOST]
 
-Serves POST /v1/chat/completions (plain and streamed), GET /v1/models, GET /__mock/stats
-and POST /__mock/faults on HOST (default 127.0.0.1).`,
+Serves on HOST (default 127.0.0.1):
+  POST /v1/chat/completions        OpenAI chat, plain and streamed, with tool calls
+  POST /v1/messages                Anthropic messages, plain and streamed, tool use, cache_control usage
+  POST /v1/messages/count_tokens   Anthropic token count
+  POST /v1/embeddings              OpenAI embeddings, deterministic unit vectors
+  GET  /v1/models
+A tool is called when tools are offered and the last user message contains the word "tool"
+(or tool_choice forces one); tool results get a final text answer.
+Headers x-mock-chunks and x-mock-chunk-delay-ms shape a stream.
+Control: GET /__mock/stats, POST /__mock/reset, GET|POST|DELETE /__mock/faults with
+{"mode": "status"|"latency"|"close"|"cut_stream"|"hang", "count"?, "status"?, "body"?,
+"latency_ms"?, "after_chunks"?}; faults apply to every POST endpoint above, in order.
+Details: docs/mock-provider.md.`,
     options: {
       port: { type: 'string', short: 'p' },
       name: { type: 'string', short: 'n' },

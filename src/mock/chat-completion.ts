@@ -1,12 +1,15 @@
 import { streamCompletion } from './completion-stream.js';
+import type { ConversationTail, MockToolChoice, Turn } from './conversation.js';
+import { decideTurn, isRecord } from './conversation.js';
 import type { Exchange } from './exchange.js';
-import { drop, pause, replyInvalid, replyJson, sever } from './exchange.js';
-import type { ActiveFault } from './fault-queue.js';
+import { replyInvalid, replyJson, replyTruncated } from './exchange.js';
+import { serveModelRequest } from './model-request.js';
 import type { MockContext } from './provider-context.js';
 import { estimateTokens } from './provider-context.js';
 
 interface ChatPlan {
   readonly model: string;
+  readonly turn: Turn;
   readonly stream: boolean;
   readonly includeUsage: boolean;
   readonly promptTokens: number;
@@ -18,10 +21,6 @@ const maxChunks = 100_000;
 const maxChunkDelayMs = 60_000;
 
 let completionSeq = 0;
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** Characters of every message's text, counting both string content and text parts. */
 function promptChars(messages: unknown): number {
@@ -49,6 +48,50 @@ function headerNumber(value: string | string[] | undefined, fallback: number, ma
   return n <= max ? n : undefined;
 }
 
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content.map((part) => (isRecord(part) && typeof part.text === 'string' ? part.text : '')).join('');
+}
+
+/** The tools offered and the last turn, read from an OpenAI chat request. */
+function conversationTail(payload: Record<string, unknown>): ConversationTail {
+  const tools = Array.isArray(payload.tools)
+    ? payload.tools.flatMap((t) =>
+        isRecord(t) && isRecord(t.function) && typeof t.function.name === 'string'
+          ? [{ name: t.function.name, schema: t.function.parameters }]
+          : [],
+      )
+    : [];
+  const tc = payload.tool_choice;
+  const toolChoice: MockToolChoice =
+    tc === 'none'
+      ? 'none'
+      : tc === 'required'
+        ? 'any'
+        : isRecord(tc) && isRecord(tc.function) && typeof tc.function.name === 'string'
+          ? { name: tc.function.name }
+          : 'auto';
+  const messages = Array.isArray(payload.messages) ? payload.messages.filter(isRecord) : [];
+  const toolResults: string[] = [];
+  let i = messages.length - 1;
+  for (; i >= 0 && messages[i]?.role === 'tool'; i--) toolResults.unshift(textOf(messages[i]?.content));
+  const last = messages.at(-1);
+  const lastUserText = last?.role === 'user' ? textOf(last.content) : null;
+  return { tools, toolChoice, lastUserText, toolResults };
+}
+
+/**
+ * No tools offered and no tool results to answer: the greeting, decided without reading the
+ * conversation, since the benchmark's "direct" baseline runs through here.
+ */
+function plainChat(payload: Record<string, unknown>): boolean {
+  if (Array.isArray(payload.tools) && payload.tools.length > 0) return false;
+  const messages = payload.messages;
+  const last = Array.isArray(messages) ? messages[messages.length - 1] : undefined;
+  return !(isRecord(last) && last.role === 'tool');
+}
+
 function planChat(ctx: MockContext, ex: Exchange): ChatPlan | string {
   let payload: unknown;
   try {
@@ -69,6 +112,7 @@ function planChat(ctx: MockContext, ex: Exchange): ChatPlan | string {
   const options = payload.stream_options;
   return {
     model,
+    turn: plainChat(payload) ? ctx.greeting : decideTurn(ctx.reply, conversationTail(payload)),
     stream: payload.stream === true,
     includeUsage: isRecord(options) && options.include_usage === true,
     promptTokens: estimateTokens(promptChars(payload.messages)),
@@ -77,62 +121,46 @@ function planChat(ctx: MockContext, ex: Exchange): ChatPlan | string {
   };
 }
 
-function answer(ctx: MockContext, ex: Exchange, fault: ActiveFault | undefined): void {
-  if (fault?.mode === 'status') return replyJson(ex, fault.status, fault.bodyText);
-  if (fault?.mode === 'close') return drop(ex);
-  if (fault?.mode === 'hang') return;
-
+function answer(ctx: MockContext, ex: Exchange, cutAfter: number): void {
   const plan = planChat(ctx, ex);
   if (typeof plan === 'string') return replyInvalid(ex, 400, plan);
   const id = `chatcmpl-mock${(++completionSeq).toString(36)}`;
   const created = Math.floor(Date.now() / 1000);
-  const cutAfter = fault?.mode === 'cut_stream' ? fault.afterChunks : -1;
 
   if (plan.stream) {
     streamCompletion(ctx, ex, { ...plan, id, created, cutAfter }).catch(() => ex.res.destroy());
     return;
+  }
+  const turn = plan.turn;
+  let message: Record<string, unknown>;
+  let completionTokens: number;
+  if (turn.kind === 'text') {
+    message = { role: 'assistant', content: turn.text, refusal: null };
+    completionTokens = turn.text === ctx.reply ? ctx.completionTokens : estimateTokens(turn.text.length);
+  } else {
+    const args = JSON.stringify(turn.input);
+    const call = { id: `call_mock${completionSeq.toString(36)}`, type: 'function', function: { name: turn.name, arguments: args } };
+    message = { role: 'assistant', content: null, refusal: null, tool_calls: [call] };
+    completionTokens = estimateTokens(turn.name.length + args.length);
   }
   const text = JSON.stringify({
     id,
     object: 'chat.completion',
     created,
     model: plan.model,
-    choices: [
-      {
-        index: 0,
-        message: { role: 'assistant', content: ctx.reply, refusal: null },
-        logprobs: null,
-        finish_reason: 'stop',
-      },
-    ],
+    choices: [{ index: 0, message, logprobs: null, finish_reason: turn.kind === 'tool' ? 'tool_calls' : 'stop' }],
     usage: {
       prompt_tokens: plan.promptTokens,
-      completion_tokens: ctx.completionTokens,
-      total_tokens: plan.promptTokens + ctx.completionTokens,
+      completion_tokens: completionTokens,
+      total_tokens: plan.promptTokens + completionTokens,
     },
     system_fingerprint: null,
   });
   if (cutAfter < 0) return replyJson(ex, 200, text);
-  // A non-streaming request hit by cut_stream gets a truncated body: the declared length
-  // promises more than arrives, which is how a cut shows up to a client reading JSON.
-  ex.res.writeHead(200, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(text),
-    'x-mock-provider': ex.name,
-  });
-  ex.res.write(text.slice(0, text.length >> 1));
-  sever(ex);
+  replyTruncated(ex, text);
 }
 
-/**
- * `POST /v1/chat/completions`. The fault is taken on arrival, so queued faults meet requests in
- * arrival order even when latency then delays the answer.
- */
+/** `POST /v1/chat/completions`. */
 export function handleChatCompletion(ctx: MockContext, ex: Exchange): void {
-  const fault = ctx.faults.take();
-  const delayMs = fault?.mode === 'latency' ? ctx.latencyMs + fault.latencyMs : ctx.latencyMs;
-  if (delayMs <= 0) return answer(ctx, ex, fault);
-  void pause(ex, delayMs).then(() => {
-    if (!ex.closed) answer(ctx, ex, fault);
-  });
+  serveModelRequest(ctx, ex, 'openai', answer);
 }

@@ -1,12 +1,16 @@
+import type { Turn } from './conversation.js';
 import type { Exchange } from './exchange.js';
 import { drained, pause, sever } from './exchange.js';
-import type { MockContext } from './provider-context.js';
+import type { MockContext, StreamPieces } from './provider-context.js';
+import { splitReply } from './provider-context.js';
 
 /** What one streamed completion should look like, decided before the headers go out. */
 export interface StreamPlan {
   readonly id: string;
   readonly created: number;
   readonly model: string;
+  /** The greeting, a final text after tool results, or a tool call whose arguments stream in pieces. */
+  readonly turn: Turn;
   readonly promptTokens: number;
   readonly includeUsage: boolean;
   readonly chunks: number;
@@ -17,7 +21,9 @@ export interface StreamPlan {
 
 /**
  * Writes an OpenAI `chat.completion.chunk` event stream: a role chunk, the content chunks, a
- * chunk with finish_reason "stop", the usage chunk when asked for, then `[DONE]`. The chunks are
+ * chunk with finish_reason "stop", the usage chunk when asked for, then `[DONE]`. A tool
+ * call streams instead a tool_calls chunk with its id and name, its arguments in `chunks`
+ * pieces, and finish_reason "tool_calls". The chunks are
  * assembled from one per-stream prefix rather than JSON.stringify'd, since the benchmark counts
  * this work as its "direct" baseline.
  */
@@ -37,11 +43,30 @@ export async function streamCompletion(ctx: MockContext, ex: Exchange, plan: Str
     `"model":${JSON.stringify(plan.model)},"system_fingerprint":null,"choices":[`;
   // OpenAI sends `"usage":null` on every chunk but the last when usage was requested.
   const tail = plan.includeUsage ? '],"usage":null}\n\n' : ']}\n\n';
-  const { deltas, completionTokens } = ctx.piecesFor(plan.chunks);
+  const turn = plan.turn;
+  const pieces: StreamPieces =
+    turn.kind === 'tool'
+      ? splitReply(JSON.stringify(turn.input), plan.chunks)
+      : turn.text === ctx.reply
+        ? ctx.piecesFor(plan.chunks)
+        : splitReply(turn.text, plan.chunks);
+  const { deltas, completionTokens } = pieces;
+  // A content chunk is `open + piece + close`; for a tool call the pieces are its argument text.
+  const open = turn.kind === 'tool' ? '{"tool_calls":[{"index":0,"function":{"arguments":' : '{"content":';
+  const close = turn.kind === 'tool' ? '}}]}' : '}';
   const cutAt = plan.cutAfter < 0 ? -1 : Math.min(plan.cutAfter, deltas.length);
   const delayMs = plan.chunkDelayMs;
 
   let more = res.write(`${head}{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}${tail}`);
+  if (turn.kind === 'tool') {
+    const call = {
+      index: 0,
+      id: `call_${plan.id.slice('chatcmpl-'.length)}`,
+      type: 'function',
+      function: { name: turn.name, arguments: '' },
+    };
+    more = res.write(`${head}{"index":0,"delta":{"tool_calls":[${JSON.stringify(call)}]},"logprobs":null,"finish_reason":null}${tail}`);
+  }
   // Iteration i writes content chunk i; the extra last iteration only waits before the finish.
   for (let i = 0; ; i++) {
     if (!more) await drained(ex);
@@ -52,10 +77,11 @@ export async function streamCompletion(ctx: MockContext, ex: Exchange, plan: Str
       if (ex.closed) return;
     }
     if (i === deltas.length) break;
-    more = res.write(`${head}{"index":0,"delta":{"content":${deltas[i]}},"logprobs":null,"finish_reason":null}${tail}`);
+    more = res.write(`${head}{"index":0,"delta":${open}${deltas[i]}${close},"logprobs":null,"finish_reason":null}${tail}`);
   }
 
-  let rest = `${head}{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}${tail}`;
+  const finish = turn.kind === 'tool' ? 'tool_calls' : 'stop';
+  let rest = `${head}{"index":0,"delta":{},"logprobs":null,"finish_reason":"${finish}"}${tail}`;
   if (plan.includeUsage) {
     const p = plan.promptTokens;
     rest +=

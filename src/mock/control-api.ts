@@ -9,6 +9,7 @@ const ok = '{"ok":true}';
 export function resetProvider(ctx: MockContext): void {
   ctx.stats.reset();
   ctx.faults.clear();
+  ctx.promptCache.clear();
 }
 
 /**

@@ -30,6 +30,36 @@ export function openAiError(message: string, type: OpenAiErrorType, code: string
   return JSON.stringify({ error: { message, type, param: null, code } });
 }
 
+/** Anthropic's error types by status, as its API documents them. */
+export function anthropicErrorType(status: number): string {
+  switch (status) {
+    case 400:
+      return 'invalid_request_error';
+    case 401:
+      return 'authentication_error';
+    case 403:
+      return 'permission_error';
+    case 404:
+      return 'not_found_error';
+    case 413:
+      return 'request_too_large';
+    case 429:
+      return 'rate_limit_error';
+    case 503:
+    case 529:
+      return 'overloaded_error';
+  }
+  return status >= 500 ? 'api_error' : 'invalid_request_error';
+}
+
+export function anthropicError(message: string, type: string): string {
+  return JSON.stringify({ type: 'error', error: { type, message } });
+}
+
+export function replyAnthropicInvalid(ex: Exchange, message: string): void {
+  replyJson(ex, 400, anthropicError(message, 'invalid_request_error'));
+}
+
 export function replyInvalid(ex: Exchange, status: number, message: string): void {
   replyJson(ex, status, openAiError(message, 'invalid_request_error'));
 }
@@ -81,6 +111,20 @@ export function sever(ex: Exchange): void {
   ex.severed = true;
   const socket = ex.req.socket;
   socket.end(() => socket.destroy());
+}
+
+/**
+ * A JSON body cut halfway: the declared length promises more than arrives, which is how a
+ * cut shows up to a client reading JSON (a `cut_stream` fault on a non-streamed request).
+ */
+export function replyTruncated(ex: Exchange, text: string): void {
+  ex.res.writeHead(200, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    'x-mock-provider': ex.name,
+  });
+  ex.res.write(text.slice(0, text.length >> 1));
+  sever(ex);
 }
 
 /** Drops the connection at once, without answering. */

@@ -1,11 +1,11 @@
-import { openAiError } from './exchange.js';
+import { anthropicError, anthropicErrorType, openAiError } from './exchange.js';
 
 export type MockFaultMode = 'status' | 'latency' | 'close' | 'cut_stream' | 'hang';
 
 /** A fault as posted to `POST /__mock/faults` (snake_case: it is a wire body). */
 export interface MockFault {
   mode: MockFaultMode;
-  /** How many of the next chat requests it applies to; omitted = until cleared. */
+  /** How many of the next model requests (chat, messages, count_tokens, embeddings) it applies to; omitted = until cleared. */
   count?: number;
   /** mode `status`: the status to answer with (200-599, default 500). */
   status?: number;
@@ -24,6 +24,8 @@ export interface ActiveFault {
   remaining: number;
   readonly status: number;
   readonly bodyText: string;
+  /** The same answer for an Anthropic endpoint: the custom body, or an Anthropic-shaped default. */
+  readonly anthropicBodyText: string;
   readonly latencyMs: number;
   readonly afterChunks: number;
   readonly source: MockFault;
@@ -89,6 +91,8 @@ export function parseFault(input: unknown): ActiveFault | string {
     remaining: count ?? Infinity,
     status: resolvedStatus,
     bodyText: body === undefined ? defaultErrorBody(resolvedStatus) : JSON.stringify(body),
+    anthropicBodyText:
+      body === undefined ? anthropicError(`Mock fault: HTTP ${resolvedStatus}.`, anthropicErrorType(resolvedStatus)) : JSON.stringify(body),
     latencyMs: latency_ms ?? 0,
     afterChunks: after_chunks ?? 0,
     source: { ...input } as unknown as MockFault,
@@ -96,7 +100,7 @@ export function parseFault(input: unknown): ActiveFault | string {
 }
 
 /**
- * Faults waiting for chat requests, first in first out. A request takes the head fault and uses
+ * Faults waiting for model requests, first in first out. A request takes the head fault and uses
  * one of its count; a fault is removed once spent, so the head always has some count left and a
  * fault without a count holds the head until cleared.
  */

@@ -3,10 +3,12 @@ import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { handleChatCompletion } from './chat-completion.js';
 import { handleControl, resetProvider } from './control-api.js';
+import { handleEmbeddings } from './embeddings.js';
 import type { Exchange } from './exchange.js';
 import { pause, replyJson, replyMethodNotAllowed, replyNotFound } from './exchange.js';
 import type { MockFault } from './fault-queue.js';
 import { parseFault } from './fault-queue.js';
+import { handleCountTokens, handleMessages } from './messages.js';
 import type { MockContext } from './provider-context.js';
 import { createContext } from './provider-context.js';
 import type { MockStats } from './request-stats.js';
@@ -31,6 +33,8 @@ export interface MockProvider {
   readonly port: number;
   /** `http://127.0.0.1:PORT/v1`, ready to use as an OpenAI base URL. */
   readonly baseUrl: string;
+  /** `http://127.0.0.1:PORT`, ready to use as an Anthropic base URL (its SDK adds `/v1/messages`). */
+  readonly origin: string;
   stats(): MockStats;
   /** Clears stats and faults, like `POST /__mock/reset`. */
   reset(): void;
@@ -81,6 +85,15 @@ function route(ctx: MockContext, ex: Exchange): void {
     case '/v1/chat/completions':
       if (ex.req.method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
       return handleChatCompletion(ctx, ex);
+    case '/v1/messages':
+      if (ex.req.method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
+      return handleMessages(ctx, ex);
+    case '/v1/messages/count_tokens':
+      if (ex.req.method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
+      return handleCountTokens(ctx, ex);
+    case '/v1/embeddings':
+      if (ex.req.method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
+      return handleEmbeddings(ctx, ex);
     case '/v1/models':
       if (ex.req.method !== 'GET') return replyMethodNotAllowed(ex, 'GET');
       return handleModels(ctx, ex);
@@ -112,7 +125,7 @@ function onRequest(ctx: MockContext, req: IncomingMessage, res: ServerResponse):
   });
 }
 
-/** Starts an OpenAI-compatible mock LLM provider on a real HTTP port. */
+/** Starts a mock LLM provider (OpenAI chat and embeddings, Anthropic messages) on a real HTTP port. */
 export function startMockProvider(opts: MockProviderOptions): Promise<MockProvider> {
   checkOptions(opts);
   const host = opts.host ?? '127.0.0.1';
@@ -153,6 +166,7 @@ export function startMockProvider(opts: MockProviderOptions): Promise<MockProvid
         name: opts.name,
         port,
         baseUrl: baseUrlFor(host, port),
+        origin: baseUrlFor(host, port).slice(0, -'/v1'.length),
         stats: () => ctx.stats.snapshot(),
         reset: () => resetProvider(ctx),
         addFault: (fault) => {

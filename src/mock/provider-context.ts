@@ -1,3 +1,4 @@
+import type { Turn } from './conversation.js';
 import { FaultQueue } from './fault-queue.js';
 import { RequestStats } from './request-stats.js';
 
@@ -15,8 +16,12 @@ export interface MockContext {
   readonly streamChunks: number;
   readonly stats: RequestStats;
   readonly faults: FaultQueue;
+  /** Prompt prefixes an Anthropic request marked with cache_control: seen once = cached. */
+  readonly promptCache: Set<string>;
   /** `Hello from <name>.`, the non-streaming content. */
   readonly reply: string;
+  /** `reply` as a turn, built once. */
+  readonly greeting: Turn;
   /** Token estimate of `reply`, reported as completion_tokens. */
   readonly completionTokens: number;
   readonly modelsBody: string;
@@ -40,7 +45,7 @@ export function estimateTokens(chars: number): number {
  * deltas concatenate to exactly the non-streaming content; beyond it the reply repeats, so
  * every delta still carries some text.
  */
-function splitReply(reply: string, chunks: number): StreamPieces {
+export function splitReply(reply: string, chunks: number): StreamPieces {
   const text = chunks <= reply.length ? reply : reply.repeat(Math.ceil(chunks / reply.length));
   const deltas = new Array<string>(chunks);
   let chars = 0;
@@ -70,7 +75,9 @@ export function createContext(opts: ContextOptions): MockContext {
     ...opts,
     stats: new RequestStats(opts.name),
     faults: new FaultQueue(),
+    promptCache: new Set(),
     reply,
+    greeting: { kind: 'text', text: reply },
     completionTokens: estimateTokens(reply.length),
     modelsBody,
     piecesFor(chunks) {

@@ -3,7 +3,10 @@
 // the client. PoolRegistry is stateful and built once by server/; live/ uses its `acquire`
 // as the pool factory when building a generation. Imports only resilience/, whose rules
 // decide which upstream answers fail over rather than reach the client. It also owns the
-// metering units (TokenUsage, PriceTable) that live/ and governance/ share.
+// metering units (TokenUsage, PriceTable) that live/ and governance/ share, and the
+// canonical chat form that OpenAI and Anthropic requests, responses and streams translate
+// through (canonical/, ADR-0011).
+export * from './canonical/index.js';
 export { Credential } from './credential.js';
 export type { PriceEntry, PriceTable, TokenUsage } from './metering.js';
 export { CHAT_COMPLETIONS_PATH, chatBodyFor, upstreamHeaders, usageFromJson, usageFromSseTail, withStreamUsage } from './openai-adapter.js';

@@ -5,13 +5,17 @@
 
 /**
  * Token usage as the upstream reported it. `inputTokens` counts every prompt token, cache
- * reads included (OpenAI's `prompt_tokens`); `cacheReadTokens` says how many of them were
- * read from the provider's prompt cache and are billed at the cache-read price.
+ * reads and cache writes included (OpenAI's `prompt_tokens`; Anthropic's `input_tokens` +
+ * `cache_read_input_tokens` + `cache_creation_input_tokens`). `cacheReadTokens` says how
+ * many of them were read from the provider's prompt cache and are billed at the cache-read
+ * price; `cacheWriteTokens` how many were written to it (Anthropic bills those above the
+ * input price). Both are subsets of `inputTokens`, absent when zero. ADR-0011.
  */
 export interface TokenUsage {
   readonly inputTokens: number;
   readonly outputTokens: number;
   readonly cacheReadTokens?: number;
+  readonly cacheWriteTokens?: number;
 }
 
 /** USD per million tokens, so tokens x price is micro-USD exactly. */
@@ -20,6 +24,8 @@ export interface PriceEntry {
   readonly output_usd_per_mtok: number;
   /** Cached prompt tokens; absent = billed at the input price. */
   readonly cache_read_usd_per_mtok?: number;
+  /** Prompt tokens written to the cache; absent = billed at the input price. */
+  readonly cache_write_usd_per_mtok?: number;
 }
 
 /** Keyed by upstream model (`gpt-4o-mini`) or provider-qualified (`east/gpt-4o-mini`). */

@@ -198,7 +198,7 @@ describe('mock provider', () => {
   });
 
   it('unknown paths answer 404 and wrong methods 405, both as JSON errors', async () => {
-    const missing = await fetch(`${mock.baseUrl}/embeddings`, { method: 'POST', body: '{}' });
+    const missing = await fetch(`${mock.baseUrl}/audio/speech`, { method: 'POST', body: '{}' });
     assert.equal(missing.status, 404);
     assert.equal(missing.headers.get('x-mock-provider'), 'east');
     assert.ok(((await missing.json()) as { error: unknown }).error);
@@ -283,7 +283,7 @@ describe('mock provider', () => {
     assert.deepEqual(statuses, [500, 429, 429, 200]);
   });
 
-  it('faults touch only chat completions', async () => {
+  it('faults touch model requests, never the model list', async () => {
     await addFault({ mode: 'status', status: 500, count: 1 });
     assert.equal((await fetch(`${mock.baseUrl}/models`)).status, 200);
     assert.equal((await chat({ model: 'm' })).status, 500);

@@ -1,0 +1,170 @@
+import { anthropicTail, type PromptUsage, promptUsage } from './anthropic-prompt.js';
+import type { Turn } from './conversation.js';
+import { decideTurn, isRecord } from './conversation.js';
+import type { Exchange } from './exchange.js';
+import { drained, pause, replyAnthropicInvalid, replyJson, replyTruncated, sever } from './exchange.js';
+import { serveModelRequest } from './model-request.js';
+import type { MockContext } from './provider-context.js';
+import { estimateTokens, splitReply } from './provider-context.js';
+
+// Anthropic's Messages API: `POST /v1/messages` (plain and streamed) and
+// `POST /v1/messages/count_tokens`, answering the same turns as the chat endpoint.
+
+interface MessagesPlan {
+  readonly id: string;
+  readonly model: string;
+  readonly turn: Turn;
+  readonly usage: PromptUsage;
+  readonly stream: boolean;
+  readonly chunks: number;
+  readonly chunkDelayMs: number;
+}
+
+const maxChunks = 100_000;
+const maxChunkDelayMs = 60_000;
+let messageSeq = 0;
+
+function headerNumber(value: string | string[] | undefined, fallback: number, max: number): number | undefined {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string' || !/^\d+$/.test(value)) return undefined;
+  const n = Number(value);
+  return n <= max ? n : undefined;
+}
+
+function parseBody(ex: Exchange): Record<string, unknown> | string {
+  let payload: unknown;
+  try {
+    payload = JSON.parse(ex.body);
+  } catch {
+    return 'The request body is not valid JSON.';
+  }
+  if (!isRecord(payload)) return 'The request body must be a JSON object.';
+  if (typeof payload.model !== 'string' || payload.model === '') return 'model: Field required';
+  if (!Array.isArray(payload.messages)) return 'messages: Field required';
+  return payload;
+}
+
+function plan(ctx: MockContext, ex: Exchange): MessagesPlan | string {
+  const payload = parseBody(ex);
+  if (typeof payload === 'string') return payload;
+  const maxTokens = payload.max_tokens;
+  if (!Number.isSafeInteger(maxTokens) || (maxTokens as number) < 1) return 'max_tokens: Field required (a positive integer)';
+  const headers = ex.req.headers;
+  const chunks = headerNumber(headers['x-mock-chunks'], ctx.streamChunks, maxChunks);
+  if (chunks === undefined) return `x-mock-chunks must be a whole number from 0 to ${maxChunks}.`;
+  const chunkDelayMs = headerNumber(headers['x-mock-chunk-delay-ms'], ctx.streamChunkDelayMs, maxChunkDelayMs);
+  if (chunkDelayMs === undefined) return `x-mock-chunk-delay-ms must be a whole number from 0 to ${maxChunkDelayMs}.`;
+  return {
+    id: `msg_mock${(++messageSeq).toString(36)}`,
+    model: payload.model as string,
+    turn: decideTurn(ctx.reply, anthropicTail(payload)),
+    usage: promptUsage(payload, ctx.promptCache),
+    stream: payload.stream === true,
+    chunks,
+    chunkDelayMs,
+  };
+}
+
+function usageBody(usage: PromptUsage, outputTokens: number): Record<string, number> {
+  return {
+    input_tokens: usage.inputTokens,
+    cache_creation_input_tokens: usage.cacheWriteTokens,
+    cache_read_input_tokens: usage.cacheReadTokens,
+    output_tokens: outputTokens,
+  };
+}
+
+/** The turn's output: the text, or the tool call's input JSON, and its token estimate. */
+function output(p: MessagesPlan): { text: string; outputTokens: number } {
+  const text = p.turn.kind === 'text' ? p.turn.text : JSON.stringify(p.turn.input);
+  return { text, outputTokens: estimateTokens(text.length + (p.turn.kind === 'tool' ? p.turn.name.length : 0)) };
+}
+
+function contentBlock(p: MessagesPlan, input: unknown): Record<string, unknown> {
+  return p.turn.kind === 'text'
+    ? { type: 'text', text: input }
+    : { type: 'tool_use', id: `toolu_${p.id.slice(4)}`, name: p.turn.name, input };
+}
+
+function event(type: string, payload: Record<string, unknown>): string {
+  return `event: ${type}\ndata: ${JSON.stringify({ type, ...payload })}\n\n`;
+}
+
+/**
+ * message_start, the content block (start, ping, `chunks` deltas, stop), message_delta
+ * with the stop reason and output tokens, message_stop. `cutAfter` deltas, then the
+ * connection drops.
+ */
+async function stream(ctx: MockContext, ex: Exchange, p: MessagesPlan, cutAfter: number): Promise<void> {
+  const { res } = ex;
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-mock-provider': ex.name });
+  res.flushHeaders();
+  const { text, outputTokens } = output(p);
+  const isText = p.turn.kind === 'text';
+  const message = { id: p.id, type: 'message', role: 'assistant', model: p.model, content: [], stop_reason: null, stop_sequence: null };
+  let more = res.write(
+    event('message_start', { message: { ...message, usage: usageBody(p.usage, 1) } }) +
+      event('content_block_start', { index: 0, content_block: contentBlock(p, isText ? '' : {}) }) +
+      event('ping', {}),
+  );
+  const { deltas } = p.turn.kind === 'text' && p.turn.text === ctx.reply ? ctx.piecesFor(p.chunks) : splitReply(text, p.chunks);
+  const open = isText
+    ? 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":'
+    : 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":';
+  const cutAt = cutAfter < 0 ? -1 : Math.min(cutAfter, deltas.length);
+  for (let i = 0; ; i++) {
+    if (!more) await drained(ex);
+    if (ex.closed) return;
+    if (i === cutAt) return sever(ex);
+    if (p.chunkDelayMs > 0) {
+      await pause(ex, p.chunkDelayMs);
+      if (ex.closed) return;
+    }
+    if (i === deltas.length) break;
+    more = res.write(`${open}${deltas[i]}}}\n\n`);
+  }
+  const stopReason = isText ? 'end_turn' : 'tool_use';
+  res.end(
+    event('content_block_stop', { index: 0 }) +
+      event('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: outputTokens } }) +
+      event('message_stop', {}),
+  );
+}
+
+function answer(ctx: MockContext, ex: Exchange, cutAfter: number): void {
+  const p = plan(ctx, ex);
+  if (typeof p === 'string') return replyAnthropicInvalid(ex, p);
+  if (p.stream) {
+    stream(ctx, ex, p, cutAfter).catch(() => ex.res.destroy());
+    return;
+  }
+  const { outputTokens } = output(p);
+  const body = JSON.stringify({
+    id: p.id,
+    type: 'message',
+    role: 'assistant',
+    model: p.model,
+    content: [contentBlock(p, p.turn.kind === 'text' ? p.turn.text : p.turn.input)],
+    stop_reason: p.turn.kind === 'text' ? 'end_turn' : 'tool_use',
+    stop_sequence: null,
+    usage: usageBody(p.usage, outputTokens),
+  });
+  if (cutAfter < 0) return replyJson(ex, 200, body);
+  replyTruncated(ex, body);
+}
+
+/** `POST /v1/messages`. */
+export function handleMessages(ctx: MockContext, ex: Exchange): void {
+  serveModelRequest(ctx, ex, 'anthropic', answer);
+}
+
+/** `POST /v1/messages/count_tokens`: the prompt's whole count, caching aside (as Anthropic counts it). */
+export function handleCountTokens(ctx: MockContext, ex: Exchange): void {
+  serveModelRequest(ctx, ex, 'anthropic', (_ctx, exchange, cutAfter) => {
+    const payload = parseBody(exchange);
+    if (typeof payload === 'string') return replyAnthropicInvalid(exchange, payload);
+    const body = JSON.stringify({ input_tokens: promptUsage(payload, null).totalTokens });
+    if (cutAfter < 0) return replyJson(exchange, 200, body);
+    replyTruncated(exchange, body);
+  });
+}

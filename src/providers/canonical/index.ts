@@ -1,0 +1,55 @@
+// canonical/: the one internal chat form that client and provider protocols translate
+// through (OpenAI chat completions, Anthropic Messages), so adding a protocol adds two
+// converters, not one per pair. Pure functions for requests, responses, usage and errors;
+// one stateful class per translated stream. Request converters refuse, by field path, what
+// the target protocol cannot express instead of dropping it. Part of providers/ and, like
+// it, imports nothing but errors.ts. ADR-0011 (docs/decisions/0011-canonical-form.md).
+
+export { anthropicRequestToCanonical } from './anthropic-request-reader.js';
+export { type AnthropicRequestOptions, canonicalToAnthropicRequest, DEFAULT_MAX_TOKENS } from './anthropic-request-writer.js';
+export { AnthropicUsageReader } from './anthropic-usage-reader.js';
+export { openaiRequestToCanonical, TOOL_ERROR_PREFIX } from './openai-request-reader.js';
+export { canonicalToOpenaiRequest, type OpenaiRequestOptions } from './openai-request-writer.js';
+export {
+  anthropicResponseToCanonical,
+  canonicalToAnthropicResponse,
+  canonicalToOpenaiResponse,
+  openaiResponseToCanonical,
+} from './responses.js';
+export { type SseListener, SseParser } from './sse-parser.js';
+export {
+  type AnthropicStopReason,
+  type OpenaiFinishReason,
+  stopReasonFromAnthropic,
+  stopReasonFromOpenai,
+  stopReasonToAnthropic,
+  stopReasonToOpenai,
+} from './stop-reason.js';
+export { StreamTranslator, type StreamTranslatorOptions } from './stream-translator.js';
+export type {
+  CacheControl,
+  CanonicalMessage,
+  CanonicalRequest,
+  CanonicalResponse,
+  CanonicalTool,
+  ChatProtocol,
+  ContentPart,
+  ImagePart,
+  ImageSource,
+  Refusal,
+  StopReason,
+  TextPart,
+  ToolCallPart,
+  ToolChoice,
+  ToolResultPart,
+  Translation,
+} from './types.js';
+export {
+  type AnthropicErrorType,
+  anthropicErrorBodyFor,
+  anthropicErrorType,
+  openaiErrorBodyFor,
+  openaiErrorType,
+  translateErrorResponse,
+} from './upstream-error.js';
+export { type AnthropicUsage, type OpenaiUsage, usageFromAnthropic, usageFromOpenai, usageToAnthropic, usageToOpenai } from './usage.js';

@@ -1,0 +1,217 @@
+import type {
+  CanonicalMessage,
+  CanonicalRequest,
+  CanonicalTool,
+  ContentPart,
+  ImagePart,
+  TextPart,
+  ToolChoice,
+  Translation,
+} from './types.js';
+import { attempt, isRecord, parseToolArguments, refuse } from './types.js';
+import { num, onlyKeys, positiveInteger, present, text } from './wire-fields.js';
+
+// OpenAI chat completion requests <-> the canonical form. Every top-level field is listed
+// below with what becomes of it; a field not listed is refused, so nothing a client asked
+// for is silently dropped. ADR-0011 gives the reasons for each refusal.
+
+/** How a tool_result with `is_error` reads in OpenAI, which has no such flag (ADR-0011). */
+export const TOOL_ERROR_PREFIX = '[tool error] ';
+
+/** Fields accepted only at their neutral value (the one that changes nothing). */
+const NEUTRAL: Readonly<Record<string, (v: unknown) => boolean>> = {
+  n: (v) => v === 1,
+  logprobs: (v) => v === false,
+  presence_penalty: (v) => v === 0,
+  frequency_penalty: (v) => v === 0,
+  logit_bias: (v) => isRecord(v) && Object.keys(v).length === 0,
+  response_format: (v) => isRecord(v) && v.type === 'text',
+  store: (v) => v === false,
+  metadata: (v) => isRecord(v) && Object.keys(v).length === 0,
+  service_tier: (v) => v === 'auto',
+  modalities: (v) => Array.isArray(v) && v.length === 1 && v[0] === 'text',
+};
+
+const HANDLED = new Set([
+  'model',
+  'messages',
+  'max_tokens',
+  'max_completion_tokens',
+  'temperature',
+  'top_p',
+  'stop',
+  'stream',
+  'stream_options',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'user',
+  'safety_identifier',
+]);
+
+const DATA_URL = /^data:([^;,]+);base64,/;
+
+function imagePart(part: Record<string, unknown>, path: string): ImagePart {
+  const image = part.image_url;
+  if (!isRecord(image)) refuse('invalid', `${path}.image_url`, `${path}.image_url must be an object`);
+  onlyKeys(image, `${path}.image_url`, ['url', 'detail']);
+  // A resolution hint Anthropic cannot honour; `auto` is OpenAI's default, so it means nothing.
+  if (present(image.detail) && image.detail !== 'auto') {
+    refuse('unsupported', `${path}.image_url.detail`, 'image detail levels have no counterpart in the target protocol');
+  }
+  const url = text(image.url, `${path}.image_url.url`);
+  const data = DATA_URL.exec(url);
+  if (data === null) return { type: 'image', source: { kind: 'url', url } };
+  return { type: 'image', source: { kind: 'base64', mediaType: data[1] as string, data: url.slice(data[0].length) } };
+}
+
+function contentParts(content: unknown, path: string, allowImages: boolean): (TextPart | ImagePart)[] {
+  if (typeof content === 'string') return [{ type: 'text', text: content }];
+  if (!Array.isArray(content)) refuse('invalid', path, `${path} must be a string or an array of content parts`);
+  return content.map((part, i): TextPart | ImagePart => {
+    const at = `${path}[${i}]`;
+    if (!isRecord(part)) refuse('invalid', at, `${at} must be an object`);
+    if (part.type === 'text') {
+      onlyKeys(part, at, ['type', 'text']);
+      return { type: 'text', text: text(part.text, `${at}.text`) };
+    }
+    if (part.type === 'image_url' && allowImages) {
+      onlyKeys(part, at, ['type', 'image_url']);
+      return imagePart(part, at);
+    }
+    return refuse('unsupported', `${at}.type`, `content part type ${JSON.stringify(part.type)} is not supported here`);
+  });
+}
+
+function toolCalls(calls: unknown, path: string): ContentPart[] {
+  if (!Array.isArray(calls)) refuse('invalid', path, `${path} must be an array`);
+  return calls.map((call, j) => {
+    const at = `${path}[${j}]`;
+    if (!isRecord(call) || call.type !== 'function' || !isRecord(call.function)) {
+      return refuse('unsupported', at, `${at} must be a function tool call`);
+    }
+    const input = parseToolArguments(text(call.function.arguments, `${at}.function.arguments`), `${at}.function.arguments`);
+    return { type: 'tool_call', id: text(call.id, `${at}.id`), name: text(call.function.name, `${at}.function.name`), input };
+  });
+}
+
+function message(raw: unknown, i: number): CanonicalMessage | TextPart[] {
+  const path = `messages[${i}]`;
+  if (!isRecord(raw)) refuse('invalid', path, `${path} must be an object`);
+  const role = raw.role;
+  if (role === 'system' || role === 'developer') {
+    onlyKeys(raw, path, ['role', 'content']);
+    return contentParts(raw.content, `${path}.content`, false) as TextPart[];
+  }
+  if (role === 'user') {
+    onlyKeys(raw, path, ['role', 'content']);
+    return { role: 'user', content: contentParts(raw.content, `${path}.content`, true) };
+  }
+  if (role === 'assistant') {
+    onlyKeys(raw, path, ['role', 'content', 'tool_calls', 'refusal']);
+    const content: ContentPart[] = [];
+    if (present(raw.content)) {
+      // An assistant turn that only calls tools often carries `content: ""`; Anthropic refuses empty text blocks.
+      for (const part of contentParts(raw.content, `${path}.content`, false))
+        if (part.type !== 'text' || part.text !== '') content.push(part);
+    }
+    if (present(raw.refusal)) content.push({ type: 'text', text: text(raw.refusal, `${path}.refusal`) });
+    if (present(raw.tool_calls)) content.push(...toolCalls(raw.tool_calls, `${path}.tool_calls`));
+    return { role: 'assistant', content };
+  }
+  if (role === 'tool') {
+    onlyKeys(raw, path, ['role', 'content', 'tool_call_id']);
+    const parts = contentParts(raw.content, `${path}.content`, false) as TextPart[];
+    const first = parts[0];
+    const isError = first?.text.startsWith(TOOL_ERROR_PREFIX) === true;
+    const content =
+      isError && first !== undefined
+        ? [{ type: 'text' as const, text: first.text.slice(TOOL_ERROR_PREFIX.length) }, ...parts.slice(1)]
+        : parts;
+    const toolCallId = text(raw.tool_call_id, `${path}.tool_call_id`);
+    return { role: 'user', content: [{ type: 'tool_result', toolCallId, content, isError }] };
+  }
+  return refuse('unsupported', `${path}.role`, `message role ${JSON.stringify(role)} is not supported`);
+}
+
+function tools(raw: unknown): CanonicalTool[] {
+  if (!Array.isArray(raw)) refuse('invalid', 'tools', 'tools must be an array');
+  return raw.map((tool, i) => {
+    const at = `tools[${i}]`;
+    if (!isRecord(tool) || tool.type !== 'function' || !isRecord(tool.function)) {
+      return refuse('unsupported', `${at}.type`, 'only function tools are supported');
+    }
+    const fn = tool.function;
+    onlyKeys(fn, `${at}.function`, ['name', 'description', 'parameters', 'strict']);
+    if (present(fn.strict) && fn.strict !== false) refuse('unsupported', `${at}.function.strict`, 'strict tool schemas are not supported');
+    const inputSchema = isRecord(fn.parameters) ? fn.parameters : { type: 'object', properties: {} };
+    const name = text(fn.name, `${at}.function.name`);
+    return present(fn.description)
+      ? { name, description: text(fn.description, `${at}.function.description`), inputSchema }
+      : { name, inputSchema };
+  });
+}
+
+function toolChoice(raw: unknown): ToolChoice {
+  if (raw === 'auto' || raw === 'none') return { type: raw };
+  if (raw === 'required') return { type: 'any' };
+  if (isRecord(raw) && raw.type === 'function' && isRecord(raw.function)) {
+    return { type: 'tool', name: text(raw.function.name, 'tool_choice.function.name') };
+  }
+  return refuse('unsupported', 'tool_choice', 'tool_choice must be auto, none, required or a function');
+}
+
+/** An OpenAI chat completion request body (parsed JSON) in the canonical form. */
+export function openaiRequestToCanonical(body: unknown): Translation<CanonicalRequest> {
+  return attempt(() => {
+    if (!isRecord(body)) return refuse('invalid', '', 'the request body must be a JSON object');
+    for (const key of Object.keys(body)) {
+      const value = body[key];
+      if (HANDLED.has(key) || !present(value)) continue;
+      const neutral = NEUTRAL[key];
+      if (neutral?.(value) === true) continue;
+      refuse('unsupported', key, `${key} cannot be translated to the target protocol`);
+    }
+    const model = text(body.model, 'model');
+    if (!Array.isArray(body.messages)) return refuse('invalid', 'messages', 'messages must be an array');
+    const system: TextPart[] = [];
+    const messages: CanonicalMessage[] = [];
+    body.messages.forEach((raw, i) => {
+      const read = message(raw, i);
+      if (!Array.isArray(read)) messages.push(read);
+      // Anthropic has one system prompt, before the conversation: a later system message has no place there.
+      else if (messages.length === 0) system.push(...read);
+      else refuse('unsupported', `messages[${i}].role`, 'a system message after the conversation has started cannot be translated');
+    });
+    const out: { -readonly [K in keyof CanonicalRequest]: CanonicalRequest[K] } = { model, system, messages, stream: body.stream === true };
+    const max = present(body.max_completion_tokens) ? 'max_completion_tokens' : present(body.max_tokens) ? 'max_tokens' : null;
+    if (max !== null) out.maxOutputTokens = positiveInteger(body[max], max);
+    if (present(body.temperature)) out.temperature = num(body.temperature, 'temperature');
+    if (present(body.top_p)) out.topP = num(body.top_p, 'top_p');
+    if (present(body.stop)) {
+      const stop = body.stop;
+      out.stopSequences =
+        typeof stop === 'string'
+          ? [stop]
+          : Array.isArray(stop)
+            ? stop.map((s, i) => text(s, `stop[${i}]`))
+            : refuse('invalid', 'stop', 'stop must be a string or an array');
+    }
+    if (present(body.stream_options)) {
+      const options = body.stream_options;
+      if (!isRecord(options)) return refuse('invalid', 'stream_options', 'stream_options must be an object');
+      onlyKeys(options, 'stream_options', ['include_usage']);
+      if (options.include_usage === true) out.streamUsage = true;
+    }
+    if (present(body.tools)) out.tools = tools(body.tools);
+    if (present(body.tool_choice)) out.toolChoice = toolChoice(body.tool_choice);
+    if (present(body.parallel_tool_calls)) out.parallelToolCalls = body.parallel_tool_calls === true;
+    // `safety_identifier` is OpenAI's newer name for the end-user id that `user` carried.
+    const user = present(body.safety_identifier) ? 'safety_identifier' : present(body.user) ? 'user' : null;
+    if (user !== null) out.user = text(body[user], user);
+    if (user === 'safety_identifier' && present(body.user) && body.user !== body.safety_identifier) {
+      refuse('unsupported', 'user', 'user and safety_identifier name different end users; the target protocol has one');
+    }
+    return out;
+  });
+}

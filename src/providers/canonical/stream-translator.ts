@@ -1,0 +1,133 @@
+import type { TokenUsage } from '../metering.js';
+import { AnthropicEventDecoder, AnthropicEventEncoder } from './anthropic-stream.js';
+import { OpenaiChunkDecoder, OpenaiChunkEncoder } from './openai-stream.js';
+import { SseParser } from './sse-parser.js';
+import type { StreamSink } from './stream-sink.js';
+import type { StopReason } from './types.js';
+
+export interface StreamTranslatorOptions {
+  /** The upstream's protocol. */
+  readonly from: 'openai' | 'anthropic';
+  /** The client's protocol; must differ from `from` (same protocols are relayed as they are). */
+  readonly to: 'openai' | 'anthropic';
+  /** OpenAI clients only: send the usage-only last chunk (`stream_options.include_usage`). */
+  readonly includeUsage?: boolean;
+}
+
+/** Watches the canonical events on their way to the encoder, to report usage and completeness. */
+class Tap implements StreamSink {
+  readonly #next: StreamSink;
+  seenUsage: TokenUsage | null = null;
+  ended = false;
+  failed = false;
+
+  constructor(next: StreamSink) {
+    this.#next = next;
+  }
+
+  start(id: string, model: string): void {
+    this.#next.start(id, model);
+  }
+  text(text: string): void {
+    this.#next.text(text);
+  }
+  toolStart(tool: number, id: string, name: string): void {
+    this.#next.toolStart(tool, id, name);
+  }
+  toolArguments(tool: number, json: string): void {
+    this.#next.toolArguments(tool, json);
+  }
+  finish(reason: StopReason | null, stopSequence: string | null): void {
+    this.#next.finish(reason, stopSequence);
+  }
+  usage(usage: TokenUsage): void {
+    this.seenUsage = usage;
+    this.#next.usage(usage);
+  }
+  done(): void {
+    this.ended = true;
+    this.#next.done();
+  }
+  error(status: number, message: string): void {
+    this.failed = true;
+    this.#next.error(status, message);
+  }
+}
+
+/**
+ * Translates one streamed answer between protocols as it arrives. Fed the upstream's raw
+ * bytes, split anywhere, it returns the bytes to write to the client for each chunk: an
+ * event is translated as soon as its blank line arrives, so the client's first byte waits
+ * for nothing but the upstream's first event. State lives here, per stream; the decoding
+ * and encoding rules are in the protocol codecs, meeting in canonical events.
+ */
+export class StreamTranslator {
+  readonly #parser = new SseParser();
+  readonly #encoder: OpenaiChunkEncoder | AnthropicEventEncoder;
+  readonly #tap: Tap;
+  readonly #onEvent: (event: string, data: string) => void;
+  readonly #upstreamFinished: () => boolean;
+  #closed = false;
+
+  constructor(options: StreamTranslatorOptions) {
+    if (options.from === options.to) throw new TypeError('a stream translator needs two different protocols');
+    this.#encoder = options.to === 'openai' ? new OpenaiChunkEncoder(options.includeUsage === true) : new AnthropicEventEncoder();
+    this.#tap = new Tap(this.#encoder);
+    if (options.from === 'openai') {
+      const decoder = new OpenaiChunkDecoder(this.#tap);
+      this.#onEvent = (_event, data) => decoder.data(data);
+      // Some OpenAI-compatible servers end after the finish chunk without `[DONE]`.
+      this.#upstreamFinished = () => decoder.finished;
+    } else {
+      const decoder = new AnthropicEventDecoder(this.#tap);
+      this.#onEvent = (event, data) => decoder.data(event, data);
+      this.#upstreamFinished = () => false;
+    }
+  }
+
+  /** The usage the upstream reported so far (whole, not an increment), or null. */
+  get usage(): TokenUsage | null {
+    return this.#tap.seenUsage;
+  }
+
+  /** The upstream's answer ended as its protocol says a whole answer ends. */
+  get complete(): boolean {
+    return this.#tap.ended;
+  }
+
+  /** The client's bytes for this upstream chunk; '' while an event is still incomplete. */
+  push(chunk: Buffer | string): string {
+    if (this.#closed) return '';
+    this.#parser.push(chunk, this.#onEvent);
+    return this.#take();
+  }
+
+  /**
+   * The upstream ended: the client's last bytes. An answer that ended before its protocol's
+   * end (message_stop, or a finish_reason) is cut, and ends with the client's error event.
+   */
+  end(): string {
+    if (this.#closed) return '';
+    this.#parser.end(this.#onEvent);
+    if (!this.#tap.ended && !this.#tap.failed) {
+      if (this.#upstreamFinished()) this.#tap.done();
+      else return this.#take() + this.fail('the upstream stream ended before the answer was complete');
+    }
+    this.#closed = true;
+    return this.#take();
+  }
+
+  /** The client protocol's error event, ending the stream (an upstream that broke, timed out...). */
+  fail(message: string): string {
+    if (this.#closed) return '';
+    this.#closed = true;
+    this.#encoder.error(502, message, 'stream_interrupted');
+    return this.#take();
+  }
+
+  #take(): string {
+    const out = this.#encoder.out;
+    this.#encoder.out = '';
+    return out;
+  }
+}

@@ -1,0 +1,131 @@
+import type { ChatProtocol } from './types.js';
+import { isRecord } from './types.js';
+
+// Error answers in the client's protocol. The status decides the wire type, so the gateway's
+// own errors (status, code, message) and an upstream's translated errors read alike.
+
+export type AnthropicErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'billing_error'
+  | 'permission_error'
+  | 'not_found_error'
+  | 'request_too_large'
+  | 'rate_limit_error'
+  | 'api_error'
+  | 'timeout_error'
+  | 'overloaded_error';
+
+/** Anthropic's documented error types by HTTP status; `insufficient_quota` (OpenAI's billing refusal) is a billing error. */
+export function anthropicErrorType(status: number, code: string | null = null): AnthropicErrorType {
+  if (code === 'insufficient_quota') return 'billing_error';
+  switch (status) {
+    case 400:
+      return 'invalid_request_error';
+    case 401:
+      return 'authentication_error';
+    case 402:
+      return 'billing_error';
+    case 403:
+      return 'permission_error';
+    case 404:
+      return 'not_found_error';
+    case 413:
+      return 'request_too_large';
+    case 429:
+      return 'rate_limit_error';
+    case 503:
+    case 529:
+      return 'overloaded_error';
+    case 504:
+      return 'timeout_error';
+  }
+  return status < 500 ? 'invalid_request_error' : 'api_error';
+}
+
+const ANTHROPIC_STATUS: Readonly<Record<AnthropicErrorType, number>> = {
+  invalid_request_error: 400,
+  authentication_error: 401,
+  billing_error: 402,
+  permission_error: 403,
+  not_found_error: 404,
+  request_too_large: 413,
+  rate_limit_error: 429,
+  api_error: 500,
+  timeout_error: 504,
+  overloaded_error: 529,
+};
+
+export function statusOfAnthropicError(type: unknown): number {
+  return ANTHROPIC_STATUS[type as AnthropicErrorType] ?? 500;
+}
+
+/** OpenAI's error type for a status, as errors.ts's catalog spells them. */
+export function openaiErrorType(status: number, code: string | null = null): string {
+  if (code === 'insufficient_quota' || code === 'billing_error') return 'insufficient_quota';
+  switch (status) {
+    case 401:
+      return 'authentication_error';
+    case 403:
+      return 'permission_error';
+    case 429:
+      return 'rate_limit_error';
+  }
+  return status < 500 ? 'invalid_request_error' : 'server_error';
+}
+
+const OPENAI_STATUS: Readonly<Record<string, number>> = {
+  invalid_request_error: 400,
+  authentication_error: 401,
+  permission_error: 403,
+  rate_limit_error: 429,
+  insufficient_quota: 429,
+};
+
+export function statusOfOpenaiError(type: unknown): number {
+  return OPENAI_STATUS[type as string] ?? 500;
+}
+
+/** Anthropic's error body, `{"type":"error","error":{"type","message"}}`, for any status. */
+export function anthropicErrorBodyFor(status: number, code: string | null, message: string): string {
+  return JSON.stringify({ type: 'error', error: { type: anthropicErrorType(status, code), message } });
+}
+
+/** OpenAI's error body, `{"error":{"message","type","param","code"}}`, for any status. */
+export function openaiErrorBodyFor(status: number, code: string | null, message: string): string {
+  return JSON.stringify({ error: { message, type: openaiErrorType(status, code), param: null, code } });
+}
+
+/** The message and code an error body of either protocol carries, or null when it carries none. */
+function readError(body: string): { message: string; code: string | null } | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return null;
+  }
+  if (!isRecord(parsed) || !isRecord(parsed.error) || typeof parsed.error.message !== 'string') return null;
+  const e = parsed.error;
+  // OpenAI's `code` is the specific reason; Anthropic's `type` is all it has.
+  const code = typeof e.code === 'string' ? e.code : typeof e.type === 'string' ? e.type : null;
+  return { message: e.message as string, code };
+}
+
+/**
+ * An upstream's error answer (status and body, in the upstream's protocol) as the client's
+ * protocol expects it. The status is kept, except Anthropic's non-standard 529 that an
+ * OpenAI client reads as 503. A body that is not a recognisable error keeps only its status.
+ */
+export function translateErrorResponse(
+  status: number,
+  body: Buffer | string,
+  from: ChatProtocol,
+  to: ChatProtocol,
+): { status: number; body: string } {
+  const text = typeof body === 'string' ? body : body.toString('utf8');
+  if (from === to) return { status, body: text };
+  const read = readError(text) ?? { message: `the provider answered HTTP ${status}`, code: null };
+  if (to === 'anthropic') return { status, body: anthropicErrorBodyFor(status, read.code, read.message) };
+  const outStatus = status === 529 ? 503 : status;
+  return { status: outStatus, body: openaiErrorBodyFor(outStatus, read.code, read.message) };
+}

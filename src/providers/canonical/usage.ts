@@ -1,0 +1,76 @@
+import type { TokenUsage } from '../metering.js';
+import { isRecord } from './types.js';
+
+// Usage between the wire shapes and TokenUsage, whose `inputTokens` counts every prompt
+// token (metering.ts). OpenAI's `prompt_tokens` already includes its cached tokens;
+// Anthropic's `input_tokens` excludes both cache reads and cache writes, so they are added
+// in on the way in and taken out on the way out. Cache counts are present only when
+// non-zero, so every count survives a round trip through either protocol exactly.
+//
+// OpenAI has no field for cache writes. They travel as `prompt_tokens_details
+// .cache_write_tokens`, an extension that OpenAI SDKs pass through untouched; without it an
+// Anthropic upstream's cache writes would vanish on the way to an OpenAI client.
+
+export interface OpenaiUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details?: { cached_tokens: number; cache_write_tokens?: number };
+}
+
+export interface AnthropicUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
+}
+
+function count(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0;
+}
+
+function withCache(inputTokens: number, outputTokens: number, read: number, write: number): TokenUsage {
+  if (read === 0 && write === 0) return { inputTokens, outputTokens };
+  if (write === 0) return { inputTokens, outputTokens, cacheReadTokens: read };
+  if (read === 0) return { inputTokens, outputTokens, cacheWriteTokens: write };
+  return { inputTokens, outputTokens, cacheReadTokens: read, cacheWriteTokens: write };
+}
+
+/** OpenAI `usage` -> TokenUsage; null when it has no token counts. */
+export function usageFromOpenai(usage: unknown): TokenUsage | null {
+  if (!isRecord(usage) || typeof usage.prompt_tokens !== 'number') return null;
+  const details = isRecord(usage.prompt_tokens_details) ? usage.prompt_tokens_details : {};
+  return withCache(usage.prompt_tokens, count(usage.completion_tokens), count(details.cached_tokens), count(details.cache_write_tokens));
+}
+
+export function usageToOpenai(usage: TokenUsage): OpenaiUsage {
+  const read = usage.cacheReadTokens ?? 0;
+  const write = usage.cacheWriteTokens ?? 0;
+  const out: OpenaiUsage = {
+    prompt_tokens: usage.inputTokens,
+    completion_tokens: usage.outputTokens,
+    total_tokens: usage.inputTokens + usage.outputTokens,
+    prompt_tokens_details: write === 0 ? { cached_tokens: read } : { cached_tokens: read, cache_write_tokens: write },
+  };
+  return out;
+}
+
+/** Anthropic `usage` (a message's, or message_start's) -> TokenUsage; null when it has no input count. */
+export function usageFromAnthropic(usage: unknown): TokenUsage | null {
+  if (!isRecord(usage) || typeof usage.input_tokens !== 'number') return null;
+  const read = count(usage.cache_read_input_tokens);
+  const write = count(usage.cache_creation_input_tokens);
+  return withCache(usage.input_tokens + read + write, count(usage.output_tokens), read, write);
+}
+
+export function usageToAnthropic(usage: TokenUsage): AnthropicUsage {
+  const read = usage.cacheReadTokens ?? 0;
+  const write = usage.cacheWriteTokens ?? 0;
+  return {
+    // Never negative, even for an upstream whose cache counts exceed its prompt count.
+    input_tokens: Math.max(0, usage.inputTokens - read - write),
+    output_tokens: usage.outputTokens,
+    cache_creation_input_tokens: write,
+    cache_read_input_tokens: read,
+  };
+}
