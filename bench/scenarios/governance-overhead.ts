@@ -4,6 +4,7 @@ import { alternate } from '../lib/alternation.js';
 import { BENCH_MODEL, CHAT_BODY, gatewayConfig, mockProvider } from '../lib/gateway-config.js';
 import { failuresOf, type LoadFigures, loadFigures, runLoad } from '../lib/load.js';
 import { round } from '../lib/percentiles.js';
+import { cpuMsOf } from '../lib/proc-cpu.js';
 import { checkTarget, type Scenario, type ScenarioContext, type ScenarioReport } from '../lib/scenario.js';
 import { renderTable } from '../lib/table.js';
 
@@ -57,10 +58,25 @@ export const governanceOverhead: Scenario = {
     ctx.progress(`warm-up: ${ctx.warmupS} s per gateway`);
     for (const k of keys) await runLoad(spec(k, ctx.warmupS));
     ctx.progress(`c=32: ${keys.length} gateways x 2 halves of ${ctx.durationS / 2} s, order A-B-C-C-B-A`);
-    const runs = await alternate(keys, (k) => runLoad(spec(k, ctx.durationS / 2)));
+    const cpuMs: Record<Key, number> = { open: 0, memory: 0, redis: 0 };
+    const runs = await alternate(keys, async (k) => {
+      const before = cpuMsOf(gateways[k].pid);
+      const run = await runLoad(spec(k, ctx.durationS / 2));
+      const after = cpuMsOf(gateways[k].pid);
+      if (before !== null && after !== null) cpuMs[k] += after - before;
+      return run;
+    });
     const load = Object.fromEntries(keys.map((k) => [k, loadFigures(runs[k])])) as Record<Key, LoadFigures>;
     const problems = keys.map((k) => failuresOf(LABELS[k], load[k])).filter((p): p is string => p !== null);
     const ratio = (k: Key) => round(load[k].req_per_s / load.open.req_per_s, 3);
+    // The gateway's own CPU per request: steadier than req/s on a shared machine (see proc-cpu.ts).
+    const served = (k: Key) => load[k].ok;
+    const cpuUsPerRequest = (k: Key) => (served(k) > 0 ? round((cpuMs[k] * 1000) / served(k), 1) : null);
+    const cpuRatio = (k: Key) => {
+      const own = cpuUsPerRequest(k);
+      const open = cpuUsPerRequest('open');
+      return own === null || open === null || own === 0 ? null : round(open / own, 3);
+    };
     const targets = [
       checkTarget('throughput ratio one key (memory store) / no keys, c=32', ratio('memory'), '>=', TARGETS.memory, ''),
       checkTarget('throughput ratio one key (redis store) / no keys, c=32', ratio('redis'), '>=', TARGETS.redis, ''),
@@ -69,15 +85,28 @@ export const governanceOverhead: Scenario = {
       LABELS[k],
       load[k].req_per_s,
       ratio(k),
+      cpuUsPerRequest(k) ?? '-',
+      cpuRatio(k) ?? '-',
       load[k].latency_ms.p50Ms,
       load[k].latency_ms.p99Ms,
       load[k].ok,
       load[k].errors + load[k].non2xx,
     ]);
     return {
-      figures: { load, ratios: { memory: ratio('memory'), redis: ratio('redis') } },
+      figures: {
+        load,
+        ratios: { memory: ratio('memory'), redis: ratio('redis') },
+        cpu_us_per_request: { open: cpuUsPerRequest('open'), memory: cpuUsPerRequest('memory'), redis: cpuUsPerRequest('redis') },
+        cpu_ratios: { memory: cpuRatio('memory'), redis: cpuRatio('redis') },
+      },
       targets,
-      tables: [renderTable('governance at c=32 (ms)', ['gateway', 'req/s', '/no keys', 'p50', 'p99', '2xx', 'failed'], rows)],
+      tables: [
+        renderTable(
+          'governance at c=32 (ms; gateway CPU per request in µs, and no-keys CPU / this CPU)',
+          ['gateway', 'req/s', '/no keys', 'cpu µs/req', 'cpu ratio', 'p50', 'p99', '2xx', 'failed'],
+          rows,
+        ),
+      ],
       problems,
     };
   },

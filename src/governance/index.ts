@@ -14,7 +14,6 @@ export {
   authenticate,
   bearerToken,
   buildKeyTable,
-  constantTimeEqual,
   hashKey,
   type KeyRecord,
   type KeyTable,

@@ -210,33 +210,87 @@ return out
 `;
 
 /**
- * ARGV: id, reservedTokens, actualTokens, actualCost, reservedCost, month, day, atMs, n.
- * Trues up the token log and the day, turns the reservation into spend. The reservation is
- * given back only while it is still open (a second call, or one after its expiry, finds
- * nothing in resv); the spend is not idempotent: call it once.
+ * Settles a batch of reservations (see RedisGovernanceStore: settles are sent together,
+ * a few milliseconds at most after their responses). KEYS: each reservation's scope keys in
+ * turn; ARGV: the count, then per reservation id, reservedTokens, actualTokens, actualCost,
+ * reservedCost, month, day, atMs, scopes.
+ * Trues up the token log and the day and turns each reservation into spend. A reservation is
+ * given back only while it is still open (one already settled, or expired, is not found in
+ * resv); the spend is not idempotent: settle once. The counters of a scope are read and
+ * written once per batch, however many of its requests the batch holds.
  */
 export const SETTLE_SCRIPT = `
-local id = ARGV[1]; local est = tonumber(ARGV[2]); local actual = tonumber(ARGV[3])
-local cost = tonumber(ARGV[4]); local rcost = ARGV[5]; local month = ARGV[6]; local day = ARGV[7]
-local at = ARGV[8]; local n = tonumber(ARGV[9])
-local K = ${KEYS_PER_SCOPE}
-local delta = actual - est
-for i = 1, n do
-  local k = (i - 1) * K
-  -- A correction at the reservation's own time: it leaves the window with the reservation,
-  -- so the log's sum is right now and after (also when the reservation already left).
-  if delta ~= 0 then redis.call('ZADD', KEYS[k + 1], at, id .. '~' .. delta) end
-  local open = 0
-  if redis.call('ZREM', KEYS[k + 3], month .. ':' .. id .. ':' .. rcost) == 1 then open = tonumber(rcost) end
-  local v = redis.call('HMGET', KEYS[k + 2], 'tsum', 'd:' .. day, 's:' .. month, 'r:' .. month)
-  local fields = {'s:' .. month, tonumber(v[3] or '0') + cost}
-  if open > 0 then fields[#fields + 1] = 'r:' .. month; fields[#fields + 1] = math.max(0, tonumber(v[4] or '0') - open) end
-  if delta ~= 0 then fields[#fields + 1] = 'tsum'; fields[#fields + 1] = tonumber(v[1] or '0') + delta end
-  -- A day that has already rolled over is history: only its own day's field is trued up.
-  if v[2] and delta ~= 0 then fields[#fields + 1] = 'd:' .. day; fields[#fields + 1] = math.max(0, tonumber(v[2]) + delta) end
-  redis.call('HSET', KEYS[k + 2], unpack(fields))
+local m = tonumber(ARGV[1])
+local a = 1
+local k = 0
+local corrections, corrected = {}, {}
+local releases, released = {}, {}
+local deltas, touched = {}, {}
+local function bump(counters, field, d)
+  local c = deltas[counters]
+  if not c then
+    c = {}
+    deltas[counters] = c
+    touched[#touched + 1] = counters
+  end
+  c[field] = (c[field] or 0) + d
 end
-return 1
+for j = 1, m do
+  local id = ARGV[a + 1]; local delta = tonumber(ARGV[a + 3]) - tonumber(ARGV[a + 2])
+  local cost = tonumber(ARGV[a + 4]); local rcost = ARGV[a + 5]; local month = ARGV[a + 6]; local day = ARGV[a + 7]
+  local at = ARGV[a + 8]; local n = tonumber(ARGV[a + 9])
+  a = a + 9
+  for i = 1, n do
+    local log, counters, resv = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
+    k = k + 3
+    if delta ~= 0 then
+      -- A correction at the reservation's own time: it leaves the window with the
+      -- reservation, so the log's sum is right now and after.
+      local c = corrections[log]
+      if not c then c = {}; corrections[log] = c; corrected[#corrected + 1] = log end
+      c[#c + 1] = at; c[#c + 1] = id .. '~' .. delta
+      bump(counters, 'tsum', delta)
+      bump(counters, 'd:' .. day, delta)
+    end
+    local r = releases[resv]
+    if not r then r = {}; releases[resv] = r; released[#released + 1] = resv end
+    r[#r + 1] = {month .. ':' .. id .. ':' .. rcost, counters, 'r:' .. month, tonumber(rcost)}
+    bump(counters, 's:' .. month, cost)
+  end
+end
+for _, log in ipairs(corrected) do redis.call('ZADD', log, unpack(corrections[log])) end
+for _, resv in ipairs(released) do
+  local list = releases[resv]
+  local members = {}
+  for i, e in ipairs(list) do members[i] = e[1] end
+  local scores = redis.call('ZMSCORE', resv, unpack(members))
+  local open = {}
+  for i, e in ipairs(list) do
+    if scores[i] then
+      open[#open + 1] = e[1]
+      bump(e[2], e[3], -e[4])
+    end
+  end
+  if #open > 0 then redis.call('ZREM', resv, unpack(open)) end
+end
+for _, counters in ipairs(touched) do
+  local c = deltas[counters]
+  local fields = {}
+  for f in pairs(c) do fields[#fields + 1] = f end
+  local v = redis.call('HMGET', counters, unpack(fields))
+  local out = {}
+  for i, f in ipairs(fields) do
+    local kind = string.sub(f, 1, 1)
+    -- A day that has already rolled over is history: only a day still counted is trued up.
+    if not (kind == 'd' and not v[i]) then
+      local value = tonumber(v[i] or '0') + c[f]
+      if kind ~= 's' and value < 0 then value = 0 end
+      out[#out + 1] = f; out[#out + 1] = value
+    end
+  end
+  if #out > 0 then redis.call('HSET', counters, unpack(out)) end
+end
+return m
 `;
 
 /**

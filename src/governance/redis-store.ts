@@ -44,6 +44,18 @@ function script(text: string): Script {
   return { text, sha: createHash('sha1').update(text).digest('hex') };
 }
 
+/** A settle waits at most this long for others to share its round trip. */
+const SETTLE_BATCH_MS = 2;
+/** …and a batch this large goes at once (it stays far below Lua's unpack limit). */
+const SETTLE_BATCH_MAX = 64;
+
+interface PendingSettle {
+  readonly r: Reservation;
+  readonly actual: Actual;
+  readonly resolve: () => void;
+  readonly reject: (err: unknown) => void;
+}
+
 const RESERVE = script(RESERVE_SCRIPT);
 const SETTLE = script(SETTLE_SCRIPT);
 const STATUS = script(STATUS_SCRIPT);
@@ -56,6 +68,10 @@ const STATUS = script(STATUS_SCRIPT);
  */
 export class RedisGovernanceStore implements GovernanceStore {
   readonly #redis: Redis;
+  /** Settles waiting to be sent, by team. */
+  readonly #pending = new Map<string, PendingSettle[]>();
+  #flushTimer: NodeJS.Timeout | null = null;
+  readonly #inFlight = new Set<Promise<unknown>>();
   readonly #prefix: string;
   readonly #reservationTtlMs: number;
 
@@ -154,19 +170,53 @@ export class RedisGovernanceStore implements GovernanceStore {
     return { ok: false, refusal: limitRefusal(scope, out[2] as LimitKind, Number(out[3]), nowMs, rateLimitView(scopes, windows, nowMs)) };
   }
 
-  async settle(r: Reservation, actual: Actual, _nowMs: number): Promise<void> {
-    const keys = r.scopes.flatMap((s) => this.#scopeKeys(s));
-    await this.#eval(SETTLE, keys, [
-      r.id,
-      r.tokens,
-      actual.tokens,
-      actual.costMicroUsd,
-      r.costMicroUsd,
-      r.month,
-      r.day,
-      r.atMs,
-      r.scopes.length,
-    ]);
+  /**
+   * Queued and sent with the others of its team a few milliseconds later, as one script
+   * (one round trip, each scope's counters read and written once): the client already has
+   * its response, and half the store's commands are settles. Resolves once Redis has it.
+   */
+  settle(r: Reservation, actual: Actual, _nowMs: number): Promise<void> {
+    const team = r.scopes[0]?.team ?? '';
+    return new Promise((resolve, reject) => {
+      let batch = this.#pending.get(team);
+      if (batch === undefined) {
+        batch = [];
+        this.#pending.set(team, batch);
+      }
+      batch.push({ r, actual, resolve, reject });
+      if (batch.length >= SETTLE_BATCH_MAX) this.#flushTeam(team);
+      else this.#flushTimer ??= setTimeout(() => this.#flush(), SETTLE_BATCH_MS);
+    });
+  }
+
+  #flush(): void {
+    this.#flushTimer = null;
+    for (const team of [...this.#pending.keys()]) this.#flushTeam(team);
+  }
+
+  /** One script per team: a team's keys share a hash slot, so the batch is valid on a Cluster too. */
+  #flushTeam(team: string): void {
+    const batch = this.#pending.get(team);
+    if (batch === undefined || batch.length === 0) return;
+    this.#pending.delete(team);
+    const keys: string[] = [];
+    const args: Array<string | number> = [batch.length];
+    for (const { r, actual } of batch) {
+      for (const s of r.scopes) keys.push(...this.#scopeKeys(s));
+      args.push(r.id, r.tokens, actual.tokens, actual.costMicroUsd, r.costMicroUsd, r.month, r.day, r.atMs, r.scopes.length);
+    }
+    const sent = this.#eval(SETTLE, keys, args);
+    this.#inFlight.add(sent);
+    sent
+      .then(
+        () => {
+          for (const b of batch) b.resolve();
+        },
+        (err: unknown) => {
+          for (const b of batch) b.reject(err);
+        },
+      )
+      .finally(() => this.#inFlight.delete(sent));
   }
 
   release(r: Reservation, nowMs: number): Promise<void> {
@@ -192,6 +242,10 @@ export class RedisGovernanceStore implements GovernanceStore {
   }
 
   async close(): Promise<void> {
+    // Settles still queued go out before the connection closes (a graceful stop loses none).
+    if (this.#flushTimer !== null) clearTimeout(this.#flushTimer);
+    this.#flush();
+    await Promise.allSettled([...this.#inFlight]);
     await this.#redis.quit().catch(() => this.#redis.disconnect());
   }
 }
