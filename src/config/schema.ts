@@ -58,7 +58,11 @@ const serverSchema = z
       `required when server.admin_listen (${(issue.input as { admin_listen?: string }).admin_listen}) is not a loopback address`,
     // Checked even when another server key is wrong, so every error shows in one pass; only
     // a malformed admin_listen (its own error) leaves nothing to judge.
-    when: (payload) => !payload.issues.some((i) => i.path?.[0] === 'admin_listen' || i.path?.[0] === 'admin_token'),
+    // Not at all when server itself is not a mapping (found by the config fuzz test: `server:`).
+    when: (payload) =>
+      payload.value !== null &&
+      typeof payload.value === 'object' &&
+      !payload.issues.some((i) => i.path?.[0] === 'admin_listen' || i.path?.[0] === 'admin_token'),
   });
 
 const httpUrl = z
