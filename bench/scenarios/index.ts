@@ -1,5 +1,6 @@
 import type { Scenario } from '../lib/scenario.js';
 import { governanceOverhead } from './governance-overhead.js';
+import { largeConfigReload } from './large-config-reload.js';
 import { overlayApplyLatency } from './overlay-apply-latency.js';
 import { overlayScale } from './overlay-scale.js';
 import { proxyOverhead } from './proxy-overhead.js';
@@ -10,6 +11,7 @@ import { reloadUnderLoad } from './reload-under-load.js';
 export const scenarios: readonly Scenario[] = [
   proxyOverhead,
   reloadUnderLoad,
+  largeConfigReload,
   overlayScale,
   overlayApplyLatency,
   governanceOverhead,
