@@ -115,6 +115,20 @@ const extraHeadersSchema = z
   })
   .transform((headers) => Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])));
 
+const pemFile = z.strictObject({ file: z.string().min(1, 'must be a file path') });
+
+const tlsSchema = z
+  .strictObject({
+    ca: pemFile.optional(),
+    cert: pemFile.optional(),
+    key: pemFile.optional(),
+    server_name: z.string().min(1).max(253).optional(),
+  })
+  .refine((t) => (t.cert === undefined) === (t.key === undefined), {
+    path: ['key'],
+    message: 'cert and key go together (mutual TLS needs both)',
+  });
+
 const providerSchema = z.strictObject({
   type: z.enum(['openai'], { error: (issue) => (issue.input === undefined ? undefined : 'must be "openai" (any OpenAI-compatible API)') }),
   base_url: httpUrl,
@@ -129,6 +143,8 @@ const providerSchema = z.strictObject({
   max_connections: positiveInt.max(65_536).default(256),
   /** Extra headers sent upstream (non-secret, e.g. an organisation id). */
   headers: extraHeadersSchema.default({}),
+  /** For an https base_url: a private CA, a client certificate for mutual TLS, the name to verify. */
+  tls: tlsSchema.optional(),
 });
 export type ProviderConfig = z.infer<typeof providerSchema>;
 

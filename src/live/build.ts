@@ -1,6 +1,13 @@
-import { type ConfigIssue, crossReferenceIssues, describeSecretRef, type GatewayConfig, resolveSecret } from '../config/index.js';
-import { type ParsedOverlay, sha256Hex } from '../contract/index.js';
-import { Credential, type PoolSpec, type PriceEntry, type ProviderPool, providerIdentity } from '../providers/index.js';
+import {
+  type ConfigIssue,
+  crossReferenceIssues,
+  describeSecretRef,
+  type GatewayConfig,
+  type ProviderConfig,
+  resolveSecret,
+} from '../config/index.js';
+import { type ParsedOverlay, readBoundedFileSync, sha256Hex } from '../contract/index.js';
+import { Credential, type PoolSpec, type PoolTls, type PriceEntry, type ProviderPool, providerIdentity } from '../providers/index.js';
 import {
   deepFreeze,
   type Generation,
@@ -29,6 +36,30 @@ export type BuildResult =
   | { readonly ok: true; readonly generation: Generation }
   | { readonly ok: false; readonly issues: readonly ConfigIssue[] };
 
+/** A CA bundle or a certificate chain is a few kilobytes; a file past this is a mistake. */
+const MAX_PEM_BYTES = 1024 * 1024;
+
+/**
+ * A provider's TLS files, read with the bounded reader every time a generation is built (so
+ * a reload picks up rotated files), or issues naming the file that could not be read.
+ */
+function readTls(name: string, baseUrl: string, tls: NonNullable<ProviderConfig['tls']>, issues: ConfigIssue[]): PoolTls | undefined {
+  if (!baseUrl.startsWith('https:')) {
+    issues.push({ path: `providers.${name}.tls`, message: 'applies to an https base_url only' });
+    return undefined;
+  }
+  const out: { ca?: string; cert?: string; key?: string; serverName?: string } = {};
+  for (const part of ['ca', 'cert', 'key'] as const) {
+    const ref = tls[part];
+    if (ref === undefined) continue;
+    const read = readBoundedFileSync(ref.file, MAX_PEM_BYTES, `providers.${name}.tls.${part} file`);
+    if (!read.ok) issues.push({ path: `providers.${name}.tls.${part}`, message: read.message });
+    else out[part] = read.bytes.toString('utf8');
+  }
+  if (tls.server_name !== undefined) out.serverName = tls.server_name;
+  return out;
+}
+
 /**
  * Builds a generation from a validated config, cross-checking everything the schema
  * alone cannot: every candidate names a provider, every secret reference resolves. It
@@ -51,9 +82,10 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
     }
     const baseUrl = p.base_url.replace(/\/+$/, '');
     const identity = providerIdentity(p.type, baseUrl);
+    const tls = p.tls === undefined ? undefined : readTls(name, baseUrl, p.tls, issues);
     // Pools are asked for only once the whole config is known to be valid.
     pending.push(() => {
-      const pool = inputs.poolFor({ identity, baseUrl, connectTimeoutMs: p.connect_timeout_ms, maxConnections: p.max_connections });
+      const pool = inputs.poolFor({ identity, baseUrl, connectTimeoutMs: p.connect_timeout_ms, maxConnections: p.max_connections, tls });
       providers[name] = {
         name,
         type: p.type,

@@ -11,7 +11,7 @@ export { Credential } from './credential.js';
 export type { PriceEntry, PriceTable, TokenUsage } from './metering.js';
 export { CHAT_COMPLETIONS_PATH, chatBodyFor, upstreamHeaders, usageFromJson, usageFromSseTail, withStreamUsage } from './openai-adapter.js';
 export { PoolRegistry } from './pool-registry.js';
-export { type PoolSpec, ProviderPool, type UpstreamCall } from './provider-pool.js';
+export { type PoolSpec, type PoolTls, ProviderPool, type UpstreamCall } from './provider-pool.js';
 export { type Committed, type Relayed, type RelayRequest, type RelayResult, relay, retryAfterOf, type StopSlot } from './relay.js';
 
 /** A provider identity: type + base URL without a trailing slash. */

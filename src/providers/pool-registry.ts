@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { type PoolSpec, ProviderPool } from './provider-pool.js';
 
 /**
@@ -45,5 +46,8 @@ export class PoolRegistry {
 }
 
 function poolKey(spec: PoolSpec): string {
-  return JSON.stringify([spec.identity, spec.baseUrl, spec.maxConnections, spec.connectTimeoutMs]);
+  // TLS material enters the key as a digest: new files (a rotated certificate) make a new
+  // pool, and no key text is kept in the map.
+  const tls = spec.tls === undefined ? null : createHash('sha256').update(JSON.stringify(spec.tls)).digest('hex');
+  return JSON.stringify([spec.identity, spec.baseUrl, spec.maxConnections, spec.connectTimeoutMs, tls]);
 }

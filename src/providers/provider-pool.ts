@@ -7,6 +7,16 @@ export interface PoolSpec {
   readonly baseUrl: string;
   readonly connectTimeoutMs: number;
   readonly maxConnections: number;
+  /** For an https base URL: a private CA, a client certificate (mutual TLS), the name to verify. */
+  readonly tls?: PoolTls;
+}
+
+/** PEM texts as read from the files the config names (never logged, never in a pool's key). */
+export interface PoolTls {
+  readonly ca?: string;
+  readonly cert?: string;
+  readonly key?: string;
+  readonly serverName?: string;
 }
 
 export interface UpstreamCall {
@@ -99,6 +109,17 @@ export class ProviderPool {
     return new Pool(this.#origin, {
       connections: this.#spec.maxConnections,
       connectTimeout: this.#spec.connectTimeoutMs,
+      ...(this.#spec.tls === undefined
+        ? {}
+        : {
+            connect: {
+              ca: this.#spec.tls.ca,
+              cert: this.#spec.tls.cert,
+              key: this.#spec.tls.key,
+              servername: this.#spec.tls.serverName,
+              rejectUnauthorized: true,
+            },
+          }),
       keepAliveTimeout: 30_000,
       pipelining: 1,
     });
