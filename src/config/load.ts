@@ -171,9 +171,10 @@ export async function loadConfigFileOffThread(
   } catch {
     // Missing or unreadable: the bounded reader names the reason.
   }
-  if (size < OFF_THREAD_FROM_BYTES) return loadConfigFile(path, env, maxBytes);
-  // The worker is this file's sibling, compiled or not (tests run the TypeScript source).
-  const worker = new Worker(new URL(`./load-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url), {
+  // Run from the TypeScript source (in-process tests under a loader, which worker threads
+  // do not inherit in Node 20), it parses in place: the built gateway always has its worker.
+  if (size < OFF_THREAD_FROM_BYTES || extname(fileURLToPath(import.meta.url)) !== '.js') return loadConfigFile(path, env, maxBytes);
+  const worker = new Worker(new URL('./load-worker.js', import.meta.url), {
     workerData: { path, env: { ...(env ?? process.env) }, maxBytes },
   });
   try {
