@@ -25,8 +25,11 @@ type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 /** Every path (array of keys and indexes) into a JSON value. */
 function pathsOf(value: unknown, prefix: Array<string | number> = []): Array<Array<string | number>> {
   const out: Array<Array<string | number>> = [prefix];
-  if (Array.isArray(value)) value.forEach((v, i) => out.push(...pathsOf(v, [...prefix, i])));
-  else if (value !== null && typeof value === 'object') for (const [k, v] of Object.entries(value)) out.push(...pathsOf(v, [...prefix, k]));
+  if (Array.isArray(value)) {
+    for (const [i, v] of value.entries()) out.push(...pathsOf(v, [...prefix, i]));
+  } else if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) out.push(...pathsOf(v, [...prefix, k]));
+  }
   return out;
 }
 
