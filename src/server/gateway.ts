@@ -75,6 +75,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     await pools.destroyAll();
     throw err;
   });
+  // A remote store gets a moment to connect before the listener opens, so the first requests
+  // are not refused (fail_closed) only because the connection was still being made. One that
+  // is not there by then is logged; the store policy decides meanwhile, and it reconnects.
+  if (config.governance.store === 'redis' && !(await svc.governance.ready(STORE_READY_TIMEOUT_MS))) {
+    svc.logger.warn({
+      msg: 'governance store not reachable at start: serving by governance.on_store_error until it is',
+      on_store_error: config.governance.on_store_error,
+      waited_ms: STORE_READY_TIMEOUT_MS,
+    });
+  }
   svc.metrics.trackBudgets(async () => {
     const gen = svc.holder.current();
     const status = await governanceStatus(svc.governance, policyOf(gen), Date.now());
@@ -134,6 +144,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     close,
   };
 }
+
+/** How long start-up waits for a remote governance store to connect. */
+const STORE_READY_TIMEOUT_MS = 5000;
 
 /** The stateful services (DESIGN.md invariant 3): built once, from the first generation's config. */
 async function buildServices(config: GatewayConfig, pools: PoolRegistry, options: GatewayOptions): Promise<Services> {
