@@ -98,9 +98,16 @@ function route(ctx: MockContext, ex: Exchange): void {
       if (ex.req.method !== 'GET') return replyMethodNotAllowed(ex, 'GET');
       return handleModels(ctx, ex);
     default:
+      // Azure OpenAI names the deployment in the path: /openai/deployments/{name}/chat/completions?api-version=...
+      if (AZURE_CHAT.test(ex.path)) {
+        if (ex.req.method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
+        return handleChatCompletion(ctx, ex);
+      }
       return replyNotFound(ex);
   }
 }
+
+const AZURE_CHAT = /^\/openai\/deployments\/[^/]+\/chat\/completions$/;
 
 function onRequest(ctx: MockContext, req: IncomingMessage, res: ServerResponse): void {
   const url = req.url ?? '/';

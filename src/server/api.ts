@@ -62,6 +62,14 @@ export function createApiHandler(svc: Services, settings: ListenerSettings, traf
 function apiEndpoints(svc: Services, settings: ListenerSettings, traffic: TrafficState, attempt: Attempt): Endpoint<Exchange>[] {
   return [
     { method: 'POST', path: '/v1/chat/completions', handle: (x) => handleChat(x, svc, settings, attempt) },
+    {
+      method: 'POST',
+      path: '/v1/messages',
+      handle: (x) => {
+        x.protocol = 'anthropic';
+        return handleChat(x, svc, settings, attempt);
+      },
+    },
     { method: 'GET', path: '/v1/models', handle: (x) => sendBody(x.res, 200, svc.holder.current().modelsBody, 'application/json') },
     { method: 'GET', path: '/v1/models/*', handle: (x, id) => retrieveModel(x, svc, id) },
     { method: 'GET', path: '/healthz', recorded: false, handle: (x) => sendBody(x.res, 200, HEALTHY, 'application/json') },

@@ -5,13 +5,14 @@ import { select } from '../routing/index.js';
 import { authenticate, preCheck, settle } from './admission.js';
 import type { Attempt } from './attempt.js';
 import { readBody } from './body.js';
-import { parseChatRequest } from './chat-request.js';
+import { parseChatRequest, parseMessagesRequest } from './chat-request.js';
 import type { Exchange, Failure } from './exchange.js';
 import type { ListenerSettings, Services } from './services.js';
 import { sessionKeyOf } from './session.js';
 
 /**
- * POST /v1/chat/completions, as the steps of DESIGN.md's request path: capture the
+ * POST /v1/chat/completions (OpenAI clients) and POST /v1/messages (Anthropic clients, set
+ * on `x.protocol` before anything can fail so every answer is in their shape), as the steps of DESIGN.md's request path: capture the
  * generation once, authenticate from the headers, read and parse the body once, route,
  * pre-check, try the chain, settle. Failover happens only before the first response byte;
  * after that the response is relayed as it comes. The record of the request is written
@@ -23,7 +24,7 @@ export async function handleChat(x: Exchange, svc: Services, settings: ListenerS
   authenticate(x, svc);
   const raw = await readBody(x.req, settings.maxBodyBytes);
   x.bodyBytes = raw.length;
-  const chat = parseChatRequest(raw);
+  const chat = x.protocol === 'anthropic' ? parseMessagesRequest(raw) : parseChatRequest(raw);
   x.model = chat.model;
   x.stream = chat.stream;
 
