@@ -1,7 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError } from '../errors.js';
+import { anthropicModel } from '../live/index.js';
 import { type Attempt, composeAttempt, sendToCandidate, withBreaker, withCredentialCheck } from './attempt.js';
 import { handleChat } from './chat.js';
+import { handleCountTokens } from './count-tokens.js';
 import { type Endpoint, EndpointTable, pathOf } from './endpoints.js';
 import { Exchange } from './exchange.js';
 import { recordRequest } from './record.js';
@@ -70,7 +72,15 @@ function apiEndpoints(svc: Services, settings: ListenerSettings, traffic: Traffi
         return handleChat(x, svc, settings, attempt);
       },
     },
-    { method: 'GET', path: '/v1/models', handle: (x) => sendBody(x.res, 200, svc.holder.current().modelsBody, 'application/json') },
+    { method: 'POST', path: '/v1/messages/count_tokens', handle: (x) => handleCountTokens(x, svc, settings) },
+    {
+      method: 'GET',
+      path: '/v1/models',
+      handle: (x) => {
+        const gen = svc.holder.current();
+        sendBody(x.res, 200, speaksAnthropic(x) ? gen.anthropicModelsBody : gen.modelsBody, 'application/json');
+      },
+    },
     { method: 'GET', path: '/v1/models/*', handle: (x, id) => retrieveModel(x, svc, id) },
     { method: 'GET', path: '/healthz', recorded: false, handle: (x) => sendBody(x.res, 200, HEALTHY, 'application/json') },
     {
@@ -86,8 +96,9 @@ function apiEndpoints(svc: Services, settings: ListenerSettings, traffic: Traffi
   ];
 }
 
-/** GET /v1/models/{model}: one routable model, in OpenAI's model object shape. */
+/** GET /v1/models/{model}: one routable model, in the shape of the client's protocol. */
 function retrieveModel(x: Exchange, svc: Services, encoded: string): void {
+  speaksAnthropic(x);
   let model: string;
   try {
     model = decodeURIComponent(encoded);
@@ -104,5 +115,17 @@ function retrieveModel(x: Exchange, svc: Services, encoded: string): void {
       'model',
     );
   }
-  sendJson(x.res, 200, { id: model, object: 'model', created: gen.modelsFirstSeen[model], owned_by: 'switchyard' });
+  const created = gen.modelsFirstSeen[model] ?? 0;
+  if (speaksAnthropic(x)) sendJson(x.res, 200, anthropicModel(model, created));
+  else sendJson(x.res, 200, { id: model, object: 'model', created, owned_by: 'switchyard' });
+}
+
+/**
+ * The models endpoints serve both SDKs on one path; Anthropic's sends `anthropic-version`
+ * on every request, OpenAI's never does. Its errors are then Anthropic-shaped too.
+ */
+function speaksAnthropic(x: Exchange): boolean {
+  if (x.req.headers['anthropic-version'] === undefined) return false;
+  x.protocol = 'anthropic';
+  return true;
 }

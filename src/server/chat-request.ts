@@ -71,3 +71,10 @@ function checkModelAndMessages(body: Record<string, unknown>): { model: string; 
   }
   return { model, stream };
 }
+
+/** Parses a Messages count_tokens request: a model and messages, as for a message, without `max_tokens`. */
+export function parseCountTokensRequest(raw: Buffer): ChatRequest {
+  const body = parseObject(raw);
+  const { model } = checkModelAndMessages(body);
+  return { model, stream: false, parsed: body };
+}

@@ -67,7 +67,7 @@ function deadlineOf(gen: Generation, model: string): number | null {
   return ms ?? null;
 }
 
-function routeOf(gen: Generation, model: string): GenerationRoute {
+export function routeOf(gen: Generation, model: string): GenerationRoute {
   const route = gen.routes[model];
   if (route !== undefined) return route;
   // In overlay mode the control plane decides which models exist: a model it does not

@@ -343,6 +343,38 @@ describe('Anthropic Messages and provider types through the gateway', () => {
     });
   });
 
+  describe('models and token counts', () => {
+    it("GET /v1/models answers the Anthropic SDK in Anthropic's list shape and the OpenAI SDK in OpenAI's", async () => {
+      const page = await anthropic.models.list();
+      const ids = page.data.map((m) => m.id).sort();
+      assert.deepEqual(ids, ['azure-gpt', 'claude', 'failover', 'gpt', 'limited']);
+      assert.equal(page.data[0]?.type, 'model');
+      assert.ok(!Number.isNaN(Date.parse(page.data[0]?.created_at ?? '')));
+      const one = await anthropic.models.retrieve('claude');
+      assert.equal(one.id, 'claude');
+      assert.equal(one.type, 'model');
+      const list = await openai.models.list();
+      assert.equal(list.data.length, 5);
+      assert.equal(list.data[0]?.object, 'model');
+    });
+
+    it('count_tokens is relayed to an anthropic provider and estimated for an openai one', async () => {
+      const params = { messages: [{ role: 'user' as const, content: 'count these words please' }] };
+      const counted = await anthropic.messages.countTokens({ model: 'claude', ...params });
+      const direct = (await (
+        await fetch(`${good.origin}/v1/messages/count_tokens`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'claude-sonnet-4-5', ...params }),
+        })
+      ).json()) as { input_tokens: number };
+      assert.equal(counted.input_tokens, direct.input_tokens);
+      const { data, response } = await anthropic.messages.countTokens({ model: 'gpt', ...params }).withResponse();
+      assert.ok(data.input_tokens > 0);
+      assert.equal(response.headers.get('x-switchyard-estimated'), 'true');
+    });
+  });
+
   describe('errors and failover', () => {
     it('an unknown model is NotFoundError in both SDKs, the Anthropic one in Anthropic shape', async () => {
       await assert.rejects(
