@@ -103,11 +103,16 @@ function route(ctx: MockContext, ex: Exchange): void {
         if (ex.req.method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
         return handleChatCompletion(ctx, ex);
       }
+      if (AZURE_EMBEDDINGS.test(ex.path)) {
+        if (ex.req.method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
+        return handleEmbeddings(ctx, ex);
+      }
       return replyNotFound(ex);
   }
 }
 
 const AZURE_CHAT = /^\/openai\/deployments\/[^/]+\/chat\/completions$/;
+const AZURE_EMBEDDINGS = /^\/openai\/deployments\/[^/]+\/embeddings$/;
 
 function onRequest(ctx: MockContext, req: IncomingMessage, res: ServerResponse): void {
   const url = req.url ?? '/';

@@ -13,12 +13,16 @@ export interface ProviderAddress {
   readonly apiVersion: string | null;
 }
 
-/** The chat endpoint's path under the provider's base URL. Azure names the deployment in the path. */
-export function chatPathFor(p: ProviderAddress, upstreamModel: string): string {
+/** What a request asks of a provider: a chat answer, or embeddings (OpenAI-protocol providers only). */
+export type Operation = 'chat' | 'embeddings';
+
+/** The endpoint's path under the provider's base URL. Azure names the deployment in the path. */
+export function chatPathFor(p: ProviderAddress, upstreamModel: string, operation: Operation = 'chat'): string {
+  const endpoint = operation === 'chat' ? '/chat/completions' : '/embeddings';
   if (p.type === 'anthropic') return '/messages';
   if (p.type === 'azure_openai')
-    return `/openai/deployments/${encodeURIComponent(upstreamModel)}/chat/completions?api-version=${encodeURIComponent(p.apiVersion ?? '')}`;
-  return '/chat/completions';
+    return `/openai/deployments/${encodeURIComponent(upstreamModel)}${endpoint}?api-version=${encodeURIComponent(p.apiVersion ?? '')}`;
+  return endpoint;
 }
 
 /**

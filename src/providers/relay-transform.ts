@@ -9,7 +9,7 @@ import {
 import { StreamTranslator } from './canonical/stream-translator.js';
 import type { ChatProtocol } from './canonical/types.js';
 import { anthropicErrorBodyFor, openaiErrorBodyFor, translateErrorResponse } from './canonical/upstream-error.js';
-import { usageFromAnthropic } from './canonical/usage.js';
+import { usageFromAnthropic, usageFromOpenai } from './canonical/usage.js';
 import type { TokenUsage } from './metering.js';
 
 // What the relay does to a response whose bytes cannot go to the client as they are: a
@@ -34,6 +34,32 @@ export interface RelayTransform {
   fail(message: string): string;
   /** The usage the stream reported so far. */
   readonly usage: TokenUsage | null;
+}
+
+/**
+ * OpenAI embeddings: bytes untouched; the usage has `prompt_tokens` and no completion, so
+ * the chat reader (which needs both) would leave it unbilled.
+ */
+export function embeddingsMetering(): RelayTransform {
+  return {
+    plain(status, body) {
+      if (status >= 300) return { status, body, usage: null };
+      const usage = usageFromOpenai(readJson(body)?.usage);
+      return { status, body, usage: usage === null ? null : { inputTokens: usage.inputTokens, outputTokens: 0 } };
+    },
+    chunk: (chunk) => chunk,
+    end: () => '',
+    fail: () => '',
+    usage: null,
+  };
+}
+
+function readJson(body: Buffer): { usage?: unknown } | null {
+  try {
+    return JSON.parse(body.toString('utf8')) as { usage?: unknown };
+  } catch {
+    return null;
+  }
 }
 
 /** Anthropic -> Anthropic: bytes untouched; usage read from every chunk (it starts in message_start). */

@@ -72,6 +72,14 @@ function apiEndpoints(svc: Services, settings: ListenerSettings, traffic: Traffi
         return handleChat(x, svc, settings, attempt);
       },
     },
+    {
+      method: 'POST',
+      path: '/v1/embeddings',
+      handle: (x) => {
+        x.operation = 'embeddings';
+        return handleChat(x, svc, settings, attempt);
+      },
+    },
     { method: 'POST', path: '/v1/messages/count_tokens', handle: (x) => handleCountTokens(x, svc, settings) },
     {
       method: 'GET',

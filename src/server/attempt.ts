@@ -9,6 +9,7 @@ import {
   canonicalToOpenaiRequest,
   chatBodyFor,
   chatPathFor,
+  embeddingsMetering,
   openaiRequestToCanonical,
   providerHeaders,
   type RelayResult,
@@ -86,7 +87,7 @@ function send(a: AttemptRequest): Promise<AttemptResult> {
     providerName: provider.name,
     call: {
       method: 'POST',
-      path: chatPathFor(provider, c.upstreamModel),
+      path: chatPathFor(provider, c.upstreamModel, x.operation),
       headers,
       body: upstream.body,
       timeoutMs: provider.timeoutMs,
@@ -118,6 +119,9 @@ interface UpstreamRequest {
 function upstreamRequestFor(a: AttemptRequest): UpstreamRequest {
   const { x, candidate: c } = a;
   const to = c.provider.protocol;
+  // The handler left only OpenAI-protocol candidates in an embeddings chain.
+  if (x.operation === 'embeddings')
+    return { body: chatBodyFor(a.raw, a.parsed, c.upstreamModel), transform: embeddingsMetering(), dropUsageEvent: false };
   if (to === x.protocol) {
     if (to === 'anthropic')
       return { body: chatBodyFor(a.raw, a.parsed, c.upstreamModel), transform: anthropicMetering(), dropUsageEvent: false };

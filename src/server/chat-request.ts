@@ -72,6 +72,19 @@ function checkModelAndMessages(body: Record<string, unknown>): { model: string; 
   return { model, stream };
 }
 
+/** Parses an OpenAI embeddings request: a model and an `input` (the provider checks its form). */
+export function parseEmbeddingsRequest(raw: Buffer): ChatRequest {
+  const body = parseObject(raw);
+  const model = body.model;
+  if (model === undefined) throw new SwitchyardError('invalid_request', 'missing required field: model', 'model');
+  if (typeof model !== 'string' || model.length === 0 || model.length > 256) {
+    throw new SwitchyardError('invalid_request', 'model must be a non-empty string of at most 256 characters', 'model');
+  }
+  if (body.input === undefined || body.input === null)
+    throw new SwitchyardError('invalid_request', 'missing required field: input', 'input');
+  return { model, stream: false, parsed: body };
+}
+
 /** Parses a Messages count_tokens request: a model and messages, as for a message, without `max_tokens`. */
 export function parseCountTokensRequest(raw: Buffer): ChatRequest {
   const body = parseObject(raw);

@@ -375,6 +375,35 @@ describe('Anthropic Messages and provider types through the gateway', () => {
     });
   });
 
+  describe('embeddings', () => {
+    it('are routed to openai and azure_openai providers and billed by input tokens', async () => {
+      const requestId = `emb-${Date.now()}`;
+      const plain = await openai.embeddings.create(
+        { model: 'gpt', input: ['one text', 'two texts'] },
+        { headers: { 'x-request-id': requestId } },
+      );
+      assert.equal(plain.data.length, 2);
+      assert.ok(plain.usage.prompt_tokens > 0);
+      const line = await logLine(requestId);
+      assert.equal(line.input_tokens, plain.usage.prompt_tokens);
+      assert.equal(line.cost_micro_usd, plain.usage.prompt_tokens * PRICE.input_usd_per_mtok);
+      const azure = await openai.embeddings.create({ model: 'azure-gpt', input: 'hello' });
+      assert.equal(azure.data.length, 1);
+      assert.equal(good.stats().recent.at(-1)?.path, '/openai/deployments/gpt4o-deploy/embeddings');
+    });
+
+    it('skip anthropic candidates, and a route with nothing else is a BadRequestError naming the problem', async () => {
+      const served = await openai.embeddings.create({ model: 'failover', input: 'hello' });
+      assert.equal(served.data.length, 1);
+      assert.equal(bad.stats().requests['POST /v1/messages'] ?? 0, 0);
+      await assert.rejects(openai.embeddings.create({ model: 'claude', input: 'hello' }), (err: unknown) => {
+        assert.ok(err instanceof OpenAI.BadRequestError, `not a BadRequestError: ${String(err)}`);
+        assert.match(err.message, /no embeddings endpoint/);
+        return true;
+      });
+    });
+  });
+
   describe('errors and failover', () => {
     it('an unknown model is NotFoundError in both SDKs, the Anthropic one in Anthropic shape', async () => {
       await assert.rejects(
