@@ -138,7 +138,6 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
     counterKeys,
     modelsFirstSeen,
     modelsBody: modelsListBody(routes, modelsFirstSeen),
-    anthropicModelsBody: anthropicModelsListBody(routes, modelsFirstSeen),
     pricing,
     adminToken,
     keyDigests,
@@ -192,17 +191,4 @@ function modelsListBody(routes: Readonly<Record<string, GenerationRoute>>, first
     .filter((r) => r.admitsNew)
     .map((r) => ({ id: r.model, object: 'model', created: firstSeen[r.model], owned_by: 'switchyard' }));
   return JSON.stringify({ object: 'list', data });
-}
-
-/** Anthropic's model list: `type: model`, an RFC 3339 `created_at`, and its paging fields (one page, always). */
-function anthropicModelsListBody(routes: Readonly<Record<string, GenerationRoute>>, firstSeen: Readonly<Record<string, number>>): string {
-  const data = Object.values(routes)
-    .filter((r) => r.admitsNew)
-    .map((r) => anthropicModel(r.model, firstSeen[r.model] ?? 0));
-  return JSON.stringify({ data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
-}
-
-/** One model in Anthropic's shape (GET /v1/models/{id} with `anthropic-version`). */
-export function anthropicModel(id: string, createdEpochS: number): { type: 'model'; id: string; display_name: string; created_at: string } {
-  return { type: 'model', id, display_name: id, created_at: new Date(createdEpochS * 1000).toISOString() };
 }

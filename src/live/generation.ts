@@ -83,8 +83,6 @@ export interface Generation {
   readonly modelsFirstSeen: Readonly<Record<string, number>>;
   /** The pre-rendered body of `GET /v1/models`. */
   readonly modelsBody: string;
-  /** The same list in Anthropic's shape, for a request that carries `anthropic-version`. */
-  readonly anthropicModelsBody: string;
   readonly pricing: PriceTable;
   /** The serving overlay revision, or null in static mode. */
   readonly overlay: OverlaySnapshot | null;

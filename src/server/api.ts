@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError } from '../errors.js';
-import { anthropicModel } from '../live/index.js';
+import type { Generation } from '../live/index.js';
 import { type Attempt, composeAttempt, sendToCandidate, withBreaker, withCredentialCheck } from './attempt.js';
 import { handleChat } from './chat.js';
 import { handleCountTokens } from './count-tokens.js';
@@ -86,7 +86,7 @@ function apiEndpoints(svc: Services, settings: ListenerSettings, traffic: Traffi
       path: '/v1/models',
       handle: (x) => {
         const gen = svc.holder.current();
-        sendBody(x.res, 200, speaksAnthropic(x) ? gen.anthropicModelsBody : gen.modelsBody, 'application/json');
+        sendBody(x.res, 200, speaksAnthropic(x) ? anthropicModelsBody(gen) : gen.modelsBody, 'application/json');
       },
     },
     { method: 'GET', path: '/v1/models/*', handle: (x, id) => retrieveModel(x, svc, id) },
@@ -126,6 +126,36 @@ function retrieveModel(x: Exchange, svc: Services, encoded: string): void {
   const created = gen.modelsFirstSeen[model] ?? 0;
   if (speaksAnthropic(x)) sendJson(x.res, 200, anthropicModel(model, created));
   else sendJson(x.res, 200, { id: model, object: 'model', created, owned_by: 'switchyard' });
+}
+
+const anthropicLists = new WeakMap<Generation, string>();
+
+/**
+ * The model list in Anthropic's shape (one page, always). Rendered on the first request that
+ * asks for it, once per generation, rather than while building every generation: a config
+ * may route ~10^5 models, and most deployments never ask.
+ */
+function anthropicModelsBody(gen: Generation): string {
+  let body = anthropicLists.get(gen);
+  if (body === undefined) {
+    const iso = new Map<number, string>();
+    const data = Object.values(gen.routes)
+      .filter((r) => r.admitsNew)
+      .map((r) => {
+        const at = gen.modelsFirstSeen[r.model] ?? 0;
+        let createdAt = iso.get(at);
+        if (createdAt === undefined) iso.set(at, (createdAt = new Date(at * 1000).toISOString()));
+        return { type: 'model', id: r.model, display_name: r.model, created_at: createdAt };
+      });
+    body = JSON.stringify({ data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
+    anthropicLists.set(gen, body);
+  }
+  return body;
+}
+
+/** One model in Anthropic's shape. */
+function anthropicModel(id: string, createdEpochS: number): { type: 'model'; id: string; display_name: string; created_at: string } {
+  return { type: 'model', id, display_name: id, created_at: new Date(createdEpochS * 1000).toISOString() };
 }
 
 /**
