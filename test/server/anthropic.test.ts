@@ -434,6 +434,45 @@ describe('Anthropic Messages and provider types through the gateway', () => {
       assert.match(body.error.message, /max_tokens/);
     });
 
+    it("an upstream's 400 reaches each client in its own shape when the protocols differ, with the upstream's message", async () => {
+      good.addFault({ mode: 'status', status: 400, count: 1 });
+      await assert.rejects(
+        openai.chat.completions.create({ model: 'claude', messages: [{ role: 'user', content: 'hi' }] }),
+        (err: unknown) => {
+          assert.ok(err instanceof OpenAI.BadRequestError, `not a BadRequestError: ${String(err)}`);
+          assert.equal(err.type, 'invalid_request_error');
+          return true;
+        },
+      );
+      good.addFault({ mode: 'status', status: 400, count: 1 });
+      await assert.rejects(
+        anthropic.messages.create({ model: 'gpt', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }),
+        (err: unknown) => {
+          assert.ok(err instanceof Anthropic.BadRequestError, `not a BadRequestError: ${String(err)}`);
+          assert.equal((err.error as { error?: { type?: string } }).error?.type, 'invalid_request_error');
+          return true;
+        },
+      );
+    });
+
+    it('a stream cut after it started ends with an error event in the client protocol, pass-through or translated', async () => {
+      for (const model of ['claude', 'gpt']) {
+        const requestId = `cut-${model}-${Date.now()}`;
+        good.addFault({ mode: 'cut_stream', after_chunks: 2, count: 1 });
+        const stream = anthropic.messages.stream(
+          { model, max_tokens: 64, messages: [{ role: 'user', content: 'hello' }] },
+          { headers: { 'x-request-id': requestId } },
+        );
+        await assert.rejects(stream.finalMessage(), (err: unknown) => {
+          assert.ok(err instanceof Anthropic.APIError, `${model}: not an APIError: ${String(err)}`);
+          assert.match(err.message, /interrupted/);
+          return true;
+        });
+        const line = await logLine(requestId);
+        assert.equal(line.status, 'partial', model);
+      }
+    });
+
     it('upstream 429 on every candidate is RateLimitError in both SDKs', async () => {
       bad.addFault({ mode: 'status', status: 429 });
       await assert.rejects(
