@@ -29,6 +29,15 @@ export function crossReferenceIssues(document: unknown, env?: NodeJS.ProcessEnv)
       const provider = record(c)?.provider;
       if (typeof provider === 'string' && providers[provider] === undefined) {
         issues.push({ path: `routing.routes.${model}.candidates[${i}].provider`, message: `unknown provider "${provider}"` });
+      } else if (
+        typeof provider === 'string' &&
+        record(c)?.deployment !== undefined &&
+        record(providers[provider])?.type !== 'azure_openai'
+      ) {
+        issues.push({
+          path: `routing.routes.${model}.candidates[${i}].deployment`,
+          message: `only applies to an azure_openai provider; "${provider}" is not one`,
+        });
       }
     });
   }

@@ -129,23 +129,48 @@ const tlsSchema = z
     message: 'cert and key go together (mutual TLS needs both)',
   });
 
-const providerSchema = z.strictObject({
-  type: z.enum(['openai'], { error: (issue) => (issue.input === undefined ? undefined : 'must be "openai" (any OpenAI-compatible API)') }),
-  base_url: httpUrl,
-  api_key: secretRefSchema.optional(),
-  /** Time to the first response byte, and the longest silence between two body chunks. */
-  timeout_ms: positiveInt.max(3_600_000).default(60_000),
-  /** The whole of a non-streamed response, however steadily it trickles (issue 12); none by default. */
-  request_timeout_ms: positiveInt.max(3_600_000).optional(),
-  /** The whole length of a stream; it then ends with an SSE error event. None by default. */
-  stream_max_ms: positiveInt.max(86_400_000).optional(),
-  connect_timeout_ms: positiveInt.max(600_000).default(5_000),
-  max_connections: positiveInt.max(65_536).default(256),
-  /** Extra headers sent upstream (non-secret, e.g. an organisation id). */
-  headers: extraHeadersSchema.default({}),
-  /** For an https base_url: a private CA, a client certificate for mutual TLS, the name to verify. */
-  tls: tlsSchema.optional(),
-});
+const PROVIDER_TYPES_HINT = 'must be "openai" (any OpenAI-compatible API), "azure_openai" or "anthropic"';
+
+const providerSchema = z
+  .strictObject({
+    type: z.enum(['openai', 'azure_openai', 'anthropic'], {
+      error: (issue) => (issue.input === undefined ? undefined : PROVIDER_TYPES_HINT),
+    }),
+    /** openai, anthropic: the API root ending in /v1; azure_openai: the resource's URL. */
+    base_url: httpUrl,
+    /** anthropic only: the `anthropic-version` sent when the client sent none. */
+    anthropic_version: z
+      .string()
+      .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date such as 2023-06-01')
+      .optional(),
+    /** azure_openai only, and required there: the `api-version` query parameter. */
+    api_version: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be an Azure API version such as 2024-10-21')
+      .optional(),
+    api_key: secretRefSchema.optional(),
+    /** Time to the first response byte, and the longest silence between two body chunks. */
+    timeout_ms: positiveInt.max(3_600_000).default(60_000),
+    /** The whole of a non-streamed response, however steadily it trickles (issue 12); none by default. */
+    request_timeout_ms: positiveInt.max(3_600_000).optional(),
+    /** The whole length of a stream; it then ends with an SSE error event. None by default. */
+    stream_max_ms: positiveInt.max(86_400_000).optional(),
+    connect_timeout_ms: positiveInt.max(600_000).default(5_000),
+    max_connections: positiveInt.max(65_536).default(256),
+    /** Extra headers sent upstream (non-secret, e.g. an organisation id). */
+    headers: extraHeadersSchema.default({}),
+    /** For an https base_url: a private CA, a client certificate for mutual TLS, the name to verify. */
+    tls: tlsSchema.optional(),
+  })
+  .superRefine((p, ctx) => {
+    // A key that only another provider type reads would be silently ignored: refuse it.
+    if (p.anthropic_version !== undefined && p.type !== 'anthropic')
+      ctx.addIssue({ code: 'custom', path: ['anthropic_version'], message: 'only applies to type: anthropic' });
+    if (p.api_version !== undefined && p.type !== 'azure_openai')
+      ctx.addIssue({ code: 'custom', path: ['api_version'], message: 'only applies to type: azure_openai' });
+    if (p.api_version === undefined && p.type === 'azure_openai')
+      ctx.addIssue({ code: 'custom', path: ['api_version'], message: 'required for type: azure_openai (e.g. 2024-10-21)' });
+  });
 export type ProviderConfig = z.infer<typeof providerSchema>;
 
 const policySchema = z.enum(['ordered', 'round_robin', 'random', 'weighted']);
@@ -155,6 +180,11 @@ const candidateSchema = z.strictObject({
   provider: z.string().min(1),
   /** The model name sent upstream; defaults to the route's name. */
   model: z.string().min(1).optional(),
+  /** azure_openai: the deployment to call; defaults to `model`, then the route's name. */
+  deployment: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be an Azure deployment name')
+    .optional(),
   weight: z.number().int().min(1).max(1000).default(1),
 });
 

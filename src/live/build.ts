@@ -18,6 +18,9 @@ import {
 } from './generation.js';
 import { overlayRoutes } from './overlay-routes.js';
 
+/** The Messages API version sent to an anthropic provider when neither config nor client names one. */
+const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
+
 export interface BuildInputs {
   readonly config: GatewayConfig;
   readonly sourceHash: string;
@@ -89,7 +92,10 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
       providers[name] = {
         name,
         type: p.type,
+        protocol: p.type === 'anthropic' ? 'anthropic' : 'openai',
         baseUrl,
+        anthropicVersion: p.type === 'anthropic' ? (p.anthropic_version ?? DEFAULT_ANTHROPIC_VERSION) : null,
+        apiVersion: p.api_version ?? null,
         identity,
         timeoutMs: p.timeout_ms,
         requestTimeoutMs: p.request_timeout_ms ?? null,
@@ -180,7 +186,7 @@ function staticRoute(
   const seen = new Set<string>();
   const candidates: GenerationCandidate[] = spec.candidates.map((c, i) => {
     const provider = providers[c.provider] as ProviderRuntime;
-    const upstreamModel = c.model ?? model;
+    const upstreamModel = c.deployment ?? c.model ?? model;
     let stableId = `${c.provider}/${upstreamModel}`;
     if (seen.has(stableId)) stableId = `${stableId}#${i}`;
     seen.add(stableId);

@@ -1,13 +1,19 @@
 import type { GatewayConfig } from '../config/index.js';
 import type { ParsedOverlay } from '../contract/index.js';
-import type { Credential, PriceTable, ProviderPool } from '../providers/index.js';
+import type { ChatProtocol, Credential, PriceTable, ProviderPool } from '../providers/index.js';
 import type { CandidateGroup, RoutableCandidate, Route } from '../routing/index.js';
 
 /** A configured provider as one generation sees it. */
 export interface ProviderRuntime {
   readonly name: string;
-  readonly type: 'openai';
+  readonly type: 'openai' | 'azure_openai' | 'anthropic';
+  /** The wire protocol its chat endpoint speaks: azure_openai speaks OpenAI's. */
+  readonly protocol: ChatProtocol;
   readonly baseUrl: string;
+  /** anthropic: the `anthropic-version` sent when the client sent none; null otherwise. */
+  readonly anthropicVersion: string | null;
+  /** azure_openai: the `api-version` query parameter; null otherwise. */
+  readonly apiVersion: string | null;
   /** `type base_url`: what breakers and pools are keyed by. */
   readonly identity: string;
   readonly timeoutMs: number;

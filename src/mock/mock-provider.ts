@@ -98,9 +98,21 @@ function route(ctx: MockContext, ex: Exchange): void {
       if (ex.req.method !== 'GET') return replyMethodNotAllowed(ex, 'GET');
       return handleModels(ctx, ex);
     default:
+      // Azure OpenAI names the deployment in the path: /openai/deployments/{name}/chat/completions?api-version=...
+      if (AZURE_CHAT.test(ex.path)) {
+        if (ex.req.method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
+        return handleChatCompletion(ctx, ex);
+      }
+      if (AZURE_EMBEDDINGS.test(ex.path)) {
+        if (ex.req.method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
+        return handleEmbeddings(ctx, ex);
+      }
       return replyNotFound(ex);
   }
 }
+
+const AZURE_CHAT = /^\/openai\/deployments\/[^/]+\/chat\/completions$/;
+const AZURE_EMBEDDINGS = /^\/openai\/deployments\/[^/]+\/embeddings$/;
 
 function onRequest(ctx: MockContext, req: IncomingMessage, res: ServerResponse): void {
   const url = req.url ?? '/';

@@ -20,6 +20,11 @@ export class Credential {
     return `Bearer ${this.#value}`;
   }
 
+  /** The bare key, for providers that take it in their own header (Anthropic `x-api-key`, Azure `api-key`). */
+  apiKey(): string {
+    return this.#value;
+  }
+
   /** Constant-time comparison, for bearer tokens presented to the admin API. */
   matches(presented: string): boolean {
     const a = createHash('sha256').update(presented).digest();

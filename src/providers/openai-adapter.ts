@@ -1,9 +1,8 @@
-import type { Credential } from './credential.js';
 import { replaceTopLevelString } from './json-splice.js';
 import type { TokenUsage } from './metering.js';
 
-// The OpenAI-compatible protocol adapter: how a chat completion is addressed and
-// authenticated upstream. Same protocol in and out, so the body passes through untouched
+// The OpenAI-compatible protocol adapter (addressing and keys are in provider-address.ts).
+// Same protocol in and out, so the body passes through untouched
 // except for the model name when the candidate's upstream model differs.
 
 export const CHAT_COMPLETIONS_PATH = '/chat/completions';
@@ -34,17 +33,6 @@ export function withStreamUsage(body: Buffer | string, parsed: Record<string, un
   const bytes = typeof body === 'string' ? Buffer.from(body) : body;
   const open = bytes.indexOf(0x7b);
   return Buffer.concat([bytes.subarray(0, open), INCLUDE_USAGE, bytes.subarray(open + 1)]);
-}
-
-export function upstreamHeaders(
-  credential: Credential | null,
-  extra: Readonly<Record<string, string>>,
-  accept: string,
-  requestId: string,
-): Record<string, string> {
-  const headers: Record<string, string> = { ...extra, 'content-type': 'application/json', accept, 'x-request-id': requestId };
-  if (credential !== null) headers.authorization = credential.authorization();
-  return headers;
 }
 
 function usageOf(value: unknown): TokenUsage | null {

@@ -5,6 +5,7 @@ import { type FailureReason, isFailoverStatus, reasonForStatus } from '../resili
 import type { TokenUsage } from './metering.js';
 import { usageFromJson, usageFromSseTail } from './openai-adapter.js';
 import type { ProviderPool, UpstreamCall } from './provider-pool.js';
+import type { RelayTransform } from './relay-transform.js';
 import { UsageEventFilter } from './usage-event-filter.js';
 
 // One attempt at one candidate, as an undici dispatch handler. Until something is written
@@ -30,6 +31,8 @@ const HOP_BY_HOP = new Set([
 
 /** A plain response up to this size is buffered and written whole (see above). */
 const MAX_BUFFERED_BYTES = 1024 * 1024;
+/** A plain body that must be translated is buffered whole, up to this size; a larger one fails the attempt. */
+const MAX_TRANSLATED_BYTES = 32 * 1024 * 1024;
 /** Once relaying, the tail kept to read usage from: it is at the end of both kinds of body. */
 const USAGE_TAIL_BYTES = 16 * 1024;
 
@@ -62,6 +65,12 @@ export interface RelayRequest {
   readonly streamMaxMs?: number;
   /** Where the relay leaves a way to stop it from outside (the drain), while it runs. */
   readonly stopSlot?: StopSlot;
+  /**
+   * Set when the response cannot be relayed byte for byte (another protocol, or Anthropic
+   * usage to read): it then writes what the client gets and reports the usage. Without
+   * it, the pass-through path below runs unchanged.
+   */
+  readonly transform?: RelayTransform;
 }
 
 /** Holds the running attempt's stop: it ends the attempt as out of time, saying why. */
@@ -137,6 +146,11 @@ class OutOfTime extends Error {
   readonly code = 'SWITCHYARD_OUT_OF_TIME';
 }
 
+/** A plain body to translate grew past MAX_TRANSLATED_BYTES. */
+class TooLargeToTranslate extends Error {
+  readonly code = 'SWITCHYARD_TOO_LARGE_TO_TRANSLATE';
+}
+
 type State = 'waiting' | 'discarding' | 'buffering' | 'relaying' | 'ended';
 
 /** Sends one attempt upstream and relays its response (see RelayResult). */
@@ -159,6 +173,7 @@ const ABORTED: RelayResult = Object.freeze({ kind: 'aborted' });
 class Relay implements Dispatcher.DispatchHandler {
   readonly #request: RelayRequest;
   readonly #res: ServerResponse;
+  readonly #transform: RelayTransform | undefined;
   readonly #resolve: (result: RelayResult) => void;
   #resolveFinished: ((relayed: Relayed) => void) | null = null;
   #controller: Dispatcher.DispatchController | null = null;
@@ -182,6 +197,7 @@ class Relay implements Dispatcher.DispatchHandler {
   constructor(request: RelayRequest, resolve: (r: RelayResult) => void) {
     this.#request = request;
     this.#res = request.res;
+    this.#transform = request.transform;
     this.#resolve = resolve;
     if (request.doneBy !== undefined) this.#limit(request.doneBy - performance.now(), 'its time limit (request_timeout_ms or deadline_ms)');
     if (request.stopSlot !== undefined) request.stopSlot.stopAttempt = this.#stop;
@@ -271,13 +287,24 @@ class Relay implements Dispatcher.DispatchHandler {
     if (this.#state === 'buffering') {
       this.#kept.push(chunk);
       this.#keptBytes += chunk.length;
-      if (this.#keptBytes > MAX_BUFFERED_BYTES) this.#streamBuffered(controller);
+      if (this.#keptBytes > MAX_BUFFERED_BYTES) {
+        // A translation needs the whole body; the pass-through commits and relays from here.
+        if (this.#transform === undefined) this.#streamBuffered(controller);
+        else if (this.#keptBytes > MAX_TRANSLATED_BYTES)
+          controller.abort(new TooLargeToTranslate('the response is too large to translate'));
+      }
       return;
     }
     if (this.#state !== 'relaying') return;
     if (this.#firstByteAt === null) this.#firstByteAt = performance.now();
-    this.#keepTail(chunk);
     if (this.#isSse) this.#countEvents(chunk);
+    const transform = this.#transform;
+    if (transform !== undefined) {
+      const out = transform.chunk(chunk);
+      if (out.length > 0 && !this.#res.write(out)) controller.pause();
+      return;
+    }
+    this.#keepTail(chunk);
     const out = this.#filter === null ? chunk : this.#filter.push(chunk);
     if (out.length > 0 && !this.#res.write(out)) controller.pause();
   }
@@ -290,12 +317,14 @@ class Relay implements Dispatcher.DispatchHandler {
       return;
     }
     if (state !== 'relaying') return;
+    const last = this.#transform?.end();
     const usage = this.#usageFromTail();
     if (this.#request.usageTrailers !== undefined) {
       const trailers = this.#request.usageHeaders?.(usage) ?? null;
       if (trailers !== null) this.#res.addTrailers(trailers);
     }
-    if (this.#filter === null) this.#res.end();
+    if (last !== undefined) this.#res.end(last);
+    else if (this.#filter === null) this.#res.end();
     else this.#res.end(this.#filter.end());
     this.#served('complete', usage);
   }
@@ -320,7 +349,7 @@ class Relay implements Dispatcher.DispatchHandler {
         this.#outOfTime === null
           ? `the upstream stream from provider ${this.#request.providerName} was interrupted`
           : `the stream from provider ${this.#request.providerName} was ended by the gateway: ${this.#outOfTime}`;
-      this.#res.end(`data: ${openaiErrorBody('stream_interrupted', message)}\n\n`);
+      this.#res.end(this.#transform?.fail(message) ?? `data: ${openaiErrorBody('stream_interrupted', message)}\n\n`);
     } else {
       this.#res.destroy();
     }
@@ -340,14 +369,23 @@ class Relay implements Dispatcher.DispatchHandler {
 
   /** A whole buffered body: one write, with the headers its usage decides. */
   #writeBuffered(): void {
-    const body = this.#kept.length === 1 ? (this.#kept[0] as Buffer) : Buffer.concat(this.#kept, this.#keptBytes);
-    const usage = this.#status < 300 ? usageFromJson(body) : null;
+    const whole = this.#kept.length === 1 ? (this.#kept[0] as Buffer) : Buffer.concat(this.#kept, this.#keptBytes);
+    let body: Buffer | string = whole;
+    let usage: TokenUsage | null;
+    if (this.#transform === undefined) usage = this.#status < 300 ? usageFromJson(whole) : null;
+    else {
+      const answer = this.#transform.plain(this.#status, whole);
+      this.#status = answer.status;
+      body = answer.body;
+      usage = answer.usage;
+    }
     const extra = this.#request.usageHeaders?.(usage) ?? null;
     const headers = responseHeaders(
       this.#upstreamHeaders,
       extra === null ? this.#request.responseHeaders : { ...this.#request.responseHeaders, ...extra },
     );
-    headers['content-length'] = body.length;
+    headers['content-length'] = Buffer.byteLength(body);
+    if (typeof body === 'string') headers['content-type'] = 'application/json';
     this.#commit(headers);
     this.#state = 'ended';
     this.#firstByteAt = performance.now();
@@ -382,6 +420,7 @@ class Relay implements Dispatcher.DispatchHandler {
    * reports usage as it goes); a cut plain body cannot be read.
    */
   #usageFromTail(): TokenUsage | null {
+    if (this.#transform !== undefined) return this.#status >= 300 ? null : this.#transform.usage;
     if (this.#status >= 300 || this.#keptBytes === 0) return null;
     const bytes = this.#kept.length === 1 ? (this.#kept[0] as Buffer) : Buffer.concat(this.#kept, this.#keptBytes);
     return this.#isSse ? usageFromSseTail(bytes.toString('utf8')) : usageFromJson(bytes);
@@ -431,6 +470,7 @@ export function retryAfterOf(value: string | string[] | undefined, nowMs = Date.
 /** Maps an undici error to a failover reason and a message safe to show a client. */
 function failure(err: unknown): RelayResult {
   if (err instanceof OutOfTime) return { kind: 'failed', reason: 'timeout', detail: `out of time: ${err.message}` };
+  if (err instanceof TooLargeToTranslate) return { kind: 'failed', reason: 'status_5xx', detail: err.message };
   const code = (err as { code?: string }).code ?? '';
   const [reason, detail]: [FailureReason, string] =
     code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT'

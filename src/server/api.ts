@@ -1,7 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError } from '../errors.js';
+import type { Generation } from '../live/index.js';
 import { type Attempt, composeAttempt, sendToCandidate, withBreaker, withCredentialCheck } from './attempt.js';
 import { handleChat } from './chat.js';
+import { handleCountTokens } from './count-tokens.js';
 import { type Endpoint, EndpointTable, pathOf } from './endpoints.js';
 import { Exchange } from './exchange.js';
 import { recordRequest } from './record.js';
@@ -62,7 +64,31 @@ export function createApiHandler(svc: Services, settings: ListenerSettings, traf
 function apiEndpoints(svc: Services, settings: ListenerSettings, traffic: TrafficState, attempt: Attempt): Endpoint<Exchange>[] {
   return [
     { method: 'POST', path: '/v1/chat/completions', handle: (x) => handleChat(x, svc, settings, attempt) },
-    { method: 'GET', path: '/v1/models', handle: (x) => sendBody(x.res, 200, svc.holder.current().modelsBody, 'application/json') },
+    {
+      method: 'POST',
+      path: '/v1/messages',
+      handle: (x) => {
+        x.protocol = 'anthropic';
+        return handleChat(x, svc, settings, attempt);
+      },
+    },
+    {
+      method: 'POST',
+      path: '/v1/embeddings',
+      handle: (x) => {
+        x.operation = 'embeddings';
+        return handleChat(x, svc, settings, attempt);
+      },
+    },
+    { method: 'POST', path: '/v1/messages/count_tokens', handle: (x) => handleCountTokens(x, svc, settings) },
+    {
+      method: 'GET',
+      path: '/v1/models',
+      handle: (x) => {
+        const gen = svc.holder.current();
+        sendBody(x.res, 200, speaksAnthropic(x) ? anthropicModelsBody(gen) : gen.modelsBody, 'application/json');
+      },
+    },
     { method: 'GET', path: '/v1/models/*', handle: (x, id) => retrieveModel(x, svc, id) },
     { method: 'GET', path: '/healthz', recorded: false, handle: (x) => sendBody(x.res, 200, HEALTHY, 'application/json') },
     {
@@ -78,8 +104,9 @@ function apiEndpoints(svc: Services, settings: ListenerSettings, traffic: Traffi
   ];
 }
 
-/** GET /v1/models/{model}: one routable model, in OpenAI's model object shape. */
+/** GET /v1/models/{model}: one routable model, in the shape of the client's protocol. */
 function retrieveModel(x: Exchange, svc: Services, encoded: string): void {
+  speaksAnthropic(x);
   let model: string;
   try {
     model = decodeURIComponent(encoded);
@@ -96,5 +123,47 @@ function retrieveModel(x: Exchange, svc: Services, encoded: string): void {
       'model',
     );
   }
-  sendJson(x.res, 200, { id: model, object: 'model', created: gen.modelsFirstSeen[model], owned_by: 'switchyard' });
+  const created = gen.modelsFirstSeen[model] ?? 0;
+  if (speaksAnthropic(x)) sendJson(x.res, 200, anthropicModel(model, created));
+  else sendJson(x.res, 200, { id: model, object: 'model', created, owned_by: 'switchyard' });
+}
+
+const anthropicLists = new WeakMap<Generation, string>();
+
+/**
+ * The model list in Anthropic's shape (one page, always). Rendered on the first request that
+ * asks for it, once per generation, rather than while building every generation: a config
+ * may route ~10^5 models, and most deployments never ask.
+ */
+function anthropicModelsBody(gen: Generation): string {
+  let body = anthropicLists.get(gen);
+  if (body === undefined) {
+    const iso = new Map<number, string>();
+    const data = Object.values(gen.routes)
+      .filter((r) => r.admitsNew)
+      .map((r) => {
+        const at = gen.modelsFirstSeen[r.model] ?? 0;
+        let createdAt = iso.get(at);
+        if (createdAt === undefined) iso.set(at, (createdAt = new Date(at * 1000).toISOString()));
+        return { type: 'model', id: r.model, display_name: r.model, created_at: createdAt };
+      });
+    body = JSON.stringify({ data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
+    anthropicLists.set(gen, body);
+  }
+  return body;
+}
+
+/** One model in Anthropic's shape. */
+function anthropicModel(id: string, createdEpochS: number): { type: 'model'; id: string; display_name: string; created_at: string } {
+  return { type: 'model', id, display_name: id, created_at: new Date(createdEpochS * 1000).toISOString() };
+}
+
+/**
+ * The models endpoints serve both SDKs on one path; Anthropic's sends `anthropic-version`
+ * on every request, OpenAI's never does. Its errors are then Anthropic-shaped too.
+ */
+function speaksAnthropic(x: Exchange): boolean {
+  if (x.req.headers['anthropic-version'] === undefined) return false;
+  x.protocol = 'anthropic';
+  return true;
 }

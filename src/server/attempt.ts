@@ -1,6 +1,23 @@
+import { SwitchyardError } from '../errors.js';
 import { isPriced } from '../governance/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
-import { CHAT_COMPLETIONS_PATH, chatBodyFor, type RelayResult, relay, upstreamHeaders, withStreamUsage } from '../providers/index.js';
+import {
+  anthropicMetering,
+  anthropicRequestToCanonical,
+  type CanonicalRequest,
+  canonicalToAnthropicRequest,
+  canonicalToOpenaiRequest,
+  chatBodyFor,
+  chatPathFor,
+  embeddingsMetering,
+  openaiRequestToCanonical,
+  providerHeaders,
+  type RelayResult,
+  type RelayTransform,
+  relay,
+  translation,
+  withStreamUsage,
+} from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
 import { COST_HEADER, costHeaders } from './admission.js';
 import type { Exchange } from './exchange.js';
@@ -26,17 +43,32 @@ export type Wrap = (next: Attempt) => Attempt;
 
 const SKIPPED: Promise<AttemptResult> = Promise.resolve(Object.freeze({ kind: 'skipped' as const }));
 
-/** The core: the upstream call for this candidate, relayed to the client if it commits. */
+/**
+ * The core: the upstream call for this candidate, relayed to the client if it commits. A
+ * request that cannot be translated to the candidate's protocol rejects with a 400 naming
+ * the field, before anything is sent.
+ */
 export const sendToCandidate: Attempt = (a) => {
+  try {
+    return send(a);
+  } catch (err) {
+    return Promise.reject(err);
+  }
+};
+
+function send(a: AttemptRequest): Promise<AttemptResult> {
   const { x, candidate: c } = a;
   const gen = x.gen as Generation;
   const provider = c.provider;
   const requestId = x.requestId;
-  const headers = upstreamHeaders(
+  const upstream = upstreamRequestFor(a);
+  const headers = providerHeaders(
+    provider,
     c.credential ?? provider.credential,
     provider.headers,
     x.stream ? 'text/event-stream' : 'application/json',
     requestId,
+    x.req.headers,
   );
   const attribution: Record<string, string> = { ...attributionOf(gen, c), 'x-switchyard-request-id': requestId };
   if (gen.overlay !== null) {
@@ -55,21 +87,67 @@ export const sendToCandidate: Attempt = (a) => {
     providerName: provider.name,
     call: {
       method: 'POST',
-      path: CHAT_COMPLETIONS_PATH,
+      path: chatPathFor(provider, c.upstreamModel, x.operation),
       headers,
-      body: upstreamBody(a, c.upstreamModel),
+      body: upstream.body,
       timeoutMs: provider.timeoutMs,
     },
     responseHeaders: attribution,
     usageHeaders: costHeaders(x, c),
     // A stream's cost is known after its body: it goes out as a trailer.
     usageTrailers: x.stream && isPriced(gen.pricing, provider.name, c.upstreamModel) ? COST_HEADER : undefined,
-    dropUsageEvent: x.stream && !clientAskedUsage(a.parsed),
+    dropUsageEvent: upstream.dropUsageEvent,
     doneBy: doneBy(x, provider.requestTimeoutMs),
     streamMaxMs: x.stream ? (provider.streamMaxMs ?? undefined) : undefined,
     stopSlot: x,
+    transform: upstream.transform,
   });
-};
+}
+
+interface UpstreamRequest {
+  readonly body: Buffer | string;
+  readonly transform: RelayTransform | undefined;
+  readonly dropUsageEvent: boolean;
+}
+
+/**
+ * The body for this candidate and how its answer reaches the client. Same protocol: the
+ * client's bytes with the model spliced in (an OpenAI stream also asks for usage; an
+ * Anthropic answer is metered as it passes). Different protocols: through the canonical
+ * form both ways (ADR-0011).
+ */
+function upstreamRequestFor(a: AttemptRequest): UpstreamRequest {
+  const { x, candidate: c } = a;
+  const to = c.provider.protocol;
+  // The handler left only OpenAI-protocol candidates in an embeddings chain.
+  if (x.operation === 'embeddings')
+    return { body: chatBodyFor(a.raw, a.parsed, c.upstreamModel), transform: embeddingsMetering(), dropUsageEvent: false };
+  if (to === x.protocol) {
+    if (to === 'anthropic')
+      return { body: chatBodyFor(a.raw, a.parsed, c.upstreamModel), transform: anthropicMetering(), dropUsageEvent: false };
+    return { body: upstreamBody(a, c.upstreamModel), transform: undefined, dropUsageEvent: x.stream && !clientAskedUsage(a.parsed) };
+  }
+  x.canonical ??= canonicalOf(x.protocol, a.parsed);
+  const request = { ...x.canonical, model: c.upstreamModel };
+  const written = to === 'anthropic' ? canonicalToAnthropicRequest(request) : canonicalToOpenaiRequest(request);
+  if (!written.ok) throw untranslatable(written, c);
+  return {
+    body: JSON.stringify(written.value),
+    transform: translation(to, x.protocol, x.protocol === 'openai' && clientAskedUsage(a.parsed)),
+    dropUsageEvent: false,
+  };
+}
+
+function canonicalOf(protocol: 'openai' | 'anthropic', parsed: Record<string, unknown>): CanonicalRequest {
+  const read = protocol === 'anthropic' ? anthropicRequestToCanonical(parsed) : openaiRequestToCanonical(parsed);
+  if (!read.ok) throw new SwitchyardError('invalid_request', `${read.reason} (field ${read.path})`, read.path);
+  return read.value;
+}
+
+function untranslatable(refusal: { readonly path: string; readonly reason: string }, c: GenerationCandidate): SwitchyardError {
+  const message = `${refusal.reason} (field ${refusal.path}; provider "${c.provider.name}" speaks the ${c.provider.protocol} protocol)`;
+  return new SwitchyardError('invalid_request', message, refusal.path);
+}
 
 /** The earlier of the provider's request_timeout_ms (a non-streamed response) and the route's deadline. */
 function doneBy(x: Exchange, requestTimeoutMs: number | null): number | undefined {
@@ -138,18 +216,25 @@ export const withBreaker =
       if (admission === 'deny') return SKIPPED;
       probe = admission === 'probe';
     }
-    return next(a).then((r) => {
-      if (r.kind === 'failed') breakers.recordFailure(identity, probe, r.retryAfterMs);
-      else if (r.kind === 'aborted') {
+    return next(a).then(
+      (r) => {
+        if (r.kind === 'failed') breakers.recordFailure(identity, probe, r.retryAfterMs);
+        else if (r.kind === 'aborted') {
+          if (probe) breakers.release(identity);
+        } else if (r.kind === 'committed') {
+          breakers.recordSuccess(identity);
+          void r.finished.then((f) => {
+            if (f.outcome === 'partial') breakers.recordFailure(identity, false);
+          });
+        }
+        return r;
+      },
+      (err: unknown) => {
+        // Refused before anything was sent (a request that cannot be translated): the probe is someone else's.
         if (probe) breakers.release(identity);
-      } else if (r.kind === 'committed') {
-        breakers.recordSuccess(identity);
-        void r.finished.then((f) => {
-          if (f.outcome === 'partial') breakers.recordFailure(identity, false);
-        });
-      }
-      return r;
-    });
+        throw err;
+      },
+    );
   };
 
 /** Wraps the core in the given order: the first wrap is the outermost. */

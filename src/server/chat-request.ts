@@ -12,6 +12,31 @@ export interface ChatRequest {
  * rest in its own words.
  */
 export function parseChatRequest(raw: Buffer): ChatRequest {
+  const body = parseObject(raw);
+  const { model, stream } = checkModelAndMessages(body);
+  const options = body.stream_options;
+  if (options !== undefined && options !== null && (typeof options !== 'object' || Array.isArray(options))) {
+    throw new SwitchyardError('invalid_request', 'stream_options must be an object', 'stream_options');
+  }
+  return { model, stream: stream === true, parsed: body };
+}
+
+/**
+ * Parses and checks an Anthropic Messages request: model, messages and stream as for a
+ * chat completion, and `max_tokens`, which the Messages API requires.
+ */
+export function parseMessagesRequest(raw: Buffer): ChatRequest {
+  const body = parseObject(raw);
+  const { model, stream } = checkModelAndMessages(body);
+  const max = body.max_tokens;
+  if (max === undefined) throw new SwitchyardError('invalid_request', 'missing required field: max_tokens', 'max_tokens');
+  if (typeof max !== 'number' || !Number.isInteger(max) || max < 1) {
+    throw new SwitchyardError('invalid_request', 'max_tokens must be a positive integer', 'max_tokens');
+  }
+  return { model, stream: stream === true, parsed: body };
+}
+
+function parseObject(raw: Buffer): Record<string, unknown> {
   if (raw.length === 0) throw new SwitchyardError('invalid_json', 'request body is empty; expected a JSON object');
   let value: unknown;
   try {
@@ -22,7 +47,10 @@ export function parseChatRequest(raw: Buffer): ChatRequest {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new SwitchyardError('invalid_request', 'request body must be a JSON object');
   }
-  const body = value as Record<string, unknown>;
+  return value as Record<string, unknown>;
+}
+
+function checkModelAndMessages(body: Record<string, unknown>): { model: string; stream: unknown } {
   const { model, messages, stream } = body;
   if (model === undefined) throw new SwitchyardError('invalid_request', 'missing required field: model', 'model');
   if (typeof model !== 'string' || model.length === 0 || model.length > 256) {
@@ -41,9 +69,25 @@ export function parseChatRequest(raw: Buffer): ChatRequest {
   if (stream !== undefined && stream !== null && typeof stream !== 'boolean') {
     throw new SwitchyardError('invalid_request', 'stream must be a boolean', 'stream');
   }
-  const options = body.stream_options;
-  if (options !== undefined && options !== null && (typeof options !== 'object' || Array.isArray(options))) {
-    throw new SwitchyardError('invalid_request', 'stream_options must be an object', 'stream_options');
+  return { model, stream };
+}
+
+/** Parses an OpenAI embeddings request: a model and an `input` (the provider checks its form). */
+export function parseEmbeddingsRequest(raw: Buffer): ChatRequest {
+  const body = parseObject(raw);
+  const model = body.model;
+  if (model === undefined) throw new SwitchyardError('invalid_request', 'missing required field: model', 'model');
+  if (typeof model !== 'string' || model.length === 0 || model.length > 256) {
+    throw new SwitchyardError('invalid_request', 'model must be a non-empty string of at most 256 characters', 'model');
   }
-  return { model, stream: stream === true, parsed: body };
+  if (body.input === undefined || body.input === null)
+    throw new SwitchyardError('invalid_request', 'missing required field: input', 'input');
+  return { model, stream: false, parsed: body };
+}
+
+/** Parses a Messages count_tokens request: a model and messages, as for a message, without `max_tokens`. */
+export function parseCountTokensRequest(raw: Buffer): ChatRequest {
+  const body = parseObject(raw);
+  const { model } = checkModelAndMessages(body);
+  return { model, stream: false, parsed: body };
 }

@@ -5,13 +5,14 @@ import { select } from '../routing/index.js';
 import { authenticate, preCheck, settle } from './admission.js';
 import type { Attempt } from './attempt.js';
 import { readBody } from './body.js';
-import { parseChatRequest } from './chat-request.js';
+import { type ChatRequest, parseChatRequest, parseEmbeddingsRequest, parseMessagesRequest } from './chat-request.js';
 import type { Exchange, Failure } from './exchange.js';
 import type { ListenerSettings, Services } from './services.js';
 import { sessionKeyOf } from './session.js';
 
 /**
- * POST /v1/chat/completions, as the steps of DESIGN.md's request path: capture the
+ * POST /v1/chat/completions (OpenAI clients) and POST /v1/messages (Anthropic clients, set
+ * on `x.protocol` before anything can fail so every answer is in their shape), as the steps of DESIGN.md's request path: capture the
  * generation once, authenticate from the headers, read and parse the body once, route,
  * pre-check, try the chain, settle. Failover happens only before the first response byte;
  * after that the response is relayed as it comes. The record of the request is written
@@ -23,7 +24,7 @@ export async function handleChat(x: Exchange, svc: Services, settings: ListenerS
   authenticate(x, svc);
   const raw = await readBody(x.req, settings.maxBodyBytes);
   x.bodyBytes = raw.length;
-  const chat = parseChatRequest(raw);
+  const chat = parseRequest(x, raw);
   x.model = chat.model;
   x.stream = chat.stream;
 
@@ -31,11 +32,13 @@ export async function handleChat(x: Exchange, svc: Services, settings: ListenerS
   const sessionKey = sessionKeyOf(x.req, gen.config.routing.session_affinity);
   const bindingKey = sessionKey === undefined ? undefined : `${chat.model}\u0000${sessionKey}`;
   const boundStableId = bindingKey === undefined ? undefined : svc.affinity.get(bindingKey);
-  const selected = select(route, { counters: svc.counters, random: svc.random, boundStableId }).chain;
+  let selected = select(route, { counters: svc.counters, random: svc.random, boundStableId }).chain;
   if (selected.length === 0)
     throw new SwitchyardError('no_route', `model "${chat.model}" has no candidate that can serve new requests right now`, 'model');
+  if (x.operation === 'embeddings') selected = embeddingCandidates(chat.model, selected);
 
-  const chain = await preCheck(x, svc, { model: chat.model, bodyBytes: raw.length, maxTokens: maxTokensOf(chat.parsed) }, selected);
+  const maxTokens = x.operation === 'embeddings' ? 0 : maxTokensOf(chat.parsed);
+  const chain = await preCheck(x, svc, { model: chat.model, bodyBytes: raw.length, maxTokens }, selected);
   const deadlineMs = deadlineOf(gen, chat.model);
   if (deadlineMs !== null) x.deadlineAt = x.startedAt + deadlineMs;
   try {
@@ -53,6 +56,23 @@ export async function handleChat(x: Exchange, svc: Services, settings: ListenerS
   }
 }
 
+function parseRequest(x: Exchange, raw: Buffer): ChatRequest {
+  if (x.operation === 'embeddings') return parseEmbeddingsRequest(raw);
+  return x.protocol === 'anthropic' ? parseMessagesRequest(raw) : parseChatRequest(raw);
+}
+
+/** Anthropic has no embeddings endpoint: its candidates are left out, and a route with nothing else is refused. */
+function embeddingCandidates(model: string, chain: readonly GenerationCandidate[]): readonly GenerationCandidate[] {
+  const left = chain.filter((c) => c.provider.protocol === 'openai');
+  if (left.length === 0)
+    throw new SwitchyardError(
+      'invalid_request',
+      `model "${model}" is served only by anthropic providers, which have no embeddings endpoint`,
+      'model',
+    );
+  return left;
+}
+
 /** `max_tokens`, or `max_completion_tokens` (the newer name), when the request caps its output. */
 function maxTokensOf(body: Record<string, unknown>): number | null {
   const v = body.max_completion_tokens ?? body.max_tokens;
@@ -66,7 +86,7 @@ function deadlineOf(gen: Generation, model: string): number | null {
   return ms ?? null;
 }
 
-function routeOf(gen: Generation, model: string): GenerationRoute {
+export function routeOf(gen: Generation, model: string): GenerationRoute {
   const route = gen.routes[model];
   if (route !== undefined) return route;
   // In overlay mode the control plane decides which models exist: a model it does not

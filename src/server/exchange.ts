@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorCode } from '../errors.js';
 import type { Principal, Reservation } from '../governance/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
-import type { TokenUsage } from '../providers/index.js';
+import type { CanonicalRequest, ChatProtocol, Operation, TokenUsage } from '../providers/index.js';
 import type { FailureReason } from '../resilience/index.js';
 
 export interface Failure {
@@ -27,6 +27,12 @@ export class Exchange {
   readonly startedAt = performance.now();
   /** Whether this request gets a record (metrics, access line); probes and scrapes do not. */
   recorded = true;
+  /** The protocol the client speaks: its answers and errors, whoever serves it, come in this shape. */
+  protocol: ChatProtocol = 'openai';
+  /** What the client asked for: a chat answer (either protocol) or embeddings (OpenAI's). */
+  operation: Operation = 'chat';
+  /** The request in the canonical form, read once when the first candidate of another protocol needs it. */
+  canonical: CanonicalRequest | null = null;
   /** The generation captured once at the start; everything after reads this one. */
   gen: Generation | null = null;
   principal: Principal | null = null;

@@ -1,12 +1,14 @@
 import type { ServerResponse } from 'node:http';
-import { type ErrorCode, openaiErrorBody, SwitchyardError, statusOf } from '../errors.js';
+import { anthropicErrorBody, type ErrorCode, openaiErrorBody, SwitchyardError, statusOf } from '../errors.js';
+import type { ChatProtocol } from '../providers/index.js';
 import { ClientGoneError } from './body.js';
 import type { Match } from './endpoints.js';
 import type { Services } from './services.js';
 
-/** Sends an OpenAI-shaped error. No attribution headers: an error names no provider. */
+/** Sends an error in the client's protocol. No attribution headers: an error names no provider. */
 function sendError(
   res: ServerResponse,
+  protocol: ChatProtocol,
   code: ErrorCode,
   message: string,
   param: string | null = null,
@@ -16,7 +18,7 @@ function sendError(
     res.destroy();
     return;
   }
-  const body = openaiErrorBody(code, message, param);
+  const body = protocol === 'anthropic' ? anthropicErrorBody(code, message) : openaiErrorBody(code, message, param);
   res.writeHead(statusOf(code), {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(body),
@@ -46,6 +48,8 @@ export function refusal(match: Exclude<Match<unknown>, { kind: 'found' }>, metho
 export interface Answerable {
   readonly res: ServerResponse;
   reason: ErrorCode | null;
+  /** The client's protocol; absent = OpenAI's (and the admin API's) shape. */
+  readonly protocol?: ChatProtocol;
 }
 
 /**
@@ -63,7 +67,7 @@ export function failRequest(x: Answerable, err: unknown, svc: Services): void {
     x.reason = err.code;
     // The client may still be sending a body we refused: close rather than read it all.
     const extra = err.code === 'body_too_large' ? { ...err.headers, connection: 'close' } : err.headers;
-    sendError(x.res, err.code, err.message, err.param, extra);
+    sendError(x.res, x.protocol ?? 'openai', err.code, err.message, err.param, extra);
     return;
   }
   x.reason = 'internal_error';
@@ -71,7 +75,7 @@ export function failRequest(x: Answerable, err: unknown, svc: Services): void {
     msg: 'unexpected error while handling a request',
     err: { message: (err as Error)?.message, stack: (err as Error)?.stack },
   });
-  sendError(x.res, 'internal_error', 'internal error; see the gateway log');
+  sendError(x.res, x.protocol ?? 'openai', 'internal_error', 'internal error; see the gateway log');
 }
 
 /** GET /metrics, on both listeners. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type ConfigIssue, type ConfigResult, formatIssue, parseConfigText } from '../../src/config/index.js';
+import { type ConfigIssue, type ConfigResult, crossReferenceIssues, formatIssue, parseConfigText } from '../../src/config/index.js';
 import { editDistance, nearestKey } from '../../src/config/issue-text.js';
 
 const VALID_YAML = `
@@ -221,6 +221,36 @@ routing:
         .sort(),
       ['providers', 'routing'],
     );
+  });
+
+  it('accepts the anthropic and azure_openai provider types with their own keys', () => {
+    const d = doc();
+    d.providers.claude = { type: 'anthropic', base_url: 'https://api.anthropic.com/v1', anthropic_version: '2023-06-01' };
+    d.providers.azure = { type: 'azure_openai', base_url: 'https://r.openai.azure.com', api_version: '2024-10-21' };
+    d.routing.routes['gpt-4o-mini'].candidates.push({ provider: 'claude' }, { provider: 'azure', deployment: 'gpt4o' });
+    const result = parseObject(d);
+    assert.equal(result.ok, true, JSON.stringify(result));
+  });
+
+  it('refuses a provider key that its type does not read, and an azure_openai provider without api_version', () => {
+    const d = doc();
+    d.providers.east.anthropic_version = '2023-06-01';
+    d.providers.azure = { type: 'azure_openai', base_url: 'https://r.openai.azure.com' };
+    d.providers.claude = { type: 'anthropic', base_url: 'https://api.anthropic.com/v1', api_version: '2024-10-21' };
+    assert.deepEqual(lines(parseObject(d)).sort(), [
+      'providers.azure.api_version: required for type: azure_openai (e.g. 2024-10-21)',
+      'providers.claude.api_version: only applies to type: azure_openai',
+      'providers.east.anthropic_version: only applies to type: anthropic',
+    ]);
+  });
+
+  it('the cross-check refuses a candidate deployment on a provider that is not azure_openai', () => {
+    const d = doc();
+    d.routing.routes['gpt-4o-mini'].candidates[0].deployment = 'gpt4o';
+    const provider = d.routing.routes['gpt-4o-mini'].candidates[0].provider;
+    assert.deepEqual(crossReferenceIssues(d).map(formatIssue), [
+      `routing.routes.gpt-4o-mini.candidates[0].deployment: only applies to an azure_openai provider; "${provider}" is not one`,
+    ]);
   });
 
   it('refuses a route without candidates', () => {

@@ -1,0 +1,143 @@
+import { anthropicErrorBody } from '../errors.js';
+import { AnthropicUsageReader } from './canonical/anthropic-usage-reader.js';
+import {
+  anthropicResponseToCanonical,
+  canonicalToAnthropicResponse,
+  canonicalToOpenaiResponse,
+  openaiResponseToCanonical,
+} from './canonical/responses.js';
+import { StreamTranslator } from './canonical/stream-translator.js';
+import type { ChatProtocol } from './canonical/types.js';
+import { anthropicErrorBodyFor, openaiErrorBodyFor, translateErrorResponse } from './canonical/upstream-error.js';
+import { usageFromAnthropic, usageFromOpenai } from './canonical/usage.js';
+import type { TokenUsage } from './metering.js';
+
+// What the relay does to a response whose bytes cannot go to the client as they are: a
+// translation between protocols (ADR-0011), or an Anthropic response relayed as it is but
+// metered by reading Anthropic's usage fields. An OpenAI response to an OpenAI client has
+// no transform at all and keeps the relay's pass-through path.
+
+export interface PlainAnswer {
+  readonly status: number;
+  readonly body: Buffer | string;
+  readonly usage: TokenUsage | null;
+}
+
+export interface RelayTransform {
+  /** A whole buffered body, any status: what the client gets, and the usage to bill. */
+  plain(status: number, body: Buffer): PlainAnswer;
+  /** One upstream stream chunk: the client's bytes for it (possibly none yet). */
+  chunk(chunk: Buffer): Buffer | string;
+  /** The upstream stream ended: the client's last bytes. */
+  end(): string;
+  /** The stream broke after it started: the client protocol's error event that ends it. */
+  fail(message: string): string;
+  /** The usage the stream reported so far. */
+  readonly usage: TokenUsage | null;
+}
+
+/**
+ * OpenAI embeddings: bytes untouched; the usage has `prompt_tokens` and no completion, so
+ * the chat reader (which needs both) would leave it unbilled.
+ */
+export function embeddingsMetering(): RelayTransform {
+  return {
+    plain(status, body) {
+      if (status >= 300) return { status, body, usage: null };
+      const usage = usageFromOpenai(readJson(body)?.usage);
+      return { status, body, usage: usage === null ? null : { inputTokens: usage.inputTokens, outputTokens: 0 } };
+    },
+    chunk: (chunk) => chunk,
+    end: () => '',
+    fail: () => '',
+    usage: null,
+  };
+}
+
+function readJson(body: Buffer): { usage?: unknown } | null {
+  try {
+    return JSON.parse(body.toString('utf8')) as { usage?: unknown };
+  } catch {
+    return null;
+  }
+}
+
+/** Anthropic -> Anthropic: bytes untouched; usage read from every chunk (it starts in message_start). */
+export function anthropicMetering(): RelayTransform {
+  const reader = new AnthropicUsageReader();
+  return {
+    plain(status, body) {
+      return { status, body, usage: status < 300 ? anthropicUsageOf(body) : null };
+    },
+    chunk(chunk) {
+      reader.observe(chunk);
+      return chunk;
+    },
+    end() {
+      reader.end();
+      return '';
+    },
+    fail(message) {
+      return `event: error\ndata: ${anthropicErrorBody('stream_interrupted', message)}\n\n`;
+    },
+    get usage() {
+      return reader.seen;
+    },
+  };
+}
+
+function anthropicUsageOf(body: Buffer): TokenUsage | null {
+  try {
+    return usageFromAnthropic((JSON.parse(body.toString('utf8')) as { usage?: unknown }).usage);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Upstream protocol -> client protocol, for both kinds of body. A stream is translated
+ * event by event as it arrives; a plain body once it is whole. An upstream error keeps its
+ * status and message in the client's error shape; a success the gateway cannot read
+ * becomes a 502 in the client's shape rather than bytes its SDK cannot parse.
+ */
+export function translation(from: ChatProtocol, to: ChatProtocol, includeUsage: boolean): RelayTransform {
+  let stream: StreamTranslator | null = null;
+  const translator = (): StreamTranslator => {
+    stream ??= new StreamTranslator({ from, to, includeUsage });
+    return stream;
+  };
+  return {
+    plain(status, body) {
+      if (status >= 300) {
+        const translated = translateErrorResponse(status, body, from, to);
+        return { status: translated.status, body: translated.body, usage: null };
+      }
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(body.toString('utf8'));
+      } catch {
+        parsed = undefined;
+      }
+      const read = from === 'openai' ? openaiResponseToCanonical(parsed) : anthropicResponseToCanonical(parsed);
+      if (!read.ok) {
+        const message = `the provider's response could not be read (${read.reason})`;
+        const error = to === 'anthropic' ? anthropicErrorBodyFor(502, null, message) : openaiErrorBodyFor(502, 'upstream_error', message);
+        return { status: 502, body: error, usage: null };
+      }
+      const out = to === 'anthropic' ? canonicalToAnthropicResponse(read.value) : canonicalToOpenaiResponse(read.value);
+      return { status, body: JSON.stringify(out), usage: read.value.usage };
+    },
+    chunk(chunk) {
+      return translator().push(chunk);
+    },
+    end() {
+      return translator().end();
+    },
+    fail(message) {
+      return translator().fail(message);
+    },
+    get usage() {
+      return stream?.usage ?? null;
+    },
+  };
+}
