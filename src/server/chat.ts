@@ -116,7 +116,7 @@ async function failover(
   for (let pass: 0 | 1 = 0; ; pass = 1) {
     let attempted = 0;
     for (const c of chain) {
-      if (x.deadlineAt !== null && performance.now() >= x.deadlineAt) return outOfTime(x, chain.length);
+      if (pastDeadline(x)) return outOfTime(x, chain.length);
       if (x.stopped !== null) throw new SwitchyardError('shutting_down', `the gateway is shutting down: ${x.stopped}`);
       const r = await attempt({ x, raw: body.raw, parsed: body.parsed, candidate: c, pass });
       if (r.kind === 'skipped') continue;
@@ -136,10 +136,18 @@ async function failover(
     }
     if (attempted > 0 || pass === 1) break;
   }
-  if (x.deadlineAt !== null && performance.now() >= x.deadlineAt) return outOfTime(x, chain.length);
+  if (pastDeadline(x)) return outOfTime(x, chain.length);
   if (x.stopped !== null) throw new SwitchyardError('shutting_down', `the gateway is shutting down: ${x.stopped}`);
   const summary = x.failures.map((f) => `${f.provider}: ${f.detail}`).join('; ');
   throw new SwitchyardError(failureCode(x.failures), `all ${chain.length} candidate(s) for model "${x.model}" failed (${summary})`);
+}
+
+/**
+ * Whether the route's deadline has passed, give or take a millisecond: a timer may fire a
+ * fraction early, and an attempt with less than that left could not be answered anyway.
+ */
+function pastDeadline(x: Exchange): boolean {
+  return x.deadlineAt !== null && performance.now() >= x.deadlineAt - 1;
 }
 
 /** The route's deadline passed before a candidate answered: 504, naming what was tried. */
