@@ -270,6 +270,8 @@ const priceSchema = z.strictObject({
   output_usd_per_mtok: z.number().min(0),
   /** Prompt tokens read from the provider's cache; absent = the input price. */
   cache_read_usd_per_mtok: z.number().min(0).optional(),
+  /** Prompt tokens written to the provider's cache (Anthropic's cache creation); absent = the input price. */
+  cache_write_usd_per_mtok: z.number().min(0).optional(),
 });
 
 const pricingSchema = z.strictObject({

@@ -107,12 +107,18 @@ function picoPerToken(usdPerMtok: number): number {
   return Math.round(usdPerMtok * 1e6);
 }
 
+/**
+ * Input tokens include cache reads and cache writes (ADR-0011): each part is billed at its
+ * own price when the table has one, the rest at the input price.
+ */
 function exactPicoUsd(price: PriceEntry, usage: Usage): number {
-  const cached = Math.min(Math.max(usage.cacheReadTokens ?? 0, 0), usage.inputTokens);
-  const cachePrice = price.cache_read_usd_per_mtok ?? price.input_usd_per_mtok;
+  const read = Math.min(Math.max(usage.cacheReadTokens ?? 0, 0), usage.inputTokens);
+  const written = Math.min(Math.max(usage.cacheWriteTokens ?? 0, 0), usage.inputTokens - read);
+  const input = picoPerToken(price.input_usd_per_mtok);
   return (
-    (usage.inputTokens - cached) * picoPerToken(price.input_usd_per_mtok) +
-    cached * picoPerToken(cachePrice) +
+    (usage.inputTokens - read - written) * input +
+    read * (price.cache_read_usd_per_mtok === undefined ? input : picoPerToken(price.cache_read_usd_per_mtok)) +
+    written * (price.cache_write_usd_per_mtok === undefined ? input : picoPerToken(price.cache_write_usd_per_mtok)) +
     usage.outputTokens * picoPerToken(price.output_usd_per_mtok)
   );
 }

@@ -28,6 +28,14 @@ describe('pricing in integer micro-USD', () => {
     assert.equal(costMicroUsd(table, 'east', 'gpt-4o', { inputTokens: 2000, outputTokens: 0, cacheReadTokens: 1000 }), 5000);
   });
 
+  it('bills cache-write tokens (a part of the input too) at the cache-write price, or the input price when none is set', () => {
+    const priced = { m: { input_usd_per_mtok: 3, output_usd_per_mtok: 15, cache_read_usd_per_mtok: 0.3, cache_write_usd_per_mtok: 3.75 } };
+    // 1000 input of which 200 read and 500 written: 300 x 3 + 200 x 0.3 + 500 x 3.75 = 900 + 60 + 1875.
+    assert.equal(costMicroUsd(priced, 'p', 'm', { inputTokens: 1000, outputTokens: 0, cacheReadTokens: 200, cacheWriteTokens: 500 }), 2835);
+    const plain = { m: { input_usd_per_mtok: 3, output_usd_per_mtok: 15 } };
+    assert.equal(costMicroUsd(plain, 'p', 'm', { inputTokens: 1000, outputTokens: 0, cacheReadTokens: 200, cacheWriteTokens: 500 }), 3000);
+  });
+
   it('prefers a provider-qualified price and returns null for an unpriced model', () => {
     assert.equal(costMicroUsd(table, 'west', 'gpt-4o', { inputTokens: 1_000_000, outputTokens: 0 }), 5_000_000);
     assert.equal(costMicroUsd(table, 'east', 'llama', { inputTokens: 1, outputTokens: 1 }), null);
