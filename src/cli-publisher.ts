@@ -2,7 +2,7 @@
 // holds the command table; these are its entries for the publisher, kept apart so the
 // gateway's commands and the publisher's read on their own.
 import { resolve } from 'node:path';
-import type { ParseArgsConfig } from 'node:util';
+import { type Command, help, UsageError } from './cli-command.js';
 import { type ExpectedScope, MAX_OVERLAY_BYTES, type ParsedOverlay, parseOverlay, readOverlayFile } from './contract/index.js';
 import {
   diffOverlays,
@@ -21,19 +21,7 @@ import {
 } from './publisher/index.js';
 import { createLogger, flushLogger } from './telemetry/index.js';
 
-export class UsageError extends Error {}
-
-export interface PublisherCommand {
-  readonly summary: string;
-  readonly usage: string;
-  readonly options: NonNullable<ParseArgsConfig['options']>;
-  readonly positionals?: boolean;
-  run(values: Record<string, string | boolean | undefined>, positionals: readonly string[]): Promise<number | 'running'>;
-}
-
-const help = { type: 'boolean', short: 'h' } as const;
-
-export function publisherCommands(version: () => string): Record<string, PublisherCommand> {
+export function publisherCommands(version: () => string): Record<string, Command> {
   return {
     overlay: {
       summary: 'render, publish, verify or diff routing overlays (contract v1)',

@@ -3,9 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { parseArgs } from 'node:util';
 import { verifyAuditFile } from './audit/index.js';
-import { publisherCommands, UsageError } from './cli-publisher.js';
+import { type Command, help, UsageError } from './cli-command.js';
+import { publisherCommands } from './cli-publisher.js';
 import { type ConfigIssue, formatIssue } from './config/index.js';
 import { hashKey } from './governance/index.js';
 import { prepareGeneration } from './live/index.js';
@@ -13,17 +14,6 @@ import { startMockProvider } from './mock/index.js';
 import { PoolRegistry } from './providers/index.js';
 import { PublishError } from './publisher/index.js';
 import { StartupError, startGateway } from './server/index.js';
-
-interface Command {
-  readonly summary: string;
-  readonly usage: string;
-  readonly options: NonNullable<ParseArgsConfig['options']>;
-  /** Takes positional arguments (`keys create`, `audit verify FILE`). */
-  readonly positionals?: boolean;
-  run(values: Record<string, string | boolean | undefined>, positionals: readonly string[]): Promise<number | 'running'>;
-}
-
-const help = { type: 'boolean', short: 'h' } as const;
 
 const commands: Record<string, Command> = {
   serve: {
