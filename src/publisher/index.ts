@@ -7,7 +7,7 @@
 // Imports contract/ (digest, stable ids, parser, bounded reader: never a second copy),
 // watch/ (the gateway's parent-directory watch) and telemetry/ (the logger type). Never
 // server/ or live/: the control plane does not depend on the data plane it feeds.
-// See docs/decisions/0010-overlay-publisher.md and docs/overlay-contract.md.
+// See docs/decisions/0010-overlay-publisher.md and docs/overlay-format.md.
 
 export { diffOverlays, formatDiff, type ModelDiff, type OverlayDiff } from './diff.js';
 export { Grid, type GridOptions, type GridStatus } from './grid.js';
