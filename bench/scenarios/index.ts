@@ -6,6 +6,7 @@ import { overlayScale } from './overlay-scale.js';
 import { proxyOverhead } from './proxy-overhead.js';
 import { publisher } from './publisher.js';
 import { reloadUnderLoad } from './reload-under-load.js';
+import { translation } from './translation.js';
 
 /** Every scenario, in the order `npm run bench` runs them. Add a new one here. */
 export const scenarios: readonly Scenario[] = [
@@ -16,4 +17,5 @@ export const scenarios: readonly Scenario[] = [
   overlayApplyLatency,
   governanceOverhead,
   publisher,
+  translation,
 ];
