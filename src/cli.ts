@@ -198,6 +198,7 @@ async function serve(configPath: string, afterShutdown?: () => Promise<void>): P
     await startGateway({
       configPath,
       handleSignals: true,
+      version: packageVersion(),
       onShutdown: () => {
         void (afterShutdown?.() ?? Promise.resolve()).finally(() => process.exit(0));
       },

@@ -32,6 +32,7 @@ export {
   secretRefSchema,
   sessionAffinityDefaults,
   type TeamConfig,
+  type TelemetryConfig,
 } from './schema.js';
 export { describeSecretRef, resolveSecret, type SecretResult } from './secrets.js';
 export { configWarnings } from './warnings.js';

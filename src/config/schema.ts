@@ -293,6 +293,24 @@ const logSchema = z.strictObject({
   access: z.boolean().default(true),
 });
 
+/**
+ * OpenTelemetry traces over OTLP/HTTP (issue 13): off unless `otlp` is set. The header
+ * values are secrets (a collector's API key), so they are references like every credential.
+ */
+const telemetrySchema = z.strictObject({
+  otlp: z
+    .strictObject({
+      /** The collector's traces URL, e.g. http://127.0.0.1:4318/v1/traces (sent as given). */
+      endpoint: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
+      headers: z.record(z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'must be an HTTP header name'), secretRefSchema).default({}),
+      /** `service.name` on every span. */
+      service_name: z.string().min(1).max(128).default('switchyard'),
+      /** Share of new traces recorded (a continued trace follows its parent's decision). */
+      sample_ratio: z.number().min(0).max(1).default(1),
+    })
+    .optional(),
+});
+
 // --- Governance (issue 9): teams, keys, the governance store, the audit log. ---
 
 const idPattern = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
@@ -408,6 +426,7 @@ export const configSchema = z
   .strictObject({
     server: serverSchema.prefault({}),
     log: logSchema.prefault({}),
+    telemetry: telemetrySchema.prefault({}),
     providers: z.record(
       z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'provider names are 1-64 of A-Z a-z 0-9 _ . -'),
       providerSchema,
@@ -432,6 +451,7 @@ export type TeamConfig = z.infer<typeof teamSchema>;
 export type KeyConfig = z.infer<typeof keySchema>;
 export type GovernanceConfig = GatewayConfig['governance'];
 export type AuditConfig = z.infer<typeof auditSchema>;
+export type TelemetryConfig = GatewayConfig['telemetry'];
 
 /** Session-affinity settings when the config has no `routing.session_affinity` block: the schema's defaults. */
 export const sessionAffinityDefaults: z.infer<typeof sessionAffinitySchema> = Object.freeze(sessionAffinitySchema.parse({}));

@@ -115,6 +115,18 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
     else adminToken = new Credential(secret.value, describeSecretRef(ref));
   }
 
+  // The trace collector's headers (an API key, usually): resolved like every secret, so that
+  // validate and a reload report a missing one.
+  let otlpHeaders: Record<string, Credential> | null = null;
+  if (config.telemetry.otlp !== undefined) {
+    otlpHeaders = Object.create(null) as Record<string, Credential>;
+    for (const [name, ref] of Object.entries(config.telemetry.otlp.headers)) {
+      const secret = resolveSecret(ref, inputs.env);
+      if (!secret.ok) issues.push({ path: `telemetry.otlp.headers.${name}`, message: secret.message });
+      else otlpHeaders[name] = new Credential(secret.value, describeSecretRef(ref));
+    }
+  }
+
   // API keys given as a secret reference are resolved here, like every secret, and only
   // their SHA-256 is kept: the generation never holds a caller's key in clear.
   const keyDigests: Record<string, readonly string[]> = Object.create(null) as Record<string, readonly string[]>;
@@ -172,6 +184,7 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
     modelsBody: modelsListBody(routes, modelsFirstSeen),
     pricing,
     adminToken,
+    otlpHeaders,
     keyDigests,
     overlay,
   };

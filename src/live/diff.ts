@@ -36,6 +36,7 @@ export function restartOnlyWarnings(serving: Generation['config'], next: Generat
   if (!isDeepStrictEqual({ ...serving.governance, default_max_tokens: 0 }, { ...next.governance, default_max_tokens: 0 }))
     changed.push('governance (store settings)');
   if (!isDeepStrictEqual(serving.audit, next.audit)) changed.push('audit');
+  if (!isDeepStrictEqual(serving.telemetry, next.telemetry)) changed.push('telemetry');
   const before = serving.routing.overlay;
   const after = next.routing.overlay;
   if (before !== undefined && after !== undefined) {

@@ -88,6 +88,8 @@ export interface Generation {
   readonly overlay: OverlaySnapshot | null;
   /** The admin API's bearer token (`server.admin_token`), or null when none is set. */
   readonly adminToken: Credential | null;
+  /** `telemetry.otlp.headers`, resolved; null when tracing is off. Read once, at start-up. */
+  readonly otlpHeaders: Readonly<Record<string, Credential>> | null;
   /** Per API key id (`keys[].id`): the SHA-256 digests that authenticate it (two while rotated). */
   readonly keyDigests: Readonly<Record<string, readonly string[]>>;
 }

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError } from '../errors.js';
 import type { Generation } from '../live/index.js';
-import { type Attempt, composeAttempt, sendToCandidate, withBreaker, withCredentialCheck } from './attempt.js';
+import { type Attempt, composeAttempt, sendToCandidate, withBreaker, withCredentialCheck, withTracing } from './attempt.js';
 import { handleChat } from './chat.js';
 import { handleCountTokens } from './count-tokens.js';
 import { type Endpoint, EndpointTable, pathOf } from './endpoints.js';
@@ -22,9 +22,13 @@ const HEALTHY = '{"status":"ok"}';
 
 /** The client-facing listener (`server.listen`): its endpoints, and one error path for all of them. */
 export function createApiHandler(svc: Services, settings: ListenerSettings, traffic: TrafficState) {
-  const attempt: Attempt = composeAttempt(sendToCandidate, withCredentialCheck, withBreaker(svc.breakers));
+  const wraps = [withCredentialCheck, withBreaker(svc.breakers)];
+  // Innermost, so that only a call that goes upstream gets a span.
+  if (svc.tracing !== null) wraps.push(withTracing(svc.tracing));
+  const attempt: Attempt = composeAttempt(sendToCandidate, ...wraps);
   const table = new EndpointTable<Exchange>(apiEndpoints(svc, settings, traffic, attempt));
   const record = (x: Exchange): void => recordRequest(svc, x);
+  const tracing = svc.tracing;
   return (req: IncomingMessage, res: ServerResponse): void => {
     traffic.inflight += 1;
     const x = new Exchange(req, res, record);
@@ -39,11 +43,13 @@ export function createApiHandler(svc: Services, settings: ListenerSettings, traf
     const path = pathOf(req);
     const match = table.match(req.method, path);
     if (match.kind !== 'found') {
+      if (tracing !== null) x.span = tracing.startServer(req.method ?? 'GET', null, path, req.headers);
       failRequest(x, refusal(match, req.method, path), svc);
       x.done();
       return;
     }
     x.recorded = match.endpoint.recorded !== false;
+    if (tracing !== null && x.recorded) x.span = tracing.startServer(match.endpoint.method, match.endpoint.path, path, req.headers);
     let handled: void | Promise<void>;
     try {
       handled = match.endpoint.handle(x, match.rest);

@@ -19,6 +19,7 @@ import {
   withStreamUsage,
 } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
+import { genAiSystem, type Tracing } from '../telemetry/index.js';
 import { COST_HEADER, costHeaders } from './admission.js';
 import type { Exchange } from './exchange.js';
 
@@ -77,6 +78,8 @@ function send(a: AttemptRequest): Promise<AttemptResult> {
     headers['x-ai-routing-request-id'] = requestId;
     headers['x-ai-routing-revision'] = gen.overlay.revision;
   }
+  if (x.attemptTrace !== null) Object.assign(headers, x.attemptTrace);
+  else forwardTraceContext(x, headers);
   if (x.failures.length > 0) attribution['x-switchyard-fallback'] = x.failures.map((f) => f.provider).join(',');
   // A gateway limit's headers replace the upstream's of the same names.
   if (x.limitHeaders !== null) Object.assign(attribution, x.limitHeaders);
@@ -232,6 +235,82 @@ export const withBreaker =
       (err: unknown) => {
         // Refused before anything was sent (a request that cannot be translated): the probe is someone else's.
         if (probe) breakers.release(identity);
+        throw err;
+      },
+    );
+  };
+
+const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/** With tracing off, a client's W3C trace context still reaches the provider, when it is well formed. */
+function forwardTraceContext(x: Exchange, headers: Record<string, string>): void {
+  const parent = x.req.headers.traceparent;
+  if (typeof parent !== 'string' || !TRACEPARENT.test(parent)) return;
+  headers.traceparent = parent;
+  const state = x.req.headers.tracestate;
+  if (typeof state === 'string' && state.length <= 512) headers.tracestate = state;
+}
+
+const addresses = new WeakMap<object, { readonly 'server.address': string; readonly 'server.port': number }>();
+
+/** `server.address` and `server.port` of a provider's base URL, parsed once per provider runtime. */
+function serverAttributes(provider: GenerationCandidate['provider']): {
+  readonly 'server.address': string;
+  readonly 'server.port': number;
+} {
+  let known = addresses.get(provider);
+  if (known === undefined) {
+    const url = new URL(provider.baseUrl);
+    const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+    known = { 'server.address': url.hostname, 'server.port': port };
+    addresses.set(provider, known);
+  }
+  return known;
+}
+
+/**
+ * One client span per upstream call, a child of the request's span, carrying its trace
+ * context upstream. It ends when the attempt's outcome is known: a failure before the
+ * first byte, or, for a committed response, when its body has been relayed (with the usage).
+ */
+export const withTracing =
+  (tracing: Tracing): Wrap =>
+  (next) =>
+  (a) => {
+    const { x, candidate: c } = a;
+    if (x.span === null) return next(a);
+    const span = tracing.startClient(x.span, {
+      operation: x.operation === 'embeddings' ? 'embeddings' : 'chat',
+      model: c.upstreamModel,
+      system: genAiSystem(c.provider.type),
+      attributes: { 'switchyard.provider': c.provider.name, 'switchyard.candidate': c.stableId, ...serverAttributes(c.provider) },
+    });
+    const trace: Record<string, string> = {};
+    tracing.inject(span, trace);
+    x.attemptTrace = trace;
+    let pending: Promise<AttemptResult>;
+    try {
+      pending = next(a);
+    } finally {
+      x.attemptTrace = null;
+    }
+    return pending.then(
+      (r) => {
+        if (r.kind === 'failed') tracing.fail(span, r.reason, r.detail);
+        else if (r.kind === 'aborted') tracing.fail(span, 'client_closed', 'the client left before the response began');
+        else if (r.kind === 'committed') {
+          span.setAttribute('http.response.status_code', r.status);
+          void r.finished.then((f) => {
+            if (f.usage !== null)
+              span.setAttributes({ 'gen_ai.usage.input_tokens': f.usage.inputTokens, 'gen_ai.usage.output_tokens': f.usage.outputTokens });
+            if (f.outcome === 'partial') tracing.fail(span, 'stream_interrupted', 'the response was cut after it began');
+            else span.end();
+          });
+        } else span.end();
+        return r;
+      },
+      (err: unknown) => {
+        tracing.fail(span, 'invalid_request', err instanceof Error ? err.message : String(err));
         throw err;
       },
     );

@@ -5,6 +5,7 @@ import type { Principal, Reservation } from '../governance/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
 import type { CanonicalRequest, ChatProtocol, Operation, TokenUsage } from '../providers/index.js';
 import type { FailureReason } from '../resilience/index.js';
+import type { Span } from '../telemetry/index.js';
 
 export interface Failure {
   readonly provider: string;
@@ -73,6 +74,10 @@ export class Exchange {
   /** Server-sent events relayed to the client. */
   events = 0;
   costMicroUsd: number | null = null;
+  /** The request's server span, when tracing is on; ended by the record. */
+  span: Span | null = null;
+  /** The running upstream attempt's `traceparent` (and `tracestate`), from its span, for the upstream request. */
+  attemptTrace: Record<string, string> | null = null;
   #requestId: string | null = null;
   #pending = 2;
   readonly #onRecord: (x: Exchange) => void;

@@ -4,11 +4,11 @@ import { hostname } from 'node:os';
 import { AuditWriter } from '../audit/index.js';
 import { type ConfigIssue, formatIssue, type GatewayConfig, type ServerConfig, sessionAffinityDefaults } from '../config/index.js';
 import { governanceStatus } from '../governance/index.js';
-import { GenerationHolder, prepareGeneration, ReloadCoordinator, type ReloadTrigger } from '../live/index.js';
+import { type Generation, GenerationHolder, prepareGeneration, ReloadCoordinator, type ReloadTrigger } from '../live/index.js';
 import { PoolRegistry } from '../providers/index.js';
 import { BreakerRegistry } from '../resilience/index.js';
 import { RoundRobinCounters, SessionAffinity, seededRandom } from '../routing/index.js';
-import { AccessLog, type BreakerStateCode, createLogger, flushLogger, type Logger, Metrics } from '../telemetry/index.js';
+import { AccessLog, type BreakerStateCode, createLogger, flushLogger, type Logger, Metrics, Tracing } from '../telemetry/index.js';
 import { FileWatch } from '../watch/index.js';
 import { isLoopback, splitHostPort } from './address.js';
 import { type AdminContext, createAdminHandler } from './admin.js';
@@ -26,6 +26,8 @@ export interface GatewayOptions {
   /** Install SIGHUP (reload) and SIGTERM/SIGINT (drain, then exit 0) handlers. */
   readonly handleSignals?: boolean;
   readonly random?: () => number;
+  /** The gateway's version, for `service.version` on traces. */
+  readonly version?: string;
   /** Called after a signal-initiated shutdown has drained; the CLI exits the process here. */
   readonly onShutdown?: () => void;
 }
@@ -71,7 +73,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     throw new StartupError(first.outcome === 'rejected' ? first.issues : []);
   }
   const config = first.generation.config;
-  const svc = await buildServices(config, pools, options).catch(async (err: unknown) => {
+  const svc = await buildServices(first.generation, pools, options).catch(async (err: unknown) => {
     await pools.destroyAll();
     throw err;
   });
@@ -149,7 +151,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 const STORE_READY_TIMEOUT_MS = 5000;
 
 /** The stateful services (DESIGN.md invariant 3): built once, from the first generation's config. */
-async function buildServices(config: GatewayConfig, pools: PoolRegistry, options: GatewayOptions): Promise<Services> {
+async function buildServices(gen: Generation, pools: PoolRegistry, options: GatewayOptions): Promise<Services> {
+  const config = gen.config;
   const holder = new GenerationHolder();
   const b = config.resilience.breaker;
   const breakers = new BreakerRegistry({ failureThreshold: b.failure_threshold, openBaseMs: b.open_base_ms, openMaxMs: b.open_max_ms });
@@ -167,9 +170,26 @@ async function buildServices(config: GatewayConfig, pools: PoolRegistry, options
     logger,
     governance: buildGovernanceStore(config, logger, metrics),
     audit,
+    tracing: await startTracing(gen, options),
     accessLog: new AccessLog({ level: logger.level, destination: options.logDestination, flushMs: 200 }),
     random: options.random ?? randomSource(options.env ?? process.env, logger),
   };
+}
+
+/** Traces when `telemetry.otlp` is set; its headers were resolved with the generation. */
+async function startTracing(gen: Generation, options: GatewayOptions): Promise<Tracing | null> {
+  const otlp = gen.config.telemetry.otlp;
+  if (otlp === undefined) return null;
+  const headers: Record<string, string> = {};
+  for (const [name, credential] of Object.entries(gen.otlpHeaders ?? {})) headers[name] = credential.apiKey();
+  return Tracing.start({
+    endpoint: otlp.endpoint,
+    headers,
+    serviceName: otlp.service_name,
+    serviceVersion: options.version ?? 'dev',
+    instance: `${hostname()}:${process.pid}`,
+    sampleRatio: otlp.sample_ratio,
+  });
 }
 
 /**
@@ -322,6 +342,8 @@ async function drain(listeners: Listeners, traffic: TrafficState, server: Server
   await svc.pools.destroyAll();
   await svc.governance.close();
   await svc.audit?.close();
+  // What the last requests traced goes out before the process exits (bounded by the export timeout).
+  await svc.tracing?.shutdown().catch(() => undefined);
   svc.accessLog.close();
   svc.logger.info({ msg: 'stopped', drained });
   flushLogger(svc.logger);

@@ -1,4 +1,5 @@
 import { requestCompleted } from '../audit/index.js';
+import { genAiSystem, type Tracing } from '../telemetry/index.js';
 import { pathOf } from './endpoints.js';
 import type { Exchange } from './exchange.js';
 import type { Services } from './services.js';
@@ -27,8 +28,46 @@ export function recordRequest(svc: Services, x: Exchange): void {
   const cost = x.costMicroUsd;
   if (cost !== null && cost > 0) metrics.costUsd.series(model, provider).inc(cost / 1e6);
   if (x.admitted && svc.audit !== null) auditCompleted(svc, x, status, durationMs);
+  if (x.span !== null && svc.tracing !== null) endServerSpan(svc.tracing, x, status);
   if ((gen !== null && !gen.config.log.access) || !svc.accessLog.enabled) return;
   svc.accessLog.writeJson(accessLine(x, status, durationMs, x.model, provider));
+}
+
+/**
+ * The request's server span gets what the record knows: the model asked for and the one
+ * that answered, the usage, the generation and revision that routed it, and whether it
+ * failed over. A 5xx or a cut stream is an error; a 4xx is the client's, not the span's.
+ */
+function endServerSpan(tracing: Tracing, x: Exchange, status: number | 'partial'): void {
+  const span = x.span as NonNullable<Exchange['span']>;
+  const c = x.candidate;
+  const gen = x.gen;
+  span.setAttribute('http.response.status_code', typeof status === 'number' ? status : x.res.statusCode);
+  span.setAttribute('switchyard.fallback', x.failures.length > 0);
+  span.setAttribute('switchyard.request_id', x.requestId);
+  if (x.model !== undefined) {
+    span.setAttribute('gen_ai.operation.name', x.operation === 'embeddings' ? 'embeddings' : 'chat');
+    span.setAttribute('gen_ai.request.model', x.model);
+  }
+  if (gen !== null) {
+    span.setAttribute('switchyard.generation', gen.number);
+    if (gen.overlay !== null) span.setAttribute('switchyard.revision', gen.overlay.revision);
+  }
+  if (c !== null) {
+    span.setAttribute('gen_ai.response.model', c.upstreamModel);
+    span.setAttribute('gen_ai.provider.name', genAiSystem(c.provider.type));
+    span.setAttribute('switchyard.provider', c.provider.name);
+  }
+  const usage = x.usage;
+  if (usage !== null) {
+    span.setAttribute('gen_ai.usage.input_tokens', usage.inputTokens);
+    span.setAttribute('gen_ai.usage.output_tokens', usage.outputTokens);
+  }
+  if (x.costMicroUsd !== null) span.setAttribute('switchyard.cost_usd', x.costMicroUsd / 1e6);
+  if (status === 'partial' || status === 499 || (typeof status === 'number' && status >= 500)) {
+    tracing.fail(span, x.reason ?? (status === 'partial' ? 'stream_interrupted' : String(status)), x.reason ?? String(status), false);
+  }
+  span.end();
 }
 
 /** The audit record of an admitted request: what served it, what it used and cost. No prompt, completion or secret. */

@@ -4,7 +4,7 @@ import type { GenerationHolder } from '../live/index.js';
 import type { PoolRegistry } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
 import type { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
-import type { AccessLog, Logger, Metrics } from '../telemetry/index.js';
+import type { AccessLog, Logger, Metrics, Tracing } from '../telemetry/index.js';
 
 /**
  * The stateful services, built once by the composition root and never rebuilt by a
@@ -24,6 +24,8 @@ export interface Services {
   readonly governance: PolicedStore;
   /** The hash-chained audit log (`audit.file`), or null when none is configured. */
   readonly audit: AuditWriter | null;
+  /** OpenTelemetry traces (`telemetry.otlp`), or null when off. */
+  readonly tracing: Tracing | null;
   readonly random: () => number;
 }
 

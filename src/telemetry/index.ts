@@ -1,7 +1,8 @@
-// telemetry/: the Prometheus metrics registry and the structured logger. Built once by
+// telemetry/: the Prometheus metrics registry, the structured logger and OpenTelemetry traces. Built once by
 // server/. Imports nothing from other src/ folders; breaker states reach the gauge through
 // a callback so this folder needs no knowledge of resilience/.
 
 export { AccessLog } from './access-log.js';
 export { createLogger, flushLogger, type Logger, type LoggerOptions } from './logger.js';
 export { type BreakerStateCode, Metrics } from './metrics.js';
+export { type ClientSpanStart, genAiSystem, type Span, Tracing, type TracingOptions } from './tracing.js';
