@@ -95,6 +95,16 @@ const RESERVED_HEADERS = new Set([
 const CREDENTIAL_HEADER = /(^|-)(api-?key|token|secret|password|auth|cookie)($|-)/i;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
+/** Never exposable: they describe the connection or the framing, or belong to the gateway. */
+const UNEXPOSABLE = /^(connection|keep-alive|transfer-encoding|te|trailer|upgrade|proxy-.*|content-length|set-cookie|x-switchyard-.*)$/;
+
+/** A response header name a provider may pass to clients (`expose_headers`). */
+const exposedHeaderSchema = z
+  .string()
+  .regex(HEADER_NAME, 'is not a valid HTTP header name')
+  .transform((name) => name.toLowerCase())
+  .refine((name) => !UNEXPOSABLE.test(name), 'describes the connection or belongs to the gateway, and cannot be passed to clients');
+
 /** Extra upstream headers: non-secret, valid names, none the gateway owns. Names are lower-cased. */
 const extraHeadersSchema = z
   .record(z.string(), z.string())
@@ -159,6 +169,8 @@ const providerSchema = z
     max_connections: positiveInt.max(65_536).default(256),
     /** Extra headers sent upstream (non-secret, e.g. an organisation id). */
     headers: extraHeadersSchema.default({}),
+    /** Upstream response headers passed to clients beyond the default allow-list. Names are lower-cased. */
+    expose_headers: z.array(exposedHeaderSchema).max(64).default([]),
     /** For an https base_url: a private CA, a client certificate for mutual TLS, the name to verify. */
     tls: tlsSchema.optional(),
   })

@@ -103,6 +103,7 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
         pool,
         credential,
         headers: { ...p.headers },
+        exposeHeaders: p.expose_headers.length === 0 ? null : new Set(p.expose_headers),
       };
     });
   }

@@ -24,6 +24,8 @@ export interface ProviderRuntime {
   readonly pool: ProviderPool;
   readonly credential: Credential | null;
   readonly headers: Readonly<Record<string, string>>;
+  /** `expose_headers`: upstream response headers passed to clients beyond the default allow-list. */
+  readonly exposeHeaders: ReadonlySet<string> | null;
 }
 
 export interface GenerationCandidate extends RoutableCandidate {

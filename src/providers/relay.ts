@@ -16,18 +16,26 @@ import { UsageEventFilter } from './usage-event-filter.js';
 // go out, and an upstream that stalls or breaks mid-body can still fail over. A body over
 // the bound commits and streams from there. Only a bounded tail is kept to read usage.
 
-/** Upstream headers that describe the upstream connection, not the response. */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'proxy-connection',
+/**
+ * The upstream response headers a client gets: the body's type and encoding, the
+ * provider's request ids (what its support asks for) and its rate-limit headers. Anything
+ * else a provider sends (its internals, cookies, hop-by-hop headers) stays at the gateway
+ * unless the provider's `expose_headers` names it.
+ */
+const PASSED_HEADERS = new Set([
+  'content-type',
+  'content-encoding',
+  'x-request-id',
+  'request-id',
+  'apim-request-id',
+  'retry-after',
+  'retry-after-ms',
 ]);
+
+/** A provider's rate-limit headers: OpenAI's and Azure's, Anthropic's, and the IETF draft's. */
+function isRateLimitHeader(name: string): boolean {
+  return name.startsWith('x-ratelimit-') || name.startsWith('anthropic-ratelimit-') || name === 'ratelimit' || name === 'ratelimit-policy';
+}
 
 /** A plain response up to this size is buffered and written whole (see above). */
 const MAX_BUFFERED_BYTES = 1024 * 1024;
@@ -44,6 +52,10 @@ export interface RelayRequest {
   readonly call: UpstreamCall;
   /** Added to the client response's headers if this attempt commits (attribution). */
   readonly responseHeaders: Readonly<Record<string, string>>;
+  /** Upstream response headers the client gets beyond the default allow-list (the provider's expose_headers). */
+  readonly exposeHeaders?: ReadonlySet<string> | null;
+  /** A gateway limit's headers are in responseHeaders: the provider's rate-limit headers are then left out. */
+  readonly limitsReplaced?: boolean;
   /**
    * Headers that depend on the usage the response reports (its cost). A buffered response
    * carries them as headers; a stream, whose headers go out before its usage is known,
@@ -115,22 +127,17 @@ export interface Relayed {
   readonly events: number;
 }
 
-function responseHeaders(upstream: IncomingHttpHeaders, attribution: Record<string, string>): OutgoingHttpHeaders {
-  // RFC 9110 7.6.1: headers that the Connection header names are hop-by-hop too.
-  const connection = upstream.connection;
-  const named =
-    typeof connection === 'string' && connection !== 'keep-alive' && connection !== 'close'
-      ? new Set(
-          connection
-            .toLowerCase()
-            .split(',')
-            .map((t) => t.trim()),
-        )
-      : null;
+/**
+ * The client's headers from the upstream's: the allowed ones (PASSED_HEADERS, the
+ * rate-limit headers unless a gateway limit replaced them, the provider's expose_headers),
+ * then the gateway's own.
+ */
+function responseHeaders(upstream: IncomingHttpHeaders, request: RelayRequest, attribution: Record<string, string>): OutgoingHttpHeaders {
   const headers: OutgoingHttpHeaders = {};
+  const expose = request.exposeHeaders;
+  const rateLimits = request.limitsReplaced !== true;
   for (const name in upstream) {
-    if (HOP_BY_HOP.has(name) || name.startsWith('x-switchyard-') || named?.has(name) === true) continue;
-    headers[name] = upstream[name];
+    if (PASSED_HEADERS.has(name) || (rateLimits && isRateLimitHeader(name)) || expose?.has(name) === true) headers[name] = upstream[name];
   }
   return Object.assign(headers, attribution);
 }
@@ -276,7 +283,7 @@ class Relay implements Dispatcher.DispatchHandler {
     this.#clearLimit();
     const maxMs = this.#request.streamMaxMs;
     if (maxMs !== undefined) this.#limit(maxMs, `it reached stream_max_ms (${maxMs} ms)`);
-    const out = responseHeaders(headers, this.#request.responseHeaders);
+    const out = responseHeaders(headers, this.#request, this.#request.responseHeaders);
     if (this.#request.usageTrailers !== undefined) out.trailer = this.#request.usageTrailers;
     this.#commit(out);
     // A stream's client should see it start at once, not with the first token.
@@ -382,6 +389,7 @@ class Relay implements Dispatcher.DispatchHandler {
     const extra = this.#request.usageHeaders?.(usage) ?? null;
     const headers = responseHeaders(
       this.#upstreamHeaders,
+      this.#request,
       extra === null ? this.#request.responseHeaders : { ...this.#request.responseHeaders, ...extra },
     );
     headers['content-length'] = Buffer.byteLength(body);
@@ -396,7 +404,7 @@ class Relay implements Dispatcher.DispatchHandler {
 
   /** A body over the buffering bound: commit without usage headers and relay from here on. */
   #streamBuffered(controller: Dispatcher.DispatchController): void {
-    this.#commit(responseHeaders(this.#upstreamHeaders, this.#request.responseHeaders));
+    this.#commit(responseHeaders(this.#upstreamHeaders, this.#request, this.#request.responseHeaders));
     this.#firstByteAt = performance.now();
     const kept = this.#kept;
     this.#kept = [];

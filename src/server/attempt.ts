@@ -96,6 +96,8 @@ function send(a: AttemptRequest): Promise<AttemptResult> {
       timeoutMs: provider.timeoutMs,
     },
     responseHeaders: attribution,
+    exposeHeaders: provider.exposeHeaders,
+    limitsReplaced: x.limitHeaders !== null && hasRateLimitHeaders(x.limitHeaders),
     usageHeaders: costHeaders(x, c),
     // A stream's cost is known after its body: it goes out as a trailer.
     usageTrailers: x.stream && isPriced(gen.pricing, provider.name, c.upstreamModel) ? COST_HEADER : undefined,
@@ -239,6 +241,12 @@ export const withBreaker =
       },
     );
   };
+
+/** Whether a gateway limit put its own `x-ratelimit-*` headers on the response. */
+function hasRateLimitHeaders(headers: Readonly<Record<string, string>>): boolean {
+  for (const name in headers) if (name.startsWith('x-ratelimit-')) return true;
+  return false;
+}
 
 const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 

@@ -142,7 +142,11 @@ export function baseConfig(
   return {
     server: { listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', drain_timeout_ms: 5000, ...((extra.server as object) ?? {}) },
     providers: Object.fromEntries(
-      Object.entries(providers).map(([name, baseUrl]) => [name, { type: 'openai', base_url: baseUrl, timeout_ms: 5000 }]),
+      // The mock's own x-mock-provider header is an independent witness of which upstream answered.
+      Object.entries(providers).map(([name, baseUrl]) => [
+        name,
+        { type: 'openai', base_url: baseUrl, timeout_ms: 5000, expose_headers: ['x-mock-provider'] },
+      ]),
     ),
     routing: { routes },
     ...Object.fromEntries(Object.entries(extra).filter(([k]) => k !== 'server')),
