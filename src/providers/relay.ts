@@ -17,7 +17,7 @@ import { UsageEventFilter } from './usage-event-filter.js';
 // the bound commits and streams from there. Only a bounded tail is kept to read usage.
 
 /**
- * The upstream response headers a client gets: the body's type and encoding, the
+ * The upstream response headers a client gets: the body's type, encoding and caching, the
  * provider's request ids (what its support asks for) and its rate-limit headers. Anything
  * else a provider sends (its internals, cookies, hop-by-hop headers) stays at the gateway
  * unless the provider's `expose_headers` names it.
@@ -25,6 +25,8 @@ import { UsageEventFilter } from './usage-event-filter.js';
 const PASSED_HEADERS = new Set([
   'content-type',
   'content-encoding',
+  // An SSE response's no-cache keeps intermediaries from buffering or storing it.
+  'cache-control',
   'x-request-id',
   'request-id',
   'apim-request-id',
