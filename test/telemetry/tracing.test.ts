@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import type { MockProvider } from '../../src/mock/index.js';
 import { startMockProvider } from '../../src/mock/index.js';
-import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
+import { configText, type GatewayProcess, runCli, startGatewayProcess } from '../support/gateway-process.js';
 
 // Issue 13, traces: a real gateway process exports OTLP/HTTP to a collector stand-in in this
 // test process. The client's traceparent is continued, every upstream attempt is a child
@@ -230,5 +233,30 @@ describe('trace context with tracing off', () => {
     const seen = mock.stats().recent.at(-1)?.headers;
     assert.equal(seen?.traceparent, undefined);
     assert.equal(seen?.tracestate, undefined);
+  });
+});
+
+describe('telemetry config', () => {
+  it('validate names a collector header whose secret is missing, and a bad endpoint, by path', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-telemetry-'));
+    try {
+      const file = join(dir, 'config.yaml');
+      const config = (otlp: Record<string, unknown>) =>
+        configText({
+          telemetry: { otlp },
+          providers: { m: { type: 'openai', base_url: 'http://127.0.0.1:9/v1' } },
+          routing: { routes: { chat: { candidates: [{ provider: 'm' }] } } },
+        });
+      writeFileSync(file, config({ endpoint: 'http://127.0.0.1:4318/v1/traces', headers: { 'x-api-key': { env: 'NO_SUCH_OTLP_KEY' } } }));
+      const missing = await runCli(['validate', '--config', file], { ...process.env, NO_SUCH_OTLP_KEY: '' });
+      assert.equal(missing.code, 1);
+      assert.match(missing.stderr + missing.stdout, /telemetry\.otlp\.headers\.x-api-key/);
+      writeFileSync(file, config({ endpoint: 'ftp://collector/v1/traces' }));
+      const bad = await runCli(['validate', '--config', file]);
+      assert.equal(bad.code, 1);
+      assert.match(bad.stderr + bad.stdout, /telemetry\.otlp\.endpoint/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
