@@ -8,7 +8,6 @@ import {
   canonicalToAnthropicRequest,
   canonicalToOpenaiRequest,
   chatBodyFor,
-  chatPathFor,
   embeddingsMetering,
   openaiRequestToCanonical,
   providerHeaders,
@@ -16,6 +15,7 @@ import {
   type RelayTransform,
   relay,
   translation,
+  upstreamPathFor,
   withStreamUsage,
 } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
@@ -87,7 +87,7 @@ function send(a: AttemptRequest): Promise<AttemptResult> {
     providerName: provider.name,
     call: {
       method: 'POST',
-      path: chatPathFor(provider, c.upstreamModel, x.operation),
+      path: upstreamPathFor(provider, c.upstreamModel, x.operation),
       headers,
       body: upstream.body,
       timeoutMs: provider.timeoutMs,
