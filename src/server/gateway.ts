@@ -2,12 +2,19 @@ import { createServer, type Server, type ServerOptions } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { AuditWriter } from '../audit/index.js';
-import { type ConfigIssue, formatIssue, type GatewayConfig, type ServerConfig, sessionAffinityDefaults } from '../config/index.js';
+import {
+  type ConfigIssue,
+  formatIssue,
+  type GatewayConfig,
+  responsesDefaults,
+  type ServerConfig,
+  sessionAffinityDefaults,
+} from '../config/index.js';
 import { governanceStatus } from '../governance/index.js';
 import { GenerationHolder, prepareGeneration, ReloadCoordinator, type ReloadTrigger } from '../live/index.js';
 import { PoolRegistry } from '../providers/index.js';
 import { BreakerRegistry } from '../resilience/index.js';
-import { RoundRobinCounters, SessionAffinity, seededRandom } from '../routing/index.js';
+import { BindingTable, RoundRobinCounters, SessionAffinity, seededRandom } from '../routing/index.js';
 import { AccessLog, type BreakerStateCode, createLogger, flushLogger, type Logger, Metrics } from '../telemetry/index.js';
 import { FileWatch } from '../watch/index.js';
 import { isLoopback, splitHostPort } from './address.js';
@@ -154,6 +161,7 @@ async function buildServices(config: GatewayConfig, pools: PoolRegistry, options
   const b = config.resilience.breaker;
   const breakers = new BreakerRegistry({ failureThreshold: b.failure_threshold, openBaseMs: b.open_base_ms, openMaxMs: b.open_max_ms });
   const sessions = config.routing.session_affinity ?? sessionAffinityDefaults;
+  const responses = config.routing.responses ?? responsesDefaults;
   const logger = options.logger ?? createLogger({ level: config.log.level, destination: options.logDestination });
   const metrics = new Metrics(() => breakerStates(holder, breakers));
   const audit = config.audit === undefined ? null : await openAudit(config.audit.file, logger, metrics);
@@ -162,6 +170,7 @@ async function buildServices(config: GatewayConfig, pools: PoolRegistry, options
     breakers,
     counters: new RoundRobinCounters(),
     affinity: new SessionAffinity({ ttlMs: sessions.ttl_s * 1000, maxEntries: sessions.max_entries }),
+    responses: new BindingTable({ ttlMs: responses.ttl_s * 1000, maxEntries: responses.max_entries }),
     pools,
     metrics,
     logger,
