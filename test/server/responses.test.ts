@@ -289,6 +289,15 @@ describe('POST /v1/completions and the Responses API through the gateway', () =>
       assert.equal(azure.stats().recent.at(-1)?.path, `/openai/responses/${created.id}`);
     });
 
+    it('continuing under a model with no candidate on the holding provider is a 400 naming the model to use', async () => {
+      const first = await openai.responses.create({ model: 'text', input: 'hi' });
+      await assert.rejects(openai.responses.create({ model: 'azure-text', input: 'x', previous_response_id: first.id }), (err: unknown) => {
+        assert.ok(err instanceof OpenAI.BadRequestError);
+        assert.match(err.message, /held by provider "east", and model "azure-text" has no candidate there; continue it with model "text"/);
+        return true;
+      });
+    });
+
     // Last: it reloads the gateway without west.
     it('the memory survives a reload, but a provider the reload withdrew is not used: 410, never another provider', async () => {
       const onWest = await createdOnWest();
