@@ -61,6 +61,10 @@ Serves on HOST (default 127.0.0.1):
   POST /v1/messages                Anthropic messages, plain and streamed, tool use, cache_control usage
   POST /v1/messages/count_tokens   Anthropic token count
   POST /v1/embeddings              OpenAI embeddings, deterministic unit vectors
+  POST /v1/completions             OpenAI legacy completions, plain and streamed
+  POST /v1/responses               OpenAI Responses API, plain and streamed; kept (up to 1000)
+                                   unless store is false, for previous_response_id
+  GET|DELETE /v1/responses/{id}    a kept response, or 404
   GET  /v1/models
 A tool is called when tools are offered and the last user message contains the word "tool"
 (or tool_choice forces one); tool results get a final text answer.
@@ -68,6 +72,7 @@ Headers x-mock-chunks and x-mock-chunk-delay-ms shape a stream.
 Control: GET /__mock/stats, POST /__mock/reset, GET|POST|DELETE /__mock/faults with
 {"mode": "status"|"latency"|"close"|"cut_stream"|"hang", "count"?, "status"?, "body"?,
 "latency_ms"?, "after_chunks"?}; faults apply to every POST endpoint above, in order.
+Azure OpenAI paths (/openai/deployments/{d}/..., /openai/responses) answer the same.
 Details: docs/mock-provider.md.`,
     options: {
       port: { type: 'string', short: 'p' },

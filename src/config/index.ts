@@ -27,6 +27,7 @@ export {
   type PricingConfig,
   type ProviderConfig,
   type RouteConfig,
+  responsesDefaults,
   type SecretRef,
   type ServerConfig,
   secretRefSchema,

@@ -224,6 +224,15 @@ const sessionAffinitySchema = z.strictObject({
   max_entries: positiveInt.max(10_000_000).default(10_000),
 });
 
+/**
+ * Which candidate created each Responses API response id: its follow-ups must go there.
+ * OpenAI keeps a stored response for 30 days, hence the default TTL.
+ */
+const responsesSchema = z.strictObject({
+  ttl_s: positiveInt.max(90 * 24 * 3600).default(30 * 24 * 3600),
+  max_entries: positiveInt.max(10_000_000).default(100_000),
+});
+
 const scopeField = z.string().min(1).max(256);
 
 /** Overlay mode: candidates come from a control plane's versioned overlay file. */
@@ -259,6 +268,7 @@ const routingSchema = z
     routes: z.record(z.string().min(1), routeSchema).optional(),
     overlay: overlaySchema.optional(),
     session_affinity: sessionAffinitySchema.optional(),
+    responses: responsesSchema.optional(),
   })
   .superRefine((routing, ctx) => {
     if (routing.routes !== undefined && routing.overlay !== undefined) {
@@ -467,3 +477,6 @@ export type TelemetryConfig = GatewayConfig['telemetry'];
 
 /** Session-affinity settings when the config has no `routing.session_affinity` block: the schema's defaults. */
 export const sessionAffinityDefaults: z.infer<typeof sessionAffinitySchema> = Object.freeze(sessionAffinitySchema.parse({}));
+
+/** Response-ownership bounds when the config has no `routing.responses` block: the schema's defaults. */
+export const responsesDefaults: z.infer<typeof responsesSchema> = Object.freeze(responsesSchema.parse({}));

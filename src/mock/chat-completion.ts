@@ -102,13 +102,8 @@ function planChat(ctx: MockContext, ex: Exchange): ChatPlan | string {
   if (!isRecord(payload)) return 'The request body must be a JSON object.';
   const model = payload.model;
   if (typeof model !== 'string' || model === '') return 'You must provide a model parameter.';
-  const headers = ex.req.headers;
-  const chunks = headerNumber(headers['x-mock-chunks'], ctx.streamChunks, maxChunks);
-  if (chunks === undefined) return `x-mock-chunks must be a whole number from 0 to ${maxChunks}.`;
-  const chunkDelayMs = headerNumber(headers['x-mock-chunk-delay-ms'], ctx.streamChunkDelayMs, maxChunkDelayMs);
-  if (chunkDelayMs === undefined) {
-    return `x-mock-chunk-delay-ms must be a whole number from 0 to ${maxChunkDelayMs}.`;
-  }
+  const shape = streamShapeOf(ctx, ex);
+  if (typeof shape === 'string') return shape;
   const options = payload.stream_options;
   return {
     model,
@@ -116,9 +111,20 @@ function planChat(ctx: MockContext, ex: Exchange): ChatPlan | string {
     stream: payload.stream === true,
     includeUsage: isRecord(options) && options.include_usage === true,
     promptTokens: estimateTokens(promptChars(payload.messages)),
-    chunks,
-    chunkDelayMs,
+    ...shape,
   };
+}
+
+/** A stream's chunk count and the wait between chunks: the provider's, or the request's override headers. */
+export function streamShapeOf(ctx: MockContext, ex: Exchange): { chunks: number; chunkDelayMs: number } | string {
+  const headers = ex.req.headers;
+  const chunks = headerNumber(headers['x-mock-chunks'], ctx.streamChunks, maxChunks);
+  if (chunks === undefined) return `x-mock-chunks must be a whole number from 0 to ${maxChunks}.`;
+  const chunkDelayMs = headerNumber(headers['x-mock-chunk-delay-ms'], ctx.streamChunkDelayMs, maxChunkDelayMs);
+  if (chunkDelayMs === undefined) {
+    return `x-mock-chunk-delay-ms must be a whole number from 0 to ${maxChunkDelayMs}.`;
+  }
+  return { chunks, chunkDelayMs };
 }
 
 function answer(ctx: MockContext, ex: Exchange, cutAfter: number): void {

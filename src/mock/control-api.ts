@@ -10,6 +10,7 @@ export function resetProvider(ctx: MockContext): void {
   ctx.stats.reset();
   ctx.faults.clear();
   ctx.promptCache.clear();
+  ctx.responses.clear();
 }
 
 /**

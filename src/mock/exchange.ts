@@ -26,8 +26,8 @@ export function replyJson(ex: Exchange, status: number, text: string): void {
 
 export type OpenAiErrorType = 'invalid_request_error' | 'server_error' | 'requests';
 
-export function openAiError(message: string, type: OpenAiErrorType, code: string | null = null): string {
-  return JSON.stringify({ error: { message, type, param: null, code } });
+export function openAiError(message: string, type: OpenAiErrorType, code: string | null = null, param: string | null = null): string {
+  return JSON.stringify({ error: { message, type, param, code } });
 }
 
 /** Anthropic's error types by status, as its API documents them. */

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { handleChatCompletion } from './chat-completion.js';
+import { handleCompletions } from './completions.js';
 import { handleControl, resetProvider } from './control-api.js';
 import { handleEmbeddings } from './embeddings.js';
 import type { Exchange } from './exchange.js';
@@ -12,6 +13,7 @@ import { handleCountTokens, handleMessages } from './messages.js';
 import type { MockContext } from './provider-context.js';
 import { createContext } from './provider-context.js';
 import type { MockStats } from './request-stats.js';
+import { handleResponses, handleStoredResponse } from './responses.js';
 
 export interface MockProviderOptions {
   /** Echoed in `x-mock-provider` and in the reply text. */
@@ -94,6 +96,13 @@ function route(ctx: MockContext, ex: Exchange): void {
     case '/v1/embeddings':
       if (ex.req.method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
       return handleEmbeddings(ctx, ex);
+    case '/v1/completions':
+      if (ex.req.method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
+      return handleCompletions(ctx, ex);
+    case '/v1/responses':
+    case '/openai/responses':
+      if (ex.req.method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
+      return handleResponses(ctx, ex);
     case '/v1/models':
       if (ex.req.method !== 'GET') return replyMethodNotAllowed(ex, 'GET');
       return handleModels(ctx, ex);
@@ -107,12 +116,32 @@ function route(ctx: MockContext, ex: Exchange): void {
         if (ex.req.method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
         return handleEmbeddings(ctx, ex);
       }
-      return replyNotFound(ex);
+      if (AZURE_COMPLETIONS.test(ex.path)) {
+        if (ex.req.method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
+        return handleCompletions(ctx, ex);
+      }
+      return routeStoredResponse(ctx, ex);
   }
 }
 
 const AZURE_CHAT = /^\/openai\/deployments\/[^/]+\/chat\/completions$/;
 const AZURE_EMBEDDINGS = /^\/openai\/deployments\/[^/]+\/embeddings$/;
+const AZURE_COMPLETIONS = /^\/openai\/deployments\/[^/]+\/completions$/;
+/** `/v1/responses/{id}`, or Azure's `/openai/responses/{id}`. */
+const STORED_RESPONSE = /^\/(?:v1|openai)\/responses\/([^/]+)$/;
+
+function routeStoredResponse(ctx: MockContext, ex: Exchange): void {
+  const match = STORED_RESPONSE.exec(ex.path);
+  if (match === null) return replyNotFound(ex);
+  if (ex.req.method !== 'GET' && ex.req.method !== 'DELETE') return replyMethodNotAllowed(ex, 'GET, DELETE');
+  let id: string;
+  try {
+    id = decodeURIComponent(match[1] as string);
+  } catch {
+    return replyNotFound(ex);
+  }
+  handleStoredResponse(ctx, ex, id);
+}
 
 function onRequest(ctx: MockContext, req: IncomingMessage, res: ServerResponse): void {
   const url = req.url ?? '/';
@@ -137,7 +166,7 @@ function onRequest(ctx: MockContext, req: IncomingMessage, res: ServerResponse):
   });
 }
 
-/** Starts a mock LLM provider (OpenAI chat and embeddings, Anthropic messages) on a real HTTP port. */
+/** Starts a mock LLM provider (OpenAI chat, embeddings, completions and responses; Anthropic messages) on a real HTTP port. */
 export function startMockProvider(opts: MockProviderOptions): Promise<MockProvider> {
   checkOptions(opts);
   const host = opts.host ?? '127.0.0.1';

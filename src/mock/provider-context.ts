@@ -8,6 +8,12 @@ export interface StreamPieces {
   readonly completionTokens: number;
 }
 
+/** A Responses API response the mock keeps, and the conversation's tokens up to and including it. */
+export interface StoredResponse {
+  readonly response: Record<string, unknown>;
+  readonly contextTokens: number;
+}
+
 /** Everything one mock provider shares across its requests; built once at start. */
 export interface MockContext {
   readonly name: string;
@@ -18,6 +24,8 @@ export interface MockContext {
   readonly faults: FaultQueue;
   /** Prompt prefixes an Anthropic request marked with cache_control: seen once = cached. */
   readonly promptCache: Set<string>;
+  /** Responses API responses by id, oldest first (bounded by responses.ts). */
+  readonly responses: Map<string, StoredResponse>;
   /** `Hello from <name>.`, the non-streaming content. */
   readonly reply: string;
   /** `reply` as a turn, built once. */
@@ -76,6 +84,7 @@ export function createContext(opts: ContextOptions): MockContext {
     stats: new RequestStats(opts.name),
     faults: new FaultQueue(),
     promptCache: new Set(),
+    responses: new Map(),
     reply,
     greeting: { kind: 'text', text: reply },
     completionTokens: estimateTokens(reply.length),

@@ -11,10 +11,27 @@ export { Credential } from './credential.js';
 export type { PriceEntry, PriceTable, TokenUsage } from './metering.js';
 export { CHAT_COMPLETIONS_PATH, chatBodyFor, usageFromJson, usageFromSseTail, withStreamUsage } from './openai-adapter.js';
 export { PoolRegistry } from './pool-registry.js';
-export { chatPathFor, type Operation, type ProviderAddress, type ProviderType, providerHeaders } from './provider-address.js';
+export {
+  type Operation,
+  operationProviders,
+  type ProviderAddress,
+  type ProviderType,
+  providerHeaders,
+  servesOperation,
+  storedResponsePath,
+  upstreamPathFor,
+} from './provider-address.js';
 export { type PoolSpec, type PoolTls, ProviderPool, type UpstreamCall } from './provider-pool.js';
 export { type Committed, type Relayed, type RelayRequest, type RelayResult, relay, retryAfterOf, type StopSlot } from './relay.js';
-export { anthropicMetering, embeddingsMetering, type PlainAnswer, type RelayTransform, translation } from './relay-transform.js';
+export {
+  anthropicMetering,
+  embeddingsMetering,
+  type PlainAnswer,
+  type RelayTransform,
+  responsesMetering,
+  translation,
+} from './relay-transform.js';
+export { ResponsesStreamReader } from './responses-stream-reader.js';
 
 /** A provider identity: type + base URL without a trailing slash. */
 export function providerIdentity(type: string, baseUrl: string): string {

@@ -1,7 +1,9 @@
-// Replacing one top-level string value in a JSON document without re-serialising it, so
-// a forwarded body keeps every other byte: number spellings (`1.0`, integers beyond 2^53),
-// escapes, key order and spacing. The document has already been parsed successfully, so
-// the scanner can trust its structure.
+// Finding one top-level value in a JSON document, and replacing a top-level string without
+// re-serialising the document, so a forwarded body keeps every other byte: number
+// spellings (`1.0`, integers beyond 2^53), escapes, key order and spacing. A client body
+// has been parsed before it gets here, so the scanner trusts its structure; on an upstream
+// body nobody parsed, malformed input still ends the scan, and at worst gives a range that
+// then fails to parse.
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -47,12 +49,21 @@ function skipSpace(raw: Buffer, i: number): number {
   return i;
 }
 
+function unescapeKey(quoted: string): string | null {
+  try {
+    return JSON.parse(quoted) as string;
+  } catch {
+    return null;
+  }
+}
+
 /**
- * Returns `raw` with the string value of top-level `key` replaced by `value`, or null when
- * the document has no such top-level string. With duplicate keys the last one counts, as
- * in JSON.parse.
+ * Where the value of top-level `key` lies in `raw`, as [start, end) byte offsets, or null
+ * when the document has no such key. Only the top level is walked: nested values are
+ * skipped whole, so a key of the same name inside them never matches. With duplicate keys
+ * the last one counts, as in JSON.parse.
  */
-export function replaceTopLevelString(raw: Buffer, key: string, value: string): Buffer | null {
+export function topLevelValue(raw: Buffer, key: string): readonly [number, number] | null {
   let i = skipSpace(raw, 0);
   if (raw[i] !== 0x7b) return null;
   i = skipSpace(raw, i + 1);
@@ -60,16 +71,26 @@ export function replaceTopLevelString(raw: Buffer, key: string, value: string): 
   while (i < raw.length && raw[i] === QUOTE) {
     const keyEnd = skipString(raw, i);
     const rawKey = raw.toString('utf8', i, keyEnd);
-    const name = rawKey.includes('\\') ? (JSON.parse(rawKey) as string) : rawKey.slice(1, -1);
+    const name = rawKey.includes('\\') ? unescapeKey(rawKey) : rawKey.slice(1, -1);
+    if (name === null) return null;
     i = skipSpace(raw, keyEnd);
     if (raw[i] !== 0x3a) return null;
     i = skipSpace(raw, i + 1);
     const valueEnd = skipValue(raw, i);
-    if (name === key) found = raw[i] === QUOTE ? [i, valueEnd] : null;
+    if (name === key) found = [i, valueEnd];
     i = skipSpace(raw, valueEnd);
     if (raw[i] !== 0x2c) break;
     i = skipSpace(raw, i + 1);
   }
-  if (found === null) return null;
+  return found;
+}
+
+/**
+ * Returns `raw` with the string value of top-level `key` replaced by `value`, or null when
+ * the document has no such top-level string.
+ */
+export function replaceTopLevelString(raw: Buffer, key: string, value: string): Buffer | null {
+  const found = topLevelValue(raw, key);
+  if (found === null || raw[found[0]] !== QUOTE) return null;
   return Buffer.concat([raw.subarray(0, found[0]), Buffer.from(JSON.stringify(value)), raw.subarray(found[1])]);
 }

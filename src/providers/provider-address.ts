@@ -1,7 +1,7 @@
 import type { Credential } from './credential.js';
 
-// How each provider type is addressed and authenticated: the upstream path of its chat
-// endpoint and the headers that carry its key. The body is the adapters' and the
+// How each provider type is addressed and authenticated: the upstream path of each
+// operation's endpoint and the headers that carry its key. The body is the adapters' and the
 // canonical layer's business; this is only the envelope.
 
 export type ProviderType = 'openai' | 'azure_openai' | 'anthropic';
@@ -13,16 +13,65 @@ export interface ProviderAddress {
   readonly apiVersion: string | null;
 }
 
-/** What a request asks of a provider: a chat answer, or embeddings (OpenAI-protocol providers only). */
-export type Operation = 'chat' | 'embeddings';
+/**
+ * What a request asks of a provider. `chat` is served by every type (across protocols by
+ * translation); the others are OpenAI endpoints, passed through to OpenAI-protocol
+ * providers only.
+ */
+export type Operation = 'chat' | 'embeddings' | 'completions' | 'responses';
+
+interface OperationAddress {
+  /** The endpoint under an OpenAI-type provider's base URL. */
+  readonly endpoint: string;
+  /** The provider types that serve it. */
+  readonly servedBy: readonly ProviderType[];
+  /**
+   * Azure OpenAI: `deployment` endpoints live under /openai/deployments/{deployment}; a
+   * `resource` endpoint (the Responses API) is called on the resource, with the deployment
+   * as the body's model.
+   */
+  readonly azure: 'deployment' | 'resource';
+}
+
+const OPENAI_TYPES: readonly ProviderType[] = ['openai', 'azure_openai'];
+
+/** The one table of where each operation goes and who serves it. */
+const operations: Readonly<Record<Operation, OperationAddress>> = {
+  chat: { endpoint: '/chat/completions', servedBy: ['openai', 'azure_openai', 'anthropic'], azure: 'deployment' },
+  embeddings: { endpoint: '/embeddings', servedBy: OPENAI_TYPES, azure: 'deployment' },
+  completions: { endpoint: '/completions', servedBy: OPENAI_TYPES, azure: 'deployment' },
+  responses: { endpoint: '/responses', servedBy: OPENAI_TYPES, azure: 'resource' },
+};
+
+/** Whether a provider of this type serves the operation. */
+export function servesOperation(type: ProviderType, operation: Operation): boolean {
+  return operations[operation].servedBy.includes(type);
+}
+
+/** The provider types that serve the operation, for the message that refuses it. */
+export function operationProviders(operation: Operation): readonly ProviderType[] {
+  return operations[operation].servedBy;
+}
 
 /** The endpoint's path under the provider's base URL. Azure names the deployment in the path. */
-export function chatPathFor(p: ProviderAddress, upstreamModel: string, operation: Operation = 'chat'): string {
-  const endpoint = operation === 'chat' ? '/chat/completions' : '/embeddings';
+export function upstreamPathFor(p: ProviderAddress, upstreamModel: string, operation: Operation = 'chat'): string {
   if (p.type === 'anthropic') return '/messages';
-  if (p.type === 'azure_openai')
-    return `/openai/deployments/${encodeURIComponent(upstreamModel)}${endpoint}?api-version=${encodeURIComponent(p.apiVersion ?? '')}`;
-  return endpoint;
+  const { endpoint, azure } = operations[operation];
+  if (p.type !== 'azure_openai') return endpoint;
+  const version = `api-version=${encodeURIComponent(p.apiVersion ?? '')}`;
+  if (azure === 'resource') return `/openai${endpoint}?${version}`;
+  return `/openai/deployments/${encodeURIComponent(upstreamModel)}${endpoint}?${version}`;
+}
+
+/**
+ * The path of one stored response (`GET` / `DELETE /v1/responses/{id}`) under the
+ * provider's base URL, with the client's query string (`include[]`, `stream`...) kept.
+ */
+export function storedResponsePath(p: ProviderAddress, responseId: string, query: string): string {
+  const id = encodeURIComponent(responseId);
+  if (p.type !== 'azure_openai') return query === '' ? `/responses/${id}` : `/responses/${id}?${query}`;
+  const version = `api-version=${encodeURIComponent(p.apiVersion ?? '')}`;
+  return `/openai/responses/${id}?${query === '' ? version : `${query}&${version}`}`;
 }
 
 /**

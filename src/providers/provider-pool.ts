@@ -20,7 +20,7 @@ export interface PoolTls {
 }
 
 export interface UpstreamCall {
-  readonly method: 'GET' | 'POST';
+  readonly method: 'GET' | 'POST' | 'DELETE';
   /** Appended to the base URL's path, e.g. `/chat/completions`. */
   readonly path: string;
   readonly headers: Record<string, string>;

@@ -1,4 +1,4 @@
-import { anthropicErrorBody } from '../errors.js';
+import { anthropicErrorBody, errorCatalog } from '../errors.js';
 import { AnthropicUsageReader } from './canonical/anthropic-usage-reader.js';
 import {
   anthropicResponseToCanonical,
@@ -9,8 +9,10 @@ import {
 import { StreamTranslator } from './canonical/stream-translator.js';
 import type { ChatProtocol } from './canonical/types.js';
 import { anthropicErrorBodyFor, openaiErrorBodyFor, translateErrorResponse } from './canonical/upstream-error.js';
-import { usageFromAnthropic, usageFromOpenai } from './canonical/usage.js';
+import { usageFromAnthropic, usageFromOpenai, usageFromResponses } from './canonical/usage.js';
+import { topLevelValue } from './json-splice.js';
 import type { TokenUsage } from './metering.js';
+import { ResponsesStreamReader } from './responses-stream-reader.js';
 
 // What the relay does to a response whose bytes cannot go to the client as they are: a
 // translation between protocols (ADR-0011), or an Anthropic response relayed as it is but
@@ -59,6 +61,53 @@ function readJson(body: Buffer): { usage?: unknown } | null {
     return JSON.parse(body.toString('utf8')) as { usage?: unknown };
   } catch {
     return null;
+  }
+}
+
+/**
+ * OpenAI Responses API: bytes untouched; the response id is reported as soon as it is seen
+ * (the top-level `id` of a body, `response.created` of a stream) so the gateway can send
+ * the response's follow-ups to the provider that holds it, and the usage is read from the
+ * body's top-level `usage` or the stream's terminal event. A plain body is not parsed
+ * whole: only those two top-level values are.
+ */
+export function responsesMetering(onResponseId: (id: string) => void): RelayTransform {
+  const reader = new ResponsesStreamReader(onResponseId);
+  return {
+    plain(status, body) {
+      if (status >= 300) return { status, body, usage: null };
+      const id = topLevelJson(body, 'id');
+      if (typeof id === 'string' && id !== '') onResponseId(id);
+      return { status, body, usage: usageFromResponses(topLevelJson(body, 'usage')) };
+    },
+    chunk(chunk) {
+      reader.push(chunk);
+      return chunk;
+    },
+    end() {
+      reader.end();
+      return '';
+    },
+    fail(message) {
+      // The Responses API's own error event (type, code, message), with OpenAI's `error`
+      // object beside it: the OpenAI SDKs raise an APIError for any event data holding one.
+      const spec = errorCatalog.stream_interrupted;
+      const error = { message, type: spec.openai, param: null, code: 'stream_interrupted' };
+      return `event: error\ndata: ${JSON.stringify({ type: 'error', code: 'stream_interrupted', message, param: null, error })}\n\n`;
+    },
+    get usage() {
+      return reader.usage;
+    },
+  };
+}
+
+function topLevelJson(body: Buffer, key: string): unknown {
+  const at = topLevelValue(body, key);
+  if (at === null) return undefined;
+  try {
+    return JSON.parse(body.toString('utf8', at[0], at[1]));
+  } catch {
+    return undefined;
   }
 }
 

@@ -1,24 +1,24 @@
 /**
- * Session bindings: session key -> candidate stable_id, with a TTL and a size bound.
- * Keyed by stable_id rather than by position or provider, so bindings survive reloads
- * that reorder or re-point candidates. Per replica, as in the original consumer.
- * Stateful, built once by server/ and never rebuilt by a reload.
+ * Bounded bindings with a TTL: key -> value, dropped when they expire or when the table is
+ * full (oldest first). Two tables use it, both stateful, built once by server/ and never
+ * rebuilt by a reload: session affinity (session key -> candidate stable_id) and response
+ * ownership (a Responses API response id -> the candidate that created it).
  */
 export interface AffinityOptions {
   readonly ttlMs: number;
   readonly maxEntries: number;
 }
 
-interface Binding {
-  stableId: string;
+interface Binding<V> {
+  value: V;
   expiresAtMs: number;
 }
 
-export class SessionAffinity {
+export class BindingTable<V> {
   #options: AffinityOptions;
   readonly #now: () => number;
   // A Map iterates in insertion order; set() re-inserts, so the first entry is the oldest.
-  readonly #bindings = new Map<string, Binding>();
+  readonly #bindings = new Map<string, Binding<V>>();
 
   constructor(options: AffinityOptions, now: () => number = Date.now) {
     this.#options = options;
@@ -36,21 +36,26 @@ export class SessionAffinity {
     this.#options = options;
   }
 
-  get(key: string): string | undefined {
+  get(key: string): V | undefined {
     const binding = this.#bindings.get(key);
     if (binding === undefined) return undefined;
     if (binding.expiresAtMs <= this.#now()) {
       this.#bindings.delete(key);
       return undefined;
     }
-    return binding.stableId;
+    return binding.value;
   }
 
-  bind(key: string, stableId: string): void {
+  bind(key: string, value: V): void {
     const now = this.#now();
     this.#bindings.delete(key);
     if (this.#bindings.size >= this.#options.maxEntries) this.#evict(now);
-    this.#bindings.set(key, { stableId, expiresAtMs: now + this.#options.ttlMs });
+    this.#bindings.set(key, { value, expiresAtMs: now + this.#options.ttlMs });
+  }
+
+  /** Forgets a binding (what it named no longer exists); true when there was one. */
+  delete(key: string): boolean {
+    return this.#bindings.delete(key);
   }
 
   /** Live bindings. Expired ones are dropped first: they are all at the front, so this costs O(expired). */
@@ -74,3 +79,10 @@ export class SessionAffinity {
     }
   }
 }
+
+/**
+ * Session bindings: session key -> candidate stable_id. Keyed by stable_id rather than by
+ * position or provider, so bindings survive reloads that reorder or re-point candidates.
+ * Per replica, as in the original consumer.
+ */
+export class SessionAffinity extends BindingTable<string> {}

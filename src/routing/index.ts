@@ -3,7 +3,7 @@
 // built once by server/ and kept across reloads. Imports only types from contract/ (the
 // admission states a candidate can be in).
 
-export { type AffinityOptions, SessionAffinity } from './affinity.js';
+export { type AffinityOptions, BindingTable, SessionAffinity } from './affinity.js';
 export { RoundRobinCounters } from './round-robin.js';
 export { seededRandom } from './seeded-random.js';
 export { type Selection, type SelectionContext, select } from './select.js';

@@ -140,6 +140,8 @@ function adminStatus(ctx: AdminContext): Record<string, unknown> {
             ),
           })),
     sessions: svc.affinity.size,
+    // Response ids whose creating candidate is remembered (routing.responses).
+    responses: svc.responses.size,
     overlay:
       gen?.overlay == null
         ? null

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError } from '../errors.js';
 import type { Generation } from '../live/index.js';
+import type { ChatProtocol, Operation } from '../providers/index.js';
 import { type Attempt, composeAttempt, sendToCandidate, withBreaker, withCredentialCheck, withTracing } from './attempt.js';
 import { handleChat } from './chat.js';
 import { handleCountTokens } from './count-tokens.js';
@@ -8,6 +9,7 @@ import { type Endpoint, EndpointTable, pathOf } from './endpoints.js';
 import { Exchange } from './exchange.js';
 import { recordRequest } from './record.js';
 import { failRequest, refusal, sendBody, sendJson, serveMetrics } from './respond.js';
+import { handleStoredResponse } from './responses.js';
 import type { ListenerSettings, Services } from './services.js';
 
 /** Shared between the listener and the drain: requests in progress, and whether we are stopping. */
@@ -68,24 +70,23 @@ export function createApiHandler(svc: Services, settings: ListenerSettings, traf
 }
 
 function apiEndpoints(svc: Services, settings: ListenerSettings, traffic: TrafficState, attempt: Attempt): Endpoint<Exchange>[] {
+  // What the client asks for and the protocol it speaks are set before anything can fail,
+  // so every answer, a refusal included, is in its shape.
+  const model =
+    (operation: Operation, protocol: ChatProtocol) =>
+    (x: Exchange): Promise<void> => {
+      x.operation = operation;
+      x.protocol = protocol;
+      return handleChat(x, svc, settings, attempt);
+    };
   return [
-    { method: 'POST', path: '/v1/chat/completions', handle: (x) => handleChat(x, svc, settings, attempt) },
-    {
-      method: 'POST',
-      path: '/v1/messages',
-      handle: (x) => {
-        x.protocol = 'anthropic';
-        return handleChat(x, svc, settings, attempt);
-      },
-    },
-    {
-      method: 'POST',
-      path: '/v1/embeddings',
-      handle: (x) => {
-        x.operation = 'embeddings';
-        return handleChat(x, svc, settings, attempt);
-      },
-    },
+    { method: 'POST', path: '/v1/chat/completions', handle: model('chat', 'openai') },
+    { method: 'POST', path: '/v1/messages', handle: model('chat', 'anthropic') },
+    { method: 'POST', path: '/v1/embeddings', handle: model('embeddings', 'openai') },
+    { method: 'POST', path: '/v1/completions', handle: model('completions', 'openai') },
+    { method: 'POST', path: '/v1/responses', handle: model('responses', 'openai') },
+    { method: 'GET', path: '/v1/responses/*', handle: (x, id) => handleStoredResponse(x, svc, attempt, 'GET', id) },
+    { method: 'DELETE', path: '/v1/responses/*', handle: (x, id) => handleStoredResponse(x, svc, attempt, 'DELETE', id) },
     { method: 'POST', path: '/v1/messages/count_tokens', handle: (x) => handleCountTokens(x, svc, settings) },
     {
       method: 'GET',

@@ -1,27 +1,11 @@
-import { SwitchyardError } from '../errors.js';
 import { isPriced } from '../governance/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
-import {
-  anthropicMetering,
-  anthropicRequestToCanonical,
-  type CanonicalRequest,
-  canonicalToAnthropicRequest,
-  canonicalToOpenaiRequest,
-  chatBodyFor,
-  chatPathFor,
-  embeddingsMetering,
-  openaiRequestToCanonical,
-  providerHeaders,
-  type RelayResult,
-  type RelayTransform,
-  relay,
-  translation,
-  withStreamUsage,
-} from '../providers/index.js';
+import { providerHeaders, type RelayResult, relay } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
-import { genAiSystem, type Tracing } from '../telemetry/index.js';
+import { genAiOperation, genAiSystem, type Tracing } from '../telemetry/index.js';
 import { COST_HEADER, costHeaders } from './admission.js';
 import type { Exchange } from './exchange.js';
+import { operations } from './operations.js';
 
 // One attempt at one candidate, as a small core (send it through the provider's pool and
 // relay the answer) with behaviour wrapped around it, composed once at start-up: the
@@ -45,9 +29,9 @@ export type Wrap = (next: Attempt) => Attempt;
 const SKIPPED: Promise<AttemptResult> = Promise.resolve(Object.freeze({ kind: 'skipped' as const }));
 
 /**
- * The core: the upstream call for this candidate, relayed to the client if it commits. A
- * request that cannot be translated to the candidate's protocol rejects with a 400 naming
- * the field, before anything is sent.
+ * The core: the upstream call for this candidate (its operation decides method, path and
+ * body), relayed to the client if it commits. A request that cannot be translated to the
+ * candidate's protocol rejects with a 400 naming the field, before anything is sent.
  */
 export const sendToCandidate: Attempt = (a) => {
   try {
@@ -62,7 +46,7 @@ function send(a: AttemptRequest): Promise<AttemptResult> {
   const gen = x.gen as Generation;
   const provider = c.provider;
   const requestId = x.requestId;
-  const upstream = upstreamRequestFor(a);
+  const upstream = operations[x.operation].upstream(a);
   const headers = providerHeaders(
     provider,
     c.credential ?? provider.credential,
@@ -89,8 +73,8 @@ function send(a: AttemptRequest): Promise<AttemptResult> {
     pool: provider.pool,
     providerName: provider.name,
     call: {
-      method: 'POST',
-      path: chatPathFor(provider, c.upstreamModel, x.operation),
+      method: upstream.method,
+      path: upstream.path,
       headers,
       body: upstream.body,
       timeoutMs: provider.timeoutMs,
@@ -107,51 +91,6 @@ function send(a: AttemptRequest): Promise<AttemptResult> {
     stopSlot: x,
     transform: upstream.transform,
   });
-}
-
-interface UpstreamRequest {
-  readonly body: Buffer | string;
-  readonly transform: RelayTransform | undefined;
-  readonly dropUsageEvent: boolean;
-}
-
-/**
- * The body for this candidate and how its answer reaches the client. Same protocol: the
- * client's bytes with the model spliced in (an OpenAI stream also asks for usage; an
- * Anthropic answer is metered as it passes). Different protocols: through the canonical
- * form both ways (ADR-0011).
- */
-function upstreamRequestFor(a: AttemptRequest): UpstreamRequest {
-  const { x, candidate: c } = a;
-  const to = c.provider.protocol;
-  // The handler left only OpenAI-protocol candidates in an embeddings chain.
-  if (x.operation === 'embeddings')
-    return { body: chatBodyFor(a.raw, a.parsed, c.upstreamModel), transform: embeddingsMetering(), dropUsageEvent: false };
-  if (to === x.protocol) {
-    if (to === 'anthropic')
-      return { body: chatBodyFor(a.raw, a.parsed, c.upstreamModel), transform: anthropicMetering(), dropUsageEvent: false };
-    return { body: upstreamBody(a, c.upstreamModel), transform: undefined, dropUsageEvent: x.stream && !clientAskedUsage(a.parsed) };
-  }
-  x.canonical ??= canonicalOf(x.protocol, a.parsed);
-  const request = { ...x.canonical, model: c.upstreamModel };
-  const written = to === 'anthropic' ? canonicalToAnthropicRequest(request) : canonicalToOpenaiRequest(request);
-  if (!written.ok) throw untranslatable(written, c);
-  return {
-    body: JSON.stringify(written.value),
-    transform: translation(to, x.protocol, x.protocol === 'openai' && clientAskedUsage(a.parsed)),
-    dropUsageEvent: false,
-  };
-}
-
-function canonicalOf(protocol: 'openai' | 'anthropic', parsed: Record<string, unknown>): CanonicalRequest {
-  const read = protocol === 'anthropic' ? anthropicRequestToCanonical(parsed) : openaiRequestToCanonical(parsed);
-  if (!read.ok) throw new SwitchyardError('invalid_request', `${read.reason} (field ${read.path})`, read.path);
-  return read.value;
-}
-
-function untranslatable(refusal: { readonly path: string; readonly reason: string }, c: GenerationCandidate): SwitchyardError {
-  const message = `${refusal.reason} (field ${refusal.path}; provider "${c.provider.name}" speaks the ${c.provider.protocol} protocol)`;
-  return new SwitchyardError('invalid_request', message, refusal.path);
 }
 
 /** The earlier of the provider's request_timeout_ms (a non-streamed response) and the route's deadline. */
@@ -181,16 +120,6 @@ function attributionOf(gen: Generation, c: GenerationCandidate): Readonly<Record
   const fixed = Object.freeze(headers);
   attributions.set(c, { gen, headers: fixed });
   return fixed;
-}
-
-/** The body for this candidate: its model name, and for a stream the usage it is billed on. */
-function upstreamBody(a: AttemptRequest, upstreamModel: string): Buffer | string {
-  const body = chatBodyFor(a.raw, a.parsed, upstreamModel);
-  return a.x.stream ? withStreamUsage(body, a.parsed, upstreamModel) : body;
-}
-
-function clientAskedUsage(parsed: Record<string, unknown>): boolean {
-  return (parsed.stream_options as { include_usage?: unknown } | null | undefined)?.include_usage === true;
 }
 
 /**
@@ -288,7 +217,7 @@ export const withTracing =
     const { x, candidate: c } = a;
     if (x.span === null) return next(a);
     const span = tracing.startClient(x.span, {
-      operation: x.operation === 'embeddings' ? 'embeddings' : 'chat',
+      operation: genAiOperation(x.operation),
       model: c.upstreamModel,
       system: genAiSystem(c.provider.type),
       attributes: { 'switchyard.provider': c.provider.name, 'switchyard.candidate': c.stableId, ...serverAttributes(c.provider) },

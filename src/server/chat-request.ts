@@ -4,7 +4,12 @@ export interface ChatRequest {
   readonly model: string;
   readonly stream: boolean;
   readonly parsed: Record<string, unknown>;
+  /** A Responses API request that continues a stored response: only its provider holds the state. */
+  readonly previousResponseId?: string;
 }
+
+/** Longer than any provider's ids; it bounds what the gateway keys its memory by. */
+const MAX_RESPONSE_ID_CHARS = 256;
 
 /**
  * Parses and checks a chat completion request, once, at the edge. Only what the gateway
@@ -13,12 +18,8 @@ export interface ChatRequest {
  */
 export function parseChatRequest(raw: Buffer): ChatRequest {
   const body = parseObject(raw);
-  const { model, stream } = checkModelAndMessages(body);
-  const options = body.stream_options;
-  if (options !== undefined && options !== null && (typeof options !== 'object' || Array.isArray(options))) {
-    throw new SwitchyardError('invalid_request', 'stream_options must be an object', 'stream_options');
-  }
-  return { model, stream: stream === true, parsed: body };
+  const { model } = checkModelAndMessages(body);
+  return { model, stream: checkStream(body), parsed: body };
 }
 
 /**
@@ -51,11 +52,8 @@ function parseObject(raw: Buffer): Record<string, unknown> {
 }
 
 function checkModelAndMessages(body: Record<string, unknown>): { model: string; stream: unknown } {
-  const { model, messages, stream } = body;
-  if (model === undefined) throw new SwitchyardError('invalid_request', 'missing required field: model', 'model');
-  if (typeof model !== 'string' || model.length === 0 || model.length > 256) {
-    throw new SwitchyardError('invalid_request', 'model must be a non-empty string of at most 256 characters', 'model');
-  }
+  const model = checkModel(body);
+  const { messages, stream } = body;
   if (messages === undefined) throw new SwitchyardError('invalid_request', 'missing required field: messages', 'messages');
   if (!Array.isArray(messages) || messages.length === 0) {
     throw new SwitchyardError('invalid_request', 'messages must be a non-empty array', 'messages');
@@ -75,14 +73,60 @@ function checkModelAndMessages(body: Record<string, unknown>): { model: string; 
 /** Parses an OpenAI embeddings request: a model and an `input` (the provider checks its form). */
 export function parseEmbeddingsRequest(raw: Buffer): ChatRequest {
   const body = parseObject(raw);
+  const model = checkModel(body);
+  if (body.input === undefined || body.input === null)
+    throw new SwitchyardError('invalid_request', 'missing required field: input', 'input');
+  return { model, stream: false, parsed: body };
+}
+
+/** Parses a legacy OpenAI completions request: a model, a `prompt` (the provider checks its form), stream. */
+export function parseCompletionsRequest(raw: Buffer): ChatRequest {
+  const body = parseObject(raw);
+  const model = checkModel(body);
+  if (body.prompt === undefined || body.prompt === null)
+    throw new SwitchyardError('invalid_request', 'missing required field: prompt', 'prompt');
+  return { model, stream: checkStream(body), parsed: body };
+}
+
+/**
+ * Parses an OpenAI Responses API request: a model (the gateway routes by it), stream, and
+ * `previous_response_id` when it continues a stored response. The provider checks the rest.
+ */
+export function parseResponsesRequest(raw: Buffer): ChatRequest {
+  const body = parseObject(raw);
+  const model = checkModel(body);
+  const stream = checkStream(body);
+  const previous = body.previous_response_id;
+  if (previous === undefined || previous === null) return { model, stream, parsed: body };
+  if (typeof previous !== 'string' || previous.length === 0 || previous.length > MAX_RESPONSE_ID_CHARS) {
+    throw new SwitchyardError(
+      'invalid_request',
+      `previous_response_id must be a non-empty string of at most ${MAX_RESPONSE_ID_CHARS} characters`,
+      'previous_response_id',
+    );
+  }
+  return { model, stream, parsed: body, previousResponseId: previous };
+}
+
+function checkModel(body: Record<string, unknown>): string {
   const model = body.model;
   if (model === undefined) throw new SwitchyardError('invalid_request', 'missing required field: model', 'model');
   if (typeof model !== 'string' || model.length === 0 || model.length > 256) {
     throw new SwitchyardError('invalid_request', 'model must be a non-empty string of at most 256 characters', 'model');
   }
-  if (body.input === undefined || body.input === null)
-    throw new SwitchyardError('invalid_request', 'missing required field: input', 'input');
-  return { model, stream: false, parsed: body };
+  return model;
+}
+
+function checkStream(body: Record<string, unknown>): boolean {
+  const stream = body.stream;
+  if (stream !== undefined && stream !== null && typeof stream !== 'boolean') {
+    throw new SwitchyardError('invalid_request', 'stream must be a boolean', 'stream');
+  }
+  const options = body.stream_options;
+  if (options !== undefined && options !== null && (typeof options !== 'object' || Array.isArray(options))) {
+    throw new SwitchyardError('invalid_request', 'stream_options must be an object', 'stream_options');
+  }
+  return stream === true;
 }
 
 /** Parses a Messages count_tokens request: a model and messages, as for a message, without `max_tokens`. */

@@ -4,7 +4,7 @@ import type { IncomingMessage } from 'node:http';
 // endpoint, or the methods the path does accept (405 with Allow), or nothing (404); the
 // listener sends both refusals through the same error path as every other error.
 
-export type Method = 'GET' | 'POST';
+export type Method = 'GET' | 'POST' | 'DELETE';
 
 export interface Endpoint<C> {
   readonly method: Method;

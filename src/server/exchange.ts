@@ -30,8 +30,12 @@ export class Exchange {
   recorded = true;
   /** The protocol the client speaks: its answers and errors, whoever serves it, come in this shape. */
   protocol: ChatProtocol = 'openai';
-  /** What the client asked for: a chat answer (either protocol) or embeddings (OpenAI's). */
+  /** What the client asked for: a chat answer (either protocol), or one of OpenAI's other model endpoints. */
   operation: Operation = 'chat';
+  /** `GET` / `DELETE /v1/responses/{id}`: the stored response asked for, and the client's query string. */
+  storedResponse: { readonly method: 'GET' | 'DELETE'; readonly id: string; readonly query: string } | null = null;
+  /** Called with each response id an answer carries and the candidate that made it (Responses API). */
+  onResponseId: ((responseId: string, c: GenerationCandidate) => void) | null = null;
   /** The request in the canonical form, read once when the first candidate of another protocol needs it. */
   canonical: CanonicalRequest | null = null;
   /** The generation captured once at the start; everything after reads this one. */

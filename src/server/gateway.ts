@@ -2,12 +2,19 @@ import { createServer, type Server, type ServerOptions } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { AuditWriter } from '../audit/index.js';
-import { type ConfigIssue, formatIssue, type GatewayConfig, type ServerConfig, sessionAffinityDefaults } from '../config/index.js';
+import {
+  type ConfigIssue,
+  formatIssue,
+  type GatewayConfig,
+  responsesDefaults,
+  type ServerConfig,
+  sessionAffinityDefaults,
+} from '../config/index.js';
 import { governanceStatus } from '../governance/index.js';
 import { type Generation, GenerationHolder, prepareGeneration, ReloadCoordinator, type ReloadTrigger } from '../live/index.js';
 import { PoolRegistry } from '../providers/index.js';
 import { BreakerRegistry } from '../resilience/index.js';
-import { RoundRobinCounters, SessionAffinity, seededRandom } from '../routing/index.js';
+import { BindingTable, RoundRobinCounters, SessionAffinity, seededRandom } from '../routing/index.js';
 import { AccessLog, type BreakerStateCode, createLogger, flushLogger, type Logger, Metrics, Tracing } from '../telemetry/index.js';
 import { FileWatch } from '../watch/index.js';
 import { isLoopback, splitHostPort } from './address.js';
@@ -157,6 +164,7 @@ async function buildServices(gen: Generation, pools: PoolRegistry, options: Gate
   const b = config.resilience.breaker;
   const breakers = new BreakerRegistry({ failureThreshold: b.failure_threshold, openBaseMs: b.open_base_ms, openMaxMs: b.open_max_ms });
   const sessions = config.routing.session_affinity ?? sessionAffinityDefaults;
+  const responses = config.routing.responses ?? responsesDefaults;
   const logger = options.logger ?? createLogger({ level: config.log.level, destination: options.logDestination });
   const metrics = new Metrics(() => breakerStates(holder, breakers));
   const audit = config.audit === undefined ? null : await openAudit(config.audit.file, logger, metrics);
@@ -165,6 +173,7 @@ async function buildServices(gen: Generation, pools: PoolRegistry, options: Gate
     breakers,
     counters: new RoundRobinCounters(),
     affinity: new SessionAffinity({ ttlMs: sessions.ttl_s * 1000, maxEntries: sessions.max_entries }),
+    responses: new BindingTable({ ttlMs: responses.ttl_s * 1000, maxEntries: responses.max_entries }),
     pools,
     metrics,
     logger,

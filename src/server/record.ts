@@ -1,5 +1,5 @@
 import { requestCompleted } from '../audit/index.js';
-import { genAiSystem, type Tracing } from '../telemetry/index.js';
+import { genAiOperation, genAiSystem, type Tracing } from '../telemetry/index.js';
 import { pathOf } from './endpoints.js';
 import type { Exchange } from './exchange.js';
 import type { Services } from './services.js';
@@ -46,7 +46,7 @@ function endServerSpan(tracing: Tracing, x: Exchange, status: number | 'partial'
   span.setAttribute('switchyard.fallback', x.failures.length > 0);
   span.setAttribute('switchyard.request_id', x.requestId);
   if (x.model !== undefined) {
-    span.setAttribute('gen_ai.operation.name', x.operation === 'embeddings' ? 'embeddings' : 'chat');
+    span.setAttribute('gen_ai.operation.name', genAiOperation(x.operation));
     span.setAttribute('gen_ai.request.model', x.model);
   }
   if (gen !== null) {

@@ -1,5 +1,5 @@
 import { reload as auditReload } from '../audit/index.js';
-import type { ConfigIssue, GatewayConfig } from '../config/index.js';
+import { type ConfigIssue, type GatewayConfig, responsesDefaults } from '../config/index.js';
 import {
   diffGenerations,
   type Generation,
@@ -209,7 +209,7 @@ export class Reloader {
 
   /** The swap and what must follow it, all synchronous: no request runs in between. */
   #swap(next: Generation): void {
-    const { holder, breakers, pools, counters, affinity, metrics, logger } = this.#svc;
+    const { holder, breakers, pools, counters, affinity, responses, metrics, logger } = this.#svc;
     // Compiled before the swap, so no request pays for it (governance.ts caches it by generation).
     policyOf(next);
     holder.swap(next);
@@ -220,6 +220,8 @@ export class Reloader {
     counters.retain(next.counterKeys);
     const sessions = next.config.routing.session_affinity;
     if (sessions !== undefined) affinity.configure({ ttlMs: sessions.ttl_s * 1000, maxEntries: sessions.max_entries });
+    const owners = next.config.routing.responses ?? responsesDefaults;
+    responses.configure({ ttlMs: owners.ttl_s * 1000, maxEntries: owners.max_entries });
     if (this.#manageLogLevel) {
       logger.level = next.config.log.level;
       this.#svc.accessLog.setLevel(next.config.log.level);

@@ -5,6 +5,7 @@ import type { PoolRegistry } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
 import type { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
 import type { AccessLog, Logger, Metrics, Tracing } from '../telemetry/index.js';
+import type { ResponseOwners } from './responses.js';
 
 /**
  * The stateful services, built once by the composition root and never rebuilt by a
@@ -16,6 +17,8 @@ export interface Services {
   readonly breakers: BreakerRegistry;
   readonly counters: RoundRobinCounters;
   readonly affinity: SessionAffinity;
+  /** Which candidate created each Responses API response id (responses.ts). */
+  readonly responses: ResponseOwners;
   readonly pools: PoolRegistry;
   readonly metrics: Metrics;
   readonly logger: Logger;

@@ -5,4 +5,4 @@
 export { AccessLog } from './access-log.js';
 export { createLogger, flushLogger, type Logger, type LoggerOptions } from './logger.js';
 export { type BreakerStateCode, Metrics } from './metrics.js';
-export { type ClientSpanStart, genAiSystem, type Span, Tracing, type TracingOptions } from './tracing.js';
+export { type ClientSpanStart, genAiOperation, genAiSystem, type Span, Tracing, type TracingOptions } from './tracing.js';

@@ -145,3 +145,10 @@ export class Tracing {
 export function genAiSystem(providerType: string): string {
   return providerType === 'azure_openai' ? 'azure.ai.openai' : providerType;
 }
+
+/** `gen_ai.operation.name` for one of the gateway's operations. */
+export function genAiOperation(operation: string): string {
+  if (operation === 'completions') return 'text_completion';
+  if (operation === 'embeddings') return 'embeddings';
+  return 'chat';
+}

@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type ConfigIssue, type ConfigResult, crossReferenceIssues, formatIssue, parseConfigText } from '../../src/config/index.js';
+import {
+  type ConfigIssue,
+  type ConfigResult,
+  crossReferenceIssues,
+  formatIssue,
+  parseConfigText,
+  responsesDefaults,
+} from '../../src/config/index.js';
 import { editDistance, nearestKey } from '../../src/config/issue-text.js';
 
 const VALID_YAML = `
@@ -251,6 +258,20 @@ routing:
     assert.deepEqual(crossReferenceIssues(d).map(formatIssue), [
       `routing.routes.gpt-4o-mini.candidates[0].deployment: only applies to an azure_openai provider; "${provider}" is not one`,
     ]);
+  });
+
+  it('routing.responses takes a TTL of up to 90 days and a positive bound, and defaults to 30 days and 100 000', () => {
+    const d = doc();
+    d.routing.responses = { ttl_s: 60 };
+    const result = parseObject(d);
+    assert.equal(result.ok, true, JSON.stringify(result));
+    if (result.ok) assert.deepEqual(result.config.routing.responses, { ttl_s: 60, max_entries: 100_000 });
+    assert.deepEqual(responsesDefaults, { ttl_s: 30 * 24 * 3600, max_entries: 100_000 });
+    d.routing.responses = { ttl_s: 91 * 24 * 3600, max_entries: 0 };
+    assert.deepEqual(
+      lines(parseObject(d)).map((l) => l.split(':')[0]),
+      ['routing.responses.ttl_s', 'routing.responses.max_entries'],
+    );
   });
 
   it('refuses a route without candidates', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { SessionAffinity } from '../../src/routing/index.js';
+import { BindingTable, SessionAffinity } from '../../src/routing/index.js';
 
 /** A clock the test moves by hand: TTLs are checked by counting, never by waiting. */
 function clock(start = 1_000_000): { now: () => number; advance: (ms: number) => void; set: (ms: number) => void } {
@@ -125,5 +125,14 @@ describe('SessionAffinity', () => {
     assert.equal(table.get('a'), undefined);
     c.set(50);
     assert.equal(table.get('b'), undefined, 'the new, shorter TTL applies');
+  });
+
+  it('delete() forgets a binding at once and says whether there was one', () => {
+    const table = new BindingTable<{ provider: string }>({ ttlMs: 1000, maxEntries: 10 }, clock().now);
+    table.bind('resp_1', { provider: 'east' });
+    assert.equal(table.delete('resp_1'), true);
+    assert.equal(table.get('resp_1'), undefined);
+    assert.equal(table.delete('resp_1'), false);
+    assert.equal(table.size, 0);
   });
 });

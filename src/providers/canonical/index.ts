@@ -52,4 +52,12 @@ export {
   openaiErrorType,
   translateErrorResponse,
 } from './upstream-error.js';
-export { type AnthropicUsage, type OpenaiUsage, usageFromAnthropic, usageFromOpenai, usageToAnthropic, usageToOpenai } from './usage.js';
+export {
+  type AnthropicUsage,
+  type OpenaiUsage,
+  usageFromAnthropic,
+  usageFromOpenai,
+  usageFromResponses,
+  usageToAnthropic,
+  usageToOpenai,
+} from './usage.js';

@@ -43,6 +43,17 @@ export function usageFromOpenai(usage: unknown): TokenUsage | null {
   return withCache(usage.prompt_tokens, count(usage.completion_tokens), count(details.cached_tokens), count(details.cache_write_tokens));
 }
 
+/**
+ * OpenAI Responses API `usage` (`input_tokens`, `output_tokens`, cache counts in
+ * `input_tokens_details`) -> TokenUsage; its `input_tokens` already includes cached tokens,
+ * as `prompt_tokens` does. Null when it has no input count.
+ */
+export function usageFromResponses(usage: unknown): TokenUsage | null {
+  if (!isRecord(usage) || typeof usage.input_tokens !== 'number') return null;
+  const details = isRecord(usage.input_tokens_details) ? usage.input_tokens_details : {};
+  return withCache(usage.input_tokens, count(usage.output_tokens), count(details.cached_tokens), count(details.cache_write_tokens));
+}
+
 export function usageToOpenai(usage: TokenUsage): OpenaiUsage {
   const read = usage.cacheReadTokens ?? 0;
   const write = usage.cacheWriteTokens ?? 0;
