@@ -13,6 +13,7 @@ import { FileWatch } from '../watch/index.js';
 import { isLoopback, splitHostPort } from './address.js';
 import { type AdminContext, createAdminHandler } from './admin.js';
 import { createApiHandler, type TrafficState } from './api.js';
+import { logBreakerTransition } from './breaker-log.js';
 import { buildGovernanceStore, policyOf } from './governance.js';
 import { Reloader, type ReloadResult } from './reload.js';
 import type { Services } from './services.js';
@@ -155,6 +156,7 @@ async function buildServices(config: GatewayConfig, pools: PoolRegistry, options
   const breakers = new BreakerRegistry({ failureThreshold: b.failure_threshold, openBaseMs: b.open_base_ms, openMaxMs: b.open_max_ms });
   const sessions = config.routing.session_affinity ?? sessionAffinityDefaults;
   const logger = options.logger ?? createLogger({ level: config.log.level, destination: options.logDestination });
+  breakers.observe((t) => logBreakerTransition(logger, holder, t));
   const metrics = new Metrics(() => breakerStates(holder, breakers));
   const audit = config.audit === undefined ? null : await openAudit(config.audit.file, logger, metrics);
   return {
