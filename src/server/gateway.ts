@@ -8,7 +8,7 @@ import { GenerationHolder, prepareGeneration, ReloadCoordinator, type ReloadTrig
 import { PoolRegistry } from '../providers/index.js';
 import { BreakerRegistry } from '../resilience/index.js';
 import { RoundRobinCounters, SessionAffinity, seededRandom } from '../routing/index.js';
-import { AccessLog, type BreakerStateCode, createLogger, flushLogger, type Logger, Metrics } from '../telemetry/index.js';
+import { AccessLog, type BreakerStateCode, createLogger, flushLogger, type Logger, Metrics, RecentTraffic } from '../telemetry/index.js';
 import { FileWatch } from '../watch/index.js';
 import { isLoopback, splitHostPort } from './address.js';
 import { type AdminContext, createAdminHandler } from './admin.js';
@@ -166,6 +166,7 @@ async function buildServices(config: GatewayConfig, pools: PoolRegistry, options
     affinity: new SessionAffinity({ ttlMs: sessions.ttl_s * 1000, maxEntries: sessions.max_entries }),
     pools,
     metrics,
+    recent: new RecentTraffic(),
     logger,
     governance: buildGovernanceStore(config, logger, metrics),
     audit,

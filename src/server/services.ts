@@ -4,7 +4,7 @@ import type { GenerationHolder } from '../live/index.js';
 import type { PoolRegistry } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
 import type { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
-import type { AccessLog, Logger, Metrics } from '../telemetry/index.js';
+import type { AccessLog, Logger, Metrics, RecentTraffic } from '../telemetry/index.js';
 
 /**
  * The stateful services, built once by the composition root and never rebuilt by a
@@ -18,6 +18,8 @@ export interface Services {
   readonly affinity: SessionAffinity;
   readonly pools: PoolRegistry;
   readonly metrics: Metrics;
+  /** The last 15 minutes of API traffic, for the status page. */
+  readonly recent: RecentTraffic;
   readonly logger: Logger;
   readonly accessLog: AccessLog;
   /** The governance store (memory or Redis): counters by team and key id, kept across reloads. */

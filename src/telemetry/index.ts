@@ -5,3 +5,4 @@
 export { AccessLog } from './access-log.js';
 export { createLogger, flushLogger, type Logger, type LoggerOptions } from './logger.js';
 export { type BreakerStateCode, Metrics } from './metrics.js';
+export { type RecentCandidate, type RecentModel, RecentTraffic, SLOT_MS, SLOTS, type TrafficPoint } from './recent-traffic.js';
