@@ -167,6 +167,7 @@ describe('the status page in a browser', { skip: missing ?? false }, () => {
     await page.goto(`${gw.adminUrl}/`);
     await page.waitForSelector('#token-form:not([hidden])');
     assert.equal(await page.locator('#status').isHidden(), true, 'no status before the token');
+    await screenshot(page, 'status-page-token');
     await page.fill('#token', ADMIN_TOKEN);
     await page.click('#token-form button[type="submit"]');
     await waitForText(page, '#serving-revision', revisionOf(first).slice(0, 12));
