@@ -285,6 +285,7 @@ function renderModels(d) {
     ['Error rate', 'num', 'failed attempts at its provider for this model, over attempts'],
   ];
   const tables = d.models.map((m) => {
+    const gone = m.served - m.candidates.reduce((n, c) => n + c.served, 0);
     const caption = [
       el('strong', { class: 'mono', text: m.model }),
       ' — ',
@@ -293,6 +294,7 @@ function renderModels(d) {
         ? badge('green', 'takes new requests', 'admits')
         : badge('red', m.routed ? 'no group takes new requests' : 'no route: 404', 'refuses'),
       ` — ${m.served} requests served recently`,
+      gone > 0 ? ` (${gone} by candidates no longer in this route)` : '',
     ];
     const rows = m.candidates.map((c) =>
       el(

@@ -113,6 +113,7 @@ describe('the status page in a browser', { skip: missing ?? false }, () => {
     await waitForText(page, 'table[data-model="gpt-4o"] tr[data-provider="south"]', 'serving');
     assert.equal(await page.locator('table[data-model="gpt-4o"] tr[data-provider="east"]').count(), 0, 'east left gpt-4o');
     await waitForText(page, '#reloads tbody tr:first-child', 'routes changed: gpt-4o');
+    await waitForText(page, 'table[data-model="gpt-4o"] caption', '6 by candidates no longer in this route');
     assert.match(await text(page, '#reloads tbody tr:first-child'), /admin.*applied.*#1 → #2/s);
 
     // Five failures at east open its breaker: the row turns red.
