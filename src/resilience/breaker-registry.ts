@@ -20,6 +20,37 @@ export interface BreakerView {
   readonly openUntilMs: number | null;
 }
 
+/** Why a breaker changed state. */
+export type BreakerTransitionReason =
+  /** failure_threshold consecutive failures while closed. */
+  | 'failure_threshold'
+  /** The provider said when to come back (a 429's retry-after). */
+  | 'retry_after'
+  /** The one request let through while half-open failed. */
+  | 'probe_failed'
+  /** A request let through while half-open (every candidate was open) failed. */
+  | 'failed_while_half_open'
+  /** The open window passed and a request arrived: it goes through as the probe. */
+  | 'window_elapsed'
+  | 'probe_succeeded'
+  /** A request let through while open (every candidate was open) succeeded. */
+  | 'request_succeeded';
+
+/** A change of state, for the log: breakers change state rarely, so every change is worth a line. */
+export interface BreakerTransition {
+  readonly identity: string;
+  readonly from: BreakerState;
+  readonly to: BreakerState;
+  readonly reason: BreakerTransitionReason;
+  /** The failure that tipped it (`status_5xx`, `timeout`, …), when a failure did. */
+  readonly cause: string | null;
+  readonly consecutiveFailures: number;
+  /** For a change to open: how long it stays open. */
+  readonly openForMs: number | null;
+}
+
+export type BreakerListener = (t: BreakerTransition) => void;
+
 interface Breaker {
   state: BreakerState;
   consecutiveFailures: number;
@@ -33,6 +64,7 @@ export class BreakerRegistry {
   #options: BreakerOptions;
   readonly #now: () => number;
   readonly #breakers = new Map<string, Breaker>();
+  #listener: BreakerListener | null = null;
 
   constructor(options: BreakerOptions, now: () => number = Date.now) {
     this.#options = options;
@@ -42,6 +74,11 @@ export class BreakerRegistry {
   /** Thresholds are hot-reloadable; they apply from the next transition on. */
   configure(options: BreakerOptions): void {
     this.#options = options;
+  }
+
+  /** Called synchronously on every change of state (one listener: the composition root's log). */
+  observe(listener: BreakerListener): void {
+    this.#listener = listener;
   }
 
   /**
@@ -70,6 +107,7 @@ export class BreakerRegistry {
       if (this.#now() < b.openUntilMs) return 'deny';
       b.state = 'half_open';
       b.probeInFlight = false;
+      this.#emit(identity, b, 'open', 'window_elapsed', null, null);
     }
     if (b.probeInFlight) return 'deny';
     b.probeInFlight = true;
@@ -80,22 +118,26 @@ export class BreakerRegistry {
     const b = this.#breakers.get(identity);
     // A result for an identity no longer present must not bring its breaker back.
     if (b === undefined) return;
+    const from = b.state;
     b.state = 'closed';
     b.consecutiveFailures = 0;
     b.opens = 0;
     b.probeInFlight = false;
+    if (from !== 'closed') this.#emit(identity, b, from, from === 'half_open' ? 'probe_succeeded' : 'request_succeeded', null, null);
   }
 
   /**
    * `holdMs`: the provider said when to come back (a 429's `retry-after`). The breaker then
    * opens at once and stays open at least that long, capped at open_max_ms so that a
-   * hostile value cannot retire a provider for days.
+   * hostile value cannot retire a provider for days. `cause` names the failure for the log.
    */
-  recordFailure(identity: string, wasProbe: boolean, holdMs?: number): void {
+  recordFailure(identity: string, wasProbe: boolean, holdMs?: number, cause: string | null = null): void {
     const b = this.#breakers.get(identity);
     if (b === undefined) return;
+    const from = b.state;
     if (holdMs !== undefined && holdMs > 0) {
-      const until = this.#now() + Math.min(holdMs, this.#options.openMaxMs);
+      const heldMs = Math.min(holdMs, this.#options.openMaxMs);
+      const until = this.#now() + heldMs;
       const wasOpen = b.state === 'open';
       b.consecutiveFailures += 1;
       if (!wasOpen) b.opens += 1;
@@ -103,15 +145,19 @@ export class BreakerRegistry {
       b.openUntilMs = wasOpen ? Math.max(b.openUntilMs, until) : until;
       b.state = 'open';
       b.probeInFlight = false;
+      if (!wasOpen) this.#emit(identity, b, from, 'retry_after', cause, heldMs);
       return;
     }
     b.consecutiveFailures += 1;
     if (b.state === 'closed') {
-      if (b.consecutiveFailures >= this.#options.failureThreshold) this.#open(b);
+      if (b.consecutiveFailures >= this.#options.failureThreshold) {
+        this.#emit(identity, b, from, 'failure_threshold', cause, this.#open(b));
+      }
     } else if (wasProbe || b.state === 'half_open') {
       // A failed probe re-opens with a doubled window. A failure of a request that was
       // let through because every candidate was open leaves the window as it is.
-      this.#open(b);
+      const windowMs = this.#open(b);
+      if (from !== 'open') this.#emit(identity, b, from, wasProbe ? 'probe_failed' : 'failed_while_half_open', cause, windowMs);
     }
   }
 
@@ -144,12 +190,25 @@ export class BreakerRegistry {
     return this.#breakers.size;
   }
 
-  #open(b: Breaker): void {
+  #emit(
+    identity: string,
+    b: Breaker,
+    from: BreakerState,
+    reason: BreakerTransitionReason,
+    cause: string | null,
+    openForMs: number | null,
+  ): void {
+    this.#listener?.({ identity, from, to: b.state, reason, cause, consecutiveFailures: b.consecutiveFailures, openForMs });
+  }
+
+  /** Opens the breaker; returns its window. */
+  #open(b: Breaker): number {
     b.opens += 1;
     const windowMs = Math.min(this.#options.openBaseMs * 2 ** (b.opens - 1), this.#options.openMaxMs);
     b.state = 'open';
     b.openUntilMs = this.#now() + windowMs;
     b.probeInFlight = false;
+    return windowMs;
   }
 }
 

@@ -5,9 +5,11 @@ import type { Generation } from '../live/index.js';
 import { readBody } from './body.js';
 import { type Endpoint, EndpointTable, pathOf } from './endpoints.js';
 import { policyOf } from './governance.js';
+import { pageData } from './page-data.js';
 import type { Reloader, ReloadResult } from './reload.js';
 import { type Answerable, failRequest, refusal, sendBody, sendJson, serveMetrics } from './respond.js';
 import type { Services } from './services.js';
+import { StatusPageFiles } from './status-page.js';
 
 export interface AdminContext {
   readonly svc: Services;
@@ -22,17 +24,52 @@ interface AdminRequest extends Answerable {
 }
 
 /**
- * The operator listener (`server.admin_listen`): status, reload, metrics. When
- * `server.admin_token` is set every admin endpoint but /healthz needs it as a bearer
- * token. Nothing here ever shows a secret value: credentials appear as their reference.
+ * The operator listener (`server.admin_listen`): the status page, status, reload, metrics.
+ * When `server.admin_token` is set every admin endpoint needs it as a bearer token but
+ * /healthz and the status page's own files, which hold no data: the page asks for the
+ * token and sends it with every fetch. Nothing here ever shows a secret value: credentials
+ * appear as their reference.
  */
 /** The admin API takes no request body worth more than this. */
 const ADMIN_MAX_BODY_BYTES = 64 * 1024;
 
 export function createAdminHandler(ctx: AdminContext) {
   const { svc } = ctx;
+  const page = new StatusPageFiles();
+  if (page.problem !== null) svc.logger.warn({ msg: 'the status page cannot be served', reason: page.problem });
   const endpoints: Endpoint<AdminRequest>[] = [
     { method: 'GET', path: '/healthz', authenticated: false, handle: (a) => sendBody(a.res, 200, '{"status":"ok"}', 'application/json') },
+    { method: 'GET', path: '/', authenticated: false, handle: (a) => page.send(a.res, 'index.html') },
+    { method: 'GET', path: '/status-page/*', authenticated: false, handle: (a, name) => page.send(a.res, name) },
+    {
+      method: 'GET',
+      path: '/admin/status/page-data',
+      handle: async (a) => {
+        const governance = await governanceView(ctx);
+        const { reloader } = ctx;
+        const body = JSON.stringify(
+          pageData(
+            {
+              svc,
+              history: reloader.history,
+              acceptedRevision: reloader.acceptedRevision,
+              revisionServingSince: reloader.revisionServingSince,
+              lastRejection: reloader.lastRejection,
+              lastOverlayRejection: reloader.lastOverlayRejection,
+              startedAt: ctx.startedAt,
+              governance,
+            },
+            Date.now(),
+          ),
+        );
+        a.res.writeHead(200, {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          'cache-control': 'no-store',
+        });
+        a.res.end(body);
+      },
+    },
     {
       method: 'GET',
       path: '/admin/status',

@@ -152,13 +152,13 @@ export const withBreaker =
     }
     return next(a).then(
       (r) => {
-        if (r.kind === 'failed') breakers.recordFailure(identity, probe, r.retryAfterMs);
+        if (r.kind === 'failed') breakers.recordFailure(identity, probe, r.retryAfterMs, r.reason);
         else if (r.kind === 'aborted') {
           if (probe) breakers.release(identity);
         } else if (r.kind === 'committed') {
           breakers.recordSuccess(identity);
           void r.finished.then((f) => {
-            if (f.outcome === 'partial') breakers.recordFailure(identity, false);
+            if (f.outcome === 'partial') breakers.recordFailure(identity, false, undefined, 'stream_cut');
           });
         }
         return r;

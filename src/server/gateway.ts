@@ -15,11 +15,21 @@ import { type Generation, GenerationHolder, prepareGeneration, ReloadCoordinator
 import { PoolRegistry } from '../providers/index.js';
 import { BreakerRegistry } from '../resilience/index.js';
 import { BindingTable, RoundRobinCounters, SessionAffinity, seededRandom } from '../routing/index.js';
-import { AccessLog, type BreakerStateCode, createLogger, flushLogger, type Logger, Metrics, Tracing } from '../telemetry/index.js';
+import {
+  AccessLog,
+  type BreakerStateCode,
+  createLogger,
+  flushLogger,
+  type Logger,
+  Metrics,
+  RecentTraffic,
+  Tracing,
+} from '../telemetry/index.js';
 import { FileWatch } from '../watch/index.js';
 import { isLoopback, splitHostPort } from './address.js';
 import { type AdminContext, createAdminHandler } from './admin.js';
 import { createApiHandler, type TrafficState } from './api.js';
+import { logBreakerTransition } from './breaker-log.js';
 import { buildGovernanceStore, policyOf } from './governance.js';
 import { Reloader, type ReloadResult } from './reload.js';
 import type { Services } from './services.js';
@@ -166,6 +176,7 @@ async function buildServices(gen: Generation, pools: PoolRegistry, options: Gate
   const sessions = config.routing.session_affinity ?? sessionAffinityDefaults;
   const responses = config.routing.responses ?? responsesDefaults;
   const logger = options.logger ?? createLogger({ level: config.log.level, destination: options.logDestination });
+  breakers.observe((t) => logBreakerTransition(logger, holder, t));
   const metrics = new Metrics(() => breakerStates(holder, breakers));
   const audit = config.audit === undefined ? null : await openAudit(config.audit.file, logger, metrics);
   return {
@@ -176,6 +187,7 @@ async function buildServices(gen: Generation, pools: PoolRegistry, options: Gate
     responses: new BindingTable({ ttlMs: responses.ttl_s * 1000, maxEntries: responses.max_entries }),
     pools,
     metrics,
+    recent: new RecentTraffic(),
     logger,
     governance: buildGovernanceStore(config, logger, metrics),
     audit,

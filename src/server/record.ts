@@ -27,6 +27,16 @@ export function recordRequest(svc: Services, x: Exchange): void {
     metrics.timeToFirstToken.series(model, provider).observe((x.firstByteAt - x.startedAt) / 1000);
   const cost = x.costMicroUsd;
   if (cost !== null && cost > 0) metrics.costUsd.series(model, provider).inc(cost / 1e6);
+  svc.recent.record(
+    Date.now(),
+    durationMs,
+    status === 'partial' || status >= 500,
+    c !== null || x.failures.length > 0,
+    routed ? model : null,
+    c?.stableId ?? null,
+    provider,
+    x.failures,
+  );
   if (x.admitted && svc.audit !== null) auditCompleted(svc, x, status, durationMs);
   if (x.span !== null && svc.tracing !== null) endServerSpan(svc.tracing, x, status);
   if ((gen !== null && !gen.config.log.access) || !svc.accessLog.enabled) return;

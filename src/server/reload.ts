@@ -61,6 +61,10 @@ export class Reloader {
   acceptedRevision: string | null = null;
   /** The last overlay rejection, for /admin/status. */
   lastOverlayRejection: { at: string; reason: string; message: string } | null = null;
+  /** The last rejected reload of any input, kept when the history of 20 has moved on (status page). */
+  lastRejection: ReloadResult | null = null;
+  /** When the serving overlay revision began serving (a config reload that keeps it keeps this). */
+  revisionServingSince: string | null = null;
   /** Raw SHA-256 of the inputs the reload in progress has read: what #finish judges a refusal by. */
   #inputs: InputsRead = { config: null, overlay: null };
   /**
@@ -198,6 +202,7 @@ export class Reloader {
     // changed nothing is still worth a line: someone touched the file. A refusal met again
     // is routine whatever noticed it: the first one was reported, and is still in force.
     const routine = result === 'unchanged' && (RECHECK_TRIGGERS.has(trigger) || repeated);
+    if (result === 'rejected') this.lastRejection = record;
     if (!routine) {
       this.history.push(record);
       if (this.history.length > HISTORY) this.history.shift();
@@ -212,7 +217,10 @@ export class Reloader {
     const { holder, breakers, pools, counters, affinity, responses, metrics, logger } = this.#svc;
     // Compiled before the swap, so no request pays for it (governance.ts caches it by generation).
     policyOf(next);
+    const revisionBefore = holder.ready ? (holder.current().overlay?.revision ?? null) : null;
     holder.swap(next);
+    const revision = next.overlay?.revision ?? null;
+    if (revision !== revisionBefore) this.revisionServingSince = revision === null ? null : new Date().toISOString();
     const breaker = next.config.resilience.breaker;
     breakers.configure({ failureThreshold: breaker.failure_threshold, openBaseMs: breaker.open_base_ms, openMaxMs: breaker.open_max_ms });
     breakers.retain(next.identities);

@@ -4,7 +4,7 @@ import type { GenerationHolder } from '../live/index.js';
 import type { PoolRegistry } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
 import type { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
-import type { AccessLog, Logger, Metrics, Tracing } from '../telemetry/index.js';
+import type { AccessLog, Logger, Metrics, RecentTraffic, Tracing } from '../telemetry/index.js';
 import type { ResponseOwners } from './responses.js';
 
 /**
@@ -21,6 +21,8 @@ export interface Services {
   readonly responses: ResponseOwners;
   readonly pools: PoolRegistry;
   readonly metrics: Metrics;
+  /** The last 15 minutes of API traffic, for the status page. */
+  readonly recent: RecentTraffic;
   readonly logger: Logger;
   readonly accessLog: AccessLog;
   /** The governance store (memory or Redis): counters by team and key id, kept across reloads. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type BreakerOptions, BreakerRegistry } from '../../src/resilience/index.js';
+import { type BreakerOptions, BreakerRegistry, type BreakerTransition } from '../../src/resilience/index.js';
 
 // Every transition is driven by an injected clock: the test moves time and counts, it never
 // sleeps or measures durations.
@@ -206,5 +206,73 @@ describe("a provider's retry-after (an upstream 429)", () => {
     assert.equal(openUntil(registry, WEST), 1000 + OPTIONS.openMaxMs, 'a day is capped at open_max_ms');
     set(6000);
     assert.equal(registry.admit(EAST), 'probe', 'then half-open as usual');
+  });
+});
+
+describe('transitions, for the log', () => {
+  function observed(): { registry: BreakerRegistry; set: (ms: number) => void; seen: BreakerTransition[] } {
+    const { registry, set } = setup();
+    const seen: BreakerTransition[] = [];
+    registry.observe((t) => seen.push(t));
+    return { registry, set, seen };
+  }
+
+  it('reports opening, going half-open and closing, each once, with why', () => {
+    const { registry, set, seen } = observed();
+    set(1000);
+    for (let i = 0; i < 5; i++) registry.recordFailure(EAST, false, undefined, 'status_5xx');
+    registry.recordFailure(EAST, false, undefined, 'status_5xx');
+    assert.deepEqual(seen, [
+      {
+        identity: EAST,
+        from: 'closed',
+        to: 'open',
+        reason: 'failure_threshold',
+        cause: 'status_5xx',
+        consecutiveFailures: 5,
+        openForMs: 1000,
+      },
+    ]);
+    set(2000);
+    assert.equal(registry.admit(EAST), 'probe');
+    assert.equal(registry.admit(EAST), 'deny');
+    assert.deepEqual(
+      seen.slice(1).map((t) => [t.from, t.to, t.reason]),
+      [['open', 'half_open', 'window_elapsed']],
+      'half-open once, when the probe is let through',
+    );
+    registry.recordSuccess(EAST);
+    registry.recordSuccess(EAST);
+    assert.deepEqual(
+      seen.slice(2).map((t) => [t.from, t.to, t.reason, t.consecutiveFailures, t.openForMs]),
+      [['half_open', 'closed', 'probe_succeeded', 0, null]],
+    );
+    assert.deepEqual(
+      seen.map((t) => t.identity),
+      [EAST, EAST, EAST],
+      'west never changed',
+    );
+  });
+
+  it('a failed probe re-opens with the doubled window; a retry-after opens at once with its hold', () => {
+    const { registry, set, seen } = observed();
+    fail(registry, EAST, 5);
+    set(1000);
+    assert.equal(registry.admit(EAST), 'probe');
+    registry.recordFailure(EAST, true, undefined, 'timeout');
+    const reopened = seen.at(-1);
+    assert.deepEqual(
+      [reopened?.from, reopened?.to, reopened?.reason, reopened?.cause, reopened?.openForMs],
+      ['half_open', 'open', 'probe_failed', 'timeout', 2000],
+    );
+    registry.recordFailure(WEST, false, 3000, 'status_429');
+    const held = seen.at(-1);
+    assert.deepEqual(
+      [held?.identity, held?.from, held?.to, held?.reason, held?.cause, held?.openForMs],
+      [WEST, 'closed', 'open', 'retry_after', 'status_429', 3000],
+    );
+    const count = seen.length;
+    registry.recordFailure(WEST, false, 5000, 'status_429');
+    assert.equal(seen.length, count, 'a longer hold on an open breaker is no change of state');
   });
 });

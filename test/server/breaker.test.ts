@@ -99,6 +99,38 @@ describe('circuit breaker', () => {
     assert.equal(chatCount(east), 9);
   });
 
+  it('logs the breaker opening, going half-open and closing, with the provider and the reason', async () => {
+    const s = await setup();
+    const { gw } = s;
+    await failEastFiveTimes(s);
+    const opened = await gw.waitForLog((l) => l.msg === 'breaker' && l.state === 'open');
+    assert.equal(opened.level, 'warn');
+    assert.equal(opened.provider, 'east');
+    assert.equal(opened.previous_state, 'closed');
+    assert.equal(opened.reason, 'failure_threshold');
+    assert.equal(opened.cause, 'status_5xx');
+    assert.equal(opened.consecutive_failures, 5);
+    assert.equal(opened.open_for_ms, 1000);
+    assert.match(String(opened.identity), /^openai http:\/\/127\.0\.0\.1:\d+\/v1$/);
+
+    // After the window the next request goes to east as the probe, and succeeds.
+    await waitUntil(async () => (await breakerState(gw, 'east')) === 2, 'east is half-open');
+    assertServed(await postChat(gw.url, chatBody('ew-model')), 'east');
+    const halfOpen = await gw.waitForLog((l) => l.msg === 'breaker' && l.state === 'half_open');
+    assert.deepEqual([halfOpen.level, halfOpen.provider, halfOpen.reason], ['info', 'east', 'window_elapsed']);
+    const closed = await gw.waitForLog((l) => l.msg === 'breaker' && l.state === 'closed');
+    assert.deepEqual(
+      [closed.level, closed.provider, closed.previous_state, closed.reason],
+      ['info', 'east', 'half_open', 'probe_succeeded'],
+    );
+    const lines = gw.logs().filter((l) => l.msg === 'breaker');
+    assert.deepEqual(
+      lines.map((l) => `${l.provider}:${l.state}`),
+      ['east:open', 'east:half_open', 'east:closed'],
+      'one line per change, none for west',
+    );
+  });
+
   it('only consecutive failures count: a success in between keeps the breaker closed', async () => {
     const { east, gw } = await setup();
     // 4 failures, a success, 4 failures: never 5 in a row.

@@ -1,0 +1,257 @@
+import type { ScopeStatus } from '../governance/index.js';
+import type { Generation, GenerationChanges, GenerationRoute } from '../live/index.js';
+import type { BreakerState } from '../resilience/index.js';
+import { type RecentModel, SLOT_MS, type TrafficPoint } from '../telemetry/index.js';
+import type { ReloadResult } from './reload.js';
+import type { Services } from './services.js';
+
+// GET /admin/status/page-data: what the status page shows, shaped for it (docs/status-page.md).
+// /admin/status stays the complete machine-readable view; this one adds what a person needs
+// at a glance (ages, recent traffic per candidate, the 15-minute series, withdrawn overlay
+// candidates) and leaves out what they do not (credential references, base URLs, config
+// hashes). Nothing in it is a secret.
+
+/** "Recent" for the per-candidate share and error rate. */
+export const RECENT_MS = 5 * 60_000;
+
+export type CandidateState = 'serving' | 'draining' | 'withdrawn' | 'unroutable';
+
+export interface PageCandidate {
+  readonly stable_id: string;
+  readonly provider: string;
+  readonly upstream_model: string | null;
+  /** serving = new_and_existing; draining = existing_only; withdrawn = none; unroutable = its cluster names no provider. */
+  readonly state: CandidateState;
+  readonly selection_group: number | null;
+  readonly weight: number | null;
+  /** null when the candidate has no provider to break. */
+  readonly breaker: BreakerState | null;
+  readonly credential_problem: boolean;
+  /** Requests it served in the last 5 minutes, and their share of the model's. */
+  readonly served: number;
+  readonly share: number | null;
+  /**
+   * Failed attempts at its provider for this model plus its served requests that then
+   * failed, over attempts, in the last 5 minutes; null when nothing was attempted. A failure
+   * names a provider, not a candidate: candidates of one model on one provider share it.
+   */
+  readonly error_rate: number | null;
+}
+
+export interface PageModel {
+  readonly model: string;
+  readonly policy: string | null;
+  /** Whether a new request for it is served (false: every group drains, or no route). */
+  readonly admits_new: boolean;
+  readonly routed: boolean;
+  readonly served: number;
+  readonly candidates: readonly PageCandidate[];
+}
+
+export interface PageContext {
+  readonly svc: Services;
+  readonly history: readonly ReloadResult[];
+  readonly acceptedRevision: string | null;
+  readonly revisionServingSince: string | null;
+  readonly lastRejection: ReloadResult | null;
+  readonly lastOverlayRejection: { at: string; reason: string; message: string } | null;
+  readonly startedAt: number;
+  readonly governance: Record<string, unknown> | null;
+}
+
+export function pageData(ctx: PageContext, nowMs: number): Record<string, unknown> {
+  const { svc } = ctx;
+  const gen = svc.holder.ready ? svc.holder.current() : null;
+  const ageS = (iso: string | null | undefined): number | null =>
+    iso == null ? null : Math.max(0, Math.round((nowMs - Date.parse(iso)) / 1000));
+  return {
+    now: new Date(nowMs).toISOString(),
+    uptime_s: Math.round((nowMs - ctx.startedAt) / 1000),
+    generation: gen === null ? null : { number: gen.number, built_at: gen.builtAt, age_s: ageS(gen.builtAt) },
+    overlay:
+      gen === null || gen.config.routing.overlay === undefined
+        ? null
+        : {
+            serving_revision: gen.overlay?.revision ?? null,
+            serving_since: ctx.revisionServingSince,
+            serving_age_s: ageS(ctx.revisionServingSince),
+            rendered_at: gen.overlay?.renderedAt ?? null,
+            rendered_age_s: ageS(gen.overlay?.renderedAt),
+            source_generation: gen.overlay?.sourceGeneration ?? null,
+            accepted_revision: ctx.acceptedRevision,
+            selection_mode: gen.overlay?.selectionMode ?? null,
+            candidate_count: gen.overlay?.candidateCount ?? 0,
+            unroutable_count: gen.overlay?.unroutable.length ?? 0,
+            last_rejection:
+              ctx.lastOverlayRejection === null ? null : { ...ctx.lastOverlayRejection, age_s: ageS(ctx.lastOverlayRejection.at) },
+          },
+    last_rejection: ctx.lastRejection === null ? null : rejectionView(ctx.lastRejection, ageS(ctx.lastRejection.at)),
+    reloads: [...ctx.history].reverse().map((r) => reloadView(r, ageS(r.at))),
+    providers:
+      gen === null
+        ? []
+        : Object.values(gen.providers).map((p) => {
+            const b = svc.breakers.view(p.identity);
+            return {
+              name: p.name,
+              type: p.type,
+              breaker: b?.state ?? 'closed',
+              consecutive_failures: b?.consecutiveFailures ?? 0,
+              open_for_ms: b?.openUntilMs == null ? null : Math.max(0, b.openUntilMs - nowMs),
+              inflight: p.pool.inflight,
+            };
+          }),
+    models: gen === null ? [] : modelsView(gen, svc, svc.recent.models(nowMs, RECENT_MS)),
+    recent_window_s: RECENT_MS / 1000,
+    teams: teamsView(ctx.governance),
+    traffic: { slot_s: SLOT_MS / 1000, points: svc.recent.series(nowMs).map((p) => pointView(p, nowMs)) },
+  };
+}
+
+/** `seconds`: how much of the slot has passed (less than 10 for the slot still filling), for rates. */
+function pointView(p: TrafficPoint, nowMs: number): Record<string, unknown> {
+  const seconds = Math.max(1, Math.min(SLOT_MS, nowMs - p.at) / 1000);
+  return { at: new Date(p.at).toISOString(), seconds, requests: p.requests, errors: p.errors, p50_ms: p.p50Ms, p99_ms: p.p99Ms };
+}
+
+function rejectionView(r: ReloadResult, ageS: number | null): Record<string, unknown> {
+  return { at: r.at, age_s: ageS, trigger: r.trigger, reason: r.reason ?? null, errors: errorsOf(r) };
+}
+
+function errorsOf(r: ReloadResult): string[] {
+  return r.errors.map((e) => (e.path === '' ? e.message : `${e.path}: ${e.message}`));
+}
+
+function reloadView(r: ReloadResult, ageS: number | null): Record<string, unknown> {
+  return {
+    at: r.at,
+    age_s: ageS,
+    trigger: r.trigger,
+    result: r.result,
+    duration_ms: r.duration_ms,
+    generation: r.generation,
+    previous_generation: r.previous_generation,
+    revision: r.revision ?? null,
+    reason: r.reason ?? null,
+    changes: r.changes === null ? [] : describeChanges(r.changes),
+    errors: errorsOf(r),
+    warnings: r.warnings,
+  };
+}
+
+/** A reload's changes as short sentences, for the timeline. */
+export function describeChanges(c: GenerationChanges): string[] {
+  const out: string[] = [];
+  const list = (label: string, names: readonly string[]): void => {
+    if (names.length > 0) out.push(`${label}: ${names.slice(0, 5).join(', ')}${names.length > 5 ? ` and ${names.length - 5} more` : ''}`);
+  };
+  list('providers added', c.providersAdded);
+  list('providers removed', c.providersRemoved);
+  list('providers changed', c.providersChanged);
+  list('routes added', c.routesAdded);
+  list('routes removed', c.routesRemoved);
+  list('routes changed', c.routesChanged);
+  if (c.pricingChanged) out.push('pricing changed');
+  if (c.revisionChanged) out.push('overlay revision changed');
+  list('candidates added', c.candidatesAdded);
+  list('candidates removed', c.candidatesRemoved);
+  return out;
+}
+
+const STATE_OF = { new_and_existing: 'serving', existing_only: 'draining', none: 'withdrawn' } as const;
+
+/**
+ * Every model the generation routes, then overlay models with no route (every candidate
+ * withdrawn or unroutable). Candidates in route order; an overlay's withdrawn and
+ * unroutable candidates, which routing drops, are listed after them so that they stay visible.
+ */
+function modelsView(gen: Generation, svc: Services, recent: Record<string, RecentModel>): PageModel[] {
+  const models = new Map<string, PageModel>();
+  for (const route of Object.values(gen.routes)) models.set(route.model, routeView(route, svc, recent[route.model]));
+  const overlay = gen.overlay;
+  if (overlay === null) return [...models.values()];
+  const unroutable = new Set(overlay.unroutable.map((u) => u.stable_id));
+  const extra = new Map<string, PageCandidate[]>();
+  for (const c of overlay.parsed.candidates) {
+    if (c.kind !== 'inference_model') continue;
+    const withdrawn = c.admissionState === 'none';
+    if (!withdrawn && !unroutable.has(c.stableId)) continue;
+    const provider = gen.providers[c.cluster];
+    const list = extra.get(c.name) ?? [];
+    list.push({
+      stable_id: c.stableId,
+      provider: c.cluster,
+      upstream_model: null,
+      state: unroutable.has(c.stableId) ? 'unroutable' : 'withdrawn',
+      selection_group: c.selectionGroup ?? null,
+      weight: c.trafficWeight,
+      breaker: provider === undefined ? null : (svc.breakers.stateOf(provider.identity) ?? 'closed'),
+      credential_problem: false,
+      served: 0,
+      share: null,
+      error_rate: null,
+    });
+    extra.set(c.name, list);
+  }
+  for (const [model, list] of extra) {
+    const m = models.get(model);
+    models.set(
+      model,
+      m === undefined
+        ? { model, policy: null, admits_new: false, routed: false, served: 0, candidates: list }
+        : { ...m, candidates: [...m.candidates, ...list] },
+    );
+  }
+  return [...models.values()];
+}
+
+function routeView(route: GenerationRoute, svc: Services, recent: RecentModel | undefined): PageModel {
+  const served = recent === undefined ? 0 : Object.values(recent.served).reduce((n, c) => n + c.served, 0);
+  // Per provider: served, served-then-failed, and failed attempts, for the shared error rate.
+  const byProvider = new Map<string, { served: number; errors: number }>();
+  for (const c of Object.values(recent?.served ?? {})) {
+    const p = byProvider.get(c.provider) ?? { served: 0, errors: 0 };
+    byProvider.set(c.provider, { served: p.served + c.served, errors: p.errors + c.errors });
+  }
+  const candidates = route.groups.flatMap((g) =>
+    g.candidates.map((c): PageCandidate => {
+      const mine = recent?.served[c.stableId]?.served ?? 0;
+      const p = byProvider.get(c.providerName) ?? { served: 0, errors: 0 };
+      const failed = recent?.failed[c.providerName] ?? 0;
+      const attempts = p.served + failed;
+      return {
+        stable_id: c.stableId,
+        provider: c.providerName,
+        upstream_model: c.upstreamModel,
+        state: STATE_OF[c.admission],
+        selection_group: c.group,
+        weight: c.weight,
+        breaker: svc.breakers.stateOf(c.identity) ?? 'closed',
+        credential_problem: c.credentialProblem !== null,
+        served: mine,
+        share: served === 0 ? null : mine / served,
+        error_rate: attempts === 0 ? null : (failed + p.errors) / attempts,
+      };
+    }),
+  );
+  return { model: route.model, policy: route.policy, admits_new: route.admitsNew, routed: true, served, candidates };
+}
+
+/** Per team: spend this month against the budget, requests this minute against the limit, tokens today against the quota. */
+function teamsView(governance: Record<string, unknown> | null): Record<string, unknown> | null {
+  if (governance === null) return null;
+  if (typeof governance.error === 'string') return { error: governance.error, teams: [] };
+  const teams = (governance.teams ?? {}) as Record<string, ScopeStatus>;
+  return {
+    error: null,
+    teams: Object.entries(teams).map(([team, s]) => ({
+      team,
+      spend_usd: s.spendThisMonthMicroUsd.used / 1e6,
+      budget_usd: s.spendThisMonthMicroUsd.limit === null ? null : s.spendThisMonthMicroUsd.limit / 1e6,
+      requests_this_minute: s.requestsThisMinute.used,
+      rpm_limit: s.requestsThisMinute.limit,
+      tokens_today: s.tokensToday.used,
+      tokens_per_day_limit: s.tokensToday.limit,
+    })),
+  };
+}

@@ -1,0 +1,521 @@
+// Switchyard status page: polls GET admin/status/page-data and redraws. Served as is, no
+// build step. Every value is written with textContent (never as HTML): model names and
+// revisions come from config and overlays, and must not become markup.
+
+const POLL_MS = 1000;
+/** Older than this, the page says its data is stale. */
+const STALE_MS = 5000;
+const TOKEN_KEY = 'switchyard-admin-token';
+const SVG = 'http://www.w3.org/2000/svg';
+
+const $ = (id) => document.getElementById(id);
+
+let lastOk = 0;
+let lastProblem = '';
+
+/** An element with attributes and children (strings become text). */
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === 'class') e.className = v;
+    else if (k === 'text') e.textContent = v;
+    else e.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) if (c !== null && c !== undefined) e.append(c);
+  return e;
+}
+
+function badge(colour, text, state) {
+  return el('span', { class: `badge ${colour}`, 'data-state': state ?? text, text });
+}
+
+function replace(id, ...children) {
+  $(id).replaceChildren(...children.flat());
+}
+
+function ago(seconds) {
+  if (seconds === null || seconds === undefined) return 'unknown';
+  if (seconds < 1) return 'just now';
+  if (seconds < 90) return `${Math.round(seconds)} s ago`;
+  if (seconds < 5400) return `${Math.round(seconds / 60)} min ago`;
+  if (seconds < 172800) return `${Math.floor(seconds / 3600)} h ${Math.round((seconds % 3600) / 60)} min ago`;
+  return `${Math.round(seconds / 86400)} days ago`;
+}
+
+function duration(seconds) {
+  return ago(seconds).replace(' ago', '').replace('just now', 'under a second');
+}
+
+function time(iso) {
+  return iso ? new Date(iso).toLocaleTimeString() : '';
+}
+
+function short(revision) {
+  return revision ? revision.slice(0, 12) : 'none';
+}
+
+function percent(x) {
+  if (x === null || x === undefined) return '–';
+  if (x > 0 && x < 0.001) return '<0.1 %';
+  return `${(x * 100).toFixed(x < 0.1 ? 1 : 0)} %`;
+}
+
+function num(x, digits = 0) {
+  if (x === null || x === undefined) return '–';
+  return x.toLocaleString(undefined, { maximumFractionDigits: digits, minimumFractionDigits: digits });
+}
+
+function facts(id, pairs) {
+  replace(
+    id,
+    pairs.filter(Boolean).flatMap(([label, value, attrs]) => [el('dt', { text: label }), el('dd', attrs ?? {}, value)]),
+  );
+}
+
+const CANDIDATE_COLOUR = { serving: 'green', draining: 'amber', withdrawn: 'red', unroutable: 'red' };
+const CANDIDATE_MEANING = {
+  serving: 'takes new and existing sessions',
+  draining: 'existing sessions only',
+  withdrawn: 'admission none: never serves',
+  unroutable: 'its cluster names no configured provider',
+};
+const BREAKER_COLOUR = { closed: 'green', half_open: 'amber', open: 'red' };
+const BREAKER_TEXT = { closed: 'closed', half_open: 'half-open', open: 'open' };
+const RESULT_COLOUR = { applied: 'green', unchanged: 'grey', rejected: 'red' };
+
+function breakerBadge(state) {
+  if (state === null) return badge('grey', 'no provider', 'none');
+  return badge(BREAKER_COLOUR[state] ?? 'grey', BREAKER_TEXT[state] ?? state, state);
+}
+
+// ---------------------------------------------------------------- the cards
+
+function renderGeneration(d) {
+  const g = d.generation;
+  $('generation-number').textContent = g === null ? 'none' : `#${g.number}`;
+  facts('generation-facts', [
+    g && ['built', `${ago(g.age_s)} (${time(g.built_at)})`, { id: 'generation-age' }],
+    ['gateway up for', duration(d.uptime_s)],
+  ]);
+}
+
+function renderOverlay(d) {
+  const o = d.overlay;
+  if (o === null) {
+    $('serving-revision').textContent = 'static config';
+    facts('overlay-facts', [['routes from', 'the gateway config file (routing.routes); no overlay']]);
+    return;
+  }
+  $('serving-revision').textContent = `revision ${short(o.serving_revision)}`;
+  $('serving-revision').title = o.serving_revision ?? '';
+  const same = o.accepted_revision === null || o.accepted_revision === o.serving_revision;
+  facts('overlay-facts', [
+    ['serving for', o.serving_since === null ? 'unknown' : `${duration(o.serving_age_s)} (since ${time(o.serving_since)})`],
+    ['rendered', o.rendered_at === null ? 'not stated (legacy overlay)' : ago(o.rendered_age_s)],
+    o.source_generation !== null && ['source generation', String(o.source_generation)],
+    [
+      'accepted revision',
+      same ? 'the same as serving' : `${short(o.accepted_revision)}: validated, but not serving (its build failed)`,
+      { id: 'accepted-revision', class: same ? 'ok-text' : 'warn-text' },
+    ],
+    ['candidates', `${o.candidate_count} in the overlay, ${o.unroutable_count} unroutable`],
+    ['selection mode', o.selection_mode ?? '–'],
+  ]);
+}
+
+function renderRejection(d) {
+  const r = d.last_rejection;
+  if (r === null) {
+    replace('last-rejection', el('p', { class: 'ok-text', text: 'None since the gateway started.' }));
+    return;
+  }
+  replace(
+    'last-rejection',
+    el(
+      'dl',
+      {},
+      el('dt', { text: 'when' }),
+      el('dd', { text: `${ago(r.age_s)} (${time(r.at)})` }),
+      el('dt', { text: 'trigger' }),
+      el('dd', { text: r.trigger.replaceAll('_', ' ') }),
+      el('dt', { text: 'reason' }),
+      el('dd', { class: 'problem', id: 'rejection-reason', text: r.reason ?? 'the config did not validate' }),
+      el('dt', { text: 'details' }),
+      el(
+        'dd',
+        {},
+        el(
+          'ul',
+          { class: 'plain' },
+          r.errors.map((e) => el('li', { text: e })),
+        ),
+      ),
+      el('dt', { text: 'effect' }),
+      el('dd', { text: 'none: the serving generation was kept' }),
+    ),
+  );
+}
+
+function renderTrafficCard(d) {
+  const last = d.traffic.points.slice(-6);
+  const requests = last.reduce((n, p) => n + p.requests, 0);
+  const errors = last.reduce((n, p) => n + p.errors, 0);
+  const seconds = last.reduce((n, p) => n + p.seconds, 0);
+  facts('traffic-facts', [
+    ['requests per second', num(requests / seconds, 2), { id: 'requests-per-second' }],
+    ['errors (5xx, cut streams)', requests === 0 ? '–' : percent(errors / requests)],
+    ['requests', String(requests)],
+    ['requests in flight now', String(d.providers.reduce((n, p) => n + p.inflight, 0))],
+  ]);
+}
+
+// ---------------------------------------------------------------- the plots
+
+/** One small line plot: values oldest first (null = no data), with its label, unit and scale. */
+function plot(title, unit, series, format) {
+  const all = series.flatMap((s) => s.values).filter((v) => v !== null);
+  const max = Math.max(...all, 0);
+  const top = max > 0 ? max * 1.1 : 1;
+  const svg = document.createElementNS(SVG, 'svg');
+  svg.setAttribute('viewBox', '0 0 300 80');
+  svg.setAttribute('preserveAspectRatio', 'none');
+  svg.setAttribute('role', 'img');
+  svg.setAttribute('aria-label', `${title} over the last 15 minutes`);
+  series.forEach((s, i) => {
+    const n = s.values.length;
+    const runs = [[]];
+    s.values.forEach((v, x) => {
+      if (v === null) {
+        if (runs.at(-1).length > 0) runs.push([]);
+        return;
+      }
+      runs.at(-1).push(`${((x / Math.max(1, n - 1)) * 300).toFixed(1)},${(80 - (v / top) * 78).toFixed(1)}`);
+    });
+    for (const run of runs) {
+      if (run.length === 0) continue;
+      // A single point still shows, as a short flat segment.
+      const points = run.length === 1 ? [run[0], run[0].replace(/^[\d.]+/, (x) => String(Number(x) + 2))] : run;
+      const line = document.createElementNS(SVG, 'polyline');
+      line.setAttribute('points', points.join(' '));
+      if (i > 0) line.setAttribute('class', 'second');
+      svg.append(line);
+    }
+  });
+  const latest = series.map((s) => {
+    const v = s.values.findLast((x) => x !== null);
+    return `${s.label ? `${s.label} ` : ''}${v === undefined ? '–' : format(v)}`;
+  });
+  const keys =
+    series.length > 1 ? series.map((s, i) => el('span', {}, el('span', { class: i === 0 ? 'key-first' : 'key-second' }), s.label)) : [];
+  return el(
+    'figure',
+    { class: 'plot', 'data-plot': title },
+    el('div', {}, el('strong', { text: title }), el('span', { class: 'muted', text: ` (${unit})` })),
+    el(
+      'div',
+      { class: 'plot-axis' },
+      el('span', { class: 'plot-now', title: 'the latest 10-second step' }, `now: ${latest.join(', ')}`),
+      el('span', {}, ...keys, el('span', { text: all.length === 0 ? '  no data yet' : `  top: ${format(top)}` })),
+    ),
+    svg,
+    el('div', { class: 'plot-axis' }, el('span', { text: '15 min ago' }), el('span', { text: 'now' })),
+  );
+}
+
+function renderPlots(d) {
+  const pts = d.traffic.points;
+  replace(
+    'plots',
+    plot('Request rate', 'requests per second', [{ values: pts.map((p) => p.requests / p.seconds) }], (v) => num(v, 2)),
+    plot(
+      'Error rate',
+      '% of requests answered 5xx or cut',
+      [{ values: pts.map((p) => (p.requests === 0 ? null : (p.errors / p.requests) * 100)) }],
+      (v) => `${num(v, 1)} %`,
+    ),
+    plot(
+      'Latency',
+      'ms, requests that reached a provider',
+      [
+        { label: 'p50', values: pts.map((p) => p.p50_ms) },
+        { label: 'p99', values: pts.map((p) => p.p99_ms) },
+      ],
+      (v) => `${num(v, v < 10 ? 1 : 0)} ms`,
+    ),
+  );
+}
+
+// ---------------------------------------------------------------- the tables
+
+function table(caption, headers, rows, attrs = {}) {
+  return el(
+    'table',
+    attrs,
+    caption && el('caption', {}, caption),
+    el(
+      'thead',
+      {},
+      el(
+        'tr',
+        {},
+        headers.map(([text, cls, title]) => el('th', { class: cls, title, text })),
+      ),
+    ),
+    el('tbody', {}, rows),
+  );
+}
+
+function renderModels(d) {
+  $('recent-window').textContent = `(share and error rate: last ${d.recent_window_s / 60} minutes)`;
+  if (d.models.length === 0) {
+    replace('models', el('p', { class: 'muted', text: 'No model is routed: every request gets 404 no_route.' }));
+    return;
+  }
+  const headers = [
+    ['Candidate (stable_id)'],
+    ['Provider'],
+    ['Upstream model'],
+    ['Admission', '', 'serving: new and existing sessions; draining: existing only; withdrawn: none'],
+    ['Selection group', 'num', 'new requests take the lowest group that admits them'],
+    ['Weight', 'num', 'traffic_weight, for weighted selection'],
+    ['Breaker', '', "the provider's circuit breaker"],
+    ['Requests served', 'num'],
+    ['Share of requests', 'num', "share of this model's requests it served"],
+    ['Error rate', 'num', 'failed attempts at its provider for this model, over attempts'],
+  ];
+  const tables = d.models.map((m) => {
+    const gone = m.served - m.candidates.reduce((n, c) => n + c.served, 0);
+    const caption = [
+      el('strong', { class: 'mono', text: m.model }),
+      ' — ',
+      m.routed ? `policy ${m.policy}, ` : '',
+      m.admits_new
+        ? badge('green', 'takes new requests', 'admits')
+        : badge('red', m.routed ? 'no group takes new requests' : 'no route: 404', 'refuses'),
+      ` — ${m.served} requests served recently`,
+      gone > 0 ? ` (${gone} by candidates no longer in this route)` : '',
+    ];
+    const rows = m.candidates.map((c) =>
+      el(
+        'tr',
+        { 'data-candidate': c.stable_id, 'data-provider': c.provider, 'data-breaker': c.breaker ?? 'none', 'data-state': c.state },
+        el('td', { class: 'mono', text: c.stable_id }),
+        el('td', { text: c.provider }),
+        el('td', { class: 'mono', text: c.upstream_model ?? '–' }),
+        el(
+          'td',
+          { title: CANDIDATE_MEANING[c.state] },
+          badge(CANDIDATE_COLOUR[c.state] ?? 'grey', c.state),
+          c.credential_problem ? el('span', { class: 'problem', text: ' credential unavailable' }) : null,
+        ),
+        el('td', { class: 'num', text: c.selection_group === null ? '–' : String(c.selection_group) }),
+        el('td', { class: 'num', text: c.weight === null ? '–' : String(c.weight) }),
+        el('td', {}, breakerBadge(c.breaker)),
+        el('td', { class: 'num', text: String(c.served) }),
+        el('td', { class: 'num', text: percent(c.share) }),
+        el('td', { class: `num ${c.error_rate > 0.05 ? 'problem' : ''}`, text: percent(c.error_rate) }),
+      ),
+    );
+    return table(caption, headers, rows, { 'data-model': m.model });
+  });
+  replace('models', tables);
+}
+
+function renderProviders(d) {
+  const rows = d.providers.map((p) =>
+    el(
+      'tr',
+      { 'data-provider': p.name, 'data-breaker': p.breaker },
+      el('td', { text: p.name }),
+      el('td', { text: p.type }),
+      el('td', {}, breakerBadge(p.breaker)),
+      el('td', { class: 'num', text: String(p.consecutive_failures) }),
+      el('td', { class: 'num', text: p.open_for_ms === null ? '–' : `${num(p.open_for_ms / 1000, 1)} s` }),
+      el('td', { class: 'num', text: String(p.inflight) }),
+    ),
+  );
+  replace(
+    'providers',
+    table(
+      null,
+      [
+        ['Provider'],
+        ['Type'],
+        ['Breaker'],
+        ['Consecutive failures', 'num'],
+        ['Open for another', 'num', 'while open, requests skip it; then one probe is let through'],
+        ['Requests in flight', 'num'],
+      ],
+      rows,
+    ),
+  );
+}
+
+/** "used of limit", with a meter that turns amber at 80 % and red at 100 %. */
+function against(used, limit, format) {
+  if (limit === null) return el('span', {}, format(used), el('span', { class: 'muted', text: ' (no limit)' }));
+  const ratio = limit === 0 ? 1 : used / limit;
+  const meter = el('span', { class: `meter ${ratio >= 1 ? 'red' : ratio >= 0.8 ? 'amber' : ''}`, title: percent(ratio) }, el('span'));
+  meter.firstChild.style.width = `${Math.min(100, ratio * 100)}%`;
+  return el('span', {}, `${format(used)} of ${format(limit)}`, meter);
+}
+
+function renderTeams(d) {
+  const t = d.teams;
+  $('teams-section').hidden = t === null;
+  if (t === null) return;
+  if (t.error) {
+    replace('teams', el('p', { class: 'problem', text: `The governance store did not answer: ${t.error}` }));
+    return;
+  }
+  const usd = (v) => `${num(v, 2)} USD`;
+  const rows = t.teams.map((s) =>
+    el(
+      'tr',
+      { 'data-team': s.team },
+      el('td', { text: s.team }),
+      el('td', {}, against(s.spend_usd, s.budget_usd, usd)),
+      el(
+        'td',
+        {},
+        against(s.requests_this_minute, s.rpm_limit, (v) => num(v)),
+      ),
+      el(
+        'td',
+        {},
+        against(s.tokens_today, s.tokens_per_day_limit, (v) => num(v)),
+      ),
+    ),
+  );
+  replace(
+    'teams',
+    table(null, [['Team'], ['Spend this month (UTC) / budget'], ['Requests this minute / limit'], ['Tokens today (UTC) / quota']], rows),
+  );
+}
+
+function renderReloads(d) {
+  const rows = d.reloads.map((r) => {
+    const what = r.result === 'rejected' ? (r.errors.length > 0 ? r.errors : [r.reason ?? 'rejected']) : r.changes;
+    return el(
+      'tr',
+      { 'data-result': r.result, 'data-generation': r.generation },
+      el('td', { title: r.at, text: `${time(r.at)} (${ago(r.age_s)})` }),
+      el('td', { text: r.trigger.replaceAll('_', ' ') }),
+      el('td', {}, badge(RESULT_COLOUR[r.result] ?? 'grey', r.result)),
+      el('td', { class: 'num', text: num(r.duration_ms, 1) }),
+      el(
+        'td',
+        { class: 'num' },
+        r.previous_generation === null || r.previous_generation === r.generation
+          ? `#${r.generation}`
+          : `#${r.previous_generation} → #${r.generation}`,
+      ),
+      el('td', { class: 'mono', text: r.revision === null ? '–' : short(r.revision) }),
+      el(
+        'td',
+        { class: r.result === 'rejected' ? 'problem' : '' },
+        what.length === 0
+          ? el('span', { class: 'muted', text: r.result === 'unchanged' ? 'nothing new' : 'no routing change' })
+          : el(
+              'ul',
+              { class: 'plain' },
+              what.map((w) => el('li', { text: w })),
+            ),
+        r.warnings.length > 0 ? el('div', { class: 'warn-text', text: r.warnings.join('; ') }) : null,
+      ),
+    );
+  });
+  replace(
+    'reloads',
+    table(
+      null,
+      [
+        ['When'],
+        ['Trigger'],
+        ['Result'],
+        ['Duration (ms)', 'num'],
+        ['Serving generation', 'num', 'the generation serving after this reload'],
+        ['Serving revision', '', 'the overlay revision serving after this reload'],
+        ['What changed, or why it was rejected'],
+      ],
+      rows,
+    ),
+  );
+}
+
+// ---------------------------------------------------------------- polling
+
+function render(d) {
+  renderGeneration(d);
+  renderOverlay(d);
+  renderRejection(d);
+  renderTrafficCard(d);
+  renderPlots(d);
+  renderModels(d);
+  renderProviders(d);
+  renderTeams(d);
+  renderReloads(d);
+}
+
+function showConnection() {
+  const c = $('connection');
+  const age = Date.now() - lastOk;
+  if (lastOk > 0 && age < STALE_MS) {
+    c.className = 'connection ok';
+    c.textContent = `Live: updated every ${POLL_MS / 1000} s, last at ${new Date(lastOk).toLocaleTimeString()}`;
+  } else if (lastOk > 0 || lastProblem !== '') {
+    c.className = 'connection stale';
+    c.textContent =
+      lastOk > 0
+        ? `Stale: no update for ${Math.round(age / 1000)} s (${lastProblem}). The figures below are from ${new Date(lastOk).toLocaleTimeString()}.`
+        : `Cannot reach the gateway's admin API: ${lastProblem}`;
+  }
+}
+
+function askForToken(message) {
+  $('status').hidden = true;
+  $('token-form').hidden = false;
+  $('token-error').hidden = message === '';
+  $('token-error').textContent = message;
+  $('connection').textContent = 'Waiting for the admin token.';
+  $('connection').className = 'connection';
+}
+
+async function poll() {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  try {
+    const res = await fetch('admin/status/page-data', {
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+      cache: 'no-store',
+    });
+    if (res.status === 401) {
+      // Stop polling until a token is given: the form's submit starts it again.
+      askForToken(token ? 'The gateway refused this token.' : '');
+      if (token) sessionStorage.removeItem(TOKEN_KEY);
+      return;
+    }
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    const data = await res.json();
+    $('token-form').hidden = true;
+    $('status').hidden = false;
+    render(data);
+    lastOk = Date.now();
+    lastProblem = '';
+  } catch (err) {
+    lastProblem = err instanceof Error ? err.message : String(err);
+  }
+  showConnection();
+  setTimeout(poll, POLL_MS);
+}
+
+$('token-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  sessionStorage.setItem(TOKEN_KEY, $('token').value);
+  $('token').value = '';
+  $('token-form').hidden = true;
+  poll();
+});
+
+setInterval(showConnection, 1000);
+poll();

@@ -1,0 +1,120 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { StatusPageFiles } from '../../src/server/status-page.js';
+import { baseConfig } from '../support/gateway-process.js';
+import { chatBody, postChat } from '../support/http.js';
+import { fileResources } from '../support/resources.js';
+
+// The status page over HTTP, without a browser: its files are found from src/ (tsx) and
+// from dist/ (the gateway process runs dist/cli.js), the shell is public and holds no
+// data, and GET /admin/status/page-data is behind the admin token and holds no secret.
+
+const r = fileResources('switchyard-page-data-');
+const PROVIDER_KEY = `sk-${'pagedataPROVIDERkey0123456789'}`;
+const ADMIN_TOKEN = `tok-${'pagedataADMIN0123456789'}`;
+
+interface PageData {
+  generation: { number: number; age_s: number };
+  overlay: unknown;
+  last_rejection: unknown;
+  reloads: Array<{ trigger: string; result: string; changes: string[] }>;
+  providers: Array<{ name: string; breaker: string }>;
+  models: Array<{
+    model: string;
+    served: number;
+    candidates: Array<{
+      stable_id: string;
+      provider: string;
+      state: string;
+      breaker: string;
+      served: number;
+      share: number | null;
+      error_rate: number | null;
+    }>;
+  }>;
+  teams: unknown;
+  traffic: { slot_s: number; points: Array<{ requests: number; errors: number; seconds: number; p50_ms: number | null }> };
+}
+
+describe('status page files and data', () => {
+  it('the files are found from src/ as well as from dist/', () => {
+    assert.equal(new StatusPageFiles().problem, null);
+    assert.match(new StatusPageFiles('/nonexistent/').problem ?? '', /status page files not readable in \/nonexistent\/: ENOENT/);
+  });
+
+  it('serves the shell and its files without the token, and the data only with it, without a secret', async () => {
+    const [east, west] = await Promise.all([r.startMock({ name: 'east' }), r.startMock({ name: 'west' })]);
+    const config = baseConfig(
+      { east: east.baseUrl, west: west.baseUrl },
+      { m: { policy: 'ordered', candidates: [{ provider: 'east' }, { provider: 'west' }] } },
+      { server: { admin_token: { env: 'PAGE_ADMIN_TOKEN' } }, log: { level: 'info', access: false } },
+    );
+    (config.providers as Record<string, Record<string, unknown>>).east!.api_key = { env: 'PAGE_PROVIDER_KEY' };
+    const gw = await r.startGw(config, { env: { PAGE_ADMIN_TOKEN: ADMIN_TOKEN, PAGE_PROVIDER_KEY: PROVIDER_KEY } });
+    const admin = gw.adminUrl as string;
+
+    const shell = await fetch(`${admin}/`);
+    assert.equal(shell.status, 200);
+    assert.equal(shell.headers.get('content-type'), 'text/html; charset=utf-8');
+    assert.match(shell.headers.get('content-security-policy') ?? '', /default-src 'none'.*connect-src 'self'.*frame-ancestors 'none'/);
+    assert.equal(shell.headers.get('x-content-type-options'), 'nosniff');
+    const html = await shell.text();
+    assert.match(html, /<script type="module" src="status-page\/status\.js"><\/script>/);
+    assert.ok(!html.includes('east') && !html.includes(east.baseUrl), 'the shell holds no data');
+    for (const [name, type] of [
+      ['status.js', 'text/javascript; charset=utf-8'],
+      ['status.css', 'text/css; charset=utf-8'],
+      ['favicon.svg', 'image/svg+xml'],
+    ]) {
+      const res = await fetch(`${admin}/status-page/${name}`);
+      assert.equal(res.status, 200, name);
+      assert.equal(res.headers.get('content-type'), type);
+      assert.ok((await res.text()).length > 100);
+    }
+    assert.equal((await fetch(`${admin}/status-page/..%2Fpackage.json`)).status, 404);
+    assert.equal((await fetch(`${admin}/status-page/nothing.js`)).status, 404);
+    // A wrong method is refused like any other request: the token first, then 405.
+    assert.equal((await fetch(`${admin}/`, { method: 'POST' })).status, 401);
+    assert.equal((await fetch(`${admin}/`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).status, 405);
+
+    const denied = await fetch(`${admin}/admin/status/page-data`);
+    assert.equal(denied.status, 401);
+    assert.equal(denied.headers.get('www-authenticate'), 'Bearer');
+
+    // Three requests: east fails the first and west serves it, then east serves two.
+    east.addFault({ mode: 'status', status: 500, count: 1 });
+    for (let i = 0; i < 3; i++) assert.equal((await postChat(gw.url, chatBody('m'))).status, 200);
+    const res = await fetch(`${admin}/admin/status/page-data`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('cache-control'), 'no-store');
+    const text = await res.text();
+    for (const secret of [PROVIDER_KEY, ADMIN_TOKEN, 'PAGE_PROVIDER_KEY', 'PAGE_ADMIN_TOKEN', east.baseUrl])
+      assert.ok(!text.includes(secret), `page-data holds no ${secret}`);
+    const d = JSON.parse(text) as PageData;
+    assert.equal(d.generation.number, 1);
+    assert.equal(d.overlay, null, 'static mode');
+    assert.equal(d.last_rejection, null);
+    assert.deepEqual(
+      d.reloads.map((x) => [x.trigger, x.result]),
+      [['startup', 'applied']],
+    );
+    assert.deepEqual(d.reloads[0]?.changes, ['providers added: east, west', 'routes added: m', 'candidates added: east/m, west/m']);
+    assert.equal(d.teams, null, 'no governance configured');
+    const m = d.models.find((x) => x.model === 'm');
+    assert.equal(m?.served, 3);
+    const [eastRow, westRow] = [m?.candidates.find((c) => c.provider === 'east'), m?.candidates.find((c) => c.provider === 'west')];
+    assert.deepEqual([eastRow?.state, eastRow?.breaker, eastRow?.served, eastRow?.error_rate], ['serving', 'closed', 2, 1 / 3]);
+    assert.deepEqual([westRow?.served, westRow?.error_rate], [1, 0]);
+    assert.ok(Math.abs((eastRow?.share ?? 0) - 2 / 3) < 1e-9);
+    assert.equal(d.traffic.slot_s, 10);
+    assert.equal(d.traffic.points.length, 90);
+    const last = d.traffic.points.slice(-2);
+    assert.equal(
+      last.reduce((n, p) => n + p.requests, 0),
+      3,
+      'the three requests are in the last 20 s',
+    );
+    assert.ok(last.some((p) => p.p50_ms !== null));
+    assert.ok(d.traffic.points.every((p) => p.seconds > 0 && p.seconds <= 10));
+  });
+});
