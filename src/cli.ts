@@ -9,7 +9,7 @@ import { type Command, help, UsageError } from './cli-command.js';
 import { publisherCommands } from './cli-publisher.js';
 import { type ConfigIssue, formatIssue } from './config/index.js';
 import { hashKey } from './governance/index.js';
-import { prepareGeneration } from './live/index.js';
+import { type OverlaySnapshot, prepareGeneration } from './live/index.js';
 import { startMockProvider } from './mock/index.js';
 import { PoolRegistry } from './providers/index.js';
 import { PublishError } from './publisher/index.js';
@@ -31,24 +31,37 @@ exits 1.`,
     },
   },
   validate: {
-    summary: 'check a config file and exit',
-    usage: `switchyard validate --config FILE
+    summary: 'check a config file (and an overlay file against it) and exit',
+    usage: `switchyard validate --config FILE [--overlay FILE] [--strict]
 
 Checks FILE exactly as serve does at start-up (config, secret references, overlay file), without
 listening. Exits 0 when serve would start, printing any warnings (a setting that has no effect,
 an overlay candidate naming no configured provider). Otherwise prints every error with its path
-(e.g. "providers.east.base_url: invalid URL") and exits 1, as serve would.`,
-    options: { config: { type: 'string', short: 'c' }, help },
+(e.g. "providers.east.base_url: invalid URL") and exits 1, as serve would.
+
+--overlay FILE  judge this overlay file instead of the config's routing.overlay.file, with the
+                verdict the gateway would reach on reading it: a refused file is an error; a
+                candidate whose cluster names no provider is a warning (the gateway keeps it,
+                never selects it, and reports it).
+--strict        exit 1 when there is any warning, too.`,
+    options: { config: { type: 'string', short: 'c' }, overlay: { type: 'string' }, strict: { type: 'boolean' }, help },
     async run(values) {
       const configPath = resolve(requireString(values.config, '--config'));
-      const { issues, warnings } = await validateConfig(configPath);
+      const overlayPath = values.overlay === undefined ? undefined : resolve(requireString(values.overlay, '--overlay'));
+      const what = overlayPath === undefined ? configPath : `${configPath} with overlay ${overlayPath}`;
+      const { issues, warnings, overlay } = await validateConfig(configPath, overlayPath);
       if (issues.length === 0) {
         for (const warning of warnings) process.stderr.write(`warning: ${warning}\n`);
-        process.stdout.write(`${configPath}: valid${warnings.length > 0 ? ` (${warnings.length} warning(s))` : ''}\n`);
+        if (overlay !== null) process.stdout.write(`overlay revision ${overlay.revision}: ${overlay.candidateCount} candidate(s)\n`);
+        if (values.strict === true && warnings.length > 0) {
+          process.stderr.write(`${what}: ${warnings.length} warning(s), which --strict treats as errors\n`);
+          return 1;
+        }
+        process.stdout.write(`${what}: valid${warnings.length > 0 ? ` (${warnings.length} warning(s))` : ''}\n`);
         return 0;
       }
       for (const issue of issues) process.stderr.write(`${formatIssue(issue)}\n`);
-      process.stderr.write(`${configPath}: ${issues.length} error(s)\n`);
+      process.stderr.write(`${what}: ${issues.length} error(s)\n`);
       return 1;
     },
   },
@@ -179,9 +192,13 @@ const CONFIG_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 /**
  * What serve would do at start-up with this config (overlay included), without listening:
- * the same prepareGeneration, so both give the same verdict on the same file.
+ * the same prepareGeneration, so both give the same verdict on the same file. An overlay
+ * file given here replaces the config's routing.overlay.file.
  */
-async function validateConfig(configPath: string): Promise<{ issues: readonly ConfigIssue[]; warnings: readonly string[] }> {
+async function validateConfig(
+  configPath: string,
+  overlayFile: string | undefined,
+): Promise<{ issues: readonly ConfigIssue[]; warnings: readonly string[]; overlay: OverlaySnapshot | null }> {
   const pools = new PoolRegistry();
   try {
     const prepared = await prepareGeneration({
@@ -190,9 +207,10 @@ async function validateConfig(configPath: string): Promise<{ issues: readonly Co
       serving: null,
       startupConfig: null,
       poolFor: (spec) => pools.acquire(spec),
+      overlayFile,
     });
-    if (prepared.outcome === 'built') return { issues: [], warnings: prepared.warnings };
-    return { issues: prepared.outcome === 'rejected' ? prepared.issues : [], warnings: [] };
+    if (prepared.outcome === 'built') return { issues: [], warnings: prepared.warnings, overlay: prepared.generation.overlay };
+    return { issues: prepared.outcome === 'rejected' ? prepared.issues : [], warnings: [], overlay: null };
   } finally {
     await pools.destroyAll();
   }

@@ -22,6 +22,11 @@ export interface PrepareInputs {
    * trigger passes false: it rebuilds anyway, as a referenced secret file may have rotated.
    */
   readonly unchangedIsNoop?: boolean;
+  /**
+   * `switchyard validate --overlay FILE`: judge this overlay file instead of the config's
+   * `routing.overlay.file`. Only with nothing serving (the watched file is fixed at start-up).
+   */
+  readonly overlayFile?: string;
   /** The pool factory (server/ passes PoolRegistry.acquire; validate a throwaway registry). */
   readonly poolFor: (spec: PoolSpec) => ProviderPool;
 }
@@ -105,9 +110,17 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
 
   let overlay: ParsedOverlay | null = null;
   const overlaySettings = config.routing.overlay;
+  if (overlaySettings === undefined && inputs.overlayFile !== undefined) {
+    return {
+      outcome: 'rejected',
+      issues: [
+        { path: 'routing', message: 'an overlay file was given, but this config routes statically (routing.routes): no overlay applies' },
+      ],
+    };
+  }
   if (overlaySettings !== undefined) {
     // The watched file is fixed at start-up (a new path takes a restart, as reported).
-    const file = startupConfig?.routing.overlay?.file ?? overlaySettings.file;
+    const file = inputs.overlayFile ?? startupConfig?.routing.overlay?.file ?? overlaySettings.file;
     const bytes = await readOverlayFile(file, overlaySettings.max_bytes);
     if (!bytes.ok) return overlayRejected(bytes.reason, bytes.message);
     read.overlay = sha256Hex(bytes.bytes);

@@ -196,6 +196,7 @@ export class Reloader {
       ...extra,
     };
     metrics.reloads.inc({ trigger, result });
+    if (result === 'rejected') metrics.lastReloadRejection.set(Date.now() / 1000);
     metrics.reloadDuration.observe(durationMs / 1000);
     // A safety-net re-check that found nothing new is routine: it stays out of the history
     // (so real results are not pushed out every 10 s) and logs at debug. A file event that

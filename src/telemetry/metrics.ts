@@ -36,6 +36,7 @@ export class Metrics {
   readonly reloadDuration: Histogram;
   readonly generation: Gauge;
   readonly lastReloadSuccess: Gauge;
+  readonly lastReloadRejection: Gauge;
   readonly overlayReloads: Counter<'result' | 'reason'>;
   readonly overlayUnroutable: Gauge;
 
@@ -118,6 +119,14 @@ export class Metrics {
     this.lastReloadSuccess = new Gauge({
       name: 'switchyard_last_reload_success_timestamp_seconds',
       help: 'When the last successful reload (or the start-up build) was swapped in.',
+      registers,
+    });
+    // Beside the success time it tells whether the newest input is serving: a rejection later
+    // than the last success means the gateway still serves an older config or overlay revision
+    // (a repeated refusal of the same bytes keeps the first one's time).
+    this.lastReloadRejection = new Gauge({
+      name: 'switchyard_last_reload_rejection_timestamp_seconds',
+      help: 'When a reload was last rejected (0: never); later than the last success means an older revision still serves.',
       registers,
     });
     this.overlayReloads = new Counter({

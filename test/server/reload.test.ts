@@ -1094,6 +1094,9 @@ describe('/admin/status and reload metrics', () => {
       metricValue(afterApplied, 'switchyard_last_reload_success_timestamp_seconds'),
       'a rejected reload is not a success',
     );
+    // The rejection's time, later than the last success: an older revision still serves.
+    assert.equal(metricValue(afterApplied, 'switchyard_last_reload_rejection_timestamp_seconds'), 0);
+    assert.ok(metricValue(m, 'switchyard_last_reload_rejection_timestamp_seconds')! >= lastSuccess);
     const adminMetrics = await fetch(`${gw.adminUrl}/metrics`);
     assert.equal(
       metricValue(await adminMetrics.text(), 'switchyard_reload_total', { trigger: 'admin', result: 'rejected' }),
