@@ -18,7 +18,7 @@ import { envelope } from './support/overlay.js';
 const ROOT = resolve(import.meta.dirname, '..');
 const SKIP = /<!--\s*doc-configs:\s*skip\b/;
 /** The config's top-level sections: a block with any of them is (part of) a gateway config. */
-const TOP_LEVEL = ['server', 'log', 'providers', 'routing', 'pricing', 'resilience'];
+const TOP_LEVEL = ['server', 'log', 'providers', 'routing', 'pricing', 'resilience', 'teams', 'keys', 'governance', 'audit'];
 
 interface Snippet {
   readonly where: string;
@@ -134,12 +134,12 @@ async function validate(snippet: Snippet): Promise<void> {
 describe('config snippets in the docs', () => {
   const configs = snippets.filter((s) => isGatewayConfig(parse(s.text)));
 
-  it("finds the README's Config block and the docs/config.md examples", () => {
+  it("finds the README's Config block and the docs/configuration.md examples", () => {
     assert.ok(
       configs.some((s) => s.where.startsWith('README.md') && /\bproviders:/.test(s.text) && /\brouting:/.test(s.text)),
       configs.map((s) => s.where).join('\n'),
     );
-    assert.ok(configs.filter((s) => s.where.startsWith('docs/config.md')).length >= 3, configs.map((s) => s.where).join('\n'));
+    assert.ok(configs.filter((s) => s.where.startsWith('docs/configuration.md')).length >= 3, configs.map((s) => s.where).join('\n'));
   });
 
   for (const snippet of configs) it(`${snippet.where} validates with no error and no warning`, () => validate(snippet));

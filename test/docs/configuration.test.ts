@@ -1,0 +1,342 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { describe, it } from 'node:test';
+import type { z } from 'zod';
+import { configSchema, type GatewayConfig, secretRefSchema } from '../../src/config/index.js';
+import { restartOnlyWarnings } from '../../src/live/index.js';
+
+// docs/configuration.md against the code, so neither can drift from the other:
+// - every key path the zod schema accepts has a row, and every row names a key the schema has;
+// - each row's type and default are the ones the schema states;
+// - each row's "reload" cell says `restart` exactly when the reload path reports a change to
+//   that key as taking a restart (restartOnlyWarnings, the function the reload runs), else `live`.
+// A row's key is its full path; `<name>` stands for a map key and `[]` for a list item. A
+// default cell may add a note in brackets after the value: `none (allow)`.
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const DOC = 'docs/configuration.md';
+
+type Schema = z.core.$ZodType;
+interface KeySpec {
+  readonly type: string;
+  readonly default: string;
+}
+
+function defOf(s: Schema): Record<string, unknown> & { type: string } {
+  return (s as unknown as { _zod: { def: Record<string, unknown> & { type: string } } })._zod.def;
+}
+
+/** optional / default / prefault / a transform's input: what a reader writes, and its default. */
+function unwrap(schema: Schema): { inner: Schema; fallback: string } {
+  let s = schema;
+  let fallback = 'required';
+  for (;;) {
+    const def = defOf(s);
+    if (def.type === 'optional') fallback = fallback === 'required' ? 'none' : fallback;
+    else if (def.type === 'default') fallback = formatDefault(def.defaultValue);
+    else if (def.type === 'pipe') {
+      s = def.in as Schema;
+      continue;
+    } else if (def.type !== 'prefault') return { inner: s, fallback };
+    s = def.innerType as Schema;
+  }
+}
+
+function formatDefault(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+function isObject(s: Schema): boolean {
+  return defOf(s).type === 'object';
+}
+
+/** A `{file: PATH}` reference (TLS files): one key, `file`, below the top level. */
+function isFileRef(s: Schema, path: string): boolean {
+  const def = defOf(s);
+  return def.type === 'object' && path.includes('.') && Object.keys(def.shape as object).join() === 'file';
+}
+
+function typeName(s: Schema, path: string): string {
+  if (s === secretRefSchema) return 'secret reference';
+  if (isFileRef(s, path)) return 'file reference';
+  const def = defOf(s);
+  const bag = s as unknown as { format?: string | null; minValue?: number | null; maxValue?: number | null; isInt?: boolean };
+  switch (def.type) {
+    case 'string':
+      return bag.format === 'url' ? 'URL' : 'string';
+    case 'boolean':
+      return 'boolean';
+    case 'number': {
+      const base = bag.isInt === true ? 'integer' : 'number';
+      const min = bag.minValue ?? Number.NEGATIVE_INFINITY;
+      const max = bag.maxValue ?? Number.POSITIVE_INFINITY;
+      return max < Number.MAX_SAFE_INTEGER ? `${base} ${min}–${max}` : `${base} ≥ ${min}`;
+    }
+    case 'enum':
+      return `one of ${Object.values(def.entries as Record<string, string>).join(', ')}`;
+    case 'array':
+      return `list of ${typeName(unwrap(def.element as Schema).inner, path)}s`;
+    case 'record':
+      return `map of ${typeName(unwrap(def.valueType as Schema).inner, path)}s`;
+    case 'union':
+      return (def.options as Schema[]).map((o) => typeName(unwrap(o).inner, path)).join(' or ');
+    default:
+      throw new Error(`${path}: no type name for a zod "${def.type}"; teach ${import.meta.filename} one`);
+  }
+}
+
+/** Every key path the schema accepts, down to its leaves, with type and default. */
+function schemaKeys(schema: Schema, path = '', out = new Map<string, KeySpec>()): Map<string, KeySpec> {
+  const { inner, fallback } = unwrap(schema);
+  const def = defOf(inner);
+  const into = (child: Schema, childPath: string): void => void schemaKeys(child, childPath, out);
+  if (def.type === 'object' && inner !== secretRefSchema && !isFileRef(inner, path)) {
+    for (const [key, child] of Object.entries(def.shape as Record<string, Schema>)) into(child, path === '' ? key : `${path}.${key}`);
+  } else if (def.type === 'record' && isObject(unwrap(def.valueType as Schema).inner)) {
+    into(def.valueType as Schema, `${path}.*`);
+  } else if (def.type === 'array' && isObject(unwrap(def.element as Schema).inner)) {
+    into(def.element as Schema, `${path}[]`);
+  } else {
+    out.set(path, { type: typeName(inner, path), default: fallback });
+  }
+  return out;
+}
+
+interface Row extends KeySpec {
+  readonly key: string;
+  readonly reload: string;
+  readonly line: number;
+}
+
+const TOP_LEVEL = Object.keys(defOf(configSchema).shape as object);
+
+/** The doc's key rows: `| key | type | default | reload | meaning |`, key being a full path. */
+function docRows(text: string): Row[] {
+  const rows: Row[] = [];
+  text.split('\n').forEach((line, i) => {
+    if (!line.startsWith('|')) return;
+    const cells = line
+      .slice(1, line.endsWith('|') ? -1 : undefined)
+      .split(/(?<!\\)\|/)
+      .map((c) => c.replaceAll('`', '').trim());
+    const key = (cells[0] ?? '').replace(/<[^>]+>/g, '*');
+    if (!TOP_LEVEL.includes(key.split(/[.[]/)[0] ?? '')) return;
+    rows.push({ key, type: cells[1] ?? '', default: cells[2] ?? '', reload: cells[3] ?? '', line: i + 1 });
+  });
+  return rows;
+}
+
+// Two configs that set every key once between them (static routes in one, an overlay in the
+// other, as the two are exclusive). Parsed, then each key is changed in turn and the reload
+// path is asked whether that change takes a restart.
+const common = {
+  server: {
+    listen: '127.0.0.1:8080',
+    admin_listen: '127.0.0.1:9090',
+    admin_token: { env: 'ADMIN_TOKEN' },
+    max_body_bytes: 1024,
+    max_config_bytes: 4096,
+    drain_timeout_ms: 1000,
+    drain_delay_ms: 10,
+    max_connections: 10,
+    headers_timeout_ms: 1000,
+    body_timeout_ms: 1000,
+    keep_alive_timeout_ms: 1000,
+    watch_config: true,
+    watch_debounce_ms: 10,
+  },
+  log: { level: 'warn', access: false },
+  providers: {
+    east: {
+      type: 'openai',
+      base_url: 'https://east.example/v1',
+      api_key: { env: 'EAST_KEY' },
+      timeout_ms: 1000,
+      request_timeout_ms: 1000,
+      stream_max_ms: 1000,
+      connect_timeout_ms: 1000,
+      max_connections: 2,
+      headers: { 'x-org': 'org' },
+      expose_headers: ['openai-processing-ms'],
+      tls: { ca: { file: '/ca.pem' }, cert: { file: '/c.pem' }, key: { file: '/k.pem' }, server_name: 'east.example' },
+    },
+    claude: { type: 'anthropic', base_url: 'https://claude.example/v1', anthropic_version: '2023-06-01' },
+    azure: { type: 'azure_openai', base_url: 'https://azure.example', api_version: '2024-10-21' },
+  },
+  pricing: {
+    on_missing: 'block',
+    models: { m: { input_usd_per_mtok: 1, output_usd_per_mtok: 2, cache_read_usd_per_mtok: 0.5, cache_write_usd_per_mtok: 1.5 } },
+  },
+  resilience: { breaker: { failure_threshold: 2, open_base_ms: 10, open_max_ms: 100 } },
+  teams: {
+    platform: {
+      allowed_models: ['m*'],
+      rate_limit: { rpm: 1, tpm: 1 },
+      quota: { tokens_per_day: 1 },
+      budget: { usd_per_month: 1, on_exceeded: 'warn' },
+    },
+  },
+  keys: [
+    {
+      id: 'a',
+      team: 'platform',
+      sha256: 'a'.repeat(64),
+      rpm: 1,
+      tpm: 1,
+      tokens_per_day: 1,
+      budget_usd_per_month: 1,
+      expires_at: '2030-01-01T00:00:00Z',
+    },
+    { id: 'b', team: 'platform', key: { env: 'B_KEY' } },
+  ],
+  governance: {
+    store: 'redis',
+    redis_url: 'redis://127.0.0.1:6379',
+    key_prefix: 'sy:',
+    on_store_error: 'fail_open',
+    default_max_tokens: 10,
+  },
+  audit: { file: '/var/audit.jsonl' },
+  telemetry: {
+    otlp: {
+      endpoint: 'http://127.0.0.1:4318/v1/traces',
+      headers: { 'x-api-key': { env: 'OTLP_KEY' } },
+      service_name: 's',
+      sample_ratio: 0.5,
+    },
+  },
+};
+const affinity = { header: 'x-session', cookie: 'sid', ttl_s: 10, max_entries: 10 };
+const fixtures: Record<string, unknown>[] = [
+  {
+    ...common,
+    routing: {
+      routes: {
+        m: {
+          policy: 'weighted',
+          deadline_ms: 1000,
+          candidates: [{ provider: 'azure', model: 'm', deployment: 'd', weight: 2 }],
+        },
+      },
+      session_affinity: affinity,
+      responses: { ttl_s: 10, max_entries: 10 },
+    },
+  },
+  {
+    ...common,
+    routing: {
+      overlay: {
+        file: '/overlay/routing-overlay.json',
+        expected_scope: { network: 'n', gateway: 'g', namespace: 'ns', local_site: 's' },
+        reload: { enabled: false, debounce_ms: 10, recheck_ms: 1000 },
+        max_bytes: 1024,
+        credential_mount_base: '/creds',
+        deadline_ms: 1000,
+      },
+      session_affinity: affinity,
+    },
+  },
+];
+
+/** The concrete path segments a key path names in this document, or null when it sets none. */
+function locate(doc: unknown, path: string): (string | number)[] | null {
+  const [head, ...rest] = path.split('.');
+  const tail = rest.join('.');
+  const list = head?.endsWith('[]') === true;
+  const name = list ? head.slice(0, -2) : (head as string);
+  const here = (doc as Record<string, unknown> | undefined)?.[name];
+  if (here === undefined) return null;
+  const follow = (value: unknown, prefix: (string | number)[]): (string | number)[] | null => {
+    if (tail === '') return prefix;
+    if (tail.startsWith('*')) {
+      for (const [k, v] of Object.entries(value as object)) {
+        const found = tail === '*' ? [] : locate(v, tail.slice(2));
+        if (found !== null) return [...prefix, k, ...found];
+      }
+      return null;
+    }
+    const found = locate(value, tail);
+    return found === null ? null : [...prefix, ...found];
+  };
+  if (!list) return follow(here, [name]);
+  for (const [i, item] of (here as unknown[]).entries()) {
+    const found = follow(item, [name, i]);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+function changed(config: GatewayConfig, at: (string | number)[]): GatewayConfig {
+  const copy = structuredClone(config) as unknown as Record<string | number, unknown>;
+  let node = copy;
+  for (const step of at.slice(0, -1)) node = node[step] as Record<string | number, unknown>;
+  node[at.at(-1) as string | number] = { changed: true };
+  return copy as unknown as GatewayConfig;
+}
+
+const keys = schemaKeys(configSchema as unknown as Schema);
+const rows = docRows(readFileSync(resolve(ROOT, DOC), 'utf8'));
+const parsed = fixtures.map((f) => configSchema.parse(f));
+
+/** `restart` when the reload path reports a change to this key as taking a restart. */
+function reloadOf(key: string): string {
+  for (const [i, fixture] of fixtures.entries()) {
+    const at = locate(fixture, key);
+    if (at === null) continue;
+    const serving = parsed[i] as GatewayConfig;
+    return restartOnlyWarnings(serving, changed(serving, at)).length > 0 ? 'restart' : 'live';
+  }
+  throw new Error(`${key}: no fixture in ${import.meta.filename} sets it; add it to one`);
+}
+
+describe(`${DOC} against the config schema`, () => {
+  it('finds the schema keys and the rows', () => {
+    assert.ok(keys.size > 60, `only ${keys.size} schema keys found`);
+    assert.ok(rows.length > 60, `only ${rows.length} key rows found in ${DOC}`);
+  });
+
+  it('the fixtures set every schema key, so each one is tried against the reload path', () => {
+    const unset = [...keys.keys()].filter((k) => fixtures.every((f) => locate(f, k) === null));
+    assert.deepEqual(unset, []);
+  });
+
+  it('has a row for every schema key, and only one', () => {
+    const documented = rows.map((r) => r.key);
+    assert.deepEqual(
+      [...keys.keys()].filter((k) => !documented.includes(k)),
+      [],
+      'schema keys missing from the doc',
+    );
+    assert.deepEqual(
+      documented.filter((k, i) => documented.indexOf(k) !== i),
+      [],
+      'keys with two rows',
+    );
+  });
+
+  it('has no row for a key the schema lacks', () => {
+    assert.deepEqual(
+      rows.filter((r) => !keys.has(r.key)).map((r) => `${DOC}:${r.line}: ${r.key}`),
+      [],
+    );
+  });
+
+  it("gives each key the schema's type and default, and says whether a reload applies it", () => {
+    const wrong: string[] = [];
+    for (const row of rows) {
+      const spec = keys.get(row.key);
+      if (spec === undefined) continue;
+      const expected = { type: spec.type, default: spec.default, reload: reloadOf(row.key) };
+      // A default may carry a note in brackets: `none (allow)`.
+      const actual = { type: row.type, default: row.default.replace(/ \(.*\)$/, ''), reload: row.reload };
+      if (!isDeepEqual(expected, actual))
+        wrong.push(`${DOC}:${row.line}: ${row.key}: want | ${expected.type} | ${expected.default} | ${expected.reload} |`);
+    }
+    assert.deepEqual(wrong, []);
+  });
+});
+
+function isDeepEqual(a: object, b: object): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
