@@ -1,15 +1,15 @@
 import {
   type ConfigIssue,
-  crossReferenceIssues,
   describeSecretRef,
   type GatewayConfig,
   type ProviderConfig,
   resolveSecret,
+  routeReferenceIssues,
 } from '../config/index.js';
 import { type ParsedOverlay, readBoundedFileSync, sha256Hex } from '../contract/index.js';
 import { Credential, type PoolSpec, type PoolTls, type PriceEntry, type ProviderPool, providerIdentity } from '../providers/index.js';
 import {
-  deepFreeze,
+  deepFreezeSteps,
   type Generation,
   type GenerationCandidate,
   type GenerationRoute,
@@ -17,6 +17,7 @@ import {
   type ProviderRuntime,
 } from './generation.js';
 import { overlayRoutes } from './overlay-routes.js';
+import { runSteps, runStepsInSlices, type Steps } from './steps.js';
 
 /** The Messages API version sent to an anthropic provider when neither config nor client names one. */
 const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
@@ -71,6 +72,21 @@ function readTls(name: string, baseUrl: string, tls: NonNullable<ProviderConfig[
  * the pool factory for pools, which open no connection until the first request.
  */
 export function buildGeneration(inputs: BuildInputs): BuildResult {
+  return runSteps(buildSteps(inputs));
+}
+
+/**
+ * buildGeneration, run in slices of about `sliceMs` with the event loop let go in between,
+ * so that a reload of tens of thousands of routes never holds the requests being served
+ * (issue 12). The same steps, so the same generation or the same issues. Nothing else may
+ * swap meanwhile: reloads are serialised by the ReloadCoordinator.
+ */
+export function buildGenerationInSlices(inputs: BuildInputs, sliceMs: number): Promise<BuildResult> {
+  return runStepsInSlices(buildSteps(inputs), sliceMs);
+}
+
+/** The build, with a pause point after each provider, key, route and price, and through the freeze. */
+function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
   const { config } = inputs;
   const issues: ConfigIssue[] = [];
   const providers: Record<string, ProviderRuntime> = Object.create(null) as Record<string, ProviderRuntime>;
@@ -105,6 +121,7 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
         headers: { ...p.headers },
       };
     });
+    yield;
   }
 
   let adminToken: Credential | null = null;
@@ -118,22 +135,27 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
   // API keys given as a secret reference are resolved here, like every secret, and only
   // their SHA-256 is kept: the generation never holds a caller's key in clear.
   const keyDigests: Record<string, readonly string[]> = Object.create(null) as Record<string, readonly string[]>;
-  (config.keys ?? []).forEach((k, i) => {
+  for (const [i, k] of (config.keys ?? []).entries()) {
     if (k.sha256 !== undefined) keyDigests[k.id] = k.sha256;
     else if (k.key !== undefined) {
       const secret = resolveSecret(k.key, inputs.env);
       if (!secret.ok) issues.push({ path: `keys[${i}].key`, message: secret.message });
       else keyDigests[k.id] = [sha256Hex(secret.value)];
     }
-  });
+    yield;
+  }
 
   const routeSpecs = config.routing.routes ?? {};
   const overlaySettings = config.routing.overlay;
   if (overlaySettings !== undefined && (inputs.overlay === undefined || inputs.overlay === null)) {
     issues.push({ path: 'routing.overlay.file', message: 'overlay mode needs a validated overlay to build a generation' });
   }
-  // Secrets were resolved above (their values are needed); here only the references.
-  issues.push(...crossReferenceIssues(config));
+  // Secrets were resolved above (their values are needed); here only the references, as
+  // crossReferenceIssues checks them, a route at a time.
+  for (const [model, route] of Object.entries(routeSpecs)) {
+    issues.push(...routeReferenceIssues(model, route, config.providers));
+    yield;
+  }
   if (overlaySettings === undefined && Object.keys(routeSpecs).length === 0)
     issues.push({ path: 'routing.routes', message: 'at least one route is required' });
   if (issues.length > 0) return { ok: false, issues };
@@ -146,7 +168,10 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
     routes = built.routes;
     overlay = built.snapshot;
   } else {
-    for (const [model, spec] of Object.entries(routeSpecs)) routes[model] = staticRoute(model, spec, providers);
+    for (const [model, spec] of Object.entries(routeSpecs)) {
+      routes[model] = staticRoute(model, spec, providers);
+      yield;
+    }
   }
   const counterKeys = Object.values(routes).flatMap((r) => r.groups.map((g) => g.counterKey));
 
@@ -157,7 +182,10 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
   for (const model of Object.keys(routes))
     modelsFirstSeen[model] = inputs.modelsFirstSeen?.[model] ?? Math.floor(Date.parse(builtAt) / 1000);
   const pricing: Record<string, PriceEntry> = Object.create(null) as Record<string, PriceEntry>;
-  for (const [key, price] of Object.entries(config.pricing.models)) pricing[key] = { ...price };
+  for (const [key, price] of Object.entries(config.pricing.models)) {
+    pricing[key] = { ...price };
+    yield;
+  }
 
   const generation: Generation = {
     number: inputs.number,
@@ -175,7 +203,8 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
     keyDigests,
     overlay,
   };
-  return { ok: true, generation: deepFreeze(generation) };
+  yield* deepFreezeSteps(generation);
+  return { ok: true, generation };
 }
 
 function staticRoute(

@@ -1,9 +1,15 @@
 import { adminTokenRequired, type ConfigIssue, formatIssue, type GatewayConfig, loadConfigFileOffThread } from '../config/index.js';
 import { checkSuccession, type ParsedOverlay, parseOverlay, readOverlayFile, sha256Hex } from '../contract/index.js';
 import type { PoolSpec, ProviderPool } from '../providers/index.js';
-import { buildGeneration } from './build.js';
+import { buildGenerationInSlices } from './build.js';
 import { restartOnlyWarnings } from './diff.js';
 import type { Generation } from './generation.js';
+
+/**
+ * The longest the build holds the event loop at a time: a request that arrives meanwhile
+ * waits about this long at most, on top of its own time.
+ */
+const BUILD_SLICE_MS = 4;
 
 export interface PrepareInputs {
   readonly configPath: string;
@@ -121,15 +127,18 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
     overlay = parsed.overlay;
   }
 
-  const built = buildGeneration({
-    config,
-    sourceHash,
-    number: (serving?.number ?? 0) + 1,
-    env: inputs.env,
-    overlay,
-    poolFor: inputs.poolFor,
-    modelsFirstSeen: serving?.modelsFirstSeen,
-  });
+  const built = await buildGenerationInSlices(
+    {
+      config,
+      sourceHash,
+      number: (serving?.number ?? 0) + 1,
+      env: inputs.env,
+      overlay,
+      poolFor: inputs.poolFor,
+      modelsFirstSeen: serving?.modelsFirstSeen,
+    },
+    BUILD_SLICE_MS,
+  );
   if (!built.ok) return { outcome: 'rejected', issues: built.issues, ...(overlay !== null ? { acceptedRevision: overlay.revision } : {}) };
   const next = built.generation;
   const warnings = startupConfig === null ? [] : restartOnlyWarnings(startupConfig, next.config);
