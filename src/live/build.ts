@@ -17,7 +17,7 @@ import {
   type ProviderRuntime,
 } from './generation.js';
 import { overlayRoutes } from './overlay-routes.js';
-import { runSteps, runStepsInSlices, type Steps } from './steps.js';
+import { RELOAD_SLICE_MS, runSteps, runStepsInSlices, type Steps } from './steps.js';
 
 /** The Messages API version sent to an anthropic provider when neither config nor client names one. */
 const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
@@ -81,7 +81,7 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
  * (issue 12). The same steps, so the same generation or the same issues. Nothing else may
  * swap meanwhile: reloads are serialised by the ReloadCoordinator.
  */
-export function buildGenerationInSlices(inputs: BuildInputs, sliceMs: number): Promise<BuildResult> {
+export function buildGenerationInSlices(inputs: BuildInputs, sliceMs = RELOAD_SLICE_MS): Promise<BuildResult> {
   return runStepsInSlices(buildSteps(inputs), sliceMs);
 }
 
@@ -173,14 +173,21 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
       yield;
     }
   }
-  const counterKeys = Object.values(routes).flatMap((r) => r.groups.map((g) => g.counterKey));
 
   const builtAt = (inputs.now?.() ?? new Date()).toISOString();
+  const counterKeys: string[] = [];
   // `created` in GET /v1/models is when this process first routed the model, so that clients
   // caching the list see no change on a reload that leaves the model routed.
   const modelsFirstSeen: Record<string, number> = Object.create(null) as Record<string, number>;
-  for (const model of Object.keys(routes))
-    modelsFirstSeen[model] = inputs.modelsFirstSeen?.[model] ?? Math.floor(Date.parse(builtAt) / 1000);
+  // GET /v1/models's entries, each as JSON: the body is their list, rendered once here.
+  const listed: string[] = [];
+  for (const [model, route] of Object.entries(routes)) {
+    for (const group of route.groups) counterKeys.push(group.counterKey);
+    const created = inputs.modelsFirstSeen?.[model] ?? Math.floor(Date.parse(builtAt) / 1000);
+    modelsFirstSeen[model] = created;
+    if (route.admitsNew) listed.push(JSON.stringify({ id: model, object: 'model', created, owned_by: 'switchyard' }));
+    yield;
+  }
   const pricing: Record<string, PriceEntry> = Object.create(null) as Record<string, PriceEntry>;
   for (const [key, price] of Object.entries(config.pricing.models)) {
     pricing[key] = { ...price };
@@ -197,7 +204,7 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
     identities: [...new Set(Object.values(providers).map((p) => p.identity))],
     counterKeys,
     modelsFirstSeen,
-    modelsBody: modelsListBody(routes, modelsFirstSeen),
+    modelsBody: `{"object":"list","data":[${listed.join(',')}]}`,
     pricing,
     adminToken,
     keyDigests,
@@ -245,11 +252,4 @@ function staticRoute(
     byStableId,
     admitsNew: candidates.length > 0,
   };
-}
-
-function modelsListBody(routes: Readonly<Record<string, GenerationRoute>>, firstSeen: Readonly<Record<string, number>>): string {
-  const data = Object.values(routes)
-    .filter((r) => r.admitsNew)
-    .map((r) => ({ id: r.model, object: 'model', created: firstSeen[r.model], owned_by: 'switchyard' }));
-  return JSON.stringify({ object: 'list', data });
 }

@@ -6,7 +6,7 @@
 // governance/, audit/ or server/. See docs/decisions/0001-one-generation.md.
 
 export { type BuildInputs, type BuildResult, buildGeneration, buildGenerationInSlices } from './build.js';
-export { diffGenerations, type GenerationChanges, restartOnlyWarnings } from './diff.js';
+export { diffGenerations, diffGenerationsInSlices, type GenerationChanges, restartOnlyWarnings } from './diff.js';
 export type {
   Generation,
   GenerationCandidate,

@@ -5,12 +5,6 @@ import { buildGenerationInSlices } from './build.js';
 import { restartOnlyWarnings } from './diff.js';
 import type { Generation } from './generation.js';
 
-/**
- * The longest the build holds the event loop at a time: a request that arrives meanwhile
- * waits about this long at most, on top of its own time.
- */
-const BUILD_SLICE_MS = 4;
-
 export interface PrepareInputs {
   readonly configPath: string;
   readonly env: NodeJS.ProcessEnv;
@@ -127,18 +121,16 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
     overlay = parsed.overlay;
   }
 
-  const built = await buildGenerationInSlices(
-    {
-      config,
-      sourceHash,
-      number: (serving?.number ?? 0) + 1,
-      env: inputs.env,
-      overlay,
-      poolFor: inputs.poolFor,
-      modelsFirstSeen: serving?.modelsFirstSeen,
-    },
-    BUILD_SLICE_MS,
-  );
+  // In slices: a generation of tens of thousands of routes takes a while to build and freeze.
+  const built = await buildGenerationInSlices({
+    config,
+    sourceHash,
+    number: (serving?.number ?? 0) + 1,
+    env: inputs.env,
+    overlay,
+    poolFor: inputs.poolFor,
+    modelsFirstSeen: serving?.modelsFirstSeen,
+  });
   if (!built.ok) return { outcome: 'rejected', issues: built.issues, ...(overlay !== null ? { acceptedRevision: overlay.revision } : {}) };
   const next = built.generation;
   const warnings = startupConfig === null ? [] : restartOnlyWarnings(startupConfig, next.config);

@@ -4,6 +4,12 @@
 // builds it in slices so that requests keep being answered meanwhile (issue 12, ADR 0015),
 // and both ways run the very same code, so they build the very same generation.
 
+/**
+ * The longest a reload's work holds the event loop at a time: a request that arrives
+ * meanwhile waits about this long at most, on top of its own time.
+ */
+export const RELOAD_SLICE_MS = 4;
+
 /** A computation that yields (nothing) at each point where it may pause, and returns a T. */
 export type Steps<T> = Generator<void, T, void>;
 
@@ -20,7 +26,7 @@ export function runSteps<T>(steps: Steps<T>): T {
  * (setImmediate: after the I/O that arrived meanwhile) before the next slice. The caller
  * must not let anything else touch what the steps are building until the promise settles.
  */
-export async function runStepsInSlices<T>(steps: Steps<T>, sliceMs: number): Promise<T> {
+export async function runStepsInSlices<T>(steps: Steps<T>, sliceMs = RELOAD_SLICE_MS): Promise<T> {
   let sliceEnd = performance.now() + sliceMs;
   for (;;) {
     const step = steps.next();

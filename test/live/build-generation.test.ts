@@ -181,6 +181,7 @@ describe('buildGeneration', () => {
     assert.deepEqual([...gen.counterKeys].sort(), [big.groups[0]!.counterKey, mini.groups[0]!.counterKey].sort());
     const models = JSON.parse(gen.modelsBody) as { object: string; data: Array<{ id: string }> };
     assert.equal(models.object, 'list');
+    assert.equal(gen.modelsBody, JSON.stringify(models), 'rendered as JSON.stringify renders it');
     assert.deepEqual(models.data.map((m) => m.id).sort(), ['gpt-4o', 'gpt-4o-mini']);
   });
 
