@@ -135,7 +135,9 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
   const next = built.generation;
   const warnings = startupConfig === null ? [] : restartOnlyWarnings(startupConfig, next.config);
   warnings.push(...configWarnings.map(formatIssue));
-  for (const route of Object.values(next.routes)) {
+  // Only an overlay candidate carries its own credential (static routes may have tens of
+  // thousands of routes and no such problem to look for).
+  for (const route of next.overlay === null ? [] : Object.values(next.routes)) {
     for (const c of Object.values(route.byStableId))
       if (c.credentialProblem !== null) warnings.push(`${c.credentialProblem}; the candidate fails over until it can be read`);
   }
