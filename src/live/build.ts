@@ -3,6 +3,7 @@ import {
   describeSecretRef,
   type GatewayConfig,
   type ProviderConfig,
+  type RouteConfig,
   resolveSecret,
   routeReferenceIssues,
 } from '../config/index.js';
@@ -92,7 +93,10 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
   const providers: Record<string, ProviderRuntime> = Object.create(null) as Record<string, ProviderRuntime>;
   const pending: Array<() => void> = [];
 
-  for (const [name, p] of Object.entries(config.providers)) {
+  // Maps of many entries are walked by key: Object.entries and Object.values of a map of
+  // 60k keys take 40-100 ms in one piece, Object.keys about 12.
+  for (const name of Object.keys(config.providers)) {
+    const p = config.providers[name] as ProviderConfig;
     let credential: Credential | null = null;
     if (p.api_key !== undefined) {
       const secret = resolveSecret(p.api_key, inputs.env);
@@ -152,11 +156,12 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
   }
   // Secrets were resolved above (their values are needed); here only the references, as
   // crossReferenceIssues checks them, a route at a time.
-  for (const [model, route] of Object.entries(routeSpecs)) {
-    issues.push(...routeReferenceIssues(model, route, config.providers));
+  const models = Object.keys(routeSpecs);
+  for (const model of models) {
+    issues.push(...routeReferenceIssues(model, routeSpecs[model], config.providers));
     yield;
   }
-  if (overlaySettings === undefined && Object.keys(routeSpecs).length === 0)
+  if (overlaySettings === undefined && models.length === 0)
     issues.push({ path: 'routing.routes', message: 'at least one route is required' });
   if (issues.length > 0) return { ok: false, issues };
 
@@ -168,8 +173,8 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
     routes = built.routes;
     overlay = built.snapshot;
   } else {
-    for (const [model, spec] of Object.entries(routeSpecs)) {
-      routes[model] = staticRoute(model, spec, providers);
+    for (const model of models) {
+      routes[model] = staticRoute(model, routeSpecs[model] as RouteConfig, providers);
       yield;
     }
   }
@@ -181,7 +186,8 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
   const modelsFirstSeen: Record<string, number> = Object.create(null) as Record<string, number>;
   // GET /v1/models's entries, each as JSON: the body is their list, rendered once here.
   const listed: string[] = [];
-  for (const [model, route] of Object.entries(routes)) {
+  for (const model of Object.keys(routes)) {
+    const route = routes[model] as GenerationRoute;
     for (const group of route.groups) counterKeys.push(group.counterKey);
     const created = inputs.modelsFirstSeen?.[model] ?? Math.floor(Date.parse(builtAt) / 1000);
     modelsFirstSeen[model] = created;
@@ -189,8 +195,8 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
     yield;
   }
   const pricing: Record<string, PriceEntry> = Object.create(null) as Record<string, PriceEntry>;
-  for (const [key, price] of Object.entries(config.pricing.models)) {
-    pricing[key] = { ...price };
+  for (const key of Object.keys(config.pricing.models)) {
+    pricing[key] = { ...config.pricing.models[key] } as PriceEntry;
     yield;
   }
 

@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { Generation } from './generation.js';
+import type { Generation, GenerationRoute } from './generation.js';
 import { RELOAD_SLICE_MS, runSteps, runStepsInSlices, type Steps } from './steps.js';
 
 export interface GenerationChanges {
@@ -49,8 +49,9 @@ export function restartOnlyWarnings(serving: Generation['config'], next: Generat
 /** Adds every candidate's stable id in `gen` to `ids`, pausing after each route. */
 function* collectStableIds(gen: Generation | null, ids: Set<string>): Steps<void> {
   if (gen === null) return;
-  for (const route of Object.values(gen.routes)) {
-    for (const id of Object.keys(route.byStableId)) ids.add(id);
+  // By key: Object.values of a map of 60k routes takes 40-100 ms in one piece, Object.keys about 12.
+  for (const model of Object.keys(gen.routes)) {
+    for (const id of Object.keys((gen.routes[model] as GenerationRoute).byStableId)) ids.add(id);
     yield;
   }
 }
@@ -81,10 +82,10 @@ function* diffSteps(previous: Generation | null, next: Generation): Steps<Genera
   yield* collectStableIds(next, idsAfter);
   const routesAdded: string[] = [];
   const routesChanged: string[] = [];
-  for (const [model, route] of Object.entries(routesAfter)) {
+  for (const model of Object.keys(routesAfter)) {
     const was = routesBefore[model];
     if (was === undefined) routesAdded.push(model);
-    else if (!isDeepStrictEqual(was, route)) routesChanged.push(model);
+    else if (!isDeepStrictEqual(was, routesAfter[model])) routesChanged.push(model);
     yield;
   }
   const routesRemoved: string[] = [];
