@@ -180,6 +180,7 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
   }
 
   const builtAt = (inputs.now?.() ?? new Date()).toISOString();
+  const builtAtS = Math.floor(Date.parse(builtAt) / 1000);
   const counterKeys: string[] = [];
   // `created` in GET /v1/models is when this process first routed the model, so that clients
   // caching the list see no change on a reload that leaves the model routed.
@@ -189,7 +190,7 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
   for (const model of Object.keys(routes)) {
     const route = routes[model] as GenerationRoute;
     for (const group of route.groups) counterKeys.push(group.counterKey);
-    const created = inputs.modelsFirstSeen?.[model] ?? Math.floor(Date.parse(builtAt) / 1000);
+    const created = inputs.modelsFirstSeen?.[model] ?? builtAtS;
     modelsFirstSeen[model] = created;
     if (route.admitsNew) listed.push(JSON.stringify({ id: model, object: 'model', created, owned_by: 'switchyard' }));
     yield;
@@ -225,14 +226,13 @@ function staticRoute(
   spec: NonNullable<GatewayConfig['routing']['routes']>[string],
   providers: Readonly<Record<string, ProviderRuntime>>,
 ): GenerationRoute {
-  const seen = new Set<string>();
+  const byStableId: Record<string, GenerationCandidate> = Object.create(null) as Record<string, GenerationCandidate>;
   const candidates: GenerationCandidate[] = spec.candidates.map((c, i) => {
     const provider = providers[c.provider] as ProviderRuntime;
     const upstreamModel = c.deployment ?? c.model ?? model;
     let stableId = `${c.provider}/${upstreamModel}`;
-    if (seen.has(stableId)) stableId = `${stableId}#${i}`;
-    seen.add(stableId);
-    return {
+    if (byStableId[stableId] !== undefined) stableId = `${stableId}#${i}`;
+    const candidate: GenerationCandidate = {
       stableId,
       providerName: provider.name,
       identity: provider.identity,
@@ -244,11 +244,11 @@ function staticRoute(
       credential: null,
       credentialProblem: null,
     };
+    byStableId[stableId] = candidate;
+    return candidate;
   });
   // The rotation survives a reload exactly when the route's candidates are unchanged.
   const counterKey = `static:${model}:${sha256Hex(JSON.stringify(spec)).slice(0, 16)}`;
-  const byStableId: Record<string, GenerationCandidate> = Object.create(null) as Record<string, GenerationCandidate>;
-  for (const c of candidates) byStableId[c.stableId] = c;
   return {
     model,
     policy: spec.policy,

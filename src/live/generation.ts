@@ -110,7 +110,11 @@ export function* deepFreezeSteps(root: unknown): Steps<void> {
     const proto = Object.getPrototypeOf(value) as unknown;
     if (proto !== Object.prototype && proto !== null && !Array.isArray(value)) continue;
     Object.freeze(value);
-    for (const key of Object.keys(value)) stack.push((value as Record<string, unknown>)[key]);
+    // Only what may need freezing goes on the stack: most values are strings and numbers.
+    for (const key of Object.keys(value)) {
+      const child = (value as Record<string, unknown>)[key];
+      if (child !== null && typeof child === 'object' && !Object.isFrozen(child)) stack.push(child);
+    }
     frozen += 1;
     if (frozen % FREEZE_STEP === 0) yield;
   }
