@@ -22,25 +22,7 @@ export function crossReferenceIssues(document: unknown, env?: NodeJS.ProcessEnv)
   if (doc === undefined) return issues;
   const providers = record(doc.providers) ?? {};
   const routes = record(record(doc.routing)?.routes) ?? {};
-  for (const [model, route] of Object.entries(routes)) {
-    const candidates = record(route)?.candidates;
-    if (!Array.isArray(candidates)) continue;
-    candidates.forEach((c: unknown, i) => {
-      const provider = record(c)?.provider;
-      if (typeof provider === 'string' && providers[provider] === undefined) {
-        issues.push({ path: `routing.routes.${model}.candidates[${i}].provider`, message: `unknown provider "${provider}"` });
-      } else if (
-        typeof provider === 'string' &&
-        record(c)?.deployment !== undefined &&
-        record(providers[provider])?.type !== 'azure_openai'
-      ) {
-        issues.push({
-          path: `routing.routes.${model}.candidates[${i}].deployment`,
-          message: `only applies to an azure_openai provider; "${provider}" is not one`,
-        });
-      }
-    });
-  }
+  for (const [model, route] of Object.entries(routes)) issues.push(...routeReferenceIssues(model, route, providers));
   if (env === undefined) return issues;
   const refs: Array<[string, unknown]> = Object.entries(providers).map(([name, p]) => [`providers.${name}.api_key`, record(p)?.api_key]);
   refs.push(['server.admin_token', record(doc.server)?.admin_token]);
@@ -51,5 +33,32 @@ export function crossReferenceIssues(document: unknown, env?: NodeJS.ProcessEnv)
     const secret = resolveSecret(ref.data as SecretRef, env);
     if (!secret.ok) issues.push({ path, message: secret.message });
   }
+  return issues;
+}
+
+/**
+ * The route part of crossReferenceIssues, for one route: each candidate names a configured
+ * provider, and `deployment` only with an azure_openai one. buildGeneration runs it route
+ * by route, so that a config of many routes is checked in slices.
+ */
+export function routeReferenceIssues(model: string, route: unknown, providers: Readonly<Record<string, unknown>>): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const candidates = record(route)?.candidates;
+  if (!Array.isArray(candidates)) return issues;
+  candidates.forEach((c: unknown, i) => {
+    const provider = record(c)?.provider;
+    if (typeof provider === 'string' && providers[provider] === undefined) {
+      issues.push({ path: `routing.routes.${model}.candidates[${i}].provider`, message: `unknown provider "${provider}"` });
+    } else if (
+      typeof provider === 'string' &&
+      record(c)?.deployment !== undefined &&
+      record(providers[provider])?.type !== 'azure_openai'
+    ) {
+      issues.push({
+        path: `routing.routes.${model}.candidates[${i}].deployment`,
+        message: `only applies to an azure_openai provider; "${provider}" is not one`,
+      });
+    }
+  });
   return issues;
 }

@@ -8,6 +8,7 @@ import type { z } from 'zod';
 import { formatPath, readBoundedFileSync } from '../contract/index.js';
 import { type ConfigIssue, crossReferenceIssues } from './cross-check.js';
 import { configErrorMap, knownKeysAt, nearestKey } from './issue-text.js';
+import { type Piece, placePiece } from './pieces.js';
 import { configSchema, type GatewayConfig } from './schema.js';
 import { configWarnings } from './warnings.js';
 
@@ -177,9 +178,16 @@ export async function loadConfigFileOffThread(
   const worker = new Worker(new URL('./load-worker.js', import.meta.url), {
     workerData: { path, env: { ...(env ?? process.env) }, maxBytes },
   });
+  const result: Record<string, unknown> = {};
   try {
-    return await new Promise<ConfigResult>((resolve, reject) => {
-      worker.once('message', (result: ConfigResult) => resolve(result));
+    await new Promise<void>((resolve, reject) => {
+      worker.on('message', (piece: Piece | null) => {
+        if (piece === null) return resolve();
+        placePiece(result, piece);
+        // The next piece is asked for only after the event loop has turned: asked for at
+        // once, it would arrive while this one is handled, and be handled in the same turn.
+        setImmediate(() => worker.postMessage('next'));
+      });
       worker.once('error', reject);
       worker.once('exit', (code) => reject(new Error(`the config parser thread exited with code ${code}`)));
     });
@@ -188,7 +196,11 @@ export async function loadConfigFileOffThread(
   } finally {
     void worker.terminate();
   }
+  return result as unknown as ConfigResult;
 }
+
+/** The values (containers included) in one piece of a config sent back by the parser thread. */
+export const PIECE_VALUES = 2048;
 
 /** `server.max_config_bytes` when nothing serves yet (start-up, `switchyard validate`). */
 export const DEFAULT_MAX_CONFIG_BYTES = 4 * 1024 * 1024;

@@ -1,15 +1,16 @@
 import {
   type ConfigIssue,
-  crossReferenceIssues,
   describeSecretRef,
   type GatewayConfig,
   type ProviderConfig,
+  type RouteConfig,
   resolveSecret,
+  routeReferenceIssues,
 } from '../config/index.js';
 import { type ParsedOverlay, readBoundedFileSync, sha256Hex } from '../contract/index.js';
 import { Credential, type PoolSpec, type PoolTls, type PriceEntry, type ProviderPool, providerIdentity } from '../providers/index.js';
 import {
-  deepFreeze,
+  deepFreezeSteps,
   type Generation,
   type GenerationCandidate,
   type GenerationRoute,
@@ -17,6 +18,7 @@ import {
   type ProviderRuntime,
 } from './generation.js';
 import { overlayRoutes } from './overlay-routes.js';
+import { RELOAD_SLICE_MS, runSteps, runStepsInSlices, type Steps } from './steps.js';
 
 /** The Messages API version sent to an anthropic provider when neither config nor client names one. */
 const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
@@ -71,12 +73,30 @@ function readTls(name: string, baseUrl: string, tls: NonNullable<ProviderConfig[
  * the pool factory for pools, which open no connection until the first request.
  */
 export function buildGeneration(inputs: BuildInputs): BuildResult {
+  return runSteps(buildSteps(inputs));
+}
+
+/**
+ * buildGeneration, run in slices of about `sliceMs` with the event loop let go in between,
+ * so that a reload of tens of thousands of routes never holds the requests being served
+ * (issue 12). The same steps, so the same generation or the same issues. Nothing else may
+ * swap meanwhile: reloads are serialised by the ReloadCoordinator.
+ */
+export function buildGenerationInSlices(inputs: BuildInputs, sliceMs = RELOAD_SLICE_MS): Promise<BuildResult> {
+  return runStepsInSlices(buildSteps(inputs), sliceMs);
+}
+
+/** The build, with a pause point after each provider, key, route and price, and through the freeze. */
+function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
   const { config } = inputs;
   const issues: ConfigIssue[] = [];
   const providers: Record<string, ProviderRuntime> = Object.create(null) as Record<string, ProviderRuntime>;
   const pending: Array<() => void> = [];
 
-  for (const [name, p] of Object.entries(config.providers)) {
+  // Maps of many entries are walked by key: Object.entries and Object.values of a map of
+  // 60k keys take 40-100 ms in one piece, Object.keys about 12.
+  for (const name of Object.keys(config.providers)) {
+    const p = config.providers[name] as ProviderConfig;
     let credential: Credential | null = null;
     if (p.api_key !== undefined) {
       const secret = resolveSecret(p.api_key, inputs.env);
@@ -106,6 +126,7 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
         exposeHeaders: p.expose_headers.length === 0 ? null : new Set(p.expose_headers),
       };
     });
+    yield;
   }
 
   let adminToken: Credential | null = null;
@@ -131,23 +152,29 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
   // API keys given as a secret reference are resolved here, like every secret, and only
   // their SHA-256 is kept: the generation never holds a caller's key in clear.
   const keyDigests: Record<string, readonly string[]> = Object.create(null) as Record<string, readonly string[]>;
-  (config.keys ?? []).forEach((k, i) => {
+  for (const [i, k] of (config.keys ?? []).entries()) {
     if (k.sha256 !== undefined) keyDigests[k.id] = k.sha256;
     else if (k.key !== undefined) {
       const secret = resolveSecret(k.key, inputs.env);
       if (!secret.ok) issues.push({ path: `keys[${i}].key`, message: secret.message });
       else keyDigests[k.id] = [sha256Hex(secret.value)];
     }
-  });
+    yield;
+  }
 
   const routeSpecs = config.routing.routes ?? {};
   const overlaySettings = config.routing.overlay;
   if (overlaySettings !== undefined && (inputs.overlay === undefined || inputs.overlay === null)) {
     issues.push({ path: 'routing.overlay.file', message: 'overlay mode needs a validated overlay to build a generation' });
   }
-  // Secrets were resolved above (their values are needed); here only the references.
-  issues.push(...crossReferenceIssues(config));
-  if (overlaySettings === undefined && Object.keys(routeSpecs).length === 0)
+  // Secrets were resolved above (their values are needed); here only the references, as
+  // crossReferenceIssues checks them, a route at a time.
+  const models = Object.keys(routeSpecs);
+  for (const model of models) {
+    issues.push(...routeReferenceIssues(model, routeSpecs[model], config.providers));
+    yield;
+  }
+  if (overlaySettings === undefined && models.length === 0)
     issues.push({ path: 'routing.routes', message: 'at least one route is required' });
   if (issues.length > 0) return { ok: false, issues };
 
@@ -159,18 +186,33 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
     routes = built.routes;
     overlay = built.snapshot;
   } else {
-    for (const [model, spec] of Object.entries(routeSpecs)) routes[model] = staticRoute(model, spec, providers);
+    for (const model of models) {
+      routes[model] = staticRoute(model, routeSpecs[model] as RouteConfig, providers);
+      yield;
+    }
   }
-  const counterKeys = Object.values(routes).flatMap((r) => r.groups.map((g) => g.counterKey));
 
   const builtAt = (inputs.now?.() ?? new Date()).toISOString();
+  const builtAtS = Math.floor(Date.parse(builtAt) / 1000);
+  const counterKeys: string[] = [];
   // `created` in GET /v1/models is when this process first routed the model, so that clients
   // caching the list see no change on a reload that leaves the model routed.
   const modelsFirstSeen: Record<string, number> = Object.create(null) as Record<string, number>;
-  for (const model of Object.keys(routes))
-    modelsFirstSeen[model] = inputs.modelsFirstSeen?.[model] ?? Math.floor(Date.parse(builtAt) / 1000);
+  // GET /v1/models's entries, each as JSON: the body is their list, rendered once here.
+  const listed: string[] = [];
+  for (const model of Object.keys(routes)) {
+    const route = routes[model] as GenerationRoute;
+    for (const group of route.groups) counterKeys.push(group.counterKey);
+    const created = inputs.modelsFirstSeen?.[model] ?? builtAtS;
+    modelsFirstSeen[model] = created;
+    if (route.admitsNew) listed.push(JSON.stringify({ id: model, object: 'model', created, owned_by: 'switchyard' }));
+    yield;
+  }
   const pricing: Record<string, PriceEntry> = Object.create(null) as Record<string, PriceEntry>;
-  for (const [key, price] of Object.entries(config.pricing.models)) pricing[key] = { ...price };
+  for (const key of Object.keys(config.pricing.models)) {
+    pricing[key] = { ...config.pricing.models[key] } as PriceEntry;
+    yield;
+  }
 
   const generation: Generation = {
     number: inputs.number,
@@ -182,14 +224,15 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
     identities: [...new Set(Object.values(providers).map((p) => p.identity))],
     counterKeys,
     modelsFirstSeen,
-    modelsBody: modelsListBody(routes, modelsFirstSeen),
+    modelsBody: `{"object":"list","data":[${listed.join(',')}]}`,
     pricing,
     adminToken,
     otlpHeaders,
     keyDigests,
     overlay,
   };
-  return { ok: true, generation: deepFreeze(generation) };
+  yield* deepFreezeSteps(generation);
+  return { ok: true, generation };
 }
 
 function staticRoute(
@@ -197,14 +240,13 @@ function staticRoute(
   spec: NonNullable<GatewayConfig['routing']['routes']>[string],
   providers: Readonly<Record<string, ProviderRuntime>>,
 ): GenerationRoute {
-  const seen = new Set<string>();
+  const byStableId: Record<string, GenerationCandidate> = Object.create(null) as Record<string, GenerationCandidate>;
   const candidates: GenerationCandidate[] = spec.candidates.map((c, i) => {
     const provider = providers[c.provider] as ProviderRuntime;
     const upstreamModel = c.deployment ?? c.model ?? model;
     let stableId = `${c.provider}/${upstreamModel}`;
-    if (seen.has(stableId)) stableId = `${stableId}#${i}`;
-    seen.add(stableId);
-    return {
+    if (byStableId[stableId] !== undefined) stableId = `${stableId}#${i}`;
+    const candidate: GenerationCandidate = {
       stableId,
       providerName: provider.name,
       identity: provider.identity,
@@ -216,11 +258,11 @@ function staticRoute(
       credential: null,
       credentialProblem: null,
     };
+    byStableId[stableId] = candidate;
+    return candidate;
   });
   // The rotation survives a reload exactly when the route's candidates are unchanged.
   const counterKey = `static:${model}:${sha256Hex(JSON.stringify(spec)).slice(0, 16)}`;
-  const byStableId: Record<string, GenerationCandidate> = Object.create(null) as Record<string, GenerationCandidate>;
-  for (const c of candidates) byStableId[c.stableId] = c;
   return {
     model,
     policy: spec.policy,
@@ -230,11 +272,4 @@ function staticRoute(
     byStableId,
     admitsNew: candidates.length > 0,
   };
-}
-
-function modelsListBody(routes: Readonly<Record<string, GenerationRoute>>, firstSeen: Readonly<Record<string, number>>): string {
-  const data = Object.values(routes)
-    .filter((r) => r.admitsNew)
-    .map((r) => ({ id: r.model, object: 'model', created: firstSeen[r.model], owned_by: 'switchyard' }));
-  return JSON.stringify({ object: 'list', data });
 }

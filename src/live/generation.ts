@@ -2,6 +2,7 @@ import type { GatewayConfig } from '../config/index.js';
 import type { ParsedOverlay } from '../contract/index.js';
 import type { ChatProtocol, Credential, PriceTable, ProviderPool } from '../providers/index.js';
 import type { CandidateGroup, RoutableCandidate, Route } from '../routing/index.js';
+import { runSteps, type Steps } from './steps.js';
 
 /** A configured provider as one generation sees it. */
 export interface ProviderRuntime {
@@ -96,12 +97,35 @@ export interface Generation {
   readonly keyDigests: Readonly<Record<string, readonly string[]>>;
 }
 
-/** Freezes plain objects and arrays all the way down; stateful class instances are left alone. */
+/** Objects frozen between two points where a sliced freeze may pause. */
+const FREEZE_STEP = 256;
+
+/**
+ * Freezes plain objects and arrays all the way down; stateful class instances are left
+ * alone, and so is anything already frozen (with what it holds). Iterative, with a pause
+ * point every few hundred objects: a large generation holds hundreds of thousands.
+ */
+export function* deepFreezeSteps(root: unknown): Steps<void> {
+  const stack: unknown[] = [root];
+  let frozen = 0;
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (value === null || typeof value !== 'object' || Object.isFrozen(value)) continue;
+    const proto = Object.getPrototypeOf(value) as unknown;
+    if (proto !== Object.prototype && proto !== null && !Array.isArray(value)) continue;
+    Object.freeze(value);
+    // Only what may need freezing goes on the stack: most values are strings and numbers.
+    for (const key of Object.keys(value)) {
+      const child = (value as Record<string, unknown>)[key];
+      if (child !== null && typeof child === 'object' && !Object.isFrozen(child)) stack.push(child);
+    }
+    frozen += 1;
+    if (frozen % FREEZE_STEP === 0) yield;
+  }
+}
+
+/** deepFreezeSteps, all at once. */
 export function deepFreeze<T>(value: T): T {
-  if (value === null || typeof value !== 'object' || Object.isFrozen(value)) return value;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  if (proto !== Object.prototype && proto !== null && !Array.isArray(value)) return value;
-  Object.freeze(value);
-  for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  runSteps(deepFreezeSteps(value));
   return value;
 }

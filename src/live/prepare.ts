@@ -1,7 +1,7 @@
 import { adminTokenRequired, type ConfigIssue, formatIssue, type GatewayConfig, loadConfigFileOffThread } from '../config/index.js';
 import { checkSuccession, type ParsedOverlay, parseOverlay, readOverlayFile, sha256Hex } from '../contract/index.js';
 import type { PoolSpec, ProviderPool } from '../providers/index.js';
-import { buildGeneration } from './build.js';
+import { buildGenerationInSlices } from './build.js';
 import { restartOnlyWarnings } from './diff.js';
 import type { Generation } from './generation.js';
 
@@ -134,7 +134,8 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
     overlay = parsed.overlay;
   }
 
-  const built = buildGeneration({
+  // In slices: a generation of tens of thousands of routes takes a while to build and freeze.
+  const built = await buildGenerationInSlices({
     config,
     sourceHash,
     number: (serving?.number ?? 0) + 1,
@@ -147,7 +148,9 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
   const next = built.generation;
   const warnings = startupConfig === null ? [] : restartOnlyWarnings(startupConfig, next.config);
   warnings.push(...configWarnings.map(formatIssue));
-  for (const route of Object.values(next.routes)) {
+  // Only an overlay candidate carries its own credential (static routes may have tens of
+  // thousands of routes and no such problem to look for).
+  for (const route of next.overlay === null ? [] : Object.values(next.routes)) {
     for (const c of Object.values(route.byStableId))
       if (c.credentialProblem !== null) warnings.push(`${c.credentialProblem}; the candidate fails over until it can be read`);
   }

@@ -2,6 +2,7 @@ import { reload as auditReload } from '../audit/index.js';
 import { type ConfigIssue, type GatewayConfig, responsesDefaults } from '../config/index.js';
 import {
   diffGenerations,
+  diffGenerationsInSlices,
   type Generation,
   type GenerationChanges,
   type InputsRead,
@@ -94,7 +95,8 @@ export class Reloader {
    * history and metrics as the `startup` reload.
    */
   adopt(prepared: Preparation & { readonly outcome: 'built' }, started: number): ReloadResult {
-    return this.#conclude(null, prepared, (result, extra) => this.#finish('startup', started, null, result, extra));
+    const changes = diffGenerations(null, prepared.generation);
+    return this.#conclude(prepared, changes, (result, extra) => this.#finish('startup', started, null, result, extra));
   }
 
   readonly run = async (trigger: ReloadTrigger): Promise<ReloadResult> => {
@@ -103,7 +105,10 @@ export class Reloader {
     const finish = (result: ReloadOutcome, extra: Partial<ReloadResult>): ReloadResult =>
       this.#finish(trigger, started, serving, result, extra);
     try {
-      return this.#conclude(serving, await this.#prepare(trigger, serving), finish);
+      const prepared = await this.#prepare(trigger, serving);
+      // In slices too, before the swap: a diff of tens of thousands of routes takes a while.
+      const changes = prepared.outcome === 'built' ? await diffGenerationsInSlices(serving, prepared.generation) : null;
+      return this.#conclude(prepared, changes, finish);
     } catch (err) {
       // A reload failure is never fatal: whatever went wrong, the serving generation stays.
       this.#svc.logger.error({
@@ -133,8 +138,9 @@ export class Reloader {
 
   /** What a preparation means for the serving generation: a swap, a no-op or a refusal, with the books kept. */
   #conclude(
-    serving: Generation | null,
     prepared: Preparation,
+    /** From serving to the prepared generation, when one was built. */
+    changes: GenerationChanges | null,
     finish: (result: ReloadOutcome, extra: Partial<ReloadResult>) => ReloadResult,
   ): ReloadResult {
     const { metrics } = this.#svc;
@@ -153,7 +159,6 @@ export class Reloader {
       this.acceptedRevision = next.overlay.revision;
       metrics.overlayReloads.inc({ result: 'applied', reason: '' });
     }
-    const changes = diffGenerations(serving, next);
     this.#swap(next);
     this.#startupConfig ??= next.config;
     return finish('applied', {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { inspect } from 'node:util';
 import { checkConfig, type GatewayConfig } from '../../src/config/index.js';
-import { type BuildResult, buildGeneration, type Generation } from '../../src/live/index.js';
+import { type BuildInputs, type BuildResult, buildGeneration, buildGenerationInSlices, type Generation } from '../../src/live/index.js';
 import { PoolRegistry } from '../../src/providers/index.js';
 
 const ENV_SECRET = 'test-secret-value-0123456789';
@@ -52,17 +52,16 @@ function config(document: object): GatewayConfig {
   return checked.config;
 }
 
-function build(
-  document: object,
-  options: {
-    env?: NodeJS.ProcessEnv;
-    number?: number;
-    poolFor?: typeof pools.acquire;
-    now?: () => Date;
-    modelsFirstSeen?: Readonly<Record<string, number>>;
-  } = {},
-): BuildResult {
-  return buildGeneration({
+interface BuildOptions {
+  env?: NodeJS.ProcessEnv;
+  number?: number;
+  poolFor?: typeof pools.acquire;
+  now?: () => Date;
+  modelsFirstSeen?: Readonly<Record<string, number>>;
+}
+
+function inputs(document: object, options: BuildOptions = {}): BuildInputs {
+  return {
     config: config(document),
     sourceHash: 'hash-of-test-bytes',
     number: options.number ?? 1,
@@ -70,7 +69,22 @@ function build(
     poolFor: options.poolFor ?? ((spec) => pools.acquire(spec)),
     now: options.now ?? (() => new Date('2026-01-02T03:04:05.000Z')),
     modelsFirstSeen: options.modelsFirstSeen,
-  });
+  };
+}
+
+function build(document: object, options: BuildOptions = {}): BuildResult {
+  return buildGeneration(inputs(document, options));
+}
+
+/** doc() plus `n` more routes, alternating between the providers. */
+function withRoutes(n: number): Record<string, any> {
+  const d = doc();
+  for (let i = 0; i < n; i += 1) {
+    d.routing.routes[`bulk-${i}`] = {
+      candidates: [{ provider: i % 2 === 0 ? 'east' : 'west' }, { provider: 'alias', weight: 1 + (i % 3) }],
+    };
+  }
+  return d;
 }
 
 function generation(result: BuildResult): Generation {
@@ -167,6 +181,7 @@ describe('buildGeneration', () => {
     assert.deepEqual([...gen.counterKeys].sort(), [big.groups[0]!.counterKey, mini.groups[0]!.counterKey].sort());
     const models = JSON.parse(gen.modelsBody) as { object: string; data: Array<{ id: string }> };
     assert.equal(models.object, 'list');
+    assert.equal(gen.modelsBody, JSON.stringify(models), 'rendered as JSON.stringify renders it');
     assert.deepEqual(models.data.map((m) => m.id).sort(), ['gpt-4o', 'gpt-4o-mini']);
   });
 
@@ -253,5 +268,41 @@ describe('buildGeneration', () => {
       assert.ok(!inspected.includes(secret), 'util.inspect(generation) exposes a secret');
     }
     assert.ok(json.includes('env:EAST_KEY'), 'the reference is still shown');
+  });
+
+  it('built in slices, the generation is the one built at once, and frozen the same way', async () => {
+    const d = withRoutes(500);
+    const atOnce = generation(build(d));
+    const inSlices = generation(await buildGenerationInSlices(inputs(d), 0));
+    assert.deepStrictEqual(inSlices, atOnce);
+    assert.deepEqual(Object.keys(inSlices.routes), Object.keys(atOnce.routes), 'the routes in the same order');
+    assert.equal(inSlices.modelsBody, atOnce.modelsBody);
+    for (const value of [inSlices, inSlices.config.routing.routes!['bulk-499']!.candidates[1], inSlices.routes['bulk-499']!.groups[0]!])
+      assert.ok(Object.isFrozen(value));
+  });
+
+  it('built in slices, a refused config gives the same issues as built at once', async () => {
+    const d = withRoutes(50);
+    d.routing.routes['bulk-7'].candidates[0].provider = 'ghost';
+    d.routing.routes['bulk-41'].candidates[1].provider = 'phantom';
+    const atOnce = issues(build(d, { env: {} }));
+    assert.equal(atOnce.length, 3);
+    assert.deepEqual(issues(await buildGenerationInSlices(inputs(d, { env: {} }), 0)), atOnce);
+  });
+
+  it('a build in slices lets the event loop turn between them: what arrived meanwhile runs before it ends (issue 12)', async () => {
+    let turns = 0;
+    let building = true;
+    const count = (): void => {
+      if (!building) return;
+      turns += 1;
+      setImmediate(count);
+    };
+    setImmediate(count);
+    // A zero slice pauses at every step, so this holds however fast the machine is.
+    const result = await buildGenerationInSlices(inputs(withRoutes(200)), 0);
+    building = false;
+    generation(result);
+    assert.ok(turns > 200, `the event loop turned ${turns} times during the build`);
   });
 });
