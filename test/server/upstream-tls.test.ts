@@ -108,7 +108,10 @@ before(async () => {
 
 function tlsConfig(tls: Record<string, unknown>): Record<string, unknown> {
   const config = baseConfig({ up: upstreamUrl }, { m: { candidates: [{ provider: 'up' }] } });
-  (config.providers as Record<string, Record<string, unknown>>).up!.tls = tls;
+  const up = (config.providers as Record<string, Record<string, unknown>>).up!;
+  up.tls = tls;
+  // The upstream's witness of the client certificate it saw, passed on to the test.
+  up.expose_headers = ['x-client-cn'];
   return config;
 }
 
