@@ -2,7 +2,7 @@ import { streamShapeOf } from './chat-completion.js';
 import { isRecord } from './conversation.js';
 import { writeEventStream } from './event-stream.js';
 import type { Exchange } from './exchange.js';
-import { replyInvalid, replyJson, replyTruncated } from './exchange.js';
+import { readModelRequest, replyInvalid, replyJson, replyTruncated } from './exchange.js';
 import { serveModelRequest } from './model-request.js';
 import type { MockContext } from './provider-context.js';
 import { estimateTokens } from './provider-context.js';
@@ -27,15 +27,9 @@ function promptTokens(prompt: unknown): number | string {
 }
 
 function answer(ctx: MockContext, ex: Exchange, cutAfter: number): void {
-  let payload: unknown;
-  try {
-    payload = JSON.parse(ex.body);
-  } catch {
-    return replyInvalid(ex, 400, 'The request body is not valid JSON.');
-  }
-  if (!isRecord(payload)) return replyInvalid(ex, 400, 'The request body must be a JSON object.');
-  const model = payload.model;
-  if (typeof model !== 'string' || model === '') return replyInvalid(ex, 400, 'You must provide a model parameter.');
+  const request = readModelRequest(ex);
+  if (request === null) return;
+  const { payload, model } = request;
   const prompt = promptTokens(payload.prompt);
   if (typeof prompt === 'string') return replyInvalid(ex, 400, prompt);
   const id = `cmpl-mock${(++completionSeq).toString(36)}`;

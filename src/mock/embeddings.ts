@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
-import { isRecord } from './conversation.js';
 import type { Exchange } from './exchange.js';
-import { replyInvalid, replyJson, replyTruncated } from './exchange.js';
+import { readModelRequest, replyInvalid, replyJson, replyTruncated } from './exchange.js';
 import { serveModelRequest } from './model-request.js';
 import type { MockContext } from './provider-context.js';
 import { estimateTokens } from './provider-context.js';
@@ -53,14 +52,9 @@ function inputs(input: unknown): { texts: string[]; tokens: number } | string {
 }
 
 function answer(_ctx: MockContext, ex: Exchange, cutAfter: number): void {
-  let payload: unknown;
-  try {
-    payload = JSON.parse(ex.body);
-  } catch {
-    return replyInvalid(ex, 400, 'The request body is not valid JSON.');
-  }
-  if (!isRecord(payload)) return replyInvalid(ex, 400, 'The request body must be a JSON object.');
-  if (typeof payload.model !== 'string' || payload.model === '') return replyInvalid(ex, 400, 'You must provide a model parameter.');
+  const request = readModelRequest(ex);
+  if (request === null) return;
+  const { payload } = request;
   const read = inputs(payload.input);
   if (typeof read === 'string') return replyInvalid(ex, 400, read);
   const dimensions = payload.dimensions ?? defaultDimensions;

@@ -132,3 +132,27 @@ export function drop(ex: Exchange): void {
   ex.severed = true;
   ex.req.socket.destroy();
 }
+
+/**
+ * The body of an OpenAI-style model request: a JSON object with a non-empty `model`. Answers
+ * the client's mistake (400, OpenAI's wording) and returns null when it is not one.
+ */
+export function readModelRequest(ex: Exchange): { readonly payload: Record<string, unknown>; readonly model: string } | null {
+  let payload: unknown;
+  try {
+    payload = JSON.parse(ex.body);
+  } catch {
+    replyInvalid(ex, 400, 'The request body is not valid JSON.');
+    return null;
+  }
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
+    replyInvalid(ex, 400, 'The request body must be a JSON object.');
+    return null;
+  }
+  const model = (payload as Record<string, unknown>).model;
+  if (typeof model !== 'string' || model === '') {
+    replyInvalid(ex, 400, 'You must provide a model parameter.');
+    return null;
+  }
+  return { payload: payload as Record<string, unknown>, model };
+}

@@ -3,7 +3,7 @@ import { streamShapeOf } from './chat-completion.js';
 import { isRecord } from './conversation.js';
 import { writeEventStream } from './event-stream.js';
 import type { Exchange } from './exchange.js';
-import { openAiError, replyInvalid, replyJson, replyTruncated } from './exchange.js';
+import { openAiError, readModelRequest, replyInvalid, replyJson, replyTruncated } from './exchange.js';
 import { serveModelRequest } from './model-request.js';
 import type { MockContext, StoredResponse } from './provider-context.js';
 import { estimateTokens } from './provider-context.js';
@@ -44,15 +44,9 @@ function store(ctx: MockContext, stored: StoredResponse): void {
 }
 
 function answer(ctx: MockContext, ex: Exchange, cutAfter: number): void {
-  let payload: unknown;
-  try {
-    payload = JSON.parse(ex.body);
-  } catch {
-    return replyInvalid(ex, 400, 'The request body is not valid JSON.');
-  }
-  if (!isRecord(payload)) return replyInvalid(ex, 400, 'The request body must be a JSON object.');
-  const model = payload.model;
-  if (typeof model !== 'string' || model === '') return replyInvalid(ex, 400, 'You must provide a model parameter.');
+  const request = readModelRequest(ex);
+  if (request === null) return;
+  const { payload, model } = request;
   const previousId = typeof payload.previous_response_id === 'string' ? payload.previous_response_id : null;
   const previous = previousId === null ? undefined : ctx.responses.get(previousId);
   if (previousId !== null && previous === undefined) {
