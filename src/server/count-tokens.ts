@@ -35,7 +35,7 @@ export async function handleCountTokens(x: Exchange, svc: Services, settings: Li
     if (c.credentialProblem !== null) continue;
     const r = await ask(x, c, raw, request.parsed);
     if (r.kind === 'failed') {
-      x.failures.push({ provider: c.provider.name, reason: r.reason, detail: r.detail });
+      x.failures.push({ provider: c.provider.name, candidate: c.stableId, reason: r.reason, detail: r.detail });
       continue;
     }
     x.candidate = c;

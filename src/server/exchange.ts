@@ -9,6 +9,8 @@ import type { Span } from '../telemetry/index.js';
 
 export interface Failure {
   readonly provider: string;
+  /** The stable_id of the candidate that failed. */
+  readonly candidate: string;
   readonly reason: FailureReason;
   readonly detail: string;
 }

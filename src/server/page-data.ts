@@ -31,9 +31,8 @@ export interface PageCandidate {
   readonly served: number;
   readonly share: number | null;
   /**
-   * Failed attempts at its provider for this model plus its served requests that then
-   * failed, over attempts, in the last 5 minutes; null when nothing was attempted. A failure
-   * names a provider, not a candidate: candidates of one model on one provider share it.
+   * Its failed attempts plus its served requests that then failed, over its attempts, in the
+   * last 5 minutes; null when nothing was attempted.
    */
   readonly error_rate: number | null;
 }
@@ -207,18 +206,12 @@ function modelsView(gen: Generation, svc: Services, recent: Record<string, Recen
 
 function routeView(route: GenerationRoute, svc: Services, recent: RecentModel | undefined): PageModel {
   const served = recent === undefined ? 0 : Object.values(recent.served).reduce((n, c) => n + c.served, 0);
-  // Per provider: served, served-then-failed, and failed attempts, for the shared error rate.
-  const byProvider = new Map<string, { served: number; errors: number }>();
-  for (const c of Object.values(recent?.served ?? {})) {
-    const p = byProvider.get(c.provider) ?? { served: 0, errors: 0 };
-    byProvider.set(c.provider, { served: p.served + c.served, errors: p.errors + c.errors });
-  }
   const candidates = route.groups.flatMap((g) =>
     g.candidates.map((c): PageCandidate => {
       const mine = recent?.served[c.stableId]?.served ?? 0;
-      const p = byProvider.get(c.providerName) ?? { served: 0, errors: 0 };
-      const failed = recent?.failed[c.providerName] ?? 0;
-      const attempts = p.served + failed;
+      const errors = recent?.served[c.stableId]?.errors ?? 0;
+      const failed = recent?.failed[c.stableId] ?? 0;
+      const attempts = mine + failed;
       return {
         stable_id: c.stableId,
         provider: c.providerName,
@@ -230,7 +223,7 @@ function routeView(route: GenerationRoute, svc: Services, recent: RecentModel | 
         credential_problem: c.credentialProblem !== null,
         served: mine,
         share: served === 0 ? null : mine / served,
-        error_rate: attempts === 0 ? null : (failed + p.errors) / attempts,
+        error_rate: attempts === 0 ? null : (failed + errors) / attempts,
       };
     }),
   );

@@ -62,7 +62,7 @@ async function failover(
       if (r.kind === 'skipped') continue;
       attempted += 1;
       if (r.kind === 'failed') {
-        x.failures.push({ provider: c.provider.name, reason: r.reason, detail: r.detail });
+        x.failures.push({ provider: c.provider.name, candidate: c.stableId, reason: r.reason, detail: r.detail });
         svc.metrics.fallbacks.inc({ provider: c.provider.name, reason: r.reason });
         continue;
       }

@@ -85,7 +85,7 @@ export class RecentTraffic {
     model: string | null,
     servedBy: string | null,
     provider: string,
-    failures: readonly { readonly provider: string }[],
+    failures: readonly { readonly candidate: string }[],
   ): void {
     const slot = this.#slotAt(nowMs);
     slot.requests += 1;
@@ -104,7 +104,7 @@ export class RecentTraffic {
       c.served += 1;
       if (error) c.errors += 1;
     }
-    for (const f of failures) m.failed.set(f.provider, (m.failed.get(f.provider) ?? 0) + 1);
+    for (const f of failures) m.failed.set(f.candidate, (m.failed.get(f.candidate) ?? 0) + 1);
   }
 
   /** The last 15 minutes, one point per slot, oldest first; the last point is the slot still filling. */
@@ -142,7 +142,7 @@ export class RecentTraffic {
             errors: (seen?.errors ?? 0) + c.errors,
           };
         }
-        for (const [provider, n] of m.failed) into.failed[provider] = (into.failed[provider] ?? 0) + n;
+        for (const [candidate, n] of m.failed) into.failed[candidate] = (into.failed[candidate] ?? 0) + n;
       }
     }
     return out;

@@ -53,18 +53,18 @@ describe('RecentTraffic', () => {
     assert.ok(p?.p99Ms !== null && p?.p99Ms !== undefined && p.p99Ms >= 990 && p.p99Ms <= 1250, `p99 ${p?.p99Ms}`);
   });
 
-  it('per model: what each candidate served and which providers failed, over the window asked for', () => {
+  it('per model: what each candidate served and which candidates failed, over the window asked for', () => {
     const t = new RecentTraffic();
     served(t, T0, 20, 'c-east', 'east');
     served(t, T0 + 6 * 60_000, 20, 'c-east', 'east', true);
     served(t, T0 + 6 * 60_000, 20, 'c-west', 'west');
-    t.record(T0 + 6 * 60_000, 30, false, true, 'gpt', 'c-west', 'west', [{ provider: 'east' }]);
-    t.record(T0 + 6 * 60_000, 30, true, true, 'gpt', null, 'none', [{ provider: 'east' }, { provider: 'west' }]);
+    t.record(T0 + 6 * 60_000, 30, false, true, 'gpt', 'c-west', 'west', [{ candidate: 'c-east' }]);
+    t.record(T0 + 6 * 60_000, 30, true, true, 'gpt', null, 'none', [{ candidate: 'c-east' }, { candidate: 'c-west' }]);
     const now = T0 + 6 * 60_000;
     assert.deepEqual(t.models(now, 5 * 60_000), {
       gpt: {
         served: { 'c-east': { provider: 'east', served: 1, errors: 1 }, 'c-west': { provider: 'west', served: 2, errors: 0 } },
-        failed: { east: 2, west: 1 },
+        failed: { 'c-east': 2, 'c-west': 1 },
       },
     });
     assert.equal(t.models(now, 15 * 60_000).gpt?.served['c-east']?.served, 2, 'the longer window sees the older request');
