@@ -6,6 +6,7 @@ import { after, describe, it } from 'node:test';
 import { parse, stringify } from 'yaml';
 import { prepareGeneration } from '../src/live/index.js';
 import { PoolRegistry } from '../src/providers/index.js';
+import { markdownFiles } from './support/markdown.js';
 import { envelope } from './support/overlay.js';
 
 // Every gateway config a reader can copy from the README, docs/ or examples/ passes
@@ -23,18 +24,6 @@ const TOP_LEVEL = ['server', 'log', 'providers', 'routing', 'pricing', 'resilien
 interface Snippet {
   readonly where: string;
   readonly text: string;
-}
-
-function markdownFiles(): string[] {
-  const files = [join(ROOT, 'README.md')];
-  const walk = (dir: string): void => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      if (entry.isDirectory()) walk(join(dir, entry.name));
-      else if (entry.name.endsWith('.md')) files.push(join(dir, entry.name));
-    }
-  };
-  walk(join(ROOT, 'docs'));
-  return files;
 }
 
 function yamlBlocks(file: string): Snippet[] {

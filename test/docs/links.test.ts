@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { test } from 'node:test';
+import { markdownFiles } from '../support/markdown.js';
 
 // The README and docs/ link only to files inside the repository, and every such link
 // resolves: a clone must not point a reader at a file it does not have. Checked: markdown
@@ -10,18 +11,6 @@ import { test } from 'node:test';
 // Web links (http, https, mailto) are left alone.
 
 const ROOT = resolve(import.meta.dirname, '../..');
-
-function markdownFiles(): string[] {
-  const files = [join(ROOT, 'README.md')];
-  const walk = (dir: string): void => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      if (entry.isDirectory()) walk(join(dir, entry.name));
-      else if (entry.name.endsWith('.md')) files.push(join(dir, entry.name));
-    }
-  };
-  walk(join(ROOT, 'docs'));
-  return files;
-}
 
 /** The text outside fenced code blocks, line numbers kept. */
 function prose(text: string): string[] {
