@@ -64,6 +64,7 @@ export {
   type Counted,
   type GovernanceStore,
   GovernanceStoreError,
+  type MaybePromise,
   type Reservation,
   type ReserveInput,
   type ReserveResult,

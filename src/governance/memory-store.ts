@@ -210,7 +210,7 @@ export class MemoryGovernanceStore implements GovernanceStore {
     return c;
   }
 
-  async reserve(input: ReserveInput): Promise<ReserveResult> {
+  reserve(input: ReserveInput): ReserveResult {
     const { scopes, tokens, costMicroUsd, nowMs } = input;
     const day = utcDayStamp(nowMs);
     const month = utcMonthStamp(nowMs);
@@ -269,7 +269,7 @@ export class MemoryGovernanceStore implements GovernanceStore {
     return { ok: true, reservation, rateLimit: view(), budgetWarnings: warnings ?? [] };
   }
 
-  async settle(r: Reservation, actual: Actual, _nowMs: number): Promise<void> {
+  settle(r: Reservation, actual: Actual, _nowMs: number): void {
     for (const s of r.scopes) {
       const c = this.#counters(s);
       c.window.adjustTokens(r.atMs, actual.tokens - r.tokens);
@@ -284,8 +284,8 @@ export class MemoryGovernanceStore implements GovernanceStore {
     }
   }
 
-  release(r: Reservation, nowMs: number): Promise<void> {
-    return this.settle(r, { tokens: 0, costMicroUsd: 0 }, nowMs);
+  release(r: Reservation, nowMs: number): void {
+    this.settle(r, { tokens: 0, costMicroUsd: 0 }, nowMs);
   }
 
   async status(scopes: readonly Scope[], nowMs: number): Promise<ScopeStatus[]> {

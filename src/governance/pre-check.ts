@@ -2,7 +2,7 @@ import type { Principal, RateLimitView, Refusal } from './limits.js';
 import { NO_RATE_LIMIT } from './limits.js';
 import { checkModel, type GovernancePolicy, scopesOf } from './policy.js';
 import { costMicroUsd, isPriced, type PricedTarget, type PriceTable, reservationMicroUsd, type Usage } from './pricing.js';
-import type { GovernanceStore, Reservation, ScopeRef } from './store.js';
+import type { GovernanceStore, MaybePromise, Reservation, ReserveResult, ScopeRef } from './store.js';
 
 /** What a request asks for, as the pre-check prices and counts it. */
 export interface Demand {
@@ -63,13 +63,13 @@ export function seenUsage(bodyBytes: number, events: number): Usage {
  * store, reserving the worst-case cost; or returns the refusal. Call after routing (the
  * targets are the route's candidates) and before any upstream call.
  */
-export async function preCheck(
+export function preCheck(
   store: GovernanceStore,
   policy: GovernancePolicy,
   principal: Principal,
   demand: Demand,
   nowMs: number,
-): Promise<Admission> {
+): MaybePromise<Admission> {
   const denied = checkModel(policy, principal, demand.model);
   if (denied !== null) return { ok: false, refusal: denied };
   const scopes = scopesOf(policy, principal);
@@ -92,14 +92,15 @@ export async function preCheck(
     };
   }
   if (scopes.length === 0) return { ok: true, reservation: null, rateLimit: NO_RATE_LIMIT, budgetWarnings: [], unpriced: priced.missing };
-  const r = await store.reserve({
+  const reserved = store.reserve({
     scopes,
     tokens: estimate.inputTokens + estimate.maxOutputTokens,
     costMicroUsd: priced.costMicroUsd,
     nowMs,
   });
-  if (!r.ok) return r;
-  return { ok: true, reservation: r.reservation, rateLimit: r.rateLimit, budgetWarnings: r.budgetWarnings, unpriced: priced.missing };
+  const admitted = (r: ReserveResult): Admission =>
+    r.ok ? { ok: true, reservation: r.reservation, rateLimit: r.rateLimit, budgetWarnings: r.budgetWarnings, unpriced: priced.missing } : r;
+  return reserved instanceof Promise ? reserved.then(admitted) : admitted(reserved);
 }
 
 export interface Settlement {
@@ -116,28 +117,27 @@ export interface Settlement {
  * Unknown usage bills the reservation (tokens and cost): a provider that omits usage must
  * not make requests free. An unpriced model costs 0 and is flagged.
  */
-export async function settle(
+export function settle(
   store: GovernanceStore,
   reservation: Reservation | null,
   served: PricedTarget,
   usage: Usage | null,
   pricing: PriceTable,
   nowMs: number,
-): Promise<Settlement> {
+): MaybePromise<Settlement> {
   const priced = usage === null ? null : costMicroUsd(pricing, served.provider, served.model, usage);
   const pricingMissing = !isPriced(pricing, served.provider, served.model);
   const settlement: Settlement =
     usage === null
       ? { costMicroUsd: pricingMissing ? null : (reservation?.costMicroUsd ?? null), pricingMissing, usageMissing: true }
       : { costMicroUsd: priced, pricingMissing, usageMissing: false };
-  if (reservation !== null) {
-    const tokens = usage === null ? reservation.tokens : usage.inputTokens + usage.outputTokens;
-    await store.settle(reservation, { tokens, costMicroUsd: settlement.costMicroUsd ?? 0 }, nowMs);
-  }
-  return settlement;
+  if (reservation === null) return settlement;
+  const tokens = usage === null ? reservation.tokens : usage.inputTokens + usage.outputTokens;
+  const stored = store.settle(reservation, { tokens, costMicroUsd: settlement.costMicroUsd ?? 0 }, nowMs);
+  return stored instanceof Promise ? stored.then(() => settlement) : settlement;
 }
 
 /** Gives the reservation back: the request failed before an upstream served it. */
-export async function release(store: GovernanceStore, reservation: Reservation | null, nowMs: number): Promise<void> {
-  if (reservation !== null) await store.release(reservation, nowMs);
+export function release(store: GovernanceStore, reservation: Reservation | null, nowMs: number): MaybePromise<void> {
+  if (reservation !== null) return store.release(reservation, nowMs);
 }

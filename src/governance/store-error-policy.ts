@@ -5,6 +5,7 @@ import {
   type Actual,
   type GovernanceStore,
   GovernanceStoreError,
+  type MaybePromise,
   type Reservation,
   type ReserveInput,
   type ReserveResult,
@@ -51,43 +52,28 @@ export function applyStoreErrorPolicy(inner: GovernanceStore, policy: OnStoreErr
     get admittedUnenforced() {
       return admittedUnenforced;
     },
-    async reserve(input: ReserveInput): Promise<ReserveResult> {
-      try {
-        return await inner.reserve(input);
-      } catch (err) {
+    reserve(input: ReserveInput): MaybePromise<ReserveResult> {
+      const refused = (err: unknown): ReserveResult => {
         fail('reserve', err);
-        if (policy === 'fail_closed') {
-          return {
-            ok: false,
-            refusal: {
-              code: 'governance_unavailable',
-              message: 'the governance store is unavailable; limits cannot be checked',
-              retryAfterS: 1,
-              scope: null,
-              limit: null,
-              rateLimit: NO_RATE_LIMIT,
-            },
-          };
-        }
+        if (policy === 'fail_closed') return UNAVAILABLE;
         admittedUnenforced += 1;
         return { ok: true, reservation: unenforced(input), rateLimit: NO_RATE_LIMIT, budgetWarnings: [] };
-      }
+      };
+      return guarded(() => inner.reserve(input), refused);
     },
-    async settle(r: Reservation, actual: Actual, nowMs: number): Promise<void> {
+    settle(r: Reservation, actual: Actual, nowMs: number): MaybePromise<void> {
       if (!r.enforced) return;
-      try {
-        await inner.settle(r, actual, nowMs);
-      } catch (err) {
-        fail('settle', err);
-      }
+      return guarded(
+        () => inner.settle(r, actual, nowMs),
+        (err) => fail('settle', err),
+      );
     },
-    async release(r: Reservation, nowMs: number): Promise<void> {
+    release(r: Reservation, nowMs: number): MaybePromise<void> {
       if (!r.enforced) return;
-      try {
-        await inner.release(r, nowMs);
-      } catch (err) {
-        fail('release', err);
-      }
+      return guarded(
+        () => inner.release(r, nowMs),
+        (err) => fail('release', err),
+      );
     },
     async status(scopes: readonly Scope[], nowMs: number): Promise<ScopeStatus[]> {
       try {
@@ -100,6 +86,32 @@ export function applyStoreErrorPolicy(inner: GovernanceStore, policy: OnStoreErr
     ready: (timeoutMs: number) => inner.ready?.(timeoutMs) ?? Promise.resolve(true),
     close: () => inner.close(),
   };
+}
+
+const UNAVAILABLE: ReserveResult = Object.freeze({
+  ok: false,
+  refusal: Object.freeze({
+    code: 'governance_unavailable',
+    message: 'the governance store is unavailable; limits cannot be checked',
+    retryAfterS: 1,
+    scope: null,
+    limit: null,
+    rateLimit: NO_RATE_LIMIT,
+  }),
+});
+
+/**
+ * Runs a store operation and hands a failure to `onError`, whether the store threw or its
+ * promise rejected; a value the store answered with at once stays a value (no promise).
+ */
+function guarded<T>(run: () => MaybePromise<T>, onError: (err: unknown) => T): MaybePromise<T> {
+  let out: MaybePromise<T>;
+  try {
+    out = run();
+  } catch (err) {
+    return onError(err);
+  }
+  return out instanceof Promise ? out.catch(onError) : out;
 }
 
 function unenforced(input: ReserveInput): Reservation {

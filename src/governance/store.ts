@@ -67,13 +67,20 @@ export interface ScopeStatus {
   readonly spendThisMonthMicroUsd: Counted & { readonly reservedMicroUsd: number };
 }
 
+/**
+ * A value now, or a promise of it. The request-path operations of a store answer with the
+ * value itself when they can (the memory store always does), so that a request it admits
+ * waits for no promise; a remote store answers with a promise.
+ */
+export type MaybePromise<T> = T | Promise<T>;
+
 export interface GovernanceStore {
   /** Check every scope's limits, then take from all of them, or from none. */
-  reserve(input: ReserveInput): Promise<ReserveResult>;
+  reserve(input: ReserveInput): MaybePromise<ReserveResult>;
   /** Replace the reservation with what the request used (tokens true up TPM and the day). */
-  settle(reservation: Reservation, actual: Actual, nowMs: number): Promise<void>;
+  settle(reservation: Reservation, actual: Actual, nowMs: number): MaybePromise<void>;
   /** Give the reservation back (the request failed before using anything). */
-  release(reservation: Reservation, nowMs: number): Promise<void>;
+  release(reservation: Reservation, nowMs: number): MaybePromise<void>;
   status(scopes: readonly Scope[], nowMs: number): Promise<ScopeStatus[]>;
   /** Resolves true once the backend answers, false after timeoutMs (a remote store keeps reconnecting). */
   ready?(timeoutMs: number): Promise<boolean>;

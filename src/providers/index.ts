@@ -22,7 +22,16 @@ export {
   upstreamPathFor,
 } from './provider-address.js';
 export { type PoolSpec, type PoolTls, ProviderPool, type UpstreamCall } from './provider-pool.js';
-export { type Committed, type Relayed, type RelayRequest, type RelayResult, relay, retryAfterOf, type StopSlot } from './relay.js';
+export {
+  type Committed,
+  type RelayCallback,
+  type Relayed,
+  type RelayRequest,
+  type RelayResult,
+  relay,
+  retryAfterOf,
+  type StopSlot,
+} from './relay.js';
 export {
   anthropicMetering,
   embeddingsMetering,

@@ -113,8 +113,15 @@ export interface Committed {
   readonly status: number;
   /** performance.now() when the upstream's response headers arrived. */
   readonly headersAt: number;
-  readonly finished: Promise<Relayed>;
+  /**
+   * Calls `observer` once the relayed response has ended (at once if it already has).
+   * Observers run in the order they were added, synchronously with the end.
+   */
+  onFinished(observer: (relayed: Relayed) => void): void;
 }
+
+/** Called exactly once per relay, with how the attempt ended (see RelayResult). */
+export type RelayCallback = (result: RelayResult) => void;
 
 export interface Relayed {
   /** complete; partial = cut after bytes reached the client; aborted = the client left. */
@@ -162,19 +169,25 @@ class TooLargeToTranslate extends Error {
 
 type State = 'waiting' | 'discarding' | 'buffering' | 'relaying' | 'ended';
 
-/** Sends one attempt upstream and relays its response (see RelayResult). */
-export function relay(request: RelayRequest): Promise<RelayResult> {
+/**
+ * Sends one attempt upstream and relays its response. `onResult` is called exactly once:
+ * at once when the attempt cannot start (the client already left, the pool refused it),
+ * otherwise from undici's callbacks. No promise per attempt: the result is a callback, and
+ * a committed response tells its observers when it has ended (Committed.onFinished).
+ */
+export function relay(request: RelayRequest, onResult: RelayCallback): void {
   // The client may have left while an earlier candidate failed: do not call another.
-  if (request.res.destroyed) return Promise.resolve(ABORTED);
-  return new Promise((resolve) => {
-    const handler = new Relay(request, resolve);
-    request.res.on('close', handler.onClientClose);
-    try {
-      request.pool.dispatch(request.call, handler);
-    } catch (err) {
-      handler.fail(err);
-    }
-  });
+  if (request.res.destroyed) {
+    onResult(ABORTED);
+    return;
+  }
+  const handler = new Relay(request, onResult);
+  request.res.on('close', handler.onClientClose);
+  try {
+    request.pool.dispatch(request.call, handler);
+  } catch (err) {
+    handler.fail(err);
+  }
 }
 
 const ABORTED: RelayResult = Object.freeze({ kind: 'aborted' });
@@ -183,8 +196,10 @@ class Relay implements Dispatcher.DispatchHandler {
   readonly #request: RelayRequest;
   readonly #res: ServerResponse;
   readonly #transform: RelayTransform | undefined;
-  readonly #resolve: (result: RelayResult) => void;
-  #resolveFinished: ((relayed: Relayed) => void) | null = null;
+  readonly #resolve: RelayCallback;
+  /** Who waits for the committed response to end; the relayed outcome once it has. */
+  #observers: Array<(relayed: Relayed) => void> | null = null;
+  #relayed: Relayed | null = null;
   #controller: Dispatcher.DispatchController | null = null;
   #state: State = 'waiting';
   #clientGone = false;
@@ -203,7 +218,7 @@ class Relay implements Dispatcher.DispatchHandler {
   /** The previous chunk ended in a newline: an event boundary may straddle two chunks. */
   #endedInNewline = false;
 
-  constructor(request: RelayRequest, resolve: (r: RelayResult) => void) {
+  constructor(request: RelayRequest, resolve: RelayCallback) {
     this.#request = request;
     this.#res = request.res;
     this.#transform = request.transform;
@@ -370,10 +385,19 @@ class Relay implements Dispatcher.DispatchHandler {
     this.#state = 'relaying';
     this.#res.writeHead(this.#status, headers);
     this.#res.on('drain', this.#onDrain);
-    const finished = new Promise<Relayed>((resolve) => {
-      this.#resolveFinished = resolve;
-    });
-    this.#resolve({ kind: 'committed', status: this.#status, headersAt: this.#headersAt, finished });
+    this.#resolve({ kind: 'committed', status: this.#status, headersAt: this.#headersAt, onFinished: this.#onFinished });
+  }
+
+  readonly #onFinished = (observer: (relayed: Relayed) => void): void => {
+    if (this.#relayed !== null) observer(this.#relayed);
+    else (this.#observers ??= []).push(observer);
+  };
+
+  #finish(relayed: Relayed): void {
+    this.#relayed = relayed;
+    const observers = this.#observers;
+    this.#observers = null;
+    if (observers !== null) for (const observer of observers) observer(relayed);
   }
 
   /** A whole buffered body: one write, with the headers its usage decides. */
@@ -401,7 +425,7 @@ class Relay implements Dispatcher.DispatchHandler {
     this.#firstByteAt = performance.now();
     this.#res.end(body);
     this.#detach();
-    this.#resolveFinished?.({ outcome: 'complete', usage, firstByteAt: this.#firstByteAt, events: 0 });
+    this.#finish({ outcome: 'complete', usage, firstByteAt: this.#firstByteAt, events: 0 });
   }
 
   /** A body over the buffering bound: commit without usage headers and relay from here on. */
@@ -449,7 +473,7 @@ class Relay implements Dispatcher.DispatchHandler {
     usage: TokenUsage | null = outcome === 'complete' || this.#isSse ? this.#usageFromTail() : null,
   ): void {
     this.#detach();
-    this.#resolveFinished?.({ outcome, usage, firstByteAt: this.#firstByteAt, events: this.#events });
+    this.#finish({ outcome, usage, firstByteAt: this.#firstByteAt, events: this.#events });
   }
 
   /** Before commit: the attempt is over and the caller may try another candidate. */

@@ -99,7 +99,7 @@ export function createAdminHandler(ctx: AdminContext) {
       if (match.kind !== 'found' || match.endpoint.authenticated !== false) checkAdminToken(svc, req);
       if (match.kind !== 'found') throw refusal(match, req.method, path);
       const handled = match.endpoint.handle(a, match.rest);
-      if (handled !== undefined) handled.catch((err: unknown) => failRequest(a, err, svc));
+      if (handled instanceof Promise) handled.catch((err: unknown) => failRequest(a, err, svc));
     } catch (err) {
       failRequest(a, err, svc);
     }

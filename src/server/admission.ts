@@ -1,5 +1,5 @@
 import { requestStarted } from '../audit/index.js';
-import type { Principal, Reservation } from '../governance/index.js';
+import type { MaybePromise, Principal, Reservation } from '../governance/index.js';
 import * as governance from '../governance/index.js';
 import type { GenerationCandidate } from '../live/index.js';
 import type { Exchange } from './exchange.js';
@@ -54,57 +54,73 @@ export interface Asked {
   readonly maxTokens: number | null;
 }
 
+/** No gateway limit applies (an open gateway): the upstream's own rate-limit headers pass. */
+const NO_LIMIT_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+
 /**
  * Admits the request against its team's then its key's limits before any upstream call,
  * reserving the worst-case cost at the dearest price among the chain's candidates, or
  * throws the refusal (403, 429, 402, 503) with `retry-after` and `x-ratelimit-*`. Returns
  * the chain to try: under `pricing.on_missing: block`, candidates without a price are
- * left out.
+ * left out. The chain comes back at once when the store answered at once (the memory
+ * store, or nothing to count); a promise of it only when the store is remote.
  */
-export async function preCheck(
+export function preCheck(
   x: Exchange,
   svc: Services,
   asked: Asked,
   chain: readonly GenerationCandidate[],
-): Promise<readonly GenerationCandidate[]> {
+): MaybePromise<readonly GenerationCandidate[]> {
   const gen = x.gen;
   const principal = x.principal;
   if (gen === null || principal === null) throw new Error('pre-check before authentication');
   const policy = policyOf(gen);
+  if (principal.team === null && policy.onMissingPrice !== 'block') {
+    // The open gateway's anonymous caller: nothing to count, reserve or refuse by price.
+    admit(x, svc, null, NO_LIMIT_HEADERS);
+    return chain;
+  }
   const targets = chain.map((c) => ({ provider: c.provider.name, model: c.upstreamModel }));
   const demand = { model: asked.model, bodyBytes: asked.bodyBytes, maxTokens: asked.maxTokens, targets, pricing: gen.pricing };
-  const admission = await governance.preCheck(svc.governance, policy, principal, demand, Date.now());
-  if (!admission.ok) {
-    auditStarted(x, svc, admission.refusal.code);
-    throw governance.refusalError(admission.refusal);
-  }
-  x.reservation = admission.reservation;
+  const admission = governance.preCheck(svc.governance, policy, principal, demand, Date.now());
+  const admitted = (a: governance.Admission): readonly GenerationCandidate[] => {
+    if (!a.ok) {
+      auditStarted(x, svc, a.refusal.code);
+      throw governance.refusalError(a.refusal);
+    }
+    const headers = governance.rateLimitHeaders(a.rateLimit);
+    if (a.budgetWarnings.length > 0) {
+      headers['x-switchyard-budget-warning'] = a.budgetWarnings.map((s) => `${s.kind}:${s.id}`).join(',');
+      for (const s of a.budgetWarnings) if (s.kind === 'team') svc.metrics.budgetExceeded.inc({ team: s.id });
+    }
+    admit(x, svc, a.reservation, headers);
+    if (policy.onMissingPrice !== 'block' || a.unpriced.length === 0) return chain;
+    return chain.filter((c) => !a.unpriced.some((u) => u.provider === c.provider.name && u.model === c.upstreamModel));
+  };
+  return admission instanceof Promise ? admission.then(admitted) : admitted(admission);
+}
+
+function admit(x: Exchange, svc: Services, reservation: Reservation | null, limitHeaders: Readonly<Record<string, string>>): void {
+  x.reservation = reservation;
   x.admitted = true;
+  x.limitHeaders = limitHeaders;
   auditStarted(x, svc, null);
-  const headers = governance.rateLimitHeaders(admission.rateLimit);
-  if (admission.budgetWarnings.length > 0) {
-    headers['x-switchyard-budget-warning'] = admission.budgetWarnings.map((s) => `${s.kind}:${s.id}`).join(',');
-    for (const s of admission.budgetWarnings) if (s.kind === 'team') svc.metrics.budgetExceeded.inc({ team: s.id });
-  }
-  x.limitHeaders = headers;
-  if (policy.onMissingPrice !== 'block' || admission.unpriced.length === 0) return chain;
-  return chain.filter((c) => !admission.unpriced.some((u) => u.provider === c.provider.name && u.model === c.upstreamModel));
 }
 
 /**
  * Bills what the response used at the pricing table of the generation that routed it
  * (integer micro-USD, rounded once) and trues up the caller's counters; or, when nothing
- * was served, gives the reservation back. Called exactly once per request.
+ * was served, gives the reservation back. Called exactly once per request. Returns a
+ * promise only when the store's answer is one (a remote store).
  */
-export async function settle(x: Exchange, svc: Services): Promise<void> {
+export function settle(x: Exchange, svc: Services): void | Promise<void> {
   const reservation: Reservation | null = x.reservation;
   x.reservation = null;
   const gen = x.gen;
   const c = x.candidate;
   const now = Date.now();
   if (gen === null || c === null || (x.outcome === 'aborted' && x.headersAt === null)) {
-    await governance.release(svc.governance, reservation, now);
-    return;
+    return governance.release(svc.governance, reservation, now);
   }
   if (x.usage === null && x.stream && x.outcome !== 'complete') {
     // A stream cut midway, or left by its client, before its usage arrived: bill what was
@@ -112,7 +128,7 @@ export async function settle(x: Exchange, svc: Services): Promise<void> {
     x.usage = governance.seenUsage(x.bodyBytes, x.events);
     x.usageEstimated = true;
   }
-  const settled = await governance.settle(
+  const settled = governance.settle(
     svc.governance,
     reservation,
     { provider: c.provider.name, model: c.upstreamModel },
@@ -120,6 +136,11 @@ export async function settle(x: Exchange, svc: Services): Promise<void> {
     gen.pricing,
     now,
   );
+  if (settled instanceof Promise) return settled.then((s) => billed(x, svc, s));
+  billed(x, svc, settled);
+}
+
+function billed(x: Exchange, svc: Services, settled: governance.Settlement): void {
   x.costMicroUsd = settled.costMicroUsd;
   x.pricingMissing = settled.pricingMissing;
   if (settled.pricingMissing) svc.metrics.pricingMissing.inc();

@@ -5,7 +5,7 @@ import type { ChatProtocol, Operation } from '../providers/index.js';
 import { type Attempt, composeAttempt, sendToCandidate, withBreaker, withCredentialCheck, withTracing } from './attempt.js';
 import { handleChat } from './chat.js';
 import { handleCountTokens } from './count-tokens.js';
-import { type Endpoint, EndpointTable, pathOf } from './endpoints.js';
+import { ANSWERS_LATER, type Endpoint, EndpointTable, pathOf } from './endpoints.js';
 import { Exchange } from './exchange.js';
 import { recordRequest } from './record.js';
 import { failRequest, refusal, sendBody, sendJson, serveMetrics } from './respond.js';
@@ -52,7 +52,7 @@ export function createApiHandler(svc: Services, settings: ListenerSettings, traf
     }
     x.recorded = match.endpoint.recorded !== false;
     if (tracing !== null && x.recorded) x.span = tracing.startServer(match.endpoint.method, match.endpoint.path, path, req.headers);
-    let handled: void | Promise<void>;
+    let handled: void | Promise<void> | typeof ANSWERS_LATER;
     try {
       handled = match.endpoint.handle(x, match.rest);
     } catch (err) {
@@ -61,7 +61,7 @@ export function createApiHandler(svc: Services, settings: ListenerSettings, traf
       return;
     }
     if (handled === undefined) x.done();
-    else
+    else if (handled !== ANSWERS_LATER)
       handled.then(x.done, (err: unknown) => {
         failRequest(x, err, svc);
         x.done();
@@ -74,7 +74,7 @@ function apiEndpoints(svc: Services, settings: ListenerSettings, traffic: Traffi
   // so every answer, a refusal included, is in its shape.
   const model =
     (operation: Operation, protocol: ChatProtocol) =>
-    (x: Exchange): Promise<void> => {
+    (x: Exchange): typeof ANSWERS_LATER => {
       x.operation = operation;
       x.protocol = protocol;
       return handleChat(x, svc, settings, attempt);

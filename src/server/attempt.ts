@@ -9,8 +9,10 @@ import { operations } from './operations.js';
 
 // One attempt at one candidate, as a small core (send it through the provider's pool and
 // relay the answer) with behaviour wrapped around it, composed once at start-up: the
-// credential check and the breaker's admission and bookkeeping. The failover loop in
-// chat.ts only sees the result.
+// credential check and the breaker's admission and bookkeeping. Like undici's
+// interceptors, an attempt takes a callback rather than returning a promise: the request
+// path resolves no promise per attempt. The failover loop in serve-chain.ts only sees the
+// result.
 
 export interface AttemptRequest {
   readonly x: Exchange;
@@ -23,25 +25,24 @@ export interface AttemptRequest {
 }
 
 export type AttemptResult = RelayResult | { readonly kind: 'skipped' };
-export type Attempt = (a: AttemptRequest) => Promise<AttemptResult>;
+/** Called exactly once per attempt, possibly before the attempt function returns. */
+export type AttemptCallback = (r: AttemptResult) => void;
+/**
+ * Tries one candidate and reports how it ended through `done`. A request that cannot be
+ * sent to this candidate (it cannot be translated to its protocol) throws before anything
+ * is sent, and `done` is then not called.
+ */
+export type Attempt = (a: AttemptRequest, done: AttemptCallback) => void;
 export type Wrap = (next: Attempt) => Attempt;
 
-const SKIPPED: Promise<AttemptResult> = Promise.resolve(Object.freeze({ kind: 'skipped' as const }));
+const SKIPPED: AttemptResult = Object.freeze({ kind: 'skipped' as const });
 
 /**
  * The core: the upstream call for this candidate (its operation decides method, path and
  * body), relayed to the client if it commits. A request that cannot be translated to the
- * candidate's protocol rejects with a 400 naming the field, before anything is sent.
+ * candidate's protocol throws a 400 naming the field, before anything is sent.
  */
-export const sendToCandidate: Attempt = (a) => {
-  try {
-    return send(a);
-  } catch (err) {
-    return Promise.reject(err);
-  }
-};
-
-function send(a: AttemptRequest): Promise<AttemptResult> {
+export const sendToCandidate: Attempt = (a, done) => {
   const { x, candidate: c } = a;
   const gen = x.gen as Generation;
   const provider = c.provider;
@@ -68,30 +69,33 @@ function send(a: AttemptRequest): Promise<AttemptResult> {
   // A gateway limit's headers replace the upstream's of the same names.
   if (x.limitHeaders !== null) Object.assign(attribution, x.limitHeaders);
   x.attemptStartedAt = performance.now();
-  return relay({
-    res: x.res,
-    pool: provider.pool,
-    providerName: provider.name,
-    call: {
-      method: upstream.method,
-      path: upstream.path,
-      headers,
-      body: upstream.body,
-      timeoutMs: provider.timeoutMs,
+  relay(
+    {
+      res: x.res,
+      pool: provider.pool,
+      providerName: provider.name,
+      call: {
+        method: upstream.method,
+        path: upstream.path,
+        headers,
+        body: upstream.body,
+        timeoutMs: provider.timeoutMs,
+      },
+      responseHeaders: attribution,
+      exposeHeaders: provider.exposeHeaders,
+      limitsReplaced: x.limitHeaders !== null && hasRateLimitHeaders(x.limitHeaders),
+      usageHeaders: costHeaders(x, c),
+      // A stream's cost is known after its body: it goes out as a trailer.
+      usageTrailers: x.stream && isPriced(gen.pricing, provider.name, c.upstreamModel) ? COST_HEADER : undefined,
+      dropUsageEvent: upstream.dropUsageEvent,
+      doneBy: doneBy(x, provider.requestTimeoutMs),
+      streamMaxMs: x.stream ? (provider.streamMaxMs ?? undefined) : undefined,
+      stopSlot: x,
+      transform: upstream.transform,
     },
-    responseHeaders: attribution,
-    exposeHeaders: provider.exposeHeaders,
-    limitsReplaced: x.limitHeaders !== null && hasRateLimitHeaders(x.limitHeaders),
-    usageHeaders: costHeaders(x, c),
-    // A stream's cost is known after its body: it goes out as a trailer.
-    usageTrailers: x.stream && isPriced(gen.pricing, provider.name, c.upstreamModel) ? COST_HEADER : undefined,
-    dropUsageEvent: upstream.dropUsageEvent,
-    doneBy: doneBy(x, provider.requestTimeoutMs),
-    streamMaxMs: x.stream ? (provider.streamMaxMs ?? undefined) : undefined,
-    stopSlot: x,
-    transform: upstream.transform,
-  });
-}
+    done,
+  );
+};
 
 /** The earlier of the provider's request_timeout_ms (a non-streamed response) and the route's deadline. */
 function doneBy(x: Exchange, requestTimeoutMs: number | null): number | undefined {
@@ -126,10 +130,10 @@ function attributionOf(gen: Generation, c: GenerationCandidate): Readonly<Record
  * An overlay candidate whose credential could not be read fails over without calling
  * upstream. It is outside the breaker: a missing secret says nothing of the provider.
  */
-export const withCredentialCheck: Wrap = (next) => (a) => {
+export const withCredentialCheck: Wrap = (next) => (a, done) => {
   const problem = a.candidate.credentialProblem;
-  if (problem === null) return next(a);
-  return Promise.resolve({ kind: 'failed', reason: 'credential_unavailable', detail: problem });
+  if (problem === null) next(a, done);
+  else done({ kind: 'failed', reason: 'credential_unavailable', detail: problem });
 };
 
 /**
@@ -142,33 +146,35 @@ export const withCredentialCheck: Wrap = (next) => (a) => {
 export const withBreaker =
   (breakers: BreakerRegistry): Wrap =>
   (next) =>
-  (a) => {
+  (a, done) => {
     const identity = a.candidate.identity;
     let probe = false;
     if (a.pass === 0) {
       const admission = breakers.admit(identity);
-      if (admission === 'deny') return SKIPPED;
+      if (admission === 'deny') {
+        done(SKIPPED);
+        return;
+      }
       probe = admission === 'probe';
     }
-    return next(a).then(
-      (r) => {
+    try {
+      next(a, (r) => {
         if (r.kind === 'failed') breakers.recordFailure(identity, probe, r.retryAfterMs, r.reason);
         else if (r.kind === 'aborted') {
           if (probe) breakers.release(identity);
         } else if (r.kind === 'committed') {
           breakers.recordSuccess(identity);
-          void r.finished.then((f) => {
+          r.onFinished((f) => {
             if (f.outcome === 'partial') breakers.recordFailure(identity, false, undefined, 'stream_cut');
           });
         }
-        return r;
-      },
-      (err: unknown) => {
-        // Refused before anything was sent (a request that cannot be translated): the probe is someone else's.
-        if (probe) breakers.release(identity);
-        throw err;
-      },
-    );
+        done(r);
+      });
+    } catch (err) {
+      // Refused before anything was sent (a request that cannot be translated): the probe is someone else's.
+      if (probe) breakers.release(identity);
+      throw err;
+    }
   };
 
 /** Whether a gateway limit put its own `x-ratelimit-*` headers on the response. */
@@ -213,9 +219,12 @@ function serverAttributes(provider: GenerationCandidate['provider']): {
 export const withTracing =
   (tracing: Tracing): Wrap =>
   (next) =>
-  (a) => {
+  (a, done) => {
     const { x, candidate: c } = a;
-    if (x.span === null) return next(a);
+    if (x.span === null) {
+      next(a, done);
+      return;
+    }
     const span = tracing.startClient(x.span, {
       operation: genAiOperation(x.operation),
       model: c.upstreamModel,
@@ -225,32 +234,27 @@ export const withTracing =
     const trace: Record<string, string> = {};
     tracing.inject(span, trace);
     x.attemptTrace = trace;
-    let pending: Promise<AttemptResult>;
     try {
-      pending = next(a);
-    } finally {
-      x.attemptTrace = null;
-    }
-    return pending.then(
-      (r) => {
+      next(a, (r) => {
         if (r.kind === 'failed') tracing.fail(span, r.reason, r.detail);
         else if (r.kind === 'aborted') tracing.fail(span, 'client_closed', 'the client left before the response began');
         else if (r.kind === 'committed') {
           span.setAttribute('http.response.status_code', r.status);
-          void r.finished.then((f) => {
+          r.onFinished((f) => {
             if (f.usage !== null)
               span.setAttributes({ 'gen_ai.usage.input_tokens': f.usage.inputTokens, 'gen_ai.usage.output_tokens': f.usage.outputTokens });
             if (f.outcome === 'partial') tracing.fail(span, 'stream_interrupted', 'the response was cut after it began');
             else span.end();
           });
         } else span.end();
-        return r;
-      },
-      (err: unknown) => {
-        tracing.fail(span, 'invalid_request', err instanceof Error ? err.message : String(err));
-        throw err;
-      },
-    );
+        done(r);
+      });
+    } catch (err) {
+      tracing.fail(span, 'invalid_request', err instanceof Error ? err.message : String(err));
+      throw err;
+    } finally {
+      x.attemptTrace = null;
+    }
   };
 
 /** Wraps the core in the given order: the first wrap is the outermost. */

@@ -7,43 +7,56 @@ import { SwitchyardError } from '../errors.js';
  * does, without buffering the rest.
  */
 export function readBody(req: IncomingMessage, maxBodyBytes: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => readBodyThen(req, maxBodyBytes, resolve, reject));
+}
+
+/**
+ * readBody with callbacks, for the request path (no promise): exactly one of `onBody` and
+ * `onError` is called, never before this function has returned.
+ */
+export function readBodyThen(
+  req: IncomingMessage,
+  maxBodyBytes: number,
+  onBody: (body: Buffer) => void,
+  onError: (err: Error) => void,
+): void {
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > maxBodyBytes) {
-    return Promise.reject(tooLarge(maxBodyBytes));
+    const err = tooLarge(maxBodyBytes);
+    process.nextTick(onError, err);
+    return;
   }
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size > maxBodyBytes) {
-        cleanup();
-        reject(tooLarge(maxBodyBytes));
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = (): void => {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const onData = (chunk: Buffer): void => {
+    size += chunk.length;
+    if (size > maxBodyBytes) {
       cleanup();
-      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
-    };
-    // A client that goes away mid-upload surfaces as an 'error' (ECONNRESET "aborted") or
-    // just a 'close' before 'end': either way it is a client leaving, not a gateway fault.
-    const onGone = (): void => {
-      cleanup();
-      reject(new ClientGoneError());
-    };
-    const cleanup = (): void => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onGone);
-      req.off('close', onGone);
-    };
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onGone);
-    req.on('close', onGone);
-  });
+      onError(tooLarge(maxBodyBytes));
+      return;
+    }
+    chunks.push(chunk);
+  };
+  const onEnd = (): void => {
+    cleanup();
+    onBody(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+  };
+  // A client that goes away mid-upload surfaces as an 'error' (ECONNRESET "aborted") or
+  // just a 'close' before 'end': either way it is a client leaving, not a gateway fault.
+  const onGone = (): void => {
+    cleanup();
+    onError(new ClientGoneError());
+  };
+  const cleanup = (): void => {
+    req.off('data', onData);
+    req.off('end', onEnd);
+    req.off('error', onGone);
+    req.off('close', onGone);
+  };
+  req.on('data', onData);
+  req.on('end', onEnd);
+  req.on('error', onGone);
+  req.on('close', onGone);
 }
 
 /** The client closed its connection before its request body was complete. */

@@ -4,11 +4,13 @@ import { type Operation, operationProviders, servesOperation } from '../provider
 import { select } from '../routing/index.js';
 import { authenticate, preCheck } from './admission.js';
 import type { Attempt } from './attempt.js';
-import { readBody } from './body.js';
+import { readBodyThen } from './body.js';
+import { ANSWERS_LATER } from './endpoints.js';
 import type { Exchange } from './exchange.js';
 import { operations } from './operations.js';
+import { failRequest } from './respond.js';
 import { holderOf, ownerOf, rememberResponse } from './responses.js';
-import { serveChain } from './serve-chain.js';
+import { type ChainBody, type ServeOptions, serveChain } from './serve-chain.js';
 import type { ListenerSettings, Services } from './services.js';
 import { sessionKeyOf } from './session.js';
 
@@ -20,13 +22,37 @@ import { sessionKeyOf } from './session.js';
  * the body once, route, pre-check, try the chain, settle. Failover happens only before the
  * first response byte; after that the response is relayed as it comes. The record of the
  * request is written by the listener when the response ends (see Exchange).
+ *
+ * The steps run on callbacks (the body's end, the store's answer when it is remote, the
+ * attempts'), not on promises: a request served by its first candidate resolves none
+ * (ADR 0019). A refusal thrown before the body is read reaches the listener's error path;
+ * every later one is answered by `ended`.
  */
-export async function handleChat(x: Exchange, svc: Services, settings: ListenerSettings, attempt: Attempt): Promise<void> {
-  const spec = operations[x.operation];
+export function handleChat(x: Exchange, svc: Services, settings: ListenerSettings, attempt: Attempt): typeof ANSWERS_LATER {
   const gen = svc.holder.current();
   x.gen = gen;
   authenticate(x, svc);
-  const raw = await readBody(x.req, settings.maxBodyBytes);
+  readBodyThen(
+    x.req,
+    settings.maxBodyBytes,
+    (raw) => {
+      try {
+        routeAndAdmit(x, svc, attempt, raw);
+      } catch (err) {
+        ended(x, svc, err);
+      }
+    },
+    (err) => ended(x, svc, err),
+  );
+  return ANSWERS_LATER;
+}
+
+const NO_OPTIONS: ServeOptions = Object.freeze({});
+
+/** Parse, route, pre-check; then the chain is tried (at once, unless a remote store is still answering). */
+function routeAndAdmit(x: Exchange, svc: Services, attempt: Attempt, raw: Buffer): void {
+  const gen = x.gen as Generation;
+  const spec = operations[x.operation];
   x.bodyBytes = raw.length;
   const request = spec.parse(raw, x.protocol);
   const model = request.model;
@@ -35,30 +61,56 @@ export async function handleChat(x: Exchange, svc: Services, settings: ListenerS
 
   const route = routeOf(gen, model);
   let selected: readonly GenerationCandidate[];
-  let bindingKey: string | undefined;
+  let options = NO_OPTIONS;
   const continued = request.previousResponseId === undefined ? null : continuation(x, svc, gen, model, request.previousResponseId);
   if (continued !== null) {
     // Only the provider that holds the previous response can continue it: no failover.
     selected = [continued];
   } else {
     const sessionKey = sessionKeyOf(x.req, gen.config.routing.session_affinity);
-    bindingKey = sessionKey === undefined ? undefined : `${model}\u0000${sessionKey}`;
+    const bindingKey = sessionKey === undefined ? undefined : `${model}\u0000${sessionKey}`;
     const boundStableId = bindingKey === undefined ? undefined : svc.affinity.get(bindingKey);
     selected = select(route, { counters: svc.counters, random: svc.random, boundStableId }).chain;
     if (selected.length === 0)
       throw new SwitchyardError('no_route', `model "${model}" has no candidate that can serve new requests right now`, 'model');
     selected = servingCandidates(x.operation, model, selected);
+    if (bindingKey !== undefined) {
+      options = {
+        onCommit: (committed) => {
+          if (committed.status < 300) svc.affinity.bind(bindingKey, (x.candidate as GenerationCandidate).stableId);
+        },
+      };
+    }
   }
   if (spec.remembersResponses) x.onResponseId = (id, c) => rememberResponse(svc.responses, x, id, c);
 
-  const chain = await preCheck(x, svc, { model, bodyBytes: raw.length, maxTokens: spec.maxTokens(request.parsed) }, selected);
-  const deadlineMs = deadlineOf(gen, model);
+  const body = { raw, parsed: request.parsed };
+  const admitted = preCheck(x, svc, { model, bodyBytes: raw.length, maxTokens: spec.maxTokens(request.parsed) }, selected);
+  if (admitted instanceof Promise) {
+    admitted.then(
+      (chain) => serve(x, svc, attempt, chain, body, options),
+      (err: unknown) => ended(x, svc, err),
+    );
+  } else serve(x, svc, attempt, admitted, body, options);
+}
+
+function serve(
+  x: Exchange,
+  svc: Services,
+  attempt: Attempt,
+  chain: readonly GenerationCandidate[],
+  body: ChainBody,
+  options: ServeOptions,
+): void {
+  const deadlineMs = deadlineOf(x.gen as Generation, x.model as string);
   if (deadlineMs !== null) x.deadlineAt = x.startedAt + deadlineMs;
-  await serveChain(x, svc, chain, { raw, parsed: request.parsed }, attempt, {
-    onCommit: (committed) => {
-      if (bindingKey !== undefined && committed.status < 300) svc.affinity.bind(bindingKey, (x.candidate as GenerationCandidate).stableId);
-    },
-  });
+  serveChain(x, svc, chain, body, attempt, options, (err) => ended(x, svc, err));
+}
+
+/** The handler's part of the request is over: answer its error, if it ended with one. */
+function ended(x: Exchange, svc: Services, err: unknown): void {
+  if (err !== null) failRequest(x, err, svc);
+  x.done();
 }
 
 /**

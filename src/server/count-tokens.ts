@@ -1,6 +1,6 @@
 import { SwitchyardError } from '../errors.js';
 import type { GenerationCandidate } from '../live/index.js';
-import { chatBodyFor, providerHeaders, relay } from '../providers/index.js';
+import { chatBodyFor, providerHeaders, type Relayed, type RelayResult, relay } from '../providers/index.js';
 import { select } from '../routing/index.js';
 import { authenticate } from './admission.js';
 import { readBody } from './body.js';
@@ -44,39 +44,44 @@ export async function handleCountTokens(x: Exchange, svc: Services, settings: Li
       return;
     }
     x.headersAt = r.headersAt;
-    x.outcome = (await r.finished).outcome;
+    x.outcome = (await new Promise<Relayed>((resolve) => r.onFinished(resolve))).outcome;
     return;
   }
   x.res.setHeader('x-switchyard-estimated', 'true');
   sendJson(x.res, 200, { input_tokens: Math.ceil(raw.length / 4) });
 }
 
-function ask(x: Exchange, c: GenerationCandidate, raw: Buffer, parsed: Record<string, unknown>) {
+function ask(x: Exchange, c: GenerationCandidate, raw: Buffer, parsed: Record<string, unknown>): Promise<RelayResult> {
   const provider = c.provider;
   x.attemptStartedAt = performance.now();
-  return relay({
-    res: x.res,
-    pool: provider.pool,
-    providerName: provider.name,
-    call: {
-      method: 'POST',
-      path: '/messages/count_tokens',
-      headers: providerHeaders(
-        provider,
-        c.credential ?? provider.credential,
-        provider.headers,
-        'application/json',
-        x.requestId,
-        x.req.headers,
-      ),
-      body: chatBodyFor(raw, parsed, c.upstreamModel),
-      timeoutMs: provider.timeoutMs,
-    },
-    responseHeaders: {
-      'x-switchyard-provider': provider.name,
-      'x-switchyard-model': c.upstreamModel,
-      'x-switchyard-request-id': x.requestId,
-    },
-    stopSlot: x,
-  });
+  return new Promise((resolve) =>
+    relay(
+      {
+        res: x.res,
+        pool: provider.pool,
+        providerName: provider.name,
+        call: {
+          method: 'POST',
+          path: '/messages/count_tokens',
+          headers: providerHeaders(
+            provider,
+            c.credential ?? provider.credential,
+            provider.headers,
+            'application/json',
+            x.requestId,
+            x.req.headers,
+          ),
+          body: chatBodyFor(raw, parsed, c.upstreamModel),
+          timeoutMs: provider.timeoutMs,
+        },
+        responseHeaders: {
+          'x-switchyard-provider': provider.name,
+          'x-switchyard-model': c.upstreamModel,
+          'x-switchyard-request-id': x.requestId,
+        },
+        stopSlot: x,
+      },
+      resolve,
+    ),
+  );
 }

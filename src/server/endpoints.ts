@@ -6,11 +6,18 @@ import type { IncomingMessage } from 'node:http';
 
 export type Method = 'GET' | 'POST' | 'DELETE';
 
+/**
+ * What a handler returns when it answers the request itself, later, on callbacks rather
+ * than a promise: it then calls the Exchange's done() (after answering any error) when
+ * its part is over.
+ */
+export const ANSWERS_LATER: unique symbol = Symbol('answers later');
+
 export interface Endpoint<C> {
   readonly method: Method;
   /** An exact path, or a prefix when it ends in `/*` (the rest is the endpoint's argument). */
   readonly path: string;
-  readonly handle: (ctx: C, rest: string) => void | Promise<void>;
+  readonly handle: (ctx: C, rest: string) => void | Promise<void> | typeof ANSWERS_LATER;
   /** Probes and scrapes are not requests worth a record (metrics, access line). Default true. */
   readonly recorded?: boolean;
   /** Admin endpoints: whether the admin token is required (when one is set). Default true. */

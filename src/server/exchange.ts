@@ -46,7 +46,7 @@ export class Exchange {
   /** The pre-check's reservation until settle or release takes it (exactly once). */
   reservation: Reservation | null = null;
   /** `x-ratelimit-*` and the budget warning, for the response the request commits to. */
-  limitHeaders: Record<string, string> | null = null;
+  limitHeaders: Readonly<Record<string, string>> | null = null;
   pricingMissing = false;
   /** Passed authentication and the pre-check: its completion is audited. */
   admitted = false;

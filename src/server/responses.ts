@@ -4,7 +4,7 @@ import type { BindingTable } from '../routing/index.js';
 import { authenticate, preCheck } from './admission.js';
 import type { Attempt } from './attempt.js';
 import type { Exchange } from './exchange.js';
-import { serveChain } from './serve-chain.js';
+import { serveChainAsync } from './serve-chain.js';
 import type { Services } from './services.js';
 
 // The Responses API keeps state upstream: a response id exists only on the provider that
@@ -111,7 +111,7 @@ export async function handleStoredResponse(
   const holder = holderOf(gen, owner.model, owner, id);
   // No candidate list: a read or a delete reserves no tokens, whatever the model's price.
   await preCheck(x, svc, { model: owner.model, bodyBytes: 0, maxTokens: 0 }, []);
-  await serveChain(x, svc, [holder], { raw: EMPTY, parsed: {} }, attempt, {
+  await serveChainAsync(x, svc, [holder], { raw: EMPTY, parsed: {} }, attempt, {
     onCommit: (committed) => {
       if (method === 'DELETE' && committed.status < 300) svc.responses.delete(id);
     },
