@@ -7,6 +7,7 @@ import { handleChat } from './chat.js';
 import { handleCountTokens } from './count-tokens.js';
 import { ANSWERS_LATER, type Endpoint, EndpointTable, pathOf } from './endpoints.js';
 import { Exchange } from './exchange.js';
+import type { OpenExchanges } from './open-exchanges.js';
 import { recordRequest } from './record.js';
 import { failRequest, refusal, sendBody, sendJson, serveMetrics } from './respond.js';
 import { handleStoredResponse } from './responses.js';
@@ -17,7 +18,7 @@ export interface TrafficState {
   inflight: number;
   draining: boolean;
   /** Requests in progress, so that the drain can end the ones its limit catches. */
-  readonly open: Set<Exchange>;
+  readonly open: OpenExchanges;
 }
 
 const HEALTHY = '{"status":"ok"}';

@@ -84,6 +84,9 @@ export class Exchange {
   span: Span | null = null;
   /** The running upstream attempt's `traceparent` (and `tracestate`), from its span, for the upstream request. */
   attemptTrace: Record<string, string> | null = null;
+  /** Neighbours in the listener's list of requests in progress (OpenExchanges). */
+  prevOpen: Exchange | null = null;
+  nextOpen: Exchange | null = null;
   #requestId: string | null = null;
   #pending = 2;
   readonly #onRecord: (x: Exchange) => void;

@@ -31,6 +31,7 @@ import { type AdminContext, createAdminHandler } from './admin.js';
 import { createApiHandler, type TrafficState } from './api.js';
 import { logBreakerTransition } from './breaker-log.js';
 import { buildGovernanceStore, policyOf } from './governance.js';
+import { OpenExchanges } from './open-exchanges.js';
 import { Reloader, type ReloadResult } from './reload.js';
 import type { Services } from './services.js';
 
@@ -123,7 +124,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   reloader.adopt(first, started);
   const coordinator = new ReloadCoordinator(reloader.run);
 
-  const traffic: TrafficState = { inflight: 0, draining: false, open: new Set() };
+  const traffic: TrafficState = { inflight: 0, draining: false, open: new OpenExchanges() };
   const listeners = await startListeners(config.server, svc, traffic, {
     svc,
     reloader,
