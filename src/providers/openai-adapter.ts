@@ -45,24 +45,42 @@ function usageOf(value: unknown): TokenUsage | null {
 }
 
 const USAGE_KEY = Buffer.from('"usage"');
-const PROMPT_TOKENS = /"prompt_tokens"\s*:\s*(\d+)/;
-const COMPLETION_TOKENS = /"completion_tokens"\s*:\s*(\d+)/;
+const PROMPT_TOKENS_KEY = Buffer.from('"prompt_tokens"');
+const COMPLETION_TOKENS_KEY = Buffer.from('"completion_tokens"');
 
 /**
  * Usage from a whole non-streamed chat completion body. It reads the `usage` object's
- * counts from the text rather than parsing the body a second time: inside a JSON string a
+ * counts from the bytes rather than parsing the body a second time: inside a JSON string a
  * quote is escaped, so `"prompt_tokens":` can only be a key, and the last `"usage"` key of
  * the body is the response's own.
  */
 export function usageFromJson(body: Buffer): TokenUsage | null {
-  // Searched in the bytes, so only the tail from the key on becomes a string.
   const at = body.lastIndexOf(USAGE_KEY);
   if (at === -1) return null;
-  const tail = body.toString('latin1', at);
-  const input = PROMPT_TOKENS.exec(tail);
-  const output = COMPLETION_TOKENS.exec(tail);
-  if (input === null || output === null) return null;
-  return { inputTokens: Number(input[1]), outputTokens: Number(output[1]) };
+  const input = countAfter(body, PROMPT_TOKENS_KEY, at);
+  if (input === null) return null;
+  const output = countAfter(body, COMPLETION_TOKENS_KEY, at);
+  if (output === null) return null;
+  return { inputTokens: input, outputTokens: output };
+}
+
+/** The digits after the first `key` (from `from` on) that a `:` follows, JSON whitespace allowed around it; null when none. */
+function countAfter(body: Buffer, key: Buffer, from: number): number | null {
+  for (let k = body.indexOf(key, from); k !== -1; k = body.indexOf(key, k + 1)) {
+    let i = skipSpace(body, k + key.length);
+    if (body[i] !== 0x3a) continue;
+    i = skipSpace(body, i + 1);
+    let n = 0;
+    const first = i;
+    for (let d = body[i]; d !== undefined && d >= 0x30 && d <= 0x39; d = body[++i]) n = n * 10 + (d - 0x30);
+    if (i > first) return n;
+  }
+  return null;
+}
+
+function skipSpace(body: Buffer, i: number): number {
+  for (let c = body[i]; c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d; c = body[++i]);
+  return i;
 }
 
 /**

@@ -77,7 +77,11 @@ export interface RelayRequest {
   readonly doneBy?: number;
   /** A stream's whole length (stream_max_ms): it then ends with the SSE error event. */
   readonly streamMaxMs?: number;
-  /** Where the relay leaves a way to stop it from outside (the drain), while it runs. */
+  /**
+   * Where the relay leaves a way to stop it from outside (the drain), and a way to tell it
+   * that the client closed, while it runs. Without a slot it listens to the response's
+   * 'close' itself; the request path's Exchange listens already, and passes it on.
+   */
   readonly stopSlot?: StopSlot;
   /**
    * Set when the response cannot be relayed byte for byte (another protocol, or Anthropic
@@ -90,6 +94,8 @@ export interface RelayRequest {
 /** Holds the running attempt's stop: it ends the attempt as out of time, saying why. */
 export interface StopSlot {
   stopAttempt: ((why: string) => void) | null;
+  /** Called by the slot's owner when the client's connection closes. */
+  clientClosed: (() => void) | null;
 }
 
 /**
@@ -182,7 +188,9 @@ export function relay(request: RelayRequest, onResult: RelayCallback): void {
     return;
   }
   const handler = new Relay(request, onResult);
-  request.res.on('close', handler.onClientClose);
+  const slot = request.stopSlot;
+  if (slot === undefined) request.res.on('close', handler.onClientClose);
+  else slot.clientClosed = handler.onClientClose;
   try {
     request.pool.dispatch(request.call, handler);
   } catch (err) {
@@ -203,6 +211,7 @@ class Relay implements Dispatcher.DispatchHandler {
   #controller: Dispatcher.DispatchController | null = null;
   #state: State = 'waiting';
   #clientGone = false;
+  #drainListened = false;
   #isSse = false;
   #status = 0;
   #headersAt = 0;
@@ -325,12 +334,21 @@ class Relay implements Dispatcher.DispatchHandler {
     const transform = this.#transform;
     if (transform !== undefined) {
       const out = transform.chunk(chunk);
-      if (out.length > 0 && !this.#res.write(out)) controller.pause();
+      if (out.length > 0 && !this.#res.write(out)) this.#pauseUntilDrain(controller);
       return;
     }
     this.#keepTail(chunk);
     const out = this.#filter === null ? chunk : this.#filter.push(chunk);
-    if (out.length > 0 && !this.#res.write(out)) controller.pause();
+    if (out.length > 0 && !this.#res.write(out)) this.#pauseUntilDrain(controller);
+  }
+
+  /** The client's socket is full: the upstream waits until it drains (listened to only once it is needed). */
+  #pauseUntilDrain(controller: Dispatcher.DispatchController): void {
+    if (!this.#drainListened) {
+      this.#drainListened = true;
+      this.#res.on('drain', this.#onDrain);
+    }
+    controller.pause();
   }
 
   onResponseEnd(): void {
@@ -384,7 +402,6 @@ class Relay implements Dispatcher.DispatchHandler {
   #commit(headers: OutgoingHttpHeaders): void {
     this.#state = 'relaying';
     this.#res.writeHead(this.#status, headers);
-    this.#res.on('drain', this.#onDrain);
     this.#resolve({ kind: 'committed', status: this.#status, headersAt: this.#headersAt, onFinished: this.#onFinished });
   }
 
@@ -440,7 +457,7 @@ class Relay implements Dispatcher.DispatchHandler {
       this.#keepTail(chunk);
       full = !this.#res.write(chunk);
     }
-    if (full) controller.pause();
+    if (full) this.#pauseUntilDrain(controller);
   }
 
   #keepTail(chunk: Buffer): void {
@@ -485,9 +502,15 @@ class Relay implements Dispatcher.DispatchHandler {
   #detach(): void {
     this.#clearLimit();
     const slot = this.#request.stopSlot;
-    if (slot !== undefined && slot.stopAttempt === this.#stop) slot.stopAttempt = null;
-    this.#res.off('close', this.onClientClose);
-    this.#res.off('drain', this.#onDrain);
+    if (slot === undefined) this.#res.off('close', this.onClientClose);
+    else {
+      if (slot.stopAttempt === this.#stop) slot.stopAttempt = null;
+      if (slot.clientClosed === this.onClientClose) slot.clientClosed = null;
+    }
+    if (this.#drainListened) {
+      this.#drainListened = false;
+      this.#res.off('drain', this.#onDrain);
+    }
     this.#kept = [];
   }
 }

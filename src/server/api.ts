@@ -36,9 +36,10 @@ export function createApiHandler(svc: Services, settings: ListenerSettings, traf
     traffic.inflight += 1;
     const x = new Exchange(req, res, record);
     traffic.open.add(x);
-    res.once('close', () => {
+    res.on('close', () => {
       traffic.inflight -= 1;
       traffic.open.delete(x);
+      x.clientClosed?.();
       x.done();
     });
     // While draining, finish what arrives on open connections but close them after.

@@ -135,7 +135,7 @@ function continuation(x: Exchange, svc: Services, gen: Generation, model: string
  * route with none left is refused, naming what would serve it.
  */
 function servingCandidates(operation: Operation, model: string, chain: readonly GenerationCandidate[]): readonly GenerationCandidate[] {
-  if (chain.every((c) => servesOperation(c.provider.type, operation))) return chain;
+  if (servedByAll(chain, operation)) return chain;
   const left = chain.filter((c) => servesOperation(c.provider.type, operation));
   if (left.length > 0) return left;
   const types = [...new Set(chain.map((c) => c.provider.type))].join(' and ');
@@ -144,6 +144,11 @@ function servingCandidates(operation: Operation, model: string, chain: readonly 
     `model "${model}" is served only by ${types} providers, which have no ${operation} endpoint (${operations[operation].endpoint} is passed to ${operationProviders(operation).join(' and ')} providers)`,
     'model',
   );
+}
+
+function servedByAll(chain: readonly GenerationCandidate[], operation: Operation): boolean {
+  for (const c of chain) if (!servesOperation(c.provider.type, operation)) return false;
+  return true;
 }
 
 /** `deadline_ms` of the model's static route, or overlay mode's for every model; null = none. */

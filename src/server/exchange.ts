@@ -62,6 +62,8 @@ export class Exchange {
   failures: Failure[] = [];
   /** performance.now() by which the route's deadline_ms has passed, across every attempt; null = none. */
   deadlineAt: number | null = null;
+  /** Tells the running attempt that the client closed (see StopSlot), set by the relay while it runs. */
+  clientClosed: (() => void) | null = null;
   /** The running attempt's stop (see StopSlot), set by the relay while it runs. */
   stopAttempt: ((why: string) => void) | null = null;
   /** Why the gateway stopped this request (the drain ran out), or null. */

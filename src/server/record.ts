@@ -1,4 +1,5 @@
 import { requestCompleted } from '../audit/index.js';
+import type { Generation, GenerationCandidate } from '../live/index.js';
 import { genAiOperation, genAiSystem, type Tracing } from '../telemetry/index.js';
 import { pathOf } from './endpoints.js';
 import type { Exchange } from './exchange.js';
@@ -40,7 +41,7 @@ export function recordRequest(svc: Services, x: Exchange): void {
   if (x.admitted && svc.audit !== null) auditCompleted(svc, x, status, durationMs);
   if (x.span !== null && svc.tracing !== null) endServerSpan(svc.tracing, x, status);
   if ((gen !== null && !gen.config.log.access) || !svc.accessLog.enabled) return;
-  svc.accessLog.writeJson(accessLine(x, status, durationMs, x.model, provider));
+  svc.accessLog.writeFields(accessLine(x, status, durationMs, x.model, provider));
 }
 
 /**
@@ -110,20 +111,35 @@ function auditCompleted(svc: Services, x: Exchange, status: number | 'partial', 
 
 const q = JSON.stringify;
 
+/** The access line's members that are the same for every request a candidate serves under a model, per generation. */
+const servedBy = new WeakMap<GenerationCandidate, { readonly gen: Generation; readonly model: string; readonly members: string }>();
+
+function servedByMembers(gen: Generation, c: GenerationCandidate, model: string): string {
+  const known = servedBy.get(c);
+  if (known !== undefined && known.gen === gen && known.model === model) return known.members;
+  const members = `,"model":${q(model)},"provider":${q(c.provider.name)},"upstream_model":${q(c.upstreamModel)},"candidate":${q(c.stableId)},"generation":${gen.number}`;
+  servedBy.set(c, { gen, model, members });
+  return members;
+}
+
 /**
- * The access line's fields, serialised by hand: a generic JSON.stringify of the record
+ * The access line's members, serialised by hand: a generic JSON.stringify of the record
  * object cost twice as much. Every string that a client or a config can influence goes
- * through JSON.stringify; the rest are numbers and booleans. Absent fields are left out.
+ * through JSON.stringify (the request id is a UUID or matched a token pattern, and the
+ * method is one llhttp accepted: neither needs it); the rest are numbers and booleans.
+ * Absent fields are left out.
  */
 function accessLine(x: Exchange, status: number | 'partial', durationMs: number, model: string | undefined, provider: string): string {
   const c = x.candidate;
   const gen = x.gen;
-  let s = `{"request_id":${q(x.requestId)},"method":${q(x.req.method ?? '')}`;
-  if (model === undefined) s += `,"path":${q(pathOf(x.req))}`;
-  else s += `,"model":${q(model)}`;
-  s += `,"provider":${q(provider)}`;
-  if (c !== null) s += `,"upstream_model":${q(c.upstreamModel)},"candidate":${q(c.stableId)}`;
-  if (gen !== null) s += `,"generation":${gen.number}`;
+  let s = `,"request_id":"${x.requestId}","method":"${x.req.method ?? ''}"`;
+  if (c !== null && gen !== null && model !== undefined) s += servedByMembers(gen, c, model);
+  else {
+    s += model === undefined ? `,"path":${q(pathOf(x.req))}` : `,"model":${q(model)}`;
+    s += `,"provider":${q(provider)}`;
+    if (c !== null) s += `,"upstream_model":${q(c.upstreamModel)},"candidate":${q(c.stableId)}`;
+    if (gen !== null) s += `,"generation":${gen.number}`;
+  }
   s += `,"status":${typeof status === 'number' ? status : '"partial"'}`;
   if (x.reason !== null) s += `,"reason":"${x.reason}"`;
   s += `,"partial":${status === 'partial'},"stream":${x.stream},"duration_ms":${round3(durationMs)}`;
@@ -133,7 +149,7 @@ function accessLine(x: Exchange, status: number | 'partial', durationMs: number,
   if (usage !== null) s += `,"input_tokens":${usage.inputTokens},"output_tokens":${usage.outputTokens}`;
   if (x.usageEstimated) s += ',"usage_estimated":true';
   if (x.costMicroUsd !== null) s += `,"cost_micro_usd":${x.costMicroUsd}`;
-  return `${s}}`;
+  return s;
 }
 
 function round3(ms: number): number {

@@ -26,6 +26,15 @@ describe('usage read from an OpenAI chat completion', () => {
     assert.equal(usageFromJson(Buffer.from('{"usage":{"prompt_tokens":3')), null);
   });
 
+  it('JSON whitespace around the colon is read; a count that is not a number is no count', () => {
+    assert.deepEqual(usageFromJson(Buffer.from('{"usage":{"prompt_tokens" :\n 12 ,"completion_tokens":\t34}}')), {
+      inputTokens: 12,
+      outputTokens: 34,
+    });
+    assert.equal(usageFromJson(Buffer.from('{"usage":{"prompt_tokens":"12","completion_tokens":34}}')), null);
+    assert.equal(usageFromJson(Buffer.from('{"usage":{"prompt_tokens":null,"completion_tokens":34}}')), null);
+  });
+
   it('multi-byte text before the usage does not shift the read', () => {
     const body = Buffer.from(
       JSON.stringify({ choices: [{ message: { content: 'ünïcødé ✓ 日本語' } }], usage: { prompt_tokens: 5, completion_tokens: 6 } }),

@@ -35,15 +35,15 @@ test('every line written reaches the destination as one JSON object, in order, o
   assert.ok(!('note' in (got[1] as object)), 'undefined fields are left out');
 });
 
-test('lines are written in batches once 8 KiB are pending, before any timer or close', () => {
+test('lines are written in batches once 64 KiB are pending, before any timer or close', () => {
   const file = tempFile();
   const log = new AccessLog({ level: 'info', destination: file, flushMs: 60_000 });
   log.write({ request_id: 'first' });
   assert.equal(readFileSync(file, 'utf8'), '', 'one short line stays pending');
-  for (let i = 0; i < 200; i++) log.write({ request_id: `r${i}`, padding: 'x'.repeat(64) });
+  for (let i = 0; i < 1000; i++) log.write({ request_id: `r${i}`, padding: 'x'.repeat(64) });
   assert.ok(lines(file).length > 0, 'a full batch was written');
   log.close();
-  assert.equal(lines(file).length, 201);
+  assert.equal(lines(file).length, 1001);
 });
 
 test('the access log is off below level info, and writes nothing after close', () => {
