@@ -17,9 +17,101 @@ import {
 
 interface MonthCounters {
   spent: number;
-  reserved: number;
-  /** reservation id -> [costMicroUsd, expiresAtMs], in expiry order */
-  readonly open: Map<string, [number, number]>;
+  readonly open: OpenReservations;
+}
+
+/**
+ * One month's open reservations, in the order they were made, which is their expiry order
+ * (one TTL, time moving forward). Parallel arrays of numbers, not a Map of entries: a
+ * long-lived table that every request writes a new object into keeps the young
+ * generation's collector busy (the same lesson as server/open-exchanges.ts). Settling
+ * marks an entry; settled and expired entries leave from the head, and the arrays are
+ * compacted when the dead entries outnumber the live ones.
+ */
+class OpenReservations {
+  #seqs: number[] = [];
+  /** Cost in micro-USD; -1 once settled. */
+  #costs: number[] = [];
+  #expiresAt: number[] = [];
+  #head = 0;
+  #live = 0;
+  /** Sum of the open reservations' costs. */
+  reserved = 0;
+
+  get size(): number {
+    return this.#live;
+  }
+
+  /** Appends a reservation; `seq` grows with every call. */
+  add(seq: number, costMicroUsd: number, expiresAtMs: number): void {
+    this.#seqs.push(seq);
+    this.#costs.push(costMicroUsd);
+    this.#expiresAt.push(expiresAtMs);
+    this.#live += 1;
+    this.reserved += costMicroUsd;
+  }
+
+  /** Closes reservation `seq`; false when it is not open (already closed, or expired). */
+  close(seq: number): boolean {
+    const seqs = this.#seqs;
+    let lo = this.#head;
+    let hi = seqs.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const v = seqs[mid] as number;
+      if (v < seq) lo = mid + 1;
+      else if (v > seq) hi = mid - 1;
+      else {
+        const cost = this.#costs[mid] as number;
+        if (cost < 0) return false;
+        this.#costs[mid] = -1;
+        this.#live -= 1;
+        this.reserved -= cost;
+        this.#trim(Number.NEGATIVE_INFINITY);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Drops the reservations that expired by `nowMs` (a crashed caller's), giving their cost back. */
+  purge(nowMs: number): void {
+    this.#trim(nowMs);
+  }
+
+  #trim(nowMs: number): void {
+    const costs = this.#costs;
+    const expires = this.#expiresAt;
+    let head = this.#head;
+    while (head < costs.length) {
+      const cost = costs[head] as number;
+      if (cost >= 0) {
+        if ((expires[head] as number) > nowMs) break;
+        this.#live -= 1;
+        this.reserved -= cost;
+      }
+      head += 1;
+    }
+    this.#head = head;
+    const span = costs.length - head;
+    if ((head > 1024 && head * 2 > costs.length) || (span > 1024 && this.#live * 2 < span)) this.#compact();
+  }
+
+  #compact(): void {
+    const seqs: number[] = [];
+    const costs: number[] = [];
+    const expires: number[] = [];
+    for (let i = this.#head; i < this.#costs.length; i += 1) {
+      if ((this.#costs[i] as number) < 0) continue;
+      seqs.push(this.#seqs[i] as number);
+      costs.push(this.#costs[i] as number);
+      expires.push(this.#expiresAt[i] as number);
+    }
+    this.#seqs = seqs;
+    this.#costs = costs;
+    this.#expiresAt = expires;
+    this.#head = 0;
+  }
 }
 
 /**
@@ -136,15 +228,7 @@ class ScopeCounters {
 
   purge(nowMs: number, month: string): void {
     this.window.dropUntil(nowMs - WINDOW_MS);
-    const m = this.months.get(month);
-    if (m !== undefined && m.open.size > 0) {
-      // Insertion order is expiry order (one TTL, time moving forward): stop at the first live one.
-      for (const [id, [cost, expiresAt]] of m.open) {
-        if (expiresAt > nowMs) break;
-        m.open.delete(id);
-        m.reserved -= cost;
-      }
-    }
+    this.months.get(month)?.open.purge(nowMs);
   }
 
   tokensOn(day: string): number {
@@ -164,7 +248,7 @@ class ScopeCounters {
   month(stamp: string): MonthCounters {
     let m = this.months.get(stamp);
     if (m === undefined) {
-      m = { spent: 0, reserved: 0, open: new Map() };
+      m = { spent: 0, open: new OpenReservations() };
       this.months.set(stamp, m);
       // Keep this month and the last (for late settles); older months are history.
       for (const key of this.months.keys()) if (key < stamp && this.months.size > 2) this.months.delete(key);
@@ -244,14 +328,15 @@ export class MemoryGovernanceStore implements GovernanceStore {
       }
       if (budgetMicroUsdPerMonth !== undefined) {
         const m = c.months.get(month);
-        if ((m?.spent ?? 0) + (m?.reserved ?? 0) + costMicroUsd > budgetMicroUsdPerMonth) {
+        if ((m?.spent ?? 0) + (m?.open.reserved ?? 0) + costMicroUsd > budgetMicroUsdPerMonth) {
           if (s.limits.budgetOnExceeded === 'warn') (warnings ??= []).push(scopeRef(s));
           else return { ok: false, refusal: limitRefusal(s, 'budget', 0, nowMs, view()) };
         }
       }
     }
     this.#sequence += 1;
-    const id = `m${this.#sequence}`;
+    const seq = this.#sequence;
+    const id = `m${seq}`;
     const expiresAt = nowMs + this.#reservationTtlMs;
     for (let i = 0; i < counters.length; i += 1) {
       const c = counters[i] as ScopeCounters;
@@ -260,8 +345,7 @@ export class MemoryGovernanceStore implements GovernanceStore {
       // Only a budget reads reservations: a scope without one books spend, not reservations.
       if ((scopes[i] as Scope).limits.budgetMicroUsdPerMonth === undefined) continue;
       const m = c.month(month);
-      m.reserved += costMicroUsd;
-      m.open.set(id, [costMicroUsd, expiresAt]);
+      m.open.add(seq, costMicroUsd, expiresAt);
     }
     // The generation's scope objects are the reservation's scopes: settle finds their
     // counters without a key (they carry limits too, which nothing downstream reads).
@@ -275,11 +359,7 @@ export class MemoryGovernanceStore implements GovernanceStore {
       c.window.adjustTokens(r.atMs, actual.tokens - r.tokens);
       c.addTokens(r.day, actual.tokens - r.tokens);
       const m = c.month(r.month);
-      const open = m.open.get(r.id);
-      if (open !== undefined) {
-        m.open.delete(r.id);
-        m.reserved -= open[0];
-      }
+      m.open.close(Number(r.id.slice(1)));
       m.spent += actual.costMicroUsd;
     }
   }
@@ -301,7 +381,11 @@ export class MemoryGovernanceStore implements GovernanceStore {
         requestsThisMinute: { used: c.window.requestSum, limit: s.limits.rpm ?? null },
         tokensThisMinute: { used: c.window.tokenSum, limit: s.limits.tpm ?? null },
         tokensToday: { used: c.tokensOn(day), limit: s.limits.tokensPerDay ?? null },
-        spendThisMonthMicroUsd: { used: m?.spent ?? 0, reservedMicroUsd: m?.reserved ?? 0, limit: s.limits.budgetMicroUsdPerMonth ?? null },
+        spendThisMonthMicroUsd: {
+          used: m?.spent ?? 0,
+          reservedMicroUsd: m?.open.reserved ?? 0,
+          limit: s.limits.budgetMicroUsdPerMonth ?? null,
+        },
       };
     });
   }

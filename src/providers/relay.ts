@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { openaiErrorBody } from '../errors.js';
 import { type FailureReason, isFailoverStatus, reasonForStatus } from '../resilience/index.js';
@@ -52,11 +52,18 @@ export interface RelayRequest {
   readonly pool: ProviderPool;
   readonly providerName: string;
   readonly call: UpstreamCall;
-  /** Added to the client response's headers if this attempt commits (attribution). */
-  readonly responseHeaders: Readonly<Record<string, string>>;
+  /**
+   * The gateway's headers on the client's response if this attempt commits, as flat lists
+   * of names and values (`[name, value, name, value, …]`), the form Node's writeHead takes
+   * without building an object: what is the same for every request a candidate serves
+   * (attribution, built once per generation), then this request's own (its id, the
+   * fallback, gateway limits).
+   */
+  readonly attribution: readonly string[];
+  readonly ownHeaders: readonly string[];
   /** Upstream response headers the client gets beyond the default allow-list (the provider's expose_headers). */
   readonly exposeHeaders?: ReadonlySet<string> | null;
-  /** A gateway limit's headers are in responseHeaders: the provider's rate-limit headers are then left out. */
+  /** A gateway limit's headers are in ownHeaders: the provider's rate-limit headers are then left out. */
   readonly limitsReplaced?: boolean;
   /**
    * Headers that depend on the usage the response reports (its cost). A buffered response
@@ -143,18 +150,33 @@ export interface Relayed {
 }
 
 /**
- * The client's headers from the upstream's: the allowed ones (PASSED_HEADERS, the
- * rate-limit headers unless a gateway limit replaced them, the provider's expose_headers),
- * then the gateway's own.
+ * The client's headers, as a flat list for writeHead: the allowed upstream ones
+ * (PASSED_HEADERS, the rate-limit headers unless a gateway limit replaced them, the
+ * provider's expose_headers), then the gateway's own, then `extra` (a cost, say). Built
+ * once per response; none of the gateway's names can also come from upstream (expose_headers
+ * refuses x-switchyard-* names, and upstream rate-limit headers are left out when the
+ * gateway sends its own). A translated body (`ownType`) gets its own content type.
  */
-function responseHeaders(upstream: IncomingHttpHeaders, request: RelayRequest, attribution: Record<string, string>): OutgoingHttpHeaders {
-  const headers: OutgoingHttpHeaders = {};
+function responseHeaders(
+  upstream: IncomingHttpHeaders,
+  request: RelayRequest,
+  extra: Readonly<Record<string, string>> | null,
+  ownType = false,
+): Array<string | string[]> {
+  const out: Array<string | string[]> = [];
   const expose = request.exposeHeaders;
   const rateLimits = request.limitsReplaced !== true;
   for (const name in upstream) {
-    if (PASSED_HEADERS.has(name) || (rateLimits && isRateLimitHeader(name)) || expose?.has(name) === true) headers[name] = upstream[name];
+    if (ownType && name === 'content-type') continue;
+    if (PASSED_HEADERS.has(name) || (rateLimits && isRateLimitHeader(name)) || expose?.has(name) === true) {
+      const value = upstream[name];
+      if (value !== undefined) out.push(name, value);
+    }
   }
-  return Object.assign(headers, attribution);
+  for (const v of request.attribution) out.push(v);
+  for (const v of request.ownHeaders) out.push(v);
+  if (extra !== null) for (const name in extra) out.push(name, extra[name] as string);
+  return out;
 }
 
 class ClientGone extends Error {
@@ -309,8 +331,8 @@ class Relay implements Dispatcher.DispatchHandler {
     this.#clearLimit();
     const maxMs = this.#request.streamMaxMs;
     if (maxMs !== undefined) this.#limit(maxMs, `it reached stream_max_ms (${maxMs} ms)`);
-    const out = responseHeaders(headers, this.#request, this.#request.responseHeaders);
-    if (this.#request.usageTrailers !== undefined) out.trailer = this.#request.usageTrailers;
+    const out = responseHeaders(headers, this.#request, null);
+    if (this.#request.usageTrailers !== undefined) out.push('trailer', this.#request.usageTrailers);
     this.#commit(out);
     // A stream's client should see it start at once, not with the first token.
     this.#res.flushHeaders();
@@ -399,7 +421,7 @@ class Relay implements Dispatcher.DispatchHandler {
   }
 
   /** The response now belongs to this attempt: headers to the client, and the caller told. */
-  #commit(headers: OutgoingHttpHeaders): void {
+  #commit(headers: Array<string | string[]>): void {
     this.#state = 'relaying';
     this.#res.writeHead(this.#status, headers);
     this.#resolve({ kind: 'committed', status: this.#status, headersAt: this.#headersAt, onFinished: this.#onFinished });
@@ -429,14 +451,10 @@ class Relay implements Dispatcher.DispatchHandler {
       body = answer.body;
       usage = answer.usage;
     }
-    const extra = this.#request.usageHeaders?.(usage) ?? null;
-    const headers = responseHeaders(
-      this.#upstreamHeaders,
-      this.#request,
-      extra === null ? this.#request.responseHeaders : { ...this.#request.responseHeaders, ...extra },
-    );
-    headers['content-length'] = Buffer.byteLength(body);
-    if (typeof body === 'string') headers['content-type'] = 'application/json';
+    const translated = typeof body === 'string';
+    const headers = responseHeaders(this.#upstreamHeaders, this.#request, this.#request.usageHeaders?.(usage) ?? null, translated);
+    if (translated) headers.push('content-type', 'application/json');
+    headers.push('content-length', String(Buffer.byteLength(body)));
     this.#commit(headers);
     this.#state = 'ended';
     this.#firstByteAt = performance.now();
@@ -447,7 +465,7 @@ class Relay implements Dispatcher.DispatchHandler {
 
   /** A body over the buffering bound: commit without usage headers and relay from here on. */
   #streamBuffered(controller: Dispatcher.DispatchController): void {
-    this.#commit(responseHeaders(this.#upstreamHeaders, this.#request, this.#request.responseHeaders));
+    this.#commit(responseHeaders(this.#upstreamHeaders, this.#request, null));
     this.#firstByteAt = performance.now();
     const kept = this.#kept;
     this.#kept = [];

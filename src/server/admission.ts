@@ -55,7 +55,7 @@ export interface Asked {
 }
 
 /** No gateway limit applies (an open gateway): the upstream's own rate-limit headers pass. */
-const NO_LIMIT_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+const NO_LIMIT_HEADERS: readonly string[] = Object.freeze([]);
 
 /**
  * Admits the request against its team's then its key's limits before any upstream call,
@@ -93,14 +93,16 @@ export function preCheck(
       headers['x-switchyard-budget-warning'] = a.budgetWarnings.map((s) => `${s.kind}:${s.id}`).join(',');
       for (const s of a.budgetWarnings) if (s.kind === 'team') svc.metrics.budgetExceeded.inc({ team: s.id });
     }
-    admit(x, svc, a.reservation, headers);
+    const flat: string[] = [];
+    for (const name in headers) flat.push(name, headers[name] as string);
+    admit(x, svc, a.reservation, flat);
     if (policy.onMissingPrice !== 'block' || a.unpriced.length === 0) return chain;
     return chain.filter((c) => !a.unpriced.some((u) => u.provider === c.provider.name && u.model === c.upstreamModel));
   };
   return admission instanceof Promise ? admission.then(admitted) : admitted(admission);
 }
 
-function admit(x: Exchange, svc: Services, reservation: Reservation | null, limitHeaders: Readonly<Record<string, string>>): void {
+function admit(x: Exchange, svc: Services, reservation: Reservation | null, limitHeaders: readonly string[]): void {
   x.reservation = reservation;
   x.admitted = true;
   x.limitHeaders = limitHeaders;

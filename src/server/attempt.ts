@@ -56,7 +56,7 @@ export const sendToCandidate: Attempt = (a, done) => {
     requestId,
     x.req.headers,
   );
-  const attribution: Record<string, string> = { ...attributionOf(gen, c), 'x-switchyard-request-id': requestId };
+  const own: string[] = ['x-switchyard-request-id', requestId];
   if (gen.overlay !== null) {
     // Grid provider-hop headers, so a provider behind a Grid hop can attribute the request.
     headers['x-ai-routing-candidate'] = c.stableId;
@@ -65,9 +65,10 @@ export const sendToCandidate: Attempt = (a, done) => {
   }
   if (x.attemptTrace !== null) Object.assign(headers, x.attemptTrace);
   else forwardTraceContext(x, headers);
-  if (x.failures.length > 0) attribution['x-switchyard-fallback'] = x.failures.map((f) => f.provider).join(',');
+  if (x.failures.length > 0) own.push('x-switchyard-fallback', x.failures.map((f) => f.provider).join(','));
   // A gateway limit's headers replace the upstream's of the same names.
-  if (x.limitHeaders !== null) Object.assign(attribution, x.limitHeaders);
+  const limits = x.limitHeaders;
+  if (limits !== null) for (const v of limits) own.push(v);
   x.attemptStartedAt = performance.now();
   relay(
     {
@@ -81,9 +82,10 @@ export const sendToCandidate: Attempt = (a, done) => {
         body: upstream.body,
         timeoutMs: provider.timeoutMs,
       },
-      responseHeaders: attribution,
+      attribution: attributionOf(gen, c),
+      ownHeaders: own,
       exposeHeaders: provider.exposeHeaders,
-      limitsReplaced: x.limitHeaders !== null && hasRateLimitHeaders(x.limitHeaders),
+      limitsReplaced: limits !== null && hasRateLimitHeaders(limits),
       usageHeaders: costHeaders(x, c),
       // A stream's cost is known after its body: it goes out as a trailer.
       usageTrailers: x.stream && isPriced(gen.pricing, provider.name, c.upstreamModel) ? COST_HEADER : undefined,
@@ -105,22 +107,26 @@ function doneBy(x: Exchange, requestTimeoutMs: number | null): number | undefine
   return route === null ? own : Math.min(own, route);
 }
 
-const attributions = new WeakMap<GenerationCandidate, { readonly gen: Generation; readonly headers: Readonly<Record<string, string>> }>();
+const attributions = new WeakMap<GenerationCandidate, { readonly gen: Generation; readonly headers: readonly string[] }>();
 
 /**
  * The attribution headers that are the same for every request a candidate serves in its
- * generation, built once per (generation, candidate).
+ * generation, as a flat list of names and values, built once per (generation, candidate).
  */
-function attributionOf(gen: Generation, c: GenerationCandidate): Readonly<Record<string, string>> {
+function attributionOf(gen: Generation, c: GenerationCandidate): readonly string[] {
   const known = attributions.get(c);
   if (known?.gen === gen) return known.headers;
-  const headers: Record<string, string> = {
-    'x-switchyard-provider': c.provider.name,
-    'x-switchyard-model': c.upstreamModel,
-    'x-switchyard-candidate': c.stableId,
-    'x-switchyard-generation': String(gen.number),
-  };
-  if (gen.overlay !== null) headers['x-switchyard-revision'] = gen.overlay.revision;
+  const headers = [
+    'x-switchyard-provider',
+    c.provider.name,
+    'x-switchyard-model',
+    c.upstreamModel,
+    'x-switchyard-candidate',
+    c.stableId,
+    'x-switchyard-generation',
+    String(gen.number),
+  ];
+  if (gen.overlay !== null) headers.push('x-switchyard-revision', gen.overlay.revision);
   const fixed = Object.freeze(headers);
   attributions.set(c, { gen, headers: fixed });
   return fixed;
@@ -177,9 +183,9 @@ export const withBreaker =
     }
   };
 
-/** Whether a gateway limit put its own `x-ratelimit-*` headers on the response. */
-function hasRateLimitHeaders(headers: Readonly<Record<string, string>>): boolean {
-  for (const name in headers) if (name.startsWith('x-ratelimit-')) return true;
+/** Whether a gateway limit put its own `x-ratelimit-*` headers on the response (names are at even places). */
+function hasRateLimitHeaders(headers: readonly string[]): boolean {
+  for (let i = 0; i < headers.length; i += 2) if ((headers[i] as string).startsWith('x-ratelimit-')) return true;
   return false;
 }
 

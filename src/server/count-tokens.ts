@@ -74,11 +74,8 @@ function ask(x: Exchange, c: GenerationCandidate, raw: Buffer, parsed: Record<st
           body: chatBodyFor(raw, parsed, c.upstreamModel),
           timeoutMs: provider.timeoutMs,
         },
-        responseHeaders: {
-          'x-switchyard-provider': provider.name,
-          'x-switchyard-model': c.upstreamModel,
-          'x-switchyard-request-id': x.requestId,
-        },
+        attribution: ['x-switchyard-provider', provider.name, 'x-switchyard-model', c.upstreamModel],
+        ownHeaders: ['x-switchyard-request-id', x.requestId],
         stopSlot: x,
       },
       resolve,

@@ -45,8 +45,8 @@ export class Exchange {
   principal: Principal | null = null;
   /** The pre-check's reservation until settle or release takes it (exactly once). */
   reservation: Reservation | null = null;
-  /** `x-ratelimit-*` and the budget warning, for the response the request commits to. */
-  limitHeaders: Readonly<Record<string, string>> | null = null;
+  /** `x-ratelimit-*` and the budget warning, for the response the request commits to, as names and values in turn. */
+  limitHeaders: readonly string[] | null = null;
   pricingMissing = false;
   /** Passed authentication and the pre-check: its completion is audited. */
   admitted = false;

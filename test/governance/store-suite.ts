@@ -233,6 +233,23 @@ export function storeSuite(name: string, fixture: StoreFixture): void {
       assert.ok((await store.reserve({ scopes, tokens: 1, costMicroUsd: 100, nowMs: T0 + 120_000 })).ok);
     });
 
+    it('a long-open reservation stays reserved while thousands after it are settled', async () => {
+      const store = await fixture.fresh();
+      const scopes = [team({ budgetMicroUsdPerMonth: 10_000 })];
+      const first = await store.reserve({ scopes, tokens: 1, costMicroUsd: 5_000, nowMs: T0 });
+      assert.ok(first.ok);
+      for (let i = 0; i < 2500; i += 1) {
+        const r = await store.reserve({ scopes, tokens: 1, costMicroUsd: 4_000, nowMs: T0 + i });
+        assert.ok(r.ok, `reservation ${i} fits beside the open one`);
+        await store.settle(r.reservation, { tokens: 1, costMicroUsd: 0 }, T0 + i);
+      }
+      // 5,000 still reserved by the first: another 5,001 does not fit, 5,000 does.
+      assert.equal((await store.reserve({ scopes, tokens: 1, costMicroUsd: 5_001, nowMs: T0 + 3000 })).ok, false);
+      await store.settle(first.reservation, { tokens: 1, costMicroUsd: 1_000 }, T0 + 3000);
+      const after = await store.reserve({ scopes, tokens: 1, costMicroUsd: 9_000, nowMs: T0 + 3001 });
+      assert.ok(after.ok, 'settling the first gave back what it had reserved beyond its cost');
+    });
+
     it('two stores over the same backend see one window (replicas)', async (t) => {
       const a = await fixture.fresh();
       const b = await fixture.peer(a);
