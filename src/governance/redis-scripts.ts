@@ -3,10 +3,13 @@
 // same order; the shared suite in test/governance/ pins that both agree.
 //
 // Per scope, three keys (all hash-tagged by team, so a team's keys share a Cluster slot):
-//   log       ZSET  member = "<id>:<tokens>", score = ms: the sliding log. Its members carry
-//                   the tokens that leave the window with them. Settle's true-up adds a
-//                   correction "<id>~<delta>" at the reservation's score, so the log's sum
-//                   stays exact without rewriting the member (one command instead of three).
+//   log       ZSET  member = "<id>:<tokens>:<requests>", score = ms: the sliding log. One
+//                   member holds the requests one batch admitted at one millisecond and their
+//                   tokens, which leave the window with it (times are whole milliseconds, so
+//                   the log stays exact). Settle's true-up adds a correction "<id>~<delta>"
+//                   at the reservations' score, one per log and millisecond of a settle batch,
+//                   so the log's sum stays exact without rewriting a member. A member written
+//                   before batches, "<id>:<tokens>", is one request.
 //   counters  HASH  rsum, tsum = requests and tokens in the log; d:<day> = tokens booked to
 //                   that UTC day; s:<month>, r:<month> = spent and reserved micro-USD;
 //                   x = when the keys' time to live is next renewed (ms).
@@ -28,15 +31,23 @@ local function num(v)
   if v then return tonumber(v) end
   return 0
 end
--- Drops what left the window; returns how many entries and tokens left with them.
+-- A log member's requests and tokens (see the key layout above).
+local function entryOf(m)
+  local t, r = string.match(m, ':(-?%d+):(%d+)$')
+  if t then return tonumber(r), tonumber(t) end
+  local sep, tokens = string.match(m, '([:~])(-?%d+)$')
+  if sep == ':' then return 1, tonumber(tokens) end
+  return 0, tonumber(tokens)
+end
+-- Drops what left the window; returns how many requests and tokens left with it.
 local function purgeLog(log, now, W)
   local old = redis.call('ZRANGEBYSCORE', log, '-inf', now - W)
   if #old == 0 then return 0, 0 end
   local gone, freed = 0, 0
   for _, m in ipairs(old) do
-    local sep, t = string.match(m, '([:~])(-?%d+)$')
-    freed = freed + tonumber(t)
-    if sep == ':' then gone = gone + 1 end
+    local r, t = entryOf(m)
+    gone = gone + r
+    freed = freed + t
   end
   redis.call('ZREMRANGEBYSCORE', log, '-inf', now - W)
   return gone, freed
@@ -81,130 +92,157 @@ end
 `;
 
 /**
- * ARGV: now, W, id, tokens, cost, expiresAt, countersTtlMs, month, day, reservationTtlMs, n,
- * then per scope rpm, tpm, tokensPerDay, budget (-1 = none), warn (1 = on_exceeded warn).
- * Returns {0, scopeIndex, limit, retryMs, windows...} or {1, warnMask, windows...}, where
- * windows is, per scope, requests, oldestRequestAt, tokens, oldestTokensAt (-1 = none).
+ * Reserves a batch of requests of one team, in order, each all-or-nothing, as if each were
+ * its own script run back to back (RedisGovernanceStore sends the reserves of one turn of
+ * the event loop together: one round trip, and each scope's counters read and written
+ * once per batch, however many of its requests the batch holds).
+ *
+ * KEYS: per distinct scope of the batch, log, counters, resv.
+ * ARGV: now, W, countersTtlMs, month, day, reservationTtlMs, m, then per reservation: id,
+ * tokens, cost, expiresAt, n, then per scope (team first) the scope's number in KEYS
+ * (1-based) and its rpm, tpm, tokensPerDay, budget (-1 = none), warn (1 = on_exceeded warn).
+ * Returns per reservation {1, warnMask, 0, 0} or {0, scopePosition, limit, retryMs}, then
+ * for each of its scopes requests, oldestRequestAt, tokens, oldestTokensAt (-1 = none).
  */
 export const RESERVE_SCRIPT = `${COMMON}${READ_SCOPE}
-local now = tonumber(ARGV[1]); local W = tonumber(ARGV[2]); local id = ARGV[3]
-local tokens = tonumber(ARGV[4]); local cost = tonumber(ARGV[5]); local exp = tonumber(ARGV[6])
-local ttl = tonumber(ARGV[7]); local month = ARGV[8]; local day = ARGV[9]; local resTtl = tonumber(ARGV[10])
-local n = tonumber(ARGV[11])
+local now = tonumber(ARGV[1]); local W = tonumber(ARGV[2]); local ttl = tonumber(ARGV[3])
+local month = ARGV[4]; local day = ARGV[5]; local resTtl = tonumber(ARGV[6])
+local m = tonumber(ARGV[7])
 local K = ${KEYS_PER_SCOPE}
-local A = 11
--- Members are built from the argument strings, so settle rebuilds them byte for byte.
-local entry = id .. ':' .. ARGV[4]
-local st = {}
-for i = 1, n do
-  local k = (i - 1) * K
-  st[i] = readScope(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], now, W, month, day, false)
+local st, order = {}, {}
+-- A distinct scope's state, read once per batch: its counters after the window's purge,
+-- and the oldest log entry before this batch adds any (entries it adds are at now).
+local function state(u)
+  local s = st[u]
+  if s then return s end
+  local k = (u - 1) * K
+  s = readScope(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], now, W, month, day, false)
+  s.k = k
+  local e = redis.call('ZRANGE', KEYS[k + 1], 0, 0, 'WITHSCORES')
+  if #e == 0 then s.oldest = -1 else s.oldest = tonumber(e[2]) end
+  s.added = false
+  st[u] = s
+  order[#order + 1] = u
+  return s
 end
-local function oldest(key)
-  local e = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  if #e == 0 then return -1 end
-  return tonumber(e[2])
+local function oldestOf(s)
+  if s.oldest >= 0 then return s.oldest end
+  if s.added then return now end
+  return -1
 end
--- Only a scope with rpm or tpm shows in the x-ratelimit-* headers: others skip the lookup.
-local function rated(i)
-  local a = A + (i - 1) * 5
-  return tonumber(ARGV[a + 1]) >= 0 or tonumber(ARGV[a + 2]) >= 0
+-- When the window frees enough: walking the log oldest first, the first time at which
+-- what leaves brings the count under the limit. What this batch admitted is not in the log
+-- yet; it is at now, and leaves a whole window from now.
+local function retryRpm(s, lrpm)
+  if lrpm <= 0 then return W end
+  -- The (reqs - rpm + 1)-th oldest request frees the slot; corrections are not requests.
+  local entries = redis.call('ZRANGE', KEYS[s.k + 1], 0, -1, 'WITHSCORES')
+  local need, seen = s.reqs - lrpm + 1, 0
+  for j = 1, #entries, 2 do
+    seen = seen + entryOf(entries[j])
+    if seen >= need then return tonumber(entries[j + 1]) + W - now end
+  end
+  return W
 end
-local function refuse(out)
+local function retryTpm(s, ltpm, tokens)
+  if tokens > ltpm then return W end
+  local entries = redis.call('ZRANGE', KEYS[s.k + 1], 0, -1, 'WITHSCORES')
+  local left = s.tsum + tokens
+  for j = 1, #entries, 2 do
+    local _, t = entryOf(entries[j])
+    left = left - t
+    if left <= ltpm then return tonumber(entries[j + 1]) + W - now end
+  end
+  return W
+end
+local out = {}
+local a = 7
+for r = 1, m do
+  local id = ARGV[a + 1]; local tokensArg = ARGV[a + 2]; local tokens = tonumber(tokensArg)
+  local costArg = ARGV[a + 3]; local cost = tonumber(costArg); local exp = tonumber(ARGV[a + 4])
+  local n = tonumber(ARGV[a + 5])
+  a = a + 5
+  local scopes = {}
   for i = 1, n do
-    local k = (i - 1) * K
-    local s = st[i]
-    if s.dirty then redis.call('HSET', KEYS[k + 2], 'rsum', s.reqs, 'tsum', s.tsum, 'r:' .. month, s.reserved) end
+    scopes[i] = {
+      s = state(tonumber(ARGV[a + 1])), rpm = tonumber(ARGV[a + 2]), tpm = tonumber(ARGV[a + 3]),
+      tpd = tonumber(ARGV[a + 4]), bud = tonumber(ARGV[a + 5]), warn = ARGV[a + 6] == '1',
+    }
+    a = a + 6
+  end
+  local refusal = nil
+  local warn = 0
+  for i = 1, n do
+    local c = scopes[i]; local s = c.s
+    if c.rpm >= 0 and s.reqs + 1 > c.rpm then refusal = {0, i, 'rpm', retryRpm(s, c.rpm)}; break end
+    if c.tpm >= 0 and s.tsum + tokens > c.tpm then refusal = {0, i, 'tpm', retryTpm(s, c.tpm, tokens)}; break end
+    if c.tpd >= 0 and s.day + tokens > c.tpd then refusal = {0, i, 'tokens_per_day', 0}; break end
+    if c.bud >= 0 and s.spent + s.reserved + cost > c.bud and not s.renew and not s.looked then
+      -- Reservations a crashed replica left may have expired: look before refusing.
+      s.reserved = s.reserved - purgeReservations(KEYS[s.k + 2], KEYS[s.k + 3], now, month)
+      if redis.call('EXISTS', KEYS[s.k + 3]) == 0 then s.reserved = 0 end
+      s.dirty = true
+      s.looked = true
+    end
+    if c.bud >= 0 and s.spent + s.reserved + cost > c.bud then
+      if c.warn then warn = warn + 2 ^ (i - 1) else refusal = {0, i, 'budget', 0}; break end
+    end
+  end
+  if refusal == nil then
+    for i = 1, n do
+      local c = scopes[i]; local s = c.s
+      -- The batch's one log member per scope (written at the end) is named after its first request.
+      if not s.added then s.firstId = id; s.batchReqs = 0; s.batchTokens = 0 end
+      s.batchReqs = s.batchReqs + 1; s.batchTokens = s.batchTokens + tokens
+      s.reqs = s.reqs + 1; s.tsum = s.tsum + tokens; s.day = s.day + tokens
+      s.admitted = true; s.added = true
+      if c.bud >= 0 then
+        redis.call('ZADD', KEYS[s.k + 3], exp, month .. ':' .. id .. ':' .. costArg)
+        s.reserved = s.reserved + cost; s.budget = true
+      end
+    end
+    out[#out + 1] = 1; out[#out + 1] = warn; out[#out + 1] = 0; out[#out + 1] = 0
+  else
+    for _, v in ipairs(refusal) do out[#out + 1] = v end
+  end
+  for i = 1, n do
+    local c = scopes[i]; local s = c.s
     local o = -1
-    if rated(i) then o = oldest(KEYS[k + 1]) end
+    -- Only a scope with rpm or tpm shows in the x-ratelimit-* headers.
+    if c.rpm >= 0 or c.tpm >= 0 then o = oldestOf(s) end
     out[#out + 1] = s.reqs; out[#out + 1] = o; out[#out + 1] = s.tsum; out[#out + 1] = o
-  end
-  return out
-end
-local warn = 0
-for i = 1, n do
-  local k = (i - 1) * K
-  local a = A + (i - 1) * 5
-  local s = st[i]
-  local lrpm = tonumber(ARGV[a + 1]); local ltpm = tonumber(ARGV[a + 2])
-  local ltpd = tonumber(ARGV[a + 3]); local lbud = tonumber(ARGV[a + 4])
-  if lrpm >= 0 and s.reqs + 1 > lrpm then
-    local retry = W
-    if lrpm > 0 then
-      -- The (reqs - rpm + 1)-th oldest request frees the slot; corrections are not requests.
-      local entries = redis.call('ZRANGE', KEYS[k + 1], 0, -1, 'WITHSCORES')
-      local seen = 0
-      for j = 1, #entries, 2 do
-        if string.find(entries[j], ':', 1, true) then
-          seen = seen + 1
-          if seen == s.reqs - lrpm + 1 then
-            retry = tonumber(entries[j + 1]) + W - now
-            break
-          end
-        end
-      end
-    end
-    return refuse({0, i, 'rpm', retry})
-  end
-  if ltpm >= 0 and s.tsum + tokens > ltpm then
-    local retry = W
-    if tokens <= ltpm then
-      local entries = redis.call('ZRANGE', KEYS[k + 1], 0, -1, 'WITHSCORES')
-      local left = s.tsum + tokens
-      for j = 1, #entries, 2 do
-        left = left - tonumber(string.match(entries[j], '[:~](-?%d+)$'))
-        if left <= ltpm then
-          retry = tonumber(entries[j + 1]) + W - now
-          break
-        end
-      end
-    end
-    return refuse({0, i, 'tpm', retry})
-  end
-  if ltpd >= 0 and s.day + tokens > ltpd then return refuse({0, i, 'tokens_per_day', 0}) end
-  if lbud >= 0 and s.spent + s.reserved + cost > lbud and not s.renew then
-    -- Reservations a crashed replica left may have expired: look before refusing.
-    s.reserved = s.reserved - purgeReservations(KEYS[k + 2], KEYS[k + 3], now, month)
-    if redis.call('EXISTS', KEYS[k + 3]) == 0 then s.reserved = 0 end
-    s.dirty = true
-  end
-  if lbud >= 0 and s.spent + s.reserved + cost > lbud then
-    if ARGV[a + 5] == '1' then warn = warn + 2 ^ (i - 1) else return refuse({0, i, 'budget', 0}) end
   end
 end
 local y = math.floor(tonumber(month) / 100); local mo = tonumber(month) % 100
 if mo == 1 then y = y - 1; mo = 12 else mo = mo - 1 end
 local lastMonth = string.format('%04d%02d', y, mo)
-local out = {1, warn}
-for i = 1, n do
-  local k = (i - 1) * K
-  local s = st[i]
-  if s.newDay then
-    -- The first booking of a UTC day: earlier days, and months before the last, are history.
-    for _, f in ipairs(redis.call('HKEYS', KEYS[k + 2])) do
-      local kind, stamp = string.match(f, '^(%a):(%d+)$')
-      if (kind == 'd' and stamp ~= day) or ((kind == 's' or kind == 'r') and stamp < lastMonth) then
-        redis.call('HDEL', KEYS[k + 2], f)
+for _, u in ipairs(order) do
+  local s = st[u]
+  local counters = KEYS[s.k + 2]
+  if s.admitted then
+    redis.call('ZADD', KEYS[s.k + 1], now, s.firstId .. ':' .. s.batchTokens .. ':' .. s.batchReqs)
+    if s.newDay then
+      -- The first booking of a UTC day: earlier days, and months before the last, are history.
+      for _, f in ipairs(redis.call('HKEYS', counters)) do
+        local kind, stamp = string.match(f, '^(%a):(%d+)$')
+        if (kind == 'd' and stamp ~= day) or ((kind == 's' or kind == 'r') and stamp < lastMonth) then
+          redis.call('HDEL', counters, f)
+        end
       end
     end
+    local fields = {'rsum', s.reqs, 'tsum', s.tsum, 'd:' .. day, s.day}
+    if s.budget or s.dirty then fields[#fields + 1] = 'r:' .. month; fields[#fields + 1] = s.reserved end
+    if s.renew then
+      -- Renewed once per window: every entry added before the next renewal outlives its use.
+      fields[#fields + 1] = 'x'; fields[#fields + 1] = now + W
+      redis.call('PEXPIRE', KEYS[s.k + 1], 2 * W)
+      redis.call('PEXPIRE', counters, ttl)
+      redis.call('PEXPIRE', KEYS[s.k + 3], resTtl + 2 * W)
+    end
+    redis.call('HSET', counters, unpack(fields))
+  elseif s.dirty then
+    redis.call('HSET', counters, 'rsum', s.reqs, 'tsum', s.tsum, 'r:' .. month, s.reserved)
   end
-  redis.call('ZADD', KEYS[k + 1], now, entry)
-  local fields = {'rsum', s.reqs + 1, 'tsum', s.tsum + tokens, 'd:' .. day, s.day + tokens}
-  if tonumber(ARGV[A + (i - 1) * 5 + 4]) >= 0 then
-    redis.call('ZADD', KEYS[k + 3], exp, month .. ':' .. id .. ':' .. ARGV[5])
-    fields[#fields + 1] = 'r:' .. month; fields[#fields + 1] = s.reserved + cost
-  end
-  if s.renew then
-    -- Renewed once per window: every entry added before the next renewal outlives its use.
-    fields[#fields + 1] = 'x'; fields[#fields + 1] = now + W
-    redis.call('PEXPIRE', KEYS[k + 1], 2 * W)
-    redis.call('PEXPIRE', KEYS[k + 2], ttl)
-    redis.call('PEXPIRE', KEYS[k + 3], resTtl + 2 * W)
-  end
-  redis.call('HSET', KEYS[k + 2], unpack(fields))
-  local o = -1
-  if rated(i) then o = oldest(KEYS[k + 1]) end
-  out[#out + 1] = s.reqs + 1; out[#out + 1] = o; out[#out + 1] = s.tsum + tokens; out[#out + 1] = o
 end
 return out
 `;
@@ -245,10 +283,16 @@ for j = 1, m do
     k = k + 3
     if delta ~= 0 then
       -- A correction at the reservation's own time: it leaves the window with the
-      -- reservation, so the log's sum is right now and after.
+      -- reservation, so the log's sum is right now and after. One per log and millisecond.
       local c = corrections[log]
       if not c then c = {}; corrections[log] = c; corrected[#corrected + 1] = log end
-      c[#c + 1] = at; c[#c + 1] = id .. '~' .. delta
+      local e = c[at]
+      if not e then
+        e = {id, 0}
+        c[at] = e
+        c[#c + 1] = at
+      end
+      e[2] = e[2] + delta
       bump(counters, 'tsum', delta)
       bump(counters, 'd:' .. day, delta)
     end
@@ -258,7 +302,15 @@ for j = 1, m do
     bump(counters, 's:' .. month, cost)
   end
 end
-for _, log in ipairs(corrected) do redis.call('ZADD', log, unpack(corrections[log])) end
+for _, log in ipairs(corrected) do
+  local c = corrections[log]
+  local args = {}
+  for _, at in ipairs(c) do
+    local e = c[at]
+    if e[2] ~= 0 then args[#args + 1] = at; args[#args + 1] = e[1] .. '~' .. e[2] end
+  end
+  if #args > 0 then redis.call('ZADD', log, unpack(args)) end
+end
 for _, resv in ipairs(released) do
   local list = releases[resv]
   local members = {}

@@ -49,6 +49,22 @@ const SETTLE_BATCH_MS = 2;
 /** …and a batch this large goes at once (it stays far below Lua's unpack limit). */
 const SETTLE_BATCH_MAX = 64;
 
+/** A batch of reserves goes at once when it reaches this size (far below Lua's unpack limit). */
+const RESERVE_BATCH_MAX = 64;
+
+interface PendingReserve {
+  readonly input: ReserveInput;
+  readonly id: string;
+  readonly resolve: (r: ReserveResult) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+/** A team's reserves of one turn of the event loop, all at one `now`. */
+interface ReserveBatch {
+  readonly nowMs: number;
+  readonly entries: PendingReserve[];
+}
+
 interface PendingSettle {
   readonly r: Reservation;
   readonly actual: Actual;
@@ -71,6 +87,11 @@ export class RedisGovernanceStore implements GovernanceStore {
   /** Settles waiting to be sent, by team. */
   readonly #pending = new Map<string, PendingSettle[]>();
   #flushTimer: NodeJS.Timeout | null = null;
+  /** Reserves waiting to be sent (this turn of the event loop), by team. */
+  readonly #reserving = new Map<string, ReserveBatch>();
+  #reserveFlush: NodeJS.Immediate | null = null;
+  /** Each scope's three keys, built once per scope object. */
+  readonly #keysOf = new WeakMap<ScopeRef, readonly [string, string, string]>();
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #prefix: string;
   readonly #reservationTtlMs: number;
@@ -119,9 +140,14 @@ export class RedisGovernanceStore implements GovernanceStore {
   }
 
   /** log, counters, resv (see redis-scripts.ts). */
-  #scopeKeys(s: ScopeRef): [string, string, string] {
-    const b = this.#base(s);
-    return [`${b}:log`, `${b}:counters`, `${b}:resv`];
+  #scopeKeys(s: ScopeRef): readonly [string, string, string] {
+    let keys = this.#keysOf.get(s);
+    if (keys === undefined) {
+      const b = this.#base(s);
+      keys = [`${b}:log`, `${b}:counters`, `${b}:resv`];
+      this.#keysOf.set(s, keys);
+    }
+    return keys;
   }
 
   async #eval(s: Script, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
@@ -137,37 +163,72 @@ export class RedisGovernanceStore implements GovernanceStore {
     }
   }
 
-  async reserve(input: ReserveInput): Promise<ReserveResult> {
-    const { scopes, tokens, costMicroUsd, nowMs } = input;
-    const day = utcDayStamp(nowMs);
+  /**
+   * Queued with the other reserves of its team in this turn of the event loop and sent as
+   * one script (one round trip; each scope's counters read and written once per batch),
+   * right after the turn's I/O callbacks: under load many requests are admitted per turn,
+   * and at rest a batch of one waits for nothing but that turn's end.
+   */
+  reserve(input: ReserveInput): Promise<ReserveResult> {
+    const team = input.scopes[0]?.team ?? '';
+    return new Promise((resolve, reject) => {
+      let batch = this.#reserving.get(team);
+      // One batch, one now: a later millisecond starts a new batch (the window is exact per request).
+      if (batch !== undefined && batch.nowMs !== input.nowMs) {
+        this.#sendReserves(team, batch);
+        batch = undefined;
+      }
+      if (batch === undefined) {
+        batch = { nowMs: input.nowMs, entries: [] };
+        this.#reserving.set(team, batch);
+      }
+      batch.entries.push({ input, id: randomUUID(), resolve, reject });
+      if (batch.entries.length >= RESERVE_BATCH_MAX) this.#sendReserves(team, batch);
+      else this.#reserveFlush ??= setImmediate(this.#flushReserves);
+    });
+  }
+
+  readonly #flushReserves = (): void => {
+    this.#reserveFlush = null;
+    for (const [team, batch] of this.#reserving) this.#sendReserves(team, batch);
+  };
+
+  #sendReserves(team: string, batch: ReserveBatch): void {
+    if (this.#reserving.get(team) === batch) this.#reserving.delete(team);
+    const { nowMs, entries } = batch;
+    const keys: string[] = [];
+    const numbers = new Map<string, number>();
     const month = utcMonthStamp(nowMs);
-    const id = randomUUID();
-    const keys = scopes.flatMap((s) => this.#scopeKeys(s));
-    const args: Array<string | number> = [
-      nowMs,
-      WINDOW_MS,
-      id,
-      tokens,
-      costMicroUsd,
-      nowMs + this.#reservationTtlMs,
-      COUNTERS_TTL_MS,
-      month,
-      day,
-      this.#reservationTtlMs,
-      scopes.length,
-    ];
-    for (const s of scopes) args.push(...limitNumbers(s.limits));
-    const out = (await this.#eval(RESERVE, keys, args)) as Array<number | string>;
-    if (out[0] === 1) {
-      const warnMask = Number(out[1]);
-      const windows = windowsOf(out.slice(2), scopes.length);
-      const reservation: Reservation = { id, scopes: scopes.map(scopeRef), atMs: nowMs, tokens, costMicroUsd, day, month, enforced: true };
-      const budgetWarnings = scopes.filter((_, i) => (warnMask & (1 << i)) !== 0).map(scopeRef);
-      return { ok: true, reservation, rateLimit: rateLimitView(scopes, windows, nowMs), budgetWarnings };
+    const day = utcDayStamp(nowMs);
+    const args: Array<string | number> = [nowMs, WINDOW_MS, COUNTERS_TTL_MS, month, day, this.#reservationTtlMs, entries.length];
+    for (const { input, id } of entries) {
+      args.push(id, input.tokens, input.costMicroUsd, nowMs + this.#reservationTtlMs, input.scopes.length);
+      for (const s of input.scopes) {
+        // Distinct by key, not by object: two generations' scopes of one team share counters.
+        const scopeKeys = this.#scopeKeys(s);
+        let n = numbers.get(scopeKeys[0]);
+        if (n === undefined) {
+          n = numbers.size + 1;
+          numbers.set(scopeKeys[0], n);
+          keys.push(scopeKeys[0], scopeKeys[1], scopeKeys[2]);
+        }
+        args.push(n, ...limitNumbers(s.limits));
+      }
     }
-    const scope = scopes[Number(out[1]) - 1] as Scope;
-    const windows = windowsOf(out.slice(4), scopes.length);
-    return { ok: false, refusal: limitRefusal(scope, out[2] as LimitKind, Number(out[3]), nowMs, rateLimitView(scopes, windows, nowMs)) };
+    this.#eval(RESERVE, keys, args).then(
+      (out) => {
+        const flat = out as Array<number | string>;
+        let at = 0;
+        for (const e of entries) {
+          const n = e.input.scopes.length;
+          e.resolve(reserved(e, flat.slice(at, at + 4 + 4 * n), day, month));
+          at += 4 + 4 * n;
+        }
+      },
+      (err: unknown) => {
+        for (const e of entries) e.reject(err);
+      },
+    );
   }
 
   /**
@@ -242,12 +303,29 @@ export class RedisGovernanceStore implements GovernanceStore {
   }
 
   async close(): Promise<void> {
-    // Settles still queued go out before the connection closes (a graceful stop loses none).
+    // Reserves and settles still queued go out before the connection closes (a graceful stop loses none).
+    if (this.#reserveFlush !== null) clearImmediate(this.#reserveFlush);
+    this.#flushReserves();
     if (this.#flushTimer !== null) clearTimeout(this.#flushTimer);
     this.#flush();
     await Promise.allSettled([...this.#inFlight]);
     await this.#redis.quit().catch(() => this.#redis.disconnect());
   }
+}
+
+/** One reservation's answer from the batch script: {1, warnMask, 0, 0} or {0, scope, limit, retryMs}, then its windows. */
+function reserved(e: PendingReserve, out: ReadonlyArray<number | string>, day: string, month: string): ReserveResult {
+  const { scopes, tokens, costMicroUsd, nowMs } = e.input;
+  const windows = windowsOf(out.slice(4), scopes.length);
+  if (out[0] === 1) {
+    const warnMask = Number(out[1]);
+    // The generation's scope objects are the reservation's: settle finds their keys built already.
+    const reservation: Reservation = { id: e.id, scopes, atMs: nowMs, tokens, costMicroUsd, day, month, enforced: true };
+    const budgetWarnings = scopes.filter((_, i) => (warnMask & (1 << i)) !== 0).map(scopeRef);
+    return { ok: true, reservation, rateLimit: rateLimitView(scopes, windows, nowMs), budgetWarnings };
+  }
+  const scope = scopes[Number(out[1]) - 1] as Scope;
+  return { ok: false, refusal: limitRefusal(scope, out[2] as LimitKind, Number(out[3]), nowMs, rateLimitView(scopes, windows, nowMs)) };
 }
 
 function windowsOf(flat: ReadonlyArray<number | string>, n: number): WindowNumbers[] {

@@ -233,6 +233,41 @@ export function storeSuite(name: string, fixture: StoreFixture): void {
       assert.ok((await store.reserve({ scopes, tokens: 1, costMicroUsd: 100, nowMs: T0 + 120_000 })).ok);
     });
 
+    it('reserves asked for at once are decided one after another, each against what the earlier ones took', async () => {
+      const store = await fixture.fresh();
+      const teamScope = team({ rpm: 5, budgetMicroUsdPerMonth: 1_000 });
+      const ask = (keyId: string, keyRpm: number, nowMs: number) =>
+        store.reserve({ scopes: [teamScope, key({ rpm: keyRpm }, keyId)], tokens: 1, costMicroUsd: 100, nowMs });
+      // Twelve at once, two keys of one team, across two milliseconds: the team's rpm of 5 and
+      // the first key's rpm of 2 decide, in the order asked.
+      const asked = [
+        ...Array.from({ length: 4 }, () => ask('a', 2, T0)),
+        ...Array.from({ length: 4 }, () => ask('b', 100, T0)),
+        ...Array.from({ length: 4 }, () => ask('b', 100, T0 + 1)),
+      ];
+      const results = await Promise.all(asked);
+      assert.deepEqual(
+        results.map((r) => r.ok),
+        [true, true, false, false, true, true, true, false, false, false, false, false],
+      );
+      const refusal = results[2];
+      assert.ok(refusal !== undefined && !refusal.ok);
+      assert.equal(refusal.refusal.limit, 'rpm');
+      assert.deepEqual(refusal.refusal.scope, { kind: 'key', id: 'a' });
+      const last = results[11];
+      assert.ok(last !== undefined && !last.ok);
+      assert.deepEqual(last.refusal.scope, { kind: 'team', id: 'platform' });
+      assert.equal(last.refusal.rateLimit.requests?.remaining, 0);
+      const admitted = results.filter((r) => r.ok);
+      assert.equal(new Set(admitted.map((r) => (r.ok ? r.reservation.id : ''))).size, 5, 'each admitted request has its own reservation');
+      // 5 x 100 reserved of 1,000: five more fit the budget once the window has room.
+      const later = await Promise.all(Array.from({ length: 6 }, () => ask('b', 100, T0 + 61_000)));
+      assert.deepEqual(
+        later.map((r) => (r.ok ? 'ok' : r.refusal.limit)),
+        ['ok', 'ok', 'ok', 'ok', 'ok', 'rpm'],
+      );
+    });
+
     it('a long-open reservation stays reserved while thousands after it are settled', async () => {
       const store = await fixture.fresh();
       const scopes = [team({ budgetMicroUsdPerMonth: 10_000 })];
