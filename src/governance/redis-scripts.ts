@@ -98,17 +98,30 @@ end
  * once per batch, however many of its requests the batch holds).
  *
  * KEYS: per distinct scope of the batch, log, counters, resv.
- * ARGV: now, W, countersTtlMs, month, day, reservationTtlMs, m, then per reservation: id,
- * tokens, cost, expiresAt, n, then per scope (team first) the scope's number in KEYS
- * (1-based) and its rpm, tpm, tokensPerDay, budget (-1 = none), warn (1 = on_exceeded warn).
+ * ARGV: now, W, countersTtlMs, month, day, reservationTtlMs, then the count of distinct
+ * limit sets and each one's rpm, tpm, tokensPerDay, budget (-1 = none), warn (1 =
+ * on_exceeded warn), then m, then per reservation: id, tokens, cost, n, then per scope (team
+ * first) the scope's number in KEYS and its limit set's number (both 1-based). A
+ * reservation expires reservationTtlMs after now.
  * Returns per reservation {1, warnMask, 0, 0} or {0, scopePosition, limit, retryMs}, then
  * for each of its scopes requests, oldestRequestAt, tokens, oldestTokensAt (-1 = none).
  */
 export const RESERVE_SCRIPT = `${COMMON}${READ_SCOPE}
 local now = tonumber(ARGV[1]); local W = tonumber(ARGV[2]); local ttl = tonumber(ARGV[3])
 local month = ARGV[4]; local day = ARGV[5]; local resTtl = tonumber(ARGV[6])
-local m = tonumber(ARGV[7])
+local exp = now + resTtl
 local K = ${KEYS_PER_SCOPE}
+local a = 7
+local limits = {}
+for l = 1, tonumber(ARGV[a]) do
+  limits[l] = {
+    rpm = tonumber(ARGV[a + 1]), tpm = tonumber(ARGV[a + 2]), tpd = tonumber(ARGV[a + 3]),
+    bud = tonumber(ARGV[a + 4]), warn = ARGV[a + 5] == '1',
+  }
+  a = a + 5
+end
+a = a + 1
+local m = tonumber(ARGV[a])
 local st, order = {}, {}
 -- A distinct scope's state, read once per batch: its counters after the window's purge,
 -- and the oldest log entry before this batch adds any (entries it adds are at now).
@@ -156,24 +169,21 @@ local function retryTpm(s, ltpm, tokens)
   return W
 end
 local out = {}
-local a = 7
 for r = 1, m do
-  local id = ARGV[a + 1]; local tokensArg = ARGV[a + 2]; local tokens = tonumber(tokensArg)
-  local costArg = ARGV[a + 3]; local cost = tonumber(costArg); local exp = tonumber(ARGV[a + 4])
-  local n = tonumber(ARGV[a + 5])
-  a = a + 5
-  local scopes = {}
+  local id = ARGV[a + 1]; local tokens = tonumber(ARGV[a + 2])
+  local costArg = ARGV[a + 3]; local cost = tonumber(costArg)
+  local n = tonumber(ARGV[a + 4])
+  a = a + 4
+  local ss, cs = {}, {}
   for i = 1, n do
-    scopes[i] = {
-      s = state(tonumber(ARGV[a + 1])), rpm = tonumber(ARGV[a + 2]), tpm = tonumber(ARGV[a + 3]),
-      tpd = tonumber(ARGV[a + 4]), bud = tonumber(ARGV[a + 5]), warn = ARGV[a + 6] == '1',
-    }
-    a = a + 6
+    ss[i] = state(tonumber(ARGV[a + 1]))
+    cs[i] = limits[tonumber(ARGV[a + 2])]
+    a = a + 2
   end
   local refusal = nil
   local warn = 0
   for i = 1, n do
-    local c = scopes[i]; local s = c.s
+    local c = cs[i]; local s = ss[i]
     if c.rpm >= 0 and s.reqs + 1 > c.rpm then refusal = {0, i, 'rpm', retryRpm(s, c.rpm)}; break end
     if c.tpm >= 0 and s.tsum + tokens > c.tpm then refusal = {0, i, 'tpm', retryTpm(s, c.tpm, tokens)}; break end
     if c.tpd >= 0 and s.day + tokens > c.tpd then refusal = {0, i, 'tokens_per_day', 0}; break end
@@ -190,7 +200,7 @@ for r = 1, m do
   end
   if refusal == nil then
     for i = 1, n do
-      local c = scopes[i]; local s = c.s
+      local c = cs[i]; local s = ss[i]
       -- The batch's one log member per scope (written at the end) is named after its first request.
       if not s.added then s.firstId = id; s.batchReqs = 0; s.batchTokens = 0 end
       s.batchReqs = s.batchReqs + 1; s.batchTokens = s.batchTokens + tokens
@@ -206,7 +216,7 @@ for r = 1, m do
     for _, v in ipairs(refusal) do out[#out + 1] = v end
   end
   for i = 1, n do
-    local c = scopes[i]; local s = c.s
+    local c = cs[i]; local s = ss[i]
     local o = -1
     -- Only a scope with rpm or tpm shows in the x-ratelimit-* headers.
     if c.rpm >= 0 or c.tpm >= 0 then o = oldestOf(s) end
@@ -249,9 +259,10 @@ return out
 
 /**
  * Settles a batch of reservations (see RedisGovernanceStore: settles are sent together,
- * a few milliseconds at most after their responses). KEYS: each reservation's scope keys in
- * turn; ARGV: the count, then per reservation id, reservedTokens, actualTokens, actualCost,
- * reservedCost, month, day, atMs, scopes.
+ * a few milliseconds at most after their responses). KEYS: per distinct scope of the batch,
+ * log, counters, resv; ARGV: the count, then per reservation id, reservedTokens,
+ * actualTokens, actualCost, reservedCost, month, day, atMs, n, then its n scopes' numbers in
+ * KEYS (1-based).
  * Trues up the token log and the day and turns each reservation into spend. A reservation is
  * given back only while it is still open (one already settled, or expired, is not found in
  * resv); the spend is not idempotent: settle once. The counters of a scope are read and
@@ -260,7 +271,6 @@ return out
 export const SETTLE_SCRIPT = `
 local m = tonumber(ARGV[1])
 local a = 1
-local k = 0
 local corrections, corrected = {}, {}
 local releases, released = {}, {}
 local deltas, touched = {}, {}
@@ -279,8 +289,8 @@ for j = 1, m do
   local at = ARGV[a + 8]; local n = tonumber(ARGV[a + 9])
   a = a + 9
   for i = 1, n do
+    local k = (tonumber(ARGV[a + i]) - 1) * 3
     local log, counters, resv = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
-    k = k + 3
     if delta ~= 0 then
       -- A correction at the reservation's own time: it leaves the window with the
       -- reservation, so the log's sum is right now and after. One per log and millisecond.
@@ -301,6 +311,7 @@ for j = 1, m do
     r[#r + 1] = {month .. ':' .. id .. ':' .. rcost, counters, 'r:' .. month, tonumber(rcost)}
     bump(counters, 's:' .. month, cost)
   end
+  a = a + n
 end
 for _, log in ipairs(corrected) do
   local c = corrections[log]

@@ -1,6 +1,6 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import type { LimitKind, Scope } from './limits.js';
+import type { LimitKind, Limits, Scope } from './limits.js';
 import { utcDayStamp, utcMonthStamp, WINDOW_MS } from './limits.js';
 import { RESERVE_SCRIPT, SETTLE_SCRIPT, STATUS_SCRIPT } from './redis-scripts.js';
 import {
@@ -95,6 +95,8 @@ export class RedisGovernanceStore implements GovernanceStore {
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #prefix: string;
   readonly #reservationTtlMs: number;
+  readonly #tag = `${randomBytes(9).toString('base64url')}.`;
+  #sequence = 0;
 
   constructor(options: RedisStoreOptions) {
     this.#prefix = options.keyPrefix;
@@ -150,6 +152,22 @@ export class RedisGovernanceStore implements GovernanceStore {
     return keys;
   }
 
+  /**
+   * The scope's number (1-based) among a batch's distinct scopes, its three keys added to
+   * `keys` the first time. Distinct by key, not by object: two generations' scope objects
+   * of one team share counters.
+   */
+  #numberOf(s: ScopeRef, keys: string[], numbers: Map<string, number>): number {
+    const scopeKeys = this.#scopeKeys(s);
+    let n = numbers.get(scopeKeys[0]);
+    if (n === undefined) {
+      n = numbers.size + 1;
+      numbers.set(scopeKeys[0], n);
+      keys.push(scopeKeys[0], scopeKeys[1], scopeKeys[2]);
+    }
+    return n;
+  }
+
   async #eval(s: Script, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
     try {
       try {
@@ -169,6 +187,16 @@ export class RedisGovernanceStore implements GovernanceStore {
    * right after the turn's I/O callbacks: under load many requests are admitted per turn,
    * and at rest a batch of one waits for nothing but that turn's end.
    */
+  /**
+   * A reservation's id: this store's random tag and a sequence number. Unique across
+   * replicas and restarts (72 random bits per store), and a third of a UUID's length, which
+   * every member of the log and the reservations spells out.
+   */
+  #nextId(): string {
+    this.#sequence += 1;
+    return this.#tag + this.#sequence.toString(36);
+  }
+
   reserve(input: ReserveInput): Promise<ReserveResult> {
     const team = input.scopes[0]?.team ?? '';
     return new Promise((resolve, reject) => {
@@ -182,7 +210,7 @@ export class RedisGovernanceStore implements GovernanceStore {
         batch = { nowMs: input.nowMs, entries: [] };
         this.#reserving.set(team, batch);
       }
-      batch.entries.push({ input, id: randomUUID(), resolve, reject });
+      batch.entries.push({ input, id: this.#nextId(), resolve, reject });
       if (batch.entries.length >= RESERVE_BATCH_MAX) this.#sendReserves(team, batch);
       else this.#reserveFlush ??= setImmediate(this.#flushReserves);
     });
@@ -197,32 +225,35 @@ export class RedisGovernanceStore implements GovernanceStore {
     if (this.#reserving.get(team) === batch) this.#reserving.delete(team);
     const { nowMs, entries } = batch;
     const keys: string[] = [];
-    const numbers = new Map<string, number>();
-    const month = utcMonthStamp(nowMs);
-    const day = utcDayStamp(nowMs);
-    const args: Array<string | number> = [nowMs, WINDOW_MS, COUNTERS_TTL_MS, month, day, this.#reservationTtlMs, entries.length];
+    const keyNumbers = new Map<string, number>();
+    const limitNumbersOf = new Map<Limits, number>();
+    const limitArgs: Array<string | number> = [];
+    const reserveArgs: Array<string | number> = [entries.length];
     for (const { input, id } of entries) {
-      args.push(id, input.tokens, input.costMicroUsd, nowMs + this.#reservationTtlMs, input.scopes.length);
+      reserveArgs.push(id, input.tokens, input.costMicroUsd, input.scopes.length);
       for (const s of input.scopes) {
-        // Distinct by key, not by object: two generations' scopes of one team share counters.
-        const scopeKeys = this.#scopeKeys(s);
-        let n = numbers.get(scopeKeys[0]);
-        if (n === undefined) {
-          n = numbers.size + 1;
-          numbers.set(scopeKeys[0], n);
-          keys.push(scopeKeys[0], scopeKeys[1], scopeKeys[2]);
+        const k = this.#numberOf(s, keys, keyNumbers);
+        let l = limitNumbersOf.get(s.limits);
+        if (l === undefined) {
+          l = limitNumbersOf.size + 1;
+          limitNumbersOf.set(s.limits, l);
+          for (const v of limitNumbers(s.limits)) limitArgs.push(v);
         }
-        args.push(n, ...limitNumbers(s.limits));
+        reserveArgs.push(k, l);
       }
     }
+    const month = utcMonthStamp(nowMs);
+    const day = utcDayStamp(nowMs);
+    const args: Array<string | number> = [nowMs, WINDOW_MS, COUNTERS_TTL_MS, month, day, this.#reservationTtlMs, limitNumbersOf.size];
+    for (const v of limitArgs) args.push(v);
+    for (const v of reserveArgs) args.push(v);
     this.#eval(RESERVE, keys, args).then(
       (out) => {
         const flat = out as Array<number | string>;
         let at = 0;
         for (const e of entries) {
-          const n = e.input.scopes.length;
-          e.resolve(reserved(e, flat.slice(at, at + 4 + 4 * n), day, month));
-          at += 4 + 4 * n;
+          e.resolve(reserved(e, flat, at, day, month));
+          at += 4 + 4 * e.input.scopes.length;
         }
       },
       (err: unknown) => {
@@ -261,10 +292,11 @@ export class RedisGovernanceStore implements GovernanceStore {
     if (batch === undefined || batch.length === 0) return;
     this.#pending.delete(team);
     const keys: string[] = [];
+    const keyNumbers = new Map<string, number>();
     const args: Array<string | number> = [batch.length];
     for (const { r, actual } of batch) {
-      for (const s of r.scopes) keys.push(...this.#scopeKeys(s));
       args.push(r.id, r.tokens, actual.tokens, actual.costMicroUsd, r.costMicroUsd, r.month, r.day, r.atMs, r.scopes.length);
+      for (const s of r.scopes) args.push(this.#numberOf(s, keys, keyNumbers));
     }
     const sent = this.#eval(SETTLE, keys, args);
     this.#inFlight.add(sent);
@@ -313,26 +345,41 @@ export class RedisGovernanceStore implements GovernanceStore {
   }
 }
 
-/** One reservation's answer from the batch script: {1, warnMask, 0, 0} or {0, scope, limit, retryMs}, then its windows. */
-function reserved(e: PendingReserve, out: ReadonlyArray<number | string>, day: string, month: string): ReserveResult {
+/**
+ * One reservation's answer from the batch script, at `at` in its reply: {1, warnMask, 0, 0}
+ * or {0, scope, limit, retryMs}, then its windows.
+ */
+function reserved(e: PendingReserve, out: ReadonlyArray<number | string>, at: number, day: string, month: string): ReserveResult {
   const { scopes, tokens, costMicroUsd, nowMs } = e.input;
-  const windows = windowsOf(out.slice(4), scopes.length);
-  if (out[0] === 1) {
-    const warnMask = Number(out[1]);
+  const windows = windowsOf(out, at + 4, scopes.length);
+  if (out[at] === 1) {
+    const warnMask = Number(out[at + 1]);
     // The generation's scope objects are the reservation's: settle finds their keys built already.
     const reservation: Reservation = { id: e.id, scopes, atMs: nowMs, tokens, costMicroUsd, day, month, enforced: true };
-    const budgetWarnings = scopes.filter((_, i) => (warnMask & (1 << i)) !== 0).map(scopeRef);
+    const budgetWarnings = warnMask === 0 ? NO_WARNINGS : scopes.filter((_, i) => (warnMask & (1 << i)) !== 0).map(scopeRef);
     return { ok: true, reservation, rateLimit: rateLimitView(scopes, windows, nowMs), budgetWarnings };
   }
-  const scope = scopes[Number(out[1]) - 1] as Scope;
-  return { ok: false, refusal: limitRefusal(scope, out[2] as LimitKind, Number(out[3]), nowMs, rateLimitView(scopes, windows, nowMs)) };
+  const scope = scopes[Number(out[at + 1]) - 1] as Scope;
+  return {
+    ok: false,
+    refusal: limitRefusal(scope, out[at + 2] as LimitKind, Number(out[at + 3]), nowMs, rateLimitView(scopes, windows, nowMs)),
+  };
 }
 
-function windowsOf(flat: ReadonlyArray<number | string>, n: number): WindowNumbers[] {
+const NO_WARNINGS: readonly ScopeRef[] = Object.freeze([]);
+
+/** `n` scopes' windows from a script's reply, from `at` on: requests, oldestRequestAt, tokens, oldestTokensAt (-1 = none). */
+function windowsOf(flat: ReadonlyArray<number | string>, at: number, n: number): WindowNumbers[] {
   const out: WindowNumbers[] = [];
-  for (let i = 0; i < n; i += 1) {
-    const [requests, oldestReq, tokens, oldestTok] = flat.slice(i * 4, i * 4 + 4).map(Number) as [number, number, number, number];
-    out.push({ requests, oldestRequestAt: oldestReq < 0 ? null : oldestReq, tokens, oldestTokensAt: oldestTok < 0 ? null : oldestTok });
+  for (let i = at; i < at + 4 * n; i += 4) {
+    const oldestReq = Number(flat[i + 1]);
+    const oldestTok = Number(flat[i + 3]);
+    out.push({
+      requests: Number(flat[i]),
+      oldestRequestAt: oldestReq < 0 ? null : oldestReq,
+      tokens: Number(flat[i + 2]),
+      oldestTokensAt: oldestTok < 0 ? null : oldestTok,
+    });
   }
   return out;
 }
