@@ -4,6 +4,7 @@ import { checkConfig, type GatewayConfig } from '../../src/config/index.js';
 import { parseOverlay, stableIdFor } from '../../src/contract/index.js';
 import { buildGeneration } from '../../src/live/index.js';
 import { PoolRegistry } from '../../src/providers/index.js';
+import { candidatesOf } from '../../src/routing/index.js';
 import { candidate, envelope } from '../../test/support/overlay.js';
 import { alternate } from '../lib/alternation.js';
 import { BENCH_MODEL, CHAT_BODY, mockProvider } from '../lib/gateway-config.js';
@@ -130,7 +131,7 @@ async function measureInProcess(text: string, config: GatewayConfig, expectedRou
       if (!built.ok) throw new Error(`buildGeneration failed: ${built.issues.map((x) => `${x.path}: ${x.message}`).join('; ')}`);
       const routes = Object.values(built.generation.routes);
       if (routes.length !== expectedRoutes) throw new Error(`the generation has ${routes.length} routes, expected ${expectedRoutes}`);
-      const missing = routes.flatMap((r) => Object.values(r.byStableId)).find((c) => c.credentialProblem !== null || c.credential === null);
+      const missing = routes.flatMap((r) => [...candidatesOf(r)]).find((c) => c.credentialProblem !== null || c.credential === null);
       if (missing !== undefined) throw new Error(`candidate ${missing.stableId} has no credential: ${missing.credentialProblem}`);
       candidates = parsed.overlay.candidates.length;
       if (i < WARMUP_ITERATIONS) continue;

@@ -1,8 +1,8 @@
+import { type ChildProcess, fork } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { formatPath, readBoundedFileSync } from '../contract/index.js';
@@ -153,13 +153,13 @@ export function parseConfigText(text: string, env?: NodeJS.ProcessEnv): ConfigRe
   return checkConfig(value, sourceHash, env);
 }
 
-/** Below this a config is read and parsed in place: a worker's start would cost more than the parse. */
+/** Below this a config is read and parsed in place: a child's start would cost more than the parse. */
 const OFF_THREAD_FROM_BYTES = 256 * 1024;
 
 /**
- * loadConfigFile, but a large file is read and parsed on a worker thread, so that a reload
- * never stalls the requests being served meanwhile (issue 12: a 35 MB config held every
- * request for minutes). Same result, same messages.
+ * loadConfigFile, but a large file is read and parsed in a child process at the lowest CPU
+ * priority, so that a reload never stalls or slows the requests being served meanwhile
+ * (issue 12: a 35 MB config held every request for minutes). Same result, same messages.
  */
 export async function loadConfigFileOffThread(
   path: string,
@@ -172,29 +172,51 @@ export async function loadConfigFileOffThread(
   } catch {
     // Missing or unreadable: the bounded reader names the reason.
   }
-  // Run from the TypeScript source (in-process tests under a loader, which worker threads
-  // do not inherit in Node 20), it parses in place: the built gateway always has its worker.
+  // Run from the TypeScript source (in-process tests under a loader, which a child would not
+  // inherit), it parses in place: the built gateway always has its child.
   if (size < OFF_THREAD_FROM_BYTES || extname(fileURLToPath(import.meta.url)) !== '.js') return loadConfigFile(path, env, maxBytes);
-  const worker = new Worker(new URL('./load-worker.js', import.meta.url), {
-    workerData: { path, env: { ...(env ?? process.env) }, maxBytes },
-  });
   const result: Record<string, unknown> = {};
+  let child: ChildProcess;
+  try {
+    child = fork(fileURLToPath(new URL('./load-child.js', import.meta.url)), [path, String(maxBytes)], {
+      env: { ...(env ?? process.env) },
+      // Structured clone, as a worker's messages: the pieces keep their types.
+      serialization: 'advanced',
+      // Not the parent's flags (a profiler's, say): the child only parses.
+      execArgv: [],
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    });
+  } catch {
+    // The machine cannot start a process now: parse here rather than fail the reload.
+    return loadConfigFile(path, env, maxBytes);
+  }
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    if (stderr.length < 4096) stderr += d.toString('utf8');
+  });
   try {
     await new Promise<void>((resolve, reject) => {
-      worker.on('message', (piece: Piece | null) => {
+      child.on('message', (piece: Piece | null) => {
         if (piece === null) return resolve();
         placePiece(result, piece);
         // The next piece is asked for only after the event loop has turned: asked for at
         // once, it would arrive while this one is handled, and be handled in the same turn.
-        setImmediate(() => worker.postMessage('next'));
+        setImmediate(() => child.send('next'));
       });
-      worker.once('error', reject);
-      worker.once('exit', (code) => reject(new Error(`the config parser thread exited with code ${code}`)));
+      child.once('error', reject);
+      child.once('exit', (code, signal) =>
+        reject(
+          new Error(
+            `the config parser process exited with ${signal ?? `code ${code}`}${stderr === '' ? '' : `: ${stderr.trim().split('\n')[0]}`}`,
+          ),
+        ),
+      );
     });
   } catch (err) {
     return { ok: false, issues: [{ path: '', message: `cannot parse config file ${path}: ${(err as Error).message}` }] };
   } finally {
-    void worker.terminate();
+    child.removeAllListeners('exit');
+    if (child.connected) child.disconnect();
   }
   return result as unknown as ConfigResult;
 }

@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
+import { candidatesOf } from '../routing/index.js';
 import type { Generation, GenerationRoute } from './generation.js';
 import { RELOAD_SLICE_MS, runSteps, runStepsInSlices, type Steps } from './steps.js';
 
@@ -52,7 +53,7 @@ function* collectStableIds(gen: Generation | null, ids: Set<string>): Steps<void
   if (gen === null) return;
   // By key: Object.values of a map of 60k routes takes 40-100 ms in one piece, Object.keys about 12.
   for (const model of Object.keys(gen.routes)) {
-    for (const id of Object.keys((gen.routes[model] as GenerationRoute).byStableId)) ids.add(id);
+    for (const c of candidatesOf(gen.routes[model] as GenerationRoute)) ids.add(c.stableId);
     yield;
   }
 }
@@ -106,16 +107,27 @@ function* diffSteps(previous: Generation | null, next: Generation): Steps<Genera
   }
   return {
     providersAdded: Object.keys(after.providers).filter((n) => providersBefore[n] === undefined),
+    ...capped({ routesAdded, routesRemoved, routesChanged, candidatesAdded, candidatesRemoved }),
     providersRemoved: Object.keys(providersBefore).filter((n) => after.providers[n] === undefined),
     providersChanged: Object.keys(after.providers).filter(
       (n) => providersBefore[n] !== undefined && !isDeepStrictEqual(providersBefore[n], after.providers[n]),
     ),
-    routesAdded,
-    routesRemoved,
-    routesChanged,
     pricingChanged: before !== undefined && !isDeepStrictEqual(before.pricing, after.pricing),
     revisionChanged: (previous?.overlay?.revision ?? null) !== (next.overlay?.revision ?? null),
-    candidatesAdded,
-    candidatesRemoved,
   };
+}
+
+/**
+ * At most this many names per list: the rest is one more entry, `… and N more`. A reload
+ * of tens of thousands of routes would otherwise log, answer and keep in its history a line
+ * of megabytes (and serialise it while traffic waits).
+ */
+export const CHANGES_LISTED = 50;
+
+function capped<T extends Record<string, string[]>>(lists: T): T {
+  const out: Record<string, string[]> = {};
+  for (const [name, list] of Object.entries(lists)) {
+    out[name] = list.length <= CHANGES_LISTED ? list : [...list.slice(0, CHANGES_LISTED), `… and ${list.length - CHANGES_LISTED} more`];
+  }
+  return out as T;
 }

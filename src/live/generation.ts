@@ -81,7 +81,7 @@ export interface Generation {
   /** The identities of every provider, for breaker retention. */
   readonly identities: readonly string[];
   /** Keys of every round-robin group, for counter retention. */
-  readonly counterKeys: readonly string[];
+  readonly counterKeys: ReadonlySet<string>;
   /** Per routed model, when (epoch seconds) it was first routed, kept across generations while it stays routed. */
   readonly modelsFirstSeen: Readonly<Record<string, number>>;
   /** The pre-rendered body of `GET /v1/models`. */
@@ -102,8 +102,9 @@ const FREEZE_STEP = 256;
 
 /**
  * Freezes plain objects and arrays all the way down; stateful class instances are left
- * alone, and so is anything already frozen (with what it holds). Iterative, with a pause
- * point every few hundred objects: a large generation holds hundreds of thousands.
+ * alone, and so is anything already frozen (with what it holds: whoever froze it froze it
+ * whole, as the build does route by route). Iterative, with a pause point every few hundred
+ * objects: a large generation holds hundreds of thousands.
  */
 export function* deepFreezeSteps(root: unknown): Steps<void> {
   const stack: unknown[] = [root];

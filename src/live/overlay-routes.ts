@@ -4,7 +4,7 @@ import { resolve, sep } from 'node:path';
 import { describeSecretRef, type OverlayConfig, resolveSecret, type SecretResult } from '../config/index.js';
 import type { AdmissionState, OverlayCandidate, ParsedOverlay, SelectionMode } from '../contract/index.js';
 import { Credential } from '../providers/index.js';
-import type { SelectionPolicy } from '../routing/index.js';
+import { type SelectionPolicy, stableIdTable } from '../routing/index.js';
 import type { GenerationCandidate, GenerationGroup, GenerationRoute, OverlaySnapshot, ProviderRuntime } from './generation.js';
 
 const POLICY: Record<SelectionMode, SelectionPolicy> = {
@@ -59,7 +59,7 @@ export function overlayRoutes(
   const routes: Record<string, GenerationRoute> = Object.create(null) as Record<string, GenerationRoute>;
   for (const [model, list] of byModel) {
     const groups = new Map<string, { index: number; admission: AdmissionState; members: GenerationCandidate[] }>();
-    const byStableId: Record<string, GenerationCandidate> = Object.create(null) as Record<string, GenerationCandidate>;
+    const all: GenerationCandidate[] = [];
     for (const c of list) {
       const index = c.selectionGroup ?? 0;
       const candidate = toCandidate(c, index, providers[c.cluster] as ProviderRuntime, settings, readSecret);
@@ -70,7 +70,7 @@ export function overlayRoutes(
       let group = groups.get(slot);
       if (group === undefined) groups.set(slot, (group = { index, admission: c.admissionState, members: [] }));
       group.members.push(candidate);
-      byStableId[c.stableId] = candidate;
+      all.push(candidate);
     }
     const ordered: GenerationGroup[] = [...groups.values()]
       .sort((a, b) => a.index - b.index || admissionOrder(a.admission) - admissionOrder(b.admission))
@@ -81,7 +81,13 @@ export function overlayRoutes(
         totalWeight: members.reduce((s, c) => s + c.weight, 0),
         counterKey: counterKey(model, index, policy, members),
       }));
-    routes[model] = { model, policy, groups: ordered, byStableId, admitsNew: ordered.some((g) => g.admission === 'new_and_existing') };
+    routes[model] = {
+      model,
+      policy,
+      groups: ordered,
+      byStableId: stableIdTable(all),
+      admitsNew: ordered.some((g) => g.admission === 'new_and_existing'),
+    };
   }
 
   const snapshot: OverlaySnapshot = {

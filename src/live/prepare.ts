@@ -1,6 +1,7 @@
 import { adminTokenRequired, type ConfigIssue, formatIssue, type GatewayConfig, loadConfigFileOffThread } from '../config/index.js';
 import { checkSuccession, type ParsedOverlay, parseOverlay, readOverlayFile, sha256Hex } from '../contract/index.js';
 import type { PoolSpec, ProviderPool } from '../providers/index.js';
+import { candidatesOf } from '../routing/index.js';
 import { buildGenerationInSlices } from './build.js';
 import { restartOnlyWarnings } from './diff.js';
 import type { Generation } from './generation.js';
@@ -151,7 +152,7 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
   // Only an overlay candidate carries its own credential (static routes may have tens of
   // thousands of routes and no such problem to look for).
   for (const route of next.overlay === null ? [] : Object.values(next.routes)) {
-    for (const c of Object.values(route.byStableId))
+    for (const c of candidatesOf(route))
       if (c.credentialProblem !== null) warnings.push(`${c.credentialProblem}; the candidate fails over until it can be read`);
   }
   for (const u of next.overlay?.unroutable ?? []) {

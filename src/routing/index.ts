@@ -7,4 +7,13 @@ export { type AffinityOptions, BindingTable, SessionAffinity } from './affinity.
 export { RoundRobinCounters } from './round-robin.js';
 export { seededRandom } from './seeded-random.js';
 export { type Selection, type SelectionContext, select } from './select.js';
-export type { CandidateGroup, RoutableCandidate, Route, SelectionPolicy } from './types.js';
+export {
+  type CandidateGroup,
+  candidateOf,
+  candidatesOf,
+  MANY_CANDIDATES,
+  type RoutableCandidate,
+  type Route,
+  type SelectionPolicy,
+  stableIdTable,
+} from './types.js';

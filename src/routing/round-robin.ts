@@ -14,9 +14,9 @@ export class RoundRobinCounters {
     return position;
   }
 
-  retain(keys: Iterable<string>): void {
-    const keep = new Set(keys);
-    for (const key of this.#positions.keys()) if (!keep.has(key)) this.#positions.delete(key);
+  /** Keeps the positions of `keys` only: O(positions), whatever the size of the generation. */
+  retain(keys: ReadonlySet<string>): void {
+    for (const key of this.#positions.keys()) if (!keys.has(key)) this.#positions.delete(key);
   }
 
   get size(): number {

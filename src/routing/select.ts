@@ -1,5 +1,5 @@
 import type { RoundRobinCounters } from './round-robin.js';
-import type { CandidateGroup, RoutableCandidate, Route } from './types.js';
+import { type CandidateGroup, candidateOf, type RoutableCandidate, type Route } from './types.js';
 
 export interface SelectionContext {
   readonly counters: RoundRobinCounters;
@@ -27,7 +27,7 @@ export interface Selection<C extends RoutableCandidate> {
  */
 export function select<C extends RoutableCandidate>(route: Route<C>, ctx: SelectionContext): Selection<C> {
   if (ctx.boundStableId !== undefined) {
-    const bound = route.byStableId[ctx.boundStableId];
+    const bound = candidateOf(route, ctx.boundStableId);
     if (bound !== undefined) {
       const chain: C[] = [bound];
       for (const group of route.groups) {

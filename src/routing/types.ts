@@ -28,13 +28,41 @@ export interface CandidateGroup<C extends RoutableCandidate> {
   readonly counterKey: string;
 }
 
+/** A route with more candidates than this gets a `byStableId` table. */
+export const MANY_CANDIDATES = 8;
+
+/** The route's candidate with this stable_id, if it has one a session may be bound to. */
+export function candidateOf<C extends RoutableCandidate>(route: Route<C>, stableId: string): C | undefined {
+  if (route.byStableId !== null) return route.byStableId.get(stableId);
+  for (const group of route.groups) for (const c of group.candidates) if (c.stableId === stableId) return c;
+  return undefined;
+}
+
+/** Every candidate of the route, group by group. */
+export function* candidatesOf<C extends RoutableCandidate>(route: Route<C>): Generator<C> {
+  for (const group of route.groups) yield* group.candidates;
+}
+
+/** The `byStableId` of a route with these candidates: a table when they are many, else null. */
+export function stableIdTable<C extends RoutableCandidate>(candidates: readonly C[]): ReadonlyMap<string, C> | null {
+  if (candidates.length <= MANY_CANDIDATES) return null;
+  const table = new Map<string, C>();
+  for (const c of candidates) table.set(c.stableId, c);
+  return table;
+}
+
 export interface Route<C extends RoutableCandidate> {
   readonly model: string;
   readonly policy: SelectionPolicy;
   /** Ordered by group index; `none` candidates and unroutable ones are already dropped. */
   readonly groups: readonly CandidateGroup<C>[];
-  /** Every candidate a session may be bound to (any admission but `none`). */
-  readonly byStableId: Readonly<Record<string, C>>;
+  /**
+   * The route's candidates (every one a session may be bound to: any admission but `none`)
+   * by stable_id when it has many; null when it has few, and a scan of its groups finds one
+   * as fast (see candidateOf). A route of tens of thousands in one generation saves a table
+   * each.
+   */
+  readonly byStableId: ReadonlyMap<string, C> | null;
   /** True when a new request can be served: some group admits new sessions. */
   readonly admitsNew: boolean;
 }

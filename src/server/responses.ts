@@ -1,6 +1,6 @@
 import { SwitchyardError } from '../errors.js';
 import type { Generation, GenerationCandidate, GenerationRoute } from '../live/index.js';
-import type { BindingTable } from '../routing/index.js';
+import { type BindingTable, candidateOf, candidatesOf } from '../routing/index.js';
 import { authenticate, preCheck } from './admission.js';
 import type { Attempt } from './attempt.js';
 import type { Exchange } from './exchange.js';
@@ -69,9 +69,9 @@ export function holderOf(gen: Generation, model: string, owner: ResponseOwner, i
 
 function onOwnerIdentity(route: GenerationRoute | undefined, owner: ResponseOwner): GenerationCandidate | undefined {
   if (route === undefined) return undefined;
-  const same = route.byStableId[owner.stableId];
+  const same = candidateOf(route, owner.stableId);
   if (same !== undefined && same.identity === owner.identity) return same;
-  for (const c of Object.values(route.byStableId)) if (c.identity === owner.identity) return c;
+  for (const c of candidatesOf(route)) if (c.identity === owner.identity) return c;
   return undefined;
 }
 

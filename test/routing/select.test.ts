@@ -9,6 +9,7 @@ import {
   type SelectionContext,
   type SelectionPolicy,
   select,
+  stableIdTable,
 } from '../../src/routing/index.js';
 
 // Routes are built by hand here, shaped and frozen the way live/ builds them, so that these
@@ -36,11 +37,11 @@ function candidate(spec: string, admission: AdmissionState, group: number): Rout
 /** Like live/: `none` groups are dropped; every other candidate may hold a binding. */
 function route(policy: SelectionPolicy, groups: readonly GroupSpec[], model = 'm'): Route<RoutableCandidate> {
   const built: CandidateGroup<RoutableCandidate>[] = [];
-  const byStableId: Record<string, RoutableCandidate> = Object.create(null) as Record<string, RoutableCandidate>;
+  const all: RoutableCandidate[] = [];
   groups.forEach((g, index) => {
     if (g.admission === 'none') return;
     const candidates = g.candidates.map((c) => candidate(c, g.admission, index));
-    for (const c of candidates) byStableId[c.stableId] = c;
+    all.push(...candidates);
     built.push({
       index,
       admission: g.admission,
@@ -49,7 +50,13 @@ function route(policy: SelectionPolicy, groups: readonly GroupSpec[], model = 'm
       counterKey: `test:${model}:${index}`,
     });
   });
-  return freeze({ model, policy, groups: built, byStableId, admitsNew: built.some((g) => g.admission === 'new_and_existing') });
+  return freeze({
+    model,
+    policy,
+    groups: built,
+    byStableId: stableIdTable(all),
+    admitsNew: built.some((g) => g.admission === 'new_and_existing'),
+  });
 }
 
 function flat(policy: SelectionPolicy, ids: readonly string[]): Route<RoutableCandidate> {
