@@ -208,7 +208,8 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
   const modelsFirstSeen: Record<string, number> = Object.create(null) as Record<string, number>;
   // GET /v1/models's entries, each as JSON: the body is their list, rendered once here.
   const listed: string[] = [];
-  for (const model of Object.keys(routes)) {
+  const routed = overlay === null ? models : Object.keys(routes);
+  for (const model of routed) {
     const route = routes[model] as GenerationRoute;
     for (const group of route.groups) if (group.counterKey !== '') counterKeys.add(group.counterKey);
     const created = inputs.modelsFirstSeen?.[model] ?? builtAtS;
@@ -230,6 +231,7 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
     config,
     providers,
     routes,
+    models: Object.isFrozen(routed) ? routed : Object.freeze(routed),
     identities: [...new Set(Object.values(providers).map((p) => p.identity))],
     // A Set's entries are not frozen by Object.freeze: ReadonlySet is what keeps them.
     counterKeys: Object.freeze(counterKeys),

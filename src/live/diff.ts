@@ -51,8 +51,8 @@ export function restartOnlyWarnings(serving: Generation['config'], next: Generat
 /** Adds every candidate's stable id in `gen` to `ids`, pausing after each route. */
 function* collectStableIds(gen: Generation | null, ids: Set<string>): Steps<void> {
   if (gen === null) return;
-  // By key: Object.values of a map of 60k routes takes 40-100 ms in one piece, Object.keys about 12.
-  for (const model of Object.keys(gen.routes)) {
+  // By the generation's list of names: the keys of a map of 60k routes take 10-15 ms in one piece.
+  for (const model of gen.models) {
     for (const c of candidatesOf(gen.routes[model] as GenerationRoute)) ids.add(c.stableId);
     yield;
   }
@@ -84,14 +84,16 @@ function* diffSteps(previous: Generation | null, next: Generation): Steps<Genera
   yield* collectStableIds(next, idsAfter);
   const routesAdded: string[] = [];
   const routesChanged: string[] = [];
-  for (const model of Object.keys(routesAfter)) {
+  // A static config's routes are its generation's, in the same order (live/build.ts).
+  const staticModels = (gen: Generation | null): readonly string[] => (gen === null || gen.overlay !== null ? [] : gen.models);
+  for (const model of staticModels(next)) {
     const was = routesBefore[model];
     if (was === undefined) routesAdded.push(model);
     else if (!isDeepStrictEqual(was, routesAfter[model])) routesChanged.push(model);
     yield;
   }
   const routesRemoved: string[] = [];
-  for (const model of Object.keys(routesBefore)) {
+  for (const model of staticModels(previous)) {
     if (routesAfter[model] === undefined) routesRemoved.push(model);
     yield;
   }

@@ -78,6 +78,11 @@ export interface Generation {
   readonly config: GatewayConfig;
   readonly providers: Readonly<Record<string, ProviderRuntime>>;
   readonly routes: Readonly<Record<string, GenerationRoute>>;
+  /**
+   * The routes' names, in order (a static config's order): what walks every route reads,
+   * since taking the keys of a map of 60k routes holds the event loop 10-15 ms.
+   */
+  readonly models: readonly string[];
   /** The identities of every provider, for breaker retention. */
   readonly identities: readonly string[];
   /** Keys of every round-robin group, for counter retention. */
