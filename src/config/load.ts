@@ -180,7 +180,7 @@ export async function loadConfigFileOffThread(
   try {
     child = fork(fileURLToPath(new URL('./load-child.js', import.meta.url)), [path, String(maxBytes)], {
       env: { ...(env ?? process.env) },
-      // Structured clone, as a worker's messages: the pieces keep their types.
+      // Structured clone (the advanced serialization): the pieces keep their types.
       serialization: 'advanced',
       // Not the parent's flags (a profiler's, say): the child only parses.
       execArgv: [],
