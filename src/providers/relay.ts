@@ -1,10 +1,9 @@
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import type { Dispatcher } from 'undici';
+import type { ServerResponse } from 'node:http';
 import { openaiErrorBody } from '../errors.js';
 import { type FailureReason, isFailoverStatus, reasonForStatus } from '../resilience/index.js';
 import type { TokenUsage } from './metering.js';
 import { usageFromJson, usageFromSseTail } from './openai-adapter.js';
-import type { ProviderPool, UpstreamCall } from './provider-pool.js';
+import type { ProviderPool, RawHandler, UpstreamCall } from './provider-pool.js';
 import type { RelayTransform } from './relay-transform.js';
 import { UsageEventFilter } from './usage-event-filter.js';
 
@@ -149,6 +148,20 @@ export interface Relayed {
   readonly events: number;
 }
 
+/** An upstream header's name as a lower-case string (undici gives the bytes as received). */
+function headerName(raw: Buffer): string {
+  return raw.toString('latin1').toLowerCase();
+}
+
+/** The first value of upstream header `name` (lower case) in undici's raw list, or undefined. */
+function rawHeader(raw: readonly Buffer[], name: string): string | undefined {
+  for (let i = 0; i < raw.length; i += 2) {
+    const n = raw[i] as Buffer;
+    if (n.length === name.length && headerName(n) === name) return (raw[i + 1] as Buffer).toString('latin1');
+  }
+  return undefined;
+}
+
 /**
  * The client's headers, as a flat list for writeHead: the allowed upstream ones
  * (PASSED_HEADERS, the rate-limit headers unless a gateway limit replaced them, the
@@ -158,19 +171,20 @@ export interface Relayed {
  * gateway sends its own). A translated body (`ownType`) gets its own content type.
  */
 function responseHeaders(
-  upstream: IncomingHttpHeaders,
+  upstream: readonly Buffer[],
   request: RelayRequest,
   extra: Readonly<Record<string, string>> | null,
   ownType = false,
-): Array<string | string[]> {
-  const out: Array<string | string[]> = [];
+): string[] {
+  const out: string[] = [];
   const expose = request.exposeHeaders;
   const rateLimits = request.limitsReplaced !== true;
-  for (const name in upstream) {
+  // A name sent twice is passed twice: writeHead's flat list keeps repeats.
+  for (let i = 0; i < upstream.length; i += 2) {
+    const name = headerName(upstream[i] as Buffer);
     if (ownType && name === 'content-type') continue;
     if (PASSED_HEADERS.has(name) || (rateLimits && isRateLimitHeader(name)) || expose?.has(name) === true) {
-      const value = upstream[name];
-      if (value !== undefined) out.push(name, value);
+      out.push(name, (upstream[i + 1] as Buffer).toString('latin1'));
     }
   }
   for (const v of request.attribution) out.push(v);
@@ -222,7 +236,9 @@ export function relay(request: RelayRequest, onResult: RelayCallback): void {
 
 const ABORTED: RelayResult = Object.freeze({ kind: 'aborted' });
 
-class Relay implements Dispatcher.DispatchHandler {
+const NO_HEADERS: readonly Buffer[] = Object.freeze([]);
+
+class Relay implements RawHandler {
   readonly #request: RelayRequest;
   readonly #res: ServerResponse;
   readonly #transform: RelayTransform | undefined;
@@ -230,14 +246,17 @@ class Relay implements Dispatcher.DispatchHandler {
   /** Who waits for the committed response to end; the relayed outcome once it has. */
   #observers: Array<(relayed: Relayed) => void> | null = null;
   #relayed: Relayed | null = null;
-  #controller: Dispatcher.DispatchController | null = null;
+  /** undici's way to end the call (onError follows), once the call has started. */
+  #abort: ((err?: Error) => void) | null = null;
+  /** undici's way to resume a response paused by returning false. */
+  #resume: (() => void) | null = null;
   #state: State = 'waiting';
   #clientGone = false;
   #drainListened = false;
   #isSse = false;
   #status = 0;
   #headersAt = 0;
-  #upstreamHeaders: IncomingHttpHeaders = {};
+  #upstreamHeaders: readonly Buffer[] = NO_HEADERS;
   #firstByteAt: number | null = null;
   #filter: UsageEventFilter | null = null;
   #kept: Buffer[] = [];
@@ -260,7 +279,7 @@ class Relay implements Dispatcher.DispatchHandler {
 
   readonly #stop = (why: string): void => {
     this.#outOfTime = why;
-    this.#controller?.abort(new OutOfTime(why));
+    this.#abort?.(new OutOfTime(why));
   };
 
   /** Aborts the upstream after `ms`, telling the client `why` if it has been answered by then. */
@@ -270,7 +289,7 @@ class Relay implements Dispatcher.DispatchHandler {
       () => {
         this.#timer = null;
         this.#outOfTime = why;
-        this.#controller?.abort(new OutOfTime(why));
+        this.#abort?.(new OutOfTime(why));
       },
       Math.max(0, ms),
     );
@@ -291,40 +310,41 @@ class Relay implements Dispatcher.DispatchHandler {
   readonly onClientClose = (): void => {
     if (this.#res.writableFinished) return;
     this.#clientGone = true;
-    this.#controller?.abort(new ClientGone());
+    this.#abort?.(new ClientGone());
   };
 
   readonly #onDrain = (): void => {
-    this.#controller?.resume();
+    this.#resume?.();
   };
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.#controller = controller;
-    if (this.#clientGone) controller.abort(new ClientGone());
-    else if (this.#outOfTime !== null) controller.abort(new OutOfTime(this.#outOfTime));
+  onConnect(abort: (err?: Error) => void): void {
+    this.#abort = abort;
+    if (this.#clientGone) abort(new ClientGone());
+    else if (this.#outOfTime !== null) abort(new OutOfTime(this.#outOfTime));
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
-    if (statusCode < 200) return;
+  onHeaders(statusCode: number, headers: Buffer[], resume: () => void): boolean {
+    if (statusCode < 200) return true;
+    this.#resume = resume;
     this.#status = statusCode;
     this.#headersAt = performance.now();
     if (isFailoverStatus(statusCode)) {
       // Let the body drain so the connection stays reusable, and fail over now.
       this.#state = 'discarding';
-      const retryAfterMs = statusCode === 429 ? retryAfterOf(headers['retry-after']) : null;
+      const retryAfterMs = statusCode === 429 ? retryAfterOf(rawHeader(headers, 'retry-after')) : null;
       this.#failed(
         retryAfterMs === null
           ? { kind: 'failed', reason: reasonForStatus(statusCode), detail: `HTTP ${statusCode}` }
           : { kind: 'failed', reason: reasonForStatus(statusCode), detail: `HTTP ${statusCode}`, retryAfterMs },
       );
-      return;
+      return true;
     }
     this.#upstreamHeaders = headers;
-    const contentType = headers['content-type'];
-    this.#isSse = typeof contentType === 'string' && contentType.startsWith('text/event-stream');
+    const contentType = rawHeader(headers, 'content-type');
+    this.#isSse = contentType?.startsWith('text/event-stream') === true;
     if (!this.#isSse) {
       this.#state = 'buffering';
-      return;
+      return true;
     }
     if (this.#request.dropUsageEvent === true) this.#filter = new UsageEventFilter();
     // A started stream is bound by its own length limit, not by the time to start it.
@@ -336,44 +356,47 @@ class Relay implements Dispatcher.DispatchHandler {
     this.#commit(out);
     // A stream's client should see it start at once, not with the first token.
     this.#res.flushHeaders();
+    return true;
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  /** Returns false to pause the upstream until the client's socket drains. */
+  onData(chunk: Buffer): boolean {
     if (this.#state === 'buffering') {
       this.#kept.push(chunk);
       this.#keptBytes += chunk.length;
       if (this.#keptBytes > MAX_BUFFERED_BYTES) {
         // A translation needs the whole body; the pass-through commits and relays from here.
-        if (this.#transform === undefined) this.#streamBuffered(controller);
-        else if (this.#keptBytes > MAX_TRANSLATED_BYTES)
-          controller.abort(new TooLargeToTranslate('the response is too large to translate'));
+        if (this.#transform === undefined) return this.#streamBuffered();
+        if (this.#keptBytes > MAX_TRANSLATED_BYTES) this.#abort?.(new TooLargeToTranslate('the response is too large to translate'));
       }
-      return;
+      return true;
     }
-    if (this.#state !== 'relaying') return;
+    if (this.#state !== 'relaying') return true;
     if (this.#firstByteAt === null) this.#firstByteAt = performance.now();
     if (this.#isSse) this.#countEvents(chunk);
     const transform = this.#transform;
     if (transform !== undefined) {
       const out = transform.chunk(chunk);
-      if (out.length > 0 && !this.#res.write(out)) this.#pauseUntilDrain(controller);
-      return;
+      return out.length === 0 || this.#res.write(out) || this.#pauseUntilDrain();
     }
     this.#keepTail(chunk);
     const out = this.#filter === null ? chunk : this.#filter.push(chunk);
-    if (out.length > 0 && !this.#res.write(out)) this.#pauseUntilDrain(controller);
+    return out.length === 0 || this.#res.write(out) || this.#pauseUntilDrain();
   }
 
-  /** The client's socket is full: the upstream waits until it drains (listened to only once it is needed). */
-  #pauseUntilDrain(controller: Dispatcher.DispatchController): void {
+  /**
+   * The client's socket is full: the upstream waits until it drains (listened to only once
+   * it is needed). Returns false, which is what pauses undici.
+   */
+  #pauseUntilDrain(): false {
     if (!this.#drainListened) {
       this.#drainListened = true;
       this.#res.on('drain', this.#onDrain);
     }
-    controller.pause();
+    return false;
   }
 
-  onResponseEnd(): void {
+  onComplete(): void {
     const state = this.#state;
     this.#state = 'ended';
     if (state === 'buffering') {
@@ -393,7 +416,7 @@ class Relay implements Dispatcher.DispatchHandler {
     this.#served('complete', usage);
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+  onError(err: Error): void {
     const state = this.#state;
     this.#state = 'ended';
     if (state === 'discarding') return;
@@ -421,7 +444,7 @@ class Relay implements Dispatcher.DispatchHandler {
   }
 
   /** The response now belongs to this attempt: headers to the client, and the caller told. */
-  #commit(headers: Array<string | string[]>): void {
+  #commit(headers: string[]): void {
     this.#state = 'relaying';
     this.#res.writeHead(this.#status, headers);
     this.#resolve({ kind: 'committed', status: this.#status, headersAt: this.#headersAt, onFinished: this.#onFinished });
@@ -463,8 +486,11 @@ class Relay implements Dispatcher.DispatchHandler {
     this.#finish({ outcome: 'complete', usage, firstByteAt: this.#firstByteAt, events: 0 });
   }
 
-  /** A body over the buffering bound: commit without usage headers and relay from here on. */
-  #streamBuffered(controller: Dispatcher.DispatchController): void {
+  /**
+   * A body over the buffering bound: commit without usage headers and relay from here on.
+   * Returns false when the client's socket is full (undici then pauses).
+   */
+  #streamBuffered(): boolean {
     this.#commit(responseHeaders(this.#upstreamHeaders, this.#request, null));
     this.#firstByteAt = performance.now();
     const kept = this.#kept;
@@ -475,7 +501,7 @@ class Relay implements Dispatcher.DispatchHandler {
       this.#keepTail(chunk);
       full = !this.#res.write(chunk);
     }
-    if (full) this.#pauseUntilDrain(controller);
+    return full ? this.#pauseUntilDrain() : true;
   }
 
   #keepTail(chunk: Buffer): void {
