@@ -51,6 +51,13 @@ const SETTLE_BATCH_MAX = 64;
 
 /** A batch of reserves goes at once when it reaches this size (far below Lua's unpack limit). */
 const RESERVE_BATCH_MAX = 64;
+/**
+ * Reserves of one team asked for at most this far apart join one batch, decided at the
+ * latest one's time: a reserve waiting for the team's batch in flight is decided when it is
+ * sent, not when it was asked for. Further apart (a test's simulated clock, say), they are
+ * decided in batches of their own, in order.
+ */
+const RESERVE_JOIN_MS = 5;
 
 interface PendingReserve {
   readonly input: ReserveInput;
@@ -59,9 +66,9 @@ interface PendingReserve {
   readonly reject: (err: unknown) => void;
 }
 
-/** A team's reserves of one turn of the event loop, all at one `now`. */
+/** A team's reserves waiting to be sent, all decided at one `now` (the latest asked for). */
 interface ReserveBatch {
-  readonly nowMs: number;
+  nowMs: number;
   readonly entries: PendingReserve[];
 }
 
@@ -87,8 +94,10 @@ export class RedisGovernanceStore implements GovernanceStore {
   /** Settles waiting to be sent, by team. */
   readonly #pending = new Map<string, PendingSettle[]>();
   #flushTimer: NodeJS.Timeout | null = null;
-  /** Reserves waiting to be sent (this turn of the event loop), by team. */
+  /** Reserves waiting to be sent, by team. */
   readonly #reserving = new Map<string, ReserveBatch>();
+  /** Reserve batches sent and not yet answered, by team. */
+  readonly #reservesInFlight = new Map<string, number>();
   #reserveFlush: NodeJS.Immediate | null = null;
   /** Each scope's three keys, built once per scope object. */
   readonly #keysOf = new WeakMap<ScopeRef, readonly [string, string, string]>();
@@ -182,12 +191,6 @@ export class RedisGovernanceStore implements GovernanceStore {
   }
 
   /**
-   * Queued with the other reserves of its team in this turn of the event loop and sent as
-   * one script (one round trip; each scope's counters read and written once per batch),
-   * right after the turn's I/O callbacks: under load many requests are admitted per turn,
-   * and at rest a batch of one waits for nothing but that turn's end.
-   */
-  /**
    * A reservation's id: this store's random tag and a sequence number. Unique across
    * replicas and restarts (72 random bits per store), and a third of a UUID's length, which
    * every member of the log and the reservations spells out.
@@ -197,32 +200,57 @@ export class RedisGovernanceStore implements GovernanceStore {
     return this.#tag + this.#sequence.toString(36);
   }
 
+  /**
+   * Queued with the other reserves of its team and sent as one script (one round trip;
+   * each scope's counters read and written once per batch), as a group commit: when none of
+   * the team's batches is in flight, right after this turn's I/O callbacks (at rest a batch
+   * of one waits for nothing but that turn's end); otherwise when the one in flight is
+   * answered, with everything that arrived meanwhile. Under load a batch then holds what
+   * arrives during one round trip, so Redis's work per request falls as the load rises.
+   */
   reserve(input: ReserveInput): Promise<ReserveResult> {
     const team = input.scopes[0]?.team ?? '';
     return new Promise((resolve, reject) => {
       let batch = this.#reserving.get(team);
-      // One batch, one now: a later millisecond starts a new batch (the window is exact per request).
-      if (batch !== undefined && batch.nowMs !== input.nowMs) {
+      if (batch !== undefined && Math.abs(input.nowMs - batch.nowMs) > RESERVE_JOIN_MS) {
         this.#sendReserves(team, batch);
         batch = undefined;
       }
       if (batch === undefined) {
         batch = { nowMs: input.nowMs, entries: [] };
         this.#reserving.set(team, batch);
-      }
+      } else if (input.nowMs > batch.nowMs) batch.nowMs = input.nowMs;
       batch.entries.push({ input, id: this.#nextId(), resolve, reject });
       if (batch.entries.length >= RESERVE_BATCH_MAX) this.#sendReserves(team, batch);
-      else this.#reserveFlush ??= setImmediate(this.#flushReserves);
+      else if (!this.#reservesInFlight.has(team)) this.#reserveFlush ??= setImmediate(this.#flushReserves);
     });
+  }
+
+  /** Sends every team's waiting batch, or, with `onlyIdle`, those of teams with none in flight. */
+  #sendWaiting(onlyIdle: boolean): void {
+    for (const [team, batch] of this.#reserving) if (!onlyIdle || !this.#reservesInFlight.has(team)) this.#sendReserves(team, batch);
   }
 
   readonly #flushReserves = (): void => {
     this.#reserveFlush = null;
-    for (const [team, batch] of this.#reserving) this.#sendReserves(team, batch);
+    this.#sendWaiting(true);
   };
+
+  /** A batch of `team` was answered: what waited for it goes now. */
+  #reservesAnswered(team: string): void {
+    const left = (this.#reservesInFlight.get(team) ?? 1) - 1;
+    if (left > 0) {
+      this.#reservesInFlight.set(team, left);
+      return;
+    }
+    this.#reservesInFlight.delete(team);
+    const waiting = this.#reserving.get(team);
+    if (waiting !== undefined) this.#sendReserves(team, waiting);
+  }
 
   #sendReserves(team: string, batch: ReserveBatch): void {
     if (this.#reserving.get(team) === batch) this.#reserving.delete(team);
+    this.#reservesInFlight.set(team, (this.#reservesInFlight.get(team) ?? 0) + 1);
     const { nowMs, entries } = batch;
     const keys: string[] = [];
     const keyNumbers = new Map<string, number>();
@@ -252,12 +280,14 @@ export class RedisGovernanceStore implements GovernanceStore {
         const flat = out as Array<number | string>;
         let at = 0;
         for (const e of entries) {
-          e.resolve(reserved(e, flat, at, day, month));
+          e.resolve(reserved(e, flat, at, nowMs, day, month));
           at += 4 + 4 * e.input.scopes.length;
         }
+        this.#reservesAnswered(team);
       },
       (err: unknown) => {
         for (const e of entries) e.reject(err);
+        this.#reservesAnswered(team);
       },
     );
   }
@@ -337,7 +367,8 @@ export class RedisGovernanceStore implements GovernanceStore {
   async close(): Promise<void> {
     // Reserves and settles still queued go out before the connection closes (a graceful stop loses none).
     if (this.#reserveFlush !== null) clearImmediate(this.#reserveFlush);
-    this.#flushReserves();
+    this.#reserveFlush = null;
+    this.#sendWaiting(false);
     if (this.#flushTimer !== null) clearTimeout(this.#flushTimer);
     this.#flush();
     await Promise.allSettled([...this.#inFlight]);
@@ -347,10 +378,17 @@ export class RedisGovernanceStore implements GovernanceStore {
 
 /**
  * One reservation's answer from the batch script, at `at` in its reply: {1, warnMask, 0, 0}
- * or {0, scope, limit, retryMs}, then its windows.
+ * or {0, scope, limit, retryMs}, then its windows. `nowMs` is the batch's: when it was decided.
  */
-function reserved(e: PendingReserve, out: ReadonlyArray<number | string>, at: number, day: string, month: string): ReserveResult {
-  const { scopes, tokens, costMicroUsd, nowMs } = e.input;
+function reserved(
+  e: PendingReserve,
+  out: ReadonlyArray<number | string>,
+  at: number,
+  nowMs: number,
+  day: string,
+  month: string,
+): ReserveResult {
+  const { scopes, tokens, costMicroUsd } = e.input;
   const windows = windowsOf(out, at + 4, scopes.length);
   if (out[at] === 1) {
     const warnMask = Number(out[at + 1]);
