@@ -268,6 +268,27 @@ export function storeSuite(name: string, fixture: StoreFixture): void {
       );
     });
 
+    it('reserves asked for while earlier ones are still being decided keep their order, and none is lost', async () => {
+      const store = await fixture.fresh();
+      const scopes = [team({ rpm: 23 })];
+      // Five turns of the event loop, ten reserves each: the redis store has sent the first
+      // turn's batch and holds the later ones until it is answered (a group commit).
+      const asked: Array<Promise<boolean>> = [];
+      for (let turn = 0; turn < 5; turn += 1) {
+        for (let i = 0; i < 10; i += 1)
+          asked.push(Promise.resolve(store.reserve({ scopes, tokens: 1, costMicroUsd: 0, nowMs: T0 + turn })).then((r) => r.ok));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      const results = await Promise.all(asked);
+      assert.deepEqual(
+        results,
+        results.map((_, i) => i < 23),
+        'the first 23 asked are admitted',
+      );
+      const [s] = await store.status(scopes, T0 + 10);
+      assert.equal(s?.requestsThisMinute.used, 23);
+    });
+
     it('a long-open reservation stays reserved while thousands after it are settled', async () => {
       const store = await fixture.fresh();
       const scopes = [team({ budgetMicroUsdPerMonth: 10_000 })];
