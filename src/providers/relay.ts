@@ -148,6 +148,17 @@ export interface Relayed {
   readonly events: number;
 }
 
+/** The first bytes, either case, of every name PASSED_HEADERS and isRateLimitHeader let through. */
+const MAY_PASS_FIRST_BYTE = (() => {
+  const table = new Uint8Array(256);
+  // isRateLimitHeader's names begin x-ratelimit-, anthropic-ratelimit-, ratelimit.
+  for (const name of [...PASSED_HEADERS, 'x', 'anthropic', 'ratelimit']) {
+    table[name.charCodeAt(0)] = 1;
+    table[name.toUpperCase().charCodeAt(0)] = 1;
+  }
+  return table;
+})();
+
 /** An upstream header's name as a lower-case string (undici gives the bytes as received). */
 function headerName(raw: Buffer): string {
   return raw.toString('latin1').toLowerCase();
@@ -179,9 +190,14 @@ function responseHeaders(
   const out: string[] = [];
   const expose = request.exposeHeaders;
   const rateLimits = request.limitsReplaced !== true;
+  // Only a name that may pass is turned into a string (a provider such as OpenAI sends 20
+  // or more headers, most of which stay here); with expose_headers, every one is looked at.
+  const everyName = expose !== undefined && expose !== null && expose.size > 0;
   // A name sent twice is passed twice: writeHead's flat list keeps repeats.
   for (let i = 0; i < upstream.length; i += 2) {
-    const name = headerName(upstream[i] as Buffer);
+    const raw = upstream[i] as Buffer;
+    if (!everyName && MAY_PASS_FIRST_BYTE[raw[0] as number] !== 1) continue;
+    const name = headerName(raw);
     if (ownType && name === 'content-type') continue;
     if (PASSED_HEADERS.has(name) || (rateLimits && isRateLimitHeader(name)) || expose?.has(name) === true) {
       out.push(name, (upstream[i + 1] as Buffer).toString('latin1'));

@@ -75,14 +75,15 @@ describe('upstream response headers are an allow-list', () => {
     upstream = createServer((req, res) => {
       req.resume();
       req.on('end', () => {
+        // Names in the case providers send them: the allow-list is case-insensitive.
         res.writeHead(200, {
-          'content-type': 'application/json',
+          'Content-Type': 'application/json',
           connection: 'keep-alive, x-upstream-hop',
           'x-upstream-hop': 'v',
-          'x-request-id': 'req_upstream_1',
-          'x-ratelimit-remaining-requests': '4999',
-          'anthropic-ratelimit-requests-remaining': '49',
-          'openai-organization': 'org-internal',
+          'X-Request-ID': 'req_upstream_1',
+          'X-RateLimit-Remaining-Requests': '4999',
+          'Anthropic-RateLimit-Requests-Remaining': '49',
+          'OpenAI-Organization': 'org-internal',
           'openai-processing-ms': '12',
           'set-cookie': 'session=upstream; Path=/',
           'x-internal-debug': 'shard-7',
@@ -134,6 +135,8 @@ describe('upstream response headers are an allow-list', () => {
     assert.equal(r.headers.get('x-ratelimit-remaining-requests'), '99');
     assert.equal(r.headers.get('anthropic-ratelimit-requests-remaining'), null);
     assert.equal(r.headers.get('x-request-id'), 'req_upstream_1');
+    assert.equal(r.headers.get('content-type'), 'application/json');
+    assert.equal(r.headers.get('openai-organization'), null, 'without expose_headers, only the allow-list passes');
   });
 
   it('refuses expose_headers naming a hop-by-hop, framing or gateway header, with its path', async () => {
