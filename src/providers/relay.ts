@@ -4,6 +4,7 @@ import { type FailureReason, isFailoverStatus, reasonForStatus } from '../resili
 import type { TokenUsage } from './metering.js';
 import { usageFromJson, usageFromSseTail } from './openai-adapter.js';
 import type { ProviderPool, RawHandler, UpstreamCall } from './provider-pool.js';
+import { headerName, headerNameBytes, isRateLimitName, passedName, rawHeaderValue } from './raw-headers.js';
 import type { RelayTransform } from './relay-transform.js';
 import { UsageEventFilter } from './usage-event-filter.js';
 
@@ -14,29 +15,6 @@ import { UsageEventFilter } from './usage-event-filter.js';
 // whole when it has ended: its usage, hence its cost, is then known before the headers
 // go out, and an upstream that stalls or breaks mid-body can still fail over. A body over
 // the bound commits and streams from there. Only a bounded tail is kept to read usage.
-
-/**
- * The upstream response headers a client gets: the body's type, encoding and caching, the
- * provider's request ids (what its support asks for) and its rate-limit headers. Anything
- * else a provider sends (its internals, cookies, hop-by-hop headers) stays at the gateway
- * unless the provider's `expose_headers` names it.
- */
-const PASSED_HEADERS = new Set([
-  'content-type',
-  'content-encoding',
-  // An SSE response's no-cache keeps intermediaries from buffering or storing it.
-  'cache-control',
-  'x-request-id',
-  'request-id',
-  'apim-request-id',
-  'retry-after',
-  'retry-after-ms',
-]);
-
-/** A provider's rate-limit headers: OpenAI's and Azure's, Anthropic's, and the IETF draft's. */
-function isRateLimitHeader(name: string): boolean {
-  return name.startsWith('x-ratelimit-') || name.startsWith('anthropic-ratelimit-') || name === 'ratelimit' || name === 'ratelimit-policy';
-}
 
 /** A plain response up to this size is buffered and written whole (see above). */
 const MAX_BUFFERED_BYTES = 1024 * 1024;
@@ -148,30 +126,8 @@ export interface Relayed {
   readonly events: number;
 }
 
-/** The first bytes, either case, of every name PASSED_HEADERS and isRateLimitHeader let through. */
-const MAY_PASS_FIRST_BYTE = (() => {
-  const table = new Uint8Array(256);
-  // isRateLimitHeader's names begin x-ratelimit-, anthropic-ratelimit-, ratelimit.
-  for (const name of [...PASSED_HEADERS, 'x', 'anthropic', 'ratelimit']) {
-    table[name.charCodeAt(0)] = 1;
-    table[name.toUpperCase().charCodeAt(0)] = 1;
-  }
-  return table;
-})();
-
-/** An upstream header's name as a lower-case string (undici gives the bytes as received). */
-function headerName(raw: Buffer): string {
-  return raw.toString('latin1').toLowerCase();
-}
-
-/** The first value of upstream header `name` (lower case) in undici's raw list, or undefined. */
-function rawHeader(raw: readonly Buffer[], name: string): string | undefined {
-  for (let i = 0; i < raw.length; i += 2) {
-    const n = raw[i] as Buffer;
-    if (n.length === name.length && headerName(n) === name) return (raw[i + 1] as Buffer).toString('latin1');
-  }
-  return undefined;
-}
+const CONTENT_TYPE = headerNameBytes('content-type');
+const RETRY_AFTER = headerNameBytes('retry-after');
 
 /**
  * The client's headers, as a flat list for writeHead: the allowed upstream ones
@@ -190,18 +146,21 @@ function responseHeaders(
   const out: string[] = [];
   const expose = request.exposeHeaders;
   const rateLimits = request.limitsReplaced !== true;
-  // Only a name that may pass is turned into a string (a provider such as OpenAI sends 20
-  // or more headers, most of which stay here); with expose_headers, every one is looked at.
-  const everyName = expose !== undefined && expose !== null && expose.size > 0;
+  const exposing = expose !== undefined && expose !== null && expose.size > 0;
+  // Names are matched as bytes; only one that passes becomes a string (raw-headers.ts).
   // A name sent twice is passed twice: writeHead's flat list keeps repeats.
   for (let i = 0; i < upstream.length; i += 2) {
     const raw = upstream[i] as Buffer;
-    if (!everyName && MAY_PASS_FIRST_BYTE[raw[0] as number] !== 1) continue;
-    const name = headerName(raw);
-    if (ownType && name === 'content-type') continue;
-    if (PASSED_HEADERS.has(name) || (rateLimits && isRateLimitHeader(name)) || expose?.has(name) === true) {
-      out.push(name, (upstream[i + 1] as Buffer).toString('latin1'));
+    let name = passedName(raw);
+    if (name === null) {
+      if (rateLimits && isRateLimitName(raw)) name = headerName(raw);
+      else if (exposing) {
+        const named = headerName(raw);
+        if (expose.has(named)) name = named;
+      }
     }
+    if (name === null || (ownType && name === 'content-type')) continue;
+    out.push(name, (upstream[i + 1] as Buffer).toString('latin1'));
   }
   for (const v of request.attribution) out.push(v);
   for (const v of request.ownHeaders) out.push(v);
@@ -347,7 +306,7 @@ class Relay implements RawHandler {
     if (isFailoverStatus(statusCode)) {
       // Let the body drain so the connection stays reusable, and fail over now.
       this.#state = 'discarding';
-      const retryAfterMs = statusCode === 429 ? retryAfterOf(rawHeader(headers, 'retry-after')) : null;
+      const retryAfterMs = statusCode === 429 ? retryAfterOf(rawHeaderValue(headers, RETRY_AFTER)) : null;
       this.#failed(
         retryAfterMs === null
           ? { kind: 'failed', reason: reasonForStatus(statusCode), detail: `HTTP ${statusCode}` }
@@ -356,7 +315,7 @@ class Relay implements RawHandler {
       return true;
     }
     this.#upstreamHeaders = headers;
-    const contentType = rawHeader(headers, 'content-type');
+    const contentType = rawHeaderValue(headers, CONTENT_TYPE);
     this.#isSse = contentType?.startsWith('text/event-stream') === true;
     if (!this.#isSse) {
       this.#state = 'buffering';
