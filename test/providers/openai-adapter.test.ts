@@ -42,6 +42,23 @@ describe('usage read from an OpenAI chat completion', () => {
     assert.deepEqual(usageFromJson(body), { inputTokens: 5, outputTokens: 6 });
   });
 
+  it('usage far from either end of a large body is found: first in the body, or its counts kilobytes after the key', () => {
+    const long = 'x'.repeat(10_000);
+    const first = Buffer.from(
+      JSON.stringify({ usage: { prompt_tokens: 9, completion_tokens: 10 }, choices: [{ message: { content: long } }] }),
+    );
+    assert.deepEqual(usageFromJson(first), { inputTokens: 9, outputTokens: 10 });
+    const spread = Buffer.from(`{"usage":{"prompt_tokens":11,"note":"${long}","completion_tokens":12}}`);
+    assert.deepEqual(usageFromJson(spread), { inputTokens: 11, outputTokens: 12 });
+    const none = Buffer.from(JSON.stringify({ choices: [{ message: { content: long } }] }));
+    assert.equal(usageFromJson(none), null);
+    // Around the edge of the part walked in JavaScript: the key straddling it, or just inside.
+    for (let pad = 2030; pad <= 2070; pad += 1) {
+      const body = Buffer.from(`{"usage":{"prompt_tokens":1,"completion_tokens":2}${' '.repeat(pad)}}`);
+      assert.deepEqual(usageFromJson(body), { inputTokens: 1, outputTokens: 2 }, `pad ${pad}`);
+    }
+  });
+
   it('a stream tail gives the usage of its last usage event, even when the tail starts mid-line', () => {
     const tail = `ge":{"prompt_tokens":1}}\n\ndata: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":8}}\n\ndata: [DONE]\n\n`;
     assert.deepEqual(usageFromSseTail(tail), { inputTokens: 7, outputTokens: 8 });
