@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hashKey } from '../../src/governance/index.js';
-import { alternate } from '../lib/alternation.js';
+import { alternate, roundsFor } from '../lib/alternation.js';
 import { BENCH_MODEL, CHAT_BODY, gatewayConfig, mockProvider } from '../lib/gateway-config.js';
 import { failuresOf, type LoadFigures, loadFigures, runLoad } from '../lib/load.js';
 import { round } from '../lib/percentiles.js';
@@ -57,15 +57,20 @@ export const governanceOverhead: Scenario = {
 
     ctx.progress(`warm-up: ${ctx.warmupS} s per gateway`);
     for (const k of keys) await runLoad(spec(k, ctx.warmupS));
-    ctx.progress(`c=32: ${keys.length} gateways x 2 halves of ${ctx.durationS / 2} s, order A-B-C-C-B-A`);
+    const rounds = roundsFor(ctx.durationS);
+    ctx.progress(`c=32: ${keys.length} gateways x ${rounds} slices of ${ctx.durationS / rounds} s, order A-B-C-C-B-A-…`);
     const cpuMs: Record<Key, number> = { open: 0, memory: 0, redis: 0 };
-    const runs = await alternate(keys, async (k) => {
-      const before = cpuMsOf(gateways[k].pid);
-      const run = await runLoad(spec(k, ctx.durationS / 2));
-      const after = cpuMsOf(gateways[k].pid);
-      if (before !== null && after !== null) cpuMs[k] += after - before;
-      return run;
-    });
+    const runs = await alternate(
+      keys,
+      async (k) => {
+        const before = cpuMsOf(gateways[k].pid);
+        const run = await runLoad(spec(k, ctx.durationS / rounds));
+        const after = cpuMsOf(gateways[k].pid);
+        if (before !== null && after !== null) cpuMs[k] += after - before;
+        return run;
+      },
+      rounds,
+    );
     const load = Object.fromEntries(keys.map((k) => [k, loadFigures(runs[k])])) as Record<Key, LoadFigures>;
     const problems = keys.map((k) => failuresOf(LABELS[k], load[k])).filter((p): p is string => p !== null);
     const ratio = (k: Key) => round(load[k].req_per_s / load.open.req_per_s, 3);

@@ -1,4 +1,4 @@
-import { alternate } from '../lib/alternation.js';
+import { alternate, roundsFor } from '../lib/alternation.js';
 import { BENCH_MODEL, CHAT_BODY, gatewayConfig, mockProvider } from '../lib/gateway-config.js';
 import { failuresOf, type LoadFigures, loadFigures, runLoad } from '../lib/load.js';
 import { round } from '../lib/percentiles.js';
@@ -82,9 +82,12 @@ export const proxyOverhead: Scenario = {
 
     const load: Record<string, Record<TargetKey, LoadFigures>> = {};
     for (const c of CONCURRENCIES) {
-      ctx.progress(`c=${c}: ${keys.length} targets x 2 halves of ${ctx.durationS / 2} s, order A-B-C-C-B-A`);
-      const runs = await alternate(keys, (key) =>
-        runLoad({ url: urls[key], body: CHAT_BODY, connections: c, durationS: ctx.durationS / 2 }),
+      const rounds = roundsFor(ctx.durationS);
+      ctx.progress(`c=${c}: ${keys.length} targets x ${rounds} slices of ${ctx.durationS / rounds} s, order A-B-C-C-B-A-…`);
+      const runs = await alternate(
+        keys,
+        (key) => runLoad({ url: urls[key], body: CHAT_BODY, connections: c, durationS: ctx.durationS / rounds }),
+        rounds,
       );
       load[`c${c}`] = Object.fromEntries(keys.map((k) => [k, loadFigures(runs[k])])) as Record<TargetKey, LoadFigures>;
       for (const key of keys) {
