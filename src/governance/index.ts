@@ -15,6 +15,7 @@ export {
   bearerToken,
   buildKeyTable,
   hashKey,
+  KeyMemo,
   type KeyRecord,
   type KeyTable,
   presentedKey,

@@ -17,7 +17,7 @@ export interface KeyRecord {
 export interface KeyTable {
   /** No keys configured: an open gateway, every caller is anonymous. */
   readonly open: boolean;
-  readonly byDigest: ReadonlyMap<string, { readonly record: KeyRecord; readonly principal: Principal }>;
+  readonly byDigest: ReadonlyMap<string, KeyEntry>;
   readonly byId: ReadonlyMap<string, KeyRecord>;
 }
 
@@ -71,6 +71,42 @@ export function presentedKey(headers: Readonly<Record<string, HeaderValue>>): st
   return null;
 }
 
+type KeyEntry = { readonly record: KeyRecord; readonly principal: Principal };
+
+/**
+ * The last key one connection presented and what it resolved to in one key table, so that
+ * the requests of a keep-alive connection pay for the key's SHA-256 once (issue 9: the hash
+ * was an eighth of governance's cost per request). Only a key that resolved is kept; a
+ * reload's new table, or another key, resolves afresh. The presented key is compared with
+ * the kept one in constant time, as the digest lookup would be.
+ */
+export class KeyMemo {
+  table: KeyTable | null = null;
+  presented = '';
+  entry: KeyEntry | null = null;
+}
+
+/** Equal strings, compared without stopping at the first difference (lengths are not secret). */
+function sameKey(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
+}
+
+function lookUp(table: KeyTable, presented: string, memo: KeyMemo | undefined): KeyEntry | undefined {
+  if (memo !== undefined && memo.table === table && memo.entry !== null && sameKey(memo.presented, presented)) return memo.entry;
+  // The lookup is the comparison, and it is made on the digest: its timing depends on a
+  // value the caller cannot steer toward a stored digest without a preimage.
+  const entry = table.byDigest.get(hashKey(presented));
+  if (entry !== undefined && memo !== undefined) {
+    memo.table = table;
+    memo.presented = presented;
+    memo.entry = entry;
+  }
+  return entry;
+}
+
 export type AuthResult =
   | { readonly ok: true; readonly principal: Principal; readonly key: KeyRecord | null }
   | { readonly ok: false; readonly refusal: Refusal };
@@ -81,13 +117,11 @@ export type AuthResult =
  * steer toward a stored one (that would take a preimage), so a hit is the comparison.
  * Messages never echo the presented key.
  */
-export function authenticate(table: KeyTable, headers: Readonly<Record<string, HeaderValue>>, nowMs: number): AuthResult {
+export function authenticate(table: KeyTable, headers: Readonly<Record<string, HeaderValue>>, nowMs: number, memo?: KeyMemo): AuthResult {
   if (table.open) return { ok: true, principal: ANONYMOUS, key: null };
   const presented = presentedKey(headers);
   if (presented === null) return refuse('unauthorized', 'missing API key: send Authorization: Bearer <key> or x-api-key');
-  // The lookup is the comparison, and it is made on the digest: its timing depends on a
-  // value the caller cannot steer toward a stored digest without a preimage.
-  const entry = table.byDigest.get(hashKey(presented));
+  const entry = lookUp(table, presented, memo);
   if (entry === undefined) return refuse('unauthorized', 'invalid API key');
   const { record } = entry;
   if (record.expiresAtMs !== null && nowMs >= record.expiresAtMs) {

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { requestStarted } from '../audit/index.js';
 import type { MaybePromise, Principal, Reservation } from '../governance/index.js';
 import * as governance from '../governance/index.js';
@@ -21,13 +22,26 @@ export type { Principal };
 export function authenticate(x: Exchange, svc: Services): Principal {
   const gen = x.gen;
   if (gen === null) throw new Error('authenticate before the generation was captured');
-  const auth = governance.authenticate(policyOf(gen).keys, x.req.headers, Date.now());
+  const keys = policyOf(gen).keys;
+  const auth = governance.authenticate(keys, x.req.headers, Date.now(), keys.open ? undefined : keyMemoOf(x.req.socket));
   if (!auth.ok) {
     auditStarted(x, svc, auth.refusal.code);
     throw governance.refusalError(auth.refusal);
   }
   x.principal = auth.principal;
   return auth.principal;
+}
+
+/** Each connection's last resolved key (governance.KeyMemo): a keep-alive client hashes its key once. */
+const keyMemos = new WeakMap<Socket, governance.KeyMemo>();
+
+function keyMemoOf(socket: Socket): governance.KeyMemo {
+  let memo = keyMemos.get(socket);
+  if (memo === undefined) {
+    memo = new governance.KeyMemo();
+    keyMemos.set(socket, memo);
+  }
+  return memo;
 }
 
 /** The audit record of a request's admission: after the pre-check, or at the refusal (with its reason). */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { authenticate, buildKeyTable, hashKey, type KeyRecord, presentedKey } from '../../src/governance/index.js';
+import { authenticate, buildKeyTable, hashKey, KeyMemo, type KeyRecord, presentedKey } from '../../src/governance/index.js';
 
 const OLD = 'sk-sy-old-0123456789';
 const NEW = 'sk-sy-new-9876543210';
@@ -59,6 +59,35 @@ describe('key authentication', () => {
     assert.ok(!r.ok);
     assert.equal(r.refusal.code, 'key_expired');
     assert.doesNotMatch(r.refusal.message, new RegExp(CI));
+  });
+
+  it("a connection's memo of its last key: the same key resolves alike, another key or a reload's table afresh", () => {
+    const memo = new KeyMemo();
+    const bearer = (k: string) => ({ authorization: `Bearer ${k}` });
+    const first = authenticate(table, bearer(CI), NOW, memo);
+    assert.ok(first.ok);
+    assert.equal(memo.entry?.record.id, 'ci-bot', 'a key that resolved is kept');
+    const again = authenticate(table, bearer(CI), NOW, memo);
+    assert.ok(again.ok);
+    assert.equal(again.principal, first.principal);
+    // Another key on the same connection is its own caller, and an unknown one is refused
+    // without displacing what the memo holds.
+    const other = authenticate(table, bearer(OLD), NOW, memo);
+    assert.ok(other.ok);
+    assert.equal(other.principal.keyId, 'rotating');
+    const unknown = authenticate(table, bearer(`${OLD.slice(0, -1)}x`), NOW, memo);
+    assert.ok(!unknown.ok);
+    assert.equal(unknown.refusal.code, 'unauthorized');
+    assert.equal(memo.entry?.record.id, 'rotating');
+    // A reload's table without that key: the memo of the old table does not let it in.
+    const reloaded = buildKeyTable(records.filter((r) => r.id !== 'rotating'));
+    const afterReload = authenticate(reloaded, bearer(OLD), NOW, memo);
+    assert.ok(!afterReload.ok, 'a key withdrawn by a reload is refused on a connection that used it');
+    // Expiry is checked on every request, memo or not.
+    assert.ok(authenticate(table, bearer(CI), NOW, memo).ok);
+    const expired = authenticate(table, bearer(CI), Date.UTC(2027, 5, 30), memo);
+    assert.ok(!expired.ok);
+    assert.equal(expired.refusal.code, 'key_expired');
   });
 
   it('with no keys the gateway is open and every caller is anonymous', () => {

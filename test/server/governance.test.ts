@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
+import { Pool } from 'undici';
 import { hashKey } from '../../src/governance/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
 import { startMockProvider } from '../../src/mock/index.js';
@@ -295,6 +296,34 @@ describe('governance on the request path', () => {
     assert.equal(reload.body.result, 'applied', JSON.stringify(reload.body));
     const err = await refusal(client.chat.completions.create({ model: MODEL, messages }));
     assert.equal(err.code, 'rate_limit_exceeded', 'the two requests before the reload still count against the new limit');
+  });
+
+  it('a key withdrawn by a reload is refused on the keep-alive connection that used it', async () => {
+    // One connection throughout: the gateway remembers a connection's last key (KeyMemo).
+    const pool = new Pool(new URL(gw.url).origin, { connections: 1, pipelining: 1 });
+    const ask = async (): Promise<number> => {
+      const r = await pool.request({
+        path: '/v1/chat/completions',
+        method: 'POST',
+        headers: { authorization: `Bearer ${keyOf('free')}`, 'content-type': 'application/json' },
+        body: chatBody(MODEL),
+      });
+      await r.body.text();
+      return r.statusCode;
+    };
+    try {
+      assert.deepEqual([await ask(), await ask()], [200, 200]);
+      const config = governedConfig();
+      config.keys = (config.keys as Array<{ id: string }>).filter((k) => k.id !== 'free');
+      gw.writeConfig(config);
+      assert.equal((await adminReload(gw.adminUrl as string)).body.result, 'applied');
+      assert.equal(await ask(), 401);
+      gw.writeConfig(governedConfig());
+      assert.equal((await adminReload(gw.adminUrl as string)).body.result, 'applied');
+      assert.equal(await ask(), 200, 'and accepted again once a reload brings it back');
+    } finally {
+      await pool.close();
+    }
   });
 });
 
