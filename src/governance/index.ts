@@ -58,7 +58,7 @@ export {
   type Usage,
 } from './pricing.js';
 export { RedisGovernanceStore, type RedisStoreOptions } from './redis-store.js';
-export { duration, rateLimitHeaders, refusalError } from './refusal.js';
+export { duration, pushRateLimitHeaders, rateLimitHeaders, refusalError } from './refusal.js';
 export { type GovernanceStatus, governanceStatus } from './status.js';
 export {
   type Actual,

@@ -3,21 +3,40 @@ import type { RateLimitView, Refusal } from './limits.js';
 
 /**
  * `x-ratelimit-{limit,remaining,reset}-{requests,tokens}` as OpenAI sends them (reset as a
- * duration such as `1s` or `6m0s`), from the tightest gateway limit. Empty when no rate
- * limit applies, so the upstream's own headers pass through.
+ * duration such as `1s` or `6m0s`), from the tightest gateway limit, appended to `out` as
+ * names and values (the flat list writeHead takes). Nothing when no rate limit applies, so
+ * the upstream's own headers pass through.
  */
+export function pushRateLimitHeaders(view: RateLimitView, out: string[]): string[] {
+  const { requests, tokens } = view;
+  if (requests !== null) {
+    out.push(
+      'x-ratelimit-limit-requests',
+      String(requests.limit),
+      'x-ratelimit-remaining-requests',
+      String(requests.remaining),
+      'x-ratelimit-reset-requests',
+      duration(requests.resetMs),
+    );
+  }
+  if (tokens !== null) {
+    out.push(
+      'x-ratelimit-limit-tokens',
+      String(tokens.limit),
+      'x-ratelimit-remaining-tokens',
+      String(tokens.remaining),
+      'x-ratelimit-reset-tokens',
+      duration(tokens.resetMs),
+    );
+  }
+  return out;
+}
+
+/** pushRateLimitHeaders as a record (a refusal's headers). */
 export function rateLimitHeaders(view: RateLimitView): Record<string, string> {
+  const flat = pushRateLimitHeaders(view, []);
   const out: Record<string, string> = {};
-  if (view.requests !== null) {
-    out['x-ratelimit-limit-requests'] = String(view.requests.limit);
-    out['x-ratelimit-remaining-requests'] = String(view.requests.remaining);
-    out['x-ratelimit-reset-requests'] = duration(view.requests.resetMs);
-  }
-  if (view.tokens !== null) {
-    out['x-ratelimit-limit-tokens'] = String(view.tokens.limit);
-    out['x-ratelimit-remaining-tokens'] = String(view.tokens.remaining);
-    out['x-ratelimit-reset-tokens'] = duration(view.tokens.resetMs);
-  }
+  for (let i = 0; i < flat.length; i += 2) out[flat[i] as string] = flat[i + 1] as string;
   return out;
 }
 

@@ -109,10 +109,10 @@ export interface WindowNumbers {
 export function rateLimitView(scopes: readonly Scope[], windows: readonly WindowNumbers[], nowMs: number): RateLimitView {
   let requests: RateWindowView | null = null;
   let tokens: RateWindowView | null = null;
-  scopes.forEach((s, i) => {
+  for (let i = 0; i < scopes.length; i++) {
     const w = windows[i];
-    if (w === undefined) return;
-    const { rpm, tpm } = s.limits;
+    if (w === undefined) continue;
+    const { rpm, tpm } = (scopes[i] as Scope).limits;
     if (rpm !== undefined) {
       const view = { limit: rpm, remaining: Math.max(0, rpm - w.requests), resetMs: resetOf(w.oldestRequestAt, nowMs) };
       if (requests === null || view.remaining < requests.remaining) requests = view;
@@ -121,7 +121,7 @@ export function rateLimitView(scopes: readonly Scope[], windows: readonly Window
       const view = { limit: tpm, remaining: Math.max(0, tpm - w.tokens), resetMs: resetOf(w.oldestTokensAt, nowMs) };
       if (tokens === null || view.remaining < tokens.remaining) tokens = view;
     }
-  });
+  }
   return requests === null && tokens === null ? NO_RATE_LIMIT : { requests, tokens };
 }
 

@@ -102,13 +102,11 @@ export function preCheck(
       auditStarted(x, svc, a.refusal.code);
       throw governance.refusalError(a.refusal);
     }
-    const headers = governance.rateLimitHeaders(a.rateLimit);
+    const flat = governance.pushRateLimitHeaders(a.rateLimit, []);
     if (a.budgetWarnings.length > 0) {
-      headers['x-switchyard-budget-warning'] = a.budgetWarnings.map((s) => `${s.kind}:${s.id}`).join(',');
+      flat.push('x-switchyard-budget-warning', a.budgetWarnings.map((s) => `${s.kind}:${s.id}`).join(','));
       for (const s of a.budgetWarnings) if (s.kind === 'team') svc.metrics.budgetExceeded.inc({ team: s.id });
     }
-    const flat: string[] = [];
-    for (const name in headers) flat.push(name, headers[name] as string);
     admit(x, svc, a.reservation, flat);
     if (policy.onMissingPrice !== 'block' || a.unpriced.length === 0) return chain;
     return chain.filter((c) => !a.unpriced.some((u) => u.provider === c.provider.name && u.model === c.upstreamModel));
