@@ -289,6 +289,24 @@ export function storeSuite(name: string, fixture: StoreFixture): void {
       assert.equal(s?.requestsThisMinute.used, 23);
     });
 
+    it('a budget asked for by many at once, when nothing is reserved, admits exactly what fits', async () => {
+      const store = await fixture.fresh();
+      const scopes = [team({ budgetMicroUsdPerMonth: 3 * 1_000 }), key({})];
+      // One request settled at no cost leaves nothing reserved (redis: the resv key is gone).
+      const first = await store.reserve({ scopes, tokens: 1, costMicroUsd: 1_000, nowMs: T0 });
+      assert.ok(first.ok);
+      await store.settle(first.reservation, { tokens: 1, costMicroUsd: 0 }, T0);
+      // Then six at once (one batch for the redis store): the fourth's refusal looks for
+      // expired reservations while the first three are not yet written, and counts them.
+      const results = await Promise.all(
+        Array.from({ length: 6 }, () => Promise.resolve(store.reserve({ scopes, tokens: 1, costMicroUsd: 1_000, nowMs: T0 + 1 }))),
+      );
+      assert.deepEqual(
+        results.map((r) => r.ok),
+        [true, true, true, false, false, false],
+      );
+    });
+
     it('a long-open reservation stays reserved while thousands after it are settled', async () => {
       const store = await fixture.fresh();
       const scopes = [team({ budgetMicroUsdPerMonth: 10_000 })];
