@@ -231,7 +231,7 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
     config,
     providers,
     routes,
-    models: Object.isFrozen(routed) ? routed : Object.freeze(routed),
+    models: Object.freeze(routed),
     identities: [...new Set(Object.values(providers).map((p) => p.identity))],
     // A Set's entries are not frozen by Object.freeze: ReadonlySet is what keeps them.
     counterKeys: Object.freeze(counterKeys),

@@ -55,7 +55,7 @@ const COMPLETION_TOKENS_KEY = Buffer.from('"completion_tokens"');
  * the body is the response's own.
  */
 export function usageFromJson(body: Buffer): TokenUsage | null {
-  const at = lastIndexOfKey(body, USAGE_KEY);
+  const at = body.lastIndexOf(USAGE_KEY);
   if (at === -1) return null;
   const input = countAfter(body, PROMPT_TOKENS_KEY, at);
   if (input === null) return null;
@@ -64,36 +64,9 @@ export function usageFromJson(body: Buffer): TokenUsage | null {
   return { inputTokens: input, outputTokens: output };
 }
 
-/**
- * How far from the end (or from `from`) a key is looked for in JavaScript before the
- * native search takes over: usage sits at the end of a completion, within a few hundred
- * bytes, and a native call costs more than that short walk.
- */
-const NEAR_BYTES = 2048;
-
-/** Where `key` last occurs in `body`, or -1: the last NEAR_BYTES walked, the rest searched natively. */
-function lastIndexOfKey(body: Buffer, key: Buffer): number {
-  const stop = Math.max(0, body.length - NEAR_BYTES);
-  for (let k = body.length - key.length; k >= stop; k--) if (keyAt(body, key, k)) return k;
-  return stop === 0 ? -1 : body.lastIndexOf(key, stop - 1);
-}
-
-/** Where `key` next occurs in `body` from `from` on, or -1: NEAR_BYTES walked, the rest searched natively. */
-function indexOfKey(body: Buffer, key: Buffer, from: number): number {
-  const end = Math.min(body.length - key.length, from + NEAR_BYTES);
-  for (let k = from; k <= end; k++) if (keyAt(body, key, k)) return k;
-  return end === body.length - key.length ? -1 : body.indexOf(key, end + 1);
-}
-
-function keyAt(body: Buffer, key: Buffer, at: number): boolean {
-  if (body[at] !== key[0]) return false;
-  for (let i = 1; i < key.length; i++) if (body[at + i] !== key[i]) return false;
-  return true;
-}
-
 /** The digits after the first `key` (from `from` on) that a `:` follows, JSON whitespace allowed around it; null when none. */
 function countAfter(body: Buffer, key: Buffer, from: number): number | null {
-  for (let k = indexOfKey(body, key, from); k !== -1; k = indexOfKey(body, key, k + 1)) {
+  for (let k = body.indexOf(key, from); k !== -1; k = body.indexOf(key, k + 1)) {
     let i = skipSpace(body, k + key.length);
     if (body[i] !== 0x3a) continue;
     i = skipSpace(body, i + 1);

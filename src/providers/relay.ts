@@ -263,8 +263,7 @@ class Relay implements RawHandler {
     this.#timer = setTimeout(
       () => {
         this.#timer = null;
-        this.#outOfTime = why;
-        this.#abort?.(new OutOfTime(why));
+        this.#stop(why);
       },
       Math.max(0, ms),
     );

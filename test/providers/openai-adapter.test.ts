@@ -52,7 +52,7 @@ describe('usage read from an OpenAI chat completion', () => {
     assert.deepEqual(usageFromJson(spread), { inputTokens: 11, outputTokens: 12 });
     const none = Buffer.from(JSON.stringify({ choices: [{ message: { content: long } }] }));
     assert.equal(usageFromJson(none), null);
-    // Around the edge of the part walked in JavaScript: the key straddling it, or just inside.
+    // Bodies of about 2 KiB of trailing space: the usage key sits at varying distances from the end.
     for (let pad = 2030; pad <= 2070; pad += 1) {
       const body = Buffer.from(`{"usage":{"prompt_tokens":1,"completion_tokens":2}${' '.repeat(pad)}}`);
       assert.deepEqual(usageFromJson(body), { inputTokens: 1, outputTokens: 2 }, `pad ${pad}`);
