@@ -17,3 +17,15 @@ export function cpuMsOf(pid: number): number | null {
     return null;
   }
 }
+
+/** The machine's CPU ticks so far, all and idle (idle + iowait), from /proc/stat; null where unreadable. */
+export function machineTicks(): { readonly total: number; readonly idle: number } | null {
+  try {
+    const first = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
+    const ticks = first.trim().split(/\s+/).slice(1).map(Number);
+    const total = ticks.reduce((a, b) => a + b, 0);
+    return { total, idle: (ticks[3] ?? 0) + (ticks[4] ?? 0) };
+  } catch {
+    return null;
+  }
+}
