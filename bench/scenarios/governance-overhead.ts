@@ -12,13 +12,13 @@ import { renderTable } from '../lib/table.js';
 // without keys, same run.
 const TARGETS = { memory: 0.9, redis: 0.6 } as const;
 /**
- * Throughput is what a gateway serves when it is the bottleneck (ADR 0023). At c=32 the
- * open gateway is CPU-bound, but the redis-store one is not: its requests wait for Redis's
- * round trip, and a fifth of the machine sits idle meanwhile, so its req/s there measure that
- * latency. At c=128 every gateway is CPU-bound; the targets are read there, and c=32 is shown.
+ * Throughput is what a gateway serves at its best (ADR 0023). At c=32 the open and
+ * memory-store gateways are CPU-bound and at their best; the redis-store one is not: its
+ * requests wait for Redis's round trip while a fifth of the machine sits idle, and it
+ * serves its most at c=128. So every gateway runs at both, and each target compares the
+ * gateways' best req/s; both concurrencies are shown.
  */
 const CONCURRENCIES = [32, 128] as const;
-const SATURATED = 128;
 const BENCH_KEY = 'sy-bench-key-not-a-secret';
 
 type Key = 'open' | 'memory' | 'redis';
@@ -71,11 +71,18 @@ export const governanceOverhead: Scenario = {
       ctx.progress(`c=${c}: ${keys.length} gateways x ${rounds} slices of ${ctx.durationS / rounds} s, order A-B-C-C-B-A-…`);
       byConcurrency.push(await measureAt(c, rounds));
     }
-    const saturated = byConcurrency.find((m) => m.c === SATURATED);
+    // Each gateway's capacity: its best req/s over the concurrencies measured (ADR 0023).
+    const capacity = Object.fromEntries(
+      keys.map((k) => {
+        const best = byConcurrency.reduce((a, b) => (b.load[k].req_per_s > a.load[k].req_per_s ? b : a));
+        return [k, { req_per_s: best.load[k].req_per_s, c: best.c }];
+      }),
+    ) as Record<Key, { req_per_s: number; c: number }>;
+    const capacityRatio = (k: Key) => round(capacity[k].req_per_s / capacity.open.req_per_s, 3);
     const targets = (['memory', 'redis'] as const).map((store) =>
       checkTarget(
-        `throughput ratio one key (${store} store) / no keys, c=${SATURATED}`,
-        saturated?.ratio(store) ?? Number.NaN,
+        `throughput ratio one key (${store} store) / no keys, best of c=${CONCURRENCIES.join(' and c=')}`,
+        capacityRatio(store),
         '>=',
         TARGETS[store],
         '',
@@ -106,13 +113,21 @@ export const governanceOverhead: Scenario = {
       machine_idle_percent: m.idlePercent,
     });
     return {
-      figures: Object.fromEntries(byConcurrency.map((m) => [`c${m.c}`, figuresAt(m)])),
+      figures: {
+        ...Object.fromEntries(byConcurrency.map((m) => [`c${m.c}`, figuresAt(m)])),
+        capacity: { ...capacity, ratios: { memory: capacityRatio('memory'), redis: capacityRatio('redis') } },
+      },
       targets,
       tables: [
         renderTable(
           "governance (ms; the gateway's CPU per request in µs, no-keys CPU / this CPU, the gateway's busy share of one core, the machine's idle share)",
           ['gateway', 'c', 'req/s', '/no keys', 'cpu µs/req', 'cpu ratio', 'busy %', 'idle %', 'p50', 'p99', '2xx', 'failed'],
           rows,
+        ),
+        renderTable(
+          'capacity: each gateway at its best concurrency',
+          ['gateway', 'best req/s', 'at c', '/no keys'],
+          keys.map((k) => [LABELS[k], capacity[k].req_per_s, capacity[k].c, capacityRatio(k)]),
         ),
       ],
       problems: byConcurrency.flatMap((m) => m.problems),
