@@ -1,4 +1,4 @@
-import type { Scope } from './limits.js';
+import type { RateLimitView, Scope } from './limits.js';
 import { utcDayStamp, utcMonthStamp, WINDOW_MS } from './limits.js';
 import {
   type Actual,
@@ -262,6 +262,13 @@ class ScopeCounters {
   }
 }
 
+/** The x-ratelimit-* view of the scopes' windows as they are now. */
+function viewOf(scopes: readonly Scope[], counters: readonly ScopeCounters[], nowMs: number): RateLimitView {
+  const windows: WindowNumbers[] = [];
+  for (const c of counters) windows.push(c.windows());
+  return rateLimitView(scopes, windows, nowMs);
+}
+
 /**
  * The embedded store: exact on one replica. Its decision is the Lua script's, in the same
  * order (scopes in order; RPM, TPM, day, budget), and it is atomic because it never awaits.
@@ -304,12 +311,6 @@ export class MemoryGovernanceStore implements GovernanceStore {
       c.purge(nowMs, month);
       counters.push(c);
     }
-    const view = () =>
-      rateLimitView(
-        scopes,
-        counters.map((x) => x.windows()),
-        nowMs,
-      );
     let warnings: ScopeRef[] | null = null;
     for (let i = 0; i < scopes.length; i += 1) {
       const s = scopes[i] as Scope;
@@ -317,20 +318,20 @@ export class MemoryGovernanceStore implements GovernanceStore {
       const { rpm, tpm, tokensPerDay, budgetMicroUsdPerMonth } = s.limits;
       if (rpm !== undefined && c.window.requestSum + 1 > rpm) {
         const frees = c.window.freesIn('requests', 1, rpm, nowMs);
-        return { ok: false, refusal: limitRefusal(s, 'rpm', frees, nowMs, view()) };
+        return { ok: false, refusal: limitRefusal(s, 'rpm', frees, nowMs, viewOf(scopes, counters, nowMs)) };
       }
       if (tpm !== undefined && c.window.tokenSum + tokens > tpm) {
         const frees = c.window.freesIn('tokens', tokens, tpm, nowMs);
-        return { ok: false, refusal: limitRefusal(s, 'tpm', frees, nowMs, view()) };
+        return { ok: false, refusal: limitRefusal(s, 'tpm', frees, nowMs, viewOf(scopes, counters, nowMs)) };
       }
       if (tokensPerDay !== undefined && c.tokensOn(day) + tokens > tokensPerDay) {
-        return { ok: false, refusal: limitRefusal(s, 'tokens_per_day', 0, nowMs, view()) };
+        return { ok: false, refusal: limitRefusal(s, 'tokens_per_day', 0, nowMs, viewOf(scopes, counters, nowMs)) };
       }
       if (budgetMicroUsdPerMonth !== undefined) {
         const m = c.months.get(month);
         if ((m?.spent ?? 0) + (m?.open.reserved ?? 0) + costMicroUsd > budgetMicroUsdPerMonth) {
           if (s.limits.budgetOnExceeded === 'warn') (warnings ??= []).push(scopeRef(s));
-          else return { ok: false, refusal: limitRefusal(s, 'budget', 0, nowMs, view()) };
+          else return { ok: false, refusal: limitRefusal(s, 'budget', 0, nowMs, viewOf(scopes, counters, nowMs)) };
         }
       }
     }
@@ -350,7 +351,7 @@ export class MemoryGovernanceStore implements GovernanceStore {
     // The generation's scope objects are the reservation's scopes: settle finds their
     // counters without a key (they carry limits too, which nothing downstream reads).
     const reservation: Reservation = { id, scopes, atMs: nowMs, tokens, costMicroUsd, day, month, enforced: true };
-    return { ok: true, reservation, rateLimit: view(), budgetWarnings: warnings ?? [] };
+    return { ok: true, reservation, rateLimit: viewOf(scopes, counters, nowMs), budgetWarnings: warnings ?? [] };
   }
 
   settle(r: Reservation, actual: Actual, _nowMs: number): void {

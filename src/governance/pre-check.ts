@@ -98,9 +98,12 @@ export function preCheck(
     costMicroUsd: priced.costMicroUsd,
     nowMs,
   });
-  const admitted = (r: ReserveResult): Admission =>
-    r.ok ? { ok: true, reservation: r.reservation, rateLimit: r.rateLimit, budgetWarnings: r.budgetWarnings, unpriced: priced.missing } : r;
-  return reserved instanceof Promise ? reserved.then(admitted) : admitted(reserved);
+  const unpriced = priced.missing;
+  return reserved instanceof Promise ? reserved.then((r) => admissionOf(r, unpriced)) : admissionOf(reserved, unpriced);
+}
+
+function admissionOf(r: ReserveResult, unpriced: readonly PricedTarget[]): Admission {
+  return r.ok ? { ok: true, reservation: r.reservation, rateLimit: r.rateLimit, budgetWarnings: r.budgetWarnings, unpriced } : r;
 }
 
 export interface Settlement {

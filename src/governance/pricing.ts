@@ -84,18 +84,20 @@ export function reservationMicroUsd(
   maxOutputTokens: number,
 ): { readonly costMicroUsd: number; readonly missing: readonly PricedTarget[] } {
   let worstPico = 0;
-  const missing: PricedTarget[] = [];
+  let missing: PricedTarget[] | null = null;
   for (const t of targets) {
     const price = priceOf(table, t.provider, t.model);
     if (price === undefined) {
-      missing.push(t);
+      (missing ??= []).push(t);
       continue;
     }
     const pico = exactPicoUsd(price, { inputTokens, outputTokens: maxOutputTokens });
     if (pico > worstPico) worstPico = pico;
   }
-  return { costMicroUsd: Math.ceil(worstPico / 1e6), missing };
+  return { costMicroUsd: Math.ceil(worstPico / 1e6), missing: missing ?? NONE_MISSING };
 }
+
+const NONE_MISSING: readonly PricedTarget[] = Object.freeze([]);
 
 /** Whether a target has a price (a provider-qualified or a bare-model entry). */
 export function isPriced(table: PriceTable, provider: string, model: string): boolean {

@@ -45,6 +45,25 @@ export function applyStoreErrorPolicy(inner: GovernanceStore, policy: OnStoreErr
     storeErrors += 1;
     onFailure({ operation, policy, message: err.message });
   };
+  const refused = (input: ReserveInput, err: unknown): ReserveResult => {
+    fail('reserve', err);
+    if (policy === 'fail_closed') return UNAVAILABLE;
+    admittedUnenforced += 1;
+    return { ok: true, reservation: unenforced(input), rateLimit: NO_RATE_LIMIT, budgetWarnings: [] };
+  };
+  const settleFailed = (err: unknown): void => fail('settle', err);
+  const releaseFailed = (err: unknown): void => fail('release', err);
+  /** A settle (actual given) or a release (null): an unenforced reservation has nothing to give back. */
+  const closed = (operation: 'settle' | 'release', r: Reservation, actual: Actual | null, nowMs: number): MaybePromise<void> => {
+    if (!r.enforced) return;
+    let out: MaybePromise<void>;
+    try {
+      out = actual === null ? inner.release(r, nowMs) : inner.settle(r, actual, nowMs);
+    } catch (err) {
+      return fail(operation, err);
+    }
+    return out instanceof Promise ? out.catch(actual === null ? releaseFailed : settleFailed) : out;
+  };
   return {
     get storeErrors() {
       return storeErrors;
@@ -52,29 +71,19 @@ export function applyStoreErrorPolicy(inner: GovernanceStore, policy: OnStoreErr
     get admittedUnenforced() {
       return admittedUnenforced;
     },
+    // No closure per call on these, which run on every request: a store that answers at
+    // once (the memory store) then allocates nothing here.
     reserve(input: ReserveInput): MaybePromise<ReserveResult> {
-      const refused = (err: unknown): ReserveResult => {
-        fail('reserve', err);
-        if (policy === 'fail_closed') return UNAVAILABLE;
-        admittedUnenforced += 1;
-        return { ok: true, reservation: unenforced(input), rateLimit: NO_RATE_LIMIT, budgetWarnings: [] };
-      };
-      return guarded(() => inner.reserve(input), refused);
+      let out: MaybePromise<ReserveResult>;
+      try {
+        out = inner.reserve(input);
+      } catch (err) {
+        return refused(input, err);
+      }
+      return out instanceof Promise ? out.catch((err: unknown) => refused(input, err)) : out;
     },
-    settle(r: Reservation, actual: Actual, nowMs: number): MaybePromise<void> {
-      if (!r.enforced) return;
-      return guarded(
-        () => inner.settle(r, actual, nowMs),
-        (err) => fail('settle', err),
-      );
-    },
-    release(r: Reservation, nowMs: number): MaybePromise<void> {
-      if (!r.enforced) return;
-      return guarded(
-        () => inner.release(r, nowMs),
-        (err) => fail('release', err),
-      );
-    },
+    settle: (r: Reservation, actual: Actual, nowMs: number) => closed('settle', r, actual, nowMs),
+    release: (r: Reservation, nowMs: number) => closed('release', r, null, nowMs),
     async status(scopes: readonly Scope[], nowMs: number): Promise<ScopeStatus[]> {
       try {
         return await inner.status(scopes, nowMs);
@@ -99,20 +108,6 @@ const UNAVAILABLE: ReserveResult = Object.freeze({
     rateLimit: NO_RATE_LIMIT,
   }),
 });
-
-/**
- * Runs a store operation and hands a failure to `onError`, whether the store threw or its
- * promise rejected; a value the store answered with at once stays a value (no promise).
- */
-function guarded<T>(run: () => MaybePromise<T>, onError: (err: unknown) => T): MaybePromise<T> {
-  let out: MaybePromise<T>;
-  try {
-    out = run();
-  } catch (err) {
-    return onError(err);
-  }
-  return out instanceof Promise ? out.catch(onError) : out;
-}
 
 function unenforced(input: ReserveInput): Reservation {
   return {
