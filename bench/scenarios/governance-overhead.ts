@@ -134,27 +134,25 @@ export const governanceOverhead: Scenario = {
     };
 
     async function measureAt(c: number, rounds: number) {
-      const cpuMs: Record<Key, number> = { open: 0, memory: 0, redis: 0 };
-      const wallMs: Record<Key, number> = { open: 0, memory: 0, redis: 0 };
-      const idle: Record<Key, { total: number; idle: number }> = {
-        open: { total: 0, idle: 0 },
-        memory: { total: 0, idle: 0 },
-        redis: { total: 0, idle: 0 },
-      };
+      // Per gateway, over its slices: its CPU, the wall time, and the machine's ticks (all and idle).
+      const used = Object.fromEntries(keys.map((k) => [k, { cpuMs: 0, wallMs: 0, ticks: 0, idleTicks: 0 }])) as Record<
+        Key,
+        { cpuMs: number; wallMs: number; ticks: number; idleTicks: number }
+      >;
       const runs = await alternate(
         keys,
         async (k) => {
-          const before = cpuMsOf(gateways[k].pid);
+          const cpuBefore = cpuMsOf(gateways[k].pid);
           const ticksBefore = machineTicks();
           const started = performance.now();
           const run = await runLoad(spec(k, c, ctx.durationS / rounds));
-          wallMs[k] += performance.now() - started;
+          used[k].wallMs += performance.now() - started;
           const ticksAfter = machineTicks();
-          const after = cpuMsOf(gateways[k].pid);
-          if (before !== null && after !== null) cpuMs[k] += after - before;
+          const cpuAfter = cpuMsOf(gateways[k].pid);
+          if (cpuBefore !== null && cpuAfter !== null) used[k].cpuMs += cpuAfter - cpuBefore;
           if (ticksBefore !== null && ticksAfter !== null) {
-            idle[k].total += ticksAfter.total - ticksBefore.total;
-            idle[k].idle += ticksAfter.idle - ticksBefore.idle;
+            used[k].ticks += ticksAfter.total - ticksBefore.total;
+            used[k].idleTicks += ticksAfter.idle - ticksBefore.idle;
           }
           return run;
         },
@@ -164,20 +162,26 @@ export const governanceOverhead: Scenario = {
       const problems = keys.map((k) => failuresOf(`${LABELS[k]} c=${c}`, load[k])).filter((p): p is string => p !== null);
       const ratio = (k: Key) => round(load[k].req_per_s / load.open.req_per_s, 3);
       // The gateway's own CPU per request: steadier than req/s on a shared machine (see proc-cpu.ts).
-      const cpuUsPerRequest = (k: Key) => (load[k].ok > 0 ? round((cpuMs[k] * 1000) / load[k].ok, 1) : null);
+      const cpuUsPerRequest = (k: Key) => (load[k].ok > 0 ? round((used[k].cpuMs * 1000) / load[k].ok, 1) : null);
       const cpuRatio = (k: Key) => {
         const own = cpuUsPerRequest(k);
         const open = cpuUsPerRequest('open');
         return own === null || open === null || own === 0 ? null : round(open / own, 3);
       };
-      const idlePercent = Object.fromEntries(
-        keys.map((k) => [k, idle[k].total > 0 ? round((100 * idle[k].idle) / idle[k].total, 1) : null]),
-      ) as Record<Key, number | null>;
+      const percentOf = (part: (u: (typeof used)[Key]) => number, whole: (u: (typeof used)[Key]) => number) =>
+        Object.fromEntries(keys.map((k) => [k, whole(used[k]) > 0 ? round((100 * part(used[k])) / whole(used[k]), 1) : null])) as Record<
+          Key,
+          number | null
+        >;
+      const idlePercent = percentOf(
+        (u) => u.idleTicks,
+        (u) => u.ticks,
+      );
       // How much of one core the gateway used while loaded: near 100 % it is the bottleneck.
-      const busyPercent = Object.fromEntries(keys.map((k) => [k, wallMs[k] > 0 ? round((100 * cpuMs[k]) / wallMs[k], 1) : null])) as Record<
-        Key,
-        number | null
-      >;
+      const busyPercent = percentOf(
+        (u) => u.cpuMs,
+        (u) => u.wallMs,
+      );
       return { c, load, problems, ratio, cpuUsPerRequest, cpuRatio, idlePercent, busyPercent };
     }
   },
