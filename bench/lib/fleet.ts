@@ -18,6 +18,22 @@ export interface MockProcess {
   total(): Promise<number>;
 }
 
+export interface MinimalProxyProcess {
+  readonly pid: number;
+  /** Its origin, e.g. http://127.0.0.1:40123. */
+  readonly url: string;
+}
+
+/**
+ * Headers bench/minimal-proxy.mjs adds beyond its own content-type and content-length, in
+ * order, on the upstream request and on the response; a null value is the request's id (a
+ * fresh UUID per request, the same on both hops).
+ */
+export interface WireHeaders {
+  readonly upstream: readonly (readonly [string, string | null])[];
+  readonly response: readonly (readonly [string, string | null])[];
+}
+
 export interface GatewayProcess {
   readonly name: string;
   readonly pid: number;
@@ -78,10 +94,16 @@ export class Fleet {
     };
   }
 
-  /** The bare Node proxy (bench/minimal-proxy.mjs) in front of `upstreamBaseUrl`; resolves with its origin. */
-  async startMinimalProxy(upstreamBaseUrl: string): Promise<string> {
-    const member = this.#spawn('minimal proxy', [MINIMAL_PROXY, '--upstream', upstreamBaseUrl, '--port', String(nextPort())], 'pipe');
-    return printedUrl(member, 'minimal proxy');
+  /**
+   * The bare Node proxy (bench/minimal-proxy.mjs) in front of `upstreamBaseUrl`. With `wire`
+   * it sends those headers on both hops (the gateway's, read off a smoke request).
+   */
+  async startMinimalProxy(upstreamBaseUrl: string, wire?: WireHeaders): Promise<MinimalProxyProcess> {
+    const args = [MINIMAL_PROXY, '--upstream', upstreamBaseUrl, '--port', String(nextPort())];
+    if (wire !== undefined) args.push('--wire', JSON.stringify(wire));
+    const label = wire === undefined ? 'minimal proxy' : 'minimal proxy (same wire)';
+    const member = this.#spawn(label, args, 'pipe');
+    return { pid: member.child.pid!, url: await printedUrl(member, label) };
   }
 
   /**
