@@ -28,30 +28,31 @@ export function readBodyThen(
   }
   const chunks: Buffer[] = [];
   let size = 0;
+  // Set once either callback has been called: later events are ignored rather than the
+  // listeners removed (removing them per request cost more than the checks, and the
+  // listeners go with the request).
+  let settled = false;
   const onData = (chunk: Buffer): void => {
+    if (settled) return;
     size += chunk.length;
     if (size > maxBodyBytes) {
-      cleanup();
+      settled = true;
       onError(tooLarge(maxBodyBytes));
       return;
     }
     chunks.push(chunk);
   };
   const onEnd = (): void => {
-    cleanup();
+    if (settled) return;
+    settled = true;
     onBody(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
   };
   // A client that goes away mid-upload surfaces as an 'error' (ECONNRESET "aborted") or
   // just a 'close' before 'end': either way it is a client leaving, not a gateway fault.
   const onGone = (): void => {
-    cleanup();
+    if (settled) return;
+    settled = true;
     onError(new ClientGoneError());
-  };
-  const cleanup = (): void => {
-    req.off('data', onData);
-    req.off('end', onEnd);
-    req.off('error', onGone);
-    req.off('close', onGone);
   };
   req.on('data', onData);
   req.on('end', onEnd);

@@ -21,7 +21,21 @@ describe('usage read from an OpenAI chat completion', () => {
     assert.deepEqual(usageFromJson(body), { inputTokens: 3, outputTokens: 4 });
   });
 
+  it('usage far from the end, and counts far into the usage object, are still found', () => {
+    // The search looks at the body's last 2 KiB first; what lies further is searched too.
+    const trailer = 'x'.repeat(10_000);
+    const farFromEnd = JSON.stringify({ usage: { prompt_tokens: 7, completion_tokens: 8 }, system_fingerprint: trailer });
+    assert.deepEqual(usageFromJson(Buffer.from(farFromEnd)), { inputTokens: 7, outputTokens: 8 });
+    const details = JSON.stringify({ usage: { prompt_tokens_details: { note: trailer }, prompt_tokens: 9, completion_tokens: 10 } });
+    assert.deepEqual(usageFromJson(Buffer.from(details)), { inputTokens: 9, outputTokens: 10 });
+    const boundary = (pad: number) => Buffer.from(`{"usage":{"prompt_tokens":1,"completion_tokens":2},"pad":"${'y'.repeat(pad)}"}`);
+    for (const pad of [2000, 2030, 2040, 2047, 2048, 2049, 2060, 2100]) {
+      assert.deepEqual(usageFromJson(boundary(pad)), { inputTokens: 1, outputTokens: 2 }, `pad ${pad}`);
+    }
+  });
+
   it('a body without usage, or with a cut one, gives null', () => {
+    assert.equal(usageFromJson(Buffer.from(`{"choices":[],"pad":"${'z'.repeat(5000)}"}`)), null);
     assert.equal(usageFromJson(Buffer.from('{"choices":[]}')), null);
     assert.equal(usageFromJson(Buffer.from('{"usage":{"prompt_tokens":3')), null);
   });
