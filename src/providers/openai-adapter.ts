@@ -55,7 +55,7 @@ const COMPLETION_TOKENS_KEY = Buffer.from('"completion_tokens"');
  * the body is the response's own.
  */
 export function usageFromJson(body: Buffer): TokenUsage | null {
-  const at = lastIndexOfNearEnd(body, USAGE_KEY);
+  const at = body.lastIndexOf(USAGE_KEY);
   if (at === -1) return null;
   const input = countAfter(body, PROMPT_TOKENS_KEY, at);
   if (input === null) return null;
@@ -66,7 +66,7 @@ export function usageFromJson(body: Buffer): TokenUsage | null {
 
 /** The digits after the first `key` (from `from` on) that a `:` follows, JSON whitespace allowed around it; null when none. */
 function countAfter(body: Buffer, key: Buffer, from: number): number | null {
-  for (let k = indexOfFrom(body, key, from); k !== -1; k = indexOfFrom(body, key, k + 1)) {
+  for (let k = body.indexOf(key, from); k !== -1; k = body.indexOf(key, k + 1)) {
     let i = skipSpace(body, k + key.length);
     if (body[i] !== 0x3a) continue;
     i = skipSpace(body, i + 1);
@@ -76,34 +76,6 @@ function countAfter(body: Buffer, key: Buffer, from: number): number | null {
     if (i > first) return n;
   }
   return null;
-}
-
-/**
- * How far a byte loop looks before handing over to Buffer's native search. A completion's
- * usage sits in its last few hundred bytes, where the loop is cheaper than the native call
- * (about 0.1 µs a response); a body that hides it further away still gets a native search.
- */
-const NEAR_BYTES = 2048;
-
-/** `body.lastIndexOf(needle)`, scanning the last NEAR_BYTES in JavaScript first. */
-function lastIndexOfNearEnd(body: Buffer, needle: Buffer): number {
-  const stop = Math.max(0, body.length - NEAR_BYTES);
-  for (let i = body.length - needle.length; i >= stop; i--) if (matchesAt(body, needle, i)) return i;
-  return stop === 0 ? -1 : body.lastIndexOf(needle, stop - 1);
-}
-
-/** `body.indexOf(needle, from)`, scanning NEAR_BYTES from `from` in JavaScript first. */
-function indexOfFrom(body: Buffer, needle: Buffer, from: number): number {
-  const last = body.length - needle.length;
-  const stop = Math.min(last, from + NEAR_BYTES);
-  for (let i = from; i <= stop; i++) if (matchesAt(body, needle, i)) return i;
-  return stop >= last ? -1 : body.indexOf(needle, stop + 1);
-}
-
-function matchesAt(body: Buffer, needle: Buffer, at: number): boolean {
-  if (body[at] !== needle[0]) return false;
-  for (let j = 1; j < needle.length; j++) if (body[at + j] !== needle[j]) return false;
-  return true;
 }
 
 function skipSpace(body: Buffer, i: number): number {

@@ -22,7 +22,7 @@ describe('usage read from an OpenAI chat completion', () => {
   });
 
   it('usage far from the end, and counts far into the usage object, are still found', () => {
-    // The search looks at the body's last 2 KiB first; what lies further is searched too.
+    // Usage followed by a long field, and counts after a long one inside the usage object.
     const trailer = 'x'.repeat(10_000);
     const farFromEnd = JSON.stringify({ usage: { prompt_tokens: 7, completion_tokens: 8 }, system_fingerprint: trailer });
     assert.deepEqual(usageFromJson(Buffer.from(farFromEnd)), { inputTokens: 7, outputTokens: 8 });
