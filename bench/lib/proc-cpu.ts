@@ -29,3 +29,21 @@ export function machineTicks(): { readonly total: number; readonly idle: number 
     return null;
   }
 }
+
+/**
+ * Runs `work` and measures the CPU milliseconds each of `pids` used meanwhile: null for a
+ * pid that is null, gone, or not readable.
+ */
+export async function cpuUsedDuring<T>(
+  pids: readonly (number | null)[],
+  work: () => Promise<T>,
+): Promise<{ readonly result: T; readonly cpuMs: readonly (number | null)[] }> {
+  const before = pids.map((pid) => (pid === null ? null : cpuMsOf(pid)));
+  const result = await work();
+  const cpuMs = pids.map((pid, i) => {
+    const b = before[i] ?? null;
+    const a = pid === null ? null : cpuMsOf(pid);
+    return a === null || b === null ? null : a - b;
+  });
+  return { result, cpuMs };
+}

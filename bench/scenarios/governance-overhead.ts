@@ -4,7 +4,7 @@ import { alternate, roundsFor } from '../lib/alternation.js';
 import { BENCH_MODEL, CHAT_BODY, gatewayConfig, mockProvider } from '../lib/gateway-config.js';
 import { failuresOf, type LoadFigures, loadFigures, runLoad } from '../lib/load.js';
 import { round } from '../lib/percentiles.js';
-import { cpuMsOf, machineTicks } from '../lib/proc-cpu.js';
+import { cpuUsedDuring, machineTicks } from '../lib/proc-cpu.js';
 import { checkTarget, type Scenario, type ScenarioContext, type ScenarioReport } from '../lib/scenario.js';
 import { renderTable } from '../lib/table.js';
 
@@ -142,14 +142,12 @@ export const governanceOverhead: Scenario = {
       const runs = await alternate(
         keys,
         async (k) => {
-          const cpuBefore = cpuMsOf(gateways[k].pid);
           const ticksBefore = machineTicks();
           const started = performance.now();
-          const run = await runLoad(spec(k, c, ctx.durationS / rounds));
+          const { result: run, cpuMs } = await cpuUsedDuring([gateways[k].pid], () => runLoad(spec(k, c, ctx.durationS / rounds)));
           used[k].wallMs += performance.now() - started;
           const ticksAfter = machineTicks();
-          const cpuAfter = cpuMsOf(gateways[k].pid);
-          if (cpuBefore !== null && cpuAfter !== null) used[k].cpuMs += cpuAfter - cpuBefore;
+          used[k].cpuMs += cpuMs[0] ?? 0;
           if (ticksBefore !== null && ticksAfter !== null) {
             used[k].ticks += ticksAfter.total - ticksBefore.total;
             used[k].idleTicks += ticksAfter.idle - ticksBefore.idle;

@@ -2,7 +2,7 @@ import { alternate, roundsFor } from '../lib/alternation.js';
 import { BENCH_MODEL, CHAT_BODY, gatewayConfig, mockProvider } from '../lib/gateway-config.js';
 import { failuresOf, type LoadFigures, type LoadRun, loadFigures, runLoad } from '../lib/load.js';
 import { round } from '../lib/percentiles.js';
-import { cpuMsOf } from '../lib/proc-cpu.js';
+import { cpuUsedDuring } from '../lib/proc-cpu.js';
 import { checkTarget, type Scenario, type ScenarioContext, type ScenarioReport, type TargetCheck } from '../lib/scenario.js';
 import { runSequential, type SequentialFigures, sequentialFigures } from '../lib/sequential.js';
 import { renderTable } from '../lib/table.js';
@@ -311,19 +311,13 @@ interface CpuPerRequest {
   readonly sum: number | null;
 }
 
-/** Runs one load slice, adding the CPU the three processes used during it to `into`. */
+/** Runs one load slice, adding the CPU the three processes used during it to `into` (NaN once one is unreadable). */
 async function measuredCpu(slice: () => Promise<LoadRun>, proxyPid: number | null, mockPid: number, into: CpuUse): Promise<LoadRun> {
-  const proxy0 = proxyPid === null ? 0 : cpuMsOf(proxyPid);
-  const mock0 = cpuMsOf(mockPid);
   const client0 = process.cpuUsage();
-  const run = await slice();
+  const { result: run, cpuMs } = await cpuUsedDuring([proxyPid, mockPid], slice);
   const client = process.cpuUsage(client0);
-  const proxy1 = proxyPid === null ? 0 : cpuMsOf(proxyPid);
-  const mock1 = cpuMsOf(mockPid);
-  if (proxy0 !== null && proxy1 !== null) into.proxyMs += proxy1 - proxy0;
-  else into.proxyMs = Number.NaN;
-  if (mock0 !== null && mock1 !== null) into.mockMs += mock1 - mock0;
-  else into.mockMs = Number.NaN;
+  into.proxyMs += proxyPid === null ? 0 : (cpuMs[0] ?? Number.NaN);
+  into.mockMs += cpuMs[1] ?? Number.NaN;
   into.clientMs += (client.user + client.system) / 1000;
   into.ok += run.ok;
   return run;

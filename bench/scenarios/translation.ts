@@ -3,7 +3,7 @@ import { alternate } from '../lib/alternation.js';
 import { gatewayConfig } from '../lib/gateway-config.js';
 import { failuresOf, type LoadFigures, loadFigures, runLoad } from '../lib/load.js';
 import { round, summarizeLatency } from '../lib/percentiles.js';
-import { cpuMsOf } from '../lib/proc-cpu.js';
+import { cpuUsedDuring } from '../lib/proc-cpu.js';
 import { checkTarget, type Scenario, type ScenarioContext, type ScenarioReport, type TargetCheck } from '../lib/scenario.js';
 import { renderTable } from '../lib/table.js';
 
@@ -105,10 +105,8 @@ export const translation: Scenario = {
     // The gateway's own CPU per request: steadier than req/s on a shared machine (proc-cpu.ts).
     const cpuMs: Record<Way, number> = { openai_pass: 0, anthropic_to_openai: 0, anthropic_pass: 0, openai_to_anthropic: 0 };
     const loadRuns = await alternate(WAYS, async (way) => {
-      const before = cpuMsOf(gw.pid);
-      const run = await loadOnce(gw.url, way, ctx.durationS / 2);
-      const after = cpuMsOf(gw.pid);
-      if (before !== null && after !== null) cpuMs[way] += after - before;
+      const { result: run, cpuMs: used } = await cpuUsedDuring([gw.pid], () => loadOnce(gw.url, way, ctx.durationS / 2));
+      cpuMs[way] += used[0] ?? 0;
       return run;
     });
     const load = Object.fromEntries(WAYS.map((w) => [w, loadFigures(loadRuns[w])])) as Record<Way, LoadFigures>;
