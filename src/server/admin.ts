@@ -2,13 +2,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError } from '../errors.js';
 import { bearerToken, governanceStatus } from '../governance/index.js';
 import type { Generation } from '../live/index.js';
-import { readBody } from './body.js';
+import { readBody } from '../request/body.js';
 import { type Endpoint, EndpointTable, pathOf } from './endpoints.js';
-import { policyOf } from './governance.js';
+import { policyOf } from '../request/policy.js';
 import { pageData } from './page-data.js';
 import type { Reloader, ReloadResult } from './reload.js';
-import { type Answerable, failRequest, refusal, sendBody, sendJson, serveMetrics } from './respond.js';
-import type { Services } from './services.js';
+import { type Answerable, failRequest, refusal, sendBody, sendJson, serveMetrics } from '../request/respond.js';
+import type { Services } from '../request/services.js';
 import { StatusPageFiles } from './status-page.js';
 
 export interface AdminContext {

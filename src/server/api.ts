@@ -2,16 +2,16 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError } from '../errors.js';
 import type { Generation } from '../live/index.js';
 import type { ChatProtocol, Operation } from '../providers/index.js';
-import { type Attempt, composeAttempt, sendToCandidate, withBreaker, withCredentialCheck, withTracing } from './attempt.js';
-import { handleChat } from './chat.js';
-import { handleCountTokens } from './count-tokens.js';
+import { type Attempt, composeAttempt, sendToCandidate, withBreaker, withCredentialCheck, withTracing } from '../request/attempt.js';
+import { handleChat } from '../request/chat.js';
+import { handleCountTokens } from '../request/count-tokens.js';
 import { ANSWERS_LATER, type Endpoint, EndpointTable, pathOf } from './endpoints.js';
-import { Exchange } from './exchange.js';
+import { Exchange } from '../request/exchange.js';
 import type { OpenExchanges } from './open-exchanges.js';
-import { recordRequest } from './record.js';
-import { failRequest, refusal, sendBody, sendJson, serveMetrics } from './respond.js';
-import { handleStoredResponse } from './responses.js';
-import type { ListenerSettings, Services } from './services.js';
+import { recordRequest } from '../request/record.js';
+import { failRequest, refusal, sendBody, sendJson, serveMetrics } from '../request/respond.js';
+import { handleStoredResponse } from '../request/responses.js';
+import type { ListenerSettings, Services } from '../request/services.js';
 
 /** Shared between the listener and the drain: requests in progress, and whether we are stopping. */
 export interface TrafficState {

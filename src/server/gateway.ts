@@ -26,14 +26,15 @@ import {
   Tracing,
 } from '../telemetry/index.js';
 import { FileWatch } from '../watch/index.js';
-import { isLoopback, splitHostPort } from './address.js';
+import { isLoopback, splitHostPort } from '../config/index.js';
 import { type AdminContext, createAdminHandler } from './admin.js';
 import { createApiHandler, type TrafficState } from './api.js';
 import { logBreakerTransition } from './breaker-log.js';
-import { buildGovernanceStore, policyOf } from './governance.js';
+import { policyOf } from '../request/policy.js';
+import { buildGovernanceStore } from './governance-store.js';
 import { OpenExchanges } from './open-exchanges.js';
 import { Reloader, type ReloadResult } from './reload.js';
-import type { Services } from './services.js';
+import type { Services } from '../request/services.js';
 
 export interface GatewayOptions {
   readonly configPath: string;

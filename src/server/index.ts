@@ -4,4 +4,4 @@
 // Nothing imports server/. See docs/decisions/0001-one-generation.md.
 export { type Gateway, type GatewayOptions, StartupError, startGateway } from './gateway.js';
 export type { ReloadOutcome, ReloadResult } from './reload.js';
-export type { Services } from './services.js';
+export type { Services } from '../request/services.js';

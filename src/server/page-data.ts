@@ -3,7 +3,7 @@ import type { Generation, GenerationChanges, GenerationRoute } from '../live/ind
 import type { BreakerState } from '../resilience/index.js';
 import { type RecentModel, SLOT_MS, type TrafficPoint } from '../telemetry/index.js';
 import type { ReloadResult } from './reload.js';
-import type { Services } from './services.js';
+import type { Services } from '../request/services.js';
 
 // GET /admin/status/page-data: what the status page shows, shaped for it (docs/status-page.md).
 // /admin/status stays the complete machine-readable view; this one adds what a person needs

@@ -10,8 +10,8 @@ import {
   prepareGeneration,
   type ReloadTrigger,
 } from '../live/index.js';
-import { policyOf } from './governance.js';
-import type { Services } from './services.js';
+import { policyOf } from '../request/policy.js';
+import type { Services } from '../request/services.js';
 
 export type ReloadOutcome = 'applied' | 'unchanged' | 'rejected';
 

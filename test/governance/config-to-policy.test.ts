@@ -4,7 +4,7 @@ import { type GatewayConfig, parseConfigText } from '../../src/config/index.js';
 import { authenticate, type GovernancePolicy, hashKey, MemoryGovernanceStore, preCheck } from '../../src/governance/index.js';
 import { buildGeneration } from '../../src/live/index.js';
 import { PoolRegistry } from '../../src/providers/index.js';
-import { policyOf } from '../../src/server/governance.js';
+import { policyOf } from '../../src/request/policy.js';
 
 // governance/ never reads config: server/ adapts each generation's config (and the key
 // digests the generation build resolved) to governance's own input types. This proves that

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { anthropicErrorBody, type ErrorCode, openaiErrorBody, SwitchyardError, statusOf } from '../errors.js';
 import type { ChatProtocol } from '../providers/index.js';
 import { ClientGoneError } from './body.js';
-import type { Match } from './endpoints.js';
+import type { Match } from '../server/endpoints.js';
 import type { Services } from './services.js';
 
 /** Sends an error in the client's protocol. No attribution headers: an error names no provider. */

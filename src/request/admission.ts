@@ -4,7 +4,7 @@ import type { MaybePromise, Principal, Reservation } from '../governance/index.j
 import * as governance from '../governance/index.js';
 import type { GenerationCandidate } from '../live/index.js';
 import type { Exchange } from './exchange.js';
-import { policyOf } from './governance.js';
+import { policyOf } from './policy.js';
 import type { Services } from './services.js';
 
 // The governance steps of DESIGN.md's request path, in the order the chat handler calls

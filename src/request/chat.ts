@@ -5,7 +5,7 @@ import { select } from '../routing/index.js';
 import { authenticate, preCheck } from './admission.js';
 import type { Attempt } from './attempt.js';
 import { readBodyThen } from './body.js';
-import { ANSWERS_LATER } from './endpoints.js';
+import { ANSWERS_LATER } from '../server/endpoints.js';
 import type { Exchange } from './exchange.js';
 import { operations } from './operations.js';
 import { failRequest } from './respond.js';
