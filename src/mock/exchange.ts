@@ -30,26 +30,32 @@ export function openAiError(message: string, type: OpenAiErrorType, code: string
   return JSON.stringify({ error: { message, type, param, code } });
 }
 
-/** Anthropic's error types by status, as its API documents them. */
+/**
+ * Anthropic's error type by status. A copy of src/providers/canonical/anthropic-error-types.ts,
+ * since the mock imports nothing from the gateway; test/mock/anthropic-error-types.test.ts
+ * fails when the two differ. 503 is not in Anthropic's list but reads as its 529.
+ */
+export const ANTHROPIC_ERROR_TYPES: Readonly<Record<number, string>> = Object.freeze({
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'billing_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  503: 'overloaded_error',
+  504: 'timeout_error',
+  529: 'overloaded_error',
+});
+
+/** Any other 4xx gets Anthropic's 400 type, any other 5xx its 500 type. */
+export function anthropicErrorTypeOfClass(status: number): string {
+  return status < 500 ? 'invalid_request_error' : 'api_error';
+}
+
 export function anthropicErrorType(status: number): string {
-  switch (status) {
-    case 400:
-      return 'invalid_request_error';
-    case 401:
-      return 'authentication_error';
-    case 403:
-      return 'permission_error';
-    case 404:
-      return 'not_found_error';
-    case 413:
-      return 'request_too_large';
-    case 429:
-      return 'rate_limit_error';
-    case 503:
-    case 529:
-      return 'overloaded_error';
-  }
-  return status >= 500 ? 'api_error' : 'invalid_request_error';
+  return ANTHROPIC_ERROR_TYPES[status] ?? anthropicErrorTypeOfClass(status);
 }
 
 export function anthropicError(message: string, type: string): string {

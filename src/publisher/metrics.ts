@@ -1,6 +1,9 @@
 // The grid loop's Prometheus series, in a registry of its own. Label values are bounded by
 // the inventory (providers, models) and closed sets (results); revisions are never labels.
-import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+
+import type { Counter, Gauge } from 'prom-client';
+import { Registry } from 'prom-client';
+import { addProcessMetrics, counter, gauge } from '../telemetry/index.js';
 
 export type PublishResult = 'written' | 'unchanged' | 'failed';
 
@@ -15,43 +18,36 @@ export class PublisherMetrics {
   readonly sourceGeneration: Gauge;
 
   constructor() {
-    const registers = [this.registry];
-    this.publishes = new Counter({
-      name: 'switchyard_publisher_publishes_total',
-      help: 'Publish attempts by result: written (a new revision), unchanged (already published), failed.',
-      labelNames: ['result'],
-      registers,
-    });
-    this.probes = new Counter({
-      name: 'switchyard_publisher_probes_total',
-      help: 'Health probes by provider and result (success, failure).',
-      labelNames: ['provider', 'result'],
-      registers,
-    });
-    this.candidates = new Gauge({
-      name: 'switchyard_publisher_candidates',
-      help: 'Candidates per model in the last published revision.',
-      labelNames: ['model'],
-      registers,
-    });
-    this.providerHealthy = new Gauge({
-      name: 'switchyard_publisher_provider_healthy',
-      help: 'Provider health as the publisher judges it: 1 healthy, 0 unhealthy or not yet known.',
-      labelNames: ['provider'],
-      registers,
-    });
-    this.inventoryLoads = new Counter({
-      name: 'switchyard_publisher_inventory_loads_total',
-      help: 'Inventory reads after a change by result: applied, refused (the last valid inventory stays).',
-      labelNames: ['result'],
-      registers,
-    });
-    this.sourceGeneration = new Gauge({
-      name: 'switchyard_publisher_source_generation',
-      help: 'The provenance.source_generation of the last published revision.',
-      registers,
-    });
-    collectDefaultMetrics({ register: this.registry, prefix: 'switchyard_publisher_' });
+    const r = this.registry;
+    this.publishes = counter(
+      r,
+      'switchyard_publisher_publishes_total',
+      'Publish attempts by result: written (a new revision), unchanged (already published), failed.',
+      ['result'],
+    );
+    this.probes = counter(r, 'switchyard_publisher_probes_total', 'Health probes by provider and result (success, failure).', [
+      'provider',
+      'result',
+    ]);
+    this.candidates = gauge(r, 'switchyard_publisher_candidates', 'Candidates per model in the last published revision.', ['model']);
+    this.providerHealthy = gauge(
+      r,
+      'switchyard_publisher_provider_healthy',
+      'Provider health as the publisher judges it: 1 healthy, 0 unhealthy or not yet known.',
+      ['provider'],
+    );
+    this.inventoryLoads = counter(
+      r,
+      'switchyard_publisher_inventory_loads_total',
+      'Inventory reads after a change by result: applied, refused (the last valid inventory stays).',
+      ['result'],
+    );
+    this.sourceGeneration = gauge(
+      r,
+      'switchyard_publisher_source_generation',
+      'The provenance.source_generation of the last published revision.',
+    );
+    addProcessMetrics(r, 'switchyard_publisher_');
   }
 
   /** Replaces the per-model gauge: models that left the overlay must not linger at their old count. */

@@ -6,4 +6,5 @@ export { AccessLog } from './access-log.js';
 export { createLogger, flushLogger, type Logger, type LoggerOptions } from './logger.js';
 export { type BreakerStateCode, Metrics } from './metrics.js';
 export { type RecentCandidate, type RecentModel, RecentTraffic, SLOT_MS, SLOTS, type TrafficPoint } from './recent-traffic.js';
+export { addProcessMetrics, counter, gauge, histogram } from './registry.js';
 export { type ClientSpanStart, genAiOperation, genAiSystem, type Span, Tracing, type TracingOptions } from './tracing.js';

@@ -1,4 +1,6 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { Counter, Gauge, Histogram } from 'prom-client';
+import { Registry } from 'prom-client';
+import { addProcessMetrics, counter, gauge, histogram } from './registry.js';
 import { CounterFamily, HistogramFamily } from './series.js';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -41,7 +43,6 @@ export class Metrics {
   readonly overlayUnroutable: Gauge;
 
   constructor(breakerStates: () => Iterable<readonly [provider: string, state: BreakerStateCode]>) {
-    const registers = [this.registry];
     const r = this.registry;
     this.requests = new CounterFamily(
       r,
@@ -70,87 +71,72 @@ export class Metrics {
       ['model', 'provider'],
       LATENCY_BUCKETS,
     );
-    this.fallbacks = new Counter({
-      name: 'switchyard_fallbacks_total',
-      help: 'Candidates given up on before the first byte, by provider and reason.',
-      labelNames: ['provider', 'reason'],
-      registers,
-    });
+    this.fallbacks = counter(r, 'switchyard_fallbacks_total', 'Candidates given up on before the first byte, by provider and reason.', [
+      'provider',
+      'reason',
+    ]);
     this.spendUsd = new CounterFamily(r, 'switchyard_spend_usd_total', 'Priced spend of served requests by team and key, in USD.', [
       'team',
       'key',
     ]);
-    this.budgetExceeded = new Counter({
-      name: 'switchyard_budget_exceeded_total',
-      help: 'Requests admitted over a team budget whose on_exceeded is warn.',
-      labelNames: ['team'],
-      registers,
-    });
-    this.pricingMissing = new Counter({
-      name: 'switchyard_pricing_missing_total',
-      help: 'Served requests whose model has no price (billed 0 under pricing.on_missing: allow).',
-      registers,
-    });
-    this.governanceStoreErrors = new Counter({
-      name: 'switchyard_governance_store_errors_total',
-      help: 'Failed governance store operations (Redis unreachable or timing out), by operation.',
-      labelNames: ['operation'],
-      registers,
-    });
-    this.auditFailures = new Counter({
-      name: 'switchyard_audit_failures_total',
-      help: 'Audit records that could not be appended (retried, or dropped when the backlog is full).',
-      registers,
-    });
+    this.budgetExceeded = counter(
+      r,
+      'switchyard_budget_exceeded_total',
+      'Requests admitted over a team budget whose on_exceeded is warn.',
+      ['team'],
+    );
+    this.pricingMissing = counter(
+      r,
+      'switchyard_pricing_missing_total',
+      'Served requests whose model has no price (billed 0 under pricing.on_missing: allow).',
+    );
+    this.governanceStoreErrors = counter(
+      r,
+      'switchyard_governance_store_errors_total',
+      'Failed governance store operations (Redis unreachable or timing out), by operation.',
+      ['operation'],
+    );
+    this.auditFailures = counter(
+      r,
+      'switchyard_audit_failures_total',
+      'Audit records that could not be appended (retried, or dropped when the backlog is full).',
+    );
     this.costUsd = new CounterFamily(r, 'switchyard_cost_usd_total', 'Priced spend of served requests, in USD.', ['model', 'provider']);
-    this.reloads = new Counter({
-      name: 'switchyard_reload_total',
-      help: 'Reloads by trigger and result.',
-      labelNames: ['trigger', 'result'],
-      registers,
-    });
-    this.reloadDuration = new Histogram({
-      name: 'switchyard_reload_duration_seconds',
-      help: 'Time to read, validate, build and swap a generation.',
-      buckets: LATENCY_BUCKETS,
-      registers,
-    });
-    this.generation = new Gauge({ name: 'switchyard_generation', help: 'The serving generation number.', registers });
-    this.lastReloadSuccess = new Gauge({
-      name: 'switchyard_last_reload_success_timestamp_seconds',
-      help: 'When the last successful reload (or the start-up build) was swapped in.',
-      registers,
-    });
+    this.reloads = counter(r, 'switchyard_reload_total', 'Reloads by trigger and result.', ['trigger', 'result']);
+    this.reloadDuration = histogram(
+      r,
+      'switchyard_reload_duration_seconds',
+      'Time to read, validate, build and swap a generation.',
+      LATENCY_BUCKETS,
+    );
+    this.generation = gauge(r, 'switchyard_generation', 'The serving generation number.');
+    this.lastReloadSuccess = gauge(
+      r,
+      'switchyard_last_reload_success_timestamp_seconds',
+      'When the last successful reload (or the start-up build) was swapped in.',
+    );
     // Beside the success time it tells whether the newest input is serving: a rejection later
     // than the last success means the gateway still serves an older config or overlay revision
     // (a repeated refusal of the same bytes keeps the first one's time).
-    this.lastReloadRejection = new Gauge({
-      name: 'switchyard_last_reload_rejection_timestamp_seconds',
-      help: 'When a reload was last rejected (0: never); later than the last success means an older revision still serves.',
-      registers,
+    this.lastReloadRejection = gauge(
+      r,
+      'switchyard_last_reload_rejection_timestamp_seconds',
+      'When a reload was last rejected (0: never); later than the last success means an older revision still serves.',
+    );
+    this.overlayReloads = counter(r, 'switchyard_overlay_reload_total', 'Overlay reads by result and rejection reason.', [
+      'result',
+      'reason',
+    ]);
+    this.overlayUnroutable = gauge(
+      r,
+      'switchyard_overlay_unroutable_candidates',
+      'Overlay candidates whose cluster names no configured provider (kept, never selected).',
+    );
+    gauge(r, 'switchyard_breaker_state', 'Circuit breaker state by provider: 0 closed, 1 open, 2 half-open.', ['provider'], function () {
+      this.reset();
+      for (const [provider, state] of breakerStates()) this.set({ provider }, state);
     });
-    this.overlayReloads = new Counter({
-      name: 'switchyard_overlay_reload_total',
-      help: 'Overlay reads by result and rejection reason.',
-      labelNames: ['result', 'reason'],
-      registers,
-    });
-    this.overlayUnroutable = new Gauge({
-      name: 'switchyard_overlay_unroutable_candidates',
-      help: 'Overlay candidates whose cluster names no configured provider (kept, never selected).',
-      registers,
-    });
-    new Gauge({
-      name: 'switchyard_breaker_state',
-      help: 'Circuit breaker state by provider: 0 closed, 1 open, 2 half-open.',
-      labelNames: ['provider'],
-      registers,
-      collect() {
-        this.reset();
-        for (const [provider, state] of breakerStates()) this.set({ provider }, state);
-      },
-    });
-    collectDefaultMetrics({ register: this.registry, prefix: 'switchyard_' });
+    addProcessMetrics(r, 'switchyard_');
   }
 
   /**
@@ -161,30 +147,24 @@ export class Metrics {
   trackBudgets(
     read: () => Promise<ReadonlyArray<{ readonly team: string; readonly spentUsd: number; readonly limitUsd: number | null }>>,
   ): void {
-    const registers = [this.registry];
+    const r = this.registry;
     let latest: Promise<ReadonlyArray<{ readonly team: string; readonly spentUsd: number; readonly limitUsd: number | null }>> | null =
       null;
     // One store read per scrape serves both gauges.
     const budgets = () => (latest ??= read().finally(() => setImmediate(() => (latest = null))));
-    new Gauge({
-      name: 'switchyard_budget_spent_usd',
-      help: 'Spend this UTC month by team, in USD (settled requests plus open reservations are in /admin/status).',
-      labelNames: ['team'],
-      registers,
-      async collect() {
+    gauge(
+      r,
+      'switchyard_budget_spent_usd',
+      'Spend this UTC month by team, in USD (settled requests plus open reservations are in /admin/status).',
+      ['team'],
+      async function () {
         this.reset();
         for (const b of await budgets().catch(() => [])) this.set({ team: b.team }, b.spentUsd);
       },
-    });
-    new Gauge({
-      name: 'switchyard_budget_limit_usd',
-      help: 'Monthly budget by team, in USD (teams with a budget only).',
-      labelNames: ['team'],
-      registers,
-      async collect() {
-        this.reset();
-        for (const b of await budgets().catch(() => [])) if (b.limitUsd !== null) this.set({ team: b.team }, b.limitUsd);
-      },
+    );
+    gauge(r, 'switchyard_budget_limit_usd', 'Monthly budget by team, in USD (teams with a budget only).', ['team'], async function () {
+      this.reset();
+      for (const b of await budgets().catch(() => [])) if (b.limitUsd !== null) this.set({ team: b.team }, b.limitUsd);
     });
   }
 

@@ -5,6 +5,7 @@
 // the target protocol cannot express instead of dropping it. Part of providers/ and, like
 // it, imports nothing but errors.ts. ADR-0011 (docs/decisions/0011-canonical-form.md).
 
+export { ANTHROPIC_ERROR_TYPES, type AnthropicErrorType, anthropicErrorTypeOfClass } from './anthropic-error-types.js';
 export { anthropicRequestToCanonical } from './anthropic-request-reader.js';
 export { type AnthropicRequestOptions, canonicalToAnthropicRequest, DEFAULT_MAX_TOKENS } from './anthropic-request-writer.js';
 export { AnthropicUsageReader } from './anthropic-usage-reader.js';
@@ -45,7 +46,6 @@ export type {
   Translation,
 } from './types.js';
 export {
-  type AnthropicErrorType,
   anthropicErrorBodyFor,
   anthropicErrorType,
   openaiErrorBodyFor,

@@ -1,63 +1,28 @@
+import { ANTHROPIC_ERROR_TYPES, type AnthropicErrorType, anthropicErrorTypeOfClass } from './anthropic-error-types.js';
 import type { ChatProtocol } from './types.js';
 import { isRecord } from './types.js';
 
 // Error answers in the client's protocol. The status decides the wire type, so the gateway's
 // own errors (status, code, message) and an upstream's translated errors read alike.
 
-export type AnthropicErrorType =
-  | 'invalid_request_error'
-  | 'authentication_error'
-  | 'billing_error'
-  | 'permission_error'
-  | 'not_found_error'
-  | 'request_too_large'
-  | 'rate_limit_error'
-  | 'api_error'
-  | 'timeout_error'
-  | 'overloaded_error';
-
-/** Anthropic's documented error types by HTTP status; `insufficient_quota` (OpenAI's billing refusal) is a billing error. */
+/** Anthropic's error type for a status; `insufficient_quota` (OpenAI's billing refusal) is a billing error whatever its status. */
 export function anthropicErrorType(status: number, code: string | null = null): AnthropicErrorType {
   if (code === 'insufficient_quota') return 'billing_error';
-  switch (status) {
-    case 400:
-      return 'invalid_request_error';
-    case 401:
-      return 'authentication_error';
-    case 402:
-      return 'billing_error';
-    case 403:
-      return 'permission_error';
-    case 404:
-      return 'not_found_error';
-    case 413:
-      return 'request_too_large';
-    case 429:
-      return 'rate_limit_error';
-    case 503:
-    case 529:
-      return 'overloaded_error';
-    case 504:
-      return 'timeout_error';
-  }
-  return status < 500 ? 'invalid_request_error' : 'api_error';
+  return ANTHROPIC_ERROR_TYPES[status] ?? anthropicErrorTypeOfClass(status);
 }
 
-const ANTHROPIC_STATUS: Readonly<Record<AnthropicErrorType, number>> = {
-  invalid_request_error: 400,
-  authentication_error: 401,
-  billing_error: 402,
-  permission_error: 403,
-  not_found_error: 404,
-  request_too_large: 413,
-  rate_limit_error: 429,
-  api_error: 500,
-  timeout_error: 504,
-  overloaded_error: 529,
-};
+// The other way, for an Anthropic stream's `error` event, which carries a type but no status.
+// 503 is left out so that overloaded_error reads as 529, the status Anthropic sends it with.
+const ANTHROPIC_STATUS: Readonly<Record<string, number>> = Object.freeze(
+  Object.fromEntries(
+    Object.entries(ANTHROPIC_ERROR_TYPES)
+      .filter(([status]) => status !== '503')
+      .map(([status, type]) => [type, Number(status)]),
+  ),
+);
 
 export function statusOfAnthropicError(type: unknown): number {
-  return ANTHROPIC_STATUS[type as AnthropicErrorType] ?? 500;
+  return ANTHROPIC_STATUS[type as string] ?? 500;
 }
 
 /** OpenAI's error type for a status, as errors.ts's catalog spells them. */
