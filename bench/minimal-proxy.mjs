@@ -38,7 +38,7 @@ function readWire(text) {
   return { upstream: pairs(parsed.upstream ?? [], 'upstream'), response: pairs(parsed.response ?? [], 'response') };
 }
 
-/** The bare proxy: the request handler the issue describes, and nothing else. */
+/** The bare proxy: node:http in front, an undici pool behind, the body buffered and relayed, nothing else. */
 function bare(req, res) {
   const chunks = [];
   req.on('data', (c) => chunks.push(c));

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 let folders = 0;
 
 /**
- * The kubelet's atomic writer for a projected ConfigMap volume (DESIGN.md, "Kubernetes
- * delivery"), step for step as test/support/overlay.ts kubeletWrite does it: data in a new
+ * The kubelet's atomic writer for a projected ConfigMap volume (docs/overlay-format.md,
+ * "Deploying with Kubernetes"), step for step as test/support/overlay.ts kubeletWrite does it: data in a new
  * timestamped folder, `..data_tmp` pointed at it, renamed over `..data`, each key a symlink
  * to `..data/<key>`, the old folder deleted. A copy rather than a call, because apply latency
  * is measured from the rename, and only the writer itself can read the clock right there.

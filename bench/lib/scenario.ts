@@ -13,7 +13,7 @@ export interface ScenarioContext {
   progress(message: string): void;
 }
 
-/** One target from the issue, judged: it never fails the run, it is reported. */
+/** One target, judged: it never fails the run, it is reported. */
 export interface TargetCheck {
   readonly name: string;
   readonly value: number;

@@ -8,7 +8,7 @@ import { cpuUsedDuring, machineTicks } from '../lib/proc-cpu.js';
 import { checkTarget, type Scenario, type ScenarioContext, type ScenarioReport } from '../lib/scenario.js';
 import { renderTable } from '../lib/table.js';
 
-// Issue 9's targets: throughput with one key and generous limits, against the same gateway
+// The governance targets: throughput with one key and generous limits, against the same gateway
 // without keys, same run.
 const TARGETS = { memory: 0.9, redis: 0.6 } as const;
 /**
@@ -25,7 +25,7 @@ type Key = 'open' | 'memory' | 'redis';
 const LABELS: Record<Key, string> = { open: 'gateway without keys', memory: 'one key, memory store', redis: 'one key, redis store' };
 
 /**
- * Issue 9: what authentication, the pre-check (a reservation) and the settle cost per
+ * What authentication, the pre-check (a reservation) and the settle cost per
  * request. Three gateway processes over one mock: no keys, keys with the memory store,
  * keys with the redis store (the machine's Redis at 127.0.0.1:6379, a unique key prefix).
  */

@@ -5,9 +5,9 @@ import { round } from '../lib/percentiles.js';
 import { checkTarget, type Scenario, type ScenarioContext, type ScenarioReport } from '../lib/scenario.js';
 import { renderTable } from '../lib/table.js';
 
-// Issue 12's target: traffic p99 during a reload of the largest accepted config, against
-// idle p99 (same gateway, same run), at most 2x. The config is parsed on a worker thread,
-// and the generation built and diffed in slices (ADR 0015). "loop p99/max" is the gateway's
+// The target: traffic p99 during a reload of the largest accepted config, against idle p99
+// (same gateway, same run), at most 2x. The config is parsed in a child process at the
+// lowest priority (ADR 0021), and the generation built and diffed in slices (ADR 0015). "loop p99/max" is the gateway's
 // own event-loop delay over the same windows (see loopDelay).
 const P99_RATIO_TARGET = 2;
 const CONCURRENCY = 16;

@@ -10,7 +10,7 @@ import { type LatencySummary, percentile, round, summarizeLatency } from '../lib
 import type { Scenario, ScenarioContext, ScenarioReport } from '../lib/scenario.js';
 import { renderTable } from '../lib/table.js';
 
-// Issue 4: 30 kubelet-style updates with debounce_ms 50. The issue sets no target; the
+// Overlay apply latency: 30 kubelet-style updates with debounce_ms 50. No target; the
 // debounce is a floor under every figure.
 const UPDATES = 30;
 const WARMUP_UPDATES = 3;
@@ -58,7 +58,7 @@ function render(n: number): { text: string; revision: string } {
 }
 
 /**
- * Issue 4, apply latency: a gateway in overlay mode watches a kubelet-style projected
+ * Apply latency: a gateway in overlay mode watches a kubelet-style projected
  * volume. For each update the bench swaps `..data` and then polls with chat requests, one
  * at a time on one keep-alive connection, until a response carries the new revision.
  */
@@ -229,7 +229,7 @@ async function waitForReloadLines(logPath: string, expected: number): Promise<Re
   }
 }
 
-/** summarizeLatency has no p95; the issue asks for it. */
+/** summarizeLatency has no p95; this scenario reports it. */
 function p95(values: readonly number[]): number {
   return round(percentile(Float64Array.from(values).sort(), 0.95));
 }

@@ -14,7 +14,8 @@ import { type LatencySummary, round, summarizeLatency } from '../lib/percentiles
 import { checkTarget, type Scenario, type ScenarioContext, type ScenarioReport } from '../lib/scenario.js';
 import { renderTable } from '../lib/table.js';
 
-// Issue 4's targets.
+// The overlay-scale targets: parse + build time of the large overlay, and its throughput
+// against a small one.
 const PARSE_BUILD_TARGET_MS = 20;
 const RATIO_TARGET = 0.95;
 const CONCURRENCY = 32;
@@ -153,7 +154,7 @@ async function measureInProcess(text: string, config: GatewayConfig, expectedRou
 }
 
 /**
- * Issue 4, overlay scale: (a) parse + validate + digest + buildGeneration of a
+ * Overlay scale: (a) parse + validate + digest + buildGeneration of a
  * 1024-candidate overlay over 256 models, in this process; (b) chat throughput at c=32
  * through one gateway while it serves that overlay vs a 3-candidate overlay, one mock,
  * in alternating phases; then the gateway's own reload duration for each overlay, from

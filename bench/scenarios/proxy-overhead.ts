@@ -8,12 +8,12 @@ import { runSequential, type SequentialFigures, sequentialFigures } from '../lib
 import { renderTable } from '../lib/table.js';
 import { compareWire, observeWire } from '../lib/wire.js';
 
-// Issue 2's targets on the 2-core reference machine.
+// The gateway against a direct call to the mock, on the 2-core reference machine.
 const RATIO_TARGET = 0.35;
 const ADDED_P50_TARGET_MS = 0.3;
-// Issue 7's: against a bare Node proxy (bench/minimal-proxy.mjs), same run. The throughput
-// goals are read against the bare proxy sending the gateway's headers (ADR 0024); the ratio
-// to the bare proxy as the issue first defined it is reported beside them.
+// Against a bare Node proxy (bench/minimal-proxy.mjs), same run. The throughput goals are
+// read against the bare proxy sending the gateway's headers (ADR 0024); the ratio to the
+// bare proxy as first defined (no extra headers) is reported beside them.
 const VS_MINIMAL_TARGET = { gateway: 0.9, gateway_no_access_log: 1.0 } as const;
 const ADDED_P50_VS_MINIMAL_TARGET_MS = 0.05;
 const CONCURRENCIES = [1, 32] as const;
@@ -52,7 +52,7 @@ interface Overhead {
 }
 
 /**
- * Issue 2: what one pass through the gateway costs. One mock provider process; the same
+ * What one pass through the gateway costs. One mock provider process; the same
  * small non-streaming chat completion sent straight to it and through two gateway
  * processes (default config with the access log, and with `log.access: false`), at
  * concurrency 1 and 32, in alternating order within one run.

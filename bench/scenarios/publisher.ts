@@ -9,7 +9,7 @@ import { type LatencySummary, round, summarizeLatency } from '../lib/percentiles
 import type { Scenario, ScenarioContext, ScenarioReport } from '../lib/scenario.js';
 import { renderTable } from '../lib/table.js';
 
-// Issue 10. Two figures, no target:
+// The overlay publisher (ADR 0010). Two figures, no target:
 // 1. render + publish (kubelet layout, fsyncs included) of a 1024-candidate inventory, in process;
 // 2. an inventory edit -> the gateway serving the new revision: `switchyard grid` watches the
 //    inventory (debounce 100 ms) and publishes; the gateway watches the overlay (debounce 50 ms).

@@ -7,7 +7,7 @@ import { cpuUsedDuring } from '../lib/proc-cpu.js';
 import { checkTarget, type Scenario, type ScenarioContext, type ScenarioReport, type TargetCheck } from '../lib/scenario.js';
 import { renderTable } from '../lib/table.js';
 
-// Issue 11's targets: translation costs little next to a pass-through in the same run.
+// The translation targets (ADR 0011): translation costs little next to a pass-through in the same run.
 const THROUGHPUT_RATIO_TARGET = 0.8;
 const ADDED_TTFT_P50_TARGET_MS = 1;
 const CONNECTIONS = 32;
@@ -67,7 +67,7 @@ const REQUESTS: Record<Way, Request> = {
 };
 
 /**
- * Issue 11: what translating between the OpenAI and Anthropic protocols costs. Non-streamed
+ * What translating between the OpenAI and Anthropic protocols costs. Non-streamed
  * throughput at c=32, and time to first token of streams one at a time on one keep-alive
  * connection, each translated way against its pass-through twin, in A-B-C-D-D-C-B-A order.
  */

@@ -21,9 +21,10 @@ process.on('disconnect', () => process.exit(0));
 send();
 
 /**
- * Background work takes the CPU that serving leaves (issue 12: traffic p99 during the
- * largest reload). Linux schedules threads one by one, so each of this process's threads
- * is niced (V8's own threads exist before this runs; later ones inherit the niceness).
+ * Background work takes the CPU that serving leaves (traffic p99 during a reload of the
+ * largest accepted config, ADR 0021). Linux schedules threads one by one, so each of this
+ * process's threads is niced (V8's own threads exist before this runs; later ones inherit
+ * the niceness).
  * Elsewhere, or when refused, the parse runs as it is.
  */
 function lowerEveryThreadsPriority(): void {

@@ -127,7 +127,7 @@ export function parseConfigText(text: string, env?: NodeJS.ProcessEnv): ConfigRe
   const sourceHash = createHash('sha256').update(text).digest('hex');
   if (text.trim() === '') return { ok: false, issues: [{ path: '', message: 'config is empty' }], sourceHash };
   // yaml's own uniqueKeys check compares every key with every other of its map (quadratic:
-  // seconds at tens of thousands of keys, issue 12); duplicates are found below in one pass.
+  // seconds at tens of thousands of keys, ADR 0013); duplicates are found below in one pass.
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: false, lineCounter });
   if (doc.errors.length > 0) {
@@ -159,7 +159,8 @@ const OFF_THREAD_FROM_BYTES = 256 * 1024;
 /**
  * loadConfigFile, but a large file is read and parsed in a child process at the lowest CPU
  * priority, so that a reload never stalls or slows the requests being served meanwhile
- * (issue 12: a 35 MB config held every request for minutes). Same result, same messages.
+ * (a 35 MB config once held every request for minutes: ADR 0013, ADR 0021). Same result,
+ * same messages.
  */
 export async function loadConfigFileOffThread(
   path: string,
@@ -229,7 +230,7 @@ export const DEFAULT_MAX_CONFIG_BYTES = 4 * 1024 * 1024;
 
 /**
  * Reads and parses a config file. Reading the file is this folder's only I/O, and it is
- * bounded (issue 12): a FIFO or a device at the path is refused without blocking, and a
+ * bounded (ADR 0013): a FIFO or a device at the path is refused without blocking, and a
  * file over `maxBytes` is refused before any parsing. The limit in force is the serving
  * generation's `server.max_config_bytes`; the default before anything serves.
  */

@@ -36,12 +36,12 @@ const serverSchema = z
     admin_listen: listenSchema.optional(),
     admin_token: secretRefSchema.optional(),
     max_body_bytes: positiveInt.max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
-    /** The largest config file a reload reads (issue 12); the next reload uses the serving value. */
+    /** The largest config file a reload reads (ADR 0013); the next reload uses the serving value. */
     max_config_bytes: positiveInt.max(64 * 1024 * 1024).default(4 * 1024 * 1024),
     drain_timeout_ms: z.number().int().min(0).max(3_600_000).default(10_000),
     /** After SIGTERM, keep accepting (with Connection: close) this long while /readyz says 503: a preStop sleep's job. */
     drain_delay_ms: z.number().int().min(0).max(600_000).default(0),
-    /** Open client connections per listener; more are refused at accept (issue 12). */
+    /** Open client connections per listener; more are refused at accept (ADR 0013). */
     max_connections: positiveInt.max(1_000_000).default(10_000),
     /** Time for a client to send its request headers. */
     headers_timeout_ms: positiveInt.max(600_000).default(10_000),
@@ -161,7 +161,7 @@ const providerSchema = z
     api_key: secretRefSchema.optional(),
     /** Time to the first response byte, and the longest silence between two body chunks. */
     timeout_ms: positiveInt.max(3_600_000).default(60_000),
-    /** The whole of a non-streamed response, however steadily it trickles (issue 12); none by default. */
+    /** The whole of a non-streamed response, however steadily it trickles (ADR 0013); none by default. */
     request_timeout_ms: positiveInt.max(3_600_000).optional(),
     /** The whole length of a stream; it then ends with an SSE error event. None by default. */
     stream_max_ms: positiveInt.max(86_400_000).optional(),
@@ -316,7 +316,7 @@ const logSchema = z.strictObject({
 });
 
 /**
- * OpenTelemetry traces over OTLP/HTTP (issue 13): off unless `otlp` is set. The header
+ * OpenTelemetry traces over OTLP/HTTP (ADR 0018): off unless `otlp` is set. The header
  * values are secrets (a collector's API key), so they are references like every credential.
  */
 const telemetrySchema = z.strictObject({
@@ -333,7 +333,7 @@ const telemetrySchema = z.strictObject({
     .optional(),
 });
 
-// --- Governance (issue 9): teams, keys, the governance store, the audit log. ---
+// --- Governance (ADR 0009): teams, keys, the governance store, the audit log. ---
 
 const idPattern = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const idSchema = z.string().regex(idPattern, 'must be 1-64 of A-Z a-z 0-9 _ . - (starting with a letter or digit)');

@@ -17,7 +17,7 @@ export function resolveSecret(ref: SecretRef, env: NodeJS.ProcessEnv): SecretRes
     if (value === undefined || value === '') return { ok: false, message: `environment variable ${ref.env} is not set` };
     return { ok: true, value };
   }
-  // Bounded and non-blocking (issue 12): a FIFO or a device at the path is refused, never
+  // Bounded and non-blocking (ADR 0013): a FIFO or a device at the path is refused, never
   // waited on or read without end.
   const read = readBoundedFileSync(ref.file, MAX_SECRET_BYTES, 'secret file');
   if (!read.ok) {

@@ -1,4 +1,5 @@
-// Overlays carry credential references, never credential values (DESIGN.md invariant 7).
+// Overlays carry credential references, never credential values: a secret must never reach
+// a log line, an admin view or an error message.
 // A candidate may hold unknown fields, so the whole candidate is searched: a field named
 // like a secret, or a string shaped like one, refuses the overlay. The finding names the
 // path only; the value is never copied anywhere.

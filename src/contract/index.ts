@@ -6,8 +6,8 @@
 // Pure: every function is a function of its input, and reading a file (readOverlayFile) is
 // the only I/O. No network, no timers, no process state. It imports nothing from other src/
 // folders, so both halves of the project (and config/, for its field paths and credential
-// shapes) can depend on it. Rules: shared/DESIGN.md,
-// "Overlay contract v1"; vectors: shared/conformance/overlay-v1/ and test/contract/vectors/.
+// shapes) can depend on it. The contract: docs/overlay-format.md; vectors:
+// test/contract/vectors/ (and the shared conformance suite, when checked out beside the repository).
 
 export { looksLikeCredentialValue } from './credential-value.js';
 export type { RevisionInput } from './digest.js';

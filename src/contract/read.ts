@@ -11,7 +11,8 @@ export type ReadResult = { ok: true; bytes: Buffer } | Rejection<'missing' | 'un
  * Reads at most `maxBytes + 1` bytes: one byte past the limit proves the file too large
  * without reading the rest. The path is opened as given, never resolved: in a ConfigMap
  * volume it is a symlink into `..data`, which the kubelet swaps atomically, and opening the
- * link reads whichever complete version it points at (DESIGN.md, Kubernetes delivery).
+ * link reads whichever complete version it points at (docs/overlay-format.md,
+ * "Deploying with Kubernetes").
  */
 export async function readOverlayFile(path: string, maxBytes: number): Promise<ReadResult> {
   if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) {

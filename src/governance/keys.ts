@@ -75,8 +75,8 @@ type KeyEntry = { readonly record: KeyRecord; readonly principal: Principal };
 
 /**
  * The last key one connection presented and what it resolved to in one key table, so that
- * the requests of a keep-alive connection pay for the key's SHA-256 once (issue 9: the hash
- * was an eighth of governance's cost per request). Only a key that resolved is kept; a
+ * the requests of a keep-alive connection pay for the key's SHA-256 once (the hash was an
+ * eighth of governance's cost per request in the governance-overhead bench). Only a key that resolved is kept; a
  * reload's new table, or another key, resolves afresh. The presented key is compared with
  * the kept one in constant time, as the digest lookup would be.
  */

@@ -274,7 +274,7 @@ function viewOf(scopes: readonly Scope[], counters: readonly ScopeCounters[], no
  * order (scopes in order; RPM, TPM, day, budget), and it is atomic because it never awaits.
  */
 export class MemoryGovernanceStore implements GovernanceStore {
-  /** Counters by team and id: a reload's new limits find the same counters (issue 9). */
+  /** Counters by team and id: a reload's new limits find the same counters (ADR 0009). */
   readonly #scopes = new Map<string, ScopeCounters>();
   /**
    * The same counters by the generation's scope object, so the request path skips building

@@ -81,7 +81,7 @@ export function buildGeneration(inputs: BuildInputs): BuildResult {
 /**
  * buildGeneration, run in slices of about `sliceMs` with the event loop let go in between,
  * so that a reload of tens of thousands of routes never holds the requests being served
- * (issue 12). The same steps, so the same generation or the same issues. Nothing else may
+ * (ADR 0015). The same steps, so the same generation or the same issues. Nothing else may
  * swap meanwhile: reloads are serialised by the ReloadCoordinator.
  */
 export function buildGenerationInSlices(inputs: BuildInputs, sliceMs = RELOAD_SLICE_MS): Promise<BuildResult> {
@@ -190,7 +190,7 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
   } else {
     for (const model of models) {
       // Frozen as it is built, with its spec: the freeze below never walks a map of 60k
-      // routes in one piece (Object.keys of one takes 10-15 ms; issue 12).
+      // routes in one piece (Object.keys of one takes 10-15 ms; ADR 0021).
       deepFreeze(routeSpecs[model]);
       routes[model] = deepFreeze(staticRoute(model, routeSpecs[model] as RouteConfig, providers));
       yield;

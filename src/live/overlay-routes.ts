@@ -127,7 +127,7 @@ function counterKey(model: string, index: number, policy: SelectionPolicy, membe
 /**
  * Reads a candidate credential only if it really lives under the mount. The contract admits
  * plain names only, and the path is checked as text; then, since a link inside the mount can
- * point anywhere, the file's real path must be under the mount's real path (issue 12: a link
+ * point anywhere, the file's real path must be under the mount's real path (ADR 0013: a link
  * out of the mount was followed and its target sent upstream). The kubelet's own links
  * (`key -> ..data/key`, `..data -> ..<timestamp>`) stay inside the mount, so they resolve.
  * The resolved path is what is read, so a link swapped after the check is not followed.

@@ -1,7 +1,7 @@
 // A long computation written once, as a generator that yields wherever it may pause, and
 // run either to the end at once or in slices that give the event loop back in between. A
 // generation of tens of thousands of routes takes a second or more to build and freeze; a reload
-// builds it in slices so that requests keep being answered meanwhile (issue 12, ADR 0015),
+// builds it in slices so that requests keep being answered meanwhile (ADR 0015),
 // and both ways run the very same code, so they build the very same generation.
 
 /**
@@ -31,7 +31,7 @@ const BUSY_TURN_MS = 0.2;
 /**
  * While requests are being served, at least this long passes between two slices: a reload
  * of the largest config then takes a third of the loop at most, and the requests in
- * flight see a slice at few of their turns (issue 12's p99 during a reload). An idle
+ * flight see a slice at few of their turns (the traffic p99 during a reload, ADR 0021). An idle
  * gateway builds at full speed.
  */
 const TRAFFIC_PAUSE_MS = 1;

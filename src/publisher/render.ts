@@ -95,7 +95,7 @@ export function renderOverlay(inventory: Inventory, isHealthy: (cluster: string)
         compareText(a.site, b.site),
     );
     // A group holds one admission state and one tier: the gateway serves new sessions from
-    // the lowest group that admits them, so tiers fail over in order (DESIGN.md, contract v1).
+    // the lowest group that admits them, so tiers fail over in order (docs/overlay-format.md).
     let group = -1;
     let previous: (typeof list)[number] | undefined;
     list.forEach((c, rank) => {

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Attributes, Context, Span } from '@opentelemetry/api';
 
-// OpenTelemetry traces (issue 13), off by default. The SDK is loaded only when
+// OpenTelemetry traces (ADR 0018), off by default. The SDK is loaded only when
 // `telemetry.otlp` is set, so a gateway without it pays neither its start-up nor a single
 // branch beyond `tracing === null` per request. Contexts are passed explicitly (no context
 // manager, no AsyncLocalStorage): the request path knows its own span and hands it on.

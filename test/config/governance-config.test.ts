@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type ConfigResult, formatIssue, parseConfigText } from '../../src/config/index.js';
 
-// Issue 9's config sections, as the issue spells them: teams, keys, pricing.on_missing and
-// cache reads, governance, audit. Every refusal names its path.
+// The governance config sections, as docs/governance.md spells them: teams, keys,
+// pricing.on_missing and cache reads, governance, audit. Every refusal names its path.
 
 const HASH_A = 'a'.repeat(64);
 const HASH_B = 'b'.repeat(64);
@@ -43,7 +43,7 @@ function lines(result: ConfigResult): string[] {
 }
 
 describe('governance config', () => {
-  it('accepts the sections as issue 9 writes them', () => {
+  it('accepts the sections as docs/governance.md writes them', () => {
     const r = parseConfigText(FULL);
     assert.ok(r.ok, JSON.stringify(r));
     const { config } = r;

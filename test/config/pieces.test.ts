@@ -3,8 +3,8 @@ import { describe, it } from 'node:test';
 import { deserialize, serialize } from 'node:v8';
 import { type Piece, placePiece, splitIntoPieces } from '../../src/config/pieces.js';
 
-// A config parsed in the parser process comes back in pieces (issue 12): rebuilt, it must be
-// the value the worker had, key order included, whatever the shape.
+// A config parsed in the parser process comes back in pieces (ADR 0015): rebuilt, it must be
+// the value the parser process had, key order included, whatever the shape.
 
 /** The pieces as they travel: each through a structured clone of its own. */
 function rebuild(pieces: readonly Piece[]): Record<string, unknown> {

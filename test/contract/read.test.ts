@@ -66,7 +66,7 @@ test('a FIFO at the overlay path is refused as unreadable instead of blocking th
 });
 
 test('a kubelet-style ConfigMap symlink is read through as given, and follows a ..data swap', async () => {
-  // The kubelet layout: key -> ..data/key, ..data -> ..<timestamp>/ (DESIGN.md, Kubernetes delivery).
+  // The kubelet layout: key -> ..data/key, ..data -> ..<timestamp>/ (docs/overlay-format.md, "Deploying with Kubernetes").
   const volume = path.join(dir, 'configmap');
   const first = path.join(volume, '..2026_11_29_16_30_00.000000001');
   const second = path.join(volume, '..2026_11_29_16_31_00.000000002');

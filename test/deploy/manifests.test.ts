@@ -12,7 +12,7 @@ import { find, KUBE_DIR, keysOf, kustomizedObjects, type Manifest, readKustomiza
 import { fileResources } from '../support/resources.js';
 
 // deploy/kubernetes/ cannot be applied here, so this reads it as the cluster would and checks
-// what matters (issue 13): the probes reach the listener that serves them, nothing is mounted
+// what matters (ADR 0016): the probes reach the listener that serves them, nothing is mounted
 // with subPath, the grace period covers the drain the config asks for, every container is
 // non-root on a read-only root filesystem with limits, the credentials come from the Secret as
 // files, governance counts in the Redis the manifests run, and the gateway config in the

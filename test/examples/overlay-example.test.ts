@@ -7,7 +7,7 @@ import { parse } from 'yaml';
 import { parseOverlay } from '../../src/contract/index.js';
 import { fileResources } from '../support/resources.js';
 
-// examples/overlay.yaml starts as shipped (issue 13): its overlay file is the sample beside it,
+// examples/overlay.yaml starts as shipped: its overlay file is the sample beside it,
 // a real contract v1 envelope in the config's expected scope, and the config's comment tells
 // how to start it from the repository root. `validate` runs on the files exactly as shipped;
 // `serve` runs on a copy whose only changes are free ports for its listeners and mocks (the

@@ -7,7 +7,7 @@ import { parseConfigText } from '../../src/config/index.js';
 import { computeRevision, parseOverlay, REJECT_REASONS } from '../../src/contract/index.js';
 import { chatBodyFor, usageFromJson, usageFromSseTail, withStreamUsage } from '../../src/providers/index.js';
 
-// Issue 12: property-based tests of the parsers that take outside input. Each property says
+// Property-based tests of the parsers that take outside input (ADR 0013). Each property says
 // what must hold for any input: never throw, every rejection has a reason (and a path), an
 // accepted overlay's revision is the digest of its content. Fixed seed in `npm test`;
 // `npm run fuzz` runs many more cases (FUZZ_RUNS, FUZZ_SEED).

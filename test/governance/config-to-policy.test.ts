@@ -6,9 +6,9 @@ import { buildGeneration } from '../../src/live/index.js';
 import { PoolRegistry } from '../../src/providers/index.js';
 import { policyOf } from '../../src/request/policy.js';
 
-// governance/ never reads config: server/ adapts each generation's config (and the key
+// governance/ never reads config: request/ adapts each generation's config (and the key
 // digests the generation build resolved) to governance's own input types. This proves that
-// adapter (server/governance.ts policyOf) on a config written as issue 9 writes it.
+// adapter (request/policy.ts policyOf) on a config written as docs/governance.md writes it.
 
 function governancePolicyOf(config: GatewayConfig, env: NodeJS.ProcessEnv): GovernancePolicy {
   const built = buildGeneration({ config, sourceHash: '', number: 1, env, poolFor: (spec) => new PoolRegistry().acquire(spec) });

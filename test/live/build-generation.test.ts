@@ -291,7 +291,7 @@ describe('buildGeneration', () => {
     assert.deepEqual(issues(await buildGenerationInSlices(inputs(d, { env: {} }), 0)), atOnce);
   });
 
-  it('a build in slices lets the event loop turn between them: what arrived meanwhile runs before it ends (issue 12)', async () => {
+  it('a build in slices lets the event loop turn between them: what arrived meanwhile runs before it ends', async () => {
     let turns = 0;
     let building = true;
     const count = (): void => {

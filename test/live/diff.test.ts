@@ -4,7 +4,7 @@ import { checkConfig } from '../../src/config/index.js';
 import { buildGeneration, diffGenerations, diffGenerationsInSlices, type Generation } from '../../src/live/index.js';
 import { PoolRegistry } from '../../src/providers/index.js';
 
-// What a reload reports as changed. A reload computes it in slices (issue 12: tens of
+// What a reload reports as changed. A reload computes it in slices (ADR 0015: tens of
 // thousands of routes); the result is the one computed at once.
 
 const pools = new PoolRegistry();

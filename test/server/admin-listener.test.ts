@@ -49,7 +49,7 @@ describe('a non-loopback admin listener keeps its token across reloads', () => {
     const status = await adminStatus(admin, token);
     assert.equal(status.status, 200, status.text);
     assert.equal(status.body.generation?.number, 1, 'the serving generation is kept');
-    // HTTP auth schemes are case-insensitive (RFC 9110 11.1): issue 12 found "bearer" refused.
+    // HTTP auth schemes are case-insensitive (RFC 9110 11.1): "bearer" was once refused.
     for (const scheme of ['bearer', 'BEARER', 'BeArEr']) {
       const r = await fetch(`${admin}/admin/status`, { headers: { authorization: `${scheme} ${token}` } });
       assert.equal(r.status, 200, `scheme "${scheme}"`);

@@ -7,7 +7,7 @@ import { startMockProvider } from '../../src/mock/index.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { startGatewayProcess } from '../support/gateway-process.js';
 
-// Issue 11, the server side: both official SDKs, unmodified, against a real gateway process
+// Protocol translation, the server side (ADR 0011): both official SDKs, unmodified, against a real gateway process
 // whose providers are real mock upstreams of each type (anthropic, openai, azure_openai).
 // Retries are off so every error reaches the test as the gateway sent it.
 

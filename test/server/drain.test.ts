@@ -45,7 +45,7 @@ describe('SIGHUP during the drain', () => {
   });
 });
 
-describe('the drain Kubernetes expects (issue 12 item 8)', () => {
+describe('the drain Kubernetes expects', () => {
   it('with drain_delay_ms, /readyz answers 503 at once while new work is still served, with Connection: close; then the listener stops accepting and the process exits 0', async () => {
     const mock = await resources.startMock({ name: 'east' });
     const gw = await resources.startGw(

@@ -16,7 +16,7 @@ import { baseConfig, runCli, startGatewayProcess } from '../support/gateway-proc
 import { chatBody, postChat } from '../support/http.js';
 import { metricValue, scrapeMetrics } from '../support/observe.js';
 
-// Issue 9 through the official openai client against real gateway processes: who may call,
+// Governance through the official openai client against real gateway processes: who may call,
 // each limit with its status, headers and error body, budgets under concurrency, counters
 // across a reload and across two replicas sharing Redis.
 

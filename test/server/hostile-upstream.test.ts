@@ -8,8 +8,9 @@ import { type HostileMode, type HostileUpstream, startHostileUpstream } from '..
 import { chatBody, postChat } from '../support/http.js';
 import { fileResources } from '../support/resources.js';
 
-// Issue 12: an upstream that misbehaves, in front of a healthy one. Each case states what the
-// client sees, whether the request failed over, and what the access line says.
+// The hostile-upstream hardening (ADR 0013): an upstream that misbehaves, in front of a
+// healthy one. Each case states what the client sees, whether the request failed over, and
+// what the access line says.
 
 const resources = fileResources('switchyard-hostile-');
 const TIMEOUT_MS = 300;
@@ -43,7 +44,7 @@ async function served(mode: HostileMode) {
 describe('a hostile upstream before a healthy one', () => {
   const failsOver: Array<[HostileMode, string, string]> = [
     ['hang_before_headers', 'timeout', 'never answers: timed out after timeout_ms'],
-    // Issue 12 item 6: the client got an empty reply logged as partial, though nothing had reached it.
+    // A regression: the client got an empty reply logged as partial, though nothing had reached it.
     ['hang_after_headers', 'timeout', 'sends headers, then goes silent (non-streamed)'],
     ['trickle_body', 'timeout', 'trickles its body slower than timeout_ms'],
     ['close_mid_body', 'connect_error', 'closes the connection mid-body'],
@@ -84,7 +85,7 @@ describe('a hostile upstream before a healthy one', () => {
   });
 });
 
-describe('time limits on upstreams (issue 12 item 7)', () => {
+describe('time limits on upstreams', () => {
   let trickle: HostileUpstream;
   let endless: HostileUpstream;
   let hanging: HostileUpstream;

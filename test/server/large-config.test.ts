@@ -8,7 +8,7 @@ import { baseConfig, configText } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import { fileResources } from '../support/resources.js';
 
-// Issue 12 item 3: a large config reloaded under traffic. Its parse runs off the event loop,
+// A large config reloaded under traffic (ADR 0015, ADR 0021). Its parse runs off the event loop,
 // so requests keep being answered meanwhile; a file over server.max_config_bytes is refused
 // by size before any parsing. "Within 1 s" is a bound that catches a stall, not a timing.
 

@@ -7,7 +7,7 @@ import { baseConfig } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import { fileResources } from '../support/resources.js';
 
-// Issue 12 item 5: a client that trickles its headers or its body is cut at the configured
+// Listener limits (ADR 0013): a client that trickles its headers or its body is cut at the configured
 // limit on both listeners, and a listener holds at most server.max_connections. The bounds
 // below only tell "cut at the limit" (about a second) from "held for Node's defaults" (a
 // minute or more); they are not timings.

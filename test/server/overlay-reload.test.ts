@@ -16,8 +16,9 @@ import { overlayConfig, reloadLines, revisionOf, waitForReload, waitForServing, 
 
 // The overlay reload path seen from outside: a real gateway process in overlay mode, an
 // overlay file rewritten under it, and real requests after each change. Every rejection
-// must leave the previous revision serving (DESIGN.md invariant 2); the outcome is read
-// from the reload log line, /admin/status and /metrics, never inferred from time.
+// must leave the previous revision serving (a reload validates everything before it swaps);
+// the outcome is read from the reload log line, /admin/status and /metrics, never inferred
+// from time.
 
 const names = ['east', 'west', 'central'] as const;
 // Assembled at run time so that no key-shaped literal sits in the repository.

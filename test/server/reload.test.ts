@@ -19,7 +19,7 @@ import { chatBody, postChat } from '../support/http.js';
 import { chatCount, metricValue, SseReader, scrapeMetrics, waitUntil } from '../support/observe.js';
 
 // Live generations through real gateway processes and in-process mock providers: every
-// reload trigger, the invariants of DESIGN.md (each test names its number), breakers
+// reload trigger, the reload invariants (each describe below gives its number and states it), breakers
 // keyed by identity, the admin API and the reload metrics. What served a request is read
 // from its attribution headers, the mock's own x-mock-provider header and the access log.
 
@@ -181,7 +181,7 @@ describe('Invariant 2 — validate, then swap', () => {
       message: /secret file \S*no-such-secret cannot be read \(file not found\)/,
     },
     {
-      // Issue 12: a FIFO froze the whole process until something wrote into it.
+      // A regression: a FIFO froze the whole process until something wrote into it.
       name: 'a FIFO as a {file} secret',
       write: (p) => {
         const fifo = join(gw.dir, 'fifo-secret');
@@ -195,7 +195,7 @@ describe('Invariant 2 — validate, then swap', () => {
       message: /secret file \S*fifo-secret cannot be read \(not a regular file\)/,
     },
     {
-      // Issue 12: a secret linked to /dev/zero grew the process to gigabytes.
+      // A regression: a secret linked to /dev/zero grew the process to gigabytes.
       name: 'a secret file with no end (a link to /dev/zero)',
       write: (p) => {
         const zero = join(gw.dir, 'zero-secret');
@@ -635,7 +635,7 @@ describe('Invariant 5 — pricing swaps together with routes', () => {
 // ---------------------------------------------------------------------------------------
 
 describe('Invariant 3 — stateful services survive reloads', () => {
-  /** Every stateful service of DESIGN.md; a service added to Services later must join this list. */
+  /** Every stateful service: built once at start-up, never rebuilt. A service added to Services later must join this list. */
   const STATEFUL = [
     'holder',
     'breakers',

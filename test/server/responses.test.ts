@@ -8,7 +8,7 @@ import { adminReload } from '../support/admin.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { startGatewayProcess } from '../support/gateway-process.js';
 
-// Issue 11's last endpoints: POST /v1/completions and the stateful Responses API, through a
+// POST /v1/completions and the stateful Responses API (ADR 0014), through a
 // real gateway process to real mock providers, with the official OpenAI client unmodified
 // (retries off, so every error reaches the test as the gateway sent it).
 

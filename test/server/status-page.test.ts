@@ -11,7 +11,7 @@ import { candidate, envelope } from '../support/overlay.js';
 import { overlayConfig, revisionOf, writeByRename } from '../support/overlay-gateway.js';
 import { fileResources } from '../support/resources.js';
 
-// The status page in a real browser (issue 13): Debian's chromium driven by playwright-core,
+// The status page in a real browser (ADR 0017): Debian's chromium driven by playwright-core,
 // against real gateway processes and real mock providers. Everything is read from the page
 // as a person would see it, while the gateway changes under it: no page reload, no console
 // error. Screenshots land in test-results/ for a person to look at.

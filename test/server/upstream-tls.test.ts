@@ -10,7 +10,7 @@ import { baseConfig, configText, runCli } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import { fileResources } from '../support/resources.js';
 
-// Issue 12: upstream TLS with a private CA and mutual TLS, against a loopback HTTPS upstream
+// Upstream TLS with a private CA and mutual TLS, against a loopback HTTPS upstream
 // whose CA, server and client certificates are made here with openssl, for this run only.
 
 const resources = fileResources('switchyard-upstream-tls-');

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
-// An upstream that misbehaves on purpose (issue 12), for the cases a well-behaved mock never
+// An upstream that misbehaves on purpose (ADR 0013), for the cases a well-behaved mock never
 // shows: it hangs before or after its headers, trickles a body, streams without end, sends
 // invalid JSON, closes mid-body, sends a huge body, or answers 429 with retry-after: 30. Loopback only; every timer it starts
 // is cleared when the client or the fixture goes away, so nothing outlives a test.

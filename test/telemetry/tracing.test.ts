@@ -10,7 +10,7 @@ import type { MockProvider } from '../../src/mock/index.js';
 import { startMockProvider } from '../../src/mock/index.js';
 import { configText, type GatewayProcess, runCli, startGatewayProcess } from '../support/gateway-process.js';
 
-// Issue 13, traces: a real gateway process exports OTLP/HTTP to a collector stand-in in this
+// Traces (ADR 0018): a real gateway process exports OTLP/HTTP to a collector stand-in in this
 // test process. The client's traceparent is continued, every upstream attempt is a child
 // span that carries its own traceparent to the provider, and the spans carry the GenAI
 // attributes. The collector's API key is a secret reference and never reaches the logs.
