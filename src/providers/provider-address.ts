@@ -15,14 +15,16 @@ export interface ProviderAddress {
 
 /**
  * What a request asks of a provider. `chat` is served by every type (across protocols by
- * translation); the others are OpenAI endpoints, passed through to OpenAI-protocol
- * providers only.
+ * translation); `count_tokens` is Anthropic's, passed to Anthropic providers only; the
+ * others are OpenAI endpoints, passed through to OpenAI-protocol providers only.
  */
-export type Operation = 'chat' | 'embeddings' | 'completions' | 'responses';
+export type Operation = 'chat' | 'embeddings' | 'completions' | 'responses' | 'count_tokens';
 
 interface OperationAddress {
-  /** The endpoint under an OpenAI-type provider's base URL. */
+  /** The endpoint under the provider's base URL (an OpenAI-type one's; Anthropic's is `anthropic`). */
   readonly endpoint: string;
+  /** The endpoint under an Anthropic provider's base URL, when Anthropic serves the operation. */
+  readonly anthropic?: string;
   /** The provider types that serve it. */
   readonly servedBy: readonly ProviderType[];
   /**
@@ -37,10 +39,11 @@ const OPENAI_TYPES: readonly ProviderType[] = ['openai', 'azure_openai'];
 
 /** The one table of where each operation goes and who serves it. */
 const operations: Readonly<Record<Operation, OperationAddress>> = {
-  chat: { endpoint: '/chat/completions', servedBy: ['openai', 'azure_openai', 'anthropic'], azure: 'deployment' },
+  chat: { endpoint: '/chat/completions', anthropic: '/messages', servedBy: ['openai', 'azure_openai', 'anthropic'], azure: 'deployment' },
   embeddings: { endpoint: '/embeddings', servedBy: OPENAI_TYPES, azure: 'deployment' },
   completions: { endpoint: '/completions', servedBy: OPENAI_TYPES, azure: 'deployment' },
   responses: { endpoint: '/responses', servedBy: OPENAI_TYPES, azure: 'resource' },
+  count_tokens: { endpoint: '/messages/count_tokens', anthropic: '/messages/count_tokens', servedBy: ['anthropic'], azure: 'deployment' },
 };
 
 /** Whether a provider of this type serves the operation. */
@@ -55,8 +58,8 @@ export function operationProviders(operation: Operation): readonly ProviderType[
 
 /** The endpoint's path under the provider's base URL. Azure names the deployment in the path. */
 export function upstreamPathFor(p: ProviderAddress, upstreamModel: string, operation: Operation = 'chat'): string {
-  if (p.type === 'anthropic') return '/messages';
-  const { endpoint, azure } = operations[operation];
+  const { endpoint, azure, anthropic } = operations[operation];
+  if (p.type === 'anthropic') return anthropic ?? endpoint;
   if (p.type !== 'azure_openai') return endpoint;
   const version = `api-version=${encodeURIComponent(p.apiVersion ?? '')}`;
   if (azure === 'resource') return `/openai${endpoint}?${version}`;

@@ -85,7 +85,7 @@ export interface StopSlot {
 /**
  * How an attempt ended: it failed before anything reached the client (the caller may try
  * the next candidate), the client left first, or the response committed to this attempt
- * and is being relayed; `finished` settles when the relayed response has ended.
+ * and is being relayed; its `onFinished` observers hear when the relayed response has ended.
  */
 export type RelayResult =
   | {
@@ -187,15 +187,16 @@ class TooLargeToTranslate extends Error {
 type State = 'waiting' | 'discarding' | 'buffering' | 'relaying' | 'ended';
 
 /**
- * Sends one attempt upstream and relays its response. `onResult` is called exactly once:
- * at once when the attempt cannot start (the client already left, the pool refused it),
- * otherwise from undici's callbacks. No promise per attempt: the result is a callback, and
+ * Sends one attempt upstream and relays its response. `onResult` is called exactly once,
+ * and never before this function has returned: in a microtask when the attempt fails
+ * before it commits (the client already left, the pool refused it, the upstream failed),
+ * from undici's callback when it commits. No promise per attempt: the result is a callback, and
  * a committed response tells its observers when it has ended (Committed.onFinished).
  */
 export function relay(request: RelayRequest, onResult: RelayCallback): void {
   // The client may have left while an earlier candidate failed: do not call another.
   if (request.res.destroyed) {
-    onResult(ABORTED);
+    queueMicrotask(() => onResult(ABORTED));
     return;
   }
   const handler = new Relay(request, onResult);
@@ -511,10 +512,15 @@ class Relay implements RawHandler {
     this.#finish({ outcome, usage, firstByteAt: this.#firstByteAt, events: this.#events });
   }
 
-  /** Before commit: the attempt is over and the caller may try another candidate. */
+  /**
+   * Before commit: the attempt is over and the caller may try another candidate. Told in a
+   * microtask: undici reports some failures from inside dispatch() itself, and the caller
+   * must never hear of an attempt before the call that started it has returned, nor start
+   * the next one from inside undici's callbacks.
+   */
   #failed(result: RelayResult): void {
     this.#detach();
-    this.#resolve(result);
+    queueMicrotask(() => this.#resolve(result));
   }
 
   #detach(): void {

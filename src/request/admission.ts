@@ -1,35 +1,34 @@
 import type { Socket } from 'node:net';
 import { requestStarted } from '../audit/index.js';
-import type { MaybePromise, Principal, Reservation } from '../governance/index.js';
+import type { MaybePromise, Reservation } from '../governance/index.js';
 import * as governance from '../governance/index.js';
-import type { GenerationCandidate } from '../live/index.js';
-import type { Exchange } from './exchange.js';
+import type { Generation, GenerationCandidate } from '../live/index.js';
+import type { Caller, Exchange, ModelRequest } from './exchange.js';
 import { policyOf } from './policy.js';
 import type { Services } from './services.js';
 
-// The governance steps of DESIGN.md's request path, in the order the chat handler calls
-// them: authenticate (from the headers, before any body is read), pre-check (after
-// routing, before any upstream call), then settle or release (after the response, exactly
-// once per reservation). Each reads the generation the request captured, never the
-// holder again, so a request is admitted, limited and billed under one generation.
-
-export type { Principal };
+// The governance steps of the request path, in the order a model request takes them:
+// capture the generation and authenticate (from the headers, before any body is read),
+// pre-check (after routing, before any upstream call), then settle or release (after the
+// response, exactly once per reservation). Each reads the generation the request captured,
+// never the holder again, so a request is admitted, limited and billed under one generation.
 
 /**
- * The caller, from the request's headers alone, or the refusal (401 `unauthorized`,
- * `key_expired`). A generation without keys is an open gateway: every caller is anonymous.
+ * The one place a model request captures its generation and is authenticated: the caller,
+ * from the request's headers alone, or the refusal (401 `unauthorized`, `key_expired`). A
+ * generation without keys is an open gateway: every caller is anonymous.
  */
-export function authenticate(x: Exchange, svc: Services): Principal {
-  const gen = x.gen;
-  if (gen === null) throw new Error('authenticate before the generation was captured');
+export function admitCaller(x: Exchange, svc: Services): Caller {
+  const gen = svc.holder.current();
+  x.gen = gen;
   const keys = policyOf(gen).keys;
   const auth = governance.authenticate(keys, x.req.headers, Date.now(), keys.open ? undefined : keyMemoOf(x.req.socket));
   if (!auth.ok) {
-    auditStarted(x, svc, auth.refusal.code);
+    auditStarted(x, svc, gen, auth.refusal.code);
     throw governance.refusalError(auth.refusal);
   }
   x.principal = auth.principal;
-  return auth.principal;
+  return { gen, principal: auth.principal };
 }
 
 /** Each connection's last resolved key (governance.KeyMemo): a keep-alive client hashes its key once. */
@@ -45,7 +44,7 @@ function keyMemoOf(socket: Socket): governance.KeyMemo {
 }
 
 /** The audit record of a request's admission: after the pre-check, or at the refusal (with its reason). */
-function auditStarted(x: Exchange, svc: Services, refusedWith: string | null): void {
+function auditStarted(x: Exchange, svc: Services, gen: Generation, refusedWith: string | null): void {
   if (svc.audit === null) return;
   svc.audit.append(
     requestStarted({
@@ -53,19 +52,27 @@ function auditStarted(x: Exchange, svc: Services, refusedWith: string | null): v
       keyId: x.principal?.keyId ?? null,
       team: x.principal?.team ?? null,
       model: x.model ?? null,
-      generation: x.gen?.number ?? null,
-      revision: x.gen?.overlay?.revision ?? null,
+      generation: gen.number,
+      revision: gen.overlay?.revision ?? null,
       decision: refusedWith === null ? 'admitted' : 'refused',
       reason: refusedWith,
     }),
   );
 }
 
-/** What the pre-check needs of the parsed request. */
+/** What the pre-check needs of the parsed request beyond the request itself. */
 export interface Asked {
-  readonly model: string;
   readonly bodyBytes: number;
   readonly maxTokens: number | null;
+}
+
+/** What the pre-check admitted: the chain to try, and what the request holds until it is settled. */
+export interface Admitted {
+  readonly candidates: readonly GenerationCandidate[];
+  /** The reservation that settle or release takes, exactly once; null when nothing is counted. */
+  readonly reservation: Reservation | null;
+  /** `x-ratelimit-*` and the budget warning for the response, as names and values in turn; null = none. */
+  readonly limitHeaders: readonly string[] | null;
 }
 
 /** No gateway limit applies (an open gateway): the upstream's own rate-limit headers pass. */
@@ -74,32 +81,30 @@ const NO_LIMIT_HEADERS: readonly string[] = Object.freeze([]);
 /**
  * Admits the request against its team's then its key's limits before any upstream call,
  * reserving the worst-case cost at the dearest price among the chain's candidates, or
- * throws the refusal (403, 429, 402, 503) with `retry-after` and `x-ratelimit-*`. Returns
- * the chain to try: under `pricing.on_missing: block`, candidates without a price are
- * left out. The chain comes back at once when the store answered at once (the memory
- * store, or nothing to count); a promise of it only when the store is remote.
+ * throws the refusal (403, 429, 402, 503) with `retry-after` and `x-ratelimit-*`. Under
+ * `pricing.on_missing: block`, candidates without a price are left out of the chain it
+ * admits. The answer comes at once when the store answered at once (the memory store, or
+ * nothing to count); a promise of it only when the store is remote.
  */
 export function preCheck(
   x: Exchange,
   svc: Services,
+  request: ModelRequest,
   asked: Asked,
   chain: readonly GenerationCandidate[],
-): MaybePromise<readonly GenerationCandidate[]> {
-  const gen = x.gen;
-  const principal = x.principal;
-  if (gen === null || principal === null) throw new Error('pre-check before authentication');
+): MaybePromise<Admitted> {
+  const { gen, principal } = request;
   const policy = policyOf(gen);
   if (principal.team === null && policy.onMissingPrice !== 'block') {
     // The open gateway's anonymous caller: nothing to count, reserve or refuse by price.
-    admit(x, svc, null, NO_LIMIT_HEADERS);
-    return chain;
+    return admit(x, svc, gen, { candidates: chain, reservation: null, limitHeaders: NO_LIMIT_HEADERS });
   }
   const targets = chain.map((c) => ({ provider: c.provider.name, model: c.upstreamModel }));
-  const demand = { model: asked.model, bodyBytes: asked.bodyBytes, maxTokens: asked.maxTokens, targets, pricing: gen.pricing };
+  const demand = { model: request.model, bodyBytes: asked.bodyBytes, maxTokens: asked.maxTokens, targets, pricing: gen.pricing };
   const admission = governance.preCheck(svc.governance, policy, principal, demand, Date.now());
-  const admitted = (a: governance.Admission): readonly GenerationCandidate[] => {
+  const admitted = (a: governance.Admission): Admitted => {
     if (!a.ok) {
-      auditStarted(x, svc, a.refusal.code);
+      auditStarted(x, svc, gen, a.refusal.code);
       throw governance.refusalError(a.refusal);
     }
     const flat = governance.pushRateLimitHeaders(a.rateLimit, []);
@@ -107,33 +112,31 @@ export function preCheck(
       flat.push('x-switchyard-budget-warning', a.budgetWarnings.map((s) => `${s.kind}:${s.id}`).join(','));
       for (const s of a.budgetWarnings) if (s.kind === 'team') svc.metrics.budgetExceeded.inc({ team: s.id });
     }
-    admit(x, svc, a.reservation, flat);
-    if (policy.onMissingPrice !== 'block' || a.unpriced.length === 0) return chain;
-    return chain.filter((c) => !a.unpriced.some((u) => u.provider === c.provider.name && u.model === c.upstreamModel));
+    const candidates =
+      policy.onMissingPrice !== 'block' || a.unpriced.length === 0
+        ? chain
+        : chain.filter((c) => !a.unpriced.some((u) => u.provider === c.provider.name && u.model === c.upstreamModel));
+    return admit(x, svc, gen, { candidates, reservation: a.reservation, limitHeaders: flat });
   };
   return admission instanceof Promise ? admission.then(admitted) : admitted(admission);
 }
 
-function admit(x: Exchange, svc: Services, reservation: Reservation | null, limitHeaders: readonly string[]): void {
-  x.reservation = reservation;
+function admit(x: Exchange, svc: Services, gen: Generation, admitted: Admitted): Admitted {
   x.admitted = true;
-  x.limitHeaders = limitHeaders;
-  auditStarted(x, svc, null);
+  auditStarted(x, svc, gen, null);
+  return admitted;
 }
 
 /**
  * Bills what the response used at the pricing table of the generation that routed it
  * (integer micro-USD, rounded once) and trues up the caller's counters; or, when nothing
- * was served, gives the reservation back. Called exactly once per request. Returns a
- * promise only when the store's answer is one (a remote store).
+ * was served, gives the reservation back. Called exactly once per admitted request, by the
+ * chain that holds its reservation. Returns a promise only when the store's answer is one.
  */
-export function settle(x: Exchange, svc: Services): void | Promise<void> {
-  const reservation: Reservation | null = x.reservation;
-  x.reservation = null;
-  const gen = x.gen;
+export function settle(x: Exchange, svc: Services, gen: Generation, reservation: Reservation | null): void | Promise<void> {
   const c = x.candidate;
   const now = Date.now();
-  if (gen === null || c === null || (x.outcome === 'aborted' && x.headersAt === null)) {
+  if (c === null || (x.outcome === 'aborted' && x.headersAt === null)) {
     return governance.release(svc.governance, reservation, now);
   }
   if (x.usage === null && x.stream && x.outcome !== 'complete') {
@@ -162,15 +165,4 @@ function billed(x: Exchange, svc: Services, settled: governance.Settlement): voi
   if (principal?.team != null && settled.costMicroUsd !== null && settled.costMicroUsd > 0) {
     svc.metrics.spendUsd.series(principal.team, principal.keyId ?? '').inc(settled.costMicroUsd / 1e6);
   }
-}
-
-export const COST_HEADER = 'x-switchyard-cost-usd';
-
-/** `x-switchyard-cost-usd` for a response whose usage is known when its headers go out. */
-export function costHeaders(x: Exchange, c: GenerationCandidate): (usage: governance.Usage | null) => Record<string, string> | null {
-  return (usage) => {
-    if (usage === null || x.gen === null) return null;
-    const cost = governance.costMicroUsd(x.gen.pricing, c.provider.name, c.upstreamModel, usage);
-    return cost === null ? null : { [COST_HEADER]: (cost / 1e6).toFixed(6) };
-  };
 }

@@ -1,31 +1,42 @@
-import { isPriced } from '../governance/index.js';
+import { costMicroUsd, isPriced, type Usage } from '../governance/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
 import { providerHeaders, type RelayResult, relay } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
 import { genAiOperation, genAiSystem, type Tracing } from '../telemetry/index.js';
-import { COST_HEADER, costHeaders } from './admission.js';
-import type { Exchange } from './exchange.js';
+import type { Exchange, ModelRequest } from './exchange.js';
 import { operations } from './operations.js';
 
 // One attempt at one candidate, as a small core (send it through the provider's pool and
 // relay the answer) with behaviour wrapped around it, composed once at start-up: the
-// credential check and the breaker's admission and bookkeeping. Like undici's
-// interceptors, an attempt takes a callback rather than returning a promise: the request
-// path resolves no promise per attempt. The failover loop in serve-chain.ts only sees the
-// result.
+// credential check, the breaker's admission and bookkeeping, and tracing. Like undici's
+// interceptors, an attempt takes a callback rather than returning a promise (the request
+// path resolves no promise per attempt), and like undici's handlers the callback is never
+// called before the attempt function has returned. The failover loop in serve-chain.ts
+// only sees the result.
+
+/** A request routed and admitted: what every attempt at its candidates shares. */
+export interface AdmittedRequest {
+  readonly x: Exchange;
+  readonly request: ModelRequest;
+  /** The gateway limits' headers for the response (`x-ratelimit-*`, the budget warning), as names and values in turn; null = none. */
+  readonly limitHeaders: readonly string[] | null;
+  /** performance.now() by which the route's deadline_ms has passed, across every attempt; null = none. */
+  readonly deadlineAt: number | null;
+  /** Called with each response id an answer carries and the candidate that made it (the Responses API). */
+  readonly onResponseId: ((responseId: string, c: GenerationCandidate) => void) | null;
+}
 
 export interface AttemptRequest {
-  readonly x: Exchange;
-  /** The request body as received, and its parsed form (for a model rename). */
-  readonly raw: Buffer;
-  readonly parsed: Record<string, unknown>;
+  readonly admitted: AdmittedRequest;
   readonly candidate: GenerationCandidate;
   /** 0: the breakers decide; 1: every breaker was open, so the chain is tried regardless. */
   readonly pass: 0 | 1;
+  /** This attempt's `traceparent` (and `tracestate`) for the upstream request, from its span; null = none. */
+  readonly trace: Readonly<Record<string, string>> | null;
 }
 
 export type AttemptResult = RelayResult | { readonly kind: 'skipped' };
-/** Called exactly once per attempt, possibly before the attempt function returns. */
+/** Called exactly once per attempt, and never before the attempt function has returned. */
 export type AttemptCallback = (r: AttemptResult) => void;
 /**
  * Tries one candidate and reports how it ended through `done`. A request that cannot be
@@ -37,22 +48,30 @@ export type Wrap = (next: Attempt) => Attempt;
 
 const SKIPPED: AttemptResult = Object.freeze({ kind: 'skipped' as const });
 
+/** Reports a result known at once, after the attempt function has returned. */
+function later(done: AttemptCallback, r: AttemptResult): void {
+  queueMicrotask(() => done(r));
+}
+
+export const COST_HEADER = 'x-switchyard-cost-usd';
+
 /**
  * The core: the upstream call for this candidate (its operation decides method, path and
  * body), relayed to the client if it commits. A request that cannot be translated to the
  * candidate's protocol throws a 400 naming the field, before anything is sent.
  */
 export const sendToCandidate: Attempt = (a, done) => {
-  const { x, candidate: c } = a;
-  const gen = x.gen as Generation;
+  const { x, request, limitHeaders: limits, onResponseId } = a.admitted;
+  const c = a.candidate;
+  const gen = request.gen;
   const provider = c.provider;
   const requestId = x.requestId;
-  const upstream = operations[x.operation].upstream(a);
+  const upstream = operations[request.operation].upstream(request, c, onResponseId === null ? null : (id) => onResponseId(id, c));
   const headers = providerHeaders(
     provider,
     c.credential ?? provider.credential,
     provider.headers,
-    x.stream ? 'text/event-stream' : 'application/json',
+    request.stream ? 'text/event-stream' : 'application/json',
     requestId,
     x.req.headers,
   );
@@ -63,11 +82,10 @@ export const sendToCandidate: Attempt = (a, done) => {
     headers['x-ai-routing-request-id'] = requestId;
     headers['x-ai-routing-revision'] = gen.overlay.revision;
   }
-  if (x.attemptTrace !== null) Object.assign(headers, x.attemptTrace);
+  if (a.trace !== null) Object.assign(headers, a.trace);
   else forwardTraceContext(x, headers);
   if (x.failures.length > 0) own.push('x-switchyard-fallback', x.failures.map((f) => f.provider).join(','));
   // A gateway limit's headers replace the upstream's of the same names.
-  const limits = x.limitHeaders;
   if (limits !== null) for (const v of limits) own.push(v);
   x.attemptStartedAt = performance.now();
   relay(
@@ -86,23 +104,32 @@ export const sendToCandidate: Attempt = (a, done) => {
       ownHeaders: own,
       exposeHeaders: provider.exposeHeaders,
       limitsReplaced: limits !== null && hasRateLimitHeaders(limits),
-      usageHeaders: costHeaders(x, c),
+      usageHeaders: costHeaders(gen, c),
       // A stream's cost is known after its body: it goes out as a trailer.
-      usageTrailers: x.stream && isPriced(gen.pricing, provider.name, c.upstreamModel) ? COST_HEADER : undefined,
+      usageTrailers: request.stream && isPriced(gen.pricing, provider.name, c.upstreamModel) ? COST_HEADER : undefined,
       dropUsageEvent: upstream.dropUsageEvent,
-      doneBy: doneBy(x, provider.requestTimeoutMs),
-      streamMaxMs: x.stream ? (provider.streamMaxMs ?? undefined) : undefined,
-      stopSlot: x,
+      doneBy: doneBy(a.admitted, provider.requestTimeoutMs),
+      streamMaxMs: request.stream ? (provider.streamMaxMs ?? undefined) : undefined,
+      stopSlot: x.running,
       transform: upstream.transform,
     },
     done,
   );
 };
 
+/** `x-switchyard-cost-usd` for a response whose usage is known when its headers go out. */
+function costHeaders(gen: Generation, c: GenerationCandidate): (usage: Usage | null) => Record<string, string> | null {
+  return (usage) => {
+    if (usage === null) return null;
+    const cost = costMicroUsd(gen.pricing, c.provider.name, c.upstreamModel, usage);
+    return cost === null ? null : { [COST_HEADER]: (cost / 1e6).toFixed(6) };
+  };
+}
+
 /** The earlier of the provider's request_timeout_ms (a non-streamed response) and the route's deadline. */
-function doneBy(x: Exchange, requestTimeoutMs: number | null): number | undefined {
-  const own = requestTimeoutMs === null || x.stream ? null : performance.now() + requestTimeoutMs;
-  const route = x.deadlineAt;
+function doneBy(admitted: AdmittedRequest, requestTimeoutMs: number | null): number | undefined {
+  const own = requestTimeoutMs === null || admitted.request.stream ? null : performance.now() + requestTimeoutMs;
+  const route = admitted.deadlineAt;
   if (own === null) return route ?? undefined;
   return route === null ? own : Math.min(own, route);
 }
@@ -139,7 +166,7 @@ function attributionOf(gen: Generation, c: GenerationCandidate): readonly string
 export const withCredentialCheck: Wrap = (next) => (a, done) => {
   const problem = a.candidate.credentialProblem;
   if (problem === null) next(a, done);
-  else done({ kind: 'failed', reason: 'credential_unavailable', detail: problem });
+  else later(done, { kind: 'failed', reason: 'credential_unavailable', detail: problem });
 };
 
 /**
@@ -158,7 +185,7 @@ export const withBreaker =
     if (a.pass === 0) {
       const admission = breakers.admit(identity);
       if (admission === 'deny') {
-        done(SKIPPED);
+        later(done, SKIPPED);
         return;
       }
       probe = admission === 'probe';
@@ -226,22 +253,22 @@ export const withTracing =
   (tracing: Tracing): Wrap =>
   (next) =>
   (a, done) => {
-    const { x, candidate: c } = a;
+    const { x, request } = a.admitted;
+    const c = a.candidate;
     if (x.span === null) {
       next(a, done);
       return;
     }
     const span = tracing.startClient(x.span, {
-      operation: genAiOperation(x.operation),
+      operation: genAiOperation(request.operation),
       model: c.upstreamModel,
       system: genAiSystem(c.provider.type),
       attributes: { 'switchyard.provider': c.provider.name, 'switchyard.candidate': c.stableId, ...serverAttributes(c.provider) },
     });
     const trace: Record<string, string> = {};
     tracing.inject(span, trace);
-    x.attemptTrace = trace;
     try {
-      next(a, (r) => {
+      next({ admitted: a.admitted, candidate: c, pass: a.pass, trace }, (r) => {
         if (r.kind === 'failed') tracing.fail(span, r.reason, r.detail);
         else if (r.kind === 'aborted') tracing.fail(span, 'client_closed', 'the client left before the response began');
         else if (r.kind === 'committed') {
@@ -258,8 +285,6 @@ export const withTracing =
     } catch (err) {
       tracing.fail(span, 'invalid_request', err instanceof Error ? err.message : String(err));
       throw err;
-    } finally {
-      x.attemptTrace = null;
     }
   };
 

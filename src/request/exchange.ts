@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorCode } from '../errors.js';
-import type { Principal, Reservation } from '../governance/index.js';
+import type { Principal } from '../governance/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
-import type { CanonicalRequest, ChatProtocol, Operation, TokenUsage } from '../providers/index.js';
+import type { ChatProtocol, Operation, StopSlot, TokenUsage } from '../providers/index.js';
 import type { FailureReason } from '../resilience/index.js';
 import type { Span } from '../telemetry/index.js';
 
@@ -15,14 +15,59 @@ export interface Failure {
   readonly detail: string;
 }
 
+/**
+ * The caller of a model endpoint, once authenticated: the generation captured for the
+ * request (everything after reads this one, never the holder again) and who is calling.
+ */
+export interface Caller {
+  readonly gen: Generation;
+  readonly principal: Principal;
+}
+
+/** `GET` / `DELETE /v1/responses/{id}`: the stored response asked for, and the client's query string. */
+export interface StoredResponse {
+  readonly method: 'GET' | 'DELETE';
+  readonly id: string;
+  readonly query: string;
+}
+
+/**
+ * A model request, authenticated and parsed: what every step after the body reads. It is
+ * built whole, once, so no step can see a request that is only half admitted.
+ */
+export interface ModelRequest extends Caller {
+  /** What the client asked for: a chat answer (either protocol), or one of the other model endpoints. */
+  readonly operation: Operation;
+  /** The protocol the client speaks: its answers and errors, whoever serves it, come in this shape. */
+  readonly protocol: ChatProtocol;
+  readonly model: string;
+  readonly stream: boolean;
+  /** The request body as received, and its parsed form (for a model rename or a translation). */
+  readonly raw: Buffer;
+  readonly parsed: Record<string, unknown>;
+  /** A stored response's read or delete; null for a new request. */
+  readonly stored: StoredResponse | null;
+}
+
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
- * One request and its response, from arrival to the end of the response: what the
- * handler learns as it goes (generation, model, candidate, failures, usage, cost) and
- * what the one record of the request is written from. The record is written exactly once,
- * when both the response has closed and the handler has returned (whichever is last), so
- * it sees the final status and the settled cost whatever refused or ended the request.
+ * One request as its listener holds it, from arrival to the end of the response: the
+ * connection's request and response, and the one record of the request, which each step
+ * fills in as it learns its part:
+ *
+ * - the listener: `recorded`, `protocol`, `operation`, `span`;
+ * - admission: `gen` (captured once), `principal`, then `model`, `stream` and `bodyBytes`
+ *   from the parsed request, and `admitted` after the pre-check;
+ * - the failover chain: `candidate`, `failures`, `outcome` and the relay's timings, usage
+ *   and events;
+ * - settle: `costMicroUsd`, `pricingMissing`, `usageEstimated`;
+ * - the error path: `reason`; the drain: `stopped`.
+ *
+ * No step reads its own inputs back from here: they travel as immutable values (Caller,
+ * ModelRequest, the chain's request). The record is written exactly once, when both the
+ * response has closed and the handler is done (whichever is last), so it sees the final
+ * status and the settled cost whatever refused or ended the request.
  */
 export class Exchange {
   readonly req: IncomingMessage;
@@ -30,63 +75,47 @@ export class Exchange {
   readonly startedAt = performance.now();
   /** Whether this request gets a record (metrics, access line); probes and scrapes do not. */
   recorded = true;
-  /** The protocol the client speaks: its answers and errors, whoever serves it, come in this shape. */
+  /** The protocol the client speaks, set by the endpoint before anything can fail. */
   protocol: ChatProtocol = 'openai';
-  /** What the client asked for: a chat answer (either protocol), or one of OpenAI's other model endpoints. */
   operation: Operation = 'chat';
-  /** `GET` / `DELETE /v1/responses/{id}`: the stored response asked for, and the client's query string. */
-  storedResponse: { readonly method: 'GET' | 'DELETE'; readonly id: string; readonly query: string } | null = null;
-  /** Called with each response id an answer carries and the candidate that made it (Responses API). */
-  onResponseId: ((responseId: string, c: GenerationCandidate) => void) | null = null;
-  /** The request in the canonical form, read once when the first candidate of another protocol needs it. */
-  canonical: CanonicalRequest | null = null;
-  /** The generation captured once at the start; everything after reads this one. */
+  /** The request's server span, when tracing is on; ended by the record. */
+  span: Span | null = null;
   gen: Generation | null = null;
   principal: Principal | null = null;
-  /** The pre-check's reservation until settle or release takes it (exactly once). */
-  reservation: Reservation | null = null;
-  /** `x-ratelimit-*` and the budget warning, for the response the request commits to, as names and values in turn. */
-  limitHeaders: readonly string[] | null = null;
-  pricingMissing = false;
-  /** Passed authentication and the pre-check: its completion is audited. */
-  admitted = false;
-  /** The model the client asked for, once the body is parsed. */
   model: string | undefined = undefined;
   stream = false;
+  /** The request body's size, once read: a cut stream's input estimate. */
+  bodyBytes = 0;
+  /** Passed authentication and the pre-check: its completion is audited. */
+  admitted = false;
   /** The candidate the response committed to. */
   candidate: GenerationCandidate | null = null;
-  /** The error code of a refusal, or of an answer the gateway wrote itself. */
-  reason: ErrorCode | null = null;
+  failures: Failure[] = [];
   /** Set when the relayed response was cut after its first byte, or the client left. */
   outcome: 'complete' | 'partial' | 'aborted' = 'complete';
-  failures: Failure[] = [];
-  /** performance.now() by which the route's deadline_ms has passed, across every attempt; null = none. */
-  deadlineAt: number | null = null;
-  /** Tells the running attempt that the client closed (see StopSlot), set by the relay while it runs. */
-  clientClosed: (() => void) | null = null;
-  /** The running attempt's stop (see StopSlot), set by the relay while it runs. */
-  stopAttempt: ((why: string) => void) | null = null;
-  /** Why the gateway stopped this request (the drain ran out), or null. */
-  stopped: string | null = null;
   attemptStartedAt = 0;
   headersAt: number | null = null;
   firstByteAt: number | null = null;
   usage: TokenUsage | null = null;
+  /** Server-sent events relayed to the client. */
+  events = 0;
   /**
    * The usage was estimated, not reported: a stream cut (or left by its client) before its
    * usage arrived is billed on what was seen (see admission.ts settle).
    */
   usageEstimated = false;
-  /** The request body's size, once read: a cut stream's input estimate. */
-  bodyBytes = 0;
-  /** Server-sent events relayed to the client. */
-  events = 0;
   costMicroUsd: number | null = null;
-  /** The request's server span, when tracing is on; ended by the record. */
-  span: Span | null = null;
-  /** The running upstream attempt's `traceparent` (and `tracestate`), from its span, for the upstream request. */
-  attemptTrace: Record<string, string> | null = null;
-  /** Neighbours in the listener's list of requests in progress (OpenExchanges). */
+  pricingMissing = false;
+  /** The error code of a refusal, or of an answer the gateway wrote itself. */
+  reason: ErrorCode | null = null;
+  /** Why the gateway stopped this request (the drain ran out), or null. */
+  stopped: string | null = null;
+  /**
+   * The running attempt's controls, which the relay fills while it runs: the listener tells
+   * it that the client closed, and the drain stops it.
+   */
+  readonly running: StopSlot = { stopAttempt: null, clientClosed: null };
+  /** Neighbours in the listener's list of requests in progress. */
   prevOpen: Exchange | null = null;
   nextOpen: Exchange | null = null;
   #requestId: string | null = null;
@@ -102,7 +131,7 @@ export class Exchange {
   /** Ends the request from outside (the drain's limit): the attempt in flight stops, and no other starts. */
   interrupt(why: string): void {
     this.stopped = why;
-    this.stopAttempt?.(why);
+    this.running.stopAttempt?.(why);
   }
 
   /** The client's `x-request-id` when it is a sane token, or a new UUID. */
@@ -121,9 +150,23 @@ export class Exchange {
     return this.res.statusCode;
   }
 
-  /** Called once by the response's 'close' and once when the handler returns. */
+  /** Notes what the parsed request asks for: the record reports it whatever happens next. */
+  asked(request: ModelRequest): void {
+    this.model = request.model;
+    this.stream = request.stream;
+    this.bodyBytes = request.raw.length;
+  }
+
+  /** Called once by the response's 'close' and once when the handler is done. */
   readonly done = (): void => {
     this.#pending -= 1;
     if (this.#pending === 0 && this.recorded) this.#onRecord(this);
   };
+}
+
+/** The request's path, without the query string. */
+export function pathOf(req: IncomingMessage): string {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
 }

@@ -18,20 +18,23 @@ import {
   upstreamPathFor,
   withStreamUsage,
 } from '../providers/index.js';
-import type { AttemptRequest } from './attempt.js';
 import {
   type ChatRequest,
   parseChatRequest,
   parseCompletionsRequest,
+  parseCountTokensRequest,
   parseEmbeddingsRequest,
   parseMessagesRequest,
   parseResponsesRequest,
 } from './chat-request.js';
+import type { Exchange, ModelRequest } from './exchange.js';
+import { sendJson } from './respond.js';
 
 // What differs between the model endpoints, in one table: how a request is parsed, what
-// the pre-check reserves for, and what goes upstream for a candidate (method, path, body)
-// with how its answer is relayed and metered. Everything else (routing, governance,
-// failover, breakers, settle, the record) is the one request path of chat.ts.
+// the pre-check reserves for, what goes upstream for a candidate (method, path, body) with
+// how its answer is relayed and metered, and which of the request path's steps apply.
+// Everything else (routing, governance, failover, breakers, settle, the record) is the one
+// request path of serve-model.ts and serve-chain.ts.
 
 /** The upstream call for one candidate, and how its answer reaches the client. */
 export interface UpstreamRequest {
@@ -43,15 +46,31 @@ export interface UpstreamRequest {
   readonly dropUsageEvent: boolean;
 }
 
+/** Called with each response id an answer carries (the Responses API). */
+export type OnResponseId = (responseId: string) => void;
+
 export interface OperationSpec {
   /** The client endpoint, as refusals name it. */
   readonly endpoint: string;
   parse(raw: Buffer, protocol: ChatProtocol): ChatRequest;
   /** The output cap the pre-check reserves for; null = the policy's default. */
   maxTokens(parsed: Record<string, unknown>): number | null;
-  upstream(a: AttemptRequest): UpstreamRequest;
+  /**
+   * What goes upstream for this candidate. Throws a 400 naming the field when the request
+   * cannot be written in the candidate's protocol, before anything is sent.
+   */
+  upstream(request: ModelRequest, c: GenerationCandidate, onResponseId: OnResponseId | null): UpstreamRequest;
   /** Its answers carry response ids whose state only the provider that made them holds. */
   readonly remembersResponses: boolean;
+  /** Admitted against the caller's limits and billed (the pre-check and settle); false = free. */
+  readonly metered: boolean;
+  /** Its outcomes feed and obey the provider's breaker; false = a call that says little of serving health. */
+  readonly guarded: boolean;
+  /**
+   * The gateway's own answer when no candidate of the route serves the operation, or all
+   * of them failed; without one, the first is a 400 and the second the chain's error.
+   */
+  answerUnserved?(x: Exchange, request: ModelRequest): void;
 }
 
 export const operations: Readonly<Record<Operation, OperationSpec>> = {
@@ -61,21 +80,27 @@ export const operations: Readonly<Record<Operation, OperationSpec>> = {
     maxTokens: (parsed) => cap(parsed.max_completion_tokens ?? parsed.max_tokens),
     upstream: chatUpstream,
     remembersResponses: false,
+    metered: true,
+    guarded: true,
   },
   embeddings: {
     endpoint: 'POST /v1/embeddings',
     parse: parseEmbeddingsRequest,
     maxTokens: () => 0,
-    upstream: (a) => post(a, chatBodyFor(a.raw, a.parsed, a.candidate.upstreamModel), embeddingsMetering()),
+    upstream: (r, c) => post(r, c, chatBodyFor(r.raw, r.parsed, c.upstreamModel), embeddingsMetering()),
     remembersResponses: false,
+    metered: true,
+    guarded: true,
   },
   completions: {
     endpoint: 'POST /v1/completions',
     parse: parseCompletionsRequest,
     maxTokens: (parsed) => cap(parsed.max_tokens),
     // Billed like a chat completion: the same usage fields, and a stream asked for its usage.
-    upstream: (a) => post(a, upstreamBody(a), undefined, a.x.stream && !clientAskedUsage(a.parsed)),
+    upstream: (r, c) => post(r, c, upstreamBody(r, c), undefined, r.stream && !clientAskedUsage(r.parsed)),
     remembersResponses: false,
+    metered: true,
+    guarded: true,
   },
   responses: {
     endpoint: 'POST /v1/responses',
@@ -83,26 +108,52 @@ export const operations: Readonly<Record<Operation, OperationSpec>> = {
     maxTokens: (parsed) => cap(parsed.max_output_tokens),
     upstream: responsesUpstream,
     remembersResponses: true,
+    metered: true,
+    guarded: true,
+  },
+  count_tokens: {
+    endpoint: 'POST /v1/messages/count_tokens',
+    parse: parseCountTokensRequest,
+    maxTokens: () => 0,
+    upstream: (r, c) => post(r, c, chatBodyFor(r.raw, r.parsed, c.upstreamModel), undefined),
+    remembersResponses: false,
+    // Counting is free, and a count says little about serving health.
+    metered: false,
+    guarded: false,
+    answerUnserved: estimateTokens,
   },
 };
 
-function post(a: AttemptRequest, body: Buffer | string, transform: RelayTransform | undefined, dropUsageEvent = false): UpstreamRequest {
-  const c = a.candidate;
-  return { method: 'POST', path: upstreamPathFor(c.provider, c.upstreamModel, a.x.operation), body, transform, dropUsageEvent };
+/**
+ * A count for a route no Anthropic provider answered (another protocol has no such
+ * endpoint): a token per four body bytes, marked as an estimate.
+ */
+function estimateTokens(x: Exchange, request: ModelRequest): void {
+  x.res.setHeader('x-switchyard-estimated', 'true');
+  sendJson(x.res, 200, { input_tokens: Math.ceil(request.raw.length / 4) });
+}
+
+function post(
+  r: ModelRequest,
+  c: GenerationCandidate,
+  body: Buffer | string,
+  transform: RelayTransform | undefined,
+  dropUsageEvent = false,
+): UpstreamRequest {
+  return { method: 'POST', path: upstreamPathFor(c.provider, c.upstreamModel, r.operation), body, transform, dropUsageEvent };
 }
 
 /** A new response (metered, its id remembered), or a stored one's GET / DELETE (neither). */
-function responsesUpstream(a: AttemptRequest): UpstreamRequest {
-  const { x, candidate: c } = a;
-  const stored = x.storedResponse;
+function responsesUpstream(r: ModelRequest, c: GenerationCandidate, onResponseId: OnResponseId | null): UpstreamRequest {
+  const stored = r.stored;
   if (stored !== null) {
     const path = storedResponsePath(c.provider, stored.id, stored.query);
     return { method: stored.method, path, body: null, transform: undefined, dropUsageEvent: false };
   }
-  const remember = x.onResponseId;
-  const metering = responsesMetering((id) => remember?.(id, c));
-  return post(a, chatBodyFor(a.raw, a.parsed, c.upstreamModel), metering);
+  return post(r, c, chatBodyFor(r.raw, r.parsed, c.upstreamModel), responsesMetering(onResponseId ?? ignoreId));
 }
+
+const ignoreId: OnResponseId = () => undefined;
 
 /** An output cap the request set, when it is a usable number. */
 function cap(v: unknown): number | null {
@@ -114,24 +165,30 @@ function cap(v: unknown): number | null {
  * spliced in (an OpenAI stream also asks for usage; an Anthropic answer is metered as it
  * passes). Different protocols: through the canonical form both ways (ADR-0011).
  */
-function chatUpstream(a: AttemptRequest): UpstreamRequest {
-  const { x, candidate: c } = a;
+function chatUpstream(r: ModelRequest, c: GenerationCandidate): UpstreamRequest {
   const to = c.provider.protocol;
-  if (to === x.protocol) {
-    if (to === 'anthropic') return post(a, chatBodyFor(a.raw, a.parsed, c.upstreamModel), anthropicMetering());
-    return post(a, upstreamBody(a), undefined, x.stream && !clientAskedUsage(a.parsed));
+  if (to === r.protocol) {
+    if (to === 'anthropic') return post(r, c, chatBodyFor(r.raw, r.parsed, c.upstreamModel), anthropicMetering());
+    return post(r, c, upstreamBody(r, c), undefined, r.stream && !clientAskedUsage(r.parsed));
   }
-  x.canonical ??= canonicalOf(x.protocol, a.parsed);
-  const request = { ...x.canonical, model: c.upstreamModel };
+  const request = { ...canonicalOf(r), model: c.upstreamModel };
   const written = to === 'anthropic' ? canonicalToAnthropicRequest(request) : canonicalToOpenaiRequest(request);
   if (!written.ok) throw untranslatable(written, c);
-  return post(a, JSON.stringify(written.value), translation(to, x.protocol, x.protocol === 'openai' && clientAskedUsage(a.parsed)));
+  return post(r, c, JSON.stringify(written.value), translation(to, r.protocol, r.protocol === 'openai' && clientAskedUsage(r.parsed)));
 }
 
-function canonicalOf(protocol: ChatProtocol, parsed: Record<string, unknown>): CanonicalRequest {
-  const read = protocol === 'anthropic' ? anthropicRequestToCanonical(parsed) : openaiRequestToCanonical(parsed);
-  if (!read.ok) throw new SwitchyardError('invalid_request', `${read.reason} (field ${read.path})`, read.path);
-  return read.value;
+/** Each request's canonical form, read once, when the first candidate of another protocol needs it. */
+const canonicalForms = new WeakMap<ModelRequest, CanonicalRequest>();
+
+function canonicalOf(r: ModelRequest): CanonicalRequest {
+  let canonical = canonicalForms.get(r);
+  if (canonical === undefined) {
+    const read = r.protocol === 'anthropic' ? anthropicRequestToCanonical(r.parsed) : openaiRequestToCanonical(r.parsed);
+    if (!read.ok) throw new SwitchyardError('invalid_request', `${read.reason} (field ${read.path})`, read.path);
+    canonical = read.value;
+    canonicalForms.set(r, canonical);
+  }
+  return canonical;
 }
 
 function untranslatable(refusal: { readonly path: string; readonly reason: string }, c: GenerationCandidate): SwitchyardError {
@@ -140,10 +197,10 @@ function untranslatable(refusal: { readonly path: string; readonly reason: strin
 }
 
 /** The body for this candidate: its model name, and for a stream the usage it is billed on. */
-function upstreamBody(a: AttemptRequest): Buffer | string {
-  const model = a.candidate.upstreamModel;
-  const body = chatBodyFor(a.raw, a.parsed, model);
-  return a.x.stream ? withStreamUsage(body, a.parsed, model) : body;
+function upstreamBody(r: ModelRequest, c: GenerationCandidate): Buffer | string {
+  const model = c.upstreamModel;
+  const body = chatBodyFor(r.raw, r.parsed, model);
+  return r.stream ? withStreamUsage(body, r.parsed, model) : body;
 }
 
 function clientAskedUsage(parsed: Record<string, unknown>): boolean {

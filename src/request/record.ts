@@ -1,8 +1,7 @@
 import { requestCompleted } from '../audit/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
 import { genAiOperation, genAiSystem, type Tracing } from '../telemetry/index.js';
-import { pathOf } from '../server/endpoints.js';
-import type { Exchange } from './exchange.js';
+import { type Exchange, pathOf } from './exchange.js';
 import type { Services } from './services.js';
 
 /**

@@ -2,7 +2,6 @@ import type { ServerResponse } from 'node:http';
 import { anthropicErrorBody, type ErrorCode, openaiErrorBody, SwitchyardError, statusOf } from '../errors.js';
 import type { ChatProtocol } from '../providers/index.js';
 import { ClientGoneError } from './body.js';
-import type { Match } from '../server/endpoints.js';
 import type { Services } from './services.js';
 
 /** Sends an error in the client's protocol. No attribution headers: an error names no provider. */
@@ -34,14 +33,6 @@ export function sendJson(res: ServerResponse, status: number, value: unknown): v
 export function sendBody(res: ServerResponse, status: number, body: string, contentType: string): void {
   res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
   res.end(body);
-}
-
-/** The error for a request no endpoint takes: 404, or 405 naming the methods the path accepts. */
-export function refusal(match: Exclude<Match<unknown>, { kind: 'found' }>, method: string | undefined, path: string): SwitchyardError {
-  if (match.kind === 'not_found') return new SwitchyardError('not_found', `no such endpoint: ${method ?? 'GET'} ${path}`);
-  return new SwitchyardError('method_not_allowed', `method not allowed; this endpoint accepts ${match.allow}`, null, {
-    allow: match.allow,
-  });
 }
 
 /** What failRequest needs of a request: its response, and where to note the refusal's code. */
@@ -76,12 +67,4 @@ export function failRequest(x: Answerable, err: unknown, svc: Services): void {
     err: { message: (err as Error)?.message, stack: (err as Error)?.stack },
   });
   sendError(x.res, x.protocol ?? 'openai', 'internal_error', 'internal error; see the gateway log');
-}
-
-/** GET /metrics, on both listeners. */
-export function serveMetrics(res: ServerResponse, svc: Services): void {
-  svc.metrics.render().then(
-    (text) => sendBody(res, 200, text, svc.metrics.contentType),
-    (err: unknown) => failRequest({ res, reason: null }, err, svc),
-  );
 }

@@ -1,9 +1,11 @@
 import { type ErrorCode, SwitchyardError } from '../errors.js';
+import type { Reservation } from '../governance/index.js';
 import type { GenerationCandidate } from '../live/index.js';
 import type { Committed, Relayed, TokenUsage } from '../providers/index.js';
 import { settle } from './admission.js';
-import type { Attempt, AttemptResult } from './attempt.js';
-import type { Exchange, Failure } from './exchange.js';
+import type { AdmittedRequest, Attempt, AttemptResult } from './attempt.js';
+import type { Failure } from './exchange.js';
+import { operations } from './operations.js';
 import type { Services } from './services.js';
 
 // The end of every model request's path, once its chain is chosen and admitted: the
@@ -11,16 +13,17 @@ import type { Services } from './services.js';
 // Driven by the attempts' callbacks, not by promises: a request that is answered by its
 // first candidate resolves no promise between its body and its record (ADR 0019).
 
-export interface ServeOptions {
+/** One admitted request and the chain to serve it with. */
+export interface ChainRequest extends AdmittedRequest {
+  readonly svc: Services;
+  readonly candidates: readonly GenerationCandidate[];
+  readonly attempt: Attempt;
+  /** The pre-check's reservation, which the chain settles or releases exactly once (metered operations). */
+  readonly reservation: Reservation | null;
   /** Runs when a candidate's response commits, before its body is relayed. */
-  readonly onCommit?: (committed: Committed) => void;
-  /** Bill this usage whatever the response says (a stored response's read costs no tokens). */
-  readonly usage?: TokenUsage;
-}
-
-export interface ChainBody {
-  readonly raw: Buffer;
-  readonly parsed: Record<string, unknown>;
+  readonly onCommit: ((committed: Committed, c: GenerationCandidate) => void) | null;
+  /** Bill this usage whatever the response says (a stored response's read costs no tokens); null = the response's. */
+  readonly usage: TokenUsage | null;
 }
 
 /** Called once when the request is over: with null, or with the error its client must be answered with. */
@@ -32,127 +35,68 @@ export type ServeCallback = (err: unknown) => void;
  * was open the chain is tried anyway, in order: failing fast would turn a provider blip
  * into an outage.
  */
-export function serveChain(
-  x: Exchange,
-  svc: Services,
-  chain: readonly GenerationCandidate[],
-  body: ChainBody,
-  attempt: Attempt,
-  options: ServeOptions,
-  done: ServeCallback,
-): void {
-  new Failover(x, svc, chain, body, attempt, options, done).run();
-}
-
-/** serveChain for callers that await: resolves when the request is over, rejects with its error. */
-export function serveChainAsync(
-  x: Exchange,
-  svc: Services,
-  chain: readonly GenerationCandidate[],
-  body: ChainBody,
-  attempt: Attempt,
-  options: ServeOptions = {},
-): Promise<void> {
-  return new Promise((resolve, reject) => {
-    serveChain(x, svc, chain, body, attempt, options, (err) => (err === null ? resolve() : reject(err)));
-  });
+export function serveChain(req: ChainRequest, done: ServeCallback): void {
+  new Failover(req, done).run();
 }
 
 class Failover {
-  readonly #x: Exchange;
-  readonly #svc: Services;
-  readonly #chain: readonly GenerationCandidate[];
-  readonly #body: ChainBody;
-  readonly #attempt: Attempt;
-  readonly #options: ServeOptions;
+  readonly #req: ChainRequest;
   readonly #done: ServeCallback;
   #index = 0;
   #pass: 0 | 1 = 0;
   #attempted = 0;
   #current: GenerationCandidate | null = null;
-  /** True while an attempt function runs: a result reported then is taken by the loop itself. */
-  #inAttempt = false;
-  #early: AttemptResult | null = null;
 
-  constructor(
-    x: Exchange,
-    svc: Services,
-    chain: readonly GenerationCandidate[],
-    body: ChainBody,
-    attempt: Attempt,
-    options: ServeOptions,
-    done: ServeCallback,
-  ) {
-    this.#x = x;
-    this.#svc = svc;
-    this.#chain = chain;
-    this.#body = body;
-    this.#attempt = attempt;
-    this.#options = options;
+  constructor(req: ChainRequest, done: ServeCallback) {
+    this.#req = req;
     this.#done = done;
   }
 
   /**
-   * Tries candidates until one commits or the chain runs out. An attempt that ends before
-   * its function returns (skipped, refused at once) is taken here, in the loop, so a long
-   * chain of skips never deepens the stack.
+   * Tries the next candidate that can be tried; its result comes to #onResult, always after
+   * the attempt has returned (so a chain of skips never deepens the stack).
    */
-  readonly run = (): void => {
-    const x = this.#x;
-    const chain = this.#chain;
-    for (;;) {
-      if (this.#index >= chain.length) {
-        if (this.#attempted > 0 || this.#pass === 1) {
-          this.#end(this.#exhausted());
-          return;
-        }
+  run(): void {
+    const req = this.#req;
+    const { x, candidates } = req;
+    if (this.#index >= candidates.length) {
+      if (this.#attempted === 0 && this.#pass === 0 && candidates.length > 0) {
         this.#pass = 1;
         this.#index = 0;
-        continue;
-      }
-      if (pastDeadline(x)) {
-        this.#end(outOfTime(x, chain.length));
+      } else {
+        this.#exhausted();
         return;
       }
-      if (x.stopped !== null) {
-        this.#end(new SwitchyardError('shutting_down', `the gateway is shutting down: ${x.stopped}`));
-        return;
-      }
-      const c = chain[this.#index++] as GenerationCandidate;
-      this.#current = c;
-      this.#inAttempt = true;
-      try {
-        this.#attempt({ x, raw: this.#body.raw, parsed: this.#body.parsed, candidate: c, pass: this.#pass }, this.#onResult);
-      } catch (err) {
-        this.#inAttempt = false;
-        this.#end(err);
-        return;
-      }
-      this.#inAttempt = false;
-      const early = this.#early;
-      if (early === null) return;
-      this.#early = null;
-      if (!this.#take(early, c)) return;
     }
-  };
-
-  readonly #onResult = (r: AttemptResult): void => {
-    if (this.#inAttempt) {
-      this.#early = r;
+    if (pastDeadline(req)) {
+      this.#end(outOfTime(req, candidates.length));
       return;
     }
-    // From undici's callbacks: the next candidate is tried once they have returned.
-    if (this.#take(r, this.#current as GenerationCandidate)) queueMicrotask(this.run);
+    if (x.stopped !== null) {
+      this.#end(new SwitchyardError('shutting_down', `the gateway is shutting down: ${x.stopped}`));
+      return;
+    }
+    const c = candidates[this.#index++] as GenerationCandidate;
+    this.#current = c;
+    try {
+      req.attempt({ admitted: req, candidate: c, pass: this.#pass, trace: null }, this.#onResult);
+    } catch (err) {
+      this.#end(err);
+    }
+  }
+
+  readonly #onResult = (r: AttemptResult): void => {
+    if (this.#take(r, this.#current as GenerationCandidate)) this.run();
   };
 
   /** Takes one attempt's result; true when the next candidate should be tried. */
   #take(r: AttemptResult, c: GenerationCandidate): boolean {
     if (r.kind === 'skipped') return true;
     this.#attempted += 1;
-    const x = this.#x;
+    const { x, svc } = this.#req;
     if (r.kind === 'failed') {
       x.failures.push({ provider: c.provider.name, candidate: c.stableId, reason: r.reason, detail: r.detail });
-      this.#svc.metrics.fallbacks.inc({ provider: c.provider.name, reason: r.reason });
+      svc.metrics.fallbacks.inc({ provider: c.provider.name, reason: r.reason });
       return true;
     }
     x.candidate = c;
@@ -163,7 +107,7 @@ class Failover {
     }
     x.headersAt = r.headersAt;
     try {
-      this.#options.onCommit?.(r);
+      this.#req.onCommit?.(r, c);
     } catch (err) {
       this.#end(err);
       return false;
@@ -173,31 +117,47 @@ class Failover {
   }
 
   readonly #onFinished = (relayed: Relayed): void => {
-    const x = this.#x;
+    const x = this.#req.x;
     x.outcome = relayed.outcome;
     x.firstByteAt = relayed.firstByteAt;
-    x.usage = this.#options.usage ?? relayed.usage;
+    x.usage = this.#req.usage ?? relayed.usage;
     x.events = relayed.events;
     this.#end(null);
   };
 
-  /** Every candidate failed (or none could be tried): the one error that says so. */
-  #exhausted(): SwitchyardError {
-    const x = this.#x;
-    if (pastDeadline(x)) return outOfTime(x, this.#chain.length);
-    if (x.stopped !== null) return new SwitchyardError('shutting_down', `the gateway is shutting down: ${x.stopped}`);
+  /**
+   * Every candidate failed (or none could be tried): the operation's own answer, when it
+   * has one for a route nobody served, or the one error that says so.
+   */
+  #exhausted(): void {
+    const req = this.#req;
+    const x = req.x;
+    if (pastDeadline(req)) return this.#end(outOfTime(req, req.candidates.length));
+    if (x.stopped !== null) return this.#end(new SwitchyardError('shutting_down', `the gateway is shutting down: ${x.stopped}`));
+    const answer = operations[req.request.operation].answerUnserved;
+    if (answer !== undefined && !x.res.destroyed) {
+      answer(x, req.request);
+      return this.#end(null);
+    }
     const summary = x.failures.map((f) => `${f.provider}: ${f.detail}`).join('; ');
-    return new SwitchyardError(
-      failureCode(x.failures),
-      `all ${this.#chain.length} candidate(s) for model "${x.model}" failed (${summary})`,
+    this.#end(
+      new SwitchyardError(
+        failureCode(x.failures),
+        `all ${req.candidates.length} candidate(s) for model "${req.request.model}" failed (${summary})`,
+      ),
     );
   }
 
   /** Bills what was served, or gives the reservation back when nothing was; then the request is over. */
   #end(err: unknown): void {
+    const req = this.#req;
+    if (!operations[req.request.operation].metered) {
+      this.#done(err);
+      return;
+    }
     let settled: void | Promise<void>;
     try {
-      settled = settle(this.#x, this.#svc);
+      settled = settle(req.x, req.svc, req.request.gen, req.reservation);
     } catch (settleErr) {
       this.#done(settleErr);
       return;
@@ -211,16 +171,17 @@ class Failover {
  * Whether the route's deadline has passed, give or take a millisecond: a timer may fire a
  * fraction early, and an attempt with less than that left could not be answered anyway.
  */
-function pastDeadline(x: Exchange): boolean {
-  return x.deadlineAt !== null && performance.now() >= x.deadlineAt - 1;
+function pastDeadline(req: AdmittedRequest): boolean {
+  return req.deadlineAt !== null && performance.now() >= req.deadlineAt - 1;
 }
 
 /** The route's deadline passed before a candidate answered: 504, naming what was tried. */
-function outOfTime(x: Exchange, candidates: number): SwitchyardError {
+function outOfTime(req: AdmittedRequest, candidates: number): SwitchyardError {
+  const x = req.x;
   const tried = x.failures.map((f) => `${f.provider}: ${f.detail}`).join('; ');
   return new SwitchyardError(
     'upstream_timeout',
-    `deadline_ms for model "${x.model}" passed after ${x.failures.length} of ${candidates} candidate(s)${tried === '' ? '' : ` (${tried})`}`,
+    `deadline_ms for model "${req.request.model}" passed after ${x.failures.length} of ${candidates} candidate(s)${tried === '' ? '' : ` (${tried})`}`,
   );
 }
 

@@ -5,11 +5,11 @@ import type { PoolRegistry } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
 import type { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
 import type { AccessLog, Logger, Metrics, RecentTraffic, Tracing } from '../telemetry/index.js';
-import type { ResponseOwners } from './responses.js';
+import type { ResponseOwners } from './response-owners.js';
 
 /**
  * The stateful services, built once by the composition root and never rebuilt by a
- * reload (DESIGN.md invariant 3). Handlers receive this object; only the generation
+ * reload (invariant 3: the stateful services are the same objects after any number of reloads). Handlers receive this object; only the generation
  * inside the holder changes.
  */
 export interface Services {
@@ -17,7 +17,7 @@ export interface Services {
   readonly breakers: BreakerRegistry;
   readonly counters: RoundRobinCounters;
   readonly affinity: SessionAffinity;
-  /** Which candidate created each Responses API response id (responses.ts). */
+  /** Which candidate created each Responses API response id (response-owners.ts). */
   readonly responses: ResponseOwners;
   readonly pools: PoolRegistry;
   readonly metrics: Metrics;

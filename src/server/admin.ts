@@ -2,13 +2,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError } from '../errors.js';
 import { bearerToken, governanceStatus } from '../governance/index.js';
 import type { Generation } from '../live/index.js';
-import { readBody } from '../request/body.js';
-import { type Endpoint, EndpointTable, pathOf } from './endpoints.js';
-import { policyOf } from '../request/policy.js';
+import { type Answerable, failRequest, pathOf, policyOf, readBody, type Services, sendBody, sendJson } from '../request/index.js';
+import { refusal, serveMetrics } from './answers.js';
+import { answered, type Endpoint, EndpointTable } from './endpoints.js';
 import { pageData } from './page-data.js';
 import type { Reloader, ReloadResult } from './reload.js';
-import { type Answerable, failRequest, refusal, sendBody, sendJson, serveMetrics } from '../request/respond.js';
-import type { Services } from '../request/services.js';
 import { StatusPageFiles } from './status-page.js';
 
 export interface AdminContext {
@@ -38,13 +36,18 @@ export function createAdminHandler(ctx: AdminContext) {
   const page = new StatusPageFiles();
   if (page.problem !== null) svc.logger.warn({ msg: 'the status page cannot be served', reason: page.problem });
   const endpoints: Endpoint<AdminRequest>[] = [
-    { method: 'GET', path: '/healthz', authenticated: false, handle: (a) => sendBody(a.res, 200, '{"status":"ok"}', 'application/json') },
-    { method: 'GET', path: '/', authenticated: false, handle: (a) => page.send(a.res, 'index.html') },
-    { method: 'GET', path: '/status-page/*', authenticated: false, handle: (a, name) => page.send(a.res, name) },
+    {
+      method: 'GET',
+      path: '/healthz',
+      authenticated: false,
+      handle: answered((a) => sendBody(a.res, 200, '{"status":"ok"}', 'application/json')),
+    },
+    { method: 'GET', path: '/', authenticated: false, handle: answered((a) => page.send(a.res, 'index.html')) },
+    { method: 'GET', path: '/status-page/*', authenticated: false, handle: answered((a, name) => page.send(a.res, name)) },
     {
       method: 'GET',
       path: '/admin/status/page-data',
-      handle: async (a) => {
+      handle: answered(async (a) => {
         const governance = await governanceView(ctx);
         const { reloader } = ctx;
         const body = JSON.stringify(
@@ -68,28 +71,28 @@ export function createAdminHandler(ctx: AdminContext) {
           'cache-control': 'no-store',
         });
         a.res.end(body);
-      },
+      }),
     },
     {
       method: 'GET',
       path: '/admin/status',
-      handle: async (a) => sendJson(a.res, 200, { ...adminStatus(ctx), governance: await governanceView(ctx) }),
+      handle: answered(async (a) => sendJson(a.res, 200, { ...adminStatus(ctx), governance: await governanceView(ctx) })),
     },
     {
       method: 'POST',
       path: '/admin/reload',
-      handle: async (a) => {
+      handle: answered(async (a) => {
         // The body, if any, is not used, but it is read (bounded, and within
         // server.body_timeout_ms) before acting: a client trickling one must not hold a
-        // reload it has already triggered (issue 12).
+        // reload it has already triggered.
         await readBody(a.req, ADMIN_MAX_BODY_BYTES);
         const result = await ctx.requestReload();
         sendJson(a.res, result.result === 'rejected' ? 422 : 200, result);
-      },
+      }),
     },
-    { method: 'GET', path: '/metrics', handle: (a) => serveMetrics(a.res, svc) },
+    { method: 'GET', path: '/metrics', handle: answered((a) => serveMetrics(a.res, svc)) },
   ];
-  const table = new EndpointTable(endpoints);
+  const table = new EndpointTable<AdminRequest>(endpoints);
   return (req: IncomingMessage, res: ServerResponse): void => {
     const a: AdminRequest = { req, res, reason: null };
     const path = pathOf(req);
@@ -98,8 +101,9 @@ export function createAdminHandler(ctx: AdminContext) {
       // An unknown path is refused to a caller without the token the same way as a known one.
       if (match.kind !== 'found' || match.endpoint.authenticated !== false) checkAdminToken(svc, req);
       if (match.kind !== 'found') throw refusal(match, req.method, path);
-      const handled = match.endpoint.handle(a, match.rest);
-      if (handled instanceof Promise) handled.catch((err: unknown) => failRequest(a, err, svc));
+      match.endpoint.handle(a, match.rest, (err) => {
+        if (err !== null) failRequest(a, err, svc);
+      });
     } catch (err) {
       failRequest(a, err, svc);
     }

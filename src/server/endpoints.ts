@@ -1,5 +1,3 @@
-import type { IncomingMessage } from 'node:http';
-
 // A listener's endpoints as a table of method + path -> handler. Matching gives the
 // endpoint, or the methods the path does accept (405 with Allow), or nothing (404); the
 // listener sends both refusals through the same error path as every other error.
@@ -7,43 +5,50 @@ import type { IncomingMessage } from 'node:http';
 export type Method = 'GET' | 'POST' | 'DELETE';
 
 /**
- * What a handler returns when it answers the request itself, later, on callbacks rather
- * than a promise: it then calls the Exchange's done() (after answering any error) when
- * its part is over.
+ * The one handler contract of both listeners: a handler answers the request and calls
+ * `done` once, with null or the error its client must be answered with (the listener
+ * answers it). Throwing before anything was answered is the same as `done(err)`.
  */
-export const ANSWERS_LATER: unique symbol = Symbol('answers later');
+export type Handler<C> = (ctx: C, rest: string, done: (err: unknown) => void) => void;
+
+/** The adapter for a handler that answers at once or through a promise. */
+export const answered =
+  <C>(fn: (ctx: C, rest: string) => void | Promise<void>): Handler<C> =>
+  (ctx, rest, done) =>
+    void Promise.resolve(fn(ctx, rest)).then(() => done(null), done);
 
 export interface Endpoint<C> {
   readonly method: Method;
   /** An exact path, or a prefix when it ends in `/*` (the rest is the endpoint's argument). */
   readonly path: string;
-  readonly handle: (ctx: C, rest: string) => void | Promise<void> | typeof ANSWERS_LATER;
+  readonly handle: Handler<C>;
   /** Probes and scrapes are not requests worth a record (metrics, access line). Default true. */
   readonly recorded?: boolean;
   /** Admin endpoints: whether the admin token is required (when one is set). Default true. */
   readonly authenticated?: boolean;
 }
 
-export type Match<C> =
-  | { readonly kind: 'found'; readonly endpoint: Endpoint<C>; readonly rest: string }
+export type Match<C, E extends Endpoint<C> = Endpoint<C>> =
+  | { readonly kind: 'found'; readonly endpoint: E; readonly rest: string }
   | { readonly kind: 'method_not_allowed'; readonly allow: string }
   | { readonly kind: 'not_found' };
 
 const NOT_FOUND = Object.freeze({ kind: 'not_found' as const });
 
 /** The endpoints of one path, with every answer built once. */
-interface PathEntry<C> {
-  readonly endpoints: Endpoint<C>[];
-  found: Map<string, Match<C> & { readonly kind: 'found' }>;
-  notAllowed: Match<C>;
+interface PathEntry<C, E extends Endpoint<C>> {
+  readonly endpoints: E[];
+  found: Map<string, Match<C, E> & { readonly kind: 'found' }>;
+  notAllowed: Match<C, E>;
 }
 
-export class EndpointTable<C> {
-  readonly #exact = new Map<string, PathEntry<C>>();
-  readonly #prefixes: Array<{ readonly prefix: string; readonly entry: PathEntry<C> }> = [];
+/** A listener's endpoints (of type E, which may carry more than an Endpoint), matched by method and path. */
+export class EndpointTable<C, E extends Endpoint<C> = Endpoint<C>> {
+  readonly #exact = new Map<string, PathEntry<C, E>>();
+  readonly #prefixes: Array<{ readonly prefix: string; readonly entry: PathEntry<C, E> }> = [];
 
-  constructor(endpoints: readonly Endpoint<C>[]) {
-    const entries = new Map<string, PathEntry<C>>();
+  constructor(endpoints: readonly E[]) {
+    const entries = new Map<string, PathEntry<C, E>>();
     for (const e of endpoints) {
       const entry = entries.get(e.path);
       if (entry === undefined) entries.set(e.path, { endpoints: [e], found: new Map(), notAllowed: NOT_FOUND });
@@ -59,7 +64,7 @@ export class EndpointTable<C> {
     }
   }
 
-  match(method: string | undefined, path: string): Match<C> {
+  match(method: string | undefined, path: string): Match<C, E> {
     const exact = this.#exact.get(path);
     if (exact !== undefined) return exact.found.get(method ?? '') ?? exact.notAllowed;
     for (const { prefix, entry } of this.#prefixes) {
@@ -70,11 +75,4 @@ export class EndpointTable<C> {
     }
     return NOT_FOUND;
   }
-}
-
-/** The request's path, without the query string. */
-export function pathOf(req: IncomingMessage): string {
-  const url = req.url ?? '/';
-  const q = url.indexOf('?');
-  return q === -1 ? url : url.slice(0, q);
 }

@@ -6,13 +6,17 @@ import {
   type ConfigIssue,
   formatIssue,
   type GatewayConfig,
+  isLoopback,
   responsesDefaults,
   type ServerConfig,
   sessionAffinityDefaults,
+  splitHostPort,
 } from '../config/index.js';
 import { governanceStatus } from '../governance/index.js';
 import { type Generation, GenerationHolder, prepareGeneration, ReloadCoordinator, type ReloadTrigger } from '../live/index.js';
 import { PoolRegistry } from '../providers/index.js';
+import { policyOf } from '../request/policy.js';
+import type { Services } from '../request/services.js';
 import { BreakerRegistry } from '../resilience/index.js';
 import { BindingTable, RoundRobinCounters, SessionAffinity, seededRandom } from '../routing/index.js';
 import {
@@ -26,15 +30,12 @@ import {
   Tracing,
 } from '../telemetry/index.js';
 import { FileWatch } from '../watch/index.js';
-import { isLoopback, splitHostPort } from '../config/index.js';
 import { type AdminContext, createAdminHandler } from './admin.js';
 import { createApiHandler, type TrafficState } from './api.js';
 import { logBreakerTransition } from './breaker-log.js';
-import { policyOf } from '../request/policy.js';
 import { buildGovernanceStore } from './governance-store.js';
 import { OpenExchanges } from './open-exchanges.js';
 import { Reloader, type ReloadResult } from './reload.js';
-import type { Services } from '../request/services.js';
 
 export interface GatewayOptions {
   readonly configPath: string;

@@ -1,9 +1,9 @@
 import type { ScopeStatus } from '../governance/index.js';
 import type { Generation, GenerationChanges, GenerationRoute } from '../live/index.js';
+import type { Services } from '../request/services.js';
 import type { BreakerState } from '../resilience/index.js';
 import { type RecentModel, SLOT_MS, type TrafficPoint } from '../telemetry/index.js';
 import type { ReloadResult } from './reload.js';
-import type { Services } from '../request/services.js';
 
 // GET /admin/status/page-data: what the status page shows, shaped for it (docs/status-page.md).
 // /admin/status stays the complete machine-readable view; this one adds what a person needs

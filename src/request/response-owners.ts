@@ -1,11 +1,8 @@
 import { SwitchyardError } from '../errors.js';
+import type { Principal } from '../governance/index.js';
 import type { Generation, GenerationCandidate, GenerationRoute } from '../live/index.js';
 import { type BindingTable, candidateOf, candidatesOf } from '../routing/index.js';
-import { authenticate, preCheck } from './admission.js';
-import type { Attempt } from './attempt.js';
-import type { Exchange } from './exchange.js';
-import { serveChainAsync } from './serve-chain.js';
-import type { Services } from './services.js';
+import type { ModelRequest } from './exchange.js';
 
 // The Responses API keeps state upstream: a response id exists only on the provider that
 // created it, and a follow-up (`previous_response_id`, `GET` / `DELETE /v1/responses/{id}`)
@@ -28,20 +25,24 @@ export interface ResponseOwner {
 export type ResponseOwners = BindingTable<ResponseOwner>;
 
 /** Records that `c` created response `id` for this request's caller. */
-export function rememberResponse(owners: ResponseOwners, x: Exchange, id: string, c: GenerationCandidate): void {
-  const model = x.model;
-  if (model === undefined) return;
-  owners.bind(id, { model, stableId: c.stableId, identity: c.identity, provider: c.provider.name, team: x.principal?.team ?? null });
+export function rememberResponse(owners: ResponseOwners, request: ModelRequest, id: string, c: GenerationCandidate): void {
+  owners.bind(id, {
+    model: request.model,
+    stableId: c.stableId,
+    identity: c.identity,
+    provider: c.provider.name,
+    team: request.principal.team,
+  });
 }
 
 /**
  * Who holds response `id`, as this caller may know it: `unknown` when the gateway never saw
  * it or has forgotten it, `foreign` when another team created it.
  */
-export function ownerOf(owners: ResponseOwners, x: Exchange, id: string): ResponseOwner | 'unknown' | 'foreign' {
+export function ownerOf(owners: ResponseOwners, caller: Principal, id: string): ResponseOwner | 'unknown' | 'foreign' {
   const owner = owners.get(id);
   if (owner === undefined) return 'unknown';
-  return owner.team === (x.principal?.team ?? null) ? owner : 'foreign';
+  return owner.team === caller.team ? owner : 'foreign';
 }
 
 /**
@@ -73,66 +74,4 @@ function onOwnerIdentity(route: GenerationRoute | undefined, owner: ResponseOwne
   if (same !== undefined && same.identity === owner.identity) return same;
   for (const c of candidatesOf(route)) if (c.identity === owner.identity) return c;
   return undefined;
-}
-
-const EMPTY = Buffer.alloc(0);
-const NO_TOKENS = Object.freeze({ inputTokens: 0, outputTokens: 0 });
-
-/**
- * `GET` and `DELETE /v1/responses/{id}`: authenticated, admitted against the creating
- * model's team limits like any request (it counts toward rpm and costs nothing), and sent
- * to the provider that holds the response, with the client's query string. An id the
- * gateway does not know is a 404 in OpenAI's shape; a deleted one is forgotten.
- */
-export async function handleStoredResponse(
-  x: Exchange,
-  svc: Services,
-  attempt: Attempt,
-  method: 'GET' | 'DELETE',
-  rest: string,
-): Promise<void> {
-  x.operation = 'responses';
-  const gen = svc.holder.current();
-  x.gen = gen;
-  authenticate(x, svc);
-  const id = responseIdOf(x, rest);
-  const owner = ownerOf(svc.responses, x, id);
-  if (typeof owner === 'string') {
-    throw new SwitchyardError(
-      'response_not_found',
-      `no response with id "${id}" is known to this gateway (it keeps the responses its providers created, within routing.responses bounds)`,
-      'response_id',
-    );
-  }
-  x.model = owner.model;
-  const query = queryOf(x.req.url);
-  x.stream = method === 'GET' && /(?:^|&)stream=true(?:&|$)/.test(query);
-  x.storedResponse = { method, id, query };
-  const holder = holderOf(gen, owner.model, owner, id);
-  // No candidate list: a read or a delete reserves no tokens, whatever the model's price.
-  await preCheck(x, svc, { model: owner.model, bodyBytes: 0, maxTokens: 0 }, []);
-  await serveChainAsync(x, svc, [holder], { raw: EMPTY, parsed: {} }, attempt, {
-    onCommit: (committed) => {
-      if (method === 'DELETE' && committed.status < 300) svc.responses.delete(id);
-    },
-    // A read or a delete uses no tokens, whatever its body says.
-    usage: NO_TOKENS,
-  });
-}
-
-function responseIdOf(x: Exchange, rest: string): string {
-  let id: string;
-  try {
-    id = decodeURIComponent(rest);
-  } catch {
-    throw new SwitchyardError('invalid_request', 'the response id in the path is not valid percent-encoding', 'response_id');
-  }
-  // Sub-resources (`{id}/input_items`, `{id}/cancel`) are not served.
-  if (rest.includes('/') || id.length > 256) throw new SwitchyardError('not_found', `no such endpoint: ${x.req.method} ${x.req.url}`);
-  return id;
-}
-
-function queryOf(url: string | undefined): string {
-  const at = url?.indexOf('?') ?? -1;
-  return at === -1 ? '' : (url as string).slice(at + 1);
 }

@@ -1,0 +1,57 @@
+import { admitCaller } from './admission.js';
+import { type Attempt, composeAttempt, sendToCandidate, withBreaker, withCredentialCheck, withTracing } from './attempt.js';
+import type { Caller, Exchange } from './exchange.js';
+import type { ServeCallback } from './serve-chain.js';
+import { type RequestPath, serveModel } from './serve-model.js';
+import type { ListenerSettings, Services } from './services.js';
+import { serveStoredResponse } from './stored-response.js';
+
+/**
+ * A model endpoint's handler, in the listeners' handler contract: it answers the request
+ * and calls `done` once, with null or the error its client must be answered with; a
+ * throw before anything was answered is the same as `done(err)`.
+ */
+export type ModelHandler = (x: Exchange, rest: string, done: ServeCallback) => void;
+
+export interface ModelHandlers {
+  /** Every model endpoint that takes a request body (the Exchange's operation says which). */
+  readonly serve: ModelHandler;
+  readonly getStoredResponse: ModelHandler;
+  readonly deleteStoredResponse: ModelHandler;
+}
+
+/**
+ * The model endpoints' handlers, with the attempts they share composed once. Each one
+ * captures the generation and authenticates its caller in the same place, before anything
+ * else (and before any body is read: an unknown caller never makes the gateway buffer one).
+ */
+export function modelHandlers(svc: Services, settings: ListenerSettings): ModelHandlers {
+  const path: RequestPath = { svc, maxBodyBytes: settings.maxBodyBytes, guarded: guardedAttempt(svc), free: freeAttempt(svc) };
+  const admitted =
+    (serve: (x: Exchange, caller: Caller, rest: string, done: ServeCallback) => void): ModelHandler =>
+    (x, rest, done) =>
+      serve(x, admitCaller(x, svc), rest, done);
+  return {
+    serve: admitted((x, caller, _rest, done) => serveModel(path, x, caller, done)),
+    getStoredResponse: admitted((x, caller, rest, done) => serveStoredResponse(path, x, caller, 'GET', rest, done)),
+    deleteStoredResponse: admitted((x, caller, rest, done) => serveStoredResponse(path, x, caller, 'DELETE', rest, done)),
+  };
+}
+
+/**
+ * An attempt behind the credential check and the provider's breaker, with a span per
+ * upstream call when tracing is on (innermost, so that only a call that goes upstream
+ * gets a span).
+ */
+function guardedAttempt(svc: Services): Attempt {
+  const wraps = [withCredentialCheck, withBreaker(svc.breakers)];
+  if (svc.tracing !== null) wraps.push(withTracing(svc.tracing));
+  return composeAttempt(sendToCandidate, ...wraps);
+}
+
+/** The same without the breaker: for calls whose outcome says little of serving health (a token count). */
+function freeAttempt(svc: Services): Attempt {
+  const wraps = [withCredentialCheck];
+  if (svc.tracing !== null) wraps.push(withTracing(svc.tracing));
+  return composeAttempt(sendToCandidate, ...wraps);
+}

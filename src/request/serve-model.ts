@@ -1,0 +1,180 @@
+import { SwitchyardError } from '../errors.js';
+import type { Generation, GenerationCandidate, GenerationRoute } from '../live/index.js';
+import { type Operation, operationProviders, servesOperation } from '../providers/index.js';
+import { select } from '../routing/index.js';
+import { type Admitted, preCheck } from './admission.js';
+import type { Attempt } from './attempt.js';
+import { readBodyThen } from './body.js';
+import type { Caller, Exchange, ModelRequest } from './exchange.js';
+import { type OperationSpec, operations } from './operations.js';
+import { holderOf, ownerOf, rememberResponse } from './response-owners.js';
+import { type ChainRequest, type ServeCallback, serveChain } from './serve-chain.js';
+import type { Services } from './services.js';
+import { sessionKeyOf } from './session.js';
+
+/** What every model request shares, built once per listener: the services, the body limit, the two attempts. */
+export interface RequestPath {
+  readonly svc: Services;
+  readonly maxBodyBytes: number;
+  /** An attempt behind the provider's breaker; `free` is the same without it, for operations that do not feed it. */
+  readonly guarded: Attempt;
+  readonly free: Attempt;
+}
+
+/**
+ * The model endpoints (chat completions, messages, embeddings, completions, responses,
+ * count_tokens; the operation and the client protocol are set on the Exchange by the
+ * endpoint before anything can fail, so every answer is in the client's shape), as the
+ * steps of the request path after the caller is admitted: read and parse the body once,
+ * route, pre-check, try the chain, settle. Failover happens only before the first response
+ * byte; after that the response is relayed as it comes. The record of the request is
+ * written by the listener when the response ends (see Exchange).
+ *
+ * The steps run on callbacks (the body's end, the store's answer when it is remote, the
+ * attempts'), not on promises: a request served by its first candidate resolves none
+ * (ADR 0019). `done` is called once, with null or the error to answer.
+ */
+export function serveModel(path: RequestPath, x: Exchange, caller: Caller, done: ServeCallback): void {
+  readBodyThen(
+    x.req,
+    path.maxBodyBytes,
+    (raw) => {
+      try {
+        routeAndAdmit(path, x, caller, raw, done);
+      } catch (err) {
+        done(err);
+      }
+    },
+    done,
+  );
+}
+
+/** Parse, route, pre-check; then the chain is tried (at once, unless a remote store is still answering). */
+function routeAndAdmit(path: RequestPath, x: Exchange, caller: Caller, raw: Buffer, done: ServeCallback): void {
+  const { svc } = path;
+  const { gen } = caller;
+  const spec = operations[x.operation];
+  const asked = spec.parse(raw, x.protocol);
+  const request: ModelRequest = {
+    gen,
+    principal: caller.principal,
+    operation: x.operation,
+    protocol: x.protocol,
+    model: asked.model,
+    stream: asked.stream,
+    raw,
+    parsed: asked.parsed,
+    stored: null,
+  };
+  x.asked(request);
+  const model = request.model;
+
+  const route = routeOf(gen, model);
+  let selected: readonly GenerationCandidate[];
+  let onCommit: ChainRequest['onCommit'] = null;
+  const continued = asked.previousResponseId === undefined ? null : continuation(svc, request, asked.previousResponseId);
+  if (continued !== null) {
+    // Only the provider that holds the previous response can continue it: no failover.
+    selected = [continued];
+  } else {
+    const sessionKey = sessionKeyOf(x.req, gen.config.routing.session_affinity);
+    const bindingKey = sessionKey === undefined ? undefined : `${model}\u0000${sessionKey}`;
+    const boundStableId = bindingKey === undefined ? undefined : svc.affinity.get(bindingKey);
+    selected = select(route, { counters: svc.counters, random: svc.random, boundStableId }).chain;
+    if (selected.length === 0)
+      throw new SwitchyardError('no_route', `model "${model}" has no candidate that can serve new requests right now`, 'model');
+    selected = servingCandidates(spec, x.operation, model, selected);
+    if (bindingKey !== undefined) {
+      onCommit = (committed, c) => {
+        if (committed.status < 300) svc.affinity.bind(bindingKey, c.stableId);
+      };
+    }
+  }
+  const deadlineMs = deadlineOf(gen, model);
+  const serve = (admitted: Admitted): void =>
+    serveChain(
+      {
+        x,
+        request,
+        limitHeaders: admitted.limitHeaders,
+        deadlineAt: deadlineMs === null ? null : x.startedAt + deadlineMs,
+        onResponseId: spec.remembersResponses ? (id, c) => rememberResponse(svc.responses, request, id, c) : null,
+        svc,
+        candidates: admitted.candidates,
+        attempt: spec.guarded ? path.guarded : path.free,
+        reservation: admitted.reservation,
+        onCommit,
+        usage: null,
+      },
+      done,
+    );
+  if (!spec.metered) return serve({ candidates: selected, reservation: null, limitHeaders: null });
+  const admitted = preCheck(x, svc, request, { bodyBytes: raw.length, maxTokens: spec.maxTokens(request.parsed) }, selected);
+  if (admitted instanceof Promise) admitted.then(serve, done);
+  else serve(admitted);
+}
+
+/**
+ * The candidate holding the response a request continues, or null when the gateway does
+ * not know the id (never seen, or forgotten): the request is then routed like any other,
+ * and the provider answers for the id. Another team's id is refused as not found.
+ */
+function continuation(svc: Services, request: ModelRequest, id: string): GenerationCandidate | null {
+  const owner = ownerOf(svc.responses, request.principal, id);
+  if (owner === 'unknown') return null;
+  if (owner === 'foreign')
+    throw new SwitchyardError(
+      'response_not_found',
+      `previous_response_id "${id}" names no response this caller may continue`,
+      'previous_response_id',
+    );
+  return holderOf(request.gen, request.model, owner, id);
+}
+
+/**
+ * The candidates whose provider type serves the operation (all of them, for chat); a
+ * route with none left is refused, naming what would serve it, unless the operation has
+ * its own answer for that.
+ */
+function servingCandidates(
+  spec: OperationSpec,
+  operation: Operation,
+  model: string,
+  chain: readonly GenerationCandidate[],
+): readonly GenerationCandidate[] {
+  if (servedByAll(chain, operation)) return chain;
+  const left = chain.filter((c) => servesOperation(c.provider.type, operation));
+  if (left.length > 0 || spec.answerUnserved !== undefined) return left;
+  const types = [...new Set(chain.map((c) => c.provider.type))].join(' and ');
+  throw new SwitchyardError(
+    'invalid_request',
+    `model "${model}" is served only by ${types} providers, which have no ${operation} endpoint (${operations[operation].endpoint} is passed to ${operationProviders(operation).join(' and ')} providers)`,
+    'model',
+  );
+}
+
+function servedByAll(chain: readonly GenerationCandidate[], operation: Operation): boolean {
+  for (const c of chain) if (!servesOperation(c.provider.type, operation)) return false;
+  return true;
+}
+
+/** `deadline_ms` of the model's static route, or overlay mode's for every model; null = none. */
+function deadlineOf(gen: Generation, model: string): number | null {
+  const routing = gen.config.routing;
+  const ms = routing.overlay !== undefined ? routing.overlay.deadline_ms : routing.routes?.[model]?.deadline_ms;
+  return ms ?? null;
+}
+
+function routeOf(gen: Generation, model: string): GenerationRoute {
+  const route = gen.routes[model];
+  if (route !== undefined) return route;
+  // In overlay mode the control plane decides which models exist: a model it does not
+  // list (or withdrew) is a no-route decision, not a typo.
+  if (gen.overlay !== null)
+    throw new SwitchyardError('no_route', `model "${model}" has no candidate in overlay revision ${gen.overlay.revision}`, 'model');
+  throw new SwitchyardError(
+    'model_not_found',
+    `model "${model}" is not routed by this gateway; GET /v1/models lists the models it serves`,
+    'model',
+  );
+}
