@@ -1,23 +1,28 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import type { LimitKind, Limits, Scope } from './limits.js';
-import { utcDayStamp, utcMonthStamp, WINDOW_MS } from './limits.js';
-import { RESERVE_SCRIPT, SETTLE_SCRIPT, STATUS_SCRIPT } from './redis-scripts.js';
+import type { Scope } from './limits.js';
+import {
+  decodeReserves,
+  decodeStatus,
+  encodeReserves,
+  encodeSettles,
+  encodeStatus,
+  type ReserveEntry,
+  type ScopeKeys,
+  type SettleEntry,
+  scopeKeys,
+} from './redis-encoding.js';
+import { RESERVE, type Script, SETTLE, STATUS } from './redis-scripts.js';
 import {
   type Actual,
   DEFAULT_RESERVATION_TTL_MS,
   type GovernanceStore,
   GovernanceStoreError,
-  limitNumbers,
-  limitRefusal,
   type Reservation,
   type ReserveInput,
   type ReserveResult,
-  rateLimitView,
   type ScopeRef,
   type ScopeStatus,
-  scopeRef,
-  type WindowNumbers,
 } from './store.js';
 
 export interface RedisStoreOptions {
@@ -30,18 +35,6 @@ export interface RedisStoreOptions {
   readonly reservationTtlMs?: number;
   /** Connection events, for the log: never holds the URL's password. */
   readonly onConnectionEvent?: (event: 'ready' | 'error' | 'reconnecting', detail: string) => void;
-}
-
-/** An idle scope's counters outlive the longest month, so a month's spend is never forgotten while it runs. */
-const COUNTERS_TTL_MS = 62 * 24 * 3600 * 1000;
-
-interface Script {
-  readonly text: string;
-  readonly sha: string;
-}
-
-function script(text: string): Script {
-  return { text, sha: createHash('sha1').update(text).digest('hex') };
 }
 
 /**
@@ -65,9 +58,7 @@ const RESERVE_BATCH_MAX = 64;
  */
 const RESERVE_JOIN_MS = 5;
 
-interface PendingReserve {
-  readonly input: ReserveInput;
-  readonly id: string;
+interface PendingReserve extends ReserveEntry {
   readonly resolve: (r: ReserveResult) => void;
   readonly reject: (err: unknown) => void;
 }
@@ -78,16 +69,10 @@ interface ReserveBatch {
   readonly entries: PendingReserve[];
 }
 
-interface PendingSettle {
-  readonly r: Reservation;
-  readonly actual: Actual;
+interface PendingSettle extends SettleEntry {
   readonly resolve: () => void;
   readonly reject: (err: unknown) => void;
 }
-
-const RESERVE = script(RESERVE_SCRIPT);
-const SETTLE = script(SETTLE_SCRIPT);
-const STATUS = script(STATUS_SCRIPT);
 
 /**
  * Counters in Redis, shared by every replica: each reserve, settle and status is one Lua
@@ -106,7 +91,7 @@ export class RedisGovernanceStore implements GovernanceStore {
   readonly #reservesInFlight = new Map<string, number>();
   #reserveFlush: NodeJS.Immediate | null = null;
   /** Each scope's three keys, built once per scope object. */
-  readonly #keysOf = new WeakMap<ScopeRef, readonly [string, string, string]>();
+  readonly #keysCache = new WeakMap<ScopeRef, ScopeKeys>();
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #prefix: string;
   readonly #reservationTtlMs: number;
@@ -128,8 +113,8 @@ export class RedisGovernanceStore implements GovernanceStore {
       reconnectOnError: () => false,
       // Off: the store batches its own commands, and auto-pipelining would hold each batch
       // for a setImmediate of its own. Sent from a setImmediate callback, that is the next
-      // turn of the event loop: a whole turn added to every reserve (issue 9's bench: the
-      // reserve's round trip p50 0.41 -> 0.26 ms, req/s +7 % at c=32).
+      // turn of the event loop: a whole turn added to every reserve (ADR-0020; on the
+      // governance-overhead bench the reserve's round trip p50 0.41 -> 0.26 ms, req/s +7 % at c=32).
       enableAutoPipelining: false,
     });
     this.#redis.on('error', (err: Error) => notify('error', err.message));
@@ -155,37 +140,15 @@ export class RedisGovernanceStore implements GovernanceStore {
     });
   }
 
-  #base(s: ScopeRef): string {
-    const who = s.kind === 'team' ? 't' : `k:${s.id}`;
-    return `${this.#prefix}{${s.team}}:${who}`;
-  }
-
-  /** log, counters, resv (see redis-scripts.ts). */
-  #scopeKeys(s: ScopeRef): readonly [string, string, string] {
-    let keys = this.#keysOf.get(s);
+  /** The encoder's key lookup, bound once: the cache above, filled by scopeKeys. */
+  readonly #keysOf = (s: ScopeRef): ScopeKeys => {
+    let keys = this.#keysCache.get(s);
     if (keys === undefined) {
-      const b = this.#base(s);
-      keys = [`${b}:log`, `${b}:counters`, `${b}:resv`];
-      this.#keysOf.set(s, keys);
+      keys = scopeKeys(this.#prefix, s);
+      this.#keysCache.set(s, keys);
     }
     return keys;
-  }
-
-  /**
-   * The scope's number (1-based) among a batch's distinct scopes, its three keys added to
-   * `keys` the first time. Distinct by key, not by object: two generations' scope objects
-   * of one team share counters.
-   */
-  #numberOf(s: ScopeRef, keys: string[], numbers: Map<string, number>): number {
-    const scopeKeys = this.#scopeKeys(s);
-    let n = numbers.get(scopeKeys[0]);
-    if (n === undefined) {
-      n = numbers.size + 1;
-      numbers.set(scopeKeys[0], n);
-      keys.push(scopeKeys[0], scopeKeys[1], scopeKeys[2]);
-    }
-    return n;
-  }
+  };
 
   async #eval(s: Script, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
     try {
@@ -262,37 +225,12 @@ export class RedisGovernanceStore implements GovernanceStore {
     if (this.#reserving.get(team) === batch) this.#reserving.delete(team);
     this.#reservesInFlight.set(team, (this.#reservesInFlight.get(team) ?? 0) + 1);
     const { nowMs, entries } = batch;
-    const keys: string[] = [];
-    const keyNumbers = new Map<string, number>();
-    const limitNumbersOf = new Map<Limits, number>();
-    const limitArgs: Array<string | number> = [];
-    const reserveArgs: Array<string | number> = [entries.length];
-    for (const { input, id } of entries) {
-      reserveArgs.push(id, input.tokens, input.costMicroUsd, input.scopes.length);
-      for (const s of input.scopes) {
-        const k = this.#numberOf(s, keys, keyNumbers);
-        let l = limitNumbersOf.get(s.limits);
-        if (l === undefined) {
-          l = limitNumbersOf.size + 1;
-          limitNumbersOf.set(s.limits, l);
-          for (const v of limitNumbers(s.limits)) limitArgs.push(v);
-        }
-        reserveArgs.push(k, l);
-      }
-    }
-    const month = utcMonthStamp(nowMs);
-    const day = utcDayStamp(nowMs);
-    const args: Array<string | number> = [nowMs, WINDOW_MS, COUNTERS_TTL_MS, month, day, this.#reservationTtlMs, limitNumbersOf.size];
-    for (const v of limitArgs) args.push(v);
-    for (const v of reserveArgs) args.push(v);
+    const { keys, args } = encodeReserves(nowMs, entries, this.#reservationTtlMs, this.#keysOf);
     this.#eval(RESERVE, keys, args).then(
       (out) => {
-        const flat = out as Array<number | string>;
-        let at = 0;
-        for (const e of entries) {
-          e.resolve(reserved(e, flat, at, nowMs, day, month));
-          at += 4 + 4 * e.input.scopes.length;
-        }
+        const results = decodeReserves(out, nowMs, entries);
+        let i = 0;
+        for (const e of entries) e.resolve(results[i++] as ReserveResult);
         this.#reservesAnswered(team);
       },
       (err: unknown) => {
@@ -331,13 +269,7 @@ export class RedisGovernanceStore implements GovernanceStore {
     const batch = this.#pending.get(team);
     if (batch === undefined || batch.length === 0) return;
     this.#pending.delete(team);
-    const keys: string[] = [];
-    const keyNumbers = new Map<string, number>();
-    const args: Array<string | number> = [batch.length];
-    for (const { r, actual } of batch) {
-      args.push(r.id, r.tokens, actual.tokens, actual.costMicroUsd, r.costMicroUsd, r.month, r.day, r.atMs, r.scopes.length);
-      for (const s of r.scopes) args.push(this.#numberOf(s, keys, keyNumbers));
-    }
+    const { keys, args } = encodeSettles(batch, this.#keysOf);
     const sent = this.#eval(SETTLE, keys, args);
     this.#inFlight.add(sent);
     sent
@@ -358,20 +290,8 @@ export class RedisGovernanceStore implements GovernanceStore {
 
   async status(scopes: readonly Scope[], nowMs: number): Promise<ScopeStatus[]> {
     if (scopes.length === 0) return [];
-    const month = utcMonthStamp(nowMs);
-    const keys = scopes.flatMap((s) => this.#scopeKeys(s));
-    const out = ((await this.#eval(STATUS, keys, [nowMs, WINDOW_MS, month, utcDayStamp(nowMs), scopes.length])) as number[]).map(Number);
-    return scopes.map((s, i) => {
-      const [requests, tokens, today, spent, reserved] = out.slice(i * 5, i * 5 + 5) as [number, number, number, number, number];
-      return {
-        kind: s.kind,
-        id: s.id,
-        requestsThisMinute: { used: requests, limit: s.limits.rpm ?? null },
-        tokensThisMinute: { used: tokens, limit: s.limits.tpm ?? null },
-        tokensToday: { used: today, limit: s.limits.tokensPerDay ?? null },
-        spendThisMonthMicroUsd: { used: spent, reservedMicroUsd: reserved, limit: s.limits.budgetMicroUsdPerMonth ?? null },
-      };
-    });
+    const { keys, args } = encodeStatus(scopes, nowMs, this.#keysOf);
+    return decodeStatus(await this.#eval(STATUS, keys, args), scopes);
   }
 
   async close(): Promise<void> {
@@ -384,50 +304,4 @@ export class RedisGovernanceStore implements GovernanceStore {
     await Promise.allSettled([...this.#inFlight]);
     await this.#redis.quit().catch(() => this.#redis.disconnect());
   }
-}
-
-/**
- * One reservation's answer from the batch script, at `at` in its reply: {1, warnMask, 0, 0}
- * or {0, scope, limit, retryMs}, then its windows. `nowMs` is the batch's: when it was decided.
- */
-function reserved(
-  e: PendingReserve,
-  out: ReadonlyArray<number | string>,
-  at: number,
-  nowMs: number,
-  day: string,
-  month: string,
-): ReserveResult {
-  const { scopes, tokens, costMicroUsd } = e.input;
-  const windows = windowsOf(out, at + 4, scopes.length);
-  if (out[at] === 1) {
-    const warnMask = Number(out[at + 1]);
-    // The generation's scope objects are the reservation's: settle finds their keys built already.
-    const reservation: Reservation = { id: e.id, scopes, atMs: nowMs, tokens, costMicroUsd, day, month, enforced: true };
-    const budgetWarnings = warnMask === 0 ? NO_WARNINGS : scopes.filter((_, i) => (warnMask & (1 << i)) !== 0).map(scopeRef);
-    return { ok: true, reservation, rateLimit: rateLimitView(scopes, windows, nowMs), budgetWarnings };
-  }
-  const scope = scopes[Number(out[at + 1]) - 1] as Scope;
-  return {
-    ok: false,
-    refusal: limitRefusal(scope, out[at + 2] as LimitKind, Number(out[at + 3]), nowMs, rateLimitView(scopes, windows, nowMs)),
-  };
-}
-
-const NO_WARNINGS: readonly ScopeRef[] = Object.freeze([]);
-
-/** `n` scopes' windows from a script's reply, from `at` on: requests, oldestRequestAt, tokens, oldestTokensAt (-1 = none). */
-function windowsOf(flat: ReadonlyArray<number | string>, at: number, n: number): WindowNumbers[] {
-  const out: WindowNumbers[] = [];
-  for (let i = at; i < at + 4 * n; i += 4) {
-    const oldestReq = Number(flat[i + 1]);
-    const oldestTok = Number(flat[i + 3]);
-    out.push({
-      requests: Number(flat[i]),
-      oldestRequestAt: oldestReq < 0 ? null : oldestReq,
-      tokens: Number(flat[i + 2]),
-      oldestTokensAt: oldestTok < 0 ? null : oldestTok,
-    });
-  }
-  return out;
 }
