@@ -3,7 +3,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { test } from 'node:test';
 
-// DESIGN.md "Module rules", enforced by reading every src/ file's static imports.
+// The module rules (docs/architecture.md, "Modules"), enforced by reading every src/
+// file's static imports: which folder may import which, only through its index.ts, and no
+// circle in the import graph, folder to folder or file to file, type imports included.
 
 const SRC = resolve(import.meta.dirname, '../src');
 
@@ -27,17 +29,21 @@ const allowed: Record<string, readonly string[]> = {
   // imports live/ or config/ (the rules below), and providers/ imports no other folder.
   governance: ['providers'],
   // The audit writer continues an existing file's chain and verify reads it: both through
-  // contract/'s bounded reader (readFileSlice), never a plain unbounded read (issue 9).
+  // contract/'s bounded reader (readFileSlice), never a plain unbounded read.
   audit: ['contract'],
   live: ['config', 'contract', 'providers', 'routing'],
   // The parent-directory file watch: a leaf, so the gateway and the publisher share one
-  // watcher without either depending on the other (issue 10).
+  // watcher without either depending on the other.
   watch: [],
   // publisher/ renders with contract/'s digest, ids and parser (never a second copy), watches
   // its inventory through watch/, and logs through telemetry/'s logger. Never server/ or live/:
   // the control plane must not depend on the data plane it feeds.
   publisher: ['contract', 'watch', 'telemetry'],
-  server: ['config', 'contract', 'live', 'routing', 'providers', 'resilience', 'governance', 'audit', 'telemetry', 'watch'],
+  // The request path: from an admitted caller to its record. It reads the generation (live/),
+  // routes (routing/), relays (providers/), admits and bills (governance/), audits and
+  // records; it never reaches the listeners or the composition root (server/).
+  request: ['config', 'live', 'routing', 'providers', 'resilience', 'governance', 'audit', 'telemetry'],
+  server: ['config', 'contract', 'live', 'routing', 'providers', 'resilience', 'governance', 'audit', 'telemetry', 'watch', 'request'],
   // cli.ts wires subcommands; it may import every folder's surface.
   '(root)': [
     'config',
@@ -50,17 +56,21 @@ const allowed: Record<string, readonly string[]> = {
     'audit',
     'telemetry',
     'server',
+    'request',
     'mock',
     'publisher',
     'watch',
   ],
 };
 
-/** Rules stated in DESIGN.md, kept by name so a failure cites the rule it broke. */
+/** The module rules, kept by name so a failure cites the rule it broke. */
 const rules: Array<{ from: string; to: string; rule: string }> = [
   { from: 'live', to: 'governance', rule: 'live/ never imports governance/' },
   { from: 'live', to: 'audit', rule: 'live/ never imports audit/' },
   { from: 'live', to: 'server', rule: 'live/ never imports server/' },
+  { from: 'live', to: 'request', rule: 'live/ never imports request/' },
+  { from: 'request', to: 'server', rule: 'request/ never imports server/: server/ hands it the services' },
+  { from: 'governance', to: 'request', rule: 'governance/ is a leaf: never request/' },
   { from: 'governance', to: 'live', rule: 'governance/ is a leaf: never live/' },
   { from: 'governance', to: 'config', rule: 'governance/ is a leaf: never config/' },
   { from: 'governance', to: 'server', rule: 'governance/ is a leaf: never server/' },
@@ -99,7 +109,7 @@ test('the boundary test sees the source tree', () => {
   assert.ok(files.length > 20, `expected the src/ tree, found ${files.length} files`);
 });
 
-test('each folder imports only the folders DESIGN.md allows, and only through their index.ts', () => {
+test('each folder imports only the folders the module rules allow, and only through their index.ts', () => {
   const problems: string[] = [];
   for (const file of files) {
     const from = folderOf(file);
@@ -129,4 +139,87 @@ test('config/ and contract/ do no network I/O and keep no timers', () => {
   for (const file of files.filter((f) => ['config', 'contract'].includes(folderOf(f)))) {
     assert.doesNotMatch(readFileSync(file, 'utf8'), banned, `${relative(SRC, file)} must stay a pure function of its input`);
   }
+});
+
+/** Every relative import of every src/ file, as resolved src/ files (type imports included). */
+function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of files) {
+    const targets = importsOf(file)
+      .filter((spec) => spec.startsWith('.'))
+      .map((spec) => relative(SRC, resolve(dirname(file), spec).replace(/\.js$/, '.ts')));
+    graph.set(relative(SRC, file), targets);
+  }
+  return graph;
+}
+
+/** One circle in the graph, as the files around it, or null when there is none (depth-first search). */
+function findCycle(graph: ReadonlyMap<string, readonly string[]>): string[] | null {
+  const state = new Map<string, 'open' | 'done'>();
+  const path: string[] = [];
+  const visit = (node: string): string[] | null => {
+    state.set(node, 'open');
+    path.push(node);
+    for (const next of graph.get(node) ?? []) {
+      const seen = state.get(next);
+      if (seen === 'open') return [...path.slice(path.indexOf(next)), next];
+      if (seen === undefined) {
+        const found = visit(next);
+        if (found !== null) return found;
+      }
+    }
+    path.pop();
+    state.set(node, 'done');
+    return null;
+  };
+  for (const node of [...graph.keys()].sort()) {
+    if (state.has(node)) continue;
+    const found = visit(node);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+test('the import graph of src/ has no circle, file to file, type imports included', () => {
+  const graph = importGraph();
+  const missing = [...graph.values()].flat().filter((target) => !graph.has(target));
+  assert.deepEqual(missing, [], 'every relative import resolves to a src/ file');
+  const cycle = findCycle(graph);
+  assert.equal(cycle, null, `an import circle: ${cycle?.join(' -> ')}`);
+});
+
+test('the cycle search finds a circle when there is one', () => {
+  const graph = new Map([
+    ['a.ts', ['b.ts']],
+    ['b.ts', ['c.ts']],
+    ['c.ts', ['a.ts', 'd.ts']],
+    ['d.ts', []],
+  ]);
+  assert.deepEqual(findCycle(graph), ['a.ts', 'b.ts', 'c.ts', 'a.ts']);
+  assert.equal(
+    findCycle(
+      new Map([
+        ['a.ts', ['b.ts']],
+        ['b.ts', []],
+      ]),
+    ),
+    null,
+  );
+});
+
+test('no folder of src/ and its index.ts import each other in a circle of folders', () => {
+  const folders = new Map<string, Set<string>>();
+  for (const [file, targets] of importGraph()) {
+    const from = folderOf(join(SRC, file));
+    for (const target of targets) {
+      const to = folderOf(join(SRC, target));
+      if (to !== from && to !== '(root)' && relative(SRC, join(SRC, target)) !== 'errors.ts') {
+        if (!folders.has(from)) folders.set(from, new Set());
+        folders.get(from)?.add(to);
+      }
+    }
+  }
+  const graph = new Map([...folders].map(([k, v]) => [k, [...v]] as const));
+  const cycle = findCycle(graph);
+  assert.equal(cycle, null, `a circle of folders: ${cycle?.join(' -> ')}`);
 });

@@ -43,7 +43,7 @@ export interface TokenEstimate {
   readonly maxOutputTokens: number;
 }
 
-/** The estimate: body bytes / 4 (rounded up) for input, plus the output cap. */
+/** The pre-check's token estimate: body bytes / 4 (rounded up) for input, plus the output cap. */
 export function estimateTokens(bodyBytes: number, maxTokens: number | null, defaultMaxTokens: number): TokenEstimate {
   return { inputTokens: Math.ceil(Math.max(0, bodyBytes) / 4), maxOutputTokens: maxTokens ?? defaultMaxTokens };
 }

@@ -3,7 +3,7 @@ import type { BreakerTransition } from '../resilience/index.js';
 import type { Logger } from '../telemetry/index.js';
 
 /**
- * One log line per breaker change of state (issue 13): opening is a warning, half-open and
+ * One log line per breaker change of state: opening is a warning, half-open and
  * closing are news. A breaker belongs to a provider identity; the line names the providers
  * the serving generation gives that identity (several names may share one), so an operator
  * reads `east`, not a URL. The identity is `type base_url`: a reference, never a credential.

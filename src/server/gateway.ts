@@ -15,8 +15,7 @@ import {
 import { governanceStatus } from '../governance/index.js';
 import { type Generation, GenerationHolder, prepareGeneration, ReloadCoordinator, type ReloadTrigger } from '../live/index.js';
 import { PoolRegistry } from '../providers/index.js';
-import { policyOf } from '../request/policy.js';
-import type { Services } from '../request/services.js';
+import { policyOf, type Services } from '../request/index.js';
 import { BreakerRegistry } from '../resilience/index.js';
 import { BindingTable, RoundRobinCounters, SessionAffinity, seededRandom } from '../routing/index.js';
 import {
@@ -170,7 +169,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 /** How long start-up waits for a remote governance store to connect. */
 const STORE_READY_TIMEOUT_MS = 5000;
 
-/** The stateful services (DESIGN.md invariant 3): built once, from the first generation's config. */
+/** The stateful services, built once from the first generation's config and never rebuilt by a reload. */
 async function buildServices(gen: Generation, pools: PoolRegistry, options: GatewayOptions): Promise<Services> {
   const config = gen.config;
   const holder = new GenerationHolder();
@@ -336,7 +335,7 @@ function installSignals(logger: Logger, actions: SignalActions): { uninstall(): 
 }
 
 /**
- * The drain Kubernetes expects (issue 12): /readyz already answers 503 (traffic.draining).
+ * The drain Kubernetes expects: /readyz already answers 503 (traffic.draining).
  * For drain_delay_ms the listener still accepts, answering with Connection: close, while
  * endpoints stop sending traffic here; then it stops accepting and in-flight requests have
  * drain_timeout_ms to finish. Those its limit catches are ended in their own protocol: a
@@ -382,7 +381,7 @@ function* breakerStates(holder: GenerationHolder, breakers: BreakerRegistry): Ge
 }
 
 /**
- * A client that trickles its headers or its body is cut at the limit (issue 12: about 76 s
+ * A client that trickles its headers or its body is cut at the limit (about 76 s
  * and 136 s with Node's defaults, as Node checks only every 30 s). Both listeners get the
  * same limits.
  */

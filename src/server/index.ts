@@ -3,6 +3,6 @@
 // reload coordinator, and runs the HTTP listeners, the admin API and the drain.
 // Nothing imports server/. See docs/decisions/0001-one-generation.md.
 
-export type { Services } from '../request/services.js';
+export type { Services } from '../request/index.js';
 export { type Gateway, type GatewayOptions, StartupError, startGateway } from './gateway.js';
 export type { ReloadOutcome, ReloadResult } from './reload.js';

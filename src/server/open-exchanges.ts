@@ -1,4 +1,4 @@
-import type { Exchange } from '../request/exchange.js';
+import type { Exchange } from '../request/index.js';
 
 /**
  * The requests in progress, for the drain: a list threaded through the Exchanges

@@ -1,6 +1,6 @@
 import type { ScopeStatus } from '../governance/index.js';
 import type { Generation, GenerationChanges, GenerationRoute } from '../live/index.js';
-import type { Services } from '../request/services.js';
+import type { Services } from '../request/index.js';
 import type { BreakerState } from '../resilience/index.js';
 import { type RecentModel, SLOT_MS, type TrafficPoint } from '../telemetry/index.js';
 import type { ReloadResult } from './reload.js';

@@ -10,8 +10,7 @@ import {
   prepareGeneration,
   type ReloadTrigger,
 } from '../live/index.js';
-import { policyOf } from '../request/policy.js';
-import type { Services } from '../request/services.js';
+import { policyOf, type Services } from '../request/index.js';
 
 export type ReloadOutcome = 'applied' | 'unchanged' | 'rejected';
 
