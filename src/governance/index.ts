@@ -1,11 +1,12 @@
 // governance/: who may call (keys, teams, model allow-lists), how much they may use (rate
 // limits, daily quotas, monthly budgets with reservations) and what a request cost
-// (pricing in integer micro-USD). A leaf: it never imports live/, config/ or server/; its
-// metering units (TokenUsage, PriceTable) are types from providers/. server/ adapts the
-// generation's config to the input types below (KeyRecord, TeamRecord) and passes the pricing table of the generation that routed the request as a
-// parameter, so a request is billed at the prices of the generation that routed it, even
-// across a reload. The store is built once and survives every reload;
-// its counters are keyed by team and key id. See docs/decisions/0009-governance-limits-and-budgets.md.
+// (pricing in integer micro-USD). A leaf: it never imports live/, config/, request/ or
+// server/; its metering units (TokenUsage, PriceTable) are types from providers/. request/
+// adapts the generation's config to the input types below (KeyRecord, TeamRecord) and
+// passes the pricing table of the generation that routed the request as a parameter, so a
+// request is billed at the prices of the generation that routed it, even across a reload.
+// The store is built once by server/ and survives every reload; its counters are keyed by
+// team and key id. See docs/decisions/0009-governance-limits-and-budgets.md.
 
 export { compileModelAllowList, type ModelAllowList } from './allow-list.js';
 export { createGovernanceStore, type StoreHooks, type StoreSettings } from './create-store.js';

@@ -2,8 +2,9 @@ import { buildGovernancePolicy, type GovernancePolicy, type KeyRecord, type Team
 import type { Generation } from '../live/index.js';
 
 // The adapter between the generation (config, resolved key digests) and governance/'s own
-// input types, and the one store of the process. governance/ never reads config, and live/
-// never imports governance/: server/, the composition root, joins them here.
+// input types. governance/ never reads config, and live/ never imports governance/: the
+// request path, which needs both, joins them here (and the reload compiles each new
+// generation's policy through it before the swap).
 
 const microUsd = (usd: number | undefined): number | undefined => (usd === undefined ? undefined : Math.round(usd * 1e6));
 

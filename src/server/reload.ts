@@ -220,7 +220,7 @@ export class Reloader {
   /** The swap and what must follow it, all synchronous: no request runs in between. */
   #swap(next: Generation): void {
     const { holder, breakers, pools, counters, affinity, responses, metrics, logger } = this.#svc;
-    // Compiled before the swap, so no request pays for it (governance.ts caches it by generation).
+    // Compiled before the swap, so no request pays for it (request/policy.ts caches it by generation).
     policyOf(next);
     const revisionBefore = holder.ready ? (holder.current().overlay?.revision ?? null) : null;
     holder.swap(next);
