@@ -29,18 +29,22 @@ export {
   type RelayRequest,
   type RelayResult,
   relay,
-  retryAfterOf,
   type StopSlot,
 } from './relay.js';
 export {
   anthropicMetering,
+  type BodyTransform,
   embeddingsMetering,
   type PlainAnswer,
   type RelayTransform,
   responsesMetering,
   translation,
 } from './relay-transform.js';
+export type { ClientHeaders } from './response-headers.js';
 export { ResponsesStreamReader } from './responses-stream-reader.js';
+export { type FailedAttempt, retryAfterOf } from './upstream-failure.js';
+export { withoutUsageEvent } from './usage-event-filter.js';
+export { type UsageHeadersOf, withUsageHeaders } from './usage-headers.js';
 
 /** A provider identity: type + base URL without a trailing slash. */
 export function providerIdentity(type: string, baseUrl: string): string {

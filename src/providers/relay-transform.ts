@@ -14,10 +14,11 @@ import { topLevelValue } from './json-splice.js';
 import type { TokenUsage } from './metering.js';
 import { ResponsesStreamReader } from './responses-stream-reader.js';
 
-// What the relay does to a response whose bytes cannot go to the client as they are: a
-// translation between protocols (ADR-0011), or an Anthropic response relayed as it is but
-// metered by reading Anthropic's usage fields. An OpenAI response to an OpenAI client has
-// no transform at all and keeps the relay's pass-through path.
+// What the relay does to a response beyond relaying its bytes as they come: a translation
+// between protocols (ADR-0011), a response relayed as it is but metered by reading another
+// usage shape, a stream with an event taken out, headers computed from the usage. An
+// OpenAI response to an OpenAI client with none of these has no transform at all and keeps
+// the relay's pass-through path.
 
 export interface PlainAnswer {
   readonly status: number;
@@ -25,24 +26,39 @@ export interface PlainAnswer {
   readonly usage: TokenUsage | null;
 }
 
+/**
+ * Every part is optional: a part a transform leaves out is the relay's pass-through for it
+ * (the bytes as they are, the usage read as OpenAI reports it, OpenAI's error event).
+ */
 export interface RelayTransform {
   /** A whole buffered body, any status: what the client gets, and the usage to bill. */
-  plain(status: number, body: Buffer): PlainAnswer;
-  /** One upstream stream chunk: the client's bytes for it (possibly none yet). */
-  chunk(chunk: Buffer): Buffer | string;
+  plain?(status: number, body: Buffer): PlainAnswer;
+  /** One upstream stream chunk: the client's bytes for it (possibly none yet). With it, the stream's usage is `usage`. */
+  chunk?(chunk: Buffer): Buffer | string;
   /** The upstream stream ended: the client's last bytes. */
-  end(): string;
+  end?(): string;
   /** The stream broke after it started: the client protocol's error event that ends it. */
-  fail(message: string): string;
-  /** The usage the stream reported so far. */
-  readonly usage: TokenUsage | null;
+  fail?(message: string): string;
+  /** The usage the stream reported so far (read when the transform has `chunk`). */
+  readonly usage?: TokenUsage | null;
+  /**
+   * Headers that depend on the usage the response reports (its cost). A buffered response
+   * carries them as headers; a stream, whose headers go out before its usage is known,
+   * carries them as HTTP trailers when `trailers` names them.
+   */
+  usageHeaders?(usage: TokenUsage | null): Readonly<Record<string, string>> | null;
+  /** For a stream: the names `usageHeaders` returns, announced in `Trailer` and sent after the body. */
+  readonly trailers?: string;
 }
+
+/** A transform of the whole body, both kinds: a translation, or metering of another usage shape. */
+export type BodyTransform = Required<Pick<RelayTransform, 'plain' | 'chunk' | 'end' | 'fail' | 'usage'>>;
 
 /**
  * OpenAI embeddings: bytes untouched; the usage has `prompt_tokens` and no completion, so
  * the chat reader (which needs both) would leave it unbilled.
  */
-export function embeddingsMetering(): RelayTransform {
+export function embeddingsMetering(): BodyTransform {
   return {
     plain(status, body) {
       if (status >= 300) return { status, body, usage: null };
@@ -71,7 +87,7 @@ function readJson(body: Buffer): { usage?: unknown } | null {
  * body's top-level `usage` or the stream's terminal event. A plain body is not parsed
  * whole: only those two top-level values are.
  */
-export function responsesMetering(onResponseId: (id: string) => void): RelayTransform {
+export function responsesMetering(onResponseId: (id: string) => void): BodyTransform {
   const reader = new ResponsesStreamReader(onResponseId);
   return {
     plain(status, body) {
@@ -112,7 +128,7 @@ function topLevelJson(body: Buffer, key: string): unknown {
 }
 
 /** Anthropic -> Anthropic: bytes untouched; usage read from every chunk (it starts in message_start). */
-export function anthropicMetering(): RelayTransform {
+export function anthropicMetering(): BodyTransform {
   const reader = new AnthropicUsageReader();
   return {
     plain(status, body) {
@@ -149,7 +165,7 @@ function anthropicUsageOf(body: Buffer): TokenUsage | null {
  * status and message in the client's error shape; a success the gateway cannot read
  * becomes a 502 in the client's shape rather than bytes its SDK cannot parse.
  */
-export function translation(from: ChatProtocol, to: ChatProtocol, includeUsage: boolean): RelayTransform {
+export function translation(from: ChatProtocol, to: ChatProtocol, includeUsage: boolean): BodyTransform {
   let stream: StreamTranslator | null = null;
   const translator = (): StreamTranslator => {
     stream ??= new StreamTranslator({ from, to, includeUsage });

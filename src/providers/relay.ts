@@ -1,12 +1,14 @@
 import type { ServerResponse } from 'node:http';
 import { openaiErrorBody } from '../errors.js';
-import { type FailureReason, isFailoverStatus, reasonForStatus } from '../resilience/index.js';
+import { isFailoverStatus } from '../resilience/index.js';
 import type { TokenUsage } from './metering.js';
-import { usageFromJson, usageFromSseTail } from './openai-adapter.js';
+import { usageFromJson } from './openai-adapter.js';
 import type { ProviderPool, RawHandler, UpstreamCall } from './provider-pool.js';
-import { headerName, headerNameBytes, isRateLimitName, passedName, rawHeaderValue } from './raw-headers.js';
+import { headerNameBytes, rawHeaderValue } from './raw-headers.js';
 import type { RelayTransform } from './relay-transform.js';
-import { UsageEventFilter } from './usage-event-filter.js';
+import { type ClientHeaders, responseHeaders } from './response-headers.js';
+import { type FailedAttempt, OutOfTime, retryAfterOf, statusFailure, TooLargeToTranslate, upstreamFailure } from './upstream-failure.js';
+import { keepTail, usageOfTail } from './usage-tail.js';
 
 // One attempt at one candidate, as an undici dispatch handler. Until something is written
 // to the client the attempt can still fail over. A stream (SSE) commits when its headers
@@ -15,13 +17,13 @@ import { UsageEventFilter } from './usage-event-filter.js';
 // whole when it has ended: its usage, hence its cost, is then known before the headers
 // go out, and an upstream that stalls or breaks mid-body can still fail over. A body over
 // the bound commits and streams from there. Only a bounded tail is kept to read usage.
+// What else happens to a response (another protocol, another usage shape, an event left
+// out, headers from its usage) is its transform's; without one the bytes pass as they are.
 
 /** A plain response up to this size is buffered and written whole (see above). */
 const MAX_BUFFERED_BYTES = 1024 * 1024;
-/** A plain body that must be translated is buffered whole, up to this size; a larger one fails the attempt. */
+/** A plain body a transform reads whole (its `plain`) is buffered up to this size; a larger one fails the attempt. */
 const MAX_TRANSLATED_BYTES = 32 * 1024 * 1024;
-/** Once relaying, the tail kept to read usage from: it is at the end of both kinds of body. */
-const USAGE_TAIL_BYTES = 16 * 1024;
 
 /** One attempt at one candidate: where it goes, and what the client sees if it commits. */
 export interface RelayRequest {
@@ -29,29 +31,10 @@ export interface RelayRequest {
   readonly pool: ProviderPool;
   readonly providerName: string;
   readonly call: UpstreamCall;
-  /**
-   * The gateway's headers on the client's response if this attempt commits, as flat lists
-   * of names and values (`[name, value, name, value, …]`), the form Node's writeHead takes
-   * without building an object: what is the same for every request a candidate serves
-   * (attribution, built once per generation), then this request's own (its id, the
-   * fallback, gateway limits).
-   */
-  readonly attribution: readonly string[];
-  readonly ownHeaders: readonly string[];
-  /** Upstream response headers the client gets beyond the default allow-list (the provider's expose_headers). */
-  readonly exposeHeaders?: ReadonlySet<string> | null;
-  /** A gateway limit's headers are in ownHeaders: the provider's rate-limit headers are then left out. */
-  readonly limitsReplaced?: boolean;
-  /**
-   * Headers that depend on the usage the response reports (its cost). A buffered response
-   * carries them as headers; a stream, whose headers go out before its usage is known,
-   * carries them as HTTP trailers when `usageTrailers` names them.
-   */
-  readonly usageHeaders?: (usage: TokenUsage | null) => Readonly<Record<string, string>> | null;
-  /** For a stream: the names `usageHeaders` returns, announced in `Trailer` and sent after the body. */
-  readonly usageTrailers?: string;
-  /** A stream whose client did not ask for usage: its usage-only event is read, not relayed. */
-  readonly dropUsageEvent?: boolean;
+  /** The gateway's headers on the client's response, and which upstream ones pass. */
+  readonly clientHeaders: ClientHeaders;
+  /** What the response needs beyond its bytes as they are; without one, the pass-through path runs unchanged. */
+  readonly transform?: RelayTransform;
   /**
    * When this attempt must be over, as performance.now() ms: the provider's
    * request_timeout_ms for a non-streamed response, or the route's deadline, whichever comes
@@ -67,12 +50,6 @@ export interface RelayRequest {
    * 'close' itself; the request path's Exchange listens already, and passes it on.
    */
   readonly stopSlot?: StopSlot;
-  /**
-   * Set when the response cannot be relayed byte for byte (another protocol, or Anthropic
-   * usage to read): it then writes what the client gets and reports the usage. Without
-   * it, the pass-through path below runs unchanged.
-   */
-  readonly transform?: RelayTransform;
 }
 
 /** Holds the running attempt's stop: it ends the attempt as out of time, saying why. */
@@ -87,16 +64,7 @@ export interface StopSlot {
  * the next candidate), the client left first, or the response committed to this attempt
  * and is being relayed; its `onFinished` observers hear when the relayed response has ended.
  */
-export type RelayResult =
-  | {
-      readonly kind: 'failed';
-      readonly reason: FailureReason;
-      readonly detail: string;
-      /** An upstream 429's `retry-after`, in ms: the provider asked not to be called before then. */
-      readonly retryAfterMs?: number;
-    }
-  | { readonly kind: 'aborted' }
-  | Committed;
+export type RelayResult = FailedAttempt | { readonly kind: 'aborted' } | Committed;
 
 export interface Committed {
   readonly kind: 'committed';
@@ -129,59 +97,10 @@ export interface Relayed {
 const CONTENT_TYPE = headerNameBytes('content-type');
 const RETRY_AFTER = headerNameBytes('retry-after');
 
-/**
- * The client's headers, as a flat list for writeHead: the allowed upstream ones
- * (PASSED_HEADERS, the rate-limit headers unless a gateway limit replaced them, the
- * provider's expose_headers), then the gateway's own, then `extra` (a cost, say). Built
- * once per response; none of the gateway's names can also come from upstream (expose_headers
- * refuses x-switchyard-* names, and upstream rate-limit headers are left out when the
- * gateway sends its own). A translated body (`ownType`) gets its own content type.
- */
-function responseHeaders(
-  upstream: readonly Buffer[],
-  request: RelayRequest,
-  extra: Readonly<Record<string, string>> | null,
-  ownType = false,
-): string[] {
-  const out: string[] = [];
-  const expose = request.exposeHeaders;
-  const rateLimits = request.limitsReplaced !== true;
-  const exposing = expose !== undefined && expose !== null && expose.size > 0;
-  // Names are matched as bytes; only one that passes becomes a string (raw-headers.ts).
-  // A name sent twice is passed twice: writeHead's flat list keeps repeats.
-  for (let i = 0; i < upstream.length; i += 2) {
-    const raw = upstream[i] as Buffer;
-    let name = passedName(raw);
-    if (name === null) {
-      if (rateLimits && isRateLimitName(raw)) name = headerName(raw);
-      else if (exposing) {
-        const named = headerName(raw);
-        if (expose.has(named)) name = named;
-      }
-    }
-    if (name === null || (ownType && name === 'content-type')) continue;
-    out.push(name, (upstream[i + 1] as Buffer).toString('latin1'));
-  }
-  for (const v of request.attribution) out.push(v);
-  for (const v of request.ownHeaders) out.push(v);
-  if (extra !== null) for (const name in extra) out.push(name, extra[name] as string);
-  return out;
-}
-
 class ClientGone extends Error {
   constructor() {
     super('the client closed the connection');
   }
-}
-
-/** The attempt ran out of time (request_timeout_ms, the route's deadline, stream_max_ms). */
-class OutOfTime extends Error {
-  readonly code = 'SWITCHYARD_OUT_OF_TIME';
-}
-
-/** A plain body to translate grew past MAX_TRANSLATED_BYTES. */
-class TooLargeToTranslate extends Error {
-  readonly code = 'SWITCHYARD_TOO_LARGE_TO_TRANSLATE';
 }
 
 type State = 'waiting' | 'discarding' | 'buffering' | 'relaying' | 'ended';
@@ -218,6 +137,11 @@ class Relay implements RawHandler {
   readonly #request: RelayRequest;
   readonly #res: ServerResponse;
   readonly #transform: RelayTransform | undefined;
+  /**
+   * The transform once the response's kind is known, when it has a part for that kind
+   * (`plain` for a plain body, `chunk` for a stream); undefined: the bytes pass as they are.
+   */
+  #body: RelayTransform | undefined = undefined;
   readonly #resolve: RelayCallback;
   /** Who waits for the committed response to end; the relayed outcome once it has. */
   #observers: Array<(relayed: Relayed) => void> | null = null;
@@ -234,7 +158,7 @@ class Relay implements RawHandler {
   #headersAt = 0;
   #upstreamHeaders: readonly Buffer[] = NO_HEADERS;
   #firstByteAt: number | null = null;
-  #filter: UsageEventFilter | null = null;
+  /** A plain body while it is buffered; once relaying as it comes, the tail its usage is read from. */
   #kept: Buffer[] = [];
   #keptBytes = 0;
   #events = 0;
@@ -279,7 +203,7 @@ class Relay implements RawHandler {
   /** A synchronous refusal by the pool: the attempt failed before it started. */
   fail(err: unknown): void {
     this.#state = 'ended';
-    this.#failed(failure(err));
+    this.#failed(upstreamFailure(err));
   }
 
   readonly onClientClose = (): void => {
@@ -306,28 +230,25 @@ class Relay implements RawHandler {
     if (isFailoverStatus(statusCode)) {
       // Let the body drain so the connection stays reusable, and fail over now.
       this.#state = 'discarding';
-      const retryAfterMs = statusCode === 429 ? retryAfterOf(rawHeaderValue(headers, RETRY_AFTER)) : null;
-      this.#failed(
-        retryAfterMs === null
-          ? { kind: 'failed', reason: reasonForStatus(statusCode), detail: `HTTP ${statusCode}` }
-          : { kind: 'failed', reason: reasonForStatus(statusCode), detail: `HTTP ${statusCode}`, retryAfterMs },
-      );
+      this.#failed(statusFailure(statusCode, statusCode === 429 ? retryAfterOf(rawHeaderValue(headers, RETRY_AFTER)) : null));
       return true;
     }
     this.#upstreamHeaders = headers;
     const contentType = rawHeaderValue(headers, CONTENT_TYPE);
     this.#isSse = contentType?.startsWith('text/event-stream') === true;
+    const transform = this.#transform;
     if (!this.#isSse) {
+      if (transform?.plain !== undefined) this.#body = transform;
       this.#state = 'buffering';
       return true;
     }
-    if (this.#request.dropUsageEvent === true) this.#filter = new UsageEventFilter();
+    if (transform?.chunk !== undefined) this.#body = transform;
     // A started stream is bound by its own length limit, not by the time to start it.
     this.#clearLimit();
     const maxMs = this.#request.streamMaxMs;
     if (maxMs !== undefined) this.#limit(maxMs, `it reached stream_max_ms (${maxMs} ms)`);
-    const out = responseHeaders(headers, this.#request, null);
-    if (this.#request.usageTrailers !== undefined) out.push('trailer', this.#request.usageTrailers);
+    const out = responseHeaders(headers, this.#request.clientHeaders, null);
+    if (transform?.trailers !== undefined) out.push('trailer', transform.trailers);
     this.#commit(out);
     // A stream's client should see it start at once, not with the first token.
     this.#res.flushHeaders();
@@ -340,8 +261,8 @@ class Relay implements RawHandler {
       this.#kept.push(chunk);
       this.#keptBytes += chunk.length;
       if (this.#keptBytes > MAX_BUFFERED_BYTES) {
-        // A translation needs the whole body; the pass-through commits and relays from here.
-        if (this.#transform === undefined) return this.#streamBuffered();
+        // A transform's `plain` needs the whole body; the pass-through commits and relays from here.
+        if (this.#body === undefined) return this.#streamBuffered();
         if (this.#keptBytes > MAX_TRANSLATED_BYTES) this.#abort?.(new TooLargeToTranslate('the response is too large to translate'));
       }
       return true;
@@ -349,14 +270,14 @@ class Relay implements RawHandler {
     if (this.#state !== 'relaying') return true;
     if (this.#firstByteAt === null) this.#firstByteAt = performance.now();
     if (this.#isSse) this.#countEvents(chunk);
-    const transform = this.#transform;
-    if (transform !== undefined) {
-      const out = transform.chunk(chunk);
+    const body = this.#body;
+    if (body !== undefined) {
+      // Set only for a stream whose transform has `chunk` (onHeaders).
+      const out = body.chunk!(chunk);
       return out.length === 0 || this.#res.write(out) || this.#pauseUntilDrain();
     }
-    this.#keepTail(chunk);
-    const out = this.#filter === null ? chunk : this.#filter.push(chunk);
-    return out.length === 0 || this.#res.write(out) || this.#pauseUntilDrain();
+    this.#keptBytes = keepTail(this.#kept, this.#keptBytes, chunk);
+    return chunk.length === 0 || this.#res.write(chunk) || this.#pauseUntilDrain();
   }
 
   /**
@@ -379,15 +300,15 @@ class Relay implements RawHandler {
       return;
     }
     if (state !== 'relaying') return;
-    const last = this.#transform?.end();
-    const usage = this.#usageFromTail();
-    if (this.#request.usageTrailers !== undefined) {
-      const trailers = this.#request.usageHeaders?.(usage) ?? null;
+    const last = this.#body?.end?.();
+    const usage = this.#usage();
+    const transform = this.#transform;
+    if (transform?.trailers !== undefined) {
+      const trailers = transform.usageHeaders?.(usage) ?? null;
       if (trailers !== null) this.#res.addTrailers(trailers);
     }
     if (last !== undefined) this.#res.end(last);
-    else if (this.#filter === null) this.#res.end();
-    else this.#res.end(this.#filter.end());
+    else this.#res.end();
     this.#served('complete', usage);
   }
 
@@ -397,7 +318,7 @@ class Relay implements RawHandler {
     if (state === 'discarding') return;
     if (state === 'waiting' || state === 'buffering') {
       // Nothing reached the client yet: the next candidate may still answer.
-      this.#failed(this.#clientGone ? ABORTED : failure(err));
+      this.#failed(this.#clientGone ? ABORTED : upstreamFailure(err));
       return;
     }
     if (this.#clientGone) {
@@ -411,7 +332,7 @@ class Relay implements RawHandler {
         this.#outOfTime === null
           ? `the upstream stream from provider ${this.#request.providerName} was interrupted`
           : `the stream from provider ${this.#request.providerName} was ended by the gateway: ${this.#outOfTime}`;
-      this.#res.end(this.#transform?.fail(message) ?? `data: ${openaiErrorBody('stream_interrupted', message)}\n\n`);
+      this.#res.end(this.#transform?.fail?.(message) ?? `data: ${openaiErrorBody('stream_interrupted', message)}\n\n`);
     } else {
       this.#res.destroy();
     }
@@ -442,15 +363,18 @@ class Relay implements RawHandler {
     const whole = this.#kept.length === 1 ? (this.#kept[0] as Buffer) : Buffer.concat(this.#kept, this.#keptBytes);
     let body: Buffer | string = whole;
     let usage: TokenUsage | null;
-    if (this.#transform === undefined) usage = this.#status < 300 ? usageFromJson(whole) : null;
+    const rewriting = this.#body;
+    if (rewriting === undefined) usage = this.#status < 300 ? usageFromJson(whole) : null;
     else {
-      const answer = this.#transform.plain(this.#status, whole);
+      // Set only for a plain body whose transform has `plain` (onHeaders).
+      const answer = rewriting.plain!(this.#status, whole);
       this.#status = answer.status;
       body = answer.body;
       usage = answer.usage;
     }
     const translated = typeof body === 'string';
-    const headers = responseHeaders(this.#upstreamHeaders, this.#request, this.#request.usageHeaders?.(usage) ?? null, translated);
+    const extra = this.#transform?.usageHeaders?.(usage) ?? null;
+    const headers = responseHeaders(this.#upstreamHeaders, this.#request.clientHeaders, extra, translated);
     if (translated) headers.push('content-type', 'application/json');
     headers.push('content-length', String(Buffer.byteLength(body)));
     this.#commit(headers);
@@ -466,34 +390,28 @@ class Relay implements RawHandler {
    * Returns false when the client's socket is full (undici then pauses).
    */
   #streamBuffered(): boolean {
-    this.#commit(responseHeaders(this.#upstreamHeaders, this.#request, null));
+    this.#commit(responseHeaders(this.#upstreamHeaders, this.#request.clientHeaders, null));
     this.#firstByteAt = performance.now();
     const kept = this.#kept;
     this.#kept = [];
     this.#keptBytes = 0;
     let full = false;
     for (const chunk of kept) {
-      this.#keepTail(chunk);
+      this.#keptBytes = keepTail(this.#kept, this.#keptBytes, chunk);
       full = !this.#res.write(chunk);
     }
     return full ? this.#pauseUntilDrain() : true;
   }
 
-  #keepTail(chunk: Buffer): void {
-    this.#kept.push(chunk);
-    this.#keptBytes += chunk.length;
-    while (this.#keptBytes - (this.#kept[0] as Buffer).length >= USAGE_TAIL_BYTES) this.#keptBytes -= (this.#kept.shift() as Buffer).length;
-  }
-
   /**
-   * The usage the kept tail reports. A cut stream's tail may still hold one (a server that
-   * reports usage as it goes); a cut plain body cannot be read.
+   * The usage a relayed response reports: its transform's, or what the kept tail holds. A
+   * cut stream's tail may still hold one (a server that reports usage as it goes); a cut
+   * plain body cannot be read.
    */
-  #usageFromTail(): TokenUsage | null {
-    if (this.#transform !== undefined) return this.#status >= 300 ? null : this.#transform.usage;
-    if (this.#status >= 300 || this.#keptBytes === 0) return null;
-    const bytes = this.#kept.length === 1 ? (this.#kept[0] as Buffer) : Buffer.concat(this.#kept, this.#keptBytes);
-    return this.#isSse ? usageFromSseTail(bytes.toString('utf8')) : usageFromJson(bytes);
+  #usage(): TokenUsage | null {
+    if (this.#status >= 300) return null;
+    const body = this.#body;
+    return body === undefined ? usageOfTail(this.#kept, this.#keptBytes, this.#isSse) : (body.usage ?? null);
   }
 
   /** Counts event boundaries (a blank line), also one split across two chunks. */
@@ -504,10 +422,7 @@ class Relay implements RawHandler {
     this.#endedInNewline = chunk[chunk.length - 1] === 0x0a;
   }
 
-  #served(
-    outcome: Relayed['outcome'],
-    usage: TokenUsage | null = outcome === 'complete' || this.#isSse ? this.#usageFromTail() : null,
-  ): void {
+  #served(outcome: Relayed['outcome'], usage: TokenUsage | null = outcome === 'complete' || this.#isSse ? this.#usage() : null): void {
     this.#detach();
     this.#finish({ outcome, usage, firstByteAt: this.#firstByteAt, events: this.#events });
   }
@@ -537,35 +452,4 @@ class Relay implements RawHandler {
     }
     this.#kept = [];
   }
-}
-
-/** `retry-after` as delay-seconds or an HTTP date (RFC 9110 10.2.3), in ms from now; null when absent or unreadable. */
-export function retryAfterOf(value: string | string[] | undefined, nowMs = Date.now()): number | null {
-  if (typeof value !== 'string') return null;
-  const trimmed = value.trim();
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
-  const at = Date.parse(trimmed);
-  return Number.isNaN(at) ? null : Math.max(0, at - nowMs);
-}
-
-/** Maps an undici error to a failover reason and a message safe to show a client. */
-function failure(err: unknown): RelayResult {
-  if (err instanceof OutOfTime) return { kind: 'failed', reason: 'timeout', detail: `out of time: ${err.message}` };
-  if (err instanceof TooLargeToTranslate) return { kind: 'failed', reason: 'status_5xx', detail: err.message };
-  const code = (err as { code?: string }).code ?? '';
-  const [reason, detail]: [FailureReason, string] =
-    code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT'
-      ? ['timeout', 'timed out waiting for a response']
-      : code === 'UND_ERR_CONNECT_TIMEOUT'
-        ? ['timeout', 'timed out connecting']
-        : code === 'ECONNREFUSED'
-          ? ['connect_error', 'connection refused']
-          : code === 'UND_ERR_CLOSED' || code === 'UND_ERR_DESTROYED'
-            ? ['connect_error', 'connection pool closed']
-            : code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE'
-              ? ['connect_error', 'connection closed by the provider']
-              : code === 'ENOTFOUND' || code === 'EAI_AGAIN'
-                ? ['connect_error', 'provider host not found']
-                : ['connect_error', code === '' ? 'request failed' : `request failed (${code})`];
-  return { kind: 'failed', reason, detail };
 }

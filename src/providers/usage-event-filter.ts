@@ -1,4 +1,6 @@
 import { StringDecoder } from 'node:string_decoder';
+import type { RelayTransform } from './relay-transform.js';
+import { keepTail, usageOfTail } from './usage-tail.js';
 
 /**
  * Takes the usage-only event out of an OpenAI chat completion stream. The gateway asks
@@ -40,4 +42,25 @@ export class UsageEventFilter {
 
 function isUsageOnly(event: string): boolean {
   return event.startsWith('data:') && event.includes('"choices":[]') && event.includes('"usage":{');
+}
+
+/**
+ * A stream relayed without its usage-only event (UsageEventFilter), billed on the usage its
+ * bytes report, read from their tail as the pass-through reads it. A plain body is left to
+ * the pass-through: the filter has no part for it.
+ */
+export function withoutUsageEvent(): RelayTransform {
+  const filter = new UsageEventFilter();
+  const tail: Buffer[] = [];
+  let tailBytes = 0;
+  return {
+    chunk(chunk) {
+      tailBytes = keepTail(tail, tailBytes, chunk);
+      return filter.push(chunk);
+    },
+    end: () => filter.end(),
+    get usage() {
+      return usageOfTail(tail, tailBytes, true);
+    },
+  };
 }

@@ -1,6 +1,6 @@
 import { costMicroUsd, isPriced, type Usage } from '../governance/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
-import { providerHeaders, type RelayResult, relay } from '../providers/index.js';
+import { providerHeaders, type RelayResult, type RelayTransform, relay, withUsageHeaders } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
 import { genAiOperation, genAiSystem, type Tracing } from '../telemetry/index.js';
 import type { Exchange, ModelRequest } from './exchange.js';
@@ -100,30 +100,36 @@ export const sendToCandidate: Attempt = (a, done) => {
         body: upstream.body,
         timeoutMs: provider.timeoutMs,
       },
-      attribution: attributionOf(gen, c),
-      ownHeaders: own,
-      exposeHeaders: provider.exposeHeaders,
-      limitsReplaced: limits !== null && hasRateLimitHeaders(limits),
-      usageHeaders: costHeaders(gen, c),
-      // A stream's cost is known after its body: it goes out as a trailer.
-      usageTrailers: request.stream && isPriced(gen.pricing, provider.name, c.upstreamModel) ? COST_HEADER : undefined,
-      dropUsageEvent: upstream.dropUsageEvent,
+      clientHeaders: {
+        attribution: attributionOf(gen, c),
+        own,
+        expose: provider.exposeHeaders,
+        limitsReplaced: limits !== null && hasRateLimitHeaders(limits),
+      },
+      transform: withCost(upstream.transform, gen, c, request.stream),
       doneBy: doneBy(a.admitted, provider.requestTimeoutMs),
       streamMaxMs: request.stream ? (provider.streamMaxMs ?? undefined) : undefined,
       stopSlot: x.running,
-      transform: upstream.transform,
     },
     done,
   );
 };
 
-/** `x-switchyard-cost-usd` for a response whose usage is known when its headers go out. */
-function costHeaders(gen: Generation, c: GenerationCandidate): (usage: Usage | null) => Record<string, string> | null {
-  return (usage) => {
+/**
+ * The upstream's transform, with `x-switchyard-cost-usd` from the usage when the candidate
+ * is priced: a header on a buffered response, a trailer on a stream (its cost is known only
+ * after its body). Unpriced, the transform is left as it is (none: the pass-through).
+ */
+function withCost(inner: RelayTransform | undefined, gen: Generation, c: GenerationCandidate, stream: boolean): RelayTransform | undefined {
+  const provider = c.provider.name;
+  const model = c.upstreamModel;
+  if (!isPriced(gen.pricing, provider, model)) return inner;
+  const costHeaders = (usage: Usage | null): Record<string, string> | null => {
     if (usage === null) return null;
-    const cost = costMicroUsd(gen.pricing, c.provider.name, c.upstreamModel, usage);
+    const cost = costMicroUsd(gen.pricing, provider, model, usage);
     return cost === null ? null : { [COST_HEADER]: (cost / 1e6).toFixed(6) };
   };
+  return withUsageHeaders(inner, costHeaders, stream ? COST_HEADER : undefined);
 }
 
 /** The earlier of the provider's request_timeout_ms (a non-streamed response) and the route's deadline. */

@@ -16,6 +16,7 @@ import {
   storedResponsePath,
   translation,
   upstreamPathFor,
+  withoutUsageEvent,
   withStreamUsage,
 } from '../providers/index.js';
 import {
@@ -41,9 +42,8 @@ export interface UpstreamRequest {
   readonly method: 'GET' | 'POST' | 'DELETE';
   readonly path: string;
   readonly body: Buffer | string | null;
+  /** What the relay does beyond passing the answer's bytes on; undefined = nothing. */
   readonly transform: RelayTransform | undefined;
-  /** A stream whose client did not ask for usage: its usage-only event is read, not relayed. */
-  readonly dropUsageEvent: boolean;
 }
 
 /** Called with each response id an answer carries (the Responses API). */
@@ -97,7 +97,7 @@ export const operations: Readonly<Record<Operation, OperationSpec>> = {
     parse: parseCompletionsRequest,
     maxTokens: (parsed) => cap(parsed.max_tokens),
     // Billed like a chat completion: the same usage fields, and a stream asked for its usage.
-    upstream: (r, c) => post(r, c, upstreamBody(r, c), undefined, r.stream && !clientAskedUsage(r.parsed)),
+    upstream: (r, c) => post(r, c, upstreamBody(r, c), r.stream && !clientAskedUsage(r.parsed) ? withoutUsageEvent() : undefined),
     remembersResponses: false,
     metered: true,
     guarded: true,
@@ -133,14 +133,8 @@ function estimateTokens(x: Exchange, request: ModelRequest): void {
   sendJson(x.res, 200, { input_tokens: Math.ceil(request.raw.length / 4) });
 }
 
-function post(
-  r: ModelRequest,
-  c: GenerationCandidate,
-  body: Buffer | string,
-  transform: RelayTransform | undefined,
-  dropUsageEvent = false,
-): UpstreamRequest {
-  return { method: 'POST', path: upstreamPathFor(c.provider, c.upstreamModel, r.operation), body, transform, dropUsageEvent };
+function post(r: ModelRequest, c: GenerationCandidate, body: Buffer | string, transform: RelayTransform | undefined): UpstreamRequest {
+  return { method: 'POST', path: upstreamPathFor(c.provider, c.upstreamModel, r.operation), body, transform };
 }
 
 /** A new response (metered, its id remembered), or a stored one's GET / DELETE (neither). */
@@ -148,7 +142,7 @@ function responsesUpstream(r: ModelRequest, c: GenerationCandidate, onResponseId
   const stored = r.stored;
   if (stored !== null) {
     const path = storedResponsePath(c.provider, stored.id, stored.query);
-    return { method: stored.method, path, body: null, transform: undefined, dropUsageEvent: false };
+    return { method: stored.method, path, body: null, transform: undefined };
   }
   return post(r, c, chatBodyFor(r.raw, r.parsed, c.upstreamModel), responsesMetering(onResponseId ?? ignoreId));
 }
@@ -169,7 +163,8 @@ function chatUpstream(r: ModelRequest, c: GenerationCandidate): UpstreamRequest 
   const to = c.provider.protocol;
   if (to === r.protocol) {
     if (to === 'anthropic') return post(r, c, chatBodyFor(r.raw, r.parsed, c.upstreamModel), anthropicMetering());
-    return post(r, c, upstreamBody(r, c), undefined, r.stream && !clientAskedUsage(r.parsed));
+    // The gateway asked an OpenAI stream for its usage: a client that did not gets no usage event.
+    return post(r, c, upstreamBody(r, c), r.stream && !clientAskedUsage(r.parsed) ? withoutUsageEvent() : undefined);
   }
   const request = { ...canonicalOf(r), model: c.upstreamModel };
   const written = to === 'anthropic' ? canonicalToAnthropicRequest(request) : canonicalToOpenaiRequest(request);
