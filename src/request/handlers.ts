@@ -1,6 +1,8 @@
 import { admitCaller } from './admission.js';
-import { type Attempt, composeAttempt, sendToCandidate, withBreaker, withCredentialCheck, withTracing } from './attempt.js';
+import { type Attempt, composeAttempt, withBreaker, withCredentialCheck } from './attempt.js';
+import { withTracing } from './attempt-tracing.js';
 import type { Caller, Exchange } from './exchange.js';
+import { sendToCandidate } from './send-to-candidate.js';
 import type { ServeCallback } from './serve-chain.js';
 import { type RequestPath, serveModel } from './serve-model.js';
 import type { ListenerSettings, Services } from './services.js';

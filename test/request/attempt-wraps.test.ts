@@ -12,8 +12,8 @@ import {
   type Wrap,
   withBreaker,
   withCredentialCheck,
-  withTracing,
 } from '../../src/request/attempt.js';
+import { withTracing } from '../../src/request/attempt-tracing.js';
 import type { BreakerOptions, BreakerRegistry, BreakerTransition } from '../../src/resilience/index.js';
 import { Tracing } from '../../src/telemetry/index.js';
 import {

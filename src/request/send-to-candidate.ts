@@ -1,0 +1,161 @@
+import { costMicroUsd, isPriced } from '../governance/index.js';
+import type { Generation, GenerationCandidate } from '../live/index.js';
+import { providerHeaders, type RelayTransform, relay, type UsageHeadersOf, withUsageHeaders } from '../providers/index.js';
+import type { AdmittedRequest, Attempt } from './attempt.js';
+import type { Exchange } from './exchange.js';
+import { operations } from './operations.js';
+
+// The core of an attempt, which the wraps of attempt.ts decorate: the upstream call for one
+// candidate, through its provider's pool, and the relay of its answer if it commits.
+
+export const COST_HEADER = 'x-switchyard-cost-usd';
+
+/**
+ * The core: the upstream call for this candidate (its operation decides method, path and
+ * body), relayed to the client if it commits. A request that cannot be translated to the
+ * candidate's protocol throws a 400 naming the field, before anything is sent.
+ */
+export const sendToCandidate: Attempt = (a, done) => {
+  const { x, request, limitHeaders: limits, onResponseId } = a.admitted;
+  const c = a.candidate;
+  const gen = request.gen;
+  const provider = c.provider;
+  const requestId = x.requestId;
+  const upstream = operations[request.operation].upstream(request, c, onResponseId === null ? null : (id) => onResponseId(id, c));
+  const headers = providerHeaders(
+    provider,
+    c.credential ?? provider.credential,
+    provider.headers,
+    request.stream ? 'text/event-stream' : 'application/json',
+    requestId,
+    x.req.headers,
+  );
+  const own: string[] = ['x-switchyard-request-id', requestId];
+  if (gen.overlay !== null) {
+    // Grid provider-hop headers, so a provider behind a Grid hop can attribute the request.
+    headers['x-ai-routing-candidate'] = c.stableId;
+    headers['x-ai-routing-request-id'] = requestId;
+    headers['x-ai-routing-revision'] = gen.overlay.revision;
+  }
+  if (a.trace !== null) Object.assign(headers, a.trace);
+  else forwardTraceContext(x, headers);
+  if (x.failures.length > 0) own.push('x-switchyard-fallback', x.failures.map((f) => f.provider).join(','));
+  // A gateway limit's headers replace the upstream's of the same names.
+  if (limits !== null) for (const v of limits) own.push(v);
+  const fixed = fixedOf(gen, c);
+  x.attemptStartedAt = performance.now();
+  relay(
+    {
+      res: x.res,
+      pool: provider.pool,
+      providerName: provider.name,
+      call: {
+        method: upstream.method,
+        path: upstream.path,
+        headers,
+        body: upstream.body,
+        timeoutMs: provider.timeoutMs,
+      },
+      clientHeaders: {
+        attribution: fixed.attribution,
+        own,
+        expose: provider.exposeHeaders,
+        limitsReplaced: limits !== null && hasRateLimitHeaders(limits),
+      },
+      transform: withCost(fixed, upstream.transform, request.stream),
+      doneBy: doneBy(a.admitted, provider.requestTimeoutMs),
+      streamMaxMs: request.stream ? (provider.streamMaxMs ?? undefined) : undefined,
+      stopSlot: x.running,
+    },
+    done,
+  );
+};
+
+/** The earlier of the provider's request_timeout_ms (a non-streamed response) and the route's deadline. */
+function doneBy(admitted: AdmittedRequest, requestTimeoutMs: number | null): number | undefined {
+  const own = requestTimeoutMs === null || admitted.request.stream ? null : performance.now() + requestTimeoutMs;
+  const route = admitted.deadlineAt;
+  if (own === null) return route ?? undefined;
+  return route === null ? own : Math.min(own, route);
+}
+
+/** What is the same for every request a candidate serves in its generation. */
+interface CandidateFixed {
+  readonly gen: Generation;
+  /** The attribution headers, as a flat list of names and values. */
+  readonly attribution: readonly string[];
+  /** `x-switchyard-cost-usd` from the usage, for a priced candidate; null when unpriced. */
+  readonly cost: UsageHeadersOf | null;
+  /** The cost alone as a transform, for a plain response and for a stream (a trailer); null when unpriced. */
+  readonly costPlain: RelayTransform | null;
+  readonly costStream: RelayTransform | null;
+}
+
+const fixedParts = new WeakMap<GenerationCandidate, CandidateFixed>();
+
+/** Built once per (generation, candidate), on the first request it serves. */
+function fixedOf(gen: Generation, c: GenerationCandidate): CandidateFixed {
+  const known = fixedParts.get(c);
+  if (known?.gen === gen) return known;
+  const attribution = [
+    'x-switchyard-provider',
+    c.provider.name,
+    'x-switchyard-model',
+    c.upstreamModel,
+    'x-switchyard-candidate',
+    c.stableId,
+    'x-switchyard-generation',
+    String(gen.number),
+  ];
+  if (gen.overlay !== null) attribution.push('x-switchyard-revision', gen.overlay.revision);
+  const cost = costOf(gen, c);
+  const fixed: CandidateFixed = {
+    gen,
+    attribution: Object.freeze(attribution),
+    cost,
+    costPlain: cost === null ? null : withUsageHeaders(undefined, cost),
+    costStream: cost === null ? null : withUsageHeaders(undefined, cost, COST_HEADER),
+  };
+  fixedParts.set(c, fixed);
+  return fixed;
+}
+
+/** `x-switchyard-cost-usd` from a response's usage at the generation's prices; null for an unpriced candidate. */
+function costOf(gen: Generation, c: GenerationCandidate): UsageHeadersOf | null {
+  const provider = c.provider.name;
+  const model = c.upstreamModel;
+  if (!isPriced(gen.pricing, provider, model)) return null;
+  return (usage) => {
+    if (usage === null) return null;
+    const cost = costMicroUsd(gen.pricing, provider, model, usage);
+    return cost === null ? null : { [COST_HEADER]: (cost / 1e6).toFixed(6) };
+  };
+}
+
+/**
+ * The upstream's transform with the cost added, for a priced candidate: a header on a
+ * buffered response, a trailer on a stream (its cost is known only after its body).
+ * Unpriced, the transform is left as it is (none: the pass-through).
+ */
+function withCost(fixed: CandidateFixed, inner: RelayTransform | undefined, stream: boolean): RelayTransform | undefined {
+  if (fixed.cost === null) return inner;
+  if (inner === undefined) return (stream ? fixed.costStream : fixed.costPlain) ?? undefined;
+  return withUsageHeaders(inner, fixed.cost, stream ? COST_HEADER : undefined);
+}
+
+/** Whether a gateway limit put its own `x-ratelimit-*` headers on the response (names are at even places). */
+function hasRateLimitHeaders(headers: readonly string[]): boolean {
+  for (let i = 0; i < headers.length; i += 2) if ((headers[i] as string).startsWith('x-ratelimit-')) return true;
+  return false;
+}
+
+const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/** With tracing off, a client's W3C trace context still reaches the provider, when it is well formed. */
+function forwardTraceContext(x: Exchange, headers: Record<string, string>): void {
+  const parent = x.req.headers.traceparent;
+  if (typeof parent !== 'string' || !TRACEPARENT.test(parent)) return;
+  headers.traceparent = parent;
+  const state = x.req.headers.tracestate;
+  if (typeof state === 'string' && state.length <= 512) headers.tracestate = state;
+}
