@@ -12,6 +12,7 @@ export interface ErrorSpec {
 export const errorCatalog = {
   invalid_json: { status: 400, openai: 'invalid_request_error', anthropic: 'invalid_request_error' },
   invalid_request: { status: 400, openai: 'invalid_request_error', anthropic: 'invalid_request_error' },
+  duplicate_key: { status: 400, openai: 'invalid_request_error', anthropic: 'invalid_request_error' },
   unauthorized: { status: 401, openai: 'authentication_error', anthropic: 'authentication_error' },
   key_expired: { status: 401, openai: 'authentication_error', anthropic: 'authentication_error' },
   budget_exceeded: { status: 402, openai: 'insufficient_quota', anthropic: 'permission_error' },
@@ -34,6 +35,7 @@ export const errorCatalog = {
   shutting_down: { status: 503, openai: 'server_error', anthropic: 'overloaded_error' },
   upstream_timeout: { status: 504, openai: 'server_error', anthropic: 'api_error' },
   stream_interrupted: { status: 502, openai: 'server_error', anthropic: 'api_error' },
+  stream_event_too_large: { status: 502, openai: 'server_error', anthropic: 'api_error' },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof errorCatalog;
