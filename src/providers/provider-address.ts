@@ -78,7 +78,7 @@ export function storedResponsePath(p: ProviderAddress, responseId: string, query
 }
 
 /**
- * The headers of an upstream call. The key goes where the provider type expects it:
+ * The headers of an upstream call, asking for the answer uncompressed. The key goes where the provider type expects it:
  * `authorization: Bearer` (OpenAI), `api-key` (Azure), `x-api-key` (Anthropic, which never
  * gets an `authorization`). An Anthropic client's own `anthropic-version` and
  * `anthropic-beta` are forwarded, since they change what the request means.
@@ -91,7 +91,14 @@ export function providerHeaders(
   requestId: string,
   client: { readonly [name: string]: string | string[] | undefined },
 ): Record<string, string> {
-  const headers: Record<string, string> = { ...extra, 'content-type': 'application/json', accept, 'x-request-id': requestId };
+  // identity: the relay reads usage from the answer's bytes and passes them on as they are.
+  const headers: Record<string, string> = {
+    ...extra,
+    'content-type': 'application/json',
+    accept,
+    'accept-encoding': 'identity',
+    'x-request-id': requestId,
+  };
   if (p.type === 'anthropic') {
     const version = client['anthropic-version'];
     headers['anthropic-version'] = typeof version === 'string' && version !== '' ? version : (p.anthropicVersion ?? '2023-06-01');

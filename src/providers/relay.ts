@@ -7,7 +7,15 @@ import type { ProviderPool, RawHandler, UpstreamCall } from './provider-pool.js'
 import { headerNameBytes, rawHeaderValue } from './raw-headers.js';
 import type { RelayTransform } from './relay-transform.js';
 import { type ClientHeaders, responseHeaders } from './response-headers.js';
-import { type FailedAttempt, OutOfTime, retryAfterOf, statusFailure, TooLargeToTranslate, upstreamFailure } from './upstream-failure.js';
+import {
+  encodingFailure,
+  type FailedAttempt,
+  OutOfTime,
+  retryAfterOf,
+  statusFailure,
+  TooLargeToTranslate,
+  upstreamFailure,
+} from './upstream-failure.js';
 import { keepTail, usageOfTail } from './usage-tail.js';
 
 // One attempt at one candidate, as an undici dispatch handler. Until something is written
@@ -96,6 +104,7 @@ export interface Relayed {
 
 const CONTENT_TYPE = headerNameBytes('content-type');
 const RETRY_AFTER = headerNameBytes('retry-after');
+const CONTENT_ENCODING = headerNameBytes('content-encoding');
 
 class ClientGone extends Error {
   constructor() {
@@ -231,6 +240,14 @@ class Relay implements RawHandler {
       // Let the body drain so the connection stays reusable, and fail over now.
       this.#state = 'discarding';
       this.#failed(statusFailure(statusCode, statusCode === 429 ? retryAfterOf(rawHeaderValue(headers, RETRY_AFTER)) : null));
+      return true;
+    }
+    const encoding = rawHeaderValue(headers, CONTENT_ENCODING);
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+      // Asked for identity (providerHeaders), it compressed anyway: its usage cannot be
+      // read, and the client never asked for that encoding. Another candidate may answer.
+      this.#state = 'discarding';
+      this.#failed(encodingFailure(encoding));
       return true;
     }
     this.#upstreamHeaders = headers;

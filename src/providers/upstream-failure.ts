@@ -59,6 +59,16 @@ export function statusFailure(status: number, retryAfterMs: number | null): Fail
     : { kind: 'failed', reason, detail: `HTTP ${status}`, retryAfterMs };
 }
 
+/** An answer in a content encoding the gateway did not ask for (it asks for identity): the provider misbehaved. */
+export function encodingFailure(encoding: string): FailedAttempt {
+  const shown = encoding.length <= 32 ? encoding : `${encoding.slice(0, 32)}…`;
+  return {
+    kind: 'failed',
+    reason: 'status_5xx',
+    detail: `the provider answered with content-encoding ${JSON.stringify(shown)}, though asked for identity`,
+  };
+}
+
 /** `retry-after` as delay-seconds or an HTTP date (RFC 9110 10.2.3), in ms from now; null when absent or unreadable. */
 export function retryAfterOf(value: string | string[] | undefined, nowMs = Date.now()): number | null {
   if (typeof value !== 'string') return null;
