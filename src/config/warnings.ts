@@ -25,5 +25,32 @@ export function configWarnings(document: unknown, config: GatewayConfig): Config
       });
     });
   }
+  warnings.push(...capacityWarnings(config));
+  return warnings;
+}
+
+/**
+ * A token limit below `governance.default_max_tokens`: a request that sets no output cap
+ * reserves that many output tokens, which the limit can never hold, so such requests are
+ * all refused (400 over_limit_capacity). Valid, but rarely what was meant.
+ */
+function capacityWarnings(config: GatewayConfig): ConfigIssue[] {
+  const reserve = config.governance.default_max_tokens;
+  const warnings: ConfigIssue[] = [];
+  const check = (path: string, limit: number | undefined, per: string): void => {
+    if (limit === undefined || limit >= reserve) return;
+    warnings.push({
+      path,
+      message: `${limit} ${per} is below governance.default_max_tokens (${reserve}): a request that sets no max_tokens reserves ${reserve} output tokens and is refused (over_limit_capacity); lower default_max_tokens or raise the limit`,
+    });
+  };
+  for (const [id, team] of Object.entries(config.teams ?? {})) {
+    check(`teams.${id}.rate_limit.tpm`, team.rate_limit?.tpm, 'tokens per minute');
+    check(`teams.${id}.quota.tokens_per_day`, team.quota?.tokens_per_day, 'tokens per day');
+  }
+  (config.keys ?? []).forEach((key, i) => {
+    check(`keys[${i}].tpm`, key.tpm, 'tokens per minute');
+    check(`keys[${i}].tokens_per_day`, key.tokens_per_day, 'tokens per day');
+  });
   return warnings;
 }

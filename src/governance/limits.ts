@@ -63,6 +63,7 @@ export interface Refusal {
     | 'rate_limit_exceeded'
     | 'quota_exceeded'
     | 'budget_exceeded'
+    | 'over_limit_capacity'
     | 'governance_unavailable'
   >;
   readonly message: string;

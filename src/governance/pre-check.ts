@@ -1,4 +1,4 @@
-import type { Principal, RateLimitView, Refusal } from './limits.js';
+import type { LimitKind, Principal, RateLimitView, Refusal, Scope } from './limits.js';
 import { NO_RATE_LIMIT } from './limits.js';
 import { checkModel, type GovernancePolicy, scopesOf } from './policy.js';
 import { costMicroUsd, isPriced, type PricedTarget, type PriceTable, reservationMicroUsd, type Usage } from './pricing.js';
@@ -92,6 +92,8 @@ export function preCheck(
     };
   }
   if (scopes.length === 0) return { ok: true, reservation: null, rateLimit: NO_RATE_LIMIT, budgetWarnings: [], unpriced: priced.missing };
+  const never = neverFits(scopes, estimate, demand.maxTokens === null);
+  if (never !== null) return { ok: false, refusal: never };
   const reserved = store.reserve({
     scopes,
     tokens: estimate.inputTokens + estimate.maxOutputTokens,
@@ -100,6 +102,50 @@ export function preCheck(
   });
   const unpriced = priced.missing;
   return reserved instanceof Promise ? reserved.then((r) => admissionOf(r, unpriced)) : admissionOf(reserved, unpriced);
+}
+
+/**
+ * A refusal when the request's tokens are more than a token limit (tpm, tokens_per_day)
+ * allows even with nothing else counted: it could never be admitted, so a 429 with a
+ * `retry-after` would only be retried for ever. Names the limit, and the output cap that
+ * would fit when one would. (A worst case over a whole monthly budget stays a 402: it
+ * promises no retry.)
+ */
+function neverFits(scopes: readonly Scope[], estimate: TokenEstimate, capDefaulted: boolean): Refusal | null {
+  const tokens = estimate.inputTokens + estimate.maxOutputTokens;
+  for (const scope of scopes) {
+    const { tpm, tokensPerDay } = scope.limits;
+    const tokenLimit =
+      tpm !== undefined && tokens > tpm
+        ? { kind: 'tpm' as const, value: tpm, per: 'tokens per minute' }
+        : tokensPerDay !== undefined && tokens > tokensPerDay
+          ? { kind: 'tokens_per_day' as const, value: tokensPerDay, per: 'tokens per day' }
+          : null;
+    if (tokenLimit !== null) {
+      const room = tokenLimit.value - estimate.inputTokens;
+      const cap = capDefaulted
+        ? `${estimate.maxOutputTokens} output tokens, governance.default_max_tokens, as the request sets no output cap`
+        : `${estimate.maxOutputTokens} output tokens, the request's cap`;
+      const fix = room > 0 ? `; an output cap of at most ${room} would fit` : '; its input alone is over the limit';
+      return capacityRefusal(
+        scope,
+        tokenLimit.kind,
+        `this request reserves ${tokens} tokens (about ${estimate.inputTokens} of input and ${cap}), more than ${scope.kind} "${scope.id}"'s limit of ${tokenLimit.value} ${tokenLimit.per} allows${fix}`,
+      );
+    }
+  }
+  return null;
+}
+
+function capacityRefusal(scope: Scope, limit: LimitKind, message: string): Refusal {
+  return {
+    code: 'over_limit_capacity',
+    message,
+    retryAfterS: null,
+    scope: { kind: scope.kind, id: scope.id },
+    limit,
+    rateLimit: NO_RATE_LIMIT,
+  };
 }
 
 function admissionOf(r: ReserveResult, unpriced: readonly PricedTarget[]): Admission {

@@ -91,7 +91,7 @@ function governedConfig(extra: Record<string, unknown> = {}): Record<string, unk
         free: {},
         rpm: { rate_limit: { rpm: 2 } },
         reloaded: { rate_limit: { rpm: 3 } },
-        quota: { quota: { tokens_per_day: 1 } },
+        quota: { quota: { tokens_per_day: 60 } },
         llamas: { allowed_models: ['llama-*'] },
         budget: { budget: { usd_per_month: budgetFitsTen, on_exceeded: 'block' } },
         warned: { budget: { usd_per_month: 0, on_exceeded: 'warn' } },
@@ -179,9 +179,32 @@ describe('governance on the request path', () => {
   });
 
   it('the daily token quota trips with 429 quota_exceeded', async () => {
+    // A small output cap, so that one request fits the day's 60 tokens and the quota fills
+    // with what the requests used.
+    const client = clientFor(gw, 'quota');
+    let served = 0;
+    let refused: unknown;
+    for (let i = 0; i < 20 && refused === undefined; i += 1) {
+      try {
+        await client.chat.completions.create({ model: MODEL, messages, max_tokens: 8 });
+        served += 1;
+      } catch (err) {
+        refused = err;
+      }
+    }
+    assert.ok(served >= 1, 'the first request fits the quota');
+    assert.ok(refused instanceof OpenAI.RateLimitError, String(refused));
+    assert.equal(refused.code, 'quota_exceeded');
+  });
+
+  it('a request the daily quota could never hold is 400 over_limit_capacity, naming the limit and a cap that fits, with no retry-after', async () => {
+    // No max_tokens: it reserves governance.default_max_tokens (4096) output tokens, more than the day's 60.
     const err = await refusal(clientFor(gw, 'quota').chat.completions.create({ model: MODEL, messages }));
-    assert.ok(err instanceof OpenAI.RateLimitError, String(err));
-    assert.equal(err.code, 'quota_exceeded');
+    assert.ok(err instanceof OpenAI.BadRequestError, String(err));
+    assert.equal(err.code, 'over_limit_capacity');
+    assert.match(err.message, /team "quota"'s limit of 60 tokens per day/);
+    assert.match(err.message, /an output cap of at most \d+ would fit/);
+    assert.equal(err.headers?.get('retry-after'), null);
   });
 
   it('a priced response carries x-switchyard-cost-usd, equal to its usage at the configured price, and counts in spend', async () => {
