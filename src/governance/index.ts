@@ -75,3 +75,14 @@ export {
   type ScopeStatus,
 } from './store.js';
 export { applyStoreErrorPolicy, type OnStoreError, type PolicedStore, type StoreFailure } from './store-error-policy.js';
+export {
+  checkUsage,
+  INPUT_TOKENS_PER_BODY_BYTE,
+  MAX_CHOICES,
+  MAX_OUTPUT_TOKENS_UNCAPPED,
+  MIN_BOUNDED_BODY_BYTES,
+  type UsageBounds,
+  type UsageCheck,
+  type UsageFault,
+  usageBounds,
+} from './usage-sanity.js';

@@ -269,6 +269,11 @@ function viewOf(scopes: readonly Scope[], counters: readonly ScopeCounters[], no
   return rateLimitView(scopes, windows, nowMs);
 }
 
+/** `n`, or 0 when it is negative or not a number. */
+function atLeastZero(n: number): number {
+  return Number.isNaN(n) ? 0 : Math.max(0, n);
+}
+
 /**
  * The embedded store: exact on one replica. Its decision is the Lua script's, in the same
  * order (scopes in order; RPM, TPM, day, budget), and it is atomic because it never awaits.
@@ -355,13 +360,17 @@ export class MemoryGovernanceStore implements GovernanceStore {
   }
 
   settle(r: Reservation, actual: Actual, _nowMs: number): void {
+    // A negative actual would be a refund: it would take from the counters what other
+    // requests booked. Counted as zero (as the redis store does), whatever the caller passed.
+    const tokens = atLeastZero(actual.tokens);
+    const cost = atLeastZero(actual.costMicroUsd);
     for (const s of r.scopes) {
       const c = this.#counters(s);
-      c.window.adjustTokens(r.atMs, actual.tokens - r.tokens);
-      c.addTokens(r.day, actual.tokens - r.tokens);
+      c.window.adjustTokens(r.atMs, tokens - r.tokens);
+      c.addTokens(r.day, tokens - r.tokens);
       const m = c.month(r.month);
       m.open.close(Number(r.id.slice(1)));
-      m.spent += actual.costMicroUsd;
+      m.spent += cost;
     }
   }
 

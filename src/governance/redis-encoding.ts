@@ -178,10 +178,26 @@ export function encodeSettles(entries: readonly SettleEntry[], keysOf: KeysOf): 
   const keyNumbers = new Map<string, number>();
   const args: Array<string | number> = [entries.length];
   for (const { r, actual } of entries) {
-    args.push(r.id, r.tokens, actual.tokens, actual.costMicroUsd, r.costMicroUsd, r.month, r.day, r.atMs, r.scopes.length);
+    // Never a negative actual (a refund of what other requests booked), nor NaN, which the
+    // script could not read; the script clamps again.
+    args.push(
+      r.id,
+      r.tokens,
+      atLeastZero(actual.tokens),
+      atLeastZero(actual.costMicroUsd),
+      r.costMicroUsd,
+      r.month,
+      r.day,
+      r.atMs,
+      r.scopes.length,
+    );
     for (const s of r.scopes) args.push(numberOf(s, keysOf, keys, keyNumbers));
   }
   return { keys, args };
+}
+
+function atLeastZero(n: number): number {
+  return Number.isNaN(n) ? 0 : Math.max(0, n);
 }
 
 /** One status script call: one key triple per scope asked for, in order, repeats included (lua/status.lua). */

@@ -4,6 +4,7 @@ import type { MaybePromise, Reservation } from '../governance/index.js';
 import * as governance from '../governance/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
 import type { Caller, Exchange, ModelRequest } from './exchange.js';
+import { operations } from './operations.js';
 import { policyOf } from './policy.js';
 import type { Services } from './services.js';
 
@@ -130,31 +131,78 @@ function admit(x: Exchange, svc: Services, gen: Generation, admitted: Admitted):
 /**
  * Bills what the response used at the pricing table of the generation that routed it
  * (integer micro-USD, rounded once) and trues up the caller's counters; or, when nothing
- * was served, gives the reservation back. Called exactly once per admitted request, by the
- * chain that holds its reservation. Returns a promise only when the store's answer is one.
+ * was served, gives the reservation back. Usage the upstream reported is billed only when
+ * it is sane for this request (see saneUsage); an answer that is not a success, with no
+ * usage, costs nothing. Called exactly once per admitted request, by the chain that holds
+ * its reservation. Returns a promise only when the store's answer is one.
  */
-export function settle(x: Exchange, svc: Services, gen: Generation, reservation: Reservation | null): void | Promise<void> {
+export function settle(x: Exchange, svc: Services, request: ModelRequest, reservation: Reservation | null): void | Promise<void> {
   const c = x.candidate;
   const now = Date.now();
   if (c === null || (x.outcome === 'aborted' && x.headersAt === null)) {
     return governance.release(svc.governance, reservation, now);
   }
-  if (x.usage === null && x.stream && x.outcome !== 'complete') {
+  const provider = c.provider.name;
+  if (x.usage !== null) x.usage = saneUsage(x, svc, request, provider);
+  let usage = x.usage;
+  if (usage === null && x.res.statusCode >= 300) {
+    // The upstream's refusal or redirect (its 5xx and 429 fail over before committing), or
+    // the gateway's 502 for a success it could not read: the client got no answer, so it
+    // pays nothing. Settling zero gives back the reservation's tokens and cost and keeps its
+    // request counted (rpm), as a release does.
+    usage = NOTHING_USED;
+  } else if (usage === null && x.stream && x.outcome !== 'complete') {
     // A stream cut midway, or left by its client, before its usage arrived: bill what was
     // seen (the input estimate, about one token per relayed event), not the worst case.
-    x.usage = governance.seenUsage(x.bodyBytes, x.events);
+    usage = x.usage = governance.seenUsage(x.bodyBytes, x.events);
     x.usageEstimated = true;
   }
-  const settled = governance.settle(
-    svc.governance,
-    reservation,
-    { provider: c.provider.name, model: c.upstreamModel },
-    x.usage,
-    gen.pricing,
-    now,
-  );
+  const settled = governance.settle(svc.governance, reservation, { provider, model: c.upstreamModel }, usage, request.gen.pricing, now);
   if (settled instanceof Promise) return settled.then((s) => billed(x, svc, s));
   billed(x, svc, settled);
+}
+
+const NOTHING_USED: governance.Usage = Object.freeze({ inputTokens: 0, outputTokens: 0 });
+
+/**
+ * The response's usage when it is sane for this request (governance.checkUsage, under
+ * bounds from its body's size and its output cap), or null: billed as missing usage, which
+ * bills the reservation. Counted per provider, and logged at most once a minute per
+ * provider so a broken upstream cannot flood the log.
+ */
+function saneUsage(x: Exchange, svc: Services, request: ModelRequest, provider: string): governance.Usage | null {
+  const usage = x.usage as governance.Usage;
+  const cap = operations[request.operation].maxTokens(request.parsed);
+  const checked = governance.checkUsage(usage, governance.usageBounds(x.bodyBytes, cap, choicesOf(request.parsed)));
+  if (checked.ok) return usage;
+  svc.metrics.usageInvalid.inc({ provider });
+  const now = Date.now();
+  const warned = usageWarnings.get(provider);
+  if (warned !== undefined && now - warned.atMs < USAGE_WARNING_INTERVAL_MS) {
+    warned.suppressed += 1;
+  } else {
+    svc.logger.warn({
+      msg: 'the upstream reported usage that is not sane; billed as missing usage',
+      provider,
+      fault: checked.fault,
+      detail: checked.detail,
+      suppressed: warned?.suppressed ?? 0,
+    });
+    usageWarnings.set(provider, { atMs: now, suppressed: 0 });
+  }
+  return null;
+}
+
+const USAGE_WARNING_INTERVAL_MS = 60_000;
+
+/** Per provider name, when its last insane usage was logged and how many went unlogged since (one entry per provider). */
+const usageWarnings = new Map<string, { atMs: number; suppressed: number }>();
+
+/** How many choices the request asks to be generated, each billed: OpenAI's `n`, or `best_of` (completions). */
+function choicesOf(parsed: Record<string, unknown>): number {
+  const n = Number.isSafeInteger(parsed.n) ? (parsed.n as number) : 1;
+  const bestOf = Number.isSafeInteger(parsed.best_of) ? (parsed.best_of as number) : 1;
+  return Math.max(n, bestOf, 1);
 }
 
 function billed(x: Exchange, svc: Services, settled: governance.Settlement): void {

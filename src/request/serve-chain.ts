@@ -157,7 +157,7 @@ class Failover {
     }
     let settled: void | Promise<void>;
     try {
-      settled = settle(req.x, req.svc, req.request.gen, req.reservation);
+      settled = settle(req.x, req.svc, req.request, req.reservation);
     } catch (settleErr) {
       this.#done(settleErr);
       return;

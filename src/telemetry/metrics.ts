@@ -32,6 +32,7 @@ export class Metrics {
   readonly spendUsd: CounterFamily;
   readonly budgetExceeded: Counter<'team'>;
   readonly pricingMissing: Counter;
+  readonly usageInvalid: Counter<'provider'>;
   readonly governanceStoreErrors: Counter<'operation'>;
   readonly auditFailures: Counter;
   readonly reloads: Counter<'trigger' | 'result'>;
@@ -89,6 +90,12 @@ export class Metrics {
       r,
       'switchyard_pricing_missing_total',
       'Served requests whose model has no price (billed 0 under pricing.on_missing: allow).',
+    );
+    this.usageInvalid = counter(
+      r,
+      'switchyard_usage_invalid_total',
+      'Responses whose reported usage was not sane (negative, fractional, or past the bounds of the request), billed as missing.',
+      ['provider'],
     );
     this.governanceStoreErrors = counter(
       r,

@@ -144,6 +144,42 @@ export function storeSuite(name: string, fixture: StoreFixture): void {
       assert.equal(s?.requestsThisMinute.used, 2, 'a released request still counts as a request');
     });
 
+    it('invariant "no store accepts a negative settle": a negative actual refunds nothing, and spend and tokens never fall below zero', async () => {
+      const store = await fixture.fresh();
+      const scopes = [team({ budgetMicroUsdPerMonth: 1000, tpm: 10_000, tokensPerDay: 10_000 }), key({})];
+      const a = await store.reserve({ scopes, tokens: 100, costMicroUsd: 300, nowMs: T0 });
+      assert.ok(a.ok);
+      await store.settle(a.reservation, { tokens: 40, costMicroUsd: 200 }, T0 + 1);
+      const b = await store.reserve({ scopes, tokens: 100, costMicroUsd: 300, nowMs: T0 + 2 });
+      assert.ok(b.ok);
+      await store.settle(b.reservation, { tokens: -1e8, costMicroUsd: -99_999_994 }, T0 + 3);
+      let [t, k] = await store.status(scopes, T0 + 4);
+      for (const s of [t, k]) {
+        assert.deepEqual(s?.spendThisMonthMicroUsd.used, 200, `${s?.kind}: the earlier spend stays, the negative one adds nothing`);
+        assert.equal(s?.tokensThisMinute.used, 40, `${s?.kind}: the window keeps the earlier tokens`);
+        assert.equal(s?.tokensToday.used, 40, `${s?.kind}: so does the day`);
+        assert.equal(s?.requestsThisMinute.used, 2, `${s?.kind}: the request still counts`);
+      }
+      assert.equal(t?.spendThisMonthMicroUsd.reservedMicroUsd, 0, 'the reservation was given back');
+      // Alone in a fresh store, a negative settle leaves the books at zero, not below.
+      const fresh = await fixture.fresh();
+      const c = await fresh.reserve({ scopes, tokens: 10, costMicroUsd: 5, nowMs: T0 });
+      assert.ok(c.ok);
+      await fresh.settle(c.reservation, { tokens: -1e18, costMicroUsd: -1e12 }, T0 + 1);
+      [t, k] = await fresh.status(scopes, T0 + 2);
+      for (const s of [t, k]) {
+        assert.deepEqual(
+          [s?.spendThisMonthMicroUsd.used, s?.tokensThisMinute.used, s?.tokensToday.used],
+          [0, 0, 0],
+          `${s?.kind}: ${JSON.stringify(s)}`,
+        );
+      }
+      const d = await fresh.reserve({ scopes, tokens: 10, costMicroUsd: 1000, nowMs: T0 + 3 });
+      assert.ok(d.ok, 'the whole budget is still there');
+      const e = await fresh.reserve({ scopes, tokens: 10, costMicroUsd: 1, nowMs: T0 + 4 });
+      assert.equal(e.ok, false, 'and no more than the whole budget: nothing was refunded');
+    });
+
     it("a settled request's true-up leaves the window with it, and RPM's wait counts requests only", async () => {
       const store = await fixture.fresh();
       const scopes = [team({ rpm: 2, tpm: 1000 })];

@@ -26,8 +26,10 @@ local function bump(counters, field, d)
   c[field] = (c[field] or 0) + d
 end
 for j = 1, m do
-  local id = ARGV[a + 1]; local delta = tonumber(ARGV[a + 3]) - tonumber(ARGV[a + 2])
-  local cost = tonumber(ARGV[a + 4]); local rcost = ARGV[a + 5]; local month = ARGV[a + 6]; local day = ARGV[a + 7]
+  -- A negative actual (tokens or cost) counts as zero: a settle never refunds what other
+  -- requests booked, whatever a caller sends.
+  local id = ARGV[a + 1]; local delta = math.max(0, tonumber(ARGV[a + 3])) - tonumber(ARGV[a + 2])
+  local cost = math.max(0, tonumber(ARGV[a + 4])); local rcost = ARGV[a + 5]; local month = ARGV[a + 6]; local day = ARGV[a + 7]
   local at = ARGV[a + 8]; local n = tonumber(ARGV[a + 9])
   a = a + 9
   for i = 1, n do
@@ -89,7 +91,7 @@ for _, counters in ipairs(touched) do
     -- A day that has already rolled over is history: only a day still counted is trued up.
     if not (kind == 'd' and not v[i]) then
       local value = tonumber(v[i] or '0') + c[f]
-      if kind ~= 's' and value < 0 then value = 0 end
+      if value < 0 then value = 0 end
       out[#out + 1] = f; out[#out + 1] = value
     end
   end

@@ -7,6 +7,13 @@ import { isRecord } from './types.js';
 // in on the way in and taken out on the way out. Cache counts are present only when
 // non-zero, so every count survives a round trip through either protocol exactly.
 //
+// Every count is passed on as the upstream reported it, a negative or fractional one too:
+// whether usage can be billed is decided in one place, where the request is settled
+// (governance.checkUsage, which bills insane usage as missing and counts it). A count
+// clamped or dropped here would hide the fault from that check, and a null would be read as
+// "no usage" (zero, in a translated body). An absent or non-numeric output or cache count
+// is zero; an absent input count means no usage at all.
+//
 // OpenAI has no field for cache writes. They travel as `prompt_tokens_details
 // .cache_write_tokens`, an extension that OpenAI SDKs pass through untouched; without it an
 // Anthropic upstream's cache writes would vanish on the way to an OpenAI client.
@@ -26,7 +33,7 @@ export interface AnthropicUsage {
 }
 
 function count(value: unknown): number {
-  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0;
+  return typeof value === 'number' ? value : 0;
 }
 
 function withCache(inputTokens: number, outputTokens: number, read: number, write: number): TokenUsage {
