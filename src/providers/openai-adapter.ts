@@ -1,38 +1,42 @@
-import { replaceTopLevelString } from './json-splice.js';
+import { SwitchyardError } from '../errors.js';
+import { firstMember, withFirstMember, withNestedMember, withTopLevelMember } from './json-splice.js';
 import type { TokenUsage } from './metering.js';
 
 // The OpenAI-compatible protocol adapter (addressing and keys are in provider-address.ts).
-// Same protocol in and out, so the body passes through untouched
-// except for the model name when the candidate's upstream model differs.
+// Same protocol in and out, so the body passes through untouched except for the model name
+// when the candidate's upstream model differs, and a stream's request for its usage.
 
 export const CHAT_COMPLETIONS_PATH = '/chat/completions';
 
 /**
  * The request body sent upstream. When the model is unchanged, the client's bytes go out
- * as they came in; otherwise only the bytes of the `model` value are replaced.
+ * as they came in; otherwise only the bytes of the `model` value are replaced. Never
+ * re-serialised from the parsed body: JSON.parse rounds integers beyond 2^53 (a `seed`).
  */
-export function chatBodyFor(rawBody: Buffer, parsed: Record<string, unknown>, upstreamModel: string): Buffer | string {
+export function chatBodyFor(rawBody: Buffer, parsed: Record<string, unknown>, upstreamModel: string): Buffer {
   if (parsed.model === upstreamModel) return rawBody;
-  return replaceTopLevelString(rawBody, 'model', upstreamModel) ?? JSON.stringify({ ...parsed, model: upstreamModel });
+  return withTopLevelMember(rawBody, 'model', JSON.stringify(upstreamModel)) ?? notAnObject();
 }
 
-const INCLUDE_USAGE = Buffer.from('{"stream_options":{"include_usage":true},');
-
 /**
- * A streamed request's body with `stream_options.include_usage: true`, so that the stream
- * reports its usage in a last event and can be billed. Inserted as bytes at the start of
- * the object when the client sent no stream_options (the usual case); re-serialised only
- * when it sent stream_options without include_usage.
+ * A streamed request's body for `upstreamModel` with `stream_options.include_usage: true`,
+ * so that the stream reports its usage in a last event and can be billed. `body` is the
+ * client's. Spliced as bytes either way: inserted at the start of the object when the client
+ * sent no stream_options (the usual case), or into the stream_options it sent.
  */
-export function withStreamUsage(body: Buffer | string, parsed: Record<string, unknown>, upstreamModel: string): Buffer | string {
-  const options = parsed.stream_options;
-  if (options !== undefined) {
-    if ((options as { include_usage?: unknown } | null)?.include_usage === true) return body;
-    return JSON.stringify({ ...parsed, model: upstreamModel, stream_options: { ...(options ?? {}), include_usage: true } });
-  }
-  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
-  const open = bytes.indexOf(0x7b);
-  return Buffer.concat([bytes.subarray(0, open), INCLUDE_USAGE, bytes.subarray(open + 1)]);
+export function withStreamUsage(body: Buffer, parsed: Record<string, unknown>, upstreamModel: string): Buffer {
+  const renamed = chatBodyFor(body, parsed, upstreamModel);
+  if (parsed.stream_options === undefined) return withFirstMember(renamed, STREAM_USAGE) ?? notAnObject();
+  // Spliced even when the parsed options already say true: a nested duplicate
+  // (`"include_usage":false,"include_usage":true`) would leave a first-key reader unbilled.
+  return withNestedMember(renamed, 'stream_options', 'include_usage', 'true') ?? notAnObject();
+}
+
+const STREAM_USAGE = firstMember('stream_options', '{"include_usage":true}');
+
+/** The body was parsed as an object at the edge; a splice that finds none is a gateway bug. */
+function notAnObject(): never {
+  throw new SwitchyardError('internal_error', 'the request body to rewrite is not a JSON object');
 }
 
 function usageOf(value: unknown): TokenUsage | null {

@@ -1,4 +1,5 @@
 import { SwitchyardError } from '../errors.js';
+import { duplicateTopLevelKey, topLevelMemberCount } from '../providers/index.js';
 
 export interface ChatRequest {
   readonly model: string;
@@ -48,7 +49,23 @@ function parseObject(raw: Buffer): Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new SwitchyardError('invalid_request', 'request body must be a JSON object');
   }
-  return value as Record<string, unknown>;
+  const body = value as Record<string, unknown>;
+  // JSON.parse keeps a repeated key's last value, so the gateway would route, check and
+  // price that one while a provider reading the first gets a model nobody checked. The
+  // count is one pass over the top level; only a body that repeats a key pays for naming it.
+  if (topLevelMemberCount(raw) > Object.keys(body).length) refuseDuplicate(raw);
+  return body;
+}
+
+/** Longer than any field name a provider knows; it bounds how much of a key an error echoes. */
+const MAX_ECHOED_KEY_CHARS = 256;
+
+function refuseDuplicate(raw: Buffer): void {
+  const key = duplicateTopLevelKey(raw);
+  // The parser counted fewer keys than the scan saw members, yet no key repeats: trust the parse.
+  if (key === null) return;
+  const named = key.length > MAX_ECHOED_KEY_CHARS ? `${key.slice(0, MAX_ECHOED_KEY_CHARS)}…` : key;
+  throw new SwitchyardError('duplicate_key', `request body names the top-level key ${JSON.stringify(named)} more than once`, named);
 }
 
 function checkModelAndMessages(body: Record<string, unknown>): { model: string; stream: unknown } {

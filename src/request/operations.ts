@@ -192,10 +192,9 @@ function untranslatable(refusal: { readonly path: string; readonly reason: strin
 }
 
 /** The body for this candidate: its model name, and for a stream the usage it is billed on. */
-function upstreamBody(r: ModelRequest, c: GenerationCandidate): Buffer | string {
+function upstreamBody(r: ModelRequest, c: GenerationCandidate): Buffer {
   const model = c.upstreamModel;
-  const body = chatBodyFor(r.raw, r.parsed, model);
-  return r.stream ? withStreamUsage(body, r.parsed, model) : body;
+  return r.stream ? withStreamUsage(r.raw, r.parsed, model) : chatBodyFor(r.raw, r.parsed, model);
 }
 
 function clientAskedUsage(parsed: Record<string, unknown>): boolean {
