@@ -165,6 +165,13 @@ const providerSchema = z
     request_timeout_ms: positiveInt.max(3_600_000).optional(),
     /** The whole length of a stream; it then ends with an SSE error event. None by default. */
     stream_max_ms: positiveInt.max(86_400_000).optional(),
+    /** The largest event a stream may send (bytes); a larger one ends the stream with stream_event_too_large. */
+    max_event_bytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(64 * 1024 * 1024)
+      .default(1024 * 1024),
     connect_timeout_ms: positiveInt.max(600_000).default(5_000),
     max_connections: positiveInt.max(65_536).default(256),
     /** Extra headers sent upstream (non-secret, e.g. an organisation id). */

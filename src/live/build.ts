@@ -122,6 +122,7 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
         timeoutMs: p.timeout_ms,
         requestTimeoutMs: p.request_timeout_ms ?? null,
         streamMaxMs: p.stream_max_ms ?? null,
+        maxEventBytes: p.max_event_bytes,
         pool,
         credential,
         headers: { ...p.headers },

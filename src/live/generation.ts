@@ -22,6 +22,8 @@ export interface ProviderRuntime {
   readonly requestTimeoutMs: number | null;
   /** A stream's whole length; null = none. */
   readonly streamMaxMs: number | null;
+  /** The largest event a stream may send (max_event_bytes). */
+  readonly maxEventBytes: number;
   readonly pool: ProviderPool;
   readonly credential: Credential | null;
   readonly headers: Readonly<Record<string, string>>;

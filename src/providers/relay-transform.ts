@@ -20,6 +20,9 @@ import { ResponsesStreamReader } from './responses-stream-reader.js';
 // OpenAI response to an OpenAI client with none of these has no transform at all and keeps
 // the relay's pass-through path.
 
+/** Why a stream that started ends in an error event: it broke or was ended, or one of its events was over the bound. */
+export type StreamFailureCode = 'stream_interrupted' | 'stream_event_too_large';
+
 export interface PlainAnswer {
   readonly status: number;
   readonly body: Buffer | string;
@@ -37,8 +40,8 @@ export interface RelayTransform {
   chunk?(chunk: Buffer): Buffer | string;
   /** The upstream stream ended: the client's last bytes. */
   end?(): string;
-  /** The stream broke after it started: the client protocol's error event that ends it. */
-  fail?(message: string): string;
+  /** The stream broke after it started: the client protocol's error event that ends it, with `code` (default stream_interrupted). */
+  fail?(message: string, code?: StreamFailureCode): string;
   /** The usage the stream reported so far (read when the transform has `chunk`). */
   readonly usage?: TokenUsage | null;
   /**
@@ -104,12 +107,11 @@ export function responsesMetering(onResponseId: (id: string) => void): BodyTrans
       reader.end();
       return '';
     },
-    fail(message) {
+    fail(message, code = 'stream_interrupted') {
       // The Responses API's own error event (type, code, message), with OpenAI's `error`
       // object beside it: the OpenAI SDKs raise an APIError for any event data holding one.
-      const spec = errorCatalog.stream_interrupted;
-      const error = { message, type: spec.openai, param: null, code: 'stream_interrupted' };
-      return `event: error\ndata: ${JSON.stringify({ type: 'error', code: 'stream_interrupted', message, param: null, error })}\n\n`;
+      const error = { message, type: errorCatalog[code].openai, param: null, code };
+      return `event: error\ndata: ${JSON.stringify({ type: 'error', code, message, param: null, error })}\n\n`;
     },
     get usage() {
       return reader.usage;
@@ -142,8 +144,8 @@ export function anthropicMetering(): BodyTransform {
       reader.end();
       return '';
     },
-    fail(message) {
-      return `event: error\ndata: ${anthropicErrorBody('stream_interrupted', message)}\n\n`;
+    fail(message, code = 'stream_interrupted') {
+      return `event: error\ndata: ${anthropicErrorBody(code, message)}\n\n`;
     },
     get usage() {
       return reader.seen;
@@ -198,8 +200,8 @@ export function translation(from: ChatProtocol, to: ChatProtocol, includeUsage: 
     end() {
       return translator().end();
     },
-    fail(message) {
-      return translator().fail(message);
+    fail(message, code) {
+      return translator().fail(message, code);
     },
     get usage() {
       return stream?.usage ?? null;

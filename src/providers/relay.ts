@@ -5,8 +5,10 @@ import type { TokenUsage } from './metering.js';
 import { usageFromJson } from './openai-adapter.js';
 import type { ProviderPool, RawHandler, UpstreamCall } from './provider-pool.js';
 import { headerNameBytes, rawHeaderValue } from './raw-headers.js';
-import type { RelayTransform } from './relay-transform.js';
+import type { RelayTransform, StreamFailureCode } from './relay-transform.js';
 import { type ClientHeaders, responseHeaders } from './response-headers.js';
+import { holdsErrorEvent } from './sse-event.js';
+import { DEFAULT_MAX_EVENT_BYTES, SseReader } from './sse-reader.js';
 import {
   encodingFailure,
   type FailedAttempt,
@@ -27,6 +29,10 @@ import { keepTail, usageOfTail } from './usage-tail.js';
 // the bound commits and streams from there. Only a bounded tail is kept to read usage.
 // What else happens to a response (another protocol, another usage shape, an event left
 // out, headers from its usage) is its transform's; without one the bytes pass as they are.
+// A stream is read as server-sent events (SseReader): whole events go on, to the client or
+// to the transform, and the one still open waits for its empty line, up to a bound. So a
+// stream cut or ended mid-event leaves the client no half event for its error event to
+// run into, and one endless event cannot grow the gateway's memory.
 
 /** A plain response up to this size is buffered and written whole (see above). */
 const MAX_BUFFERED_BYTES = 1024 * 1024;
@@ -52,6 +58,8 @@ export interface RelayRequest {
   readonly doneBy?: number;
   /** A stream's whole length (stream_max_ms): it then ends with the SSE error event. */
   readonly streamMaxMs?: number;
+  /** The largest event a stream may send (max_event_bytes; default 1 MiB); a larger one ends it with `stream_event_too_large`. */
+  readonly maxEventBytes?: number;
   /**
    * Where the relay leaves a way to stop it from outside (the drain), and a way to tell it
    * that the client closed, while it runs. Without a slot it listens to the response's
@@ -100,6 +108,12 @@ export interface Relayed {
    * an OpenAI-compatible stream sends about one token per event.
    */
   readonly events: number;
+  /**
+   * Why a stream that committed did not end well, when the relay knows: the upstream sent
+   * an error event in it (`stream_interrupted`, outcome partial even when the upstream
+   * then ended it), or an event over max_event_bytes.
+   */
+  readonly reason?: StreamFailureCode;
 }
 
 const CONTENT_TYPE = headerNameBytes('content-type');
@@ -170,12 +184,15 @@ class Relay implements RawHandler {
   /** A plain body while it is buffered; once relaying as it comes, the tail its usage is read from. */
   #kept: Buffer[] = [];
   #keptBytes = 0;
-  #events = 0;
+  /** A stream's events, once its headers said it is one. */
+  #sse: SseReader | null = null;
+  /** The upstream sent an error event in the stream. */
+  #upstreamError = false;
+  /** Set when an event grew past max_event_bytes: what the client is told. */
+  #overflow: string | null = null;
   #timer: NodeJS.Timeout | null = null;
   /** Set when this relay aborted the upstream for time: the reason the client is told. */
   #outOfTime: string | null = null;
-  /** The previous chunk ended in a newline: an event boundary may straddle two chunks. */
-  #endedInNewline = false;
 
   constructor(request: RelayRequest, resolve: RelayCallback) {
     this.#request = request;
@@ -260,6 +277,7 @@ class Relay implements RawHandler {
       return true;
     }
     if (transform?.chunk !== undefined) this.#body = transform;
+    this.#sse = new SseReader(this.#request.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES);
     // A started stream is bound by its own length limit, not by the time to start it.
     this.#clearLimit();
     const maxMs = this.#request.streamMaxMs;
@@ -286,15 +304,38 @@ class Relay implements RawHandler {
     }
     if (this.#state !== 'relaying') return true;
     if (this.#firstByteAt === null) this.#firstByteAt = performance.now();
-    if (this.#isSse) this.#countEvents(chunk);
-    const body = this.#body;
-    if (body !== undefined) {
-      // Set only for a stream whose transform has `chunk` (onHeaders).
-      const out = body.chunk!(chunk);
-      return out.length === 0 || this.#res.write(out) || this.#pauseUntilDrain();
+    const sse = this.#sse;
+    if (sse === null) {
+      // A plain body past the buffering bound.
+      this.#keptBytes = keepTail(this.#kept, this.#keptBytes, chunk);
+      return this.#write(chunk);
     }
-    this.#keptBytes = keepTail(this.#kept, this.#keptBytes, chunk);
-    return chunk.length === 0 || this.#res.write(chunk) || this.#pauseUntilDrain();
+    const events = sse.push(chunk);
+    if (events === null) return this.#eventTooLarge();
+    return events.length === 0 || this.#relayEvents(events);
+  }
+
+  /** Whole events of a stream, to the client (through the transform, if it has `chunk`). */
+  #relayEvents(events: Buffer): boolean {
+    if (!this.#upstreamError) this.#upstreamError = holdsErrorEvent(events);
+    const body = this.#body;
+    // Set only for a stream whose transform has `chunk` (onHeaders).
+    if (body !== undefined) return this.#write(body.chunk!(events));
+    this.#keptBytes = keepTail(this.#kept, this.#keptBytes, events);
+    return this.#write(events);
+  }
+
+  #write(out: Buffer | string): boolean {
+    return out.length === 0 || this.#res.write(out) || this.#pauseUntilDrain();
+  }
+
+  /** An event grew past the bound: the upstream is ended, and onError ends the client's stream saying why. */
+  #eventTooLarge(): boolean {
+    if (this.#overflow === null) {
+      this.#overflow = `the stream from provider ${this.#request.providerName} sent an event larger than max_event_bytes (${this.#request.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES} bytes)`;
+      this.#abort?.(new Error(this.#overflow));
+    }
+    return true;
   }
 
   /**
@@ -317,6 +358,9 @@ class Relay implements RawHandler {
       return;
     }
     if (state !== 'relaying') return;
+    // An event the upstream left without its empty line goes on as it came.
+    const rest = this.#sse?.end();
+    if (rest !== undefined && rest.length > 0) this.#relayEvents(rest);
     const last = this.#body?.end?.();
     const usage = this.#usage();
     const transform = this.#transform;
@@ -326,7 +370,8 @@ class Relay implements RawHandler {
     }
     if (last !== undefined) this.#res.end(last);
     else this.#res.end();
-    this.#served('complete', usage);
+    if (this.#upstreamError) this.#served('partial', usage, 'stream_interrupted');
+    else this.#served('complete', usage);
   }
 
   onError(err: Error): void {
@@ -339,21 +384,25 @@ class Relay implements RawHandler {
       return;
     }
     if (this.#clientGone) {
-      this.#served('aborted');
+      // A client that leaves on the upstream's error event (an SDK raises on it) left because the upstream failed.
+      if (this.#upstreamError) this.#served('partial', undefined, 'stream_interrupted');
+      else this.#served('aborted');
       return;
     }
     // Bytes may already be with the client: no failover now. A stream ends with an error
     // event its SDK understands; a plain body can only be cut short.
+    const code: StreamFailureCode = this.#overflow === null ? 'stream_interrupted' : 'stream_event_too_large';
     if (this.#isSse && !this.#res.destroyed) {
       const message =
-        this.#outOfTime === null
+        this.#overflow ??
+        (this.#outOfTime === null
           ? `the upstream stream from provider ${this.#request.providerName} was interrupted`
-          : `the stream from provider ${this.#request.providerName} was ended by the gateway: ${this.#outOfTime}`;
-      this.#res.end(this.#transform?.fail?.(message) ?? `data: ${openaiErrorBody('stream_interrupted', message)}\n\n`);
+          : `the stream from provider ${this.#request.providerName} was ended by the gateway: ${this.#outOfTime}`);
+      this.#res.end(this.#transform?.fail?.(message, code) ?? `data: ${openaiErrorBody(code, message)}\n\n`);
     } else {
       this.#res.destroy();
     }
-    this.#served('partial');
+    this.#served('partial', undefined, this.#overflow !== null || this.#upstreamError ? code : undefined);
   }
 
   /** The response now belongs to this attempt: headers to the client, and the caller told. */
@@ -431,17 +480,13 @@ class Relay implements RawHandler {
     return body === undefined ? usageOfTail(this.#kept, this.#keptBytes, this.#isSse) : (body.usage ?? null);
   }
 
-  /** Counts event boundaries (a blank line), also one split across two chunks. */
-  #countEvents(chunk: Buffer): void {
-    if (chunk.length === 0) return;
-    if (this.#endedInNewline && chunk[0] === 0x0a) this.#events += 1;
-    for (let i = chunk.indexOf('\n\n'); i !== -1; i = chunk.indexOf('\n\n', i + 2)) this.#events += 1;
-    this.#endedInNewline = chunk[chunk.length - 1] === 0x0a;
-  }
-
-  #served(outcome: Relayed['outcome'], usage: TokenUsage | null = outcome === 'complete' || this.#isSse ? this.#usage() : null): void {
+  #served(
+    outcome: Relayed['outcome'],
+    usage: TokenUsage | null = outcome === 'complete' || this.#isSse ? this.#usage() : null,
+    reason?: StreamFailureCode,
+  ): void {
     this.#detach();
-    this.#finish({ outcome, usage, firstByteAt: this.#firstByteAt, events: this.#events });
+    this.#finish({ outcome, usage, firstByteAt: this.#firstByteAt, events: this.#sse?.events ?? 0, reason });
   }
 
   /**

@@ -65,6 +65,7 @@ export const sendToCandidate: Attempt = (a, done) => {
       transform: withCost(fixed, upstream.transform, request.stream),
       doneBy: doneBy(a.admitted, provider.requestTimeoutMs),
       streamMaxMs: request.stream ? (provider.streamMaxMs ?? undefined) : undefined,
+      maxEventBytes: provider.maxEventBytes,
       stopSlot: x.running,
     },
     done,

@@ -122,6 +122,8 @@ class Failover {
     x.firstByteAt = relayed.firstByteAt;
     x.usage = this.#req.usage ?? relayed.usage;
     x.events = relayed.events;
+    // An error event in the stream, or an event over the bound: the access line says which.
+    if (relayed.reason !== undefined) x.reason = relayed.reason;
     this.#end(null);
   };
 

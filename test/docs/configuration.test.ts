@@ -155,6 +155,7 @@ const common = {
       timeout_ms: 1000,
       request_timeout_ms: 1000,
       stream_max_ms: 1000,
+      max_event_bytes: 4096,
       connect_timeout_ms: 1000,
       max_connections: 2,
       headers: { 'x-org': 'org' },

@@ -12,9 +12,15 @@ export type SseListener = (event: string, data: string) => void;
 export class SseParser {
   readonly #decoder = new StringDecoder('utf8');
   #pending = '';
+  /** The last chunk ended in a CR: an LF that starts the next is the rest of that CRLF, not a line of its own. */
+  #afterCr = false;
 
   push(chunk: Buffer | string, listener: SseListener): void {
-    let text = this.#pending + (typeof chunk === 'string' ? chunk : this.#decoder.write(chunk));
+    let incoming = typeof chunk === 'string' ? chunk : this.#decoder.write(chunk);
+    if (incoming === '') return;
+    if (this.#afterCr && incoming.charCodeAt(0) === 0x0a) incoming = incoming.slice(1);
+    this.#afterCr = incoming.charCodeAt(incoming.length - 1) === 0x0d;
+    let text = this.#pending + incoming;
     // CRLF and lone CR end lines too; normalising keeps the scan below to one separator.
     if (text.includes('\r')) text = text.replace(/\r\n?/g, '\n');
     let start = 0;

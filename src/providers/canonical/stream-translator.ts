@@ -117,11 +117,11 @@ export class StreamTranslator {
     return this.#take();
   }
 
-  /** The client protocol's error event, ending the stream (an upstream that broke, timed out...). */
-  fail(message: string): string {
+  /** The client protocol's error event, ending the stream (an upstream that broke, timed out, sent an event over the bound...). */
+  fail(message: string, code: 'stream_interrupted' | 'stream_event_too_large' = 'stream_interrupted'): string {
     if (this.#closed) return '';
     this.#closed = true;
-    this.#encoder.error(502, message, 'stream_interrupted');
+    this.#encoder.error(502, message, code);
     return this.#take();
   }
 
