@@ -172,8 +172,7 @@ const NOTHING_USED: governance.Usage = Object.freeze({ inputTokens: 0, outputTok
  */
 function saneUsage(x: Exchange, svc: Services, request: ModelRequest, provider: string): governance.Usage | null {
   const usage = x.usage as governance.Usage;
-  const cap = operations[request.operation].maxTokens(request.parsed);
-  const checked = governance.checkUsage(usage, governance.usageBounds(x.bodyBytes, cap, choicesOf(request.parsed)));
+  const checked = governance.checkUsage(usage, usageBoundsOf(request));
   if (checked.ok) return usage;
   svc.metrics.usageInvalid.inc({ provider });
   const now = Date.now();
@@ -199,6 +198,14 @@ const USAGE_WARNING_INTERVAL_MS = 60_000;
 const usageWarnings = new Map<string, { atMs: number; suppressed: number }>();
 
 /** How many choices the request asks to be generated, each billed: OpenAI's `n`, or `best_of` (completions). */
+/**
+ * The bounds a sane usage of this request stays within (its body's size, its output cap,
+ * its choices): what settle bills by, and what the cost header shows.
+ */
+export function usageBoundsOf(request: ModelRequest): governance.UsageBounds {
+  return governance.usageBounds(request.raw.length, operations[request.operation].maxTokens(request.parsed), choicesOf(request.parsed));
+}
+
 function choicesOf(parsed: Record<string, unknown>): number {
   const n = Number.isSafeInteger(parsed.n) ? (parsed.n as number) : 1;
   const bestOf = Number.isSafeInteger(parsed.best_of) ? (parsed.best_of as number) : 1;

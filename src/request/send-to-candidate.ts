@@ -1,8 +1,9 @@
-import { costMicroUsd, isPriced } from '../governance/index.js';
+import { checkUsage, costMicroUsd, isPriced } from '../governance/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
 import { providerHeaders, type RelayTransform, relay, type UsageHeadersOf, withUsageHeaders } from '../providers/index.js';
+import { usageBoundsOf } from './admission.js';
 import type { AdmittedRequest, Attempt } from './attempt.js';
-import type { Exchange } from './exchange.js';
+import type { Exchange, ModelRequest } from './exchange.js';
 import { operations } from './operations.js';
 
 // The core of an attempt, which the wraps of attempt.ts decorate: the upstream call for one
@@ -62,7 +63,7 @@ export const sendToCandidate: Attempt = (a, done) => {
         expose: provider.exposeHeaders,
         limitsReplaced: limits !== null && hasRateLimitHeaders(limits),
       },
-      transform: withCost(fixed, upstream.transform, request.stream),
+      transform: withCost(fixed, upstream.transform, request),
       doneBy: doneBy(a.admitted, provider.requestTimeoutMs),
       streamMaxMs: request.stream ? (provider.streamMaxMs ?? undefined) : undefined,
       maxEventBytes: provider.maxEventBytes,
@@ -87,9 +88,6 @@ interface CandidateFixed {
   readonly attribution: readonly string[];
   /** `x-switchyard-cost-usd` from the usage, for a priced candidate; null when unpriced. */
   readonly cost: UsageHeadersOf | null;
-  /** The cost alone as a transform, for a plain response and for a stream (a trailer); null when unpriced. */
-  readonly costPlain: RelayTransform | null;
-  readonly costStream: RelayTransform | null;
 }
 
 const fixedParts = new WeakMap<GenerationCandidate, CandidateFixed>();
@@ -114,8 +112,6 @@ function fixedOf(gen: Generation, c: GenerationCandidate): CandidateFixed {
     gen,
     attribution: Object.freeze(attribution),
     cost,
-    costPlain: cost === null ? null : withUsageHeaders(undefined, cost),
-    costStream: cost === null ? null : withUsageHeaders(undefined, cost, COST_HEADER),
   };
   fixedParts.set(c, fixed);
   return fixed;
@@ -138,10 +134,14 @@ function costOf(gen: Generation, c: GenerationCandidate): UsageHeadersOf | null 
  * buffered response, a trailer on a stream (its cost is known only after its body).
  * Unpriced, the transform is left as it is (none: the pass-through).
  */
-function withCost(fixed: CandidateFixed, inner: RelayTransform | undefined, stream: boolean): RelayTransform | undefined {
-  if (fixed.cost === null) return inner;
-  if (inner === undefined) return (stream ? fixed.costStream : fixed.costPlain) ?? undefined;
-  return withUsageHeaders(inner, fixed.cost, stream ? COST_HEADER : undefined);
+function withCost(fixed: CandidateFixed, inner: RelayTransform | undefined, request: ModelRequest): RelayTransform | undefined {
+  const cost = fixed.cost;
+  if (cost === null) return inner;
+  // The header shows what settle bills by: a usage settle would refuse as insane (and bill
+  // as missing) gets no cost header, as a missing usage gets none.
+  const bounds = usageBoundsOf(request);
+  const saneCost: UsageHeadersOf = (usage) => (usage === null || !checkUsage(usage, bounds).ok ? null : cost(usage));
+  return withUsageHeaders(inner, saneCost, request.stream ? COST_HEADER : undefined);
 }
 
 /** Whether a gateway limit put its own `x-ratelimit-*` headers on the response (names are at even places). */

@@ -95,6 +95,8 @@ interface Sent {
   readonly status: number;
   readonly bodyBytes: number;
   readonly line: Record<string, unknown>;
+  /** The response's `x-switchyard-cost-usd` header (a plain response's; a stream's goes as a trailer). */
+  readonly costHeader: string | null;
 }
 
 async function send(gw: GatewayProcess, protocol: 'openai' | 'anthropic', stream: boolean): Promise<Sent> {
@@ -107,7 +109,7 @@ async function send(gw: GatewayProcess, protocol: 'openai' | 'anthropic', stream
   });
   await res.text();
   const line = await gw.waitForLog((l) => l.msg === 'request' && l.request_id === requestId);
-  return { status: res.status, bodyBytes: Buffer.byteLength(body), line };
+  return { status: res.status, bodyBytes: Buffer.byteLength(body), line, costHeader: res.headers.get('x-switchyard-cost-usd') };
 }
 
 /** What the pre-check reserved for a request of `bodyBytes`: what missing usage is billed. */
@@ -182,6 +184,8 @@ function usageSuite(store: 'memory' | 'redis'): void {
       assert.ok(after.spentMicroUsd > 0);
       assert.equal(after.reservedMicroUsd, 0);
       assert.equal(await invalidCount(gw), invalidBefore + 1, 'switchyard_usage_invalid_total{provider} counted it');
+      // The cost header shows what settle bills by: no cost is read from a usage it refused.
+      if (!stream) assert.equal(sent.costHeader, null, 'no cost header from an insane usage');
     }
 
     it('invariant "usage is trusted only when sane": a streamed prompt_tokens of -1e8 is billed its reservation, not refunded, and counted', async () => {
@@ -201,6 +205,7 @@ function usageSuite(store: 'memory' | 'redis'): void {
       const before = await books(gw);
       const sent = await send(gw, 'openai', false);
       assert.equal(sent.line.cost_micro_usd, 10 * 1 + 5 * 1000);
+      assert.equal(sent.costHeader, '0.005010', 'a sane usage shows its cost');
       assert.equal(sent.line.input_tokens, 10);
       assert.equal((await books(gw)).spentMicroUsd - before.spentMicroUsd, 5010);
     });
