@@ -64,9 +64,10 @@ export const withCredentialCheck: Wrap = (next) => (a, done) => {
 /**
  * The breaker of the candidate's provider identity: an open breaker skips the candidate
  * (on the first pass), a half-open one lets exactly one probe through. The outcome is
- * recorded when it is known: a failure before the first byte, success when the response
- * commits (so a long stream does not hold a probe), and a failure after all if the
- * stream is later cut. A probe whose client left is released for another.
+ * recorded when it is known: a failure before the first byte; success when a probe's
+ * response commits (so a long stream does not hold the probe) and when any other response
+ * has ended whole; a failure when a stream is cut after it began. A probe whose client left
+ * is released for another.
  */
 export const withBreaker =
   (breakers: BreakerRegistry): Wrap =>
@@ -88,9 +89,13 @@ export const withBreaker =
         else if (r.kind === 'aborted') {
           if (probe) breakers.release(identity);
         } else if (r.kind === 'committed') {
-          breakers.recordSuccess(identity);
+          // A probe succeeds when it commits, so a long stream does not hold the probe;
+          // any other response when it has ended whole, so that streams cut one after
+          // another add up to the threshold instead of each being forgiven at its start.
+          if (probe) breakers.recordSuccess(identity);
           r.onFinished((f) => {
             if (f.outcome === 'partial') breakers.recordFailure(identity, false, undefined, 'stream_cut');
+            else if (!probe && f.outcome === 'complete') breakers.recordSuccess(identity);
           });
         }
         done(r);

@@ -199,9 +199,7 @@ describe('withBreaker', { timeout: 30_000 }, () => {
     );
   });
 
-  it('streams cut one after another open the breaker too: failure_threshold requests in a row, each cut after it began', {
-    todo: 'withBreaker records success at every commit (recordSuccess resets consecutiveFailures) and the cut as one failure after it, so sequential cut streams never reach a failure_threshold above 1',
-  }, async () => {
+  it('streams cut one after another open the breaker too: failure_threshold requests in a row, each cut after it began', async () => {
     const { breakers } = registry({ failureThreshold: 3, openBaseMs: 1000, openMaxMs: 30_000 });
     const upstream = new ScriptedUpstream(always({ kind: 'committed', relayed: { outcome: 'partial', usage: null } }));
     const attempt = withBreaker(breakers)(upstream.attempt);
@@ -209,6 +207,23 @@ describe('withBreaker', { timeout: 30_000 }, () => {
     assert.equal(upstream.calls.length, 3);
     assert.equal(breakers.view(p0.identity)?.consecutiveFailures, 3);
     assert.equal(breakers.stateOf(p0.identity), 'open');
+  });
+
+  it('a response that ends whole clears the failures before it; one whose stream is cut adds to them', async () => {
+    const { breakers } = registry({ failureThreshold: 5, openBaseMs: 1000, openMaxMs: 30_000 });
+    breakers.recordFailure(p0.identity, false);
+    breakers.recordFailure(p0.identity, false);
+    const whole = withBreaker(breakers)(
+      new ScriptedUpstream(always({ kind: 'committed', relayed: { outcome: 'complete', usage: null } })).attempt,
+    );
+    await attemptOnce(whole, attemptRequest(p0));
+    assert.equal(breakers.view(p0.identity)?.consecutiveFailures ?? 0, 0);
+    const cut = withBreaker(breakers)(
+      new ScriptedUpstream(always({ kind: 'committed', relayed: { outcome: 'partial', usage: null } })).attempt,
+    );
+    await attemptOnce(cut, attemptRequest(p0));
+    await attemptOnce(cut, attemptRequest(p0));
+    assert.equal(breakers.view(p0.identity)?.consecutiveFailures, 2, 'each cut stream counts, none is forgiven at its start');
   });
 
   it('a probe whose client left is released for the next attempt, and is no verdict on the provider', async () => {
