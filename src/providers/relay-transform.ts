@@ -192,7 +192,11 @@ export function translation(from: ChatProtocol, to: ChatProtocol, includeUsage: 
         return { status: 502, body: error, usage: null };
       }
       const out = to === 'anthropic' ? canonicalToAnthropicResponse(read.value) : canonicalToOpenaiResponse(read.value);
-      return { status, body: JSON.stringify(out), usage: read.value.usage };
+      // Billed on what the provider reported, not on the canonical form's, which fills in
+      // zeros for an answer without usage (the client's protocol needs the fields): an
+      // answer that reports none is billed as missing usage, its reservation.
+      const usage = (parsed as { usage?: unknown }).usage;
+      return { status, body: JSON.stringify(out), usage: from === 'openai' ? usageFromOpenai(usage) : usageFromAnthropic(usage) };
     },
     chunk(chunk) {
       return translator().push(chunk);

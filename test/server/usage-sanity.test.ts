@@ -23,6 +23,7 @@ const MAX_TOKENS = 50;
 type Answer =
   | { readonly kind: 'usage'; readonly promptTokens: number }
   | { readonly kind: 'status'; readonly status: number }
+  | { readonly kind: 'no_usage' }
   | { readonly kind: 'ok' };
 
 interface Upstream {
@@ -85,7 +86,7 @@ function answer(a: Answer, body: { stream?: boolean }, res: ServerResponse): voi
       created: 1,
       model: MODEL,
       choices: [{ index: 0, message: { role: 'assistant', content: 'hi', refusal: null }, finish_reason: 'stop' }],
-      usage,
+      ...(a.kind === 'no_usage' ? {} : { usage }),
     }),
   );
 }
@@ -199,6 +200,16 @@ function usageSuite(store: 'memory' | 'redis'): void {
     it('invariant "usage is trusted only when sane": prompt_tokens of 1e18, plain or streamed, is billed its reservation and counted', async () => {
       await billedAsMissing('openai', false, 1e18);
       await billedAsMissing('openai', true, 1e18);
+    });
+
+    it('a translated answer that reports no usage is billed its reservation, not zero', async () => {
+      const before = await books(gw);
+      upstream.next.push({ kind: 'no_usage' });
+      const sent = await send(gw, 'anthropic', false);
+      assert.equal(sent.status, 200);
+      const reserved = reservationOf(sent.bodyBytes);
+      assert.equal(sent.line.cost_micro_usd, reserved, JSON.stringify(sent.line));
+      assert.equal((await books(gw)).spentMicroUsd - before.spentMicroUsd, reserved);
     });
 
     it('sane usage is billed as reported', async () => {
