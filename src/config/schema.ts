@@ -415,6 +415,8 @@ export const governanceSchema = z
     on_store_error: z.enum(['fail_closed', 'fail_open'], { error: 'must be "fail_closed" or "fail_open"' }).default('fail_closed'),
     /** The output reserved when a request gives no max_tokens. */
     default_max_tokens: positiveInt.max(10_000_000).default(4096),
+    /** Send the reserved output cap upstream when a limit applies and the request gives none. */
+    cap_output: z.boolean().default(true),
   })
   .superRefine((g, ctx) => {
     if (g.store === 'redis' && g.redis_url === undefined)

@@ -31,8 +31,9 @@ export function configWarnings(document: unknown, config: GatewayConfig): Config
 
 /**
  * A token limit below `governance.default_max_tokens`: a request that sets no output cap
- * reserves that many output tokens, which the limit can never hold, so such requests are
- * all refused (400 over_limit_capacity). Valid, but rarely what was meant.
+ * would reserve more than the limit can ever hold, so it is capped to what fits
+ * (`cap_output`) or, with `cap_output: false`, refused (400 over_limit_capacity). Valid,
+ * but rarely what was meant.
  */
 function capacityWarnings(config: GatewayConfig): ConfigIssue[] {
   const reserve = config.governance.default_max_tokens;
@@ -41,7 +42,11 @@ function capacityWarnings(config: GatewayConfig): ConfigIssue[] {
     if (limit === undefined || limit >= reserve) return;
     warnings.push({
       path,
-      message: `${limit} ${per} is below governance.default_max_tokens (${reserve}): a request that sets no max_tokens reserves ${reserve} output tokens and is refused (over_limit_capacity); lower default_max_tokens or raise the limit`,
+      message: `${limit} ${per} is below governance.default_max_tokens (${reserve}): a request that sets no max_tokens ${
+        config.governance.cap_output
+          ? 'is capped to what the limit holds (governance.cap_output)'
+          : `reserves ${reserve} output tokens and is refused (over_limit_capacity)`
+      }; lower default_max_tokens or raise the limit`,
     });
   };
   for (const [id, team] of Object.entries(config.teams ?? {})) {

@@ -18,6 +18,8 @@ export interface PolicyInput {
   /** The output reserved when a request gives no max_tokens. */
   readonly defaultMaxTokens: number;
   readonly onMissingPrice: OnMissingPrice;
+  /** Send the reserved output cap upstream when a limit applies and the request gives none (default true). */
+  readonly capOutput?: boolean;
 }
 
 interface CompiledTeam {
@@ -35,6 +37,7 @@ export interface GovernancePolicy {
   readonly teams: ReadonlyMap<string, CompiledTeam>;
   readonly defaultMaxTokens: number;
   readonly onMissingPrice: OnMissingPrice;
+  readonly capOutput: boolean;
   /**
    * Each key's scopes (its team, then itself), built once: the same objects every request,
    * so a store can find their counters by identity.
@@ -58,6 +61,7 @@ export function buildGovernancePolicy(input: PolicyInput): GovernancePolicy {
     teams,
     defaultMaxTokens: input.defaultMaxTokens,
     onMissingPrice: input.onMissingPrice,
+    capOutput: input.capOutput ?? true,
     scopesByKey,
   });
 }

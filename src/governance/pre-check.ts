@@ -27,6 +27,12 @@ export type Admission =
       readonly budgetWarnings: readonly ScopeRef[];
       /** Targets without a price (on_missing: allow). Under `block` these must not be tried. */
       readonly unpriced: readonly PricedTarget[];
+      /**
+       * The output cap to send upstream (policy.capOutput): the request gave none and a limit
+       * applies, so the cap it was reserved for is sent, and the reservation is a true worst
+       * case. Absent: send nothing.
+       */
+      readonly outputCap?: number;
     }
   | { readonly ok: false; readonly refusal: Refusal };
 
@@ -76,7 +82,11 @@ export function preCheck(
   // Nothing to count and nothing to refuse by price (an open gateway, or a key without
   // limits under on_missing: allow): the reservation would be thrown away.
   if (scopes.length === 0 && policy.onMissingPrice !== 'block') return ADMITTED_FREELY;
-  const estimate = estimateTokens(demand.bodyBytes, demand.maxTokens, policy.defaultMaxTokens);
+  const defaulted = estimateTokens(demand.bodyBytes, demand.maxTokens, policy.defaultMaxTokens);
+  const sendsCap = policy.capOutput && demand.maxTokens === null && limitsSpend(scopes);
+  // A request that sets no cap, under a token limit its default cap would not fit, is capped
+  // to what the tightest limit holds instead of being refused (the cap is sent, so it holds).
+  const estimate = sendsCap ? fittedToLimits(defaulted, scopes) : defaulted;
   const priced = reservationMicroUsd(demand.pricing, demand.targets, estimate.inputTokens, estimate.maxOutputTokens);
   if (policy.onMissingPrice === 'block' && demand.targets.length > 0 && priced.missing.length === demand.targets.length) {
     return {
@@ -101,7 +111,8 @@ export function preCheck(
     nowMs,
   });
   const unpriced = priced.missing;
-  return reserved instanceof Promise ? reserved.then((r) => admissionOf(r, unpriced)) : admissionOf(reserved, unpriced);
+  const cap = sendsCap ? estimate.maxOutputTokens : null;
+  return reserved instanceof Promise ? reserved.then((r) => admissionOf(r, unpriced, cap)) : admissionOf(reserved, unpriced, cap);
 }
 
 /**
@@ -148,8 +159,30 @@ function capacityRefusal(scope: Scope, limit: LimitKind, message: string): Refus
   };
 }
 
-function admissionOf(r: ReserveResult, unpriced: readonly PricedTarget[]): Admission {
-  return r.ok ? { ok: true, reservation: r.reservation, rateLimit: r.rateLimit, budgetWarnings: r.budgetWarnings, unpriced } : r;
+function admissionOf(r: ReserveResult, unpriced: readonly PricedTarget[], outputCap: number | null): Admission {
+  if (!r.ok) return r;
+  const admitted = { ok: true as const, reservation: r.reservation, rateLimit: r.rateLimit, budgetWarnings: r.budgetWarnings, unpriced };
+  return outputCap === null ? admitted : { ...admitted, outputCap };
+}
+
+/** Whether a scope limits what a request may use in tokens or money: then an uncapped answer could overshoot it. */
+function limitsSpend(scopes: readonly Scope[]): boolean {
+  for (const { limits } of scopes) {
+    if (limits.tpm !== undefined || limits.tokensPerDay !== undefined) return true;
+    if (limits.budgetMicroUsdPerMonth !== undefined && limits.budgetOnExceeded !== 'warn') return true;
+  }
+  return false;
+}
+
+/** The estimate with its output lowered to what the tightest token limit holds beside the input (never below 1). */
+function fittedToLimits(estimate: TokenEstimate, scopes: readonly Scope[]): TokenEstimate {
+  let room = estimate.maxOutputTokens;
+  for (const { limits } of scopes) {
+    if (limits.tpm !== undefined) room = Math.min(room, limits.tpm - estimate.inputTokens);
+    if (limits.tokensPerDay !== undefined) room = Math.min(room, limits.tokensPerDay - estimate.inputTokens);
+  }
+  // No room at all: left as it was, for the capacity check to refuse, naming the input.
+  return room >= 1 && room < estimate.maxOutputTokens ? { inputTokens: estimate.inputTokens, maxOutputTokens: room } : estimate;
 }
 
 export interface Settlement {

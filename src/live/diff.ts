@@ -35,7 +35,12 @@ const RESTART_ONLY: readonly (keyof Generation['config']['server'])[] = [
 
 export function restartOnlyWarnings(serving: Generation['config'], next: Generation['config']): string[] {
   const changed = RESTART_ONLY.filter((key) => !isDeepStrictEqual(serving.server[key], next.server[key])).map((key) => `server.${key}`);
-  if (!isDeepStrictEqual({ ...serving.governance, default_max_tokens: 0 }, { ...next.governance, default_max_tokens: 0 }))
+  if (
+    !isDeepStrictEqual(
+      { ...serving.governance, default_max_tokens: 0, cap_output: true },
+      { ...next.governance, default_max_tokens: 0, cap_output: true },
+    )
+  )
     changed.push('governance (store settings)');
   if (!isDeepStrictEqual(serving.audit, next.audit)) changed.push('audit');
   if (!isDeepStrictEqual(serving.telemetry, next.telemetry)) changed.push('telemetry');

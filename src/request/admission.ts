@@ -74,6 +74,8 @@ export interface Admitted {
   readonly reservation: Reservation | null;
   /** `x-ratelimit-*` and the budget warning for the response, as names and values in turn; null = none. */
   readonly limitHeaders: readonly string[] | null;
+  /** The output cap to send upstream (`governance.cap_output`), or null to send none. */
+  readonly outputCap: number | null;
 }
 
 /** No gateway limit applies (an open gateway): the upstream's own rate-limit headers pass. */
@@ -98,7 +100,7 @@ export function preCheck(
   const policy = policyOf(gen);
   if (principal.team === null && policy.onMissingPrice !== 'block') {
     // The open gateway's anonymous caller: nothing to count, reserve or refuse by price.
-    return admit(x, svc, gen, { candidates: chain, reservation: null, limitHeaders: NO_LIMIT_HEADERS });
+    return admit(x, svc, gen, { candidates: chain, reservation: null, limitHeaders: NO_LIMIT_HEADERS, outputCap: null });
   }
   const targets = chain.map((c) => ({ provider: c.provider.name, model: c.upstreamModel }));
   const demand = { model: request.model, bodyBytes: asked.bodyBytes, maxTokens: asked.maxTokens, targets, pricing: gen.pricing };
@@ -117,7 +119,7 @@ export function preCheck(
       policy.onMissingPrice !== 'block' || a.unpriced.length === 0
         ? chain
         : chain.filter((c) => !a.unpriced.some((u) => u.provider === c.provider.name && u.model === c.upstreamModel));
-    return admit(x, svc, gen, { candidates, reservation: a.reservation, limitHeaders: flat });
+    return admit(x, svc, gen, { candidates, reservation: a.reservation, limitHeaders: flat, outputCap: a.outputCap ?? null });
   };
   return admission instanceof Promise ? admission.then(admitted) : admitted(admission);
 }

@@ -20,6 +20,8 @@ export interface AdmittedRequest {
   readonly limitHeaders: readonly string[] | null;
   /** performance.now() by which the route's deadline_ms has passed, across every attempt; null = none. */
   readonly deadlineAt: number | null;
+  /** The output cap the pre-check reserved for, to send upstream; null = send none (the client's own, if any, stands). */
+  readonly outputCap: number | null;
   /** Called with each response id an answer carries and the candidate that made it (the Responses API). */
   readonly onResponseId: ((responseId: string, c: GenerationCandidate) => void) | null;
 }

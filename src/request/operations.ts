@@ -18,6 +18,7 @@ import {
   upstreamPathFor,
   withoutUsageEvent,
   withStreamUsage,
+  withTopLevelMember,
 } from '../providers/index.js';
 import {
   type ChatRequest,
@@ -59,7 +60,7 @@ export interface OperationSpec {
    * What goes upstream for this candidate. Throws a 400 naming the field when the request
    * cannot be written in the candidate's protocol, before anything is sent.
    */
-  upstream(request: ModelRequest, c: GenerationCandidate, onResponseId: OnResponseId | null): UpstreamRequest;
+  upstream(request: ModelRequest, c: GenerationCandidate, onResponseId: OnResponseId | null, outputCap: number | null): UpstreamRequest;
   /** Its answers carry response ids whose state only the provider that made them holds. */
   readonly remembersResponses: boolean;
   /** Admitted against the caller's limits and billed (the pre-check and settle); false = free. */
@@ -97,7 +98,13 @@ export const operations: Readonly<Record<Operation, OperationSpec>> = {
     parse: parseCompletionsRequest,
     maxTokens: (parsed) => cap(parsed.max_tokens),
     // Billed like a chat completion: the same usage fields, and a stream asked for its usage.
-    upstream: (r, c) => post(r, c, upstreamBody(r, c), r.stream && !clientAskedUsage(r.parsed) ? withoutUsageEvent() : undefined),
+    upstream: (r, c, _id, outputCap) =>
+      post(
+        r,
+        c,
+        capped(upstreamBody(r, c), 'max_tokens', outputCap),
+        r.stream && !clientAskedUsage(r.parsed) ? withoutUsageEvent() : undefined,
+      ),
     remembersResponses: false,
     metered: true,
     guarded: true,
@@ -138,13 +145,19 @@ function post(r: ModelRequest, c: GenerationCandidate, body: Buffer | string, tr
 }
 
 /** A new response (metered, its id remembered), or a stored one's GET / DELETE (neither). */
-function responsesUpstream(r: ModelRequest, c: GenerationCandidate, onResponseId: OnResponseId | null): UpstreamRequest {
+function responsesUpstream(
+  r: ModelRequest,
+  c: GenerationCandidate,
+  onResponseId: OnResponseId | null,
+  outputCap: number | null,
+): UpstreamRequest {
   const stored = r.stored;
   if (stored !== null) {
     const path = storedResponsePath(c.provider, stored.id, stored.query);
     return { method: stored.method, path, body: null, transform: undefined };
   }
-  return post(r, c, chatBodyFor(r.raw, r.parsed, c.upstreamModel), responsesMetering(onResponseId ?? ignoreId));
+  const body = capped(chatBodyFor(r.raw, r.parsed, c.upstreamModel), 'max_output_tokens', outputCap);
+  return post(r, c, body, responsesMetering(onResponseId ?? ignoreId));
 }
 
 const ignoreId: OnResponseId = () => undefined;
@@ -159,15 +172,22 @@ function cap(v: unknown): number | null {
  * spliced in (an OpenAI stream also asks for usage; an Anthropic answer is metered as it
  * passes). Different protocols: through the canonical form both ways (ADR-0011).
  */
-function chatUpstream(r: ModelRequest, c: GenerationCandidate): UpstreamRequest {
+function chatUpstream(r: ModelRequest, c: GenerationCandidate, _id: OnResponseId | null, outputCap: number | null): UpstreamRequest {
   const to = c.provider.protocol;
   if (to === r.protocol) {
+    // An Anthropic request always carries its own max_tokens (the Messages API requires it).
     if (to === 'anthropic') return post(r, c, chatBodyFor(r.raw, r.parsed, c.upstreamModel), anthropicMetering());
+    const body = capped(upstreamBody(r, c), 'max_completion_tokens', outputCap);
     // The gateway asked an OpenAI stream for its usage: a client that did not gets no usage event.
-    return post(r, c, upstreamBody(r, c), r.stream && !clientAskedUsage(r.parsed) ? withoutUsageEvent() : undefined);
+    return post(r, c, body, r.stream && !clientAskedUsage(r.parsed) ? withoutUsageEvent() : undefined);
   }
-  const request = { ...canonicalOf(r), model: c.upstreamModel };
-  const written = to === 'anthropic' ? canonicalToAnthropicRequest(request) : canonicalToOpenaiRequest(request);
+  const canonical = canonicalOf(r);
+  const request = { ...canonical, model: c.upstreamModel, maxOutputTokens: canonical.maxOutputTokens ?? outputCap ?? undefined };
+  // Anthropic needs a max_tokens: without the client's or a cap, the one the pre-check reserved.
+  const written =
+    to === 'anthropic'
+      ? canonicalToAnthropicRequest(request, { defaultMaxTokens: r.gen.config.governance.default_max_tokens })
+      : canonicalToOpenaiRequest(request);
   if (!written.ok) throw untranslatable(written, c);
   return post(r, c, JSON.stringify(written.value), translation(to, r.protocol, r.protocol === 'openai' && clientAskedUsage(r.parsed)));
 }
@@ -189,6 +209,16 @@ function canonicalOf(r: ModelRequest): CanonicalRequest {
 function untranslatable(refusal: { readonly path: string; readonly reason: string }, c: GenerationCandidate): SwitchyardError {
   const message = `${refusal.reason} (field ${refusal.path}; provider "${c.provider.name}" speaks the ${c.provider.protocol} protocol)`;
   return new SwitchyardError('invalid_request', message, refusal.path);
+}
+
+/**
+ * The body with the output cap the pre-check reserved for, when one is to be sent
+ * (`governance.cap_output`: the client gave none and a limit applies), spliced in as the
+ * operation's field; otherwise the body as it is.
+ */
+function capped(body: Buffer, field: string, outputCap: number | null): Buffer {
+  if (outputCap === null) return body;
+  return withTopLevelMember(body, field, String(outputCap)) ?? body;
 }
 
 /** The body for this candidate: its model name, and for a stream the usage it is billed on. */

@@ -34,6 +34,7 @@ function policyInput(gen: Generation) {
     keys,
     defaultMaxTokens: config.governance.default_max_tokens,
     onMissingPrice: config.pricing.on_missing ?? 'allow',
+    capOutput: config.governance.cap_output,
   } as const;
 }
 

@@ -22,7 +22,12 @@ export const sendToCandidate: Attempt = (a, done) => {
   const gen = request.gen;
   const provider = c.provider;
   const requestId = x.requestId;
-  const upstream = operations[request.operation].upstream(request, c, onResponseId === null ? null : (id) => onResponseId(id, c));
+  const upstream = operations[request.operation].upstream(
+    request,
+    c,
+    onResponseId === null ? null : (id) => onResponseId(id, c),
+    a.admitted.outputCap,
+  );
   const headers = providerHeaders(
     provider,
     c.credential ?? provider.credential,

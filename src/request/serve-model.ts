@@ -98,6 +98,7 @@ function routeAndAdmit(path: RequestPath, x: Exchange, caller: Caller, raw: Buff
         request,
         limitHeaders: admitted.limitHeaders,
         deadlineAt: deadlineMs === null ? null : x.startedAt + deadlineMs,
+        outputCap: admitted.outputCap,
         onResponseId: spec.remembersResponses ? (id, c) => rememberResponse(svc.responses, request, id, c) : null,
         svc,
         candidates: admitted.candidates,
@@ -108,7 +109,7 @@ function routeAndAdmit(path: RequestPath, x: Exchange, caller: Caller, raw: Buff
       },
       done,
     );
-  if (!spec.metered) return serve({ candidates: selected, reservation: null, limitHeaders: null });
+  if (!spec.metered) return serve({ candidates: selected, reservation: null, limitHeaders: null, outputCap: null });
   const admitted = preCheck(x, svc, request, { bodyBytes: raw.length, maxTokens: spec.maxTokens(request.parsed) }, selected);
   if (admitted instanceof Promise) admitted.then(serve, done);
   else serve(admitted);

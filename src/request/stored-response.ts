@@ -54,6 +54,7 @@ export function serveStoredResponse(
         request,
         limitHeaders: admitted.limitHeaders,
         deadlineAt: null,
+        outputCap: null,
         onResponseId: null,
         svc,
         candidates: [holder],

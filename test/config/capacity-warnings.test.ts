@@ -33,7 +33,7 @@ describe('capacity warnings', () => {
       text[0] as string,
       /^teams\.small\.rate_limit\.tpm: 3000 tokens per minute is below governance\.default_max_tokens \(4096\)/,
     );
-    assert.match(text[0] as string, /over_limit_capacity/);
+    assert.match(text[0] as string, /is capped to what the limit holds \(governance\.cap_output\)/);
     assert.match(text[1] as string, /^keys\[0\]\.tokens_per_day: 2000 tokens per day is below governance\.default_max_tokens/);
   });
 

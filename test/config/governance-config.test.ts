@@ -57,7 +57,7 @@ describe('governance config', () => {
     assert.equal(config.audit?.file, './var/audit.jsonl');
   });
 
-  it('defaults to an open gateway with the memory store, fail_closed and 4096 reserved output tokens', () => {
+  it('defaults to an open gateway with the memory store, fail_closed, 4096 reserved output tokens, sent upstream as the cap', () => {
     const r = parseConfigText(BASE);
     assert.ok(r.ok);
     assert.equal(r.config.keys, undefined);
@@ -66,6 +66,7 @@ describe('governance config', () => {
       key_prefix: 'switchyard:',
       on_store_error: 'fail_closed',
       default_max_tokens: 4096,
+      cap_output: true,
     });
     assert.equal(r.config.pricing.on_missing, undefined, 'absent means allow');
     assert.equal(r.config.audit, undefined);

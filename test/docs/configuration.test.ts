@@ -197,6 +197,7 @@ const common = {
     key_prefix: 'sy:',
     on_store_error: 'fail_open',
     default_max_tokens: 10,
+    cap_output: true,
   },
   audit: { file: '/var/audit.jsonl' },
   telemetry: {

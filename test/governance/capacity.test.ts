@@ -18,23 +18,32 @@ const NOW = Date.UTC(2026, 10, 15, 12, 0, 0);
 const pricing: PriceTable = { 'east/m': { input_usd_per_mtok: 1, output_usd_per_mtok: 2 } };
 const targets = [{ provider: 'east', model: 'm' }];
 
-const policy = buildGovernancePolicy({
-  teams: [
-    { id: 'minute', limits: { tpm: 3000 } },
-    { id: 'day', limits: { tokensPerDay: 500 } },
-  ],
-  keys: [
-    { id: 'k-minute', team: 'minute', sha256: [hashKey('a')], limits: {}, expiresAtMs: null },
-    { id: 'k-day', team: 'day', sha256: [hashKey('b')], limits: { tpm: 100 }, expiresAtMs: null },
-  ],
-  defaultMaxTokens: 4096,
-  onMissingPrice: 'allow',
-});
+const policyWith = (capOutput: boolean) =>
+  buildGovernancePolicy({
+    teams: [
+      { id: 'minute', limits: { tpm: 3000 } },
+      { id: 'day', limits: { tokensPerDay: 500 } },
+      { id: 'budget', limits: { budgetMicroUsdPerMonth: 1_000_000 } },
+      { id: 'free', limits: {} },
+    ],
+    keys: [
+      { id: 'k-minute', team: 'minute', sha256: [hashKey('a')], limits: {}, expiresAtMs: null },
+      { id: 'k-day', team: 'day', sha256: [hashKey('b')], limits: { tpm: 100 }, expiresAtMs: null },
+      { id: 'k-budget', team: 'budget', sha256: [hashKey('c')], limits: {}, expiresAtMs: null },
+      { id: 'k-free', team: 'free', sha256: [hashKey('d')], limits: {}, expiresAtMs: null },
+    ],
+    defaultMaxTokens: 4096,
+    onMissingPrice: 'allow',
+    capOutput,
+  });
+/** governance.cap_output: false, where a request that sets no cap is reserved (and refused) at the default. */
+const policy = policyWith(false);
+const capping = policyWith(true);
 
 const minute: Principal = { keyId: 'k-minute', team: 'minute' };
 const day: Principal = { keyId: 'k-day', team: 'day' };
 
-describe('over_limit_capacity', () => {
+describe('over_limit_capacity (governance.cap_output: false)', () => {
   it('a request without max_tokens under a tpm below default_max_tokens is 400, naming the limit and the cap that fits', async () => {
     const store = new MemoryGovernanceStore();
     const a = await preCheck(store, policy, minute, { model: 'm', bodyBytes: 400, maxTokens: null, targets, pricing }, NOW);
@@ -83,5 +92,86 @@ describe('over_limit_capacity', () => {
     assert.ok(!second.ok);
     assert.equal(second.refusal.code, 'rate_limit_exceeded');
     assert.ok((second.refusal.retryAfterS ?? 0) >= 1);
+  });
+});
+
+describe('governance.cap_output: the reserved cap is sent upstream', () => {
+  const budget: Principal = { keyId: 'k-budget', team: 'budget' };
+  const free: Principal = { keyId: 'k-free', team: 'free' };
+
+  it('a request that sets no cap, under a budget, is reserved at default_max_tokens and that cap is sent', async () => {
+    const a = await preCheck(
+      new MemoryGovernanceStore(),
+      capping,
+      budget,
+      { model: 'm', bodyBytes: 400, maxTokens: null, targets, pricing },
+      NOW,
+    );
+    assert.ok(a.ok);
+    assert.equal(a.outputCap, 4096);
+  });
+
+  it('under a tpm its default would not fit, it is capped to what the limit holds beside its input, not refused', async () => {
+    const store = new MemoryGovernanceStore();
+    const a = await preCheck(store, capping, minute, { model: 'm', bodyBytes: 400, maxTokens: null, targets, pricing }, NOW);
+    assert.ok(a.ok, 'admitted, capped');
+    assert.equal(a.outputCap, 2900);
+    const full = await preCheck(store, capping, minute, { model: 'm', bodyBytes: 400, maxTokens: null, targets, pricing }, NOW + 1);
+    assert.ok(!full.ok, 'the window is full now: the cap was reserved');
+    assert.equal(full.refusal.code, 'rate_limit_exceeded');
+  });
+
+  it("the tightest scope decides the cap: a key's tpm under its team's daily quota", async () => {
+    const a = await preCheck(
+      new MemoryGovernanceStore(),
+      capping,
+      day,
+      { model: 'm', bodyBytes: 40, maxTokens: null, targets, pricing },
+      NOW,
+    );
+    assert.ok(a.ok);
+    assert.equal(a.outputCap, 90);
+  });
+
+  it('a request that sets its own cap keeps it: nothing is sent, and one over a limit is still refused', async () => {
+    const own = await preCheck(
+      new MemoryGovernanceStore(),
+      capping,
+      budget,
+      { model: 'm', bodyBytes: 400, maxTokens: 50, targets, pricing },
+      NOW,
+    );
+    assert.ok(own.ok);
+    assert.equal(own.outputCap, undefined);
+    const over = await preCheck(
+      new MemoryGovernanceStore(),
+      capping,
+      minute,
+      { model: 'm', bodyBytes: 400, maxTokens: 5000, targets, pricing },
+      NOW,
+    );
+    assert.ok(!over.ok);
+    assert.equal(over.refusal.code, 'over_limit_capacity');
+  });
+
+  it('a caller with no limit, or cap_output off, has nothing sent', async () => {
+    const open = await preCheck(
+      new MemoryGovernanceStore(),
+      capping,
+      free,
+      { model: 'm', bodyBytes: 400, maxTokens: null, targets, pricing },
+      NOW,
+    );
+    assert.ok(open.ok);
+    assert.equal(open.outputCap, undefined);
+    const off = await preCheck(
+      new MemoryGovernanceStore(),
+      policy,
+      budget,
+      { model: 'm', bodyBytes: 400, maxTokens: null, targets, pricing },
+      NOW,
+    );
+    assert.ok(off.ok);
+    assert.equal(off.outputCap, undefined);
   });
 });

@@ -45,7 +45,12 @@ after(() => pools.destroyAll());
 function attemptRequest(c: GenerationCandidate, pass: 0 | 1 = 0, g: Generation = gen): AttemptRequest {
   const { x } = exchangeFor(g);
   const request = modelRequest(g, 'm');
-  return { admitted: { x, request, limitHeaders: null, deadlineAt: null, onResponseId: null }, candidate: c, pass, trace: null };
+  return {
+    admitted: { x, request, limitHeaders: null, deadlineAt: null, outputCap: null, onResponseId: null },
+    candidate: c,
+    pass,
+    trace: null,
+  };
 }
 
 interface Reported {

@@ -238,6 +238,7 @@ export function chainRequest(s: ChainSetup): ChainRequest {
     request: s.request,
     limitHeaders: null,
     deadlineAt: s.deadlineAt ?? null,
+    outputCap: null,
     onResponseId: null,
     svc: s.svc,
     candidates: s.candidates,

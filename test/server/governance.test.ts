@@ -198,8 +198,8 @@ describe('governance on the request path', () => {
   });
 
   it('a request the daily quota could never hold is 400 over_limit_capacity, naming the limit and a cap that fits, with no retry-after', async () => {
-    // No max_tokens: it reserves governance.default_max_tokens (4096) output tokens, more than the day's 60.
-    const err = await refusal(clientFor(gw, 'quota').chat.completions.create({ model: MODEL, messages }));
+    // Its own max_tokens (1000) is more than the day's 60 could ever hold.
+    const err = await refusal(clientFor(gw, 'quota').chat.completions.create({ model: MODEL, messages, max_tokens: 1000 }));
     assert.ok(err instanceof OpenAI.BadRequestError, String(err));
     assert.equal(err.code, 'over_limit_capacity');
     assert.match(err.message, /team "quota"'s limit of 60 tokens per day/);
