@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { hashKey } from '../../src/governance/index.js';
@@ -108,5 +111,120 @@ describe('governance.cap_output', () => {
     assert.equal(lastBody('/v1/chat/completions').max_completion_tokens, undefined);
     await client(uncapped, 'limited-key').chat.completions.create({ model: 'claude', messages });
     assert.equal(lastBody('/v1/messages').max_tokens, RESERVED);
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+
+/** An upstream that writes as many output tokens as it is allowed, up to `wants`, and reports them. */
+async function startGreedyUpstream(wants: number): Promise<{ readonly baseUrl: string; close(): Promise<void> }> {
+  const server = createServer((req, res) => {
+    let text = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => {
+      text += c;
+    });
+    req.on('end', () => {
+      const body = JSON.parse(text) as { max_completion_tokens?: number; max_tokens?: number };
+      const completion = Math.min(wants, body.max_completion_tokens ?? body.max_tokens ?? wants);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          id: 'chatcmpl-greedy',
+          object: 'chat.completion',
+          created: 1,
+          model: 'greedy',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'x'.repeat(16) }, finish_reason: 'length' }],
+          usage: { prompt_tokens: 10, completion_tokens: completion, total_tokens: 10 + completion },
+        }),
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe('invariant "spend never exceeds a budget": two replicas on one Redis, an upstream that writes 2000 tokens unless capped', () => {
+  // 1 µUSD an output token, input free: a request reserves 200 µUSD (default_max_tokens), and a
+  // budget of 2000 µUSD admits 10 of them.
+  const BUDGET_USD = 0.002;
+  let upstream: Awaited<ReturnType<typeof startGreedyUpstream>>;
+
+  before(async () => {
+    upstream = await startGreedyUpstream(2000);
+  });
+
+  after(async () => {
+    await upstream?.close();
+  });
+
+  async function spendOf100(capOutput: boolean): Promise<{ served: number; spentMicroUsd: number }> {
+    const prefix = `switchyard-test-cap-${randomUUID()}:`;
+    const replicaConfig = baseConfig(
+      { greedy: upstream.baseUrl },
+      { m: { candidates: [{ provider: 'greedy' }] } },
+      {
+        governance: {
+          store: 'redis',
+          redis_url: 'redis://127.0.0.1:6379',
+          key_prefix: prefix,
+          default_max_tokens: 200,
+          cap_output: capOutput,
+        },
+        pricing: { models: { m: { input_usd_per_mtok: 0, output_usd_per_mtok: 1 } } },
+        teams: { tight: { budget: { usd_per_month: BUDGET_USD, on_exceeded: 'block' } } },
+        keys: [{ id: 'tight', team: 'tight', sha256: hashKey('tight-key') }],
+      },
+    );
+    const replicas = [await resources.startGw(replicaConfig), await resources.startGw(replicaConfig)];
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 100 }, (_, i) =>
+          fetch(`${(replicas[i % 2] as GatewayProcess).url}/v1/chat/completions`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: 'Bearer tight-key' },
+            body: JSON.stringify({ model: 'm', messages }),
+          }).then(async (r) => {
+            await r.text();
+            return r.status;
+          }),
+        ),
+      );
+      const served = answers.filter((s) => s === 200).length;
+      assert.ok(
+        answers.every((s) => s === 200 || s === 402),
+        `only served or over budget: ${answers.join(',')}`,
+      );
+      // Settles reach Redis in batches (a few ms after each answer): read the books once the
+      // last reservation is settled, within a bound that only catches a hang.
+      let spend: { used: number; reservedMicroUsd: number } | undefined;
+      for (let i = 0; i < 100; i++) {
+        const status = (await (await fetch(`${(replicas[0] as GatewayProcess).adminUrl}/admin/status`)).json()) as {
+          governance: { teams: Record<string, { spendThisMonthMicroUsd: { used: number; reservedMicroUsd: number } }> };
+        };
+        spend = status.governance.teams.tight?.spendThisMonthMicroUsd;
+        if (spend?.reservedMicroUsd === 0) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.equal(spend?.reservedMicroUsd, 0, 'every reservation settled');
+      return { served, spentMicroUsd: spend?.used ?? Number.NaN };
+    } finally {
+      for (const r of replicas) await r.stop();
+    }
+  }
+
+  it('with cap_output on, the capped answers keep the month within its budget', async () => {
+    const { served, spentMicroUsd } = await spendOf100(true);
+    assert.equal(served, 10, 'the budget admits exactly 10 reservations of 200 µUSD across both replicas');
+    assert.ok(spentMicroUsd <= BUDGET_USD * 1e6, `spent ${spentMicroUsd} µUSD of a ${BUDGET_USD * 1e6} µUSD budget`);
+  });
+
+  it('with cap_output off, the same traffic overshoots: the answers run to 2000 tokens past their reservation', async () => {
+    const { served, spentMicroUsd } = await spendOf100(false);
+    assert.equal(served, 10);
+    assert.equal(spentMicroUsd, 10 * 2000, 'each of the 10 billed its 2000 tokens: the overshoot cap_output prevents');
   });
 });
