@@ -1,3 +1,5 @@
+import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, CR, LF, OPEN_BRACE, OPEN_BRACKET, QUOTE, SPACE, TAB } from './ascii.js';
+
 // Reading, counting and rewriting a JSON document's top-level members as bytes, without
 // re-serialising it, so a forwarded body keeps every other byte: number spellings (`1.0`,
 // integers beyond 2^53, which JSON.parse rounds), escapes, key order and spacing. A client
@@ -6,17 +8,8 @@
 // range that then fails to parse. Keys are compared decoded (`"mo\u0064el"` is `model`),
 // as JSON.parse sees them.
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-
 function isSpace(b: number | undefined): boolean {
-  return b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+  return b === SPACE || b === LF || b === CR || b === TAB;
 }
 
 function skipSpace(raw: Buffer, i: number): number {

@@ -1,3 +1,4 @@
+import { COLON, CR, LF, OPEN_BRACE, QUOTE, SPACE, TAB } from './ascii.js';
 import { splitEvents } from './sse-reader.js';
 
 // What one server-sent event says, for the few the relay must recognise: the usage-only
@@ -8,13 +9,6 @@ import { splitEvents } from './sse-reader.js';
 // that cannot be one: inside a JSON string a quote is escaped, so the bytes `"usage"` or
 // `"error"` can only be a key or a whole string value.
 
-const SPACE = 0x20;
-const TAB = 0x09;
-const LF = 0x0a;
-const CR = 0x0d;
-const COLON = 0x3a;
-const QUOTE = 0x22;
-const OPEN_BRACE = 0x7b;
 const USAGE_KEY = Buffer.from('"usage"');
 const ERROR_WORD = Buffer.from('error');
 

@@ -1,13 +1,11 @@
+import { COLON, CR, LF } from './ascii.js';
+
 // The framing of a server-sent event stream (WHATWG HTML, "event stream interpretation"):
 // a line ends with CRLF, LF or a lone CR, and an empty line ends an event. Upstreams use
 // all three (Python servers write CRLF), and a network chunk may split an event, a line or
 // a CRLF pair anywhere. The reader works on bytes, never decodes, and finds line ends with
 // native searches over each new chunk only, so its work per chunk is proportional to the
 // chunk; what it holds is the one event still open, and that is bounded.
-
-const LF = 0x0a;
-const CR = 0x0d;
-const COLON = 0x3a;
 
 const EMPTY: Buffer = Buffer.alloc(0);
 

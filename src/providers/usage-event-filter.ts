@@ -1,3 +1,4 @@
+import { CR, LF } from './ascii.js';
 import type { TokenUsage } from './metering.js';
 import { usageFromJson } from './openai-adapter.js';
 import type { RelayTransform } from './relay-transform.js';
@@ -6,8 +7,6 @@ import { DEFAULT_MAX_EVENT_BYTES, SseReader, splitEvents } from './sse-reader.js
 import { keepTail, usageOfTail } from './usage-tail.js';
 
 const EMPTY: Buffer = Buffer.alloc(0);
-const LF = 0x0a;
-const CR = 0x0d;
 
 /**
  * Takes the usage-only event out of an OpenAI chat completion stream. The gateway asks
