@@ -9,6 +9,7 @@
 // team and key id. See docs/decisions/0009-governance-limits-and-budgets.md.
 
 export { compileModelAllowList, type ModelAllowList } from './allow-list.js';
+export { anchoredClock, governanceNow } from './clock.js';
 export { createGovernanceStore, type StoreHooks, type StoreSettings } from './create-store.js';
 export {
   ANONYMOUS,

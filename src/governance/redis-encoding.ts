@@ -1,5 +1,5 @@
 import type { LimitKind, Limits, Scope } from './limits.js';
-import { utcDayStamp, utcMonthStamp, WINDOW_MS } from './limits.js';
+import { WINDOW_MS } from './limits.js';
 import {
   type Actual,
   limitNumbers,
@@ -16,8 +16,8 @@ import {
 
 // What the redis store's Lua scripts (lua/*.lua) take and give back: each store call as one
 // script's KEYS and ARGV, and each reply as the store's result types. No connection and no
-// clock (the time is the caller's), so the wire format is tested without Redis; the store
-// keeps the queues and the connection.
+// clock of its own (the time is Redis's, read in the script, or a test's), so the wire format
+// is tested without Redis; the store keeps the queues, the connection and the deadline.
 
 /** A scope's three keys: the sliding log, the counters hash, the open reservations (layout in lua/common.lua). */
 export type ScopeKeys = readonly [log: string, counters: string, resv: string];
@@ -71,11 +71,25 @@ function numberOf(s: ScopeRef, keysOf: KeysOf, keys: string[], numbers: Map<stri
 }
 
 /**
- * One reserve script call for a batch of one team, all decided at `nowMs`. Each distinct
- * limit set (by object: one generation's scopes share theirs) is sent once, and each
- * reservation names its scopes and limit sets by number (ARGV layout in lua/reserve.lua).
+ * The clock a script decides by: Redis's own (`TIME`, read inside the script: one clock for
+ * every replica), or a time the caller gives (tests that simulate time).
  */
-export function encodeReserves(nowMs: number, entries: readonly ReserveEntry[], reservationTtlMs: number, keysOf: KeysOf): ScriptCall {
+export type ScriptClock = { readonly kind: 'redis' } | { readonly kind: 'caller'; readonly nowMs: number };
+
+/**
+ * One reserve script call for a batch of one team, all decided at one time (`clock`). Each
+ * distinct limit set (by object: one generation's scopes share theirs) is sent once, and
+ * each reservation names its scopes and limit sets by number (ARGV layout in
+ * lua/reserve.lua). `deadlineMs` is Redis's time after which the batch must not take
+ * effect (-1: none).
+ */
+export function encodeReserves(
+  clock: ScriptClock,
+  deadlineMs: number,
+  entries: readonly ReserveEntry[],
+  reservationTtlMs: number,
+  keysOf: KeysOf,
+): ScriptCall {
   const keys: string[] = [];
   const keyNumbers = new Map<string, number>();
   const limitNumbersOf = new Map<Limits, number>();
@@ -95,11 +109,10 @@ export function encodeReserves(nowMs: number, entries: readonly ReserveEntry[], 
     }
   }
   const args: Array<string | number> = [
-    nowMs,
+    clockArg(clock),
+    deadlineMs,
     WINDOW_MS,
     COUNTERS_TTL_MS,
-    utcMonthStamp(nowMs),
-    utcDayStamp(nowMs),
     reservationTtlMs,
     limitNumbersOf.size,
   ];
@@ -108,18 +121,38 @@ export function encodeReserves(nowMs: number, entries: readonly ReserveEntry[], 
   return { keys, args };
 }
 
-/** Each entry's result from the reserve script's reply, in order; `nowMs` is the batch's: when it was decided. */
-export function decodeReserves(reply: unknown, nowMs: number, entries: readonly ReserveEntry[]): ReserveResult[] {
+function clockArg(clock: ScriptClock): number {
+  return clock.kind === 'redis' ? -1 : clock.nowMs;
+}
+
+/** A reserve script's reply: its results, or that it ran past its deadline and wrote nothing. */
+export type ReservesReply =
+  | {
+      readonly expired: false;
+      /** Redis's clock when the script ran (epoch ms). */
+      readonly redisNowMs: number;
+      readonly results: ReserveResult[];
+    }
+  | { readonly expired: true; readonly redisNowMs: number };
+
+/**
+ * Each entry's result from the reserve script's reply, in order. The reservations carry the
+ * time, day and month the script decided at (Redis's clock, or the caller's), so that their
+ * settles book to the same day and month and correct the same log entry.
+ */
+export function decodeReserves(reply: unknown, entries: readonly ReserveEntry[]): ReservesReply {
   const flat = reply as ReadonlyArray<number | string>;
-  const day = utcDayStamp(nowMs);
-  const month = utcMonthStamp(nowMs);
-  const out: ReserveResult[] = [];
-  let at = 0;
+  if (flat[0] !== 1) return { expired: true, redisNowMs: Number(flat[1]) };
+  const nowMs = Number(flat[1]);
+  const day = String(flat[3]);
+  const month = String(flat[4]);
+  const results: ReserveResult[] = [];
+  let at = 5;
   for (const e of entries) {
-    out.push(reserved(e, flat, at, nowMs, day, month));
+    results.push(reserved(e, flat, at, nowMs, day, month));
     at += 4 + 4 * e.input.scopes.length;
   }
-  return out;
+  return { expired: false, redisNowMs: Number(flat[2]), results };
 }
 
 /**
@@ -201,10 +234,10 @@ function atLeastZero(n: number): number {
 }
 
 /** One status script call: one key triple per scope asked for, in order, repeats included (lua/status.lua). */
-export function encodeStatus(scopes: readonly Scope[], nowMs: number, keysOf: KeysOf): ScriptCall {
+export function encodeStatus(scopes: readonly Scope[], clock: ScriptClock, keysOf: KeysOf): ScriptCall {
   return {
     keys: scopes.flatMap((s) => keysOf(s)),
-    args: [nowMs, WINDOW_MS, utcMonthStamp(nowMs), utcDayStamp(nowMs), scopes.length],
+    args: [clockArg(clock), WINDOW_MS, scopes.length],
   };
 }
 

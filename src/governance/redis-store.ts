@@ -9,6 +9,7 @@ import {
   encodeStatus,
   type ReserveEntry,
   type ScopeKeys,
+  type ScriptClock,
   type SettleEntry,
   scopeKeys,
 } from './redis-encoding.js';
@@ -33,6 +34,12 @@ export interface RedisStoreOptions {
   readonly commandTimeoutMs?: number;
   readonly connectTimeoutMs?: number;
   readonly reservationTtlMs?: number;
+  /**
+   * Whose clock the windows, days and months follow: Redis's (`TIME`, read inside each
+   * script; the default, and the only one a fleet should use, since every replica then reads
+   * one clock), or the `nowMs` each call passes (tests that simulate time).
+   */
+  readonly clock?: 'redis' | 'caller';
   /** Connection events, for the log: never holds the URL's password. */
   readonly onConnectionEvent?: (event: 'ready' | 'error' | 'reconnecting', detail: string) => void;
 }
@@ -47,6 +54,8 @@ export interface RedisStoreOptions {
 const SETTLE_BATCH_MS = 10;
 /** …and a batch this large goes at once (it stays far below Lua's unpack limit). */
 const SETTLE_BATCH_MAX = 64;
+
+const REDIS_CLOCK: ScriptClock = Object.freeze({ kind: 'redis' });
 
 /** A batch of reserves goes at once when it reaches this size (far below Lua's unpack limit). */
 const RESERVE_BATCH_MAX = 64;
@@ -95,18 +104,29 @@ export class RedisGovernanceStore implements GovernanceStore {
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #prefix: string;
   readonly #reservationTtlMs: number;
+  readonly #commandTimeoutMs: number;
+  readonly #callerClock: boolean;
+  /**
+   * Redis's clock minus this process's monotonic clock (performance.now()), as last seen: a
+   * reply's Redis time less the time it arrived, which is never later than the truth (the
+   * script ran before its reply came back). A reserve's deadline built with it is therefore
+   * never later than the moment the command times out here. Null until the first sample.
+   */
+  #redisOffsetMs: number | null = null;
   readonly #tag = `${randomBytes(9).toString('base64url')}.`;
   #sequence = 0;
 
   constructor(options: RedisStoreOptions) {
     this.#prefix = options.keyPrefix;
     this.#reservationTtlMs = options.reservationTtlMs ?? DEFAULT_RESERVATION_TTL_MS;
+    this.#commandTimeoutMs = options.commandTimeoutMs ?? 1000;
+    this.#callerClock = options.clock === 'caller';
     const notify = options.onConnectionEvent ?? (() => undefined);
     this.#redis = new Redis(options.url, {
       lazyConnect: false,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
-      commandTimeout: options.commandTimeoutMs ?? 1000,
+      commandTimeout: this.#commandTimeoutMs,
       connectTimeout: options.connectTimeoutMs ?? 2000,
       // Back off to 2 s and never give up: the gateway keeps serving by its policy meanwhile.
       retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000),
@@ -122,6 +142,8 @@ export class RedisGovernanceStore implements GovernanceStore {
     this.#redis.on('ready', () => {
       notify('ready', 'connected to Redis');
       for (const s of [RESERVE, SETTLE, STATUS]) this.#redis.script('LOAD', s.text).catch(() => undefined);
+      // Redis's clock, before the first reserve needs a deadline in it.
+      this.#redis.time().then(([seconds, micros]) => this.#sampleRedisClock(Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)), () => undefined);
     });
   }
 
@@ -138,6 +160,23 @@ export class RedisGovernanceStore implements GovernanceStore {
       const timer = setTimeout(() => done(false), timeoutMs);
       this.#redis.on('ready', onReady);
     });
+  }
+
+  #sampleRedisClock(redisNowMs: number): void {
+    this.#redisOffsetMs = redisNowMs - performance.now();
+  }
+
+  /**
+   * Redis's time after which a reserve sent now must not take effect: when this client will
+   * have given up on it (the command timeout). -1 before Redis's clock was first read.
+   */
+  #deadline(): number {
+    const offset = this.#redisOffsetMs;
+    return offset === null ? -1 : Math.floor(performance.now() + this.#commandTimeoutMs + offset);
+  }
+
+  #clock(nowMs: number): ScriptClock {
+    return this.#callerClock ? { kind: 'caller', nowMs } : REDIS_CLOCK;
   }
 
   /** The encoder's key lookup, bound once: the cache above, filled by scopeKeys. */
@@ -225,12 +264,19 @@ export class RedisGovernanceStore implements GovernanceStore {
     if (this.#reserving.get(team) === batch) this.#reserving.delete(team);
     this.#reservesInFlight.set(team, (this.#reservesInFlight.get(team) ?? 0) + 1);
     const { nowMs, entries } = batch;
-    const { keys, args } = encodeReserves(nowMs, entries, this.#reservationTtlMs, this.#keysOf);
+    const { keys, args } = encodeReserves(this.#clock(nowMs), this.#deadline(), entries, this.#reservationTtlMs, this.#keysOf);
     this.#eval(RESERVE, keys, args).then(
       (out) => {
-        const results = decodeReserves(out, nowMs, entries);
-        let i = 0;
-        for (const e of entries) e.resolve(results[i++] as ReserveResult);
+        const reply = decodeReserves(out, entries);
+        this.#sampleRedisClock(reply.redisNowMs);
+        if (reply.expired) {
+          // Redis ran it after this client's timeout would have fired; it wrote nothing.
+          const err = new GovernanceStoreError('governance store (Redis) ran the reserve after its deadline; nothing was reserved');
+          for (const e of entries) e.reject(err);
+        } else {
+          let i = 0;
+          for (const e of entries) e.resolve(reply.results[i++] as ReserveResult);
+        }
         this.#reservesAnswered(team);
       },
       (err: unknown) => {
@@ -290,7 +336,7 @@ export class RedisGovernanceStore implements GovernanceStore {
 
   async status(scopes: readonly Scope[], nowMs: number): Promise<ScopeStatus[]> {
     if (scopes.length === 0) return [];
-    const { keys, args } = encodeStatus(scopes, nowMs, this.#keysOf);
+    const { keys, args } = encodeStatus(scopes, this.#clock(nowMs), this.#keysOf);
     return decodeStatus(await this.#eval(STATUS, keys, args), scopes);
   }
 

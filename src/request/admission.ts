@@ -104,7 +104,7 @@ export function preCheck(
   }
   const targets = chain.map((c) => ({ provider: c.provider.name, model: c.upstreamModel }));
   const demand = { model: request.model, bodyBytes: asked.bodyBytes, maxTokens: asked.maxTokens, targets, pricing: gen.pricing };
-  const admission = governance.preCheck(svc.governance, policy, principal, demand, Date.now());
+  const admission = governance.preCheck(svc.governance, policy, principal, demand, governance.governanceNow());
   const admitted = (a: governance.Admission): Admitted => {
     if (!a.ok) {
       auditStarted(x, svc, gen, a.refusal.code);
@@ -140,7 +140,7 @@ function admit(x: Exchange, svc: Services, gen: Generation, admitted: Admitted):
  */
 export function settle(x: Exchange, svc: Services, request: ModelRequest, reservation: Reservation | null): void | Promise<void> {
   const c = x.candidate;
-  const now = Date.now();
+  const now = governance.governanceNow();
   if (c === null || (x.outcome === 'aborted' && x.headersAt === null)) {
     return governance.release(svc.governance, reservation, now);
   }
@@ -177,7 +177,7 @@ function saneUsage(x: Exchange, svc: Services, request: ModelRequest, provider: 
   const checked = governance.checkUsage(usage, usageBoundsOf(request));
   if (checked.ok) return usage;
   svc.metrics.usageInvalid.inc({ provider });
-  const now = Date.now();
+  const now = governance.governanceNow();
   const warned = usageWarnings.get(provider);
   if (warned !== undefined && now - warned.atMs < USAGE_WARNING_INTERVAL_MS) {
     warned.suppressed += 1;

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError } from '../errors.js';
-import { bearerToken, governanceStatus } from '../governance/index.js';
+import { bearerToken, governanceNow, governanceStatus } from '../governance/index.js';
 import type { Generation } from '../live/index.js';
 import { type Answerable, failRequest, pathOf, policyOf, readBody, type Services, sendBody, sendJson } from '../request/index.js';
 import { refusal, serveMetrics } from './answers.js';
@@ -133,7 +133,7 @@ async function governanceView(ctx: AdminContext): Promise<Record<string, unknown
   const gen = svc.holder.current();
   if ((gen.config.keys ?? []).length === 0 && Object.keys(gen.config.teams ?? {}).length === 0) return null;
   try {
-    const status = await governanceStatus(svc.governance, policyOf(gen), Date.now());
+    const status = await governanceStatus(svc.governance, policyOf(gen), governanceNow());
     return { store: gen.config.governance.store, store_errors: svc.governance.storeErrors, ...status };
   } catch (err) {
     return { store: gen.config.governance.store, store_errors: svc.governance.storeErrors, error: (err as Error).message };

@@ -12,7 +12,7 @@ import {
   sessionAffinityDefaults,
   splitHostPort,
 } from '../config/index.js';
-import { governanceStatus } from '../governance/index.js';
+import { governanceNow, governanceStatus } from '../governance/index.js';
 import { type Generation, GenerationHolder, prepareGeneration, ReloadCoordinator, type ReloadTrigger } from '../live/index.js';
 import { PoolRegistry } from '../providers/index.js';
 import { policyOf, type Services } from '../request/index.js';
@@ -108,7 +108,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   }
   svc.metrics.trackBudgets(async () => {
     const gen = svc.holder.current();
-    const status = await governanceStatus(svc.governance, policyOf(gen), Date.now());
+    const status = await governanceStatus(svc.governance, policyOf(gen), governanceNow());
     return Object.entries(status.teams).map(([team, s]) => ({
       team,
       spentUsd: s.spendThisMonthMicroUsd.used / 1e6,

@@ -11,6 +11,7 @@ import {
   type KeysOf,
   type ReserveEntry,
   type ScriptCall,
+  type ScriptClock,
   scopeKeys,
 } from '../../src/governance/redis-encoding.js';
 import type { Reservation } from '../../src/governance/store.js';
@@ -22,6 +23,9 @@ import type { Reservation } from '../../src/governance/store.js';
 const T0 = Date.UTC(2026, 10, 15, 12, 0, 0);
 const TTL = 3_600_000;
 const keysOf: KeysOf = (s) => scopeKeys('sy:', s);
+const at = (nowMs: number): ScriptClock => ({ kind: 'caller', nowMs });
+const REDIS: ScriptClock = { kind: 'redis' };
+const DEADLINE = T0 + 900;
 
 const team = (id: string, limits: Limits = {}): Scope => ({ kind: 'team', id, team: id, limits });
 const key = (id: string, teamId: string, limits: Limits = {}): Scope => ({ kind: 'key', id, team: teamId, limits });
@@ -38,12 +42,12 @@ interface ReadReservation {
 }
 
 /**
- * The reserve script's ARGV read back the way lua/reserve.lua reads it (a = 7, the limit
+ * The reserve script's ARGV read back the way lua/reserve.lua reads it (a = 6, the limit
  * sets, m, then each reservation), each scope number resolved to its KEYS triple.
  */
 function readReserveCall({ keys, args }: ScriptCall): { head: unknown[]; reservations: ReadReservation[] } {
   const limitSets: number[][] = [];
-  let a = 6;
+  let a = 5;
   const sets = Number(args[a]);
   for (let l = 0; l < sets; l++) limitSets.push(args.slice(a + 1 + 5 * l, a + 6 + 5 * l).map(Number));
   a += 1 + 5 * sets;
@@ -65,9 +69,17 @@ function readReserveCall({ keys, args }: ScriptCall): { head: unknown[]; reserva
     reservations.push({ id: String(id), tokens: Number(tokens), cost: Number(cost), scopes });
   }
   assert.equal(a, args.length, 'nothing follows the last reservation');
-  return { head: args.slice(0, 6), reservations };
+  return { head: args.slice(0, 5), reservations };
 }
 
+/** The reply's head: decided, at `nowMs` (Redis's clock read the same), on that UTC day and month. */
+const decidedAt = (nowMs = T0, day = '20261115', month = '202611'): Array<number | string> => [1, nowMs, nowMs, day, month];
+/** The results of a reply that was decided (not past its deadline). */
+function decoded(reply: Array<number | string>, entries: readonly ReserveEntry[]) {
+  const out = decodeReserves(reply, entries);
+  assert.ok(!out.expired);
+  return out.results;
+}
 const admitted = (warnMask = 0): number[] => [1, warnMask, 0, 0];
 const windowOf = (requests: number, oldest: number, tokens: number): number[] => [requests, oldest, tokens, oldest];
 
@@ -80,20 +92,22 @@ test('a scope has three keys under the prefix, hash-tagged by team, and a key sc
   ]);
 });
 
-test('one reserve sends the batch time, window, counters TTL, UTC month and day, reservation TTL, then its limits', () => {
+test('one reserve sends the batch time, its deadline, window, counters TTL, reservation TTL, then its limits', () => {
   const call = encodeReserves(
-    T0,
+    at(T0),
+    DEADLINE,
     [entry('r1', [team('platform', { rpm: 60, tpm: 1000, tokensPerDay: 5000, budgetMicroUsdPerMonth: 9 })], 42, 7)],
     TTL,
     keysOf,
   );
   assert.deepEqual(call.keys, scopeKeys('sy:', team('platform')));
-  assert.deepEqual(call.args, [T0, 60_000, COUNTERS_TTL_MS, '202611', '20261115', TTL, 1, 60, 1000, 5000, 9, 0, 1, 'r1', 42, 7, 1, 1, 1]);
+  assert.deepEqual(call.args, [T0, DEADLINE, 60_000, COUNTERS_TTL_MS, TTL, 1, 60, 1000, 5000, 9, 0, 1, 'r1', 42, 7, 1, 1, 1]);
 });
 
 test('a missing limit is sent as -1, a zero limit as 0, and warn-on-budget as 1', () => {
   const call = encodeReserves(
-    T0,
+    at(T0),
+    DEADLINE,
     [
       entry('a', [team('none')]),
       entry('b', [team('zero', { rpm: 0, tpm: 0, tokensPerDay: 0, budgetMicroUsdPerMonth: 0 })]),
@@ -123,11 +137,11 @@ test('a batch of several reservations, teams and keys round-trips through the la
     entry('r3', [other], 0, 0),
     entry('r4', [platform, bot], 1, 1),
   ];
-  const call = encodeReserves(T0, entries, TTL, keysOf);
+  const call = encodeReserves(at(T0), DEADLINE, entries, TTL, keysOf);
   // Each distinct scope's keys once, in order of first use.
   assert.deepEqual(call.keys, [...keysOf(platform), ...keysOf(bot), ...keysOf(other)]);
   const { head, reservations } = readReserveCall(call);
-  assert.deepEqual(head, [T0, 60_000, COUNTERS_TTL_MS, '202611', '20261115', TTL]);
+  assert.deepEqual(head, [T0, DEADLINE, 60_000, COUNTERS_TTL_MS, TTL]);
   assert.deepEqual(
     reservations.map((r) => [r.id, r.tokens, r.cost, r.scopes.map((s) => s.keys[0])]),
     [
@@ -139,13 +153,13 @@ test('a batch of several reservations, teams and keys round-trips through the la
   );
   assert.deepEqual(reservations[3]?.scopes[1]?.limits, [-1, 500, -1, -1, 0]);
   // Three limit sets, each sent once however many reservations use it.
-  assert.equal(call.args[6], 3);
+  assert.equal(call.args[5], 3);
 });
 
 test('two scope objects of one team share its keys but each sends its own limits (a reload mid-batch)', () => {
   const before = team('platform', { rpm: 10 });
   const after = team('platform', { rpm: 20 });
-  const call = encodeReserves(T0, [entry('old', [before]), entry('new', [after])], TTL, keysOf);
+  const call = encodeReserves(at(T0), DEADLINE, [entry('old', [before]), entry('new', [after])], TTL, keysOf);
   assert.equal(call.keys.length, 3, 'one key triple');
   const { reservations } = readReserveCall(call);
   assert.deepEqual(
@@ -159,24 +173,39 @@ test('two scope objects of one team share its keys but each sends its own limits
 
 test('large integer costs, budgets and token counts pass unchanged', () => {
   const big = Number.MAX_SAFE_INTEGER;
-  const call = encodeReserves(T0, [entry('r', [team('rich', { budgetMicroUsdPerMonth: big })], 2 ** 40, big)], TTL, keysOf);
+  const call = encodeReserves(at(T0), DEADLINE, [entry('r', [team('rich', { budgetMicroUsdPerMonth: big })], 2 ** 40, big)], TTL, keysOf);
   const { reservations } = readReserveCall(call);
   assert.equal(reservations[0]?.cost, big);
   assert.equal(reservations[0]?.tokens, 2 ** 40);
   assert.equal(reservations[0]?.scopes[0]?.limits[3], big);
 });
 
-test('the month and day sent are the UTC ones of the batch time, either side of a new year', () => {
-  const last = Date.UTC(2026, 11, 31, 23, 59, 59, 999);
-  assert.deepEqual(encodeReserves(last, [entry('a', [team('t')])], TTL, keysOf).args.slice(3, 5), ['202612', '20261231']);
-  assert.deepEqual(encodeReserves(last + 1, [entry('a', [team('t')])], TTL, keysOf).args.slice(3, 5), ['202701', '20270101']);
+test("on Redis's clock the batch sends no time of its own (-1: the script reads TIME), and no deadline is sent as -1", () => {
+  const call = encodeReserves(REDIS, -1, [entry('a', [team('t')], 10, 0, T0 + 123_456)], TTL, keysOf);
+  assert.deepEqual(call.args.slice(0, 2), [-1, -1]);
+});
+
+test('a reply that ran past its deadline is read as expired, with the Redis time it ran at, and yields no results', () => {
+  assert.deepEqual(decodeReserves([0, DEADLINE + 7], [entry('a', [team('t')])]), { expired: true, redisNowMs: DEADLINE + 7 });
+});
+
+test("the reservation's time, day and month are the ones the script decided at, not the caller's", () => {
+  const late = Date.UTC(2026, 11, 31, 23, 59, 59, 999);
+  const reply = decodeReserves([1, late + 1, late + 2, '20270101', '202701', ...admitted(), ...windowOf(1, late + 1, 10)], [
+    entry('a', [team('t')], 10, 0, late - 5000),
+  ]);
+  assert.ok(!reply.expired);
+  assert.equal(reply.redisNowMs, late + 2);
+  const [r] = reply.results;
+  assert.ok(r?.ok);
+  assert.deepEqual([r.reservation.atMs, r.reservation.day, r.reservation.month], [late + 1, '20270101', '202701']);
 });
 
 test('an admitted reply becomes a reservation decided at the batch time, with its rate-limit view', () => {
   const platform = team('platform', { rpm: 10, tpm: 1000 });
   const entries = [entry('r1', [platform], 100, 250)];
   const nowMs = T0 + 3;
-  const [result] = decodeReserves([...admitted(), ...windowOf(4, T0 - 20_000, 300)], nowMs, entries);
+  const [result] = decoded([...decidedAt(nowMs), ...admitted(), ...windowOf(4, T0 - 20_000, 300)], entries);
   assert.ok(result?.ok);
   assert.deepEqual(result.reservation, {
     id: 'r1',
@@ -197,7 +226,7 @@ test('an admitted reply becomes a reservation decided at the batch time, with it
 });
 
 test('an empty window (-1 as the oldest time) resets at once, and a scope without rpm or tpm shows no limit', () => {
-  const [withRpm, without] = decodeReserves([...admitted(), ...windowOf(0, -1, 0), ...admitted(), ...windowOf(0, -1, 0)], T0, [
+  const [withRpm, without] = decoded([...decidedAt(), ...admitted(), ...windowOf(0, -1, 0), ...admitted(), ...windowOf(0, -1, 0)], [
     entry('a', [team('a', { rpm: 5 })]),
     entry('b', [team('b')]),
   ]);
@@ -210,7 +239,7 @@ test('the warn mask names the scopes over a warn budget, by position', () => {
   const t = team('platform', { budgetMicroUsdPerMonth: 1, budgetOnExceeded: 'warn' });
   const k = key('bot', 'platform', { budgetMicroUsdPerMonth: 1, budgetOnExceeded: 'warn' });
   const window = windowOf(1, T0, 1);
-  const replies = [2, 1, 3].map((mask) => decodeReserves([...admitted(mask), ...window, ...window], T0, [entry('r', [t, k])])[0]);
+  const replies = [2, 1, 3].map((mask) => decoded([...decidedAt(), ...admitted(mask), ...window, ...window], [entry('r', [t, k])])[0]);
   assert.deepEqual(
     replies.map((r) => (r?.ok ? r.budgetWarnings.map((s) => `${s.kind}:${s.id}`) : 'refused')),
     [['key:bot'], ['team:platform'], ['team:platform', 'key:bot']],
@@ -220,7 +249,7 @@ test('the warn mask names the scopes over a warn budget, by position', () => {
 test('a refusal names its scope by position, its limit and when to retry', () => {
   const t = team('platform', { rpm: 100 });
   const k = key('bot', 'platform', { rpm: 2 });
-  const [result] = decodeReserves([0, 2, 'rpm', 12_001, ...windowOf(1, T0 - 1000, 10), ...windowOf(2, T0 - 48_000, 10)], T0, [
+  const [result] = decoded([...decidedAt(), 0, 2, 'rpm', 12_001, ...windowOf(1, T0 - 1000, 10), ...windowOf(2, T0 - 48_000, 10)], [
     entry('r', [t, k]),
   ]);
   assert.ok(result !== undefined && !result.ok);
@@ -234,7 +263,7 @@ test('a refusal names its scope by position, its limit and when to retry', () =>
 test('day and month refusals wait until the next UTC day or month, whatever the script sent as retry', () => {
   const t = team('platform', { tokensPerDay: 10, budgetMicroUsdPerMonth: 10 });
   const window = windowOf(0, -1, 0);
-  const [quota, budget] = decodeReserves([0, 1, 'tokens_per_day', 0, ...window, 0, 1, 'budget', 0, ...window], T0, [
+  const [quota, budget] = decoded([...decidedAt(), 0, 1, 'tokens_per_day', 0, ...window, 0, 1, 'budget', 0, ...window], [
     entry('a', [t]),
     entry('b', [t]),
   ]);
@@ -250,6 +279,7 @@ test('each reply is read at its own offset when reservations have different numb
   const k = key('bot', 'platform', { rpm: 5 });
   const other = team('other', { tpm: 9 });
   const reply = [
+    ...decidedAt(),
     ...admitted(),
     ...windowOf(1, T0, 1),
     ...windowOf(1, T0, 1),
@@ -261,7 +291,7 @@ test('each reply is read at its own offset when reservations have different numb
     ...admitted(),
     ...windowOf(2, T0, 2),
   ];
-  const results = decodeReserves(reply, T0, [entry('two', [t, k]), entry('one', [other]), entry('last', [t])]);
+  const results = decoded(reply, [entry('two', [t, k]), entry('one', [other]), entry('last', [t])]);
   assert.deepEqual(
     results.map((r) => (r.ok ? r.reservation.id : `${r.refusal.limit}:${r.refusal.scope?.id}`)),
     ['two', 'tpm:other', 'last'],
@@ -273,8 +303,11 @@ test('each reply is read at its own offset when reservations have different numb
 
 test('numbers Redis returns as strings decode to the same results', () => {
   const t = team('platform', { rpm: 10 });
-  const asNumbers = decodeReserves([...admitted(), ...windowOf(3, T0 - 100, 7)], T0, [entry('r', [t])]);
-  const asStrings = decodeReserves([1, '0', '0', '0', '3', String(T0 - 100), '7', String(T0 - 100)], T0, [entry('r', [t])]);
+  const asNumbers = decoded([...decidedAt(), ...admitted(), ...windowOf(3, T0 - 100, 7)], [entry('r', [t])]);
+  const asStrings = decoded(
+    [1, String(T0), String(T0), '20261115', '202611', 1, '0', '0', '0', '3', String(T0 - 100), '7', String(T0 - 100)],
+    [entry('r', [t])],
+  );
   assert.deepEqual(asStrings, asNumbers);
 });
 
@@ -331,12 +364,13 @@ test('a settle batch across two teams numbers every distinct scope once, and lar
   );
 });
 
-test('a status call sends one key triple per scope asked for, repeats included, and the time stamps', () => {
+test("a status call sends one key triple per scope asked for, repeats included, and the time (-1 on Redis's clock)", () => {
   const t = team('platform');
-  const call = encodeStatus([t, key('bot', 'platform'), t], T0, keysOf);
+  const call = encodeStatus([t, key('bot', 'platform'), t], at(T0), keysOf);
   assert.equal(call.keys.length, 9);
   assert.deepEqual(call.keys.slice(6), [...keysOf(t)]);
-  assert.deepEqual(call.args, [T0, 60_000, '202611', '20261115', 3]);
+  assert.deepEqual(call.args, [T0, 60_000, 3]);
+  assert.deepEqual(encodeStatus([t], REDIS, keysOf).args, [-1, 60_000, 1]);
 });
 
 test('a status reply is five numbers per scope, each shown against its limit, a missing limit as null and zero as 0', () => {

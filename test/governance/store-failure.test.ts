@@ -22,7 +22,7 @@ describe('redis store when Redis stops and comes back', () => {
   before(async () => {
     port = await freePort();
     redis = await startRedis(port);
-    inner = new RedisGovernanceStore({ url: `redis://127.0.0.1:${port}`, keyPrefix: 'failure-test:', commandTimeoutMs: 500 });
+    inner = new RedisGovernanceStore({ url: `redis://127.0.0.1:${port}`, keyPrefix: 'failure-test:', commandTimeoutMs: 500, clock: 'caller' });
     assert.equal(await inner.ready(5000), true);
   });
 

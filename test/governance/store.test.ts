@@ -5,8 +5,9 @@ import { Redis } from 'ioredis';
 import { type GovernanceStore, MemoryGovernanceStore, RedisGovernanceStore, type Scope } from '../../src/governance/index.js';
 import { storeSuite } from './store-suite.js';
 
-// Both stores, one suite (STYLE.md 7). The redis store runs against the shared Redis on
-// 127.0.0.1:6379, each store under its own key prefix, removed afterwards.
+// Both stores, one suite. The redis store runs against the shared Redis on 127.0.0.1:6379,
+// each store under its own key prefix, removed afterwards, and on the caller's clock: the
+// suite simulates time. Redis's own clock is tested in redis-clock.test.ts.
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
 const RUN_PREFIX = `switchyard-test:${process.pid}:${randomUUID()}:`;
@@ -21,7 +22,7 @@ const opened: RedisGovernanceStore[] = [];
 const prefixOf = new Map<GovernanceStore, string>();
 
 async function openRedis(keyPrefix: string, reservationTtlMs?: number): Promise<RedisGovernanceStore> {
-  const store = new RedisGovernanceStore({ url: REDIS_URL, keyPrefix, reservationTtlMs });
+  const store = new RedisGovernanceStore({ url: REDIS_URL, keyPrefix, reservationTtlMs, clock: 'caller' });
   opened.push(store);
   prefixOf.set(store, keyPrefix);
   if (!(await store.ready(5000))) throw new Error(`Redis at ${REDIS_URL} is not reachable`);

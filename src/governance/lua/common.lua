@@ -25,6 +25,29 @@
 -- expired reservations are looked for only when they could change a decision (a budget that
 -- would refuse) or when the time to live is renewed, and always by status.
 
+-- Redis's own clock in whole milliseconds. Every replica's scripts read this one clock, so
+-- a replica whose clock is wrong cannot move a window, a day or a month for the others.
+local function redisNowMs()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+-- The UTC day ("20261130") and month ("202611") of an epoch millisecond: the civil date of
+-- the day count, proleptic Gregorian, as JavaScript's Date computes it (the store's encoding
+-- test compares the two across leap years and month ends).
+local function utcStamps(ms)
+  local z = math.floor(ms / 86400000) + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local m = mp + 3
+  if mp >= 10 then m = mp - 9 end
+  local y = yoe + era * 400
+  if m <= 2 then y = y + 1 end
+  return string.format('%04d%02d%02d', y, m, d), string.format('%04d%02d', y, m)
+end
 local function num(v)
   if v then return tonumber(v) end
   return 0

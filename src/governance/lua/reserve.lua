@@ -5,19 +5,32 @@
 -- and read-scope.lua; redis-encoding.ts builds its KEYS and ARGV and reads its reply.
 --
 -- KEYS: per distinct scope of the batch, log, counters, resv.
--- ARGV: now, W, countersTtlMs, month, day, reservationTtlMs, then the count of distinct
--- limit sets and each one's rpm, tpm, tokensPerDay, budget (-1 = none), warn (1 =
--- on_exceeded warn), then m, then per reservation: id, tokens, cost, n, then per scope (team
--- first) the scope's number in KEYS and its limit set's number (both 1-based). A
--- reservation expires reservationTtlMs after now.
--- Returns per reservation {1, warnMask, 0, 0} or {0, scopePosition, limit, retryMs}, then
--- for each of its scopes requests, oldestRequestAt, tokens, oldestTokensAt (-1 = none).
+-- ARGV: now (-1 = Redis's clock, TIME), deadline (Redis time in ms after which the batch
+-- must not take effect, because the gateway has given up waiting for it; -1 = none), W,
+-- countersTtlMs, reservationTtlMs, then the count of distinct limit sets and each one's rpm,
+-- tpm, tokensPerDay, budget (-1 = none), warn (1 = on_exceeded warn), then m, then per
+-- reservation: id, tokens, cost, n, then per scope (team first) the scope's number in KEYS
+-- and its limit set's number (both 1-based). A reservation expires reservationTtlMs after now.
+-- Returns {0, redisNow} when the deadline has passed (nothing is written), else {1, now,
+-- redisNow, day, month}, then per reservation {1, warnMask, 0, 0} or {0, scopePosition,
+-- limit, retryMs}, then for each of its scopes requests, oldestRequestAt, tokens,
+-- oldestTokensAt (-1 = none).
+--
+-- The deadline is why a reserve that waited in Redis past the gateway's command timeout (a
+-- paused or overloaded Redis runs queued scripts later) leaves nothing behind: the gateway
+-- has already answered that request 503, or served it unenforced, and a reservation made
+-- now would hold a budget's room, an rpm slot and the day's tokens for nobody.
 
-local now = tonumber(ARGV[1]); local W = tonumber(ARGV[2]); local ttl = tonumber(ARGV[3])
-local month = ARGV[4]; local day = ARGV[5]; local resTtl = tonumber(ARGV[6])
+local real = redisNowMs()
+local deadline = tonumber(ARGV[2])
+if deadline >= 0 and real > deadline then return {0, real} end
+local now = tonumber(ARGV[1])
+if now < 0 then now = real end
+local day, month = utcStamps(now)
+local W = tonumber(ARGV[3]); local ttl = tonumber(ARGV[4]); local resTtl = tonumber(ARGV[5])
 local exp = now + resTtl
 local K = 3
-local a = 7
+local a = 6
 local limits = {}
 for l = 1, tonumber(ARGV[a]) do
   limits[l] = {
@@ -74,7 +87,7 @@ local function retryTpm(s, ltpm, tokens)
   end
   return W
 end
-local out = {}
+local out = {1, now, real, day, month}
 for r = 1, m do
   local id = ARGV[a + 1]; local tokens = tonumber(ARGV[a + 2])
   local costArg = ARGV[a + 3]; local cost = tonumber(costArg)

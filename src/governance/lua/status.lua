@@ -2,12 +2,14 @@
 -- builds its KEYS and ARGV and reads its reply.
 --
 -- KEYS: per scope, log, counters, resv (as for reserve.lua, one triple per scope asked for).
--- ARGV: now, W, month, day, n.
+-- ARGV: now (-1 = Redis's clock, TIME), W, n.
 -- Purges the window and every expired reservation, then returns per scope requests, tokens,
 -- day tokens, spent, reserved.
 
-local now = tonumber(ARGV[1]); local W = tonumber(ARGV[2]); local month = ARGV[3]; local day = ARGV[4]
-local n = tonumber(ARGV[5])
+local now = tonumber(ARGV[1])
+if now < 0 then now = redisNowMs() end
+local day, month = utcStamps(now)
+local W = tonumber(ARGV[2]); local n = tonumber(ARGV[3])
 local K = 3
 local out = {}
 for i = 1, n do
