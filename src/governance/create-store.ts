@@ -1,6 +1,12 @@
 import { MemoryGovernanceStore } from './memory-store.js';
 import { RedisGovernanceStore } from './redis-store.js';
-import { applyStoreErrorPolicy, type OnStoreError, type PolicedStore, type StoreFailure } from './store-error-policy.js';
+import {
+  applyStoreErrorPolicy,
+  type OnStoreError,
+  type PolicedStore,
+  type StoreFailure,
+  type UnbookedReason,
+} from './store-error-policy.js';
 
 /** The store settings server/ adapts from `governance:`; a change needs a restart. */
 export type StoreSettings =
@@ -16,18 +22,21 @@ export type StoreSettings =
 export interface StoreHooks {
   /** Every store failure (log it, count `switchyard_governance_store_errors_total`). */
   readonly onFailure: (f: StoreFailure) => void;
+  /** A served request whose usage did not reach the books (count `switchyard_governance_unbooked_total`). */
+  readonly onUnbooked?: (reason: UnbookedReason) => void;
   /** Redis connection events (log them). */
   readonly onConnectionEvent?: (event: 'ready' | 'error' | 'reconnecting', detail: string) => void;
 }
 
 /** Builds the one store of the process (once, at start; a reload never rebuilds it). */
 export function createGovernanceStore(settings: StoreSettings, hooks: StoreHooks): PolicedStore {
-  if (settings.store === 'memory') return applyStoreErrorPolicy(new MemoryGovernanceStore(), 'fail_closed', hooks.onFailure);
+  if (settings.store === 'memory')
+    return applyStoreErrorPolicy(new MemoryGovernanceStore(), 'fail_closed', hooks.onFailure, hooks.onUnbooked);
   const inner = new RedisGovernanceStore({
     url: settings.redisUrl,
     keyPrefix: settings.keyPrefix,
     commandTimeoutMs: settings.commandTimeoutMs,
     onConnectionEvent: hooks.onConnectionEvent,
   });
-  return applyStoreErrorPolicy(inner, settings.onStoreError, hooks.onFailure);
+  return applyStoreErrorPolicy(inner, settings.onStoreError, hooks.onFailure, hooks.onUnbooked);
 }

@@ -75,7 +75,13 @@ export {
   type ScopeRef,
   type ScopeStatus,
 } from './store.js';
-export { applyStoreErrorPolicy, type OnStoreError, type PolicedStore, type StoreFailure } from './store-error-policy.js';
+export {
+  applyStoreErrorPolicy,
+  type OnStoreError,
+  type PolicedStore,
+  type StoreFailure,
+  type UnbookedReason,
+} from './store-error-policy.js';
 export {
   checkUsage,
   INPUT_TOKENS_PER_BODY_BYTE,

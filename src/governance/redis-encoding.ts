@@ -108,14 +108,7 @@ export function encodeReserves(
       reserveArgs.push(k, l);
     }
   }
-  const args: Array<string | number> = [
-    clockArg(clock),
-    deadlineMs,
-    WINDOW_MS,
-    COUNTERS_TTL_MS,
-    reservationTtlMs,
-    limitNumbersOf.size,
-  ];
+  const args: Array<string | number> = [clockArg(clock), deadlineMs, WINDOW_MS, COUNTERS_TTL_MS, reservationTtlMs, limitNumbersOf.size];
   for (const v of limitArgs) args.push(v);
   for (const v of reserveArgs) args.push(v);
   return { keys, args };

@@ -143,7 +143,10 @@ export class RedisGovernanceStore implements GovernanceStore {
       notify('ready', 'connected to Redis');
       for (const s of [RESERVE, SETTLE, STATUS]) this.#redis.script('LOAD', s.text).catch(() => undefined);
       // Redis's clock, before the first reserve needs a deadline in it.
-      this.#redis.time().then(([seconds, micros]) => this.#sampleRedisClock(Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)), () => undefined);
+      this.#redis.time().then(
+        ([seconds, micros]) => this.#sampleRedisClock(Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)),
+        () => undefined,
+      );
     });
   }
 

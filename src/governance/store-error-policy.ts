@@ -22,6 +22,14 @@ export interface StoreFailure {
   readonly message: string;
 }
 
+/**
+ * Why a served request's usage is missing from the books: it was admitted unenforced under
+ * fail_open (nothing was reserved, so its settle has nothing to true up), or its settle
+ * failed (its reservation is given back when it expires; the spend is in the books only if
+ * Redis ran the settle after this process stopped waiting for it).
+ */
+export type UnbookedReason = 'fail_open' | 'settle_failed';
+
 export interface PolicedStore extends GovernanceStore {
   /** Store errors since start (every operation), for `switchyard_governance_store_errors_total`. */
   readonly storeErrors: number;
@@ -34,10 +42,16 @@ export interface PolicedStore extends GovernanceStore {
  * Wraps a store with the configured failure rule. A GovernanceStoreError never escapes
  * reserve/settle/release: fail_closed turns a failed reserve into a `governance_unavailable`
  * refusal; fail_open admits with an unenforced reservation (its settle touches nothing).
- * Both report every failure through `onFailure` (log + metric). There is no local fallback:
+ * Both report every failure through `onFailure` (log + metric), and every served request
+ * whose usage did not reach the books through `onUnbooked`. There is no local fallback:
  * counters kept here would disagree with the other replicas. Other errors (bugs) propagate.
  */
-export function applyStoreErrorPolicy(inner: GovernanceStore, policy: OnStoreError, onFailure: (f: StoreFailure) => void): PolicedStore {
+export function applyStoreErrorPolicy(
+  inner: GovernanceStore,
+  policy: OnStoreError,
+  onFailure: (f: StoreFailure) => void,
+  onUnbooked: (reason: UnbookedReason) => void = () => undefined,
+): PolicedStore {
   let storeErrors = 0;
   let admittedUnenforced = 0;
   const fail = (operation: StoreFailure['operation'], err: unknown): void => {
@@ -51,16 +65,22 @@ export function applyStoreErrorPolicy(inner: GovernanceStore, policy: OnStoreErr
     admittedUnenforced += 1;
     return { ok: true, reservation: unenforced(input), rateLimit: NO_RATE_LIMIT, budgetWarnings: [] };
   };
-  const settleFailed = (err: unknown): void => fail('settle', err);
+  const settleFailed = (err: unknown): void => {
+    fail('settle', err);
+    onUnbooked('settle_failed');
+  };
   const releaseFailed = (err: unknown): void => fail('release', err);
   /** A settle (actual given) or a release (null): an unenforced reservation has nothing to give back. */
-  const closed = (operation: 'settle' | 'release', r: Reservation, actual: Actual | null, nowMs: number): MaybePromise<void> => {
-    if (!r.enforced) return;
+  const closed = (r: Reservation, actual: Actual | null, nowMs: number): MaybePromise<void> => {
+    if (!r.enforced) {
+      if (actual !== null) onUnbooked('fail_open');
+      return;
+    }
     let out: MaybePromise<void>;
     try {
       out = actual === null ? inner.release(r, nowMs) : inner.settle(r, actual, nowMs);
     } catch (err) {
-      return fail(operation, err);
+      return actual === null ? releaseFailed(err) : settleFailed(err);
     }
     return out instanceof Promise ? out.catch(actual === null ? releaseFailed : settleFailed) : out;
   };
@@ -82,8 +102,8 @@ export function applyStoreErrorPolicy(inner: GovernanceStore, policy: OnStoreErr
       }
       return out instanceof Promise ? out.catch((err: unknown) => refused(input, err)) : out;
     },
-    settle: (r: Reservation, actual: Actual, nowMs: number) => closed('settle', r, actual, nowMs),
-    release: (r: Reservation, nowMs: number) => closed('release', r, null, nowMs),
+    settle: (r: Reservation, actual: Actual, nowMs: number) => closed(r, actual, nowMs),
+    release: (r: Reservation, nowMs: number) => closed(r, null, nowMs),
     async status(scopes: readonly Scope[], nowMs: number): Promise<ScopeStatus[]> {
       try {
         return await inner.status(scopes, nowMs);

@@ -16,6 +16,7 @@ export function buildGovernanceStore(config: GatewayConfig, logger: Logger, metr
       metrics.governanceStoreErrors.inc({ operation: f.operation });
       logger.warn({ msg: 'governance store error', operation: f.operation, policy: f.policy, error: f.message });
     },
+    onUnbooked: (reason) => metrics.governanceUnbooked.inc({ reason }),
     onConnectionEvent: (event, detail) => {
       if (event === 'ready') logger.info({ msg: 'governance store connected', detail });
       else logger.warn({ msg: `governance store ${event}`, detail });

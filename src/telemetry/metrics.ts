@@ -34,6 +34,7 @@ export class Metrics {
   readonly pricingMissing: Counter;
   readonly usageInvalid: Counter<'provider'>;
   readonly governanceStoreErrors: Counter<'operation'>;
+  readonly governanceUnbooked: Counter<'reason'>;
   readonly auditFailures: Counter;
   readonly reloads: Counter<'trigger' | 'result'>;
   readonly reloadDuration: Histogram;
@@ -102,6 +103,12 @@ export class Metrics {
       'switchyard_governance_store_errors_total',
       'Failed governance store operations (Redis unreachable or timing out), by operation.',
       ['operation'],
+    );
+    this.governanceUnbooked = counter(
+      r,
+      'switchyard_governance_unbooked_total',
+      'Served requests whose usage is not in the governance books, by reason: fail_open (admitted while the store was down) or settle_failed (the settle did not reach the store in time).',
+      ['reason'],
     );
     this.auditFailures = counter(
       r,

@@ -3,12 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import {
-  applyStoreErrorPolicy,
-  RedisGovernanceStore,
-  type Scope,
-  type StoreFailure,
-} from '../../src/governance/index.js';
+import { applyStoreErrorPolicy, RedisGovernanceStore, type Scope, type StoreFailure } from '../../src/governance/index.js';
 import { utcDayStamp, utcMonthStamp } from '../../src/governance/limits.js';
 import { freePort, startRedis, stopRedis } from '../support/redis.js';
 
@@ -48,7 +43,12 @@ describe('redis store on Redis clock', () => {
 
   it("the scripts' UTC day and month of a millisecond are JavaScript's, across month ends, leap days and centuries", async () => {
     const common = readFileSync(new URL('../../src/governance/lua/common.lua', import.meta.url), 'utf8');
-    const instants: number[] = [0, Date.UTC(1999, 11, 31, 23, 59, 59, 999), Date.UTC(2000, 1, 29, 12), Date.UTC(2100, 1, 28, 23, 59, 59, 999)];
+    const instants: number[] = [
+      0,
+      Date.UTC(1999, 11, 31, 23, 59, 59, 999),
+      Date.UTC(2000, 1, 29, 12),
+      Date.UTC(2100, 1, 28, 23, 59, 59, 999),
+    ];
     for (let y = 2024; y <= 2029; y += 1) {
       for (let m = 0; m < 12; m += 1) {
         const start = Date.UTC(y, m, 1);
@@ -71,7 +71,8 @@ describe('redis store on Redis clock', () => {
     const scopes: Scope[] = [
       { kind: 'team', id: 'platform', team: 'platform', limits: { rpm: 3, tokensPerDay: 100, budgetMicroUsdPerMonth: 90 } },
     ];
-    const ask = (store: RedisGovernanceStore, skewMs: number) => store.reserve({ scopes, tokens: 30, costMicroUsd: 30, nowMs: real + skewMs });
+    const ask = (store: RedisGovernanceStore, skewMs: number) =>
+      store.reserve({ scopes, tokens: 30, costMicroUsd: 30, nowMs: real + skewMs });
     assert.ok((await ask(a, 0)).ok);
     const ahead = await ask(b, 3_600_000 + DAY_MS);
     assert.ok(ahead.ok, 'a replica a day and an hour ahead books beside the first');
@@ -82,7 +83,11 @@ describe('redis store on Redis clock', () => {
     assert.ok(behind.ok, 'a replica a month behind books into the same month, not a fresh one');
     const [s] = await a.status(scopes, real - 2 * DAY_MS);
     assert.deepEqual(
-      [s?.requestsThisMinute.used, s?.tokensToday.used, (s?.spendThisMonthMicroUsd.used ?? 0) + (s?.spendThisMonthMicroUsd.reservedMicroUsd ?? 0)],
+      [
+        s?.requestsThisMinute.used,
+        s?.tokensToday.used,
+        (s?.spendThisMonthMicroUsd.used ?? 0) + (s?.spendThisMonthMicroUsd.reservedMicroUsd ?? 0),
+      ],
       [3, 90, 90],
       'one window, one day and one month hold all three',
     );

@@ -191,9 +191,10 @@ test('a reply that ran past its deadline is read as expired, with the Redis time
 
 test("the reservation's time, day and month are the ones the script decided at, not the caller's", () => {
   const late = Date.UTC(2026, 11, 31, 23, 59, 59, 999);
-  const reply = decodeReserves([1, late + 1, late + 2, '20270101', '202701', ...admitted(), ...windowOf(1, late + 1, 10)], [
-    entry('a', [team('t')], 10, 0, late - 5000),
-  ]);
+  const reply = decodeReserves(
+    [1, late + 1, late + 2, '20270101', '202701', ...admitted(), ...windowOf(1, late + 1, 10)],
+    [entry('a', [team('t')], 10, 0, late - 5000)],
+  );
   assert.ok(!reply.expired);
   assert.equal(reply.redisNowMs, late + 2);
   const [r] = reply.results;
@@ -226,10 +227,10 @@ test('an admitted reply becomes a reservation decided at the batch time, with it
 });
 
 test('an empty window (-1 as the oldest time) resets at once, and a scope without rpm or tpm shows no limit', () => {
-  const [withRpm, without] = decoded([...decidedAt(), ...admitted(), ...windowOf(0, -1, 0), ...admitted(), ...windowOf(0, -1, 0)], [
-    entry('a', [team('a', { rpm: 5 })]),
-    entry('b', [team('b')]),
-  ]);
+  const [withRpm, without] = decoded(
+    [...decidedAt(), ...admitted(), ...windowOf(0, -1, 0), ...admitted(), ...windowOf(0, -1, 0)],
+    [entry('a', [team('a', { rpm: 5 })]), entry('b', [team('b')])],
+  );
   assert.ok(withRpm?.ok && without?.ok);
   assert.deepEqual(withRpm.rateLimit, { requests: { limit: 5, remaining: 5, resetMs: 0 }, tokens: null });
   assert.deepEqual(without.rateLimit, { requests: null, tokens: null });
@@ -249,9 +250,10 @@ test('the warn mask names the scopes over a warn budget, by position', () => {
 test('a refusal names its scope by position, its limit and when to retry', () => {
   const t = team('platform', { rpm: 100 });
   const k = key('bot', 'platform', { rpm: 2 });
-  const [result] = decoded([...decidedAt(), 0, 2, 'rpm', 12_001, ...windowOf(1, T0 - 1000, 10), ...windowOf(2, T0 - 48_000, 10)], [
-    entry('r', [t, k]),
-  ]);
+  const [result] = decoded(
+    [...decidedAt(), 0, 2, 'rpm', 12_001, ...windowOf(1, T0 - 1000, 10), ...windowOf(2, T0 - 48_000, 10)],
+    [entry('r', [t, k])],
+  );
   assert.ok(result !== undefined && !result.ok);
   assert.equal(result.refusal.code, 'rate_limit_exceeded');
   assert.equal(result.refusal.limit, 'rpm');
@@ -263,10 +265,10 @@ test('a refusal names its scope by position, its limit and when to retry', () =>
 test('day and month refusals wait until the next UTC day or month, whatever the script sent as retry', () => {
   const t = team('platform', { tokensPerDay: 10, budgetMicroUsdPerMonth: 10 });
   const window = windowOf(0, -1, 0);
-  const [quota, budget] = decoded([...decidedAt(), 0, 1, 'tokens_per_day', 0, ...window, 0, 1, 'budget', 0, ...window], [
-    entry('a', [t]),
-    entry('b', [t]),
-  ]);
+  const [quota, budget] = decoded(
+    [...decidedAt(), 0, 1, 'tokens_per_day', 0, ...window, 0, 1, 'budget', 0, ...window],
+    [entry('a', [t]), entry('b', [t])],
+  );
   assert.ok(quota !== undefined && !quota.ok && budget !== undefined && !budget.ok);
   assert.equal(quota.refusal.code, 'quota_exceeded');
   assert.equal(quota.refusal.retryAfterS, 12 * 3600);

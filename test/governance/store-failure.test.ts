@@ -22,7 +22,12 @@ describe('redis store when Redis stops and comes back', () => {
   before(async () => {
     port = await freePort();
     redis = await startRedis(port);
-    inner = new RedisGovernanceStore({ url: `redis://127.0.0.1:${port}`, keyPrefix: 'failure-test:', commandTimeoutMs: 500, clock: 'caller' });
+    inner = new RedisGovernanceStore({
+      url: `redis://127.0.0.1:${port}`,
+      keyPrefix: 'failure-test:',
+      commandTimeoutMs: 500,
+      clock: 'caller',
+    });
     assert.equal(await inner.ready(5000), true);
   });
 
@@ -40,8 +45,19 @@ describe('redis store when Redis stops and comes back', () => {
   });
 
   it('fail_closed refuses with governance_unavailable and fail_open admits unenforced; both report, neither keeps local counters', async () => {
-    const closed = applyStoreErrorPolicy(inner, 'fail_closed', (f) => failures.push(f));
-    const open = applyStoreErrorPolicy(inner, 'fail_open', (f) => failures.push(f));
+    const unbooked: string[] = [];
+    const closed = applyStoreErrorPolicy(
+      inner,
+      'fail_closed',
+      (f) => failures.push(f),
+      (reason) => unbooked.push(reason),
+    );
+    const open = applyStoreErrorPolicy(
+      inner,
+      'fail_open',
+      (f) => failures.push(f),
+      (reason) => unbooked.push(reason),
+    );
     const inFlight = await closed.reserve({
       scopes: [{ ...(scopes[0] as Scope), limits: {} }],
       tokens: 1,
@@ -57,6 +73,7 @@ describe('redis store when Redis stops and comes back', () => {
       failures.splice(0).map((f) => [f.operation, f.policy]),
       [['settle', 'fail_closed']],
     );
+    assert.deepEqual(unbooked.splice(0), ['settle_failed'], 'its usage is counted as not in the books');
 
     const refused = await closed.reserve({ scopes, tokens: 1, costMicroUsd: 0, nowMs: T0 + 1000 });
     assert.equal(refused.ok, false);
@@ -75,6 +92,7 @@ describe('redis store when Redis stops and comes back', () => {
         await open.settle(admitted.reservation, { tokens: 1, costMicroUsd: 0 }, T0 + 3000);
       }
     }
+    assert.deepEqual(unbooked, ['fail_open', 'fail_open', 'fail_open'], 'each request served unenforced is counted as unbooked');
     assert.equal(open.storeErrors, 3);
     assert.equal(open.admittedUnenforced, 3);
     assert.ok(failures.every((f) => f.operation === 'reserve' && /governance store \(Redis\) failed/.test(f.message)));

@@ -103,18 +103,29 @@ async function booksOf(gw: GatewayProcess, team: string, want?: (b: TeamBooks) =
   let books: TeamBooks | null = null;
   for (let i = 0; i < 50; i += 1) {
     const status = (await (await fetch(`${gw.adminUrl}/admin/status`)).json()) as {
-      governance: { teams: Record<string, { requestsThisMinute: { used: number }; tokensToday: { used: number }; spendThisMonthMicroUsd: { used: number } }> };
+      governance: {
+        teams: Record<
+          string,
+          { requestsThisMinute: { used: number }; tokensToday: { used: number }; spendThisMonthMicroUsd: { used: number } }
+        >;
+      };
     };
     const t = status.governance.teams[team];
     assert.ok(t !== undefined, `team ${team} is in the status`);
-    books = { requestsThisMinute: t.requestsThisMinute.used, tokensToday: t.tokensToday.used, spentThisMonthMicroUsd: t.spendThisMonthMicroUsd.used };
+    books = {
+      requestsThisMinute: t.requestsThisMinute.used,
+      tokensToday: t.tokensToday.used,
+      spentThisMonthMicroUsd: t.spendThisMonthMicroUsd.used,
+    };
     if (want === undefined || want(books)) return books;
     await new Promise((r) => setTimeout(r, 40));
   }
   return books as TeamBooks;
 }
 
-describe('invariant "time comes from one clock": wall-clock steps under faketime', { skip: LIBFAKETIME === undefined ? 'libfaketime is not installed (Debian package faketime)' : false }, () => {
+describe('invariant "time comes from one clock": wall-clock steps under faketime', {
+  skip: LIBFAKETIME === undefined ? 'libfaketime is not installed (Debian package faketime)' : false,
+}, () => {
   it('memory store: stepping forward and back across a minute, an hour, a day and a month neither resets nor drops a booking', async () => {
     const { gw, step } = await startSkewed(governedConfig({ store: 'memory' }));
     const day = utcDayStamp(Date.now());

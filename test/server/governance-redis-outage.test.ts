@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
+import { Redis } from 'ioredis';
 import { hashKey } from '../../src/governance/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
 import { startMockProvider } from '../../src/mock/index.js';
@@ -13,9 +14,12 @@ import { freePort, startRedis, stopRedis } from '../support/redis.js';
 // Redis stopped mid-run under two gateway processes, one per on_store_error rule, on a
 // private redis-server (never the shared one): fail_closed answers 503
 // governance_unavailable, fail_open serves and counts the store errors; both log it, and
-// enforcement resumes once Redis is back.
+// enforcement resumes once Redis is back. Then Redis paused (CLIENT PAUSE) past the store's
+// command timeout: the reserve it runs late must not hold the slot of the request that was
+// refused or served without it.
 
 const KEY = 'sy-outage-test-key-0000';
+const TIGHT_KEY = 'sy-outage-test-key-tight';
 
 describe('a Redis outage under real gateways', () => {
   let mock: MockProvider;
@@ -29,12 +33,15 @@ describe('a Redis outage under real gateways', () => {
       { east: mock.baseUrl },
       { m: { candidates: [{ provider: 'east' }] } },
       {
-        teams: { t: { rate_limit: { rpm: 1000 } } },
-        keys: [{ id: 'k', team: 't', sha256: hashKey(KEY) }],
+        teams: { t: { rate_limit: { rpm: 1000 } }, tight: { rate_limit: { rpm: 2 } } },
+        keys: [
+          { id: 'k', team: 't', sha256: hashKey(KEY) },
+          { id: 'tight', team: 'tight', sha256: hashKey(TIGHT_KEY) },
+        ],
         governance: { store: 'redis', redis_url: `redis://127.0.0.1:${port}`, key_prefix: `outage-${rule}:`, on_store_error: rule },
       },
     );
-  const ask = (gw: GatewayProcess) => postChat(gw.url, chatBody('m'), { authorization: `Bearer ${KEY}` });
+  const ask = (gw: GatewayProcess, key = KEY) => postChat(gw.url, chatBody('m'), { authorization: `Bearer ${key}` });
 
   before(async () => {
     mock = await startMockProvider({ name: 'east' });
@@ -58,6 +65,10 @@ describe('a Redis outage under real gateways', () => {
     assert.equal(refused.status, 503, refused.text);
     assert.equal(refused.json<{ error: { code: string } }>().error.code, 'governance_unavailable');
     assert.equal((await ask(open)).status, 200, 'fail_open serves without the store');
+    await waitUntil(
+      async () => (metricValue(await scrapeMetrics(open.url), 'switchyard_governance_unbooked_total', { reason: 'fail_open' }) ?? 0) >= 1,
+      'the request served without the store is counted as unbooked',
+    );
     const metrics = await scrapeMetrics(open.url);
     assert.ok((metricValue(metrics, 'switchyard_governance_store_errors_total', { operation: 'reserve' }) ?? 0) >= 1, metrics);
     assert.ok(
@@ -69,4 +80,25 @@ describe('a Redis outage under real gateways', () => {
     await waitUntil(async () => (await ask(closed)).status === 200, 'fail_closed serves again once Redis is back', 15_000);
     assert.equal((await ask(open)).status, 200);
   });
+
+  for (const rule of ['fail_closed', 'fail_open'] as const) {
+    it(`${rule}: a reserve Redis runs after the gateway's timeout (CLIENT PAUSE) holds no rpm slot afterwards`, async () => {
+      const gw = rule === 'fail_closed' ? closed : open;
+      const admin = new Redis(`redis://127.0.0.1:${port}`);
+      try {
+        assert.equal((await ask(gw, TIGHT_KEY)).status, 200, 'the first of rpm 2');
+        // Scripts wait 2.5 s; the store gives up after its 1 s command timeout.
+        await admin.call('CLIENT', 'PAUSE', '2500', 'WRITE');
+        const during = await ask(gw, TIGHT_KEY);
+        assert.equal(during.status, rule === 'fail_closed' ? 503 : 200, during.text);
+        // A write sent now waits behind the paused reserve, which Redis runs first.
+        await admin.set('outage-test:unpaused', '1', 'PX', 1000);
+        const after = await ask(gw, TIGHT_KEY);
+        assert.equal(after.status, 200, `the second slot is free: ${after.text}`);
+        assert.equal((await ask(gw, TIGHT_KEY)).status, 429, 'and rpm 2 still holds');
+      } finally {
+        admin.disconnect();
+      }
+    });
+  }
 });
