@@ -301,6 +301,11 @@ const priceSchema = z.strictObject({
   cache_read_usd_per_mtok: z.number().min(0).optional(),
   /** Prompt tokens written to the provider's cache (Anthropic's cache creation); absent = the input price. */
   cache_write_usd_per_mtok: z.number().min(0).optional(),
+  /**
+   * The most output tokens the model writes in one answer. A request that sets no output cap
+   * reserves this instead of governance.default_max_tokens, and is sent no larger a cap.
+   */
+  max_output_tokens: z.number().int().positive().optional(),
 });
 
 const pricingSchema = z.strictObject({

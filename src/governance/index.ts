@@ -52,7 +52,9 @@ export {
 export {
   costMicroUsd,
   isPriced,
+  modelOutputLimit,
   type OnMissingPrice,
+  outputCeiling,
   type PricedTarget,
   type PriceEntry,
   type PriceTable,

@@ -1,7 +1,7 @@
 import type { LimitKind, Principal, RateLimitView, Refusal, Scope } from './limits.js';
 import { NO_RATE_LIMIT } from './limits.js';
 import { checkModel, type GovernancePolicy, scopesOf } from './policy.js';
-import { costMicroUsd, isPriced, type PricedTarget, type PriceTable, reservationMicroUsd, type Usage } from './pricing.js';
+import { costMicroUsd, isPriced, outputCeiling, type PricedTarget, type PriceTable, reservationMicroUsd, type Usage } from './pricing.js';
 import type { GovernanceStore, MaybePromise, Reservation, ReserveResult, ScopeRef } from './store.js';
 
 /** What a request asks for, as the pre-check prices and counts it. */
@@ -82,7 +82,12 @@ export function preCheck(
   // Nothing to count and nothing to refuse by price (an open gateway, or a key without
   // limits under on_missing: allow): the reservation would be thrown away.
   if (scopes.length === 0 && policy.onMissingPrice !== 'block') return ADMITTED_FREELY;
-  const defaulted = estimateTokens(demand.bodyBytes, demand.maxTokens, policy.defaultMaxTokens);
+  // Without the client's cap, the most any target may write: its max_output_tokens, else default_max_tokens.
+  const defaulted = estimateTokens(
+    demand.bodyBytes,
+    demand.maxTokens ?? outputCeiling(demand.pricing, demand.targets, policy.defaultMaxTokens),
+    policy.defaultMaxTokens,
+  );
   const sendsCap = policy.capOutput && demand.maxTokens === null && limitsSpend(scopes);
   // A request that sets no cap, under a token limit its default cap would not fit, is capped
   // to what the tightest limit holds instead of being refused (the cap is sent, so it holds).
@@ -135,7 +140,7 @@ function neverFits(scopes: readonly Scope[], estimate: TokenEstimate, capDefault
     if (tokenLimit !== null) {
       const room = tokenLimit.value - estimate.inputTokens;
       const cap = capDefaulted
-        ? `${estimate.maxOutputTokens} output tokens, governance.default_max_tokens, as the request sets no output cap`
+        ? `${estimate.maxOutputTokens} output tokens, the most its models may write (their max_output_tokens, else governance.default_max_tokens), as the request sets no output cap`
         : `${estimate.maxOutputTokens} output tokens, the request's cap`;
       const fix = room > 0 ? `; an output cap of at most ${room} would fit` : '; its input alone is over the limit';
       return capacityRefusal(

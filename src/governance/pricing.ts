@@ -99,6 +99,27 @@ export function reservationMicroUsd(
 
 const NONE_MISSING: readonly PricedTarget[] = Object.freeze([]);
 
+/**
+ * The most output tokens a request that sets no cap may be answered with, over every target
+ * that may serve it: each target's `max_output_tokens`, or `fallback` (governance.
+ * default_max_tokens) for a target without one. What the pre-check reserves for such a
+ * request, so that the reservation covers whichever target serves it.
+ */
+export function outputCeiling(table: PriceTable, targets: readonly PricedTarget[], fallback: number): number {
+  if (targets.length === 0) return fallback;
+  let most = 0;
+  for (const t of targets) {
+    const ceiling = priceOf(table, t.provider, t.model)?.max_output_tokens ?? fallback;
+    if (ceiling > most) most = ceiling;
+  }
+  return most;
+}
+
+/** A target's own `max_output_tokens` from the table, when it has one. */
+export function modelOutputLimit(table: PriceTable, provider: string, model: string): number | undefined {
+  return priceOf(table, provider, model)?.max_output_tokens;
+}
+
 /** Whether a target has a price (a provider-qualified or a bare-model entry). */
 export function isPriced(table: PriceTable, provider: string, model: string): boolean {
   return priceOf(table, provider, model) !== undefined;

@@ -26,6 +26,8 @@ export interface PriceEntry {
   readonly cache_read_usd_per_mtok?: number;
   /** Prompt tokens written to the cache; absent = billed at the input price. */
   readonly cache_write_usd_per_mtok?: number;
+  /** The most output tokens the model writes in one answer; absent = governance.default_max_tokens is assumed. */
+  readonly max_output_tokens?: number;
 }
 
 /** Keyed by upstream model (`gpt-4o-mini`) or provider-qualified (`east/gpt-4o-mini`). */

@@ -1,4 +1,5 @@
 import { SwitchyardError } from '../errors.js';
+import * as governance from '../governance/index.js';
 import type { GenerationCandidate } from '../live/index.js';
 import {
   anthropicMetering,
@@ -102,7 +103,7 @@ export const operations: Readonly<Record<Operation, OperationSpec>> = {
       post(
         r,
         c,
-        capped(upstreamBody(r, c), 'max_tokens', outputCap),
+        capped(upstreamBody(r, c), 'max_tokens', capFor(r, c, outputCap)),
         r.stream && !clientAskedUsage(r.parsed) ? withoutUsageEvent() : undefined,
       ),
     remembersResponses: false,
@@ -156,7 +157,7 @@ function responsesUpstream(
     const path = storedResponsePath(c.provider, stored.id, stored.query);
     return { method: stored.method, path, body: null, transform: undefined };
   }
-  const body = capped(chatBodyFor(r.raw, r.parsed, c.upstreamModel), 'max_output_tokens', outputCap);
+  const body = capped(chatBodyFor(r.raw, r.parsed, c.upstreamModel), 'max_output_tokens', capFor(r, c, outputCap));
   return post(r, c, body, responsesMetering(onResponseId ?? ignoreId));
 }
 
@@ -177,16 +178,24 @@ function chatUpstream(r: ModelRequest, c: GenerationCandidate, _id: OnResponseId
   if (to === r.protocol) {
     // An Anthropic request always carries its own max_tokens (the Messages API requires it).
     if (to === 'anthropic') return post(r, c, chatBodyFor(r.raw, r.parsed, c.upstreamModel), anthropicMetering());
-    const body = capped(upstreamBody(r, c), 'max_completion_tokens', outputCap);
+    const body = capped(upstreamBody(r, c), 'max_completion_tokens', capFor(r, c, outputCap));
     // The gateway asked an OpenAI stream for its usage: a client that did not gets no usage event.
     return post(r, c, body, r.stream && !clientAskedUsage(r.parsed) ? withoutUsageEvent() : undefined);
   }
   const canonical = canonicalOf(r);
-  const request = { ...canonical, model: c.upstreamModel, maxOutputTokens: canonical.maxOutputTokens ?? outputCap ?? undefined };
-  // Anthropic needs a max_tokens: without the client's or a cap, the one the pre-check reserved.
+  const request = {
+    ...canonical,
+    model: c.upstreamModel,
+    maxOutputTokens: canonical.maxOutputTokens ?? capFor(r, c, outputCap) ?? undefined,
+  };
+  // Anthropic needs a max_tokens: without the client's or a cap, the most the pre-check
+  // reserved for this model (its max_output_tokens, else default_max_tokens).
   const written =
     to === 'anthropic'
-      ? canonicalToAnthropicRequest(request, { defaultMaxTokens: r.gen.config.governance.default_max_tokens })
+      ? canonicalToAnthropicRequest(request, {
+          defaultMaxTokens:
+            governance.modelOutputLimit(r.gen.pricing, c.provider.name, c.upstreamModel) ?? r.gen.config.governance.default_max_tokens,
+        })
       : canonicalToOpenaiRequest(request);
   if (!written.ok) throw untranslatable(written, c);
   return post(r, c, JSON.stringify(written.value), translation(to, r.protocol, r.protocol === 'openai' && clientAskedUsage(r.parsed)));
@@ -209,6 +218,18 @@ function canonicalOf(r: ModelRequest): CanonicalRequest {
 function untranslatable(refusal: { readonly path: string; readonly reason: string }, c: GenerationCandidate): SwitchyardError {
   const message = `${refusal.reason} (field ${refusal.path}; provider "${c.provider.name}" speaks the ${c.provider.protocol} protocol)`;
   return new SwitchyardError('invalid_request', message, refusal.path);
+}
+
+/**
+ * The cap to send this candidate: the one reserved for, lowered to the model's own
+ * `max_output_tokens` when the pricing table gives a smaller one (the reservation covers the
+ * route's most generous target; a model is never asked for more than it can write, which
+ * some providers refuse with a 400).
+ */
+function capFor(r: ModelRequest, c: GenerationCandidate, outputCap: number | null): number | null {
+  if (outputCap === null) return null;
+  const own = governance.modelOutputLimit(r.gen.pricing, c.provider.name, c.upstreamModel);
+  return own !== undefined && own < outputCap ? own : outputCap;
 }
 
 /**

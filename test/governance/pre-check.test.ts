@@ -52,6 +52,38 @@ describe('pre-check, settle and release', () => {
     assert.deepEqual(estimateTokens(0, null, 4096), { inputTokens: 0, maxOutputTokens: 4096 });
   });
 
+  it("without the client's cap, reserves the most any target may write: its max_output_tokens, else default_max_tokens", async () => {
+    const capped: PriceTable = {
+      'east/gpt-4o-mini': { input_usd_per_mtok: 0, output_usd_per_mtok: 0, max_output_tokens: 500 },
+      'west/gpt-4o-mini': { input_usd_per_mtok: 0, output_usd_per_mtok: 0, max_output_tokens: 16_384 },
+    };
+    const ask = async (routeTargets: typeof targets, maxTokens: number | null) => {
+      const a = await preCheck(
+        new MemoryGovernanceStore(),
+        policy(),
+        ci,
+        { model: 'gpt-4o-mini', bodyBytes: 0, maxTokens, targets: routeTargets, pricing: capped },
+        NOW,
+      );
+      assert.ok(a.ok && a.reservation !== null);
+      return a.reservation.tokens;
+    };
+    assert.equal(await ask([targets[0] as (typeof targets)[0]], null), 500, "the one target's own limit, below the default");
+    assert.equal(await ask(targets, null), 16_384, 'the most generous target of the route, above the default');
+    assert.equal(
+      await ask(
+        [
+          { provider: 'east', model: 'gpt-4o-mini' },
+          { provider: 'north', model: 'other' },
+        ],
+        null,
+      ),
+      4096,
+      'a target without one: the default',
+    );
+    assert.equal(await ask(targets, 50), 50, "the client's cap wins");
+  });
+
   it('refuses a model outside the team allow-list with model_not_allowed (403) before counting anything', async () => {
     const store = new MemoryGovernanceStore();
     const a = await preCheck(store, policy(), ci, { model: 'gpt-4o', bodyBytes: 100, maxTokens: 10, targets, pricing }, NOW);

@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { costMicroUsd, type PriceTable, priceUsage, reservationMicroUsd } from '../../src/governance/index.js';
+import {
+  costMicroUsd,
+  modelOutputLimit,
+  outputCeiling,
+  type PriceTable,
+  priceUsage,
+  reservationMicroUsd,
+} from '../../src/governance/index.js';
 
 const table: PriceTable = {
   'gpt-4o-mini': { input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.6, cache_read_usd_per_mtok: 0.075 },
@@ -54,5 +61,38 @@ describe('pricing in integer micro-USD', () => {
     assert.deepEqual(r.missing, [{ provider: 'central', model: 'gpt-4o' }]);
     assert.equal(reservationMicroUsd(table, [{ provider: 'east', model: 'gpt-4o-mini' }], 3, 0).costMicroUsd, 1, '0.45 rounds up');
     assert.equal(reservationMicroUsd(table, [{ provider: 'x', model: 'y' }], 10, 10).costMicroUsd, 0);
+  });
+
+  it("a route's output ceiling is the largest of its targets' max_output_tokens, a target without one counting as the fallback", () => {
+    const limited: PriceTable = {
+      small: { input_usd_per_mtok: 1, output_usd_per_mtok: 1, max_output_tokens: 256 },
+      'east/large': { input_usd_per_mtok: 1, output_usd_per_mtok: 1, max_output_tokens: 32_000 },
+    };
+    assert.equal(outputCeiling(limited, [{ provider: 'east', model: 'small' }], 4096), 256);
+    assert.equal(
+      outputCeiling(
+        limited,
+        [
+          { provider: 'east', model: 'small' },
+          { provider: 'east', model: 'large' },
+        ],
+        4096,
+      ),
+      32_000,
+    );
+    assert.equal(
+      outputCeiling(
+        limited,
+        [
+          { provider: 'east', model: 'small' },
+          { provider: 'west', model: 'large' },
+        ],
+        4096,
+      ),
+      4096,
+    );
+    assert.equal(outputCeiling(limited, [], 4096), 4096);
+    assert.equal(modelOutputLimit(limited, 'east', 'large'), 32_000);
+    assert.equal(modelOutputLimit(limited, 'west', 'large'), undefined);
   });
 });

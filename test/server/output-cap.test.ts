@@ -28,9 +28,23 @@ function config(capOutput: boolean): Record<string, unknown> {
     {
       m: { candidates: [{ provider: 'east', model: 'gpt-4o-mini' }] },
       claude: { candidates: [{ provider: 'anth', model: 'claude-sonnet-4-5' }] },
+      small: { candidates: [{ provider: 'east', model: 'gpt-small' }] },
+      // The small model first: it is asked for no more than it can write, though the route reserves the large one's.
+      mixed: {
+        candidates: [
+          { provider: 'east', model: 'gpt-small' },
+          { provider: 'east', model: 'gpt-large' },
+        ],
+      },
     },
     {
       governance: { default_max_tokens: RESERVED, cap_output: capOutput },
+      pricing: {
+        models: {
+          'gpt-small': { input_usd_per_mtok: 0, output_usd_per_mtok: 0, max_output_tokens: 40 },
+          'gpt-large': { input_usd_per_mtok: 0, output_usd_per_mtok: 0, max_output_tokens: 700 },
+        },
+      },
       teams: { limited: { budget: { usd_per_month: 1000 } }, minute: { rate_limit: { tpm: 200 } }, open: {} },
       keys: [
         { id: 'limited', team: 'limited', sha256: hashKey('limited-key') },
@@ -104,6 +118,30 @@ describe('governance.cap_output', () => {
   it('an OpenAI request translated for an Anthropic provider carries the reserved cap as max_tokens', async () => {
     await client(capping, 'limited-key').chat.completions.create({ model: 'claude', messages });
     assert.equal(lastBody('/v1/messages').max_tokens, RESERVED);
+  });
+
+  it('a model whose pricing entry gives max_output_tokens is reserved for and sent that cap instead of default_max_tokens', async () => {
+    await client(capping, 'limited-key').chat.completions.create({ model: 'small', messages });
+    assert.equal(lastBody('/v1/chat/completions').max_completion_tokens, 40);
+  });
+
+  it("a route's cap is its most generous model's, and each model is sent no more than its own", async () => {
+    await client(capping, 'limited-key').chat.completions.create({ model: 'mixed', messages });
+    const body = lastBody('/v1/chat/completions');
+    assert.deepEqual([body.model, body.max_completion_tokens], ['gpt-small', 40]);
+  });
+
+  it("what a route reserves without a cap is its most generous model's max_output_tokens (seen in a limit's refusal, cap_output off)", async () => {
+    // tpm 200: the small route's 40 output tokens fit it; the mixed route's 700 never can.
+    await client(uncapped, 'minute-key').chat.completions.create({ model: 'small', messages });
+    const refused = await fetch(`${uncapped.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer minute-key' },
+      body: JSON.stringify({ model: 'mixed', messages }),
+    });
+    const body = (await refused.json()) as { error: { code: string; message: string } };
+    assert.deepEqual([refused.status, body.error.code], [400, 'over_limit_capacity']);
+    assert.match(body.error.message, /700 output tokens/);
   });
 
   it('with cap_output: false nothing is added, and a translation still sends the reserved default', async () => {
