@@ -30,9 +30,9 @@ export type Admission =
       /**
        * The output cap to send upstream (policy.capOutput): the request gave none and a limit
        * applies, so the cap it was reserved for is sent, and the reservation is a true worst
-       * case. Absent: send nothing.
+       * case. Null: send nothing.
        */
-      readonly outputCap?: number;
+      readonly outputCap: number | null;
     }
   | { readonly ok: false; readonly refusal: Refusal };
 
@@ -42,6 +42,7 @@ const ADMITTED_FREELY: Admission = Object.freeze({
   rateLimit: NO_RATE_LIMIT,
   budgetWarnings: Object.freeze([]),
   unpriced: Object.freeze([]),
+  outputCap: null,
 });
 
 export interface TokenEstimate {
@@ -106,7 +107,9 @@ export function preCheck(
       },
     };
   }
-  if (scopes.length === 0) return { ok: true, reservation: null, rateLimit: NO_RATE_LIMIT, budgetWarnings: [], unpriced: priced.missing };
+  if (scopes.length === 0) {
+    return { ok: true, reservation: null, rateLimit: NO_RATE_LIMIT, budgetWarnings: [], unpriced: priced.missing, outputCap: null };
+  }
   const never = neverFits(scopes, estimate, demand.maxTokens === null);
   if (never !== null) return { ok: false, refusal: never };
   const reserved = store.reserve({
@@ -166,8 +169,8 @@ function capacityRefusal(scope: Scope, limit: LimitKind, message: string): Refus
 
 function admissionOf(r: ReserveResult, unpriced: readonly PricedTarget[], outputCap: number | null): Admission {
   if (!r.ok) return r;
-  const admitted = { ok: true as const, reservation: r.reservation, rateLimit: r.rateLimit, budgetWarnings: r.budgetWarnings, unpriced };
-  return outputCap === null ? admitted : { ...admitted, outputCap };
+  // One literal of one shape, whatever the cap: this runs on every admitted request.
+  return { ok: true, reservation: r.reservation, rateLimit: r.rateLimit, budgetWarnings: r.budgetWarnings, unpriced, outputCap };
 }
 
 /** Whether a scope limits what a request may use in tokens or money: then an uncapped answer could overshoot it. */

@@ -8,7 +8,14 @@
 // through (canonical/, ADR-0011).
 export * from './canonical/index.js';
 export { Credential } from './credential.js';
-export { duplicateTopLevelKey, topLevelMemberCount, withTopLevelMember } from './json-splice.js';
+export {
+  duplicateTopLevelKey,
+  type FirstMember,
+  firstMember,
+  topLevelMemberCount,
+  withFirstMember,
+  withTopLevelMember,
+} from './json-splice.js';
 export type { PriceEntry, PriceTable, TokenUsage } from './metering.js';
 export { CHAT_COMPLETIONS_PATH, chatBodyFor, usageFromJson, usageFromSseTail, withStreamUsage } from './openai-adapter.js';
 export { PoolRegistry } from './pool-registry.js';

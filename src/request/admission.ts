@@ -102,26 +102,49 @@ export function preCheck(
     // The open gateway's anonymous caller: nothing to count, reserve or refuse by price.
     return admit(x, svc, gen, { candidates: chain, reservation: null, limitHeaders: NO_LIMIT_HEADERS, outputCap: null });
   }
-  const targets = chain.map((c) => ({ provider: c.provider.name, model: c.upstreamModel }));
+  const targets = chain.map(targetOf);
   const demand = { model: request.model, bodyBytes: asked.bodyBytes, maxTokens: asked.maxTokens, targets, pricing: gen.pricing };
   const admission = governance.preCheck(svc.governance, policy, principal, demand, governance.governanceNow());
-  const admitted = (a: governance.Admission): Admitted => {
-    if (!a.ok) {
-      auditStarted(x, svc, gen, a.refusal.code);
-      throw governance.refusalError(a.refusal);
-    }
-    const flat = governance.pushRateLimitHeaders(a.rateLimit, []);
-    if (a.budgetWarnings.length > 0) {
-      flat.push('x-switchyard-budget-warning', a.budgetWarnings.map((s) => `${s.kind}:${s.id}`).join(','));
-      for (const s of a.budgetWarnings) if (s.kind === 'team') svc.metrics.budgetExceeded.inc({ team: s.id });
-    }
-    const candidates =
-      policy.onMissingPrice !== 'block' || a.unpriced.length === 0
-        ? chain
-        : chain.filter((c) => !a.unpriced.some((u) => u.provider === c.provider.name && u.model === c.upstreamModel));
-    return admit(x, svc, gen, { candidates, reservation: a.reservation, limitHeaders: flat, outputCap: a.outputCap ?? null });
-  };
-  return admission instanceof Promise ? admission.then(admitted) : admitted(admission);
+  // No closure for the store that answers at once: this runs on every governed request.
+  if (!(admission instanceof Promise)) return admittedBy(x, svc, gen, policy, chain, admission);
+  return admission.then((a) => admittedBy(x, svc, gen, policy, chain, a));
+}
+
+/** A candidate as pricing names it, built once per candidate of a generation. */
+function targetOf(c: GenerationCandidate): governance.PricedTarget {
+  let t = targets.get(c);
+  if (t === undefined) {
+    t = { provider: c.provider.name, model: c.upstreamModel };
+    targets.set(c, t);
+  }
+  return t;
+}
+
+const targets = new WeakMap<GenerationCandidate, governance.PricedTarget>();
+
+/** The pre-check's answer as the chain takes it: the refusal thrown, or the chain, reservation, headers and cap. */
+function admittedBy(
+  x: Exchange,
+  svc: Services,
+  gen: Generation,
+  policy: governance.GovernancePolicy,
+  chain: readonly GenerationCandidate[],
+  a: governance.Admission,
+): Admitted {
+  if (!a.ok) {
+    auditStarted(x, svc, gen, a.refusal.code);
+    throw governance.refusalError(a.refusal);
+  }
+  const flat = governance.pushRateLimitHeaders(a.rateLimit, []);
+  if (a.budgetWarnings.length > 0) {
+    flat.push('x-switchyard-budget-warning', a.budgetWarnings.map((s) => `${s.kind}:${s.id}`).join(','));
+    for (const s of a.budgetWarnings) if (s.kind === 'team') svc.metrics.budgetExceeded.inc({ team: s.id });
+  }
+  const candidates =
+    policy.onMissingPrice !== 'block' || a.unpriced.length === 0
+      ? chain
+      : chain.filter((c) => !a.unpriced.some((u) => u.provider === c.provider.name && u.model === c.upstreamModel));
+  return admit(x, svc, gen, { candidates, reservation: a.reservation, limitHeaders: flat, outputCap: a.outputCap });
 }
 
 function admit(x: Exchange, svc: Services, gen: Generation, admitted: Admitted): Admitted {

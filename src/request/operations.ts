@@ -10,6 +10,8 @@ import {
   canonicalToOpenaiRequest,
   chatBodyFor,
   embeddingsMetering,
+  type FirstMember,
+  firstMember,
   type Operation,
   openaiRequestToCanonical,
   type RelayTransform,
@@ -17,6 +19,7 @@ import {
   storedResponsePath,
   translation,
   upstreamPathFor,
+  withFirstMember,
   withoutUsageEvent,
   withStreamUsage,
   withTopLevelMember,
@@ -103,7 +106,7 @@ export const operations: Readonly<Record<Operation, OperationSpec>> = {
       post(
         r,
         c,
-        capped(upstreamBody(r, c), 'max_tokens', capFor(r, c, outputCap)),
+        capped(upstreamBody(r, c), r, 'max_tokens', capFor(r, c, outputCap)),
         r.stream && !clientAskedUsage(r.parsed) ? withoutUsageEvent() : undefined,
       ),
     remembersResponses: false,
@@ -157,7 +160,7 @@ function responsesUpstream(
     const path = storedResponsePath(c.provider, stored.id, stored.query);
     return { method: stored.method, path, body: null, transform: undefined };
   }
-  const body = capped(chatBodyFor(r.raw, r.parsed, c.upstreamModel), 'max_output_tokens', capFor(r, c, outputCap));
+  const body = capped(chatBodyFor(r.raw, r.parsed, c.upstreamModel), r, 'max_output_tokens', capFor(r, c, outputCap));
   return post(r, c, body, responsesMetering(onResponseId ?? ignoreId));
 }
 
@@ -178,7 +181,7 @@ function chatUpstream(r: ModelRequest, c: GenerationCandidate, _id: OnResponseId
   if (to === r.protocol) {
     // An Anthropic request always carries its own max_tokens (the Messages API requires it).
     if (to === 'anthropic') return post(r, c, chatBodyFor(r.raw, r.parsed, c.upstreamModel), anthropicMetering());
-    const body = capped(upstreamBody(r, c), 'max_completion_tokens', capFor(r, c, outputCap));
+    const body = capped(upstreamBody(r, c), r, 'max_completion_tokens', capFor(r, c, outputCap));
     // The gateway asked an OpenAI stream for its usage: a client that did not gets no usage event.
     return post(r, c, body, r.stream && !clientAskedUsage(r.parsed) ? withoutUsageEvent() : undefined);
   }
@@ -237,10 +240,27 @@ function capFor(r: ModelRequest, c: GenerationCandidate, outputCap: number | nul
  * (`governance.cap_output`: the client gave none and a limit applies), spliced in as the
  * operation's field; otherwise the body as it is.
  */
-function capped(body: Buffer, field: string, outputCap: number | null): Buffer {
+function capped(body: Buffer, r: ModelRequest, field: string, outputCap: number | null): Buffer {
   if (outputCap === null) return body;
+  // The usual case: the client sent no such field (the parsed body says so, and a duplicate
+  // top-level key was refused at the edge), so it goes first without a scan of the body.
+  if (!Object.hasOwn(r.parsed, field)) return withFirstMember(body, capMember(field, outputCap)) ?? body;
   return withTopLevelMember(body, field, String(outputCap)) ?? body;
 }
+
+/** The cap's bytes, built once per field and value (a generation sends few distinct caps). */
+function capMember(field: string, cap: number): FirstMember {
+  const key = `${field}:${cap}`;
+  let member = capMembers.get(key);
+  if (member === undefined) {
+    if (capMembers.size >= 256) capMembers.clear();
+    member = firstMember(field, String(cap));
+    capMembers.set(key, member);
+  }
+  return member;
+}
+
+const capMembers = new Map<string, FirstMember>();
 
 /** The body for this candidate: its model name, and for a stream the usage it is billed on. */
 function upstreamBody(r: ModelRequest, c: GenerationCandidate): Buffer {

@@ -142,7 +142,7 @@ describe('governance.cap_output: the reserved cap is sent upstream', () => {
       NOW,
     );
     assert.ok(own.ok);
-    assert.equal(own.outputCap, undefined);
+    assert.equal(own.outputCap, null);
     const over = await preCheck(
       new MemoryGovernanceStore(),
       capping,
@@ -163,7 +163,7 @@ describe('governance.cap_output: the reserved cap is sent upstream', () => {
       NOW,
     );
     assert.ok(open.ok);
-    assert.equal(open.outputCap, undefined);
+    assert.equal(open.outputCap, null);
     const off = await preCheck(
       new MemoryGovernanceStore(),
       policy,
@@ -172,6 +172,6 @@ describe('governance.cap_output: the reserved cap is sent upstream', () => {
       NOW,
     );
     assert.ok(off.ok);
-    assert.equal(off.outputCap, undefined);
+    assert.equal(off.outputCap, null);
   });
 });
