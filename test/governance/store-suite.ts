@@ -360,6 +360,20 @@ export function storeSuite(name: string, fixture: StoreFixture): void {
       assert.ok(after.ok, 'settling the first gave back what it had reserved beyond its cost');
     });
 
+    it('a settle after its reservation left the window trues up the day, never the window it has left', async () => {
+      const store = await fixture.fresh();
+      const scopes = [team({ tpm: 508, tokensPerDay: 10_000 })];
+      const long = await store.reserve({ scopes, tokens: 79, costMicroUsd: 0, nowMs: T0 });
+      assert.ok(long.ok);
+      assert.ok((await store.reserve({ scopes, tokens: 17, costMicroUsd: 0, nowMs: T0 + 60_500 })).ok);
+      // The long request ends after a minute and used nothing of its 79.
+      await store.settle(long.reservation, { tokens: 0, costMicroUsd: 0 }, T0 + 61_000);
+      let [s] = await store.status(scopes, T0 + 61_001);
+      assert.deepEqual([s?.tokensThisMinute.used, s?.tokensToday.used], [17, 17]);
+      [s] = await store.status(scopes, T0 + 121_000);
+      assert.deepEqual([s?.tokensThisMinute.used, s?.tokensToday.used], [0, 17], 'and nothing is left behind when the rest leaves');
+    });
+
     it('two stores over the same backend see one window (replicas)', async (t) => {
       const a = await fixture.fresh();
       const b = await fixture.peer(a);

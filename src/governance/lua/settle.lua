@@ -37,17 +37,17 @@ for j = 1, m do
     local log, counters, resv = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
     if delta ~= 0 then
       -- A correction at the reservation's own time: it leaves the window with the
-      -- reservation, so the log's sum is right now and after. One per log and millisecond.
+      -- reservation, so the log's sum is right now and after. One per log and millisecond;
+      -- the window's sum is trued up below, only while the reservation is still in the log.
       local c = corrections[log]
       if not c then c = {}; corrections[log] = c; corrected[#corrected + 1] = log end
       local e = c[at]
       if not e then
-        e = {id, 0}
+        e = {id, 0, counters}
         c[at] = e
         c[#c + 1] = at
       end
       e[2] = e[2] + delta
-      bump(counters, 'tsum', delta)
       bump(counters, 'd:' .. day, delta)
     end
     local r = releases[resv]
@@ -62,7 +62,14 @@ for _, log in ipairs(corrected) do
   local args = {}
   for _, at in ipairs(c) do
     local e = c[at]
-    if e[2] ~= 0 then args[#args + 1] = at; args[#args + 1] = e[1] .. '~' .. e[2] end
+    -- A reservation that has already left the window (a request longer than the window, its
+    -- entry purged) took its tokens out of the sum when it left: a correction now would be
+    -- subtracted from the sum a second time when it left in turn, and would count tokens that
+    -- are in no window. Its day is still trued up above.
+    if e[2] ~= 0 and redis.call('ZCOUNT', log, at, at) > 0 then
+      args[#args + 1] = at; args[#args + 1] = e[1] .. '~' .. e[2]
+      bump(e[3], 'tsum', e[2])
+    end
   end
   if #args > 0 then redis.call('ZADD', log, unpack(args)) end
 end
