@@ -305,7 +305,7 @@ const priceSchema = z.strictObject({
    * The most output tokens the model writes in one answer. A request that sets no output cap
    * reserves this instead of governance.default_max_tokens, and is sent no larger a cap.
    */
-  max_output_tokens: z.number().int().positive().optional(),
+  max_output_tokens: positiveInt.optional(),
 });
 
 const pricingSchema = z.strictObject({

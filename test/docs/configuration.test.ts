@@ -167,7 +167,15 @@ const common = {
   },
   pricing: {
     on_missing: 'block',
-    models: { m: { input_usd_per_mtok: 1, output_usd_per_mtok: 2, cache_read_usd_per_mtok: 0.5, cache_write_usd_per_mtok: 1.5 } },
+    models: {
+      m: {
+        input_usd_per_mtok: 1,
+        output_usd_per_mtok: 2,
+        cache_read_usd_per_mtok: 0.5,
+        cache_write_usd_per_mtok: 1.5,
+        max_output_tokens: 8192,
+      },
+    },
   },
   resilience: { breaker: { failure_threshold: 2, open_base_ms: 10, open_max_ms: 100 } },
   teams: {
