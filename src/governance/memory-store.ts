@@ -364,12 +364,13 @@ export class MemoryGovernanceStore implements GovernanceStore {
     // requests booked. Counted as zero (as the redis store does), whatever the caller passed.
     const tokens = atLeastZero(actual.tokens);
     const cost = atLeastZero(actual.costMicroUsd);
+    const seq = Number(r.id.slice(1));
     for (const s of r.scopes) {
       const c = this.#counters(s);
       c.window.adjustTokens(r.atMs, tokens - r.tokens);
       c.addTokens(r.day, tokens - r.tokens);
       const m = c.month(r.month);
-      m.open.close(Number(r.id.slice(1)));
+      m.open.close(seq);
       m.spent += cost;
     }
   }

@@ -250,17 +250,22 @@ function capped(body: Buffer, r: ModelRequest, field: string, outputCap: number 
 
 /** The cap's bytes, built once per field and value (a generation sends few distinct caps). */
 function capMember(field: string, cap: number): FirstMember {
-  const key = `${field}:${cap}`;
-  let member = capMembers.get(key);
+  let byCap = capMembers.get(field);
+  if (byCap === undefined) {
+    byCap = new Map();
+    capMembers.set(field, byCap);
+  }
+  let member = byCap.get(cap);
   if (member === undefined) {
-    if (capMembers.size >= 256) capMembers.clear();
+    if (byCap.size >= 256) byCap.clear();
     member = firstMember(field, String(cap));
-    capMembers.set(key, member);
+    byCap.set(cap, member);
   }
   return member;
 }
 
-const capMembers = new Map<string, FirstMember>();
+/** By field (three of them), then by cap. */
+const capMembers = new Map<string, Map<number, FirstMember>>();
 
 /** The body for this candidate: its model name, and for a stream the usage it is billed on. */
 function upstreamBody(r: ModelRequest, c: GenerationCandidate): Buffer {
