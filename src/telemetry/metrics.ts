@@ -35,6 +35,7 @@ export class Metrics {
   readonly usageInvalid: Counter<'provider'>;
   readonly governanceStoreErrors: Counter<'operation'>;
   readonly governanceUnbooked: Counter<'reason'>;
+  readonly usageMissing: Counter<'provider'>;
   readonly auditFailures: Counter;
   readonly reloads: Counter<'trigger' | 'result'>;
   readonly reloadDuration: Histogram;
@@ -103,6 +104,12 @@ export class Metrics {
       'switchyard_governance_store_errors_total',
       'Failed governance store operations (Redis unreachable or timing out), by operation.',
       ['operation'],
+    );
+    this.usageMissing = counter(
+      r,
+      'switchyard_usage_missing_total',
+      'Successful answers whose usage could not be read (none reported, or not sane), billed their reservation.',
+      ['provider'],
     );
     this.governanceUnbooked = counter(
       r,

@@ -140,6 +140,10 @@ async function invalidCount(gw: GatewayProcess): Promise<number> {
   return metricValue(await scrapeMetrics(gw.url), 'switchyard_usage_invalid_total', { provider: 'east' }) ?? 0;
 }
 
+async function missingCount(gw: GatewayProcess): Promise<number> {
+  return metricValue(await scrapeMetrics(gw.url), 'switchyard_usage_missing_total', { provider: 'east' }) ?? 0;
+}
+
 function usageSuite(store: 'memory' | 'redis'): void {
   describe(`usage sanity on a real gateway (${store} store)`, () => {
     let upstream: Upstream;
@@ -202,14 +206,16 @@ function usageSuite(store: 'memory' | 'redis'): void {
       await billedAsMissing('openai', true, 1e18);
     });
 
-    it('a translated answer that reports no usage is billed its reservation, not zero', async () => {
+    it('a translated answer that reports no usage is billed its reservation, not zero, and counted', async () => {
       const before = await books(gw);
+      const missingBefore = await missingCount(gw);
       upstream.next.push({ kind: 'no_usage' });
       const sent = await send(gw, 'anthropic', false);
       assert.equal(sent.status, 200);
       const reserved = reservationOf(sent.bodyBytes);
       assert.equal(sent.line.cost_micro_usd, reserved, JSON.stringify(sent.line));
       assert.equal((await books(gw)).spentMicroUsd - before.spentMicroUsd, reserved);
+      assert.equal(await missingCount(gw), missingBefore + 1, 'switchyard_usage_missing_total{provider} counted it');
     });
 
     it('sane usage is billed as reported', async () => {
