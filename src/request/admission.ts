@@ -243,7 +243,8 @@ function billed(x: Exchange, svc: Services, settled: governance.Settlement): voi
   if (settled.pricingMissing) svc.metrics.pricingMissing.inc();
   // A success whose usage could not be read (none reported, or none sane) is billed its
   // reservation: counted, so that a provider that stops reporting usage shows.
-  if (settled.usageMissing && x.candidate !== null && x.res.statusCode < 300) svc.metrics.usageMissing.inc({ provider: x.candidate.provider.name });
+  if (settled.usageMissing && x.candidate !== null && x.res.statusCode < 300)
+    svc.metrics.usageMissing.inc({ provider: x.candidate.provider.name });
   const principal = x.principal;
   if (principal?.team != null && settled.costMicroUsd !== null && settled.costMicroUsd > 0) {
     svc.metrics.spendUsd.series(principal.team, principal.keyId ?? '').inc(settled.costMicroUsd / 1e6);

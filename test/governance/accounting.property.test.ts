@@ -25,6 +25,7 @@ import {
 } from '../../src/governance/index.js';
 import { WINDOW_MS } from '../../src/governance/limits.js';
 import { DEFAULT_RESERVATION_TTL_MS } from '../../src/governance/store.js';
+import { deleteKeysWithPrefix } from '../support/redis.js';
 
 // Invariant "the books never go negative and never exceed a limit", against a model of what
 // was booked: for any sequence of reserves, settles, releases, store errors and clock steps, no
@@ -638,19 +639,7 @@ describe('invariant "the books never go negative and never exceed a limit"', () 
     });
     after(async () => {
       await Promise.allSettled(opened.map((s) => s.close()));
-      const admin = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
-      try {
-        await admin.connect();
-        let cursor = '0';
-        for (let round = 0; round < 10_000; round += 1) {
-          const [next, keys] = await admin.scan(cursor, 'MATCH', `${RUN_PREFIX}*`, 'COUNT', 500);
-          if (keys.length > 0) await admin.del(...keys);
-          cursor = next;
-          if (cursor === '0') break;
-        }
-      } finally {
-        admin.disconnect();
-      }
+      await deleteKeysWithPrefix(REDIS_URL, RUN_PREFIX);
     });
 
     const openRedis = async (): Promise<GovernanceStore> => {

@@ -68,29 +68,15 @@ describe('pricing in integer micro-USD', () => {
       small: { input_usd_per_mtok: 1, output_usd_per_mtok: 1, max_output_tokens: 256 },
       'east/large': { input_usd_per_mtok: 1, output_usd_per_mtok: 1, max_output_tokens: 32_000 },
     };
-    assert.equal(outputCeiling(limited, [{ provider: 'east', model: 'small' }], 4096), 256);
-    assert.equal(
+    const ceiling = (...targets: string[]) =>
       outputCeiling(
         limited,
-        [
-          { provider: 'east', model: 'small' },
-          { provider: 'east', model: 'large' },
-        ],
+        targets.map((t) => ({ provider: t.split('/')[0] as string, model: t.split('/')[1] as string })),
         4096,
-      ),
-      32_000,
-    );
-    assert.equal(
-      outputCeiling(
-        limited,
-        [
-          { provider: 'east', model: 'small' },
-          { provider: 'west', model: 'large' },
-        ],
-        4096,
-      ),
-      4096,
-    );
+      );
+    assert.equal(ceiling('east/small'), 256);
+    assert.equal(ceiling('east/small', 'east/large'), 32_000);
+    assert.equal(ceiling('east/small', 'west/large'), 4096, 'west/large has no entry: the fallback');
     assert.equal(outputCeiling(limited, [], 4096), 4096);
     assert.equal(modelOutputLimit(limited, 'east', 'large'), 32_000);
     assert.equal(modelOutputLimit(limited, 'west', 'large'), undefined);

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { type GovernanceStore, MemoryGovernanceStore, RedisGovernanceStore, type Scope } from '../../src/governance/index.js';
+import { deleteKeysWithPrefix } from '../support/redis.js';
 import { storeSuite } from './store-suite.js';
 
 // Both stores, one suite. The redis store runs against the shared Redis on 127.0.0.1:6379,
@@ -81,17 +82,6 @@ storeSuite('redis', {
   peer: (store) => openRedis(prefixOf.get(store) as string),
   cleanup: async () => {
     await Promise.all(opened.map((s) => s.close()));
-    const admin = new Redis(REDIS_URL);
-    try {
-      let cursor = '0';
-      for (let round = 0; round < 10_000; round += 1) {
-        const [next, keys] = await admin.scan(cursor, 'MATCH', `${RUN_PREFIX}*`, 'COUNT', 500);
-        if (keys.length > 0) await admin.del(...keys);
-        cursor = next;
-        if (cursor === '0') break;
-      }
-    } finally {
-      admin.disconnect();
-    }
+    await deleteKeysWithPrefix(REDIS_URL, RUN_PREFIX);
   },
 });

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
+import { Redis } from 'ioredis';
 
 // A private redis-server on a spare loopback port, for tests that stop Redis mid-run:
 // never the shared one at 6379.
@@ -35,4 +36,20 @@ export async function stopRedis(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return;
   child.kill('SIGTERM');
   await once(child, 'exit');
+}
+
+/** Deletes every key under `prefix` at `url` (a test's own keys on the shared Redis), in SCAN pages. */
+export async function deleteKeysWithPrefix(url: string, prefix: string): Promise<void> {
+  const admin = new Redis(url, { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    for (let round = 0; round < 10_000; round += 1) {
+      const [next, keys] = await admin.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+      if (keys.length > 0) await admin.del(...keys);
+      cursor = next;
+      if (cursor === '0') break;
+    }
+  } finally {
+    admin.disconnect();
+  }
 }
