@@ -60,10 +60,11 @@ const REDIS_CLOCK: ScriptClock = Object.freeze({ kind: 'redis' });
 /** A batch of reserves goes at once when it reaches this size (far below Lua's unpack limit). */
 const RESERVE_BATCH_MAX = 64;
 /**
- * Reserves of one team asked for at most this far apart join one batch, decided at the
- * latest one's time: a reserve waiting for the team's batch in flight is decided when it is
- * sent, not when it was asked for. Further apart (a test's simulated clock, say), they are
- * decided in batches of their own, in order.
+ * Reserves of one team asked for at most this far apart join one batch, decided at one time:
+ * Redis's when the script runs, or (on the caller's clock) the latest one asked for. A
+ * reserve waiting for the team's batch in flight is decided when it is sent, not when it was
+ * asked for. Further apart (a test's simulated clock, say), they are decided in batches of
+ * their own, in order.
  */
 const RESERVE_JOIN_MS = 5;
 
@@ -72,7 +73,7 @@ interface PendingReserve extends ReserveEntry {
   readonly reject: (err: unknown) => void;
 }
 
-/** A team's reserves waiting to be sent, all decided at one `now` (the latest asked for). */
+/** A team's reserves waiting to be sent, all decided at one time (`nowMs` is the latest asked for). */
 interface ReserveBatch {
   nowMs: number;
   readonly entries: PendingReserve[];

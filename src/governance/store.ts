@@ -14,6 +14,10 @@ export interface ReserveInput {
   readonly tokens: number;
   /** Worst-case cost reserved against the monthly budgets, integer micro-USD. */
   readonly costMicroUsd: number;
+  /**
+   * When the caller asks (governance/clock.ts). The memory store decides by it; the redis
+   * store decides by Redis's own clock and uses it only to group reserves into batches.
+   */
   readonly nowMs: number;
 }
 
