@@ -51,6 +51,11 @@ const serverSchema = z
     keep_alive_timeout_ms: positiveInt.max(600_000).default(65_000),
     watch_config: z.boolean().default(false),
     watch_debounce_ms: z.number().int().min(0).max(60_000).default(200),
+    /**
+     * The API listener's /metrics answers without the admin token even when keys are
+     * configured (its series name teams and key ids and show their spend).
+     */
+    public_metrics: z.boolean().default(false),
   })
   .refine((s) => s.admin_token !== undefined || !adminTokenRequired(s.admin_listen), {
     path: ['admin_token'],

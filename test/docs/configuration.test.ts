@@ -145,6 +145,7 @@ const common = {
     keep_alive_timeout_ms: 1000,
     watch_config: true,
     watch_debounce_ms: 10,
+    public_metrics: true,
   },
   log: { level: 'warn', access: false },
   providers: {
