@@ -1,4 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { SwitchyardError } from '../errors.js';
+import { bearerToken } from '../governance/index.js';
 import type { ChatProtocol, Operation } from '../providers/index.js';
 import {
   Exchange,
@@ -101,6 +103,34 @@ function apiEndpoints(svc: Services, settings: ListenerSettings, traffic: Traffi
         return sendBody(x.res, 503, `{"status":"${traffic.draining ? 'draining' : 'starting'}"}`, 'application/json');
       }),
     },
-    { method: 'GET', path: '/metrics', recorded: false, handle: answered((x) => serveMetrics(x.res, svc)) },
+    {
+      method: 'GET',
+      path: '/metrics',
+      recorded: false,
+      handle: answered((x) => {
+        checkMetricsAccess(svc, x.req);
+        serveMetrics(x.res, svc);
+      }),
+    },
   ];
+}
+
+/**
+ * The metrics name every team and key id and show their spend: with keys configured, the
+ * API listener (which every tenant reaches) serves them only to a caller with the admin
+ * token, unless `server.public_metrics` opens them. An open gateway (no keys) has no tenants
+ * to keep apart. The admin listener's /metrics is guarded by the admin API's own rule.
+ */
+function checkMetricsAccess(svc: Services, req: IncomingMessage): void {
+  if (!svc.holder.ready) return;
+  const gen = svc.holder.current();
+  if (gen.config.server.public_metrics || (gen.config.keys ?? []).length === 0) return;
+  const presented = bearerToken(req.headers.authorization);
+  if (gen.adminToken !== null && presented !== null && gen.adminToken.matches(presented)) return;
+  throw new SwitchyardError(
+    'unauthorized',
+    "this listener's /metrics shows every team's usage: send Authorization: Bearer <server.admin_token>, scrape the admin listener, or set server.public_metrics: true",
+    null,
+    { 'www-authenticate': 'Bearer' },
+  );
 }

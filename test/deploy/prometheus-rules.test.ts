@@ -48,7 +48,7 @@ before(async () => {
       },
     ),
   );
-  const text = await (await fetch(`${gw.url}/metrics`)).text();
+  const text = await (await fetch(`${gw.adminUrl}/metrics`)).text();
   const types = new Map<string, string>();
   for (const m of text.matchAll(/^# TYPE (\S+) (\S+)$/gm)) {
     types.set(m[1]!, m[2]!);

@@ -66,10 +66,10 @@ describe('a Redis outage under real gateways', () => {
     assert.equal(refused.json<{ error: { code: string } }>().error.code, 'governance_unavailable');
     assert.equal((await ask(open)).status, 200, 'fail_open serves without the store');
     await waitUntil(
-      async () => (metricValue(await scrapeMetrics(open.url), 'switchyard_governance_unbooked_total', { reason: 'fail_open' }) ?? 0) >= 1,
+      async () => (metricValue(await scrapeMetrics(open.adminUrl as string), 'switchyard_governance_unbooked_total', { reason: 'fail_open' }) ?? 0) >= 1,
       'the request served without the store is counted as unbooked',
     );
-    const metrics = await scrapeMetrics(open.url);
+    const metrics = await scrapeMetrics(open.adminUrl as string);
     assert.ok((metricValue(metrics, 'switchyard_governance_store_errors_total', { operation: 'reserve' }) ?? 0) >= 1, metrics);
     assert.ok(
       closed.logs().some((l) => l.msg === 'governance store error'),

@@ -211,7 +211,7 @@ describe('governance on the request path', () => {
     const { data, response } = await clientFor(gw, 'free').chat.completions.create({ model: MODEL, messages }).withResponse();
     const expected = ((data.usage?.completion_tokens ?? 0) * OUTPUT_PRICE) / 1e6;
     assert.equal(Number(response.headers.get('x-switchyard-cost-usd')), expected);
-    const text = await scrapeMetrics(gw.url);
+    const text = await scrapeMetrics(gw.adminUrl as string);
     assert.ok((metricValue(text, 'switchyard_spend_usd_total', { team: 'free', key: 'free' }) ?? 0) >= expected, text);
   });
 
@@ -292,7 +292,7 @@ describe('governance on the request path', () => {
     assert.ok(budget.spendThisMonthMicroUsd.used > 0, JSON.stringify(budget));
     assert.equal(status.governance.teams.rpm.requestsThisMinute.limit, 2);
     assert.equal(status.governance.keys.rpm.team, 'rpm');
-    const metrics = await scrapeMetrics(gw.url);
+    const metrics = await scrapeMetrics(gw.adminUrl as string);
     assert.equal(
       metricValue(metrics, 'switchyard_budget_limit_usd', { team: 'budget' }),
       (10 * completionTokens * OUTPUT_PRICE) / 1e6,
@@ -304,7 +304,7 @@ describe('governance on the request path', () => {
   it('over a budget with on_exceeded: warn, the request is served with x-switchyard-budget-warning and counted', async () => {
     const { response } = await clientFor(gw, 'warned').chat.completions.create({ model: MODEL, messages }).withResponse();
     assert.equal(response.headers.get('x-switchyard-budget-warning'), 'team:warned');
-    const text = await scrapeMetrics(gw.url);
+    const text = await scrapeMetrics(gw.adminUrl as string);
     assert.ok((metricValue(text, 'switchyard_budget_exceeded_total', { team: 'warned' }) ?? 0) >= 1, text);
   });
 

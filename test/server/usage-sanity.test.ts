@@ -137,11 +137,11 @@ async function books(gw: GatewayProcess): Promise<Books> {
 }
 
 async function invalidCount(gw: GatewayProcess): Promise<number> {
-  return metricValue(await scrapeMetrics(gw.url), 'switchyard_usage_invalid_total', { provider: 'east' }) ?? 0;
+  return metricValue(await scrapeMetrics(gw.adminUrl as string), 'switchyard_usage_invalid_total', { provider: 'east' }) ?? 0;
 }
 
 async function missingCount(gw: GatewayProcess): Promise<number> {
-  return metricValue(await scrapeMetrics(gw.url), 'switchyard_usage_missing_total', { provider: 'east' }) ?? 0;
+  return metricValue(await scrapeMetrics(gw.adminUrl as string), 'switchyard_usage_missing_total', { provider: 'east' }) ?? 0;
 }
 
 function usageSuite(store: 'memory' | 'redis'): void {
@@ -254,7 +254,7 @@ function usageSuite(store: 'memory' | 'redis'): void {
     });
 
     it('the spend counter and the budget gauge agree', async () => {
-      const metrics = await scrapeMetrics(gw.url);
+      const metrics = await scrapeMetrics(gw.adminUrl as string);
       const spend = metricValue(metrics, 'switchyard_spend_usd_total', { team: TEAM }) ?? 0;
       const gauge = metricValue(metrics, 'switchyard_budget_spent_usd', { team: TEAM }) ?? -1;
       assert.ok(spend > 0);
