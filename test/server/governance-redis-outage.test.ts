@@ -66,7 +66,9 @@ describe('a Redis outage under real gateways', () => {
     assert.equal(refused.json<{ error: { code: string } }>().error.code, 'governance_unavailable');
     assert.equal((await ask(open)).status, 200, 'fail_open serves without the store');
     await waitUntil(
-      async () => (metricValue(await scrapeMetrics(open.adminUrl as string), 'switchyard_governance_unbooked_total', { reason: 'fail_open' }) ?? 0) >= 1,
+      async () =>
+        (metricValue(await scrapeMetrics(open.adminUrl as string), 'switchyard_governance_unbooked_total', { reason: 'fail_open' }) ?? 0) >=
+        1,
       'the request served without the store is counted as unbooked',
     );
     const metrics = await scrapeMetrics(open.adminUrl as string);
