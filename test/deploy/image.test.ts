@@ -106,6 +106,16 @@ describe('Dockerfile', () => {
     );
   });
 
+  it('the runtime stage copies every path the npm package ships (package.json "files"): the status page\'s static/ included', () => {
+    // The package and the image run the same dist/cli.js, which finds package.json, examples/
+    // and static/ beside dist/: what the package needs at runtime, the image needs too.
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { files: string[] };
+    const destinations = runtime.instructions
+      .filter((i) => i.op === 'COPY')
+      .map((i) => (i.args.split(/\s+/).at(-1) as string).replace(/^\.\//, '').replace(/\/$/, ''));
+    for (const path of pkg.files) assert.ok(destinations.includes(path), `the runtime stage has no COPY … ./${path}`);
+  });
+
   it('runs as a numeric non-root user, the one the Deployment runs as', () => {
     const user = runtime.instructions.filter((i) => i.op === 'USER').at(-1)?.args;
     assert.ok(user !== undefined, 'the runtime stage sets USER');
