@@ -82,6 +82,7 @@ export {
   type OnStoreError,
   type PolicedStore,
   type StoreFailure,
+  type StoreHealth,
   type UnbookedReason,
 } from './store-error-policy.js';
 export {

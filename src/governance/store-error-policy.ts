@@ -30,11 +30,20 @@ export interface StoreFailure {
  */
 export type UnbookedReason = 'fail_open' | 'settle_failed';
 
+/** Whether the store answered its last call, and the last failure, for probes and dashboards. */
+export interface StoreHealth {
+  /** False from a failed call until the next one that succeeds. */
+  readonly up: boolean;
+  readonly lastError: { readonly operation: StoreFailure['operation']; readonly message: string; readonly atMs: number } | null;
+}
+
 export interface PolicedStore extends GovernanceStore {
   /** Store errors since start (every operation), for `switchyard_governance_store_errors_total`. */
   readonly storeErrors: number;
   /** Requests admitted unenforced under fail_open. */
   readonly admittedUnenforced: number;
+  /** As of the last call (a request's, or a status read's: every scrape of the budget gauges makes one). */
+  readonly health: StoreHealth;
   ready(timeoutMs: number): Promise<boolean>;
 }
 
@@ -54,10 +63,19 @@ export function applyStoreErrorPolicy(
 ): PolicedStore {
   let storeErrors = 0;
   let admittedUnenforced = 0;
+  let up = true;
+  let lastError: StoreHealth['lastError'] = null;
   const fail = (operation: StoreFailure['operation'], err: unknown): void => {
     if (!(err instanceof GovernanceStoreError)) throw err;
     storeErrors += 1;
+    up = false;
+    lastError = { operation, message: err.message, atMs: Date.now() };
     onFailure({ operation, policy, message: err.message });
+  };
+  // Bound once: a promise's success marks the store up without a closure per call.
+  const answered = <T>(value: T): T => {
+    up = true;
+    return value;
   };
   const refused = (input: ReserveInput, err: unknown): ReserveResult => {
     fail('reserve', err);
@@ -82,7 +100,7 @@ export function applyStoreErrorPolicy(
     } catch (err) {
       return actual === null ? releaseFailed(err) : settleFailed(err);
     }
-    return out instanceof Promise ? out.catch(actual === null ? releaseFailed : settleFailed) : out;
+    return out instanceof Promise ? out.then(answered, actual === null ? releaseFailed : settleFailed) : out;
   };
   return {
     get storeErrors() {
@@ -90,6 +108,9 @@ export function applyStoreErrorPolicy(
     },
     get admittedUnenforced() {
       return admittedUnenforced;
+    },
+    get health(): StoreHealth {
+      return { up, lastError };
     },
     // No closure per call on these, which run on every request: a store that answers at
     // once (the memory store) then allocates nothing here.
@@ -100,19 +121,24 @@ export function applyStoreErrorPolicy(
       } catch (err) {
         return refused(input, err);
       }
-      return out instanceof Promise ? out.catch((err: unknown) => refused(input, err)) : out;
+      return out instanceof Promise ? out.then(answered, (err: unknown) => refused(input, err)) : out;
     },
     settle: (r: Reservation, actual: Actual, nowMs: number) => closed(r, actual, nowMs),
     release: (r: Reservation, nowMs: number) => closed(r, null, nowMs),
     async status(scopes: readonly Scope[], nowMs: number): Promise<ScopeStatus[]> {
       try {
-        return await inner.status(scopes, nowMs);
+        return answered(await inner.status(scopes, nowMs));
       } catch (err) {
         fail('status', err);
         throw err;
       }
     },
-    ready: (timeoutMs: number) => inner.ready?.(timeoutMs) ?? Promise.resolve(true),
+    async ready(timeoutMs: number): Promise<boolean> {
+      const ok = (await inner.ready?.(timeoutMs)) ?? true;
+      // A store not there at start is down until a call succeeds.
+      if (!ok) up = false;
+      return ok;
+    },
     close: () => inner.close(),
   };
 }

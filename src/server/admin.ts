@@ -134,10 +134,25 @@ async function governanceView(ctx: AdminContext): Promise<Record<string, unknown
   if ((gen.config.keys ?? []).length === 0 && Object.keys(gen.config.teams ?? {}).length === 0) return null;
   try {
     const status = await governanceStatus(svc.governance, policyOf(gen), governanceNow());
-    return { store: gen.config.governance.store, store_errors: svc.governance.storeErrors, ...status };
+    return { ...storeView(ctx), ...status };
   } catch (err) {
-    return { store: gen.config.governance.store, store_errors: svc.governance.storeErrors, error: (err as Error).message };
+    return { ...storeView(ctx), error: (err as Error).message };
   }
+}
+
+/** The store's kind and health: up, its errors since start, and the last one (when, which call, what). */
+function storeView(ctx: AdminContext): Record<string, unknown> {
+  const { svc } = ctx;
+  const { up, lastError } = svc.governance.health;
+  return {
+    store: svc.holder.current().config.governance.store,
+    store_up: up,
+    store_errors: svc.governance.storeErrors,
+    last_store_error:
+      lastError === null
+        ? null
+        : { at: new Date(lastError.atMs).toISOString(), operation: lastError.operation, message: lastError.message },
+  };
 }
 
 function adminStatus(ctx: AdminContext): Record<string, unknown> {

@@ -79,6 +79,9 @@ export function createApiHandler(svc: Services, settings: ListenerSettings, traf
   };
 }
 
+const READY_STORE_UP = '{"status":"ready","governance_store":"up"}';
+const READY_STORE_DOWN = '{"status":"ready","governance_store":"down"}';
+
 function apiEndpoints(svc: Services, settings: ListenerSettings, traffic: TrafficState): ApiEndpoint[] {
   const models = modelHandlers(svc, settings);
   const serve: Handler<Exchange> = models.serve;
@@ -99,7 +102,11 @@ function apiEndpoints(svc: Services, settings: ListenerSettings, traffic: Traffi
       path: '/readyz',
       recorded: false,
       handle: answered((x) => {
-        if (svc.holder.ready && !traffic.draining) return sendBody(x.res, 200, '{"status":"ready"}', 'application/json');
+        // Ready whatever the store's state (taking every replica out would turn the store
+        // rule's 503s into refused connections), but the body says it, for whoever looks.
+        if (svc.holder.ready && !traffic.draining) {
+          return sendBody(x.res, 200, svc.governance.health.up ? READY_STORE_UP : READY_STORE_DOWN, 'application/json');
+        }
         return sendBody(x.res, 503, `{"status":"${traffic.draining ? 'draining' : 'starting'}"}`, 'application/json');
       }),
     },

@@ -106,15 +106,18 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       waited_ms: STORE_READY_TIMEOUT_MS,
     });
   }
-  svc.metrics.trackBudgets(async () => {
-    const gen = svc.holder.current();
-    const status = await governanceStatus(svc.governance, policyOf(gen), governanceNow());
-    return Object.entries(status.teams).map(([team, s]) => ({
-      team,
-      spentUsd: s.spendThisMonthMicroUsd.used / 1e6,
-      limitUsd: s.spendThisMonthMicroUsd.limit === null ? null : s.spendThisMonthMicroUsd.limit / 1e6,
-    }));
-  });
+  svc.metrics.trackBudgets(
+    async () => {
+      const gen = svc.holder.current();
+      const status = await governanceStatus(svc.governance, policyOf(gen), governanceNow());
+      return Object.entries(status.teams).map(([team, s]) => ({
+        team,
+        spentUsd: s.spendThisMonthMicroUsd.used / 1e6,
+        limitUsd: s.spendThisMonthMicroUsd.limit === null ? null : s.spendThisMonthMicroUsd.limit / 1e6,
+      }));
+    },
+    () => svc.governance.health.up,
+  );
   if ((config.keys ?? []).length === 0 && !isLoopback(splitHostPort(config.server.listen).host)) {
     svc.logger.warn({
       msg: `no keys are configured and ${config.server.listen} is not a loopback address: anyone who reaches it may call it`,

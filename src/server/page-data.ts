@@ -233,10 +233,18 @@ function routeView(route: GenerationRoute, svc: Services, recent: RecentModel | 
 /** Per team: spend this month against the budget, requests this minute against the limit, tokens today against the quota. */
 function teamsView(governance: Record<string, unknown> | null): Record<string, unknown> | null {
   if (governance === null) return null;
-  if (typeof governance.error === 'string') return { error: governance.error, teams: [] };
+  // The store's health, as /admin/status reports it: which store, up or not, the last error.
+  const store = {
+    kind: governance.store ?? null,
+    up: governance.store_up ?? null,
+    errors: governance.store_errors ?? 0,
+    last_error: governance.last_store_error ?? null,
+  };
+  if (typeof governance.error === 'string') return { error: governance.error, store, teams: [] };
   const teams = (governance.teams ?? {}) as Record<string, ScopeStatus>;
   return {
     error: null,
+    store,
     teams: Object.entries(teams).map(([team, s]) => ({
       team,
       spend_usd: s.spendThisMonthMicroUsd.used / 1e6,

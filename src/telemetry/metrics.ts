@@ -167,6 +167,7 @@ export class Metrics {
    */
   trackBudgets(
     read: () => Promise<ReadonlyArray<{ readonly team: string; readonly spentUsd: number; readonly limitUsd: number | null }>>,
+    storeUp: () => boolean,
   ): void {
     const r = this.registry;
     let latest: Promise<ReadonlyArray<{ readonly team: string; readonly spentUsd: number; readonly limitUsd: number | null }>> | null =
@@ -187,6 +188,17 @@ export class Metrics {
       this.reset();
       for (const b of await budgets().catch(() => [])) if (b.limitUsd !== null) this.set({ team: b.team }, b.limitUsd);
     });
+    gauge(
+      r,
+      'switchyard_governance_store_up',
+      "1 while the governance store answers (its last call succeeded: a request's, or this scrape's read of the budgets), else 0.",
+      [],
+      async function () {
+        // After this scrape's own read, which is a fresh test of the store.
+        await budgets().catch(() => []);
+        this.set(storeUp() ? 1 : 0);
+      },
+    );
   }
 
   async render(): Promise<string> {

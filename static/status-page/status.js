@@ -365,8 +365,9 @@ function renderTeams(d) {
   const t = d.teams;
   $('teams-section').hidden = t === null;
   if (t === null) return;
+  const store = storeLine(t.store);
   if (t.error) {
-    replace('teams', el('p', { class: 'problem', text: `The governance store did not answer: ${t.error}` }));
+    replace('teams', store, el('p', { class: 'problem', text: `The governance store did not answer: ${t.error}` }));
     return;
   }
   const usd = (v) => `${num(v, 2)} USD`;
@@ -390,8 +391,26 @@ function renderTeams(d) {
   );
   replace(
     'teams',
+    store,
     table(null, [['Team'], ['Spend this month (UTC) / budget'], ['Requests this minute / limit'], ['Tokens today (UTC) / quota']], rows),
   );
+}
+
+/** One line on the governance store: which one, whether it answers, and its last error. */
+function storeLine(store) {
+  if (!store) return [];
+  const kind = store.kind === 'redis' ? 'Redis' : 'in memory';
+  if (store.up !== false) {
+    const errors = store.errors > 0 ? `, ${num(store.errors)} error(s) since start` : '';
+    return el('p', { id: 'governance-store', class: 'hint', text: `Governance store (${kind}): up${errors}.` });
+  }
+  const last = store.last_error;
+  const why = last ? ` Last error (${last.operation}, ${last.at}): ${last.message}` : '';
+  return el('p', {
+    id: 'governance-store',
+    class: 'problem',
+    text: `Governance store (${kind}): down; limits follow governance.on_store_error.${why}`,
+  });
 }
 
 function renderReloads(d) {

@@ -15,7 +15,10 @@ const PROCESS = /^switchyard_(process|nodejs)_/;
 
 async function registered(): Promise<string[]> {
   const metrics = new Metrics(() => []);
-  metrics.trackBudgets(async () => []);
+  metrics.trackBudgets(
+    async () => [],
+    () => true,
+  );
   const all = await metrics.registry.getMetricsAsJSON();
   return all.map((m) => m.name).filter((n) => !PROCESS.test(n));
 }

@@ -77,10 +77,25 @@ describe('a Redis outage under real gateways', () => {
       closed.logs().some((l) => l.msg === 'governance store error'),
       'the outage is logged',
     );
+    // Probes and dashboards see it: the gauge, /admin/status and /readyz's body (which stays 200).
+    assert.equal(metricValue(await scrapeMetrics(closed.adminUrl as string), 'switchyard_governance_store_up', {}), 0);
+    const down = (await (await fetch(`${closed.adminUrl}/admin/status`)).json()) as {
+      governance: { store_up: boolean; last_store_error: { operation: string; message: string; at: string } | null };
+    };
+    assert.equal(down.governance.store_up, false);
+    assert.ok(
+      down.governance.last_store_error !== null && down.governance.last_store_error.operation !== '',
+      JSON.stringify(down.governance),
+    );
+    const readyDown = await fetch(`${closed.url}/readyz`);
+    assert.equal(readyDown.status, 200, 'still ready: every replica out would refuse connections instead');
+    assert.deepEqual(await readyDown.json(), { status: 'ready', governance_store: 'down' });
 
     redis = await startRedis(port);
     await waitUntil(async () => (await ask(closed)).status === 200, 'fail_closed serves again once Redis is back', 15_000);
     assert.equal((await ask(open)).status, 200);
+    assert.equal(metricValue(await scrapeMetrics(closed.adminUrl as string), 'switchyard_governance_store_up', {}), 1);
+    assert.deepEqual(await (await fetch(`${closed.url}/readyz`)).json(), { status: 'ready', governance_store: 'up' });
   });
 
   for (const rule of ['fail_closed', 'fail_open'] as const) {

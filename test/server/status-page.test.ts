@@ -102,6 +102,7 @@ describe('the status page in a browser', { skip: missing ?? false }, () => {
     await waitForText(page, 'table[data-model="gpt-4o"] tr[data-provider="east"]', 'serving');
     await waitForText(page, '#serving-revision', 'static config');
     await waitForText(page, 'tr[data-team="research"]', '6 of 100');
+    await waitForText(page, '#governance-store', 'Governance store (in memory): up');
     await markDocument(page);
 
     // A reload puts south on gpt-4o.
