@@ -76,6 +76,7 @@ export {
   type ReserveResult,
   type ScopeRef,
   type ScopeStatus,
+  type SharedRecords,
 } from './store.js';
 export {
   applyStoreErrorPolicy,

@@ -344,6 +344,22 @@ export class RedisGovernanceStore implements GovernanceStore {
     return decodeStatus(await this.#eval(STATUS, keys, args), scopes);
   }
 
+  /** Under `<prefix>record:<key>`, each with its own time to live. */
+  readonly records: NonNullable<GovernanceStore['records']> = {
+    get: (key) => this.#command(() => this.#redis.get(`${this.#prefix}record:${key}`)),
+    set: (key, value, ttlMs) =>
+      this.#command(async () => void (await this.#redis.set(`${this.#prefix}record:${key}`, value, 'PX', Math.max(1, Math.round(ttlMs))))),
+    delete: (key) => this.#command(async () => void (await this.#redis.del(`${this.#prefix}record:${key}`))),
+  };
+
+  async #command<T>(run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (err) {
+      throw new GovernanceStoreError(`governance store (Redis) failed: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
   async close(): Promise<void> {
     // Reserves and settles still queued go out before the connection closes (a graceful stop loses none).
     if (this.#reserveFlush !== null) clearImmediate(this.#reserveFlush);

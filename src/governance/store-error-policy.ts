@@ -10,6 +10,7 @@ import {
   type ReserveInput,
   type ReserveResult,
   type ScopeStatus,
+  type SharedRecords,
   scopeRef,
 } from './store.js';
 
@@ -17,7 +18,7 @@ import {
 export type OnStoreError = 'fail_open' | 'fail_closed';
 
 export interface StoreFailure {
-  readonly operation: 'reserve' | 'settle' | 'release' | 'status';
+  readonly operation: 'reserve' | 'settle' | 'release' | 'status' | 'record';
   readonly policy: OnStoreError;
   readonly message: string;
 }
@@ -44,6 +45,13 @@ export interface PolicedStore extends GovernanceStore {
   readonly admittedUnenforced: number;
   /** As of the last call (a request's, or a status read's: every scrape of the budget gauges makes one). */
   readonly health: StoreHealth;
+  /**
+   * The shared records of a store that replicas share, or null. Under fail_open a failed
+   * read is a missing record; under fail_closed it rejects with the GovernanceStoreError.
+   * A failed write or delete is reported, never thrown.
+   */
+  readonly sharedRecords: SharedRecords | null;
+  readonly policy: OnStoreError;
   ready(timeoutMs: number): Promise<boolean>;
 }
 
@@ -77,6 +85,17 @@ export function applyStoreErrorPolicy(
     up = true;
     return value;
   };
+  const records = inner.records;
+  const policedRecords = (r: SharedRecords): SharedRecords => ({
+    get: (key) =>
+      r.get(key).then(answered, (err: unknown) => {
+        fail('record', err);
+        if (policy === 'fail_closed') throw err;
+        return null;
+      }),
+    set: (key, value, ttlMs) => r.set(key, value, ttlMs).then(answered, (err: unknown) => fail('record', err)),
+    delete: (key) => r.delete(key).then(answered, (err: unknown) => fail('record', err)),
+  });
   const refused = (input: ReserveInput, err: unknown): ReserveResult => {
     fail('reserve', err);
     if (policy === 'fail_closed') return UNAVAILABLE;
@@ -112,6 +131,8 @@ export function applyStoreErrorPolicy(
     get health(): StoreHealth {
       return { up, lastError };
     },
+    policy,
+    sharedRecords: records === undefined ? null : policedRecords(records),
     // No closure per call on these, which run on every request: a store that answers at
     // once (the memory store) then allocates nothing here.
     reserve(input: ReserveInput): MaybePromise<ReserveResult> {

@@ -78,7 +78,19 @@ export interface ScopeStatus {
  */
 export type MaybePromise<T> = T | Promise<T>;
 
+/**
+ * Small records shared by every replica beside the counters: which team and candidate
+ * created a response id. Values are opaque strings; each expires after its ttl.
+ */
+export interface SharedRecords {
+  get(key: string): Promise<string | null>;
+  set(key: string, value: string, ttlMs: number): Promise<void>;
+  delete(key: string): Promise<void>;
+}
+
 export interface GovernanceStore {
+  /** Present on a store shared by replicas (redis); absent on one that is per process. */
+  readonly records?: SharedRecords;
   /** Check every scope's limits, then take from all of them, or from none. */
   reserve(input: ReserveInput): MaybePromise<ReserveResult>;
   /** Replace the reservation with what the request used (tokens true up TPM and the day). */

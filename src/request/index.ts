@@ -13,5 +13,5 @@ export { listModels, retrieveModel } from './models.js';
 export { policyOf } from './policy.js';
 export { recordRequest } from './record.js';
 export { type Answerable, failRequest, sendBody, sendJson } from './respond.js';
-export type { ResponseOwner, ResponseOwners } from './response-owners.js';
+export { type ResponseOwner, ResponseOwners } from './response-owners.js';
 export type { ListenerSettings, Services } from './services.js';

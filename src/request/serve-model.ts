@@ -7,7 +7,7 @@ import type { Attempt } from './attempt.js';
 import { readBodyThen } from './body.js';
 import type { Caller, Exchange, ModelRequest } from './exchange.js';
 import { type OperationSpec, operations } from './operations.js';
-import { holderOf, ownerOf, rememberResponse } from './response-owners.js';
+import { holderOf, type Ownership, ownerOf, type ResponseOwner, rememberResponse } from './response-owners.js';
 import { type ChainRequest, type ServeCallback, serveChain } from './serve-chain.js';
 import type { Services } from './services.js';
 import { sessionKeyOf } from './session.js';
@@ -70,9 +70,31 @@ function routeAndAdmit(path: RequestPath, x: Exchange, caller: Caller, raw: Buff
   const model = request.model;
 
   const route = routeOf(gen, model);
+  const continued = asked.previousResponseId === undefined ? null : continuation(svc, request, asked.previousResponseId);
+  if (continued instanceof Promise) {
+    // The shared store is asked who holds the previous response (another replica created it).
+    continued.then((c) => admitAndServe(path, x, request, spec, route, raw, c, done)).catch(done);
+    return;
+  }
+  admitAndServe(path, x, request, spec, route, raw, continued, done);
+}
+
+/** Chooses the chain (the holder of a continued response, else the route's selection), pre-checks and serves it. */
+function admitAndServe(
+  path: RequestPath,
+  x: Exchange,
+  request: ModelRequest,
+  spec: OperationSpec,
+  route: GenerationRoute,
+  raw: Buffer,
+  continued: GenerationCandidate | null,
+  done: ServeCallback,
+): void {
+  const { svc } = path;
+  const gen = request.gen;
+  const model = request.model;
   let selected: readonly GenerationCandidate[];
   let onCommit: ChainRequest['onCommit'] = null;
-  const continued = asked.previousResponseId === undefined ? null : continuation(svc, request, asked.previousResponseId);
   if (continued !== null) {
     // Only the provider that holds the previous response can continue it: no failover.
     selected = [continued];
@@ -120,16 +142,24 @@ function routeAndAdmit(path: RequestPath, x: Exchange, caller: Caller, raw: Buff
  * not know the id (never seen, or forgotten): the request is then routed like any other,
  * and the provider answers for the id. Another team's id is refused as not found.
  */
-function continuation(svc: Services, request: ModelRequest, id: string): GenerationCandidate | null {
+function continuation(svc: Services, request: ModelRequest, id: string): GenerationCandidate | null | Promise<GenerationCandidate | null> {
   const owner = ownerOf(svc.responses, request.principal, id);
-  if (owner === 'unknown') return null;
-  if (owner === 'foreign')
+  return owner instanceof Promise ? owner.then((o) => holderFor(svc, request, id, o)) : holderFor(svc, request, id, owner);
+}
+
+function holderFor(svc: Services, request: ModelRequest, id: string, owner: Ownership): GenerationCandidate | null {
+  // Replicas share the record (a redis store) and none knows the id: it was not created
+  // through this gateway, or has expired. With keys, routing it as new could continue
+  // another team's conversation on a shared upstream account, so it is refused.
+  const unknownIsForeign = owner === 'unknown' && svc.responses.shared && (request.gen.config.keys ?? []).length > 0;
+  if (owner === 'unknown' && !unknownIsForeign) return null;
+  if (owner === 'foreign' || unknownIsForeign)
     throw new SwitchyardError(
       'response_not_found',
       `previous_response_id "${id}" names no response this caller may continue`,
       'previous_response_id',
     );
-  return holderOf(request.gen, request.model, owner, id);
+  return holderOf(request.gen, request.model, owner as ResponseOwner, id);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { SwitchyardError } from '../errors.js';
 import { type Admitted, preCheck } from './admission.js';
 import type { Caller, Exchange, ModelRequest } from './exchange.js';
-import { holderOf, ownerOf } from './response-owners.js';
+import { holderOf, type Ownership, ownerOf } from './response-owners.js';
 import { type ServeCallback, serveChain } from './serve-chain.js';
 import type { RequestPath } from './serve-model.js';
 
@@ -26,6 +26,23 @@ export function serveStoredResponse(
   const { svc } = path;
   const id = responseIdOf(x, rest);
   const owner = ownerOf(svc.responses, caller.principal, id);
+  if (owner instanceof Promise) {
+    owner.then((o) => serveOwned(path, x, caller, method, id, o, done)).catch(done);
+    return;
+  }
+  serveOwned(path, x, caller, method, id, owner, done);
+}
+
+function serveOwned(
+  path: RequestPath,
+  x: Exchange,
+  caller: Caller,
+  method: 'GET' | 'DELETE',
+  id: string,
+  owner: Ownership,
+  done: ServeCallback,
+): void {
+  const { svc } = path;
   if (typeof owner === 'string') {
     throw new SwitchyardError(
       'response_not_found',
@@ -61,7 +78,7 @@ export function serveStoredResponse(
         attempt: path.guarded,
         reservation: admitted.reservation,
         onCommit: (committed) => {
-          if (method === 'DELETE' && committed.status < 300) svc.responses.delete(id);
+          if (method === 'DELETE' && committed.status < 300) svc.responses.forget(id);
         },
         // A read or a delete uses no tokens, whatever its body says.
         usage: NO_TOKENS,

@@ -15,9 +15,9 @@ import {
 import { governanceNow, governanceStatus } from '../governance/index.js';
 import { type Generation, GenerationHolder, prepareGeneration, ReloadCoordinator, type ReloadTrigger } from '../live/index.js';
 import { PoolRegistry } from '../providers/index.js';
-import { policyOf, type Services } from '../request/index.js';
+import { policyOf, ResponseOwners, type Services } from '../request/index.js';
 import { BreakerRegistry } from '../resilience/index.js';
-import { BindingTable, RoundRobinCounters, SessionAffinity, seededRandom } from '../routing/index.js';
+import { RoundRobinCounters, SessionAffinity, seededRandom } from '../routing/index.js';
 import {
   AccessLog,
   type BreakerStateCode,
@@ -184,17 +184,19 @@ async function buildServices(gen: Generation, pools: PoolRegistry, options: Gate
   breakers.observe((t) => logBreakerTransition(logger, holder, t));
   const metrics = new Metrics(() => breakerStates(holder, breakers));
   const audit = config.audit === undefined ? null : await openAudit(config.audit.file, logger, metrics);
+  const governance = buildGovernanceStore(config, logger, metrics);
   return {
     holder,
     breakers,
     counters: new RoundRobinCounters(),
     affinity: new SessionAffinity({ ttlMs: sessions.ttl_s * 1000, maxEntries: sessions.max_entries }),
-    responses: new BindingTable({ ttlMs: responses.ttl_s * 1000, maxEntries: responses.max_entries }),
+    // Shared by the replicas of a redis store, so that any of them routes a follow-up.
+    responses: new ResponseOwners({ ttlMs: responses.ttl_s * 1000, maxEntries: responses.max_entries }, governance.sharedRecords),
     pools,
     metrics,
     recent: new RecentTraffic(),
     logger,
-    governance: buildGovernanceStore(config, logger, metrics),
+    governance,
     audit,
     tracing: await startTracing(gen, options),
     accessLog: new AccessLog({ level: logger.level, destination: options.logDestination, flushMs: 200 }),

@@ -12,10 +12,11 @@ import { PoolRegistry } from '../../src/providers/index.js';
 import { preCheck } from '../../src/request/admission.js';
 import type { Attempt, AttemptRequest, AttemptResult } from '../../src/request/attempt.js';
 import { Exchange, type ModelRequest } from '../../src/request/exchange.js';
+import { ResponseOwners } from '../../src/request/response-owners.js';
 import { type ChainRequest, serveChain } from '../../src/request/serve-chain.js';
 import type { Services } from '../../src/request/services.js';
 import { type BreakerOptions, BreakerRegistry, type FailureReason } from '../../src/resilience/index.js';
-import { BindingTable, candidatesOf, RoundRobinCounters, SessionAffinity } from '../../src/routing/index.js';
+import { candidatesOf, RoundRobinCounters, SessionAffinity } from '../../src/routing/index.js';
 import { AccessLog, createLogger, Metrics, RecentTraffic } from '../../src/telemetry/index.js';
 import { candidate, envelope } from '../support/overlay.js';
 
@@ -138,7 +139,7 @@ export function servicesFor(gen: Generation, breakers: BreakerRegistry): Service
     breakers,
     counters: new RoundRobinCounters(),
     affinity: new SessionAffinity({ ttlMs: 60_000, maxEntries: 100 }),
-    responses: new BindingTable({ ttlMs: 60_000, maxEntries: 100 }),
+    responses: new ResponseOwners({ ttlMs: 60_000, maxEntries: 100 }),
     pools,
     metrics: new Metrics(() => []),
     recent: new RecentTraffic(),
