@@ -414,13 +414,26 @@ export const keySchema = z
     }
   });
 
+/** The Redis connection's keys: refused with the memory store, which would silently ignore them. */
+const REDIS_ONLY = ['redis_url', 'redis_username', 'redis_password', 'redis_tls'] as const;
+
 export const governanceSchema = z
   .strictObject({
     store: z.enum(['memory', 'redis'], { error: 'must be "memory" or "redis"' }).default('memory'),
     redis_url: z
       .url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' })
-      .refine((u) => !URL.canParse(u) || new URL(u).password === '', 'must not contain a password (config holds references only)')
+      // Config holds references only, so a password in the URL is refused (never echoed).
+      .refine(
+        (u) => !URL.canParse(u) || new URL(u).password === '',
+        'must not contain a password: give it as governance.redis_password ({env: NAME} or {file: PATH})',
+      )
       .optional(),
+    /** The ACL user (Redis 6+); absent = the default user (or the URL's user). */
+    redis_username: secretRefSchema.optional(),
+    /** AUTH's password: `requirepass`, or the ACL user's. */
+    redis_password: secretRefSchema.optional(),
+    /** For a rediss:// URL: a private CA, a client certificate, the name to verify (as a provider's tls). */
+    redis_tls: tlsSchema.optional(),
     key_prefix: z.string().min(1).max(128).default('switchyard:'),
     on_store_error: z.enum(['fail_closed', 'fail_open'], { error: 'must be "fail_closed" or "fail_open"' }).default('fail_closed'),
     /** The output reserved when a request gives no max_tokens. */
@@ -431,8 +444,20 @@ export const governanceSchema = z
   .superRefine((g, ctx) => {
     if (g.store === 'redis' && g.redis_url === undefined)
       ctx.addIssue({ code: 'custom', path: ['redis_url'], message: 'is required when store is "redis"' });
-    if (g.store === 'memory' && g.redis_url !== undefined)
-      ctx.addIssue({ code: 'custom', path: ['redis_url'], message: 'only applies when store is "redis"' });
+    if (g.store === 'memory') {
+      for (const key of REDIS_ONLY)
+        if (g[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: 'only applies when store is "redis"' });
+      return;
+    }
+    // AUTH takes a user with its password: a user alone would authenticate with nothing.
+    if (g.redis_username !== undefined && g.redis_password === undefined)
+      ctx.addIssue({ code: 'custom', path: ['redis_password'], message: 'is required with governance.redis_username' });
+    const url = g.redis_url !== undefined && URL.canParse(g.redis_url) ? new URL(g.redis_url) : null;
+    if (url !== null && url.username !== '' && g.redis_username !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['redis_url'], message: 'names a user, and so does governance.redis_username: keep one' });
+    // Over redis:// the files would be read and never used: refuse rather than connect in clear.
+    if (url !== null && url.protocol === 'redis:' && g.redis_tls !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['redis_tls'], message: 'applies to a rediss:// URL only' });
   });
 
 export const auditSchema = z.strictObject({

@@ -1,5 +1,5 @@
 import { MemoryGovernanceStore } from './memory-store.js';
-import { RedisGovernanceStore } from './redis-store.js';
+import { RedisGovernanceStore, type RedisTls } from './redis-store.js';
 import {
   applyStoreErrorPolicy,
   type OnStoreError,
@@ -17,6 +17,11 @@ export type StoreSettings =
       readonly keyPrefix: string;
       readonly onStoreError: OnStoreError;
       readonly commandTimeoutMs?: number;
+      /** AUTH's user and password, already resolved from their references (never logged). */
+      readonly username?: string;
+      readonly password?: string;
+      /** For a rediss:// URL: PEM text, already read from its files. */
+      readonly tls?: RedisTls;
     };
 
 export interface StoreHooks {
@@ -36,6 +41,9 @@ export function createGovernanceStore(settings: StoreSettings, hooks: StoreHooks
     url: settings.redisUrl,
     keyPrefix: settings.keyPrefix,
     commandTimeoutMs: settings.commandTimeoutMs,
+    username: settings.username,
+    password: settings.password,
+    tls: settings.tls,
     onConnectionEvent: hooks.onConnectionEvent,
   });
   return applyStoreErrorPolicy(inner, settings.onStoreError, hooks.onFailure, hooks.onUnbooked);

@@ -26,8 +26,24 @@ import {
   type ScopeStatus,
 } from './store.js';
 
+/** TLS for a rediss:// URL: PEM text (not paths); absent parts are the system's CAs and no client certificate. */
+export interface RedisTls {
+  readonly ca?: string;
+  readonly cert?: string;
+  readonly key?: string;
+  /** The name the server's certificate must carry (SNI and verification); default the URL's host. */
+  readonly serverName?: string;
+}
+
 export interface RedisStoreOptions {
+  /** redis:// or rediss:// (TLS). A user or password in it is used only when `username` / `password` are absent. */
   readonly url: string;
+  /** AUTH's user (an ACL user, Redis 6+); absent = the URL's, else the default user. */
+  readonly username?: string;
+  /** AUTH's password; never passed to a log or an error message. */
+  readonly password?: string;
+  /** For a rediss:// URL; a rediss:// URL without it verifies against the system's CAs. */
+  readonly tls?: RedisTls;
   /** Prefix of every key, e.g. `switchyard:`; one deployment, one prefix. */
   readonly keyPrefix: string;
   /** A command that takes longer fails as a store error (the policy then decides). Default 1000. */
@@ -123,7 +139,28 @@ export class RedisGovernanceStore implements GovernanceStore {
     this.#commandTimeoutMs = options.commandTimeoutMs ?? 1000;
     this.#callerClock = options.clock === 'caller';
     const notify = options.onConnectionEvent ?? (() => undefined);
-    this.#redis = new Redis(options.url, {
+    // ioredis lets a user or password in the URL win over the options, so they are taken out
+    // of the URL and given as options, the explicit ones first.
+    const url = new URL(options.url);
+    const username = options.username ?? (url.username === '' ? undefined : decodeURIComponent(url.username));
+    const password = options.password ?? (url.password === '' ? undefined : decodeURIComponent(url.password));
+    url.username = '';
+    url.password = '';
+    const tls = options.tls;
+    this.#redis = new Redis(url.href, {
+      username,
+      password,
+      // A rediss:// URL alone turns TLS on with the system's CAs; these replace that default.
+      ...(tls === undefined
+        ? {}
+        : {
+            tls: {
+              ...(tls.ca === undefined ? {} : { ca: tls.ca }),
+              ...(tls.cert === undefined ? {} : { cert: tls.cert }),
+              ...(tls.key === undefined ? {} : { key: tls.key }),
+              ...(tls.serverName === undefined ? {} : { servername: tls.serverName }),
+            },
+          }),
       lazyConnect: false,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,

@@ -210,12 +210,38 @@ describe('deploy/kubernetes', () => {
     const policy = objects.find(
       (o) => o.kind === 'NetworkPolicy' && selects(o.spec.podSelector.matchLabels, redis.spec.template.metadata.labels),
     );
-    assert.ok(policy !== undefined, 'a NetworkPolicy guards Redis (its URL carries no password)');
+    assert.ok(policy !== undefined, 'a NetworkPolicy guards Redis, besides its password');
     const from = (policy.spec.ingress as Manifest[]).flatMap((r) => r.from as Manifest[]);
     assert.ok(
       from.length > 0 && from.every((f) => selects(f.podSelector?.matchLabels, pod.metadata.labels)),
       'only gateway pods reach Redis',
     );
+  });
+
+  it('Redis requires the password the gateway reads: --requirepass from the Secret key governance.redis_password names', () => {
+    const redis = find(objects, 'StatefulSet', 'switchyard-redis');
+    const c = redis.spec.template.spec.containers[0] as Manifest;
+    const redisArgs = [...(c.command ?? []), ...(c.args ?? [])] as string[];
+    // Protected mode keeps its default (on); with a password it refuses nothing the gateway sends.
+    assert.ok(!redisArgs.includes('--protected-mode'), `redis runs ${redisArgs.join(' ')}`);
+    assert.ok(redisArgs.includes('--requirepass'), `redis runs ${redisArgs.join(' ')}`);
+    const variable = /^\$\(([A-Za-z_][A-Za-z0-9_]*)\)$/.exec(redisArgs[redisArgs.indexOf('--requirepass') + 1] ?? '')?.[1];
+    assert.ok(variable !== undefined, '--requirepass takes $(NAME), an environment variable, never a literal');
+    const secretOf = (name: string): { name: string; key: string } | undefined =>
+      (c.env as Manifest[] | undefined)?.find((e) => e.name === name)?.valueFrom?.secretKeyRef;
+    const fromSecret = secretOf(variable);
+    assert.ok(fromSecret !== undefined, `${variable} comes from a Secret`);
+    assert.ok(
+      fromSecret.key in keysOf(find(objects, 'Secret', fromSecret.name)),
+      `the Secret ${fromSecret.name} has no key ${fromSecret.key}`,
+    );
+    const ref = config.governance.redis_password;
+    assert.ok(ref !== undefined && 'file' in ref, 'the gateway reads governance.redis_password from a file');
+    const { volume, key } = volumeFor(ref.file);
+    assert.deepEqual({ name: volume.secret?.secretName, key }, fromSecret, 'the gateway reads the password Redis requires');
+    // The readiness probe's redis-cli must authenticate too: REDISCLI_AUTH, from the same key.
+    assert.deepEqual(c.readinessProbe?.exec?.command, ['redis-cli', 'ping']);
+    assert.deepEqual(secretOf('REDISCLI_AUTH'), fromSecret, 'redis-cli ping authenticates with REDISCLI_AUTH');
   });
 
   it('the gateway config in the ConfigMap passes validation (prepareGeneration, as validate and serve) with no warning', async () => {

@@ -16,8 +16,33 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startRedis(port: number): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+export interface RedisOptions {
+  /** More redis-server arguments after the defaults, e.g. `--requirepass PW` or `--user NAME on >PW ~prefix* +@all`. */
+  readonly args?: readonly string[];
+  /** Listen with TLS only, on `port` (the plain port is then off). Files are PEM paths. */
+  readonly tls?: { readonly cert: string; readonly key: string; readonly ca: string; readonly authClients: boolean };
+}
+
+export async function startRedis(port: number, options: RedisOptions = {}): Promise<ChildProcess> {
+  const tls = options.tls;
+  const listen =
+    tls === undefined
+      ? ['--port', String(port)]
+      : [
+          '--port',
+          '0',
+          '--tls-port',
+          String(port),
+          '--tls-cert-file',
+          tls.cert,
+          '--tls-key-file',
+          tls.key,
+          '--tls-ca-cert-file',
+          tls.ca,
+          '--tls-auth-clients',
+          tls.authClients ? 'yes' : 'no',
+        ];
+  const child = spawn('redis-server', [...listen, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...(options.args ?? [])], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
