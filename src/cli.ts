@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { verifyAuditFile } from './audit/index.js';
+import { describeIntact, verifyAuditFile } from './audit/index.js';
 import { type Command, help, UsageError } from './cli-command.js';
 import { publisherCommands } from './cli-publisher.js';
 import { type ConfigIssue, formatIssue } from './config/index.js';
@@ -169,7 +169,8 @@ replaced, not recovered. ID defaults to a random one.`,
     usage: `switchyard audit verify FILE
 
 Checks the hash chain of the audit log FILE. Exits 0 when every record chains to the one
-before it, or 1 naming the first broken record by line number.`,
+before it, or 1 naming the first broken record by line number. An intact file's line also
+names each gap its gap records declare (records lost, or a torn record cut at start-up).`,
     options: { help },
     positionals: true,
     async run(_values, positionals) {
@@ -177,7 +178,7 @@ before it, or 1 naming the first broken record by line number.`,
       const file = resolve(positionals[1] as string);
       const result = await verifyAuditFile(file);
       if (result.ok) {
-        process.stdout.write(`${file}: ${result.records} record(s), chain intact\n`);
+        process.stdout.write(`${file}: ${describeIntact(result)}\n`);
         return 0;
       }
       process.stderr.write(result.line === 0 ? `${file}: ${result.reason}\n` : `${file}: line ${result.line}: ${result.reason}\n`);

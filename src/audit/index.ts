@@ -8,6 +8,8 @@ export { GENESIS_HASH, recordHash } from './chain.js';
 export {
   type AuditEvent,
   type AuditUsage,
+  type GapInput,
+  gap,
   type ReloadInput,
   type RequestCompletedInput,
   type RequestStartedInput,
@@ -16,5 +18,13 @@ export {
   requestStarted,
 } from './records.js';
 export { UlidGenerator } from './ulid.js';
-export { type VerifyResult, verifyAuditFile } from './verify.js';
-export { type AuditFailure, AuditFileError, type AuditSink, AuditWriter, type AuditWriterOptions } from './writer.js';
+export { type AuditGap, describeGap, describeIntact, type VerifyResult, verifyAuditFile } from './verify.js';
+export {
+  type AuditFailure,
+  AuditFileError,
+  type AuditNotice,
+  type AuditPosition,
+  type AuditSink,
+  AuditWriter,
+  type AuditWriterOptions,
+} from './writer.js';

@@ -52,8 +52,24 @@ export interface ReloadInput {
   readonly reason: string | null;
 }
 
-/** An event's own fields; the writer adds id, ts, instance and prev_hash. */
-export type AuditEvent = { readonly event: 'request_started' | 'request_completed' | 'reload' } & Readonly<Record<string, unknown>>;
+/** An event's own fields; the writer adds id, ts, instance, seq and prev_hash. */
+export type AuditEvent = { readonly event: 'request_started' | 'request_completed' | 'reload' | 'gap' } & Readonly<Record<string, unknown>>;
+
+/**
+ * What a gap record says was lost. The writer writes these itself: `torn_tail` when it cut
+ * an incomplete last line at start-up, `records_lost` when records could not be written
+ * (the backlog overflowed while the disk refused). `after_seq` is the seq of the last whole
+ * record before the loss (0: none); the gap record itself takes the next seq.
+ */
+export type GapInput =
+  | { readonly reason: 'torn_tail'; readonly cutBytes: number; readonly cutSha256: string; readonly afterSeq: number }
+  | { readonly reason: 'records_lost'; readonly records: number; readonly afterSeq: number };
+
+export function gap(x: GapInput): AuditEvent {
+  return x.reason === 'torn_tail'
+    ? { event: 'gap', reason: x.reason, cut_bytes: x.cutBytes, cut_sha256: x.cutSha256, after_seq: x.afterSeq }
+    : { event: 'gap', reason: x.reason, records: x.records, after_seq: x.afterSeq };
+}
 
 export function requestStarted(x: RequestStartedInput): AuditEvent {
   return {

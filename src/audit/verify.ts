@@ -2,8 +2,22 @@ import { readFileSlice } from '../contract/index.js';
 import { GENESIS_HASH, MAX_RECORD_BYTES, recordHash } from './chain.js';
 import { ULID_PATTERN } from './ulid.js';
 
+/**
+ * A loss the file declares in a `gap` record: records that could not be written
+ * (`records`), or the bytes of a torn last record cut at start-up (`cutBytes`).
+ */
+export interface AuditGap {
+  /** 1-based line of the gap record. */
+  readonly line: number;
+  readonly reason: string;
+  /** The seq of the last whole record before the loss (0: none). */
+  readonly afterSeq: number | null;
+  readonly records: number | null;
+  readonly cutBytes: number | null;
+}
+
 export type VerifyResult =
-  | { readonly ok: true; readonly records: number }
+  | { readonly ok: true; readonly records: number; readonly gaps: readonly AuditGap[] }
   | { readonly ok: false /** 1-based line of the first broken record. */; readonly line: number; readonly reason: string };
 
 const SLICE_BYTES = 1024 * 1024;
@@ -13,6 +27,9 @@ const SLICE_BYTES = 1024 * 1024;
  * When line N's prev_hash disagrees with line N-1, either N-1's bytes changed or N's
  * prev_hash did; line N+1 tells which (it still matches N only if N is intact). The last
  * record has no successor, so a change to it is caught only once another record follows.
+ * Records carry `seq` (1 at the genesis record, one more on each line); a file from before
+ * seq has none, and its records are accepted without. Gap records are collected: the chain
+ * runs through them, and the result names each loss they declare.
  * Reads through the bounded reader, one slice at a time.
  */
 export async function verifyAuditFile(path: string): Promise<VerifyResult> {
@@ -42,12 +59,31 @@ export async function verifyAuditFile(path: string): Promise<VerifyResult> {
   return checker.end(lineNo);
 }
 
+/** What `switchyard audit verify` prints for an intact file: the count, then each gap, in file order. */
+export function describeIntact(result: { readonly records: number; readonly gaps: readonly AuditGap[] }): string {
+  const head = `${result.records} record(s), chain intact`;
+  if (result.gaps.length === 0) return head;
+  return `${head}, ${result.gaps.length} gap(s): ${result.gaps.map(describeGap).join('; ')}`;
+}
+
+export function describeGap(g: AuditGap): string {
+  const after = g.afterSeq === null ? '' : g.afterSeq === 0 ? ' at the start of the file' : ` after seq ${g.afterSeq}`;
+  if (g.cutBytes !== null) return `${g.cutBytes} byte(s) of an incomplete record cut at start-up${after} (line ${g.line})`;
+  if (g.records !== null) return `${g.records} record(s) lost${after} (line ${g.line})`;
+  return `${g.reason}${after} (line ${g.line})`;
+}
+
+type Broken = { ok: false; line: number; reason: string };
+
 class ChainChecker {
   #prevHash = GENESIS_HASH;
+  /** The previous record's seq: undefined before the first record, null when it had none. */
+  #prevSeq: number | null | undefined = undefined;
+  readonly #gaps: AuditGap[] = [];
   /** A line whose prev_hash disagreed with its predecessor, waiting for its successor's verdict. */
   #suspect: { line: number; hash: string } | null = null;
 
-  line(n: number, bytes: Buffer): { ok: false; line: number; reason: string } | null {
+  line(n: number, bytes: Buffer): Broken | null {
     const r = parse(bytes);
     const hash = recordHash(bytes);
     if (this.#suspect !== null) {
@@ -62,18 +98,60 @@ class ChainChecker {
       if (n === 1) return { ok: false, line: 1, reason: 'the first record does not start from the genesis hash' };
       this.#suspect = { line: n, hash };
     }
+    const seqBroken = this.#checkSeq(n, r.seq);
+    if (seqBroken !== null) return seqBroken;
+    if (r.event === 'gap') {
+      this.#gaps.push({
+        line: n,
+        reason: typeof r.reason === 'string' ? r.reason : 'gap',
+        afterSeq: count(r.after_seq),
+        records: count(r.records),
+        cutBytes: count(r.cut_bytes),
+      });
+    }
     this.#prevHash = hash;
     return null;
   }
 
-  end(records: number): { ok: true; records: number } | { ok: false; line: number; reason: string } {
+  /** seq is 1 at the genesis record and one more on each line; a file from before seq has none until a newer writer continues it. */
+  #checkSeq(n: number, seq: unknown): Broken | null {
+    const prev = this.#prevSeq;
+    if (seq === undefined) {
+      if (typeof prev === 'number') return { ok: false, line: n, reason: 'it has no seq, but the record before it has one' };
+      this.#prevSeq = null;
+      return null;
+    }
+    if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1)
+      return { ok: false, line: n, reason: 'its seq is not a positive whole number' };
+    // After records without seq, the first one with it continues the count of lines.
+    const expected = typeof prev === 'number' ? prev + 1 : n;
+    if (seq !== expected) return { ok: false, line: n, reason: `its seq ${seq} is not ${expected}` };
+    this.#prevSeq = seq;
+    return null;
+  }
+
+  end(records: number): VerifyResult {
     if (this.#suspect !== null)
       return { ok: false, line: this.#suspect.line - 1, reason: 'its bytes do not match the hash the next record holds' };
-    return { ok: true, records };
+    return { ok: true, records, gaps: this.#gaps };
   }
 }
 
-function parse(bytes: Buffer): { prev_hash: string } | null {
+function count(x: unknown): number | null {
+  return typeof x === 'number' && Number.isSafeInteger(x) && x >= 0 ? x : null;
+}
+
+interface Parsed {
+  readonly prev_hash: string;
+  readonly event: string;
+  readonly seq?: unknown;
+  readonly reason?: unknown;
+  readonly after_seq?: unknown;
+  readonly records?: unknown;
+  readonly cut_bytes?: unknown;
+}
+
+function parse(bytes: Buffer): Parsed | null {
   let record: unknown;
   try {
     record = JSON.parse(bytes.toString('utf8'));
@@ -83,5 +161,5 @@ function parse(bytes: Buffer): { prev_hash: string } | null {
   const r = record as { id?: unknown; ts?: unknown; prev_hash?: unknown; event?: unknown } | null;
   if (typeof r !== 'object' || r === null || typeof r.prev_hash !== 'string') return null;
   if (typeof r.id !== 'string' || !ULID_PATTERN.test(r.id) || typeof r.ts !== 'string' || typeof r.event !== 'string') return null;
-  return { prev_hash: r.prev_hash };
+  return r as Parsed;
 }

@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto';
 import { type FileHandle, open } from 'node:fs/promises';
 import { readFileSlice } from '../contract/index.js';
 import { GENESIS_HASH, MAX_RECORD_BYTES, recordHash } from './chain.js';
-import type { AuditEvent } from './records.js';
+import { type AuditEvent, gap } from './records.js';
 import { UlidGenerator } from './ulid.js';
 
 export interface AuditFailure {
@@ -11,19 +12,27 @@ export interface AuditFailure {
   readonly message: string;
 }
 
+/** Something the operator should know that is not a failed append: a cut tail, a repaired write. */
+export interface AuditNotice {
+  readonly level: 'warn' | 'error';
+  readonly message: string;
+}
+
 export interface AuditWriterOptions {
   readonly path: string;
   /** This process's name in every record (e.g. host name + pid). */
   readonly instance: string;
-  /** Every failed append, for the log and `switchyard_audit_failures_total`. */
+  /** Every failed append, for the log and `switchyard_audit_failures_total`; `dropped` also for `switchyard_audit_records_lost_total`. */
   readonly onFailure?: (f: AuditFailure) => void;
+  /** Repairs the writer made to the file (a torn tail cut at start-up, a torn write cut back), for the log. */
+  readonly onNotice?: (n: AuditNotice) => void;
   readonly clock?: () => number;
   /** Records waiting while the disk refuses; beyond this the oldest are dropped (and reported). */
   readonly maxPending?: number;
   readonly retryMs?: number;
 }
 
-/** The existing file cannot be continued (its last record is torn or too long). */
+/** The existing file cannot be continued (its last record is too long to find, or it cannot be opened or cut). */
 export class AuditFileError extends Error {
   constructor(message: string) {
     super(message);
@@ -34,29 +43,56 @@ export class AuditFileError extends Error {
 /** Where records go: an append-only file handle (a stand-in in tests that make the disk fail). */
 export interface AuditSink {
   write(bytes: Buffer, offset: number, length: number): Promise<{ bytesWritten: number }>;
+  /** Cuts the file back to `length` bytes, undoing a write that failed part-way. */
+  truncate?(length: number): Promise<void>;
   close(): Promise<void>;
 }
 
-interface Pending {
-  readonly fields: Record<string, unknown>;
+/** Where a writer over a sink starts: the file's length and the seq of its last record. */
+export interface AuditPosition {
+  readonly size: number;
+  readonly seq: number;
 }
+
+interface Pending {
+  readonly id: string;
+  readonly ts: string;
+  readonly event: AuditEvent;
+}
+
+/** Records per write. */
+const BATCH = 512;
 
 /**
  * The one appender of an audit file. `append` stamps a record (ULID id, ts, instance) at
- * once, in call order; a single drain loop then chains and writes them. A record's
- * prev_hash is computed when it is written, from the bytes actually written before it, so
- * a failed write keeps the chain whole: the records stay queued and are retried. Nothing
- * is dropped silently: a failure is counted and reported, a drop too.
+ * once, in call order; a single drain loop then chains, numbers (`seq`) and writes them. A
+ * record's prev_hash is computed when it is written, from the bytes actually written before
+ * it, so a failed write keeps the chain whole: the records stay queued and are retried.
+ * A write that failed part-way (a full disk takes what fits) is cut back to the length
+ * before it, so the file only ever holds whole records. Nothing is dropped silently: a drop
+ * is counted and reported, and once writing works again one `gap` record says how many
+ * records were lost after which seq.
  */
 export class AuditWriter {
   readonly #handle: AuditSink;
   readonly #instance: string;
   readonly #onFailure: (f: AuditFailure) => void;
+  readonly #onNotice: (n: AuditNotice) => void;
   readonly #clock: () => number;
   readonly #ids: UlidGenerator;
   readonly #maxPending: number;
   readonly #retryMs: number;
   #lastHash: string;
+  /** The seq of the last record written (0: none yet). */
+  #seq: number;
+  /** The file's length after the last whole write; null when a sink was given without one. */
+  #size: number | null;
+  /** A write failed part-way: cut the file back to #size before writing again. */
+  #torn = false;
+  /** Records dropped since the last write, for the next gap record. */
+  #lost = 0;
+  /** Records at the head of the queue that the write in flight holds (a drop never takes them). */
+  #inFlight = 0;
   #queue: Pending[] = [];
   #draining: Promise<void> | null = null;
   #retryTimer: NodeJS.Timeout | null = null;
@@ -65,20 +101,28 @@ export class AuditWriter {
   #failedWrites = 0;
   #dropped = 0;
 
-  private constructor(handle: AuditSink, lastHash: string, options: AuditWriterOptions) {
+  private constructor(handle: AuditSink, lastHash: string, position: Partial<AuditPosition>, options: AuditWriterOptions) {
     this.#handle = handle;
     this.#lastHash = lastHash;
+    this.#seq = position.seq ?? 0;
+    this.#size = position.size ?? null;
     this.#instance = options.instance;
     this.#onFailure = options.onFailure ?? (() => undefined);
+    this.#onNotice = options.onNotice ?? (() => undefined);
     this.#clock = options.clock ?? Date.now;
     this.#ids = new UlidGenerator(this.#clock);
     this.#maxPending = options.maxPending ?? 10_000;
     this.#retryMs = options.retryMs ?? 1000;
   }
 
-  /** Opens (or creates) the file and continues its chain from its last record. */
+  /**
+   * Opens (or creates) the file and continues its chain from its last whole record. A torn
+   * last line (a write the process did not finish: no final newline) is cut off, and the
+   * chain continues with a `gap` record naming the bytes cut, so a crash never stops the
+   * next start.
+   */
   static async open(options: AuditWriterOptions): Promise<AuditWriter> {
-    const lastHash = await lastRecordHash(options.path);
+    const tail = await readTail(options.path);
     let handle: FileHandle;
     try {
       handle = await open(options.path, 'a', 0o600);
@@ -87,14 +131,44 @@ export class AuditWriter {
         `audit file ${JSON.stringify(options.path)}: cannot open for appending (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
       );
     }
-    return new AuditWriter(handle, lastHash, options);
+    if (tail.cut !== null) {
+      try {
+        await handle.truncate(tail.whole);
+      } catch (err) {
+        await handle.close().catch(() => undefined);
+        throw new AuditFileError(
+          `audit file ${JSON.stringify(options.path)}: cannot cut its incomplete last record (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+        );
+      }
+    }
+    const seq = tail.seq ?? (await countLines(options.path, tail.whole));
+    const writer = new AuditWriter(handle, tail.lastHash, { size: tail.whole, seq }, options);
+    if (tail.cut !== null) {
+      writer.#onNotice({
+        level: 'warn',
+        message: `audit file ${JSON.stringify(options.path)}: cut ${tail.cut.length} byte(s) of an incomplete last record after seq ${seq}; a gap record follows`,
+      });
+      writer.append(
+        gap({
+          reason: 'torn_tail',
+          cutBytes: tail.cut.length,
+          cutSha256: createHash('sha256').update(tail.cut).digest('hex'),
+          afterSeq: seq,
+        }),
+      );
+    }
+    return writer;
   }
 
-  /** A writer over another sink, continuing from `lastHash` (tests inject failing disks this way). */
-  static overSink(sink: AuditSink, lastHash: string, options: AuditWriterOptions): AuditWriter {
-    return new AuditWriter(sink, lastHash, options);
+  /**
+   * A writer over another sink, continuing from `lastHash` (tests inject failing disks this
+   * way). With `position.size`, and a sink that can truncate, a write that fails part-way is cut back.
+   */
+  static overSink(sink: AuditSink, lastHash: string, options: AuditWriterOptions, position: Partial<AuditPosition> = {}): AuditWriter {
+    return new AuditWriter(sink, lastHash, position, options);
   }
 
+  /** Records written (gap records not counted). */
   get written(): number {
     return this.#written;
   }
@@ -108,16 +182,23 @@ export class AuditWriter {
     return this.#dropped;
   }
 
+  /** The seq of the last record written. */
+  get seq(): number {
+    return this.#seq;
+  }
+
   append(event: AuditEvent): void {
     if (this.#closed) {
       this.#drop(1, 'the audit writer is closed');
       return;
     }
-    const fields = { id: this.#ids.next(), ts: new Date(this.#clock()).toISOString(), instance: this.#instance, ...event };
-    this.#queue.push({ fields });
+    this.#queue.push({ id: this.#ids.next(), ts: new Date(this.#clock()).toISOString(), event });
     if (this.#queue.length > this.#maxPending) {
-      const excess = this.#queue.length - this.#maxPending;
-      this.#queue.splice(0, excess);
+      // The oldest records not held by the write in flight go; that write may still succeed.
+      const from = Math.min(this.#inFlight, this.#queue.length - 1);
+      const excess = Math.min(this.#queue.length - this.#maxPending, this.#queue.length - from);
+      this.#queue.splice(from, excess);
+      this.#lost += excess;
       this.#drop(excess, `more than ${this.#maxPending} records waiting for the disk`);
     }
     // While a retry is scheduled the disk is failing: wait for it rather than fail per record.
@@ -126,11 +207,14 @@ export class AuditWriter {
 
   /** Resolves when every record appended so far is written, or has failed (and been reported). */
   async flush(): Promise<void> {
-    for (let round = 0; round < 3 && this.#queue.length > 0; round += 1) await this.#drain();
+    for (let round = 0; round < 3 && this.#hasWork(); round += 1) await this.#drain();
     await this.#draining;
   }
 
-  /** Flushes (a few tries), reports what could not be written, and closes the file. */
+  /**
+   * Flushes (a few tries), reports what could not be written, and closes the file. Records
+   * dropped here have no gap record (nothing more can be written); they are reported and counted.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -141,6 +225,10 @@ export class AuditWriter {
       this.#queue = [];
     }
     await this.#handle.close();
+  }
+
+  #hasWork(): boolean {
+    return this.#queue.length > 0 || this.#lost > 0;
   }
 
   #drop(records: number, message: string): void {
@@ -159,33 +247,82 @@ export class AuditWriter {
 
   async #writeQueued(): Promise<void> {
     // Bounded: each round writes at least one record or stops.
-    while (this.#queue.length > 0) {
-      const batch = this.#queue.slice(0, 512);
+    while (this.#hasWork()) {
+      if (this.#torn && !(await this.#cutBack())) {
+        this.#scheduleRetry();
+        return;
+      }
+      const batch = this.#queue.slice(0, BATCH);
+      const lost = this.#lost;
+      const entries = lost > 0 ? [this.#stamp(gap({ reason: 'records_lost', records: lost, afterSeq: this.#seq })), ...batch] : batch;
       let hash = this.#lastHash;
+      let seq = this.#seq;
       const lines: string[] = [];
-      for (const p of batch) {
-        const line = JSON.stringify({ ...p.fields, prev_hash: hash });
+      for (const p of entries) {
+        seq += 1;
+        const line = JSON.stringify({ id: p.id, ts: p.ts, instance: this.#instance, seq, ...p.event, prev_hash: hash });
         hash = recordHash(Buffer.from(line, 'utf8'));
         lines.push(line);
       }
       const bytes = Buffer.from(`${lines.join('\n')}\n`, 'utf8');
+      let offset = 0;
+      this.#inFlight = batch.length;
       try {
-        let offset = 0;
         for (let i = 0; i < 1000 && offset < bytes.length; i += 1) {
           const { bytesWritten } = await this.#handle.write(bytes, offset, bytes.length - offset);
           offset += bytesWritten;
         }
-        if (offset < bytes.length) throw new Error('short write');
+        if (offset < bytes.length) throw new Error(`short write (${offset} of ${bytes.length} bytes)`);
       } catch (err) {
+        this.#inFlight = 0;
         this.#failedWrites += 1;
         this.#onFailure({ kind: 'write', records: batch.length, message: `audit append failed: ${(err as Error).message}` });
+        // Part of the batch reached the file: cut it back now, so no torn record stays even if nothing is ever written again.
+        if (offset > 0) {
+          this.#torn = true;
+          await this.#cutBack();
+        }
         this.#scheduleRetry();
         return;
       }
+      this.#inFlight = 0;
       this.#lastHash = hash;
+      this.#seq = seq;
+      if (this.#size !== null) this.#size += bytes.length;
       this.#written += batch.length;
+      this.#lost -= lost;
       this.#queue.splice(0, batch.length);
     }
+  }
+
+  /** Cuts the file back to its length before the failed write; false while that fails (the retry tries again). */
+  async #cutBack(): Promise<boolean> {
+    if (this.#size === null || this.#handle.truncate === undefined) {
+      // Not known how long the file was: nothing to cut back to. Carry on, as before the repair existed.
+      this.#torn = false;
+      this.#onNotice({ level: 'error', message: 'audit append failed part-way and the file cannot be cut back: its last record is torn' });
+      return true;
+    }
+    try {
+      await this.#handle.truncate(this.#size);
+    } catch (err) {
+      this.#onFailure({
+        kind: 'write',
+        records: 0,
+        message: `audit file: cannot cut a failed write back to ${this.#size} bytes: ${(err as Error).message}`,
+      });
+      return false;
+    }
+    this.#torn = false;
+    this.#onNotice({
+      level: 'warn',
+      message: `audit append failed part-way; the file was cut back to its last whole record (${this.#size} bytes)`,
+    });
+    return true;
+  }
+
+  #stamp(event: AuditEvent): Pending {
+    return { id: this.#ids.next(), ts: new Date(this.#clock()).toISOString(), event };
   }
 
   #scheduleRetry(): void {
@@ -198,25 +335,65 @@ export class AuditWriter {
   }
 }
 
-/** The hash the next record chains to: of the file's last record, or the genesis value. */
-async function lastRecordHash(path: string): Promise<string> {
+interface Tail {
+  /** The hash the next record chains to: of the last whole record, or the genesis value. */
+  readonly lastHash: string;
+  /** The last whole record's seq; undefined when it has none (a file from before seq) or there is none. */
+  readonly seq: number | undefined;
+  /** The file's length up to and including its last whole record's newline. */
+  readonly whole: number;
+  /** The bytes after it (a torn last line), or null when the file ends with a newline. */
+  readonly cut: Buffer | null;
+}
+
+async function readTail(path: string): Promise<Tail> {
   const probe = await readFileSlice(path, 0, 0, 'audit file');
   if (!probe.ok) {
-    if (probe.reason === 'missing') return GENESIS_HASH;
+    if (probe.reason === 'missing') return { lastHash: GENESIS_HASH, seq: 0, whole: 0, cut: null };
     throw new AuditFileError(probe.message);
   }
-  if (probe.size === 0) return GENESIS_HASH;
-  const start = Math.max(0, probe.size - (MAX_RECORD_BYTES + 1));
-  const tail = await readFileSlice(path, start, probe.size - start, 'audit file');
-  if (!tail.ok) throw new AuditFileError(tail.message);
-  const bytes = tail.bytes;
+  if (probe.size === 0) return { lastHash: GENESIS_HASH, seq: 0, whole: 0, cut: null };
+  // Room for a whole last record, its newline, a torn record after it and the newline before it.
+  const start = Math.max(0, probe.size - (2 * MAX_RECORD_BYTES + 2));
+  const read = await readFileSlice(path, start, probe.size - start, 'audit file');
+  if (!read.ok) throw new AuditFileError(read.message);
+  let bytes = read.bytes;
+  let cut: Buffer | null = null;
   if (bytes[bytes.length - 1] !== 0x0a) {
-    throw new AuditFileError(
-      `audit file ${JSON.stringify(path)}: its last record is incomplete (no final newline); run "switchyard audit verify" and repair or move the file`,
-    );
+    const nl = bytes.lastIndexOf(0x0a);
+    // Longer than any record: not a write that was cut short, so not for the writer to cut.
+    if (bytes.length - (nl + 1) > MAX_RECORD_BYTES)
+      throw new AuditFileError(`audit file ${JSON.stringify(path)}: its incomplete last line is longer than ${MAX_RECORD_BYTES} bytes`);
+    cut = Buffer.from(bytes.subarray(nl + 1));
+    bytes = bytes.subarray(0, nl + 1);
   }
+  const whole = start + bytes.length;
+  if (bytes.length === 0) return { lastHash: GENESIS_HASH, seq: 0, whole: 0, cut };
   const from = bytes.lastIndexOf(0x0a, bytes.length - 2);
   if (from === -1 && start > 0)
     throw new AuditFileError(`audit file ${JSON.stringify(path)}: its last record is longer than ${MAX_RECORD_BYTES} bytes`);
-  return recordHash(bytes.subarray(from + 1, bytes.length - 1));
+  const last = bytes.subarray(from + 1, bytes.length - 1);
+  return { lastHash: recordHash(last), seq: seqOf(last), whole, cut };
+}
+
+function seqOf(line: Buffer): number | undefined {
+  try {
+    const seq = (JSON.parse(line.toString('utf8')) as { seq?: unknown } | null)?.seq;
+    return typeof seq === 'number' && Number.isSafeInteger(seq) && seq > 0 ? seq : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Lines in the first `length` bytes: a file from before seq continues at its line count + 1. */
+async function countLines(path: string, length: number): Promise<number> {
+  let lines = 0;
+  for (let position = 0; position < length; ) {
+    const r = await readFileSlice(path, position, Math.min(1024 * 1024, length - position), 'audit file');
+    if (!r.ok) throw new AuditFileError(r.message);
+    if (r.bytes.length === 0) break;
+    for (let i = r.bytes.indexOf(0x0a); i !== -1; i = r.bytes.indexOf(0x0a, i + 1)) lines += 1;
+    position += r.bytes.length;
+  }
+  return lines;
 }

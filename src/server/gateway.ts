@@ -234,7 +234,7 @@ function randomSource(env: NodeJS.ProcessEnv, logger: Logger): () => number {
   return seededRandom(Number(seed));
 }
 
-/** The audit writer, continuing the file's chain; a file it cannot continue stops the start. */
+/** The audit writer, continuing the file's chain (a torn last record is cut, and a gap record says so); a file it cannot open stops the start. */
 async function openAudit(path: string, logger: Logger, metrics: Metrics): Promise<AuditWriter> {
   try {
     return await AuditWriter.open({
@@ -242,8 +242,11 @@ async function openAudit(path: string, logger: Logger, metrics: Metrics): Promis
       instance: `${hostname()}:${process.pid}`,
       onFailure: (f) => {
         metrics.auditFailures.inc();
+        if (f.kind === 'dropped') metrics.auditRecordsLost.inc(f.records);
         logger.warn({ msg: 'audit append failed', error: f.message });
       },
+      // A torn tail cut at start-up, a failed write cut back: the file was repaired, and says so in a gap record.
+      onNotice: (n) => logger[n.level]({ msg: 'audit file repaired', detail: n.message }),
     });
   } catch (err) {
     throw new StartupError([{ path: 'audit.file', message: (err as Error).message }]);

@@ -37,6 +37,7 @@ export class Metrics {
   readonly governanceUnbooked: Counter<'reason'>;
   readonly usageMissing: Counter<'provider'>;
   readonly auditFailures: Counter;
+  readonly auditRecordsLost: Counter;
   readonly reloads: Counter<'trigger' | 'result'>;
   readonly reloadDuration: Histogram;
   readonly generation: Gauge;
@@ -121,6 +122,11 @@ export class Metrics {
       r,
       'switchyard_audit_failures_total',
       'Audit records that could not be appended (retried, or dropped when the backlog is full).',
+    );
+    this.auditRecordsLost = counter(
+      r,
+      'switchyard_audit_records_lost_total',
+      'Audit records never written (dropped when the backlog is full, or unwritten at shutdown); a gap record in the file counts them.',
     );
     this.costUsd = new CounterFamily(r, 'switchyard_cost_usd_total', 'Priced spend of served requests, in USD.', ['model', 'provider']);
     this.reloads = counter(r, 'switchyard_reload_total', 'Reloads by trigger and result.', ['trigger', 'result']);

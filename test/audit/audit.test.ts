@@ -97,13 +97,32 @@ describe('audit writer', () => {
     const all = lines(path);
     assert.equal(all.length, 5);
     assert.equal((JSON.parse(all[3] as string) as { prev_hash: string }).prev_hash, recordHash(Buffer.from(all[2] as string)));
-    assert.deepEqual(await verifyAuditFile(path), { ok: true, records: 5 });
+    assert.deepEqual(await verifyAuditFile(path), { ok: true, records: 5, gaps: [] });
   });
 
-  it('refuses to continue a file whose last record is torn, rather than chain onto half a record', async () => {
+  it('never chains onto half a record: a torn last line is cut before the next record', async () => {
     const path = fresh();
     await writeRecords(path, 2);
+    const whole = readFileSync(path).length;
     appendFileSync(path, '{"id":"01');
+    const w = await AuditWriter.open({ path, instance: 't' });
+    await w.close();
+    const all = lines(path);
+    assert.equal(all.length, 3, 'two records and the gap record; no torn bytes');
+    assert.equal(
+      readFileSync(path).subarray(0, whole).toString(),
+      all
+        .slice(0, 2)
+        .map((l) => `${l}\n`)
+        .join(''),
+    );
+    assert.equal((JSON.parse(all[2] as string) as { prev_hash: string }).prev_hash, recordHash(Buffer.from(all[1] as string)));
+  });
+
+  it('refuses a file whose last record cannot be found (an incomplete line longer than any record)', async () => {
+    const path = fresh();
+    await writeRecords(path, 1);
+    appendFileSync(path, 'x'.repeat(2 * 1024 * 1024 + 10));
     await assert.rejects(AuditWriter.open({ path, instance: 't' }), AuditFileError);
   });
 
@@ -192,7 +211,7 @@ describe('audit writer', () => {
     await w.close();
     assert.equal(w.written, 3);
     assert.equal(w.dropped, 0);
-    assert.deepEqual(await verifyAuditFile(path), { ok: true, records: 3 });
+    assert.deepEqual(await verifyAuditFile(path), { ok: true, records: 3, gaps: [] });
   });
 
   it('records still unwritten at close are reported as dropped, never lost silently', async () => {
@@ -210,7 +229,7 @@ describe('audit verify', () => {
   it('passes on an intact file', async () => {
     const path = fresh();
     await writeRecords(path, 10);
-    assert.deepEqual(await verifyAuditFile(path), { ok: true, records: 10 });
+    assert.deepEqual(await verifyAuditFile(path), { ok: true, records: 10, gaps: [] });
   });
 
   it('names the exact line after a one-byte edit anywhere in a middle record', async () => {
