@@ -26,6 +26,9 @@ export function crossReferenceIssues(document: unknown, env?: NodeJS.ProcessEnv)
   if (env === undefined) return issues;
   const refs: Array<[string, unknown]> = Object.entries(providers).map(([name, p]) => [`providers.${name}.api_key`, record(p)?.api_key]);
   refs.push(['server.admin_token', record(doc.server)?.admin_token]);
+  // The store's credentials are read once, at start; checked here too so that `validate` finds a missing one.
+  const governance = record(doc.governance);
+  refs.push(['governance.redis_username', governance?.redis_username], ['governance.redis_password', governance?.redis_password]);
   for (const [path, value] of refs) {
     if (value === undefined) continue;
     const ref = secretRefSchema.safeParse(value);

@@ -140,6 +140,16 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
     else adminToken = new Credential(secret.value, describeSecretRef(ref));
   }
 
+  // The governance store's credentials are read when the store is built, once at start;
+  // resolved here as well (the values are dropped) so that validate and a reload report one
+  // that no longer resolves, before a restart would fail on it.
+  for (const key of ['redis_username', 'redis_password'] as const) {
+    const ref = config.governance[key];
+    if (ref === undefined) continue;
+    const secret = resolveSecret(ref, inputs.env);
+    if (!secret.ok) issues.push({ path: `governance.${key}`, message: secret.message });
+  }
+
   // The trace collector's headers (an API key, usually): resolved like every secret, so that
   // validate and a reload report a missing one.
   let otlpHeaders: Record<string, Credential> | null = null;

@@ -12,7 +12,7 @@ import {
   sessionAffinityDefaults,
   splitHostPort,
 } from '../config/index.js';
-import { governanceNow, governanceStatus } from '../governance/index.js';
+import { governanceNow, governanceStatus, type PolicedStore } from '../governance/index.js';
 import { type Generation, GenerationHolder, prepareGeneration, ReloadCoordinator, type ReloadTrigger } from '../live/index.js';
 import { PoolRegistry } from '../providers/index.js';
 import { policyOf, ResponseOwners, type Services } from '../request/index.js';
@@ -32,7 +32,7 @@ import { FileWatch } from '../watch/index.js';
 import { type AdminContext, createAdminHandler } from './admin.js';
 import { createApiHandler, type TrafficState } from './api.js';
 import { logBreakerTransition } from './breaker-log.js';
-import { buildGovernanceStore } from './governance-store.js';
+import { buildGovernanceStore, GovernanceStoreSettingsError } from './governance-store.js';
 import { OpenExchanges } from './open-exchanges.js';
 import { Reloader, type ReloadResult } from './reload.js';
 
@@ -183,8 +183,9 @@ async function buildServices(gen: Generation, pools: PoolRegistry, options: Gate
   const logger = options.logger ?? createLogger({ level: config.log.level, destination: options.logDestination });
   breakers.observe((t) => logBreakerTransition(logger, holder, t));
   const metrics = new Metrics(() => breakerStates(holder, breakers));
+  // Before the audit file is opened: a credential that cannot be read stops the start first.
+  const governance = governanceStore(config, logger, metrics, options.env ?? process.env);
   const audit = config.audit === undefined ? null : await openAudit(config.audit.file, logger, metrics);
-  const governance = buildGovernanceStore(config, logger, metrics);
   return {
     holder,
     breakers,
@@ -232,6 +233,16 @@ function randomSource(env: NodeJS.ProcessEnv, logger: Logger): () => number {
   }
   logger.warn({ msg: 'random selection is seeded (SWITCHYARD_RANDOM_SEED): a testing aid, not for production', seed: Number(seed) });
   return seededRandom(Number(seed));
+}
+
+/** The governance store; settings it cannot read (a secret, a TLS file) stop the start, naming each key. */
+function governanceStore(config: GatewayConfig, logger: Logger, metrics: Metrics, env: NodeJS.ProcessEnv): PolicedStore {
+  try {
+    return buildGovernanceStore(config, logger, metrics, env);
+  } catch (err) {
+    if (err instanceof GovernanceStoreSettingsError) throw new StartupError([...err.issues]);
+    throw err;
+  }
 }
 
 /** The audit writer, continuing the file's chain (a torn last record is cut, and a gap record says so); a file it cannot open stops the start. */

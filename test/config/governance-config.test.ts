@@ -155,7 +155,9 @@ pricing: { on_missing: maybe }
       'governance.redis_url: only applies when store is "redis"',
     ]);
     const pw = lines(parseConfigText(`${BASE}\ngovernance: { store: redis, redis_url: "redis://:hunter2@127.0.0.1:6379" }\n`));
-    assert.deepEqual(pw, ['governance.redis_url: must not contain a password (config holds references only)']);
+    assert.deepEqual(pw, [
+      'governance.redis_url: must not contain a password: give it as governance.redis_password ({env: NAME} or {file: PATH})',
+    ]);
     assert.deepEqual(
       lines(parseConfigText(`${BASE}\ngovernance: { store: redis, redis_url: "http://127.0.0.1:6379", on_store_error: ignore }\n`)),
       ['governance.redis_url: must be a redis:// or rediss:// URL', 'governance.on_store_error: must be "fail_closed" or "fail_open"'],

@@ -202,7 +202,15 @@ const common = {
   ],
   governance: {
     store: 'redis',
-    redis_url: 'redis://127.0.0.1:6379',
+    redis_url: 'rediss://127.0.0.1:6379',
+    redis_username: { env: 'REDIS_USER' },
+    redis_password: { env: 'REDIS_PASSWORD' },
+    redis_tls: {
+      ca: { file: '/redis-ca.pem' },
+      cert: { file: '/redis-c.pem' },
+      key: { file: '/redis-k.pem' },
+      server_name: 'redis.example',
+    },
     key_prefix: 'sy:',
     on_store_error: 'fail_open',
     default_max_tokens: 10,

@@ -289,4 +289,14 @@ describe('switchyard validate on the store settings', () => {
     assert.match(run.stderr, /governance\.redis_tls: applies to a rediss:\/\/ URL only/);
     assert.match(run.stderr, /governance\.redis_password: is required with governance\.redis_username/);
   });
+
+  it('reports a password reference that does not resolve, naming governance.redis_password, before any serve', async () => {
+    const path = writeConfig(
+      'validate-missing-password.yaml',
+      governanceConfig({ redis_url: 'redis://127.0.0.1:6390', redis_password: { env: 'SY_TEST_REDIS_PASSWORD_UNSET' } }),
+    );
+    const run = await runCli(['validate', '--config', path], { SY_TEST_REDIS_PASSWORD_UNSET: '' });
+    assert.equal(run.code, 1, run.stdout);
+    assert.match(run.stderr, /governance\.redis_password: environment variable SY_TEST_REDIS_PASSWORD_UNSET is not set/);
+  });
 });
