@@ -6,8 +6,10 @@
 // See docs/decisions/0009-governance-limits-and-budgets.md.
 export { GENESIS_HASH, recordHash } from './chain.js';
 export {
+  type AnchorReason,
   type AuditEvent,
   type AuditUsage,
+  anchor,
   type GapInput,
   gap,
   type ReloadInput,

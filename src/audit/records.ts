@@ -53,7 +53,9 @@ export interface ReloadInput {
 }
 
 /** An event's own fields; the writer adds id, ts, instance, seq and prev_hash. */
-export type AuditEvent = { readonly event: 'request_started' | 'request_completed' | 'reload' | 'gap' } & Readonly<Record<string, unknown>>;
+export type AuditEvent = { readonly event: 'request_started' | 'request_completed' | 'reload' | 'gap' | 'anchor' } & Readonly<
+  Record<string, unknown>
+>;
 
 /**
  * What a gap record says was lost. The writer writes these itself: `torn_tail` when it cut
@@ -114,6 +116,18 @@ export function requestCompleted(x: RequestCompletedInput): AuditEvent {
 
 export function reload(x: ReloadInput): AuditEvent {
   return { event: 'reload', trigger: x.trigger, result: x.result, generation: x.generation, revision: x.revision, reason: x.reason };
+}
+
+/** Why the writer went on in another file: the old one was deleted, replaced at its path, or cut under it. */
+export type AnchorReason = 'file_deleted' | 'file_replaced' | 'file_truncated';
+
+/**
+ * The first record the writer writes in a file it had to reopen: the seq and hash of the
+ * last record it wrote in the old one. In a new, empty file this record's prev_hash is that
+ * hash too, so the new file continues the old file's chain.
+ */
+export function anchor(x: { readonly reason: AnchorReason; readonly previousSeq: number; readonly previousHash: string }): AuditEvent {
+  return { event: 'anchor', reason: x.reason, previous_seq: x.previousSeq, previous_hash: x.previousHash };
 }
 
 function round3(ms: number): number {

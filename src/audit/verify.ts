@@ -4,13 +4,15 @@ import { ULID_PATTERN } from './ulid.js';
 
 /**
  * A loss the file declares in a `gap` record: records that could not be written
- * (`records`), or the bytes of a torn last record cut at start-up (`cutBytes`).
+ * (`records`), or the bytes of a torn last record cut at start-up (`cutBytes`); or an
+ * `anchor` record (reason `file_deleted`, `file_replaced`, `file_truncated`), where the
+ * writer went on after its file was rotated away, `afterSeq` being the old file's last seq.
  */
 export interface AuditGap {
   /** 1-based line of the gap record. */
   readonly line: number;
   readonly reason: string;
-  /** The seq of the last whole record before the loss (0: none). */
+  /** The seq of the last whole record before the loss (0: none), or the old file's last seq for an anchor. */
   readonly afterSeq: number | null;
   readonly records: number | null;
   readonly cutBytes: number | null;
@@ -68,10 +70,14 @@ export function describeIntact(result: { readonly records: number; readonly gaps
 
 export function describeGap(g: AuditGap): string {
   const after = g.afterSeq === null ? '' : g.afterSeq === 0 ? ' at the start of the file' : ` after seq ${g.afterSeq}`;
+  if (g.reason.startsWith('file_'))
+    return `the writer went on here after its file was ${ANCHORED[g.reason] ?? g.reason}; the file before ends at seq ${g.afterSeq ?? '?'} (line ${g.line})`;
   if (g.cutBytes !== null) return `${g.cutBytes} byte(s) of an incomplete record cut at start-up${after} (line ${g.line})`;
   if (g.records !== null) return `${g.records} record(s) lost${after} (line ${g.line})`;
   return `${g.reason}${after} (line ${g.line})`;
 }
+
+const ANCHORED: Record<string, string> = { file_deleted: 'deleted', file_replaced: 'replaced', file_truncated: 'truncated' };
 
 type Broken = { ok: false; line: number; reason: string };
 
@@ -94,17 +100,22 @@ class ChainChecker {
         : { ok: false, line: s, reason: 'its prev_hash does not match the previous record' };
     }
     if (r === null) return { ok: false, line: n, reason: 'not an audit record (JSON with id, ts, event, prev_hash)' };
+    if (n === 1 && r.event === 'anchor' && typeof r.previous_hash === 'string' && r.prev_hash === r.previous_hash) {
+      // A file the writer went on in after its old one was rotated away: it continues that file's chain.
+      this.#prevHash = r.prev_hash;
+      this.#prevSeq = count(r.previous_seq) ?? undefined;
+    }
     if (r.prev_hash !== this.#prevHash) {
       if (n === 1) return { ok: false, line: 1, reason: 'the first record does not start from the genesis hash' };
       this.#suspect = { line: n, hash };
     }
     const seqBroken = this.#checkSeq(n, r.seq);
     if (seqBroken !== null) return seqBroken;
-    if (r.event === 'gap') {
+    if (r.event === 'gap' || r.event === 'anchor') {
       this.#gaps.push({
         line: n,
-        reason: typeof r.reason === 'string' ? r.reason : 'gap',
-        afterSeq: count(r.after_seq),
+        reason: typeof r.reason === 'string' ? r.reason : r.event,
+        afterSeq: count(r.event === 'gap' ? r.after_seq : r.previous_seq),
         records: count(r.records),
         cutBytes: count(r.cut_bytes),
       });
@@ -149,6 +160,8 @@ interface Parsed {
   readonly after_seq?: unknown;
   readonly records?: unknown;
   readonly cut_bytes?: unknown;
+  readonly previous_seq?: unknown;
+  readonly previous_hash?: unknown;
 }
 
 function parse(bytes: Buffer): Parsed | null {

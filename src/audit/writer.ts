@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { type FileHandle, open } from 'node:fs/promises';
+import { type FileHandle, open, rename, stat } from 'node:fs/promises';
 import { readFileSlice } from '../contract/index.js';
 import { GENESIS_HASH, MAX_RECORD_BYTES, recordHash } from './chain.js';
-import { type AuditEvent, gap } from './records.js';
+import { type AnchorReason, type AuditEvent, anchor, gap } from './records.js';
 import { UlidGenerator } from './ulid.js';
 
 export interface AuditFailure {
@@ -12,8 +12,13 @@ export interface AuditFailure {
   readonly message: string;
 }
 
-/** Something the operator should know that is not a failed append: a cut tail, a repaired write. */
+/**
+ * Something the operator should know that is not a failed append: `repaired`, a torn tail
+ * cut at start-up or a torn write cut back; `reopened`, the file was deleted, replaced or
+ * cut under the writer, which went on in a new file anchored to the old one.
+ */
 export interface AuditNotice {
+  readonly kind: 'repaired' | 'reopened';
   readonly level: 'warn' | 'error';
   readonly message: string;
 }
@@ -24,7 +29,7 @@ export interface AuditWriterOptions {
   readonly instance: string;
   /** Every failed append, for the log and `switchyard_audit_failures_total`; `dropped` also for `switchyard_audit_records_lost_total`. */
   readonly onFailure?: (f: AuditFailure) => void;
-  /** Repairs the writer made to the file (a torn tail cut at start-up, a torn write cut back), for the log. */
+  /** Repairs the writer made to the file, and files it had to reopen, for the log. */
   readonly onNotice?: (n: AuditNotice) => void;
   readonly clock?: () => number;
   /** Records waiting while the disk refuses; beyond this the oldest are dropped (and reported). */
@@ -74,7 +79,10 @@ const BATCH = 512;
  * records were lost after which seq.
  */
 export class AuditWriter {
-  readonly #handle: AuditSink;
+  #handle: AuditSink;
+  /** The path, when the writer opened the file itself (not over a given sink): checked before each write. */
+  readonly #path: string | null;
+  #file: FileHandle | null;
   readonly #instance: string;
   readonly #onFailure: (f: AuditFailure) => void;
   readonly #onNotice: (n: AuditNotice) => void;
@@ -89,6 +97,8 @@ export class AuditWriter {
   #size: number | null;
   /** A write failed part-way: cut the file back to #size before writing again. */
   #torn = false;
+  /** Records the writer itself writes before the next batch (an anchor, a torn-tail gap), in order. */
+  #preamble: AuditEvent[] = [];
   /** Records dropped since the last write, for the next gap record. */
   #lost = 0;
   /** Records at the head of the queue that the write in flight holds (a drop never takes them). */
@@ -101,8 +111,16 @@ export class AuditWriter {
   #failedWrites = 0;
   #dropped = 0;
 
-  private constructor(handle: AuditSink, lastHash: string, position: Partial<AuditPosition>, options: AuditWriterOptions) {
+  private constructor(
+    handle: AuditSink,
+    lastHash: string,
+    position: Partial<AuditPosition>,
+    options: AuditWriterOptions,
+    file: FileHandle | null = null,
+  ) {
     this.#handle = handle;
+    this.#file = file;
+    this.#path = file === null ? null : options.path;
     this.#lastHash = lastHash;
     this.#seq = position.seq ?? 0;
     this.#size = position.size ?? null;
@@ -122,42 +140,24 @@ export class AuditWriter {
    * next start.
    */
   static async open(options: AuditWriterOptions): Promise<AuditWriter> {
-    const tail = await readTail(options.path);
-    let handle: FileHandle;
-    try {
-      handle = await open(options.path, 'a', 0o600);
-    } catch (err) {
-      throw new AuditFileError(
-        `audit file ${JSON.stringify(options.path)}: cannot open for appending (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-      );
-    }
-    if (tail.cut !== null) {
-      try {
-        await handle.truncate(tail.whole);
-      } catch (err) {
-        await handle.close().catch(() => undefined);
-        throw new AuditFileError(
-          `audit file ${JSON.stringify(options.path)}: cannot cut its incomplete last record (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-        );
-      }
-    }
-    const seq = tail.seq ?? (await countLines(options.path, tail.whole));
-    const writer = new AuditWriter(handle, tail.lastHash, { size: tail.whole, seq }, options);
-    if (tail.cut !== null) {
-      writer.#onNotice({
-        level: 'warn',
-        message: `audit file ${JSON.stringify(options.path)}: cut ${tail.cut.length} byte(s) of an incomplete last record after seq ${seq}; a gap record follows`,
-      });
-      writer.append(
-        gap({
-          reason: 'torn_tail',
-          cutBytes: tail.cut.length,
-          cutSha256: createHash('sha256').update(tail.cut).digest('hex'),
-          afterSeq: seq,
-        }),
-      );
-    }
+    const { handle, continued } = await openContinuing(options.path);
+    const writer = new AuditWriter(handle, continued.lastHash, { size: continued.whole, seq: continued.seq }, options, handle);
+    writer.#continueWith(continued);
     return writer;
+  }
+
+  /** Queues the torn-tail gap record of a file just opened, and says so. */
+  #continueWith(c: Continued): void {
+    if (c.cut === null) return;
+    this.#onNotice({
+      kind: 'repaired',
+      level: 'warn',
+      message: `audit file ${JSON.stringify(this.#path)}: cut ${c.cut.length} byte(s) of an incomplete last record after seq ${c.seq}; a gap record follows`,
+    });
+    this.#preamble.push(
+      gap({ reason: 'torn_tail', cutBytes: c.cut.length, cutSha256: createHash('sha256').update(c.cut).digest('hex'), afterSeq: c.seq }),
+    );
+    if (this.#retryTimer === null) void this.#drain();
   }
 
   /**
@@ -228,7 +228,7 @@ export class AuditWriter {
   }
 
   #hasWork(): boolean {
-    return this.#queue.length > 0 || this.#lost > 0;
+    return this.#queue.length > 0 || this.#lost > 0 || this.#preamble.length > 0;
   }
 
   #drop(records: number, message: string): void {
@@ -252,9 +252,18 @@ export class AuditWriter {
         this.#scheduleRetry();
         return;
       }
+      if (!(await this.#checkFile())) {
+        this.#scheduleRetry();
+        return;
+      }
       const batch = this.#queue.slice(0, BATCH);
       const lost = this.#lost;
-      const entries = lost > 0 ? [this.#stamp(gap({ reason: 'records_lost', records: lost, afterSeq: this.#seq })), ...batch] : batch;
+      const preamble = this.#preamble;
+      const entries = [
+        ...preamble.map((e) => this.#stamp(e)),
+        ...(lost > 0 ? [this.#stamp(gap({ reason: 'records_lost', records: lost, afterSeq: this.#seq }))] : []),
+        ...batch,
+      ];
       let hash = this.#lastHash;
       let seq = this.#seq;
       const lines: string[] = [];
@@ -291,6 +300,7 @@ export class AuditWriter {
       if (this.#size !== null) this.#size += bytes.length;
       this.#written += batch.length;
       this.#lost -= lost;
+      this.#preamble = this.#preamble.slice(preamble.length);
       this.#queue.splice(0, batch.length);
     }
   }
@@ -300,7 +310,11 @@ export class AuditWriter {
     if (this.#size === null || this.#handle.truncate === undefined) {
       // Not known how long the file was: nothing to cut back to. Carry on, as before the repair existed.
       this.#torn = false;
-      this.#onNotice({ level: 'error', message: 'audit append failed part-way and the file cannot be cut back: its last record is torn' });
+      this.#onNotice({
+        kind: 'repaired',
+        level: 'error',
+        message: 'audit append failed part-way and the file cannot be cut back: its last record is torn',
+      });
       return true;
     }
     try {
@@ -315,9 +329,97 @@ export class AuditWriter {
     }
     this.#torn = false;
     this.#onNotice({
+      kind: 'repaired',
       level: 'warn',
       message: `audit append failed part-way; the file was cut back to its last whole record (${this.#size} bytes)`,
     });
+    return true;
+  }
+
+  /**
+   * Before each write: is the open file still the one at the path, and as long as the
+   * writer made it? Log rotation that renames or deletes the file (its inode leaves the
+   * path), or copies and truncates it (it gets shorter), must not leave the writer appending
+   * to a file nobody reads, or onto a cut one. The writer goes on in a file at the path,
+   * whose first record anchors it to the old file's last record. False: not now (retry).
+   */
+  async #checkFile(): Promise<boolean> {
+    const path = this.#path;
+    const file = this.#file;
+    if (path === null || file === null) return true;
+    let own: { ino: number; dev: number; size: number };
+    try {
+      own = await file.stat();
+    } catch {
+      return true; // Cannot tell; the write itself fails or not.
+    }
+    let atPath: { ino: number; dev: number } | null;
+    try {
+      atPath = await stat(path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return true;
+      atPath = null;
+    }
+    if (atPath === null || atPath.ino !== own.ino || atPath.dev !== own.dev)
+      return this.#switchFile(atPath === null ? 'file_deleted' : 'file_replaced');
+    if (this.#size === null || own.size >= this.#size) return true;
+    if (own.size > 0) {
+      // Cut part-way: keep what is left, aside, and start a file of the writer's own.
+      const aside = `${path}.cut-${new Date(this.#clock()).toISOString().replace(/[:.]/g, '-')}`;
+      try {
+        await rename(path, aside);
+      } catch (err) {
+        this.#onFailure({ kind: 'write', records: 0, message: `audit file was cut and cannot be moved aside: ${(err as Error).message}` });
+        return false;
+      }
+      this.#onNotice({
+        kind: 'reopened',
+        level: 'error',
+        message: `audit file ${JSON.stringify(path)} was cut to ${own.size} of ${this.#size} bytes under the writer; moved it to ${JSON.stringify(aside)} and started a new file anchored to the last record written`,
+      });
+      return this.#switchFile('file_truncated', true);
+    }
+    // Emptied in place (copytruncate): the same file, now empty, starts with the anchor.
+    this.#onNotice({
+      kind: 'reopened',
+      level: 'error',
+      message: `audit file ${JSON.stringify(path)} was truncated under the writer (${this.#size} bytes to 0: copytruncate?); it goes on with a record anchored to the last record written (seq ${this.#seq})`,
+    });
+    this.#size = 0;
+    this.#preamble = [anchor({ reason: 'file_truncated', previousSeq: this.#seq, previousHash: this.#lastHash }), ...this.#preamble];
+    return true;
+  }
+
+  /** Opens the file now at the path (creating it) and queues the anchor to the last record written. */
+  async #switchFile(reason: AnchorReason, noticed = false): Promise<boolean> {
+    const path = this.#path as string;
+    let next: { handle: FileHandle; continued: Continued };
+    try {
+      next = await openContinuing(path);
+    } catch (err) {
+      this.#onFailure({ kind: 'write', records: 0, message: `audit file ${reason.slice(5)}; cannot reopen it: ${(err as Error).message}` });
+      return false;
+    }
+    await this.#file?.close().catch(() => undefined);
+    this.#file = next.handle;
+    this.#handle = next.handle;
+    this.#size = next.continued.whole;
+    this.#torn = false;
+    const previous = { previousSeq: this.#seq, previousHash: this.#lastHash };
+    // An empty file continues this writer's chain; one that already holds records continues its own.
+    if (next.continued.whole > 0) {
+      this.#lastHash = next.continued.lastHash;
+      this.#seq = next.continued.seq;
+    }
+    if (!noticed)
+      this.#onNotice({
+        kind: 'reopened',
+        level: 'warn',
+        message: `audit file ${JSON.stringify(path)} was ${reason === 'file_deleted' ? 'deleted' : 'replaced'} under the writer; reopened the path and anchored it to the last record written (seq ${previous.previousSeq})`,
+      });
+    // A torn-tail gap not yet written belonged to the old file: it says what was cut there, so it stays, after the anchor.
+    this.#preamble = [anchor({ reason, ...previous }), ...this.#preamble.filter((e) => e.event !== 'anchor')];
+    this.#continueWith(next.continued);
     return true;
   }
 
@@ -332,6 +434,39 @@ export class AuditWriter {
       void this.#drain();
     }, this.#retryMs);
     this.#retryTimer.unref();
+  }
+}
+
+interface Continued extends Tail {
+  readonly seq: number;
+}
+
+/** Opens the file for appending where its chain goes on: cuts a torn last line, counts the lines of a file from before seq. */
+async function openContinuing(path: string): Promise<{ handle: FileHandle; continued: Continued }> {
+  const tail = await readTail(path);
+  let handle: FileHandle;
+  try {
+    handle = await open(path, 'a', 0o600);
+  } catch (err) {
+    throw new AuditFileError(
+      `audit file ${JSON.stringify(path)}: cannot open for appending (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
+  }
+  try {
+    if (tail.cut !== null) {
+      try {
+        await handle.truncate(tail.whole);
+      } catch (err) {
+        throw new AuditFileError(
+          `audit file ${JSON.stringify(path)}: cannot cut its incomplete last record (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+        );
+      }
+    }
+    const seq = tail.seq ?? (await countLines(path, tail.whole));
+    return { handle, continued: { ...tail, seq } };
+  } catch (err) {
+    await handle.close().catch(() => undefined);
+    throw err;
   }
 }
 

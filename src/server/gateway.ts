@@ -256,8 +256,9 @@ async function openAudit(path: string, logger: Logger, metrics: Metrics): Promis
         if (f.kind === 'dropped') metrics.auditRecordsLost.inc(f.records);
         logger.warn({ msg: 'audit append failed', error: f.message });
       },
-      // A torn tail cut at start-up, a failed write cut back: the file was repaired, and says so in a gap record.
-      onNotice: (n) => logger[n.level]({ msg: 'audit file repaired', detail: n.message }),
+      // Repaired: a torn tail cut at start-up, a failed write cut back (a gap record says so).
+      // Reopened: the file was rotated away under the writer, which went on in an anchored new one.
+      onNotice: (n) => logger[n.level]({ msg: `audit file ${n.kind}`, detail: n.message }),
     });
   } catch (err) {
     throw new StartupError([{ path: 'audit.file', message: (err as Error).message }]);
