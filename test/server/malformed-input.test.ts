@@ -263,7 +263,7 @@ describe('malformed input', () => {
   it('GET /readyz answers 200 once the first generation is serving', async () => {
     const res = await fetch(`${gw.url}/readyz`);
     assert.equal(res.status, 200);
-    assert.deepEqual(await res.json(), { status: 'ready' });
+    assert.deepEqual(await res.json(), { status: 'ready', governance_store: 'up' });
   });
 
   it('GET /v1/models lists exactly the configured models in OpenAI list format', async () => {
