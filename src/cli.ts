@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { describeIntact, verifyAuditFile } from './audit/index.js';
+import { describeIntact, verifyAuditFile, verifyAuditSet } from './audit/index.js';
 import { type Command, help, UsageError } from './cli-command.js';
 import { publisherCommands } from './cli-publisher.js';
 import { type ConfigIssue, formatIssue } from './config/index.js';
@@ -166,27 +166,59 @@ replaced, not recovered. ID defaults to a random one.`,
   },
   audit: {
     summary: "check an audit log's hash chain",
-    usage: `switchyard audit verify FILE
+    usage: `switchyard audit verify FILE... [--head SEQ:HASH]
 
 Checks the hash chain of the audit log FILE. Exits 0 when every record chains to the one
 before it, or 1 naming the first broken record by line number. An intact file's line also
-names each gap its gap records declare (records lost, or a torn record cut at start-up).`,
-    options: { help },
+names each gap its gap records declare (records lost, or a torn record cut at start-up).
+
+Several FILEs (rotated files, in any order) are checked as one chain: each file alone, and,
+in order of their first seq, that each one starts with an anchor naming the last record of
+the file before it. A missing file, or one whose end was cut, breaks that link.
+
+--head SEQ:HASH  a head taken earlier (GET /admin/status: audit.head_seq, audit.head_hash):
+                 fails unless the files still reach seq SEQ and that record hashes to HASH.
+                 Cutting the last records of a file leaves it intact on its own; this shows it.`,
+    options: { head: { type: 'string' }, help },
     positionals: true,
-    async run(_values, positionals) {
-      if (positionals.length !== 2 || positionals[0] !== 'verify') throw new UsageError('expected "audit verify FILE"');
-      const file = resolve(positionals[1] as string);
-      const result = await verifyAuditFile(file);
-      if (result.ok) {
-        process.stdout.write(`${file}: ${describeIntact(result)}\n`);
-        return 0;
+    async run(values, positionals) {
+      if (positionals.length < 2 || positionals[0] !== 'verify') throw new UsageError('expected "audit verify FILE..."');
+      const head = values.head === undefined ? null : parseHead(String(values.head));
+      const files = positionals.slice(1).map((f) => resolve(f));
+      if (files.length === 1 && head === null) {
+        // One file: the line it always had.
+        const file = files[0] as string;
+        const result = await verifyAuditFile(file);
+        if (result.ok) {
+          process.stdout.write(`${file}: ${describeIntact(result)}\n`);
+          return 0;
+        }
+        process.stderr.write(result.line === 0 ? `${file}: ${result.reason}\n` : `${file}: line ${result.line}: ${result.reason}\n`);
+        return 1;
       }
-      process.stderr.write(result.line === 0 ? `${file}: ${result.reason}\n` : `${file}: line ${result.line}: ${result.reason}\n`);
-      return 1;
+      const set = await verifyAuditSet(files, head);
+      if (!set.ok) {
+        process.stderr.write(set.line === 0 ? `${set.path}: ${set.reason}\n` : `${set.path}: line ${set.line}: ${set.reason}\n`);
+        return 1;
+      }
+      for (const f of set.files) process.stdout.write(`${f.path}: ${describeIntact(f)}\n`);
+      const at = set.head === null ? 'no records' : `head seq ${set.head.seq ?? '?'}:${set.head.hash}`;
+      process.stdout.write(
+        `${set.files.length} file(s), one chain: ${set.records} record(s), ${set.gaps} gap(s), ${at}` +
+          `${head === null ? '' : `; reaches the known head seq ${head.seq} unchanged`}\n`,
+      );
+      return 0;
     },
   },
   ...publisherCommands(() => packageVersion()),
 };
+
+/** `--head SEQ:HASH`: a seq from 1 and a SHA-256 in hex. */
+function parseHead(text: string): { seq: number; hash: string } {
+  const m = /^([1-9]\d{0,15}):([0-9a-f]{64})$/.exec(text.trim());
+  if (m === null) throw new UsageError('--head must be SEQ:HASH (a seq from 1, a colon, the 64 hex digits of its SHA-256)');
+  return { seq: Number(m[1]), hash: m[2] as string };
+}
 
 /** Key and team ids, as config accepts them. */
 const CONFIG_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;

@@ -20,12 +20,25 @@ export {
   requestStarted,
 } from './records.js';
 export { UlidGenerator } from './ulid.js';
-export { type AuditGap, describeGap, describeIntact, type VerifyResult, verifyAuditFile } from './verify.js';
+export {
+  type AuditGap,
+  type ChainResult,
+  describeGap,
+  describeIntact,
+  type SetFile,
+  type SetResult,
+  type VerifyResult,
+  verifyAuditChain,
+  verifyAuditFile,
+  verifyAuditSet,
+} from './verify.js';
 export {
   type AuditFailure,
   AuditFileError,
+  type AuditHead,
   type AuditNotice,
   type AuditPosition,
+  type AuditReopen,
   type AuditSink,
   AuditWriter,
   type AuditWriterOptions,

@@ -118,8 +118,11 @@ export function reload(x: ReloadInput): AuditEvent {
   return { event: 'reload', trigger: x.trigger, result: x.result, generation: x.generation, revision: x.revision, reason: x.reason };
 }
 
-/** Why the writer went on in another file: the old one was deleted, replaced at its path, or cut under it. */
-export type AnchorReason = 'file_deleted' | 'file_replaced' | 'file_truncated';
+/**
+ * Why the writer went on in another file: the old one was deleted, replaced at its path, or
+ * cut under it; or the writer rotated it itself (`audit.max_bytes`).
+ */
+export type AnchorReason = 'file_deleted' | 'file_replaced' | 'file_truncated' | 'file_rotated';
 
 /**
  * The first record the writer writes in a file it had to reopen: the seq and hash of the

@@ -1,6 +1,7 @@
 import { readFileSlice } from '../contract/index.js';
 import { GENESIS_HASH, MAX_RECORD_BYTES, recordHash } from './chain.js';
 import { ULID_PATTERN } from './ulid.js';
+import type { AuditHead } from './writer.js';
 
 /**
  * A loss the file declares in a `gap` record: records that could not be written
@@ -35,7 +36,25 @@ const SLICE_BYTES = 1024 * 1024;
  * Reads through the bounded reader, one slice at a time.
  */
 export async function verifyAuditFile(path: string): Promise<VerifyResult> {
-  const checker = new ChainChecker();
+  const r = await verifyAuditChain(path);
+  return r.ok ? { ok: true, records: r.records, gaps: r.gaps } : r;
+}
+
+/** A file's ends, for tying rotated files together: its first record (and the anchor it may be), its last. */
+export interface ChainEnds {
+  /** The first record's seq (null without one) and, when it is an anchor, what it anchors to. */
+  readonly first: { readonly seq: number | null; readonly anchor: AuditHead | null } | null;
+  /** The last record's seq (null without one) and hash; null for an empty file. */
+  readonly last: { readonly seq: number | null; readonly hash: string } | null;
+  /** The hash of the record with the seq asked for, when the file holds it. */
+  readonly atSeq: string | null;
+}
+
+export type ChainResult = ({ readonly ok: true; readonly records: number; readonly gaps: readonly AuditGap[] } & ChainEnds) | Broken;
+
+/** verifyAuditFile, and the file's ends; `hashOfSeq` also finds the hash of the record with that seq. */
+export async function verifyAuditChain(path: string, hashOfSeq: number | null = null): Promise<ChainResult> {
+  const checker = new ChainChecker(hashOfSeq);
   let position = 0;
   let carry: Buffer = Buffer.alloc(0);
   let lineNo = 0;
@@ -77,11 +96,25 @@ export function describeGap(g: AuditGap): string {
   return `${g.reason}${after} (line ${g.line})`;
 }
 
-const ANCHORED: Record<string, string> = { file_deleted: 'deleted', file_replaced: 'replaced', file_truncated: 'truncated' };
+const ANCHORED: Record<string, string> = {
+  file_deleted: 'deleted',
+  file_replaced: 'replaced',
+  file_truncated: 'truncated',
+  file_rotated: 'rotated at audit.max_bytes',
+};
 
 type Broken = { ok: false; line: number; reason: string };
 
 class ChainChecker {
+  readonly #hashOfSeq: number | null;
+  #first: ChainEnds['first'] = null;
+  #last: ChainEnds['last'] = null;
+  #atSeq: string | null = null;
+
+  constructor(hashOfSeq: number | null) {
+    this.#hashOfSeq = hashOfSeq;
+  }
+
   #prevHash = GENESIS_HASH;
   /** The previous record's seq: undefined before the first record, null when it had none. */
   #prevSeq: number | null | undefined = undefined;
@@ -111,6 +144,16 @@ class ChainChecker {
     }
     const seqBroken = this.#checkSeq(n, r.seq);
     if (seqBroken !== null) return seqBroken;
+    const seq = count(r.seq);
+    if (n === 1) {
+      const previousSeq = r.event === 'anchor' ? count(r.previous_seq) : null;
+      this.#first = {
+        seq,
+        anchor: previousSeq !== null && typeof r.previous_hash === 'string' ? { seq: previousSeq, hash: r.previous_hash } : null,
+      };
+    }
+    this.#last = { seq, hash };
+    if (seq !== null && seq === this.#hashOfSeq) this.#atSeq = hash;
     if (r.event === 'gap' || r.event === 'anchor') {
       this.#gaps.push({
         line: n,
@@ -141,10 +184,10 @@ class ChainChecker {
     return null;
   }
 
-  end(records: number): VerifyResult {
+  end(records: number): ChainResult {
     if (this.#suspect !== null)
       return { ok: false, line: this.#suspect.line - 1, reason: 'its bytes do not match the hash the next record holds' };
-    return { ok: true, records, gaps: this.#gaps };
+    return { ok: true, records, gaps: this.#gaps, first: this.#first, last: this.#last, atSeq: this.#atSeq };
   }
 }
 
@@ -175,4 +218,94 @@ function parse(bytes: Buffer): Parsed | null {
   if (typeof r !== 'object' || r === null || typeof r.prev_hash !== 'string') return null;
   if (typeof r.id !== 'string' || !ULID_PATTERN.test(r.id) || typeof r.ts !== 'string' || typeof r.event !== 'string') return null;
   return r as Parsed;
+}
+
+/** One file of a verified set, in chain order. */
+export interface SetFile extends ChainEnds {
+  readonly path: string;
+  readonly records: number;
+  readonly gaps: readonly AuditGap[];
+}
+
+export type SetResult =
+  | {
+      readonly ok: true;
+      /** In chain order: by first seq (the order given when a file has none); empty files last. */
+      readonly files: readonly SetFile[];
+      readonly records: number;
+      readonly gaps: number;
+      /** The last record of the set; null when no file holds a record. */
+      readonly head: { readonly seq: number | null; readonly hash: string } | null;
+    }
+  /** `line` 0: about the file as a whole, or how it ties to another file. */
+  | { readonly ok: false; readonly path: string; readonly line: number; readonly reason: string };
+
+/**
+ * Verifies rotated audit files as one chain: each file alone, then, in order of their
+ * first seq, that each file after the first starts with an anchor naming the seq and hash
+ * of the last record of the file before it (a file missing between them, or one cut at the
+ * end, breaks that link). The first file may itself start with an anchor: older files
+ * may have been archived. With `head` (a seq and hash taken earlier, from /admin/status),
+ * also that the set still reaches that record and that it hashes the same: cutting the last
+ * records of the newest file leaves each file intact, and only a known head shows the cut.
+ */
+export async function verifyAuditSet(paths: readonly string[], head: AuditHead | null = null): Promise<SetResult> {
+  const files: SetFile[] = [];
+  for (const path of paths) {
+    const r = await verifyAuditChain(path, head?.seq ?? null);
+    if (!r.ok) return { ok: false, path, line: r.line, reason: r.reason };
+    files.push({ path, records: r.records, gaps: r.gaps, first: r.first, last: r.last, atSeq: r.atSeq });
+  }
+  const held = files.filter((f) => f.first !== null);
+  const ordered = held.every((f) => f.first?.seq !== null) ? [...held].sort((a, b) => (a.first?.seq ?? 0) - (b.first?.seq ?? 0)) : held;
+  for (let i = 1; i < ordered.length; i += 1) {
+    const before = ordered[i - 1] as SetFile;
+    const file = ordered[i] as SetFile;
+    const broken = link(before, file);
+    if (broken !== null) return { ok: false, path: file.path, line: 1, reason: broken };
+  }
+  const chain = [...ordered, ...files.filter((f) => f.first === null)];
+  const last = ordered.at(-1)?.last ?? null;
+  if (head !== null) {
+    const problem = checkHead(ordered, last, head);
+    if (problem !== null) return { ok: false, path: problem.path, line: 0, reason: problem.reason };
+  }
+  return {
+    ok: true,
+    files: chain,
+    records: chain.reduce((n, f) => n + f.records, 0),
+    gaps: chain.reduce((n, f) => n + f.gaps.length, 0),
+    head: last,
+  };
+}
+
+/** Why `file` does not continue `before`'s chain, or null when its anchor names before's last record. */
+function link(before: SetFile, file: SetFile): string | null {
+  const last = before.last as { seq: number | null; hash: string };
+  const anchor = file.first?.anchor ?? null;
+  const ends = `${JSON.stringify(before.path)} ends at seq ${last.seq ?? '?'}`;
+  if (anchor === null) return `it does not start with an anchor record, so it does not continue ${ends}`;
+  if (last.seq !== null && anchor.seq > last.seq)
+    return `its anchor follows seq ${anchor.seq}, but ${ends}: the records from seq ${last.seq + 1} to ${anchor.seq} are missing (a file left out, or the end of that one cut)`;
+  if (anchor.seq !== last.seq || anchor.hash !== last.hash)
+    return `its anchor names seq ${anchor.seq} with hash ${anchor.hash}, but ${ends} with hash ${last.hash}`;
+  return null;
+}
+
+/** The set still holds the known head, unchanged; null when it does. */
+function checkHead(ordered: readonly SetFile[], last: SetFile['last'], head: AuditHead): { path: string; reason: string } | null {
+  const newest = ordered.at(-1);
+  const path = newest?.path ?? '';
+  const known = `the known head, seq ${head.seq}`;
+  if (last === null || last.seq === null) return { path, reason: `no record with seq: cannot reach ${known}` };
+  if (last.seq < head.seq)
+    return {
+      path,
+      reason: `the records end at seq ${last.seq}, before ${known}: ${head.seq - last.seq} record(s) after seq ${last.seq} were cut or are in a file not given`,
+    };
+  const at = ordered.find((f) => f.atSeq !== null);
+  if (at === undefined) return { path, reason: `no file given holds seq ${head.seq} (${known})` };
+  if (at.atSeq !== head.hash)
+    return { path: at.path, reason: `the record at seq ${head.seq} hashes to ${at.atSeq}, not to ${head.hash} (${known}): it was changed` };
+  return null;
 }

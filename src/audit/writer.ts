@@ -15,11 +15,12 @@ export interface AuditFailure {
 /**
  * Something the operator should know that is not a failed append: `repaired`, a torn tail
  * cut at start-up or a torn write cut back; `reopened`, the file was deleted, replaced or
- * cut under the writer, which went on in a new file anchored to the old one.
+ * cut under the writer, which went on in a new file anchored to the old one; `rotated`, the
+ * writer moved a file that reached `maxBytes` aside itself.
  */
 export interface AuditNotice {
-  readonly kind: 'repaired' | 'reopened';
-  readonly level: 'warn' | 'error';
+  readonly kind: 'repaired' | 'reopened' | 'rotated';
+  readonly level: 'info' | 'warn' | 'error';
   readonly message: string;
 }
 
@@ -35,6 +36,21 @@ export interface AuditWriterOptions {
   /** Records waiting while the disk refuses; beyond this the oldest are dropped (and reported). */
   readonly maxPending?: number;
   readonly retryMs?: number;
+  /** Past this many bytes the writer renames the file to `<path>.<UTC time>` and goes on in a new one, anchored to it. */
+  readonly maxBytes?: number;
+}
+
+/** The last record written: its seq (counted from 1 at the genesis record, across rotated files) and its hash. */
+export interface AuditHead {
+  readonly seq: number;
+  readonly hash: string;
+}
+
+/** What a reopen found: the file now open, whether it is a new one (anchored to the last), and the head. */
+export interface AuditReopen {
+  readonly file: string | null;
+  readonly reopened: boolean;
+  readonly head: AuditHead;
 }
 
 /** The existing file cannot be continued (its last record is too long to find, or it cannot be opened or cut). */
@@ -110,6 +126,13 @@ export class AuditWriter {
   #written = 0;
   #failedWrites = 0;
   #dropped = 0;
+  readonly #maxBytes: number | null;
+  /** An explicit reopen (SIGUSR1, the admin API) waits for the drain loop to look at the path. */
+  #reopenWanted = false;
+  /** Files the writer went on in after the first; a reopen compares it before and after. */
+  #switches = 0;
+  /** After a rotation that could not rename the file, not before this time (the records go on in the file meanwhile). */
+  #rotateNotBefore = 0;
 
   private constructor(
     handle: AuditSink,
@@ -131,6 +154,7 @@ export class AuditWriter {
     this.#ids = new UlidGenerator(this.#clock);
     this.#maxPending = options.maxPending ?? 10_000;
     this.#retryMs = options.retryMs ?? 1000;
+    this.#maxBytes = options.maxBytes ?? null;
   }
 
   /**
@@ -187,6 +211,31 @@ export class AuditWriter {
     return this.#seq;
   }
 
+  /** The last record written (seq 0 and the genesis hash before the first). */
+  get head(): AuditHead {
+    return { seq: this.#seq, hash: this.#lastHash };
+  }
+
+  /** The configured path (null for a writer over a given sink). */
+  get path(): string | null {
+    return this.#path;
+  }
+
+  /**
+   * Looks at the path now, as logrotate's postrotate asks (SIGUSR1, POST /admin/audit/reopen):
+   * a new or missing file there is opened (created) and gets its anchor record at once, so the
+   * new file starts tied to the old one's last hash even before more traffic; the same file
+   * as the one open changes nothing. Runs in the drain loop, so never beside a write.
+   */
+  async reopen(): Promise<AuditReopen> {
+    const before = this.#switches;
+    if (!this.#closed && this.#path !== null) {
+      this.#reopenWanted = true;
+      await this.flush();
+    }
+    return { file: this.#path, reopened: this.#switches !== before, head: this.head };
+  }
+
   append(event: AuditEvent): void {
     if (this.#closed) {
       this.#drop(1, 'the audit writer is closed');
@@ -228,7 +277,7 @@ export class AuditWriter {
   }
 
   #hasWork(): boolean {
-    return this.#queue.length > 0 || this.#lost > 0 || this.#preamble.length > 0;
+    return this.#queue.length > 0 || this.#lost > 0 || this.#preamble.length > 0 || this.#reopenWanted;
   }
 
   #drop(records: number, message: string): void {
@@ -252,27 +301,46 @@ export class AuditWriter {
         this.#scheduleRetry();
         return;
       }
-      if (!(await this.#checkFile())) {
+      const checked = await this.#checkFile();
+      // Asked for and done, or failed and reported: either way not asked again (records still queued retry it).
+      this.#reopenWanted = false;
+      if (!checked) {
         this.#scheduleRetry();
         return;
       }
-      const batch = this.#queue.slice(0, BATCH);
+      if (!this.#hasWork()) return;
+      const queued = this.#queue.slice(0, BATCH);
       const lost = this.#lost;
       const preamble = this.#preamble;
       const entries = [
         ...preamble.map((e) => this.#stamp(e)),
         ...(lost > 0 ? [this.#stamp(gap({ reason: 'records_lost', records: lost, afterSeq: this.#seq }))] : []),
-        ...batch,
+        ...queued,
       ];
       let hash = this.#lastHash;
       let seq = this.#seq;
       const lines: string[] = [];
+      const hashes: string[] = [];
       for (const p of entries) {
         seq += 1;
         const line = JSON.stringify({ id: p.id, ts: p.ts, instance: this.#instance, seq, ...p.event, prev_hash: hash });
         hash = recordHash(Buffer.from(line, 'utf8'));
         lines.push(line);
+        hashes.push(hash);
       }
+      const fit = this.#fitting(lines, entries.length - queued.length);
+      if (fit === 'rotate') {
+        if (!(await this.#rotate())) {
+          this.#scheduleRetry();
+          return;
+        }
+        continue;
+      }
+      // What the file has room for; the rest goes in the next round (after a rotation).
+      const batch = queued.slice(0, fit - (entries.length - queued.length));
+      lines.length = fit;
+      hash = hashes[fit - 1] as string;
+      seq = this.#seq + fit;
       const bytes = Buffer.from(`${lines.join('\n')}\n`, 'utf8');
       let offset = 0;
       this.#inFlight = batch.length;
@@ -303,6 +371,60 @@ export class AuditWriter {
       this.#preamble = this.#preamble.slice(preamble.length);
       this.#queue.splice(0, batch.length);
     }
+  }
+
+  /**
+   * How many of the lines to write go in this file under `maxBytes`: all of them without a
+   * limit; `rotate` when the file already holds records and not even the writer's own
+   * records (anchor, gap) and one more fit. A new file takes at least those, even past the
+   * limit (a record is never split), so every round writes something.
+   */
+  #fitting(lines: readonly string[], fixed: number): number | 'rotate' {
+    const max = this.#maxBytes;
+    const size = this.#size;
+    if (max === null || size === null || this.#path === null) return lines.length;
+    let used = size;
+    let fit = 0;
+    for (const line of lines) {
+      used += Buffer.byteLength(line, 'utf8') + 1;
+      if (used > max) break;
+      fit += 1;
+    }
+    if (fit === lines.length) return fit;
+    const least = Math.min(lines.length, fixed + 1);
+    if (size === 0) return Math.max(fit, least);
+    // A rotation failed a moment ago: write on in this file rather than one record per round.
+    if (this.#clock() < this.#rotateNotBefore) return lines.length;
+    return fit >= least ? fit : 'rotate';
+  }
+
+  /**
+   * Renames the full file to `<path>.<UTC time>` (a counter added when that name is taken)
+   * and goes on in a new file at the path, whose first record anchors it to the renamed
+   * file's last. A rename that fails is reported, and the records go on in the file for a
+   * minute before the writer tries again: no record waits on a rotation.
+   */
+  async #rotate(): Promise<boolean> {
+    const path = this.#path as string;
+    let target: string;
+    try {
+      target = await rotatedName(path, this.#clock());
+      await rename(path, target);
+    } catch (err) {
+      this.#rotateNotBefore = this.#clock() + 60_000;
+      this.#onFailure({
+        kind: 'write',
+        records: 0,
+        message: `audit file ${JSON.stringify(path)} reached audit.max_bytes (${this.#maxBytes}) and cannot be rotated: ${(err as Error).message}; writing on in it`,
+      });
+      return true;
+    }
+    this.#onNotice({
+      kind: 'rotated',
+      level: 'info',
+      message: `audit file ${JSON.stringify(path)} reached audit.max_bytes (${this.#maxBytes}): renamed it to ${JSON.stringify(target)} (last seq ${this.#seq}) and started a new file anchored to it`,
+    });
+    return this.#switchFile('file_rotated', true);
   }
 
   /** Cuts the file back to its length before the failed write; false while that fails (the retry tries again). */
@@ -386,6 +508,7 @@ export class AuditWriter {
       message: `audit file ${JSON.stringify(path)} was truncated under the writer (${this.#size} bytes to 0: copytruncate?); it goes on with a record anchored to the last record written (seq ${this.#seq})`,
     });
     this.#size = 0;
+    this.#switches += 1;
     this.#preamble = [anchor({ reason: 'file_truncated', previousSeq: this.#seq, previousHash: this.#lastHash }), ...this.#preamble];
     return true;
   }
@@ -401,6 +524,7 @@ export class AuditWriter {
       return false;
     }
     await this.#file?.close().catch(() => undefined);
+    this.#switches += 1;
     this.#file = next.handle;
     this.#handle = next.handle;
     this.#size = next.continued.whole;
@@ -435,6 +559,25 @@ export class AuditWriter {
     }, this.#retryMs);
     this.#retryTimer.unref();
   }
+}
+
+/** `<path>.20261202T011500Z`, or with `.1`, `.2`… when a file of that name exists (two rotations in one second). */
+async function rotatedName(path: string, now: number): Promise<string> {
+  const stamp = new Date(now)
+    .toISOString()
+    .replace(/\.\d+Z$/, 'Z')
+    .replace(/[-:]/g, '');
+  const base = `${path}.${stamp}`;
+  for (let n = 0; n < 1000; n += 1) {
+    const name = n === 0 ? base : `${base}.${n}`;
+    try {
+      await stat(name);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return name;
+      throw err;
+    }
+  }
+  throw new Error(`every name from ${JSON.stringify(base)} to .999 is taken`);
 }
 
 interface Continued extends Tail {

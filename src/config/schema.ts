@@ -463,6 +463,8 @@ export const governanceSchema = z
 export const auditSchema = z.strictObject({
   /** Append-only JSONL, hash-chained; an existing file's chain is continued. */
   file: z.string().min(1, 'must be a file path'),
+  /** Past this size the writer renames the file to `<file>.<UTC time>` and starts a new one anchored to it. */
+  max_bytes: z.number().int().min(4096).max(1_099_511_627_776).optional(),
 });
 
 /** Keys name configured teams; key ids and key hashes are unique. Paths name the entry. */

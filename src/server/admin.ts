@@ -22,7 +22,7 @@ interface AdminRequest extends Answerable {
 }
 
 /**
- * The operator listener (`server.admin_listen`): the status page, status, reload, metrics.
+ * The operator listener (`server.admin_listen`): the status page, status, reload, audit reopen, metrics.
  * When `server.admin_token` is set every admin endpoint needs it as a bearer token but
  * /healthz and the status page's own files, which hold no data: the page asks for the
  * token and sends it with every fetch. Nothing here ever shows a secret value: credentials
@@ -88,6 +88,17 @@ export function createAdminHandler(ctx: AdminContext) {
         await readBody(a.req, ADMIN_MAX_BODY_BYTES);
         const result = await ctx.requestReload();
         sendJson(a.res, result.result === 'rejected' ? 422 : 200, result);
+      }),
+    },
+    {
+      method: 'POST',
+      path: '/admin/audit/reopen',
+      handle: answered(async (a) => {
+        // Read first, as for a reload: a trickled body must not hold the reopen it triggered.
+        await readBody(a.req, ADMIN_MAX_BODY_BYTES);
+        if (svc.audit === null) throw new SwitchyardError('not_found', 'no audit log is configured (audit.file)');
+        const r = await svc.audit.reopen();
+        sendJson(a.res, 200, { file: r.file, reopened: r.reopened, head_seq: r.head.seq, head_hash: r.head.hash });
       }),
     },
     { method: 'GET', path: '/metrics', handle: answered((a) => serveMetrics(a.res, svc)) },
@@ -195,6 +206,11 @@ function adminStatus(ctx: AdminContext): Record<string, unknown> {
               })),
             ),
           })),
+    // The chain head: with it, `audit verify --head SEQ:HASH` later shows whether records after it were cut.
+    audit:
+      svc.audit === null
+        ? null
+        : { file: svc.audit.path, head_seq: svc.audit.head.seq, head_hash: svc.audit.head.hash, records_lost: svc.audit.dropped },
     sessions: svc.affinity.size,
     // Response ids whose creating candidate is remembered (routing.responses).
     responses: svc.responses.size,

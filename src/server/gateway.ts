@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { AuditWriter } from '../audit/index.js';
 import {
+  type AuditConfig,
   type ConfigIssue,
   formatIssue,
   type GatewayConfig,
@@ -42,7 +43,7 @@ export interface GatewayOptions {
   readonly logger?: Logger;
   /** Where log lines go (a file descriptor or path); stdout by default. */
   readonly logDestination?: number | string;
-  /** Install SIGHUP (reload) and SIGTERM/SIGINT (drain, then exit 0) handlers. */
+  /** Install SIGHUP (reload), SIGUSR1 (reopen the audit file) and SIGTERM/SIGINT (drain, then exit 0) handlers. */
   readonly handleSignals?: boolean;
   readonly random?: () => number;
   /** The gateway's version, for `service.version` on traces. */
@@ -152,6 +153,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     options.handleSignals === true
       ? installSignals(svc.logger, {
           reload: () => void coordinator.request('sighup').catch(() => undefined),
+          reopenAudit: () => void reopenAudit(svc),
           stop: () => close().then(() => options.onShutdown?.()),
           closing: () => closing !== null,
           inflight: () => traffic.inflight,
@@ -185,7 +187,7 @@ async function buildServices(gen: Generation, pools: PoolRegistry, options: Gate
   const metrics = new Metrics(() => breakerStates(holder, breakers));
   // Before the audit file is opened: a credential that cannot be read stops the start first.
   const governance = governanceStore(config, logger, metrics, options.env ?? process.env);
-  const audit = config.audit === undefined ? null : await openAudit(config.audit.file, logger, metrics);
+  const audit = config.audit === undefined ? null : await openAudit(config.audit, logger, metrics);
   return {
     holder,
     breakers,
@@ -246,10 +248,11 @@ function governanceStore(config: GatewayConfig, logger: Logger, metrics: Metrics
 }
 
 /** The audit writer, continuing the file's chain (a torn last record is cut, and a gap record says so); a file it cannot open stops the start. */
-async function openAudit(path: string, logger: Logger, metrics: Metrics): Promise<AuditWriter> {
+async function openAudit(settings: AuditConfig, logger: Logger, metrics: Metrics): Promise<AuditWriter> {
   try {
-    return await AuditWriter.open({
-      path,
+    const writer = await AuditWriter.open({
+      path: settings.file,
+      ...(settings.max_bytes === undefined ? {} : { maxBytes: settings.max_bytes }),
       instance: `${hostname()}:${process.pid}`,
       onFailure: (f) => {
         metrics.auditFailures.inc();
@@ -258,8 +261,11 @@ async function openAudit(path: string, logger: Logger, metrics: Metrics): Promis
       },
       // Repaired: a torn tail cut at start-up, a failed write cut back (a gap record says so).
       // Reopened: the file was rotated away under the writer, which went on in an anchored new one.
+      // Rotated: the writer moved a file at audit.max_bytes aside itself.
       onNotice: (n) => logger[n.level]({ msg: `audit file ${n.kind}`, detail: n.message }),
     });
+    metrics.auditHead = () => writer.seq;
+    return writer;
   } catch (err) {
     throw new StartupError([{ path: 'audit.file', message: (err as Error).message }]);
   }
@@ -316,8 +322,19 @@ async function watchInputs(configPath: string, config: GatewayConfig, coordinato
   return watches;
 }
 
+/** SIGUSR1 (logrotate's postrotate): the audit file at its path is opened again; logged either way. */
+async function reopenAudit(svc: Services): Promise<void> {
+  if (svc.audit === null) {
+    svc.logger.info({ msg: 'SIGUSR1 ignored: no audit log is configured' });
+    return;
+  }
+  const r = await svc.audit.reopen();
+  svc.logger.info({ msg: 'audit file reopen', trigger: 'sigusr1', file: r.file, reopened: r.reopened, head_seq: r.head.seq });
+}
+
 interface SignalActions {
   reload(): void;
+  reopenAudit(): void;
   stop(): Promise<void>;
   closing(): boolean;
   inflight(): number;
@@ -334,6 +351,11 @@ function installSignals(logger: Logger, actions: SignalActions): { uninstall(): 
     if (!actions.closing()) actions.reload();
     else logger.info({ msg: 'SIGHUP ignored: shutting down' });
   };
+  // Without a handler SIGUSR1 would start Node's inspector; with one it reopens the audit file.
+  const onUsr1 = (): void => {
+    if (!actions.closing()) actions.reopenAudit();
+    else logger.info({ msg: 'SIGUSR1 ignored: shutting down' });
+  };
   const onStop = (signal: NodeJS.Signals): void => {
     if (actions.closing()) {
       logger.info({ msg: 'already shutting down', signal, inflight: actions.inflight() });
@@ -343,11 +365,13 @@ function installSignals(logger: Logger, actions: SignalActions): { uninstall(): 
     void actions.stop();
   };
   process.on('SIGHUP', onHup);
+  process.on('SIGUSR1', onUsr1);
   process.on('SIGTERM', onStop);
   process.on('SIGINT', onStop);
   return {
     uninstall() {
       process.off('SIGHUP', onHup);
+      process.off('SIGUSR1', onUsr1);
       process.off('SIGTERM', onStop);
       process.off('SIGINT', onStop);
     },

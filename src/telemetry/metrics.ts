@@ -38,6 +38,9 @@ export class Metrics {
   readonly usageMissing: Counter<'provider'>;
   readonly auditFailures: Counter;
   readonly auditRecordsLost: Counter;
+  readonly auditHeadSequence: Gauge;
+  /** The audit writer's last seq, read at each scrape; null without an audit log. */
+  auditHead: (() => number) | null = null;
   readonly reloads: Counter<'trigger' | 'result'>;
   readonly reloadDuration: Histogram;
   readonly generation: Gauge;
@@ -127,6 +130,16 @@ export class Metrics {
       r,
       'switchyard_audit_records_lost_total',
       'Audit records never written (dropped when the backlog is full, or unwritten at shutdown); a gap record in the file counts them.',
+    );
+    const metrics = this;
+    this.auditHeadSequence = gauge(
+      r,
+      'switchyard_audit_head_sequence',
+      'The seq of the last audit record written (from 1 at the genesis record, across rotated files); 0 without an audit log. With its hash (GET /admin/status) it is the head `audit verify --head` checks.',
+      [],
+      function () {
+        this.set(metrics.auditHead?.() ?? 0);
+      },
     );
     this.costUsd = new CounterFamily(r, 'switchyard_cost_usd_total', 'Priced spend of served requests, in USD.', ['model', 'provider']);
     this.reloads = counter(r, 'switchyard_reload_total', 'Reloads by trigger and result.', ['trigger', 'result']);

@@ -216,7 +216,7 @@ const common = {
     default_max_tokens: 10,
     cap_output: true,
   },
-  audit: { file: '/var/audit.jsonl' },
+  audit: { file: '/var/audit.jsonl', max_bytes: 104857600 },
   telemetry: {
     otlp: {
       endpoint: 'http://127.0.0.1:4318/v1/traces',
