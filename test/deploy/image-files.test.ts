@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, posix, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { stringify } from 'yaml';
+import { ignored, readIgnoreRules, readStages, type Stage } from '../support/dockerfile.js';
 import { baseConfig } from '../support/gateway-process.js';
 import { ROOT } from '../support/kubernetes.js';
 
@@ -29,77 +30,6 @@ import { ROOT } from '../support/kubernetes.js';
 // earlier stage, and the RUN steps it uses), and `serve` is started from the runtime stage's
 // tree. A file that serve reads but the Dockerfile never copies is then missing here as it
 // would be in the image, instead of being found in the repository beside dist/.
-
-interface Instruction {
-  readonly op: string;
-  readonly args: string;
-}
-
-interface Stage {
-  readonly name: string;
-  readonly instructions: Instruction[];
-}
-
-/** Instructions by stage: comments dropped, `\` continuations joined (as in image.test.ts). */
-function readStages(text: string): Stage[] {
-  const logical = text
-    .replace(/\\\n/g, ' ')
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '' && !l.startsWith('#'));
-  const stages: Stage[] = [];
-  for (const line of logical) {
-    const [op = '', ...rest] = line.split(/\s+/);
-    const instruction = { op: op.toUpperCase(), args: rest.join(' ') };
-    if (instruction.op === 'FROM') {
-      const as = /\bAS\s+(\S+)$/i.exec(instruction.args);
-      stages.push({ name: as?.[1] ?? String(stages.length), instructions: [] });
-      continue;
-    }
-    stages.at(-1)?.instructions.push(instruction);
-  }
-  return stages;
-}
-
-/** .dockerignore's rules, in order. */
-function readIgnoreRules(text: string): string[] {
-  return text
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '' && !l.startsWith('#'));
-}
-
-/** A .dockerignore pattern as a regular expression over a whole context path. */
-function patternRegExp(pattern: string): RegExp {
-  const body = posix
-    .normalize(pattern.replace(/^\/+/, ''))
-    .split('')
-    .map((c, i, all) => {
-      if (c === '*' && all[i + 1] === '*') return '';
-      if (c === '*' && all[i - 1] === '*') return '.*';
-      if (c === '*') return '[^/]*';
-      if (c === '?') return '[^/]';
-      return c.replace(/[.+^${}()|[\]\\]/g, '\\$&');
-    })
-    .join('');
-  return new RegExp(`^${body}$`);
-}
-
-/**
- * Docker's verdict on a context path: the last rule that matches the path or one of its parent
- * folders wins, so `*` then `!src` lets in everything under src/ and nothing else.
- */
-function ignored(path: string, rules: readonly string[]): boolean {
-  const parts = path.split('/');
-  const prefixes = parts.map((_, i) => parts.slice(0, i + 1).join('/'));
-  let out = false;
-  for (const rule of rules) {
-    const negated = rule.startsWith('!');
-    const re = patternRegExp(negated ? rule.slice(1) : rule);
-    if (prefixes.some((p) => re.test(p))) out = !negated;
-  }
-  return out;
-}
 
 /** Every file under a context path that .dockerignore lets in, as context-relative paths. */
 function contextFiles(path: string, rules: readonly string[]): string[] {

@@ -2,42 +2,13 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { type Instruction, ignored, readIgnoreRules, readStages, type Stage } from '../support/dockerfile.js';
 import { find, kustomizedObjects, type Manifest, ROOT } from '../support/kubernetes.js';
 
 // The Dockerfile cannot be built here (no registry for its base image), so it is read: its
 // stages, what the runtime stage holds, the user it runs as and the command it starts, and
 // the .dockerignore that decides what the build can see at all. The Kubernetes Deployment
 // must agree with it (the user, the config path).
-
-interface Instruction {
-  readonly op: string;
-  readonly args: string;
-}
-
-interface Stage {
-  readonly name: string;
-  readonly instructions: Instruction[];
-}
-
-/** Instructions by stage: comments dropped, `\` continuations joined. */
-function readStages(text: string): Stage[] {
-  const logical = text
-    .replace(/\\\n/g, ' ')
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '' && !l.startsWith('#'));
-  const stages: Stage[] = [];
-  for (const line of logical) {
-    const [op = '', ...rest] = line.split(/\s+/);
-    const instruction = { op: op.toUpperCase(), args: rest.join(' ') };
-    if (instruction.op === 'FROM') {
-      const as = /\bAS\s+(\S+)$/i.exec(instruction.args);
-      stages.push({ name: as?.[1] ?? String(stages.length), instructions: [] });
-    }
-    stages.at(-1)?.instructions.push(instruction);
-  }
-  return stages;
-}
 
 /** An exec-form (JSON array) instruction's words. */
 function execForm(i: Instruction | undefined): string[] {
@@ -47,24 +18,10 @@ function execForm(i: Instruction | undefined): string[] {
   return words as string[];
 }
 
-/** .dockerignore's verdict on a context path: the last matching rule wins (`*`, a name, `!name`). */
-function ignored(path: string, rules: readonly string[]): boolean {
-  let out = false;
-  for (const rule of rules) {
-    const negated = rule.startsWith('!');
-    const pattern = negated ? rule.slice(1) : rule;
-    if (pattern === '*' || path === pattern || path.startsWith(`${pattern}/`)) out = !negated;
-  }
-  return out;
-}
-
 const stages = readStages(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'));
 const runtime = stages.at(-1) as Stage;
 const run = (s: Stage): string[] => s.instructions.filter((i) => i.op === 'RUN').map((i) => i.args);
-const dockerignore = readFileSync(join(ROOT, '.dockerignore'), 'utf8')
-  .split('\n')
-  .map((l) => l.trim())
-  .filter((l) => l !== '' && !l.startsWith('#'));
+const dockerignore = readIgnoreRules(readFileSync(join(ROOT, '.dockerignore'), 'utf8'));
 
 const deployment = find(kustomizedObjects(), 'Deployment', 'switchyard');
 const container = (deployment.spec.template.spec.containers as Manifest[]).find((c) => c.name === 'switchyard') as Manifest;
