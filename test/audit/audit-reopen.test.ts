@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -226,6 +227,68 @@ describe('a gateway rotated by logrotate (create, then postrotate)', () => {
     assert.equal(set.code, 0, set.stderr + set.stdout);
     assert.match(set.stdout, /2 file\(s\), one chain: \d+ record\(s\), 1 gap\(s\), head seq \d+:[0-9a-f]{64}\n$/);
     assert.ok(set.stdout.indexOf(`${file}.1:`) < set.stdout.indexOf(`${file}:`), 'listed in chain order');
+  });
+
+  it('a real logrotate run (create, dateext, delaycompress, postrotate kill -USR1) leaves two files that verify as one chain', async (t) => {
+    try {
+      execFileSync('logrotate', ['--version'], { stdio: 'ignore' });
+    } catch {
+      t.skip('logrotate is not installed');
+      return;
+    }
+    const own = mkdtempSync(join(dir, 'gw-'));
+    const file = join(own, 'audit.jsonl');
+    const gw = await startGatewayProcess(
+      baseConfig({ east: mock.baseUrl }, { m: { candidates: [{ provider: 'east' }] } }, { audit: { file } }),
+      {
+        dir: own,
+      },
+    );
+    try {
+      await traffic(gw.url, 2);
+      await linesAtLeast(file, 5);
+      const conf = join(own, 'logrotate.conf');
+      writeFileSync(
+        conf,
+        `${file} {\n  daily\n  rotate 90\n  missingok\n  notifempty\n  dateext\n  create 0600\n  compress\n  delaycompress\n  postrotate\n    kill -USR1 ${gw.child.pid}\n  endscript\n}\n`,
+        { mode: 0o644 },
+      );
+      execFileSync('logrotate', ['-f', '-s', join(own, 'logrotate.state'), conf]);
+      await gw.waitForLog((l) => l.msg === 'audit file reopen');
+      await traffic(gw.url, 1);
+      await linesAtLeast(file, 3);
+    } finally {
+      assert.equal(await gw.stop(), 0);
+    }
+    const rotated = readdirSync(own).filter((f) => /^audit\.jsonl-\d{8}$/.test(f));
+    assert.equal(rotated.length, 1, readdirSync(own).join(' '));
+    const set = await runCli(['audit', 'verify', file, join(own, rotated[0] as string)]);
+    assert.equal(set.code, 0, set.stderr + set.stdout);
+    assert.match(set.stdout, /2 file\(s\), one chain: \d+ record\(s\), 1 gap\(s\)/);
+  });
+
+  it('audit.max_bytes in the config: the gateway rotates the file itself, and the files verify as one chain', async () => {
+    const own = mkdtempSync(join(dir, 'gw-'));
+    const file = join(own, 'audit.jsonl');
+    const gw = await startGatewayProcess(
+      baseConfig({ east: mock.baseUrl }, { m: { candidates: [{ provider: 'east' }] } }, { audit: { file, max_bytes: 4096 } }),
+      { dir: own },
+    );
+    try {
+      await traffic(gw.url, 12);
+      await gw.waitForLog((l) => l.msg === 'audit file rotated');
+    } finally {
+      assert.equal(await gw.stop(), 0);
+    }
+    const files = readdirSync(own)
+      .filter((f) => f.startsWith('audit.jsonl'))
+      .map((f) => join(own, f));
+    assert.ok(files.length >= 2, files.join(' '));
+    for (const f of files) assert.ok(statSync(f).size <= 4096, `${f}: ${statSync(f).size} bytes`);
+    const set = await runCli(['audit', 'verify', ...files]);
+    assert.equal(set.code, 0, set.stderr + set.stdout);
+    // The start-up reload record, two per request, and an anchor opening each new file.
+    assert.match(set.stdout, new RegExp(`${files.length} file\\(s\\), one chain: ${25 + files.length - 1} record\\(s\\)`));
   });
 
   it('POST /admin/audit/reopen takes the admin token and answers with the file and head; without an audit log it is 404 not_found', async () => {
