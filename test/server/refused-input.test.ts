@@ -88,11 +88,11 @@ describe('a refused input left on disk', () => {
     );
     assert.deepEqual((await adminStatusBody(gw)).overlay!.last_rejection, first, "last_rejection keeps the first refusal's time");
     assert.equal(warnLines().length, 1, 'one warn line');
-    assert.deepEqual(
-      (await history()).filter((h) => h.endsWith(':rejected:rollback')),
-      ['overlay_watch:rejected:rollback'],
-      'one history entry',
-    );
+    // Whichever saw the new bytes first, the watch or a re-check (a loaded machine can delay
+    // the watch's debounce past the next re-check), there is one entry.
+    const refusals = (await history()).filter((h) => h.endsWith(':rejected:rollback'));
+    assert.equal(refusals.length, 1, `one history entry: ${refusals.join(', ')}`);
+    assert.match(refusals[0] as string, /^overlay_(watch|recheck):/);
     assert.ok(
       (await metric('switchyard_reload_total', { trigger: 'overlay_recheck', result: 'unchanged' })) >= 15,
       'each re-check is counted as unchanged',
