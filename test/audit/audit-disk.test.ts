@@ -1,35 +1,18 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { type AuditFailure, type AuditNotice, AuditWriter, requestStarted } from '../../src/audit/index.js';
+import { type AuditFailure, type AuditNotice, AuditWriter } from '../../src/audit/index.js';
 import { baseConfig, runCli, startGatewayProcess } from '../support/gateway-process.js';
 import { scrapeMetrics } from '../support/observe.js';
+import { AuditDir, started } from './fixture.js';
 
 // The audit log on real disks: a small tmpfs that really fills up (ENOSPC and short
 // writes from the kernel), and a real gateway process starting on a file a crash left torn.
 // `audit verify` is the real CLI (dist/cli.js; build it first).
 
-let dir: string;
-before(() => {
-  dir = mkdtempSync(join(tmpdir(), 'switchyard-audit-disk-'));
-});
-after(() => rmSync(dir, { recursive: true, force: true }));
-
-function started(i: number) {
-  return requestStarted({
-    requestId: `r${i}`,
-    keyId: 'ci-bot',
-    team: 'platform',
-    model: 'gpt-4o-mini',
-    generation: 3,
-    revision: null,
-    decision: 'admitted',
-    reason: null,
-  });
-}
+const tmp = new AuditDir('switchyard-audit-disk-');
 
 /** Every line of the file parses as one record, and the file ends with a newline: no torn or glued record. */
 function assertWholeRecords(path: string): number {
@@ -46,7 +29,7 @@ function assertWholeRecords(path: string): number {
 
 /** A 64 KiB tmpfs, or null (and the test is skipped) where mounting is not allowed. */
 function mountSmallTmpfs(): string | null {
-  const mnt = join(dir, 'small-disk');
+  const mnt = join(tmp.path, 'small-disk');
   mkdirSync(mnt);
   try {
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', mnt], { stdio: 'pipe' });
@@ -128,7 +111,7 @@ describe('the audit log on a disk that fills up', () => {
 
 describe('a gateway whose audit file ends in a torn record', () => {
   it('starts, cuts the torn bytes, logs it, and continues the chain with a gap record naming cut_bytes; verify passes', async () => {
-    const own = mkdtempSync(join(dir, 'gw-'));
+    const own = mkdtempSync(join(tmp.path, 'gw-'));
     const file = join(own, 'audit.jsonl');
     const w = await AuditWriter.open({ path: file, instance: 'before-the-crash' });
     for (let k = 0; k < 3; k += 1) w.append(started(k));

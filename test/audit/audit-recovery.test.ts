@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import {
   type AuditFailure,
   type AuditNotice,
@@ -12,39 +10,18 @@ import {
   describeIntact,
   GENESIS_HASH,
   recordHash,
-  requestStarted,
   verifyAuditFile,
 } from '../../src/audit/index.js';
+import { AuditDir, started } from './fixture.js';
 
 // How the audit file stays a sequence of whole records when writes fail part-way, when a
 // crash leaves a torn last line, and when records are lost: each loss is repaired or cut,
 // and declared in a chained gap record that verify names. Time is injected.
 
-let dir: string;
-before(() => {
-  dir = mkdtempSync(join(tmpdir(), 'switchyard-audit-recovery-'));
-});
-after(() => rmSync(dir, { recursive: true, force: true }));
+const tmp = new AuditDir('switchyard-audit-recovery-');
 
 const NOW = Date.UTC(2026, 10, 30, 12, 0, 0);
-let fileCount = 0;
-function fresh(): string {
-  fileCount += 1;
-  return join(dir, `audit-${fileCount}.jsonl`);
-}
-
-function started(i: number) {
-  return requestStarted({
-    requestId: `r${i}`,
-    keyId: 'ci-bot',
-    team: 'platform',
-    model: 'gpt-4o-mini',
-    generation: 3,
-    revision: null,
-    decision: 'admitted',
-    reason: null,
-  });
-}
+const fresh = (): string => tmp.fresh();
 
 async function writeRecords(path: string, count: number): Promise<void> {
   const w = await AuditWriter.open({ path, instance: 'test-1', clock: () => NOW });

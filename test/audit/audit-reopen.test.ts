@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { type AuditNotice, AuditWriter, recordHash, requestStarted, verifyAuditFile, verifyAuditSet } from '../../src/audit/index.js';
+import { type AuditNotice, AuditWriter, recordHash, verifyAuditFile, verifyAuditSet } from '../../src/audit/index.js';
 import { type MockProvider, startMockProvider } from '../../src/mock/index.js';
 import { baseConfig, runCli, startGatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import { metricValue, scrapeMetrics } from '../support/observe.js';
+import { AuditDir, lines, started } from './fixture.js';
 
 // The rotation an operator drives (logrotate's postrotate: SIGUSR1, or POST
 // /admin/audit/reopen), the rotation the writer does itself (audit.max_bytes), and what
@@ -16,42 +16,17 @@ import { metricValue, scrapeMetrics } from '../support/observe.js';
 // before it, and a head taken earlier (/admin/status) shows a cut no file shows alone.
 // Gateway processes run dist/cli.js (build it first).
 
-let dir: string;
+const tmp = new AuditDir('switchyard-audit-reopen-');
 let mock: MockProvider;
 before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'switchyard-audit-reopen-'));
   mock = await startMockProvider({ name: 'east' });
 });
 after(async () => {
   await mock.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 const NOW = Date.UTC(2026, 11, 2, 1, 15, 0);
-let fileCount = 0;
-function fresh(): string {
-  fileCount += 1;
-  return join(dir, `audit-${fileCount}.jsonl`);
-}
-
-function started(i: number) {
-  return requestStarted({
-    requestId: `r${i}`,
-    keyId: 'ci-bot',
-    team: 'platform',
-    model: 'gpt-4o-mini',
-    generation: 3,
-    revision: null,
-    decision: 'admitted',
-    reason: null,
-  });
-}
-
-function lines(path: string): string[] {
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((l) => l !== '');
-}
+const fresh = (): string => tmp.fresh();
 
 function record(line: string | undefined): Record<string, unknown> {
   return JSON.parse(line ?? 'null') as Record<string, unknown>;
@@ -119,13 +94,13 @@ describe('audit.max_bytes: the writer rotates the file itself', () => {
     for (let i = 21; i <= 60; i += 1) w.append(started(i));
     await w.close();
     const name = (f: string) => f.slice(f.lastIndexOf('/') + 1);
-    const rotated = readdirSync(dir)
+    const rotated = readdirSync(tmp.path)
       .filter((f) => f.startsWith(`${name(path)}.`))
       .sort();
     assert.ok(rotated.length >= 3, rotated.join(' '));
     assert.equal(rotated[0], `${name(path)}.20261202T011500Z`);
     assert.equal(rotated[1], `${name(path)}.20261202T011500Z.1`);
-    const all = [path, ...rotated.map((f) => join(dir, f))];
+    const all = [path, ...rotated.map((f) => join(tmp.path, f))];
     for (const f of all) assert.ok(statSync(f).size <= 4096, `${f} is ${statSync(f).size} bytes`);
     assert.deepEqual(
       notices.map((n) => [n.kind, n.level]),
@@ -187,20 +162,24 @@ async function linesAtLeast(file: string, n: number): Promise<string[]> {
   assert.fail(`${file} never held ${n} line(s)`);
 }
 
+/** A gateway process that writes its audit log to `audit.jsonl` in a folder of its own (with `audit`'s other settings). */
+async function auditedGateway(audit: Record<string, unknown> = {}) {
+  const own = mkdtempSync(join(tmp.path, 'gw-'));
+  const file = join(own, 'audit.jsonl');
+  const gw = await startGatewayProcess(
+    baseConfig({ east: mock.baseUrl }, { m: { candidates: [{ provider: 'east' }] } }, { audit: { file, ...audit } }),
+    { dir: own },
+  );
+  return { own, file, gw };
+}
+
 async function traffic(url: string, n: number): Promise<void> {
   for (let i = 0; i < n; i += 1) assert.equal((await postChat(url, chatBody('m'))).status, 200);
 }
 
 describe('a gateway rotated by logrotate (create, then postrotate)', () => {
   it('SIGUSR1 after a rename reopens the path: the new file starts with an anchor, and both files verify, alone and as one set', async () => {
-    const own = mkdtempSync(join(dir, 'gw-'));
-    const file = join(own, 'audit.jsonl');
-    const gw = await startGatewayProcess(
-      baseConfig({ east: mock.baseUrl }, { m: { candidates: [{ provider: 'east' }] } }, { audit: { file } }),
-      {
-        dir: own,
-      },
-    );
+    const { own, file, gw } = await auditedGateway();
     try {
       await traffic(gw.url, 2);
       await linesAtLeast(file, 5); // the start-up reload record, and two records per request
@@ -236,14 +215,7 @@ describe('a gateway rotated by logrotate (create, then postrotate)', () => {
       t.skip('logrotate is not installed');
       return;
     }
-    const own = mkdtempSync(join(dir, 'gw-'));
-    const file = join(own, 'audit.jsonl');
-    const gw = await startGatewayProcess(
-      baseConfig({ east: mock.baseUrl }, { m: { candidates: [{ provider: 'east' }] } }, { audit: { file } }),
-      {
-        dir: own,
-      },
-    );
+    const { own, file, gw } = await auditedGateway();
     try {
       await traffic(gw.url, 2);
       await linesAtLeast(file, 5);
@@ -268,12 +240,7 @@ describe('a gateway rotated by logrotate (create, then postrotate)', () => {
   });
 
   it('audit.max_bytes in the config: the gateway rotates the file itself, and the files verify as one chain', async () => {
-    const own = mkdtempSync(join(dir, 'gw-'));
-    const file = join(own, 'audit.jsonl');
-    const gw = await startGatewayProcess(
-      baseConfig({ east: mock.baseUrl }, { m: { candidates: [{ provider: 'east' }] } }, { audit: { file, max_bytes: 4096 } }),
-      { dir: own },
-    );
+    const { own, file, gw } = await auditedGateway({ max_bytes: 4096 });
     try {
       await traffic(gw.url, 12);
       await gw.waitForLog((l) => l.msg === 'audit file rotated');
@@ -292,7 +259,7 @@ describe('a gateway rotated by logrotate (create, then postrotate)', () => {
   });
 
   it('POST /admin/audit/reopen takes the admin token and answers with the file and head; without an audit log it is 404 not_found', async () => {
-    const own = mkdtempSync(join(dir, 'gw-'));
+    const own = mkdtempSync(join(tmp.path, 'gw-'));
     const file = join(own, 'audit.jsonl');
     const tokenFile = join(own, 'admin-token');
     writeFileSync(tokenFile, 'admin-token-for-the-reopen-test\n');
@@ -336,14 +303,7 @@ describe('a gateway rotated by logrotate (create, then postrotate)', () => {
   });
 
   it('/admin/status and switchyard_audit_head_sequence give the head; verify --head with it catches the last 3 records cut, which plain verify cannot', async () => {
-    const own = mkdtempSync(join(dir, 'gw-'));
-    const file = join(own, 'audit.jsonl');
-    const gw = await startGatewayProcess(
-      baseConfig({ east: mock.baseUrl }, { m: { candidates: [{ provider: 'east' }] } }, { audit: { file } }),
-      {
-        dir: own,
-      },
-    );
+    const { own, file, gw } = await auditedGateway();
     let audit: { file: string; head_seq: number; head_hash: string; records_lost: number };
     try {
       await traffic(gw.url, 3);

@@ -1,48 +1,21 @@
 import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { type AuditNotice, AuditWriter, describeIntact, recordHash, requestStarted, verifyAuditFile } from '../../src/audit/index.js';
+import { describe, it } from 'node:test';
+import { type AuditNotice, AuditWriter, describeIntact, recordHash, verifyAuditFile } from '../../src/audit/index.js';
 import { adminReload } from '../support/admin.js';
 import { baseConfig, runCli, startGatewayProcess } from '../support/gateway-process.js';
+import { AuditDir, lines, started } from './fixture.js';
 
 // Log rotation under a running writer: the file deleted, renamed and replaced, or copied
 // and truncated. The writer must not go on appending to a file nobody reads, or onto a cut
 // one: it reopens the path and anchors the new file to the last record of the old one, so
 // the old and the new file read as one chain.
 
-let dir: string;
-before(() => {
-  dir = mkdtempSync(join(tmpdir(), 'switchyard-audit-rotation-'));
-});
-after(() => rmSync(dir, { recursive: true, force: true }));
+const tmp = new AuditDir('switchyard-audit-rotation-');
 
 const NOW = Date.UTC(2026, 10, 30, 12, 0, 0);
-let fileCount = 0;
-function fresh(): string {
-  fileCount += 1;
-  return join(dir, `audit-${fileCount}.jsonl`);
-}
-
-function started(i: number) {
-  return requestStarted({
-    requestId: `r${i}`,
-    keyId: 'ci-bot',
-    team: 'platform',
-    model: 'gpt-4o-mini',
-    generation: 3,
-    revision: null,
-    decision: 'admitted',
-    reason: null,
-  });
-}
-
-function lines(path: string): string[] {
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((l) => l !== '');
-}
+const fresh = (): string => tmp.fresh();
 
 /** A writer with three records written, and the notices it gives. */
 async function writerWithThree(path: string): Promise<{ w: AuditWriter; notices: AuditNotice[]; lastLine: string }> {
@@ -132,9 +105,9 @@ describe('a writer whose file is rotated away', () => {
     truncateSync(path, 100);
     w.append(started(4));
     await w.close();
-    const aside = readdirSync(dir).filter((f) => f.startsWith(`${basename(path)}.cut-`));
-    assert.equal(aside.length, 1, readdirSync(dir).join(' '));
-    assert.deepEqual(readFileSync(join(dir, aside[0] as string)), whole.subarray(0, 100), 'the cut file is kept as it was');
+    const aside = readdirSync(tmp.path).filter((f) => f.startsWith(`${basename(path)}.cut-`));
+    assert.equal(aside.length, 1, readdirSync(tmp.path).join(' '));
+    assert.deepEqual(readFileSync(join(tmp.path, aside[0] as string)), whole.subarray(0, 100), 'the cut file is kept as it was');
     const first = JSON.parse(lines(path)[0] as string) as Record<string, unknown>;
     assert.deepEqual([first.event, first.reason, first.seq], ['anchor', 'file_truncated', 4]);
     assert.equal(notices[0]?.level, 'error');
@@ -144,7 +117,7 @@ describe('a writer whose file is rotated away', () => {
 
 describe('a gateway whose audit file is deleted while it runs', () => {
   it('logs a warning, recreates the file at the configured path with an anchor, and the new file verifies', async () => {
-    const own = mkdtempSync(join(dir, 'gw-'));
+    const own = mkdtempSync(join(tmp.path, 'gw-'));
     const file = join(own, 'audit.jsonl');
     const config = baseConfig({ east: 'http://127.0.0.1:9/v1' }, { m: { candidates: [{ provider: 'east' }] } }, { audit: { file } });
     const gw = await startGatewayProcess(config, { dir: own });

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import {
   type AuditFailure,
   AuditFileError,
@@ -11,50 +10,23 @@ import {
   recordHash,
   reload,
   requestCompleted,
-  requestStarted,
   UlidGenerator,
   verifyAuditFile,
 } from '../../src/audit/index.js';
+import { AuditDir, lines, started } from './fixture.js';
 
 // The audit log: a hash chain over exact bytes, continued across writers, verified line by
 // line. Time is injected.
 
-let dir: string;
-before(() => {
-  dir = mkdtempSync(join(tmpdir(), 'switchyard-audit-'));
-});
-after(() => rmSync(dir, { recursive: true, force: true }));
+const tmp = new AuditDir('switchyard-audit-');
 
 const NOW = Date.UTC(2026, 10, 30, 12, 0, 0);
-let fileCount = 0;
-function fresh(): string {
-  fileCount += 1;
-  return join(dir, `audit-${fileCount}.jsonl`);
-}
-
-function started(i: number) {
-  return requestStarted({
-    requestId: `r${i}`,
-    keyId: 'ci-bot',
-    team: 'platform',
-    model: 'gpt-4o-mini',
-    generation: 3,
-    revision: null,
-    decision: 'admitted',
-    reason: null,
-  });
-}
+const fresh = (): string => tmp.fresh();
 
 async function writeRecords(path: string, count: number, from = 0): Promise<void> {
   const w = await AuditWriter.open({ path, instance: 'test-1', clock: () => NOW });
   for (let i = 0; i < count; i += 1) w.append(started(from + i));
   await w.close();
-}
-
-function lines(path: string): string[] {
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((l) => l !== '');
 }
 
 describe('ULIDs', () => {
@@ -128,7 +100,7 @@ describe('audit writer', () => {
 
   it('names the file when it cannot be opened', async () => {
     await assert.rejects(
-      AuditWriter.open({ path: join(dir, 'no-such-dir', 'audit.jsonl'), instance: 't' }),
+      AuditWriter.open({ path: join(tmp.path, 'no-such-dir', 'audit.jsonl'), instance: 't' }),
       /audit file ".*no-such-dir.*": cannot open for appending \(ENOENT\)/,
     );
   });
