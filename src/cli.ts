@@ -296,7 +296,7 @@ Try:
   curl -s http://127.0.0.1:8080/v1/models
   curl -s http://127.0.0.1:9090/admin/status
   curl -s -X POST http://127.0.0.1:9090/admin/reload     # or: kill -HUP ${pid}
-  curl -s http://127.0.0.1:8080/metrics | grep switchyard_requests_total
+  curl -s http://127.0.0.1:9090/metrics | grep switchyard_requests_total   # the admin listener: with keys, metrics stay there
 
 With the official openai client (top-level await: save as demo.mjs, run node demo.mjs):
   import OpenAI from 'openai';
