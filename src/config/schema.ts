@@ -183,6 +183,12 @@ const providerSchema = z
     headers: extraHeadersSchema.default({}),
     /** Upstream response headers passed to clients beyond the default allow-list. Names are lower-cased. */
     expose_headers: z.array(exposedHeaderSchema).max(64).default([]),
+    /**
+     * Route model -> the name this provider serves it under (a vLLM that serves
+     * `meta-llama/Llama-3.1-70B-Instruct` for the route `llama-3.1-70b`), for every candidate
+     * of this provider, overlay ones included. A static candidate's own `model` wins.
+     */
+    models: z.record(z.string().min(1, 'must be a route model name'), z.string().min(1, 'must be a non-empty model name')).optional(),
     /** For an https base_url: a private CA, a client certificate for mutual TLS, the name to verify. */
     tls: tlsSchema.optional(),
   })

@@ -127,6 +127,7 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
         credential,
         headers: { ...p.headers },
         exposeHeaders: p.expose_headers.length === 0 ? null : new Set(p.expose_headers),
+        models: upstreamNames(p.models),
       };
     });
     yield;
@@ -258,6 +259,13 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
   return { ok: true, generation };
 }
 
+/** A provider's `models` map as a null-prototype object (see ProviderRuntime.models). */
+function upstreamNames(map: Readonly<Record<string, string>> | undefined): Record<string, string> {
+  const names = Object.create(null) as Record<string, string>;
+  if (map !== undefined) for (const key of Object.keys(map)) names[key] = map[key] as string;
+  return names;
+}
+
 function staticRoute(
   model: string,
   spec: NonNullable<GatewayConfig['routing']['routes']>[string],
@@ -266,7 +274,7 @@ function staticRoute(
   const seen = new Set<string>();
   const candidates: GenerationCandidate[] = spec.candidates.map((c, i) => {
     const provider = providers[c.provider] as ProviderRuntime;
-    const upstreamModel = c.deployment ?? c.model ?? model;
+    const upstreamModel = c.deployment ?? c.model ?? provider.models[model] ?? model;
     let stableId = `${c.provider}/${upstreamModel}`;
     if (seen.has(stableId)) stableId = `${stableId}#${i}`;
     seen.add(stableId);

@@ -29,6 +29,11 @@ export interface ProviderRuntime {
   readonly headers: Readonly<Record<string, string>>;
   /** `expose_headers`: upstream response headers passed to clients beyond the default allow-list. */
   readonly exposeHeaders: ReadonlySet<string> | null;
+  /**
+   * `models`: route model -> the name sent upstream, read when candidates are built. A
+   * null-prototype object, so that a route named `constructor` finds nothing inherited.
+   */
+  readonly models: Readonly<Record<string, string>>;
 }
 
 export interface GenerationCandidate extends RoutableCandidate {

@@ -174,7 +174,8 @@ function toCandidate(
     admission: c.admissionState,
     group,
     provider,
-    upstreamModel: c.name,
+    // An overlay candidate names only the route's model; the provider may serve it under another name.
+    upstreamModel: provider.models[c.name] ?? c.name,
     credential,
     credentialProblem,
   };

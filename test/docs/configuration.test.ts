@@ -161,6 +161,7 @@ const common = {
       max_connections: 2,
       headers: { 'x-org': 'org' },
       expose_headers: ['openai-processing-ms'],
+      models: { m: 'east-m' },
       tls: { ca: { file: '/ca.pem' }, cert: { file: '/c.pem' }, key: { file: '/k.pem' }, server_name: 'east.example' },
     },
     claude: { type: 'anthropic', base_url: 'https://claude.example/v1', anthropic_version: '2023-06-01' },
