@@ -81,7 +81,10 @@ export function storedResponsePath(p: ProviderAddress, responseId: string, query
  * The headers of an upstream call, asking for the answer uncompressed. The key goes where the provider type expects it:
  * `authorization: Bearer` (OpenAI), `api-key` (Azure), `x-api-key` (Anthropic, which never
  * gets an `authorization`). An Anthropic client's own `anthropic-version` and
- * `anthropic-beta` are forwarded, since they change what the request means.
+ * `anthropic-beta` are forwarded, since they change what the request means; so are an
+ * OpenAI client's `OpenAI-Beta`, `OpenAI-Organization` and `OpenAI-Project` to OpenAI and
+ * Azure providers (they pick the API version, and the account the call is billed to), unless
+ * the provider's config sets the same header. No other client header is forwarded.
  */
 export function providerHeaders(
   p: ProviderAddress,
@@ -105,8 +108,17 @@ export function providerHeaders(
     const beta = client['anthropic-beta'];
     if (typeof beta === 'string' && beta !== '') headers['anthropic-beta'] = beta;
     if (credential !== null) headers['x-api-key'] = credential.apiKey();
-  } else if (p.type === 'azure_openai') {
-    if (credential !== null) headers['api-key'] = credential.apiKey();
-  } else if (credential !== null) headers.authorization = credential.authorization();
+  } else {
+    for (const name of OPENAI_CLIENT_HEADERS) {
+      const value = client[name];
+      if (headers[name] === undefined && typeof value === 'string' && value !== '') headers[name] = value;
+    }
+    if (p.type === 'azure_openai') {
+      if (credential !== null) headers['api-key'] = credential.apiKey();
+    } else if (credential !== null) headers.authorization = credential.authorization();
+  }
   return headers;
 }
+
+/** Lower-cased, as Node gives a request's headers and as `providers.<name>.headers` keeps them. */
+const OPENAI_CLIENT_HEADERS = ['openai-beta', 'openai-organization', 'openai-project'] as const;
