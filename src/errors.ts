@@ -30,6 +30,7 @@ export const errorCatalog = {
   quota_exceeded: { status: 429, openai: 'insufficient_quota', anthropic: 'rate_limit_error' },
   internal_error: { status: 500, openai: 'server_error', anthropic: 'api_error' },
   upstream_error: { status: 502, openai: 'server_error', anthropic: 'api_error' },
+  upstream_auth_failed: { status: 502, openai: 'server_error', anthropic: 'api_error' },
   upstream_unavailable: { status: 503, openai: 'server_error', anthropic: 'overloaded_error' },
   credential_unavailable: { status: 503, openai: 'server_error', anthropic: 'api_error' },
   governance_unavailable: { status: 503, openai: 'server_error', anthropic: 'overloaded_error' },

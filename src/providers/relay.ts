@@ -10,8 +10,10 @@ import { type ClientHeaders, responseHeaders } from './response-headers.js';
 import { holdsErrorEvent } from './sse-event.js';
 import { DEFAULT_MAX_EVENT_BYTES, SseReader } from './sse-reader.js';
 import {
+  AnswerBody,
   encodingFailure,
   type FailedAttempt,
+  isAuthStatus,
   OutOfTime,
   retryAfterOf,
   statusFailure,
@@ -174,6 +176,8 @@ class Relay implements RawHandler {
   /** undici's way to resume a response paused by returning false. */
   #resume: (() => void) | null = null;
   #state: State = 'waiting';
+  /** A failing answer's body, kept while it drains (upstream-failure.ts). */
+  #answer: AnswerBody | null = null;
   #clientGone = false;
   #drainListened = false;
   #isSse = false;
@@ -253,10 +257,14 @@ class Relay implements RawHandler {
     this.#resume = resume;
     this.#status = statusCode;
     this.#headersAt = performance.now();
-    if (isFailoverStatus(statusCode)) {
-      // Let the body drain so the connection stays reusable, and fail over now.
+    if (isFailoverStatus(statusCode) || isAuthStatus(statusCode)) {
+      // Let the body drain so the connection stays reusable, and fail over now; the start
+      // of the body is kept, for the client's error should this be the last candidate.
       this.#state = 'discarding';
-      this.#failed(statusFailure(statusCode, statusCode === 429 ? retryAfterOf(rawHeaderValue(headers, RETRY_AFTER)) : null));
+      const retryAfter = rawHeaderValue(headers, RETRY_AFTER);
+      const answer = new AnswerBody(statusCode, retryAfter);
+      this.#answer = answer;
+      this.#failed(statusFailure(statusCode, statusCode === 429 ? retryAfterOf(retryAfter) : null, answer));
       return true;
     }
     const encoding = rawHeaderValue(headers, CONTENT_ENCODING);
@@ -292,6 +300,10 @@ class Relay implements RawHandler {
 
   /** Returns false to pause the upstream until the client's socket drains. */
   onData(chunk: Buffer): boolean {
+    if (this.#state === 'discarding') {
+      this.#answer?.push(chunk);
+      return true;
+    }
     if (this.#state === 'buffering') {
       this.#kept.push(chunk);
       this.#keptBytes += chunk.length;
@@ -353,6 +365,7 @@ class Relay implements RawHandler {
   onComplete(): void {
     const state = this.#state;
     this.#state = 'ended';
+    this.#answer?.end();
     if (state === 'buffering') {
       this.#writeBuffered();
       return;
@@ -377,6 +390,7 @@ class Relay implements RawHandler {
   onError(err: Error): void {
     const state = this.#state;
     this.#state = 'ended';
+    this.#answer?.end();
     if (state === 'discarding') return;
     if (state === 'waiting' || state === 'buffering') {
       // Nothing reached the client yet: the next candidate may still answer.

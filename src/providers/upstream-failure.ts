@@ -11,6 +11,119 @@ export interface FailedAttempt {
   readonly detail: string;
   /** An upstream 429's `retry-after`, in ms: the provider asked not to be called before then. */
   readonly retryAfterMs?: number;
+  /** The upstream's own HTTP answer, when the attempt failed on one: what its client may be told of it. */
+  readonly answer?: UpstreamAnswer;
+}
+
+/** An upstream's failing answer, kept so the gateway's error can carry the upstream's own status and words. */
+export interface UpstreamAnswer {
+  readonly status: number;
+  /** The upstream's `retry-after` as it sent it, on a 429 or 503, when it is a sane delay or an HTTP date; null otherwise. */
+  readonly retryAfter: string | null;
+  /** Calls back once with the start of its body: when it has ended, its bound was read, or `waitMs` passed. */
+  readBody(cb: (text: string) => void, waitMs: number): void;
+}
+
+/** The most of a failing answer's body read: an error message is short, a hostile body is not held. */
+const ANSWER_BODY_BYTES = 16 * 1024;
+
+/** The body of a failing answer, collected while the relay drains it (the connection stays reusable). */
+export class AnswerBody implements UpstreamAnswer {
+  readonly status: number;
+  readonly retryAfter: string | null;
+  #chunks: Buffer[] = [];
+  #bytes = 0;
+  #text: string | null = null;
+  #waiters: Array<(text: string) => void> = [];
+  #timer: NodeJS.Timeout | null = null;
+
+  constructor(status: number, retryAfter: string | undefined) {
+    this.status = status;
+    this.retryAfter = status === 429 || status === 503 ? saneRetryAfter(retryAfter) : null;
+  }
+
+  push(chunk: Buffer): void {
+    if (this.#text !== null) return;
+    const room = ANSWER_BODY_BYTES - this.#bytes;
+    this.#chunks.push(chunk.length <= room ? chunk : chunk.subarray(0, room));
+    this.#bytes += Math.min(chunk.length, room);
+    if (this.#bytes >= ANSWER_BODY_BYTES) this.end();
+  }
+
+  end(): void {
+    if (this.#text !== null) return;
+    this.#text = Buffer.concat(this.#chunks).toString('utf8');
+    this.#chunks = [];
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    for (const w of waiters) w(this.#text);
+  }
+
+  readBody(cb: (text: string) => void, waitMs: number): void {
+    if (this.#text !== null) {
+      cb(this.#text);
+      return;
+    }
+    this.#waiters.push(cb);
+    if (this.#timer === null) {
+      // An upstream that sends its status and then stalls its body must not hold the client's error.
+      this.#timer = setTimeout(() => this.end(), waitMs);
+      this.#timer.unref();
+    }
+  }
+}
+
+/** The longest `retry-after` passed on to a client: a day; beyond that it is not advice a client can use. */
+const MAX_RETRY_AFTER_S = 86_400;
+
+/** `retry-after` as the upstream sent it, when it is delay-seconds up to a day or an HTTP date; null otherwise. */
+export function saneRetryAfter(value: string | undefined): string | null {
+  if (value === undefined) return null;
+  const trimmed = value.trim();
+  if (/^\d{1,6}$/.test(trimmed)) return Number(trimmed) <= MAX_RETRY_AFTER_S ? String(Number(trimmed)) : null;
+  // IMF-fixdate and its obsolete forms: letters, digits, spaces, commas, colons and hyphens only.
+  if (trimmed.length > 40 || !/^[A-Za-z0-9 ,:-]+$/.test(trimmed)) return null;
+  return Number.isNaN(Date.parse(trimmed)) ? null : trimmed;
+}
+
+/** The most of an upstream's error message a client is shown. */
+const MAX_MESSAGE_CHARS = 1000;
+
+/**
+ * The upstream's error message from its body (OpenAI's and Anthropic's shapes both carry
+ * `error.message`), bounded, on one line, with anything that looks like a credential
+ * removed: OpenAI's 401 echoes part of the key it was sent. `secrets` are values known to
+ * be secret (the provider's configured key), removed wherever they appear. Null when the
+ * body holds no such message.
+ */
+export function upstreamMessage(body: string, secrets: readonly string[] = []): string | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return null;
+  }
+  const error = typeof parsed === 'object' && parsed !== null ? (parsed as { error?: unknown }).error : undefined;
+  const message = typeof error === 'object' && error !== null ? (error as { message?: unknown }).message : undefined;
+  if (typeof message !== 'string') return null;
+  let text = message;
+  for (const s of secrets) if (s.length >= 8) text = text.replaceAll(s, '[redacted]');
+  // A message on one line: no control character can break a log line or a client's display.
+  text = redactKeys(text)
+    .replace(/[\p{Cc}\u2028\u2029]+/gu, ' ')
+    .trim();
+  if (text === '') return null;
+  return text.length <= MAX_MESSAGE_CHARS ? text : `${text.slice(0, MAX_MESSAGE_CHARS)}…`;
+}
+
+/** Removes what looks like a key: `sk-…`/`sy-…` tokens, masked fragments (`abc***xyz`), long base64 or hex runs. */
+export function redactKeys(text: string): string {
+  return text
+    .replace(/\b(?:sk|sy)[-_][A-Za-z0-9_*-]+/gi, '[redacted]')
+    .replace(/[^\s"'`]*\*{2,}[^\s"'`.,;]*/g, '[redacted]')
+    .replace(/(?:bearer\s+)[^\s"'`]+/gi, 'Bearer [redacted]')
+    .replace(/[A-Za-z0-9+/_=-]{24,}/g, (run) => (/\d/.test(run) && /[A-Za-z]/.test(run) ? '[redacted]' : run));
 }
 
 /** The attempt ran out of time (request_timeout_ms, the route's deadline, stream_max_ms). */
@@ -51,12 +164,22 @@ export function upstreamFailure(err: unknown): FailedAttempt {
   return { kind: 'failed', reason: 'connect_error', detail: code === '' ? 'request failed' : `request failed (${String(code)})` };
 }
 
-/** An upstream answer whose status fails over (resilience's rule), with a 429's `retry-after` when it gave one. */
-export function statusFailure(status: number, retryAfterMs: number | null): FailedAttempt {
-  const reason = reasonForStatus(status);
-  return retryAfterMs === null
-    ? { kind: 'failed', reason, detail: `HTTP ${status}` }
-    : { kind: 'failed', reason, detail: `HTTP ${status}`, retryAfterMs };
+/** Whether an upstream status says the gateway's own credential was refused: never the client's fault. */
+export function isAuthStatus(status: number): boolean {
+  return status === 401 || status === 403;
+}
+
+/**
+ * An upstream answer whose status fails the attempt (resilience's rule, and a refused
+ * credential), with a 429's `retry-after` when it gave one, and the answer itself.
+ */
+export function statusFailure(status: number, retryAfterMs: number | null, answer?: UpstreamAnswer): FailedAttempt {
+  const reason = isAuthStatus(status) ? 'status_auth' : reasonForStatus(status);
+  const failed: FailedAttempt =
+    retryAfterMs === null
+      ? { kind: 'failed', reason, detail: `HTTP ${status}` }
+      : { kind: 'failed', reason, detail: `HTTP ${status}`, retryAfterMs };
+  return answer === undefined ? failed : { ...failed, answer };
 }
 
 /** An answer in a content encoding the gateway did not ask for (it asks for identity): the provider misbehaved. */

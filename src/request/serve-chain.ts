@@ -1,7 +1,7 @@
-import { type ErrorCode, SwitchyardError } from '../errors.js';
+import { type ErrorCode, SwitchyardError, statusOf } from '../errors.js';
 import type { Reservation } from '../governance/index.js';
 import type { GenerationCandidate } from '../live/index.js';
-import type { Committed, Relayed, TokenUsage } from '../providers/index.js';
+import { type Committed, type FailedAttempt, type Relayed, type TokenUsage, upstreamMessage } from '../providers/index.js';
 import { settle } from './admission.js';
 import type { AdmittedRequest, Attempt, AttemptResult } from './attempt.js';
 import type { Failure } from './exchange.js';
@@ -46,6 +46,10 @@ class Failover {
   #pass: 0 | 1 = 0;
   #attempted = 0;
   #current: GenerationCandidate | null = null;
+  /** The latest failed attempt and its candidate: its own answer, if it was one, is what the client is told. */
+  #lastFailed: { readonly r: FailedAttempt; readonly c: GenerationCandidate } | null = null;
+  /** Whether every candidate that failed answered 503 (so far). */
+  #every503 = true;
 
   constructor(req: ChainRequest, done: ServeCallback) {
     this.#req = req;
@@ -96,6 +100,14 @@ class Failover {
     const { x, svc } = this.#req;
     if (r.kind === 'failed') {
       x.failures.push({ provider: c.provider.name, candidate: c.stableId, reason: r.reason, detail: r.detail });
+      this.#lastFailed = { r, c };
+      if (r.answer?.status !== 503) this.#every503 = false;
+      if (r.reason === 'status_auth') {
+        // The provider refused the gateway's credential. As when its 401 was relayed, the
+        // chain stops here: the client hears of it at once, as the gateway's fault, not its own.
+        this.#upstreamAnswered('upstream_auth_failed');
+        return false;
+      }
       svc.metrics.fallbacks.inc({ provider: c.provider.name, reason: r.reason });
       return true;
     }
@@ -141,13 +153,44 @@ class Failover {
       answer(x, req.request);
       return this.#end(null);
     }
-    const summary = x.failures.map((f) => `${f.provider}: ${f.detail}`).join('; ');
-    this.#end(
-      new SwitchyardError(
-        failureCode(x.failures),
-        `all ${req.candidates.length} candidate(s) for model "${req.request.model}" failed (${summary})`,
-      ),
-    );
+    if (this.#lastFailed?.r.answer !== undefined) return this.#upstreamAnswered(failureCode(x.failures));
+    this.#end(new SwitchyardError(failureCode(x.failures), `all ${this.#summary()}`));
+  }
+
+  /** `N candidate(s) for model "m" failed (east: HTTP 429; …)`: what every failure was, for the client's error. */
+  #summary(): string {
+    const req = this.#req;
+    const summary = req.x.failures.map((f) => `${f.provider}: ${f.detail}`).join('; ');
+    return `${req.candidates.length} candidate(s) for model "${req.request.model}" failed (${summary})`;
+  }
+
+  /**
+   * The chain ends on an upstream's own HTTP answer (the last candidate's): the client is
+   * told its status class, its `retry-after` and its message, after a prefix naming the
+   * provider, so a client that backs off on a provider's 429 still can. The body is read as
+   * it drains, for at most a short wait (and never past the route's deadline).
+   */
+  #upstreamAnswered(chosen: ErrorCode): void {
+    const { r, c } = this.#lastFailed as { readonly r: FailedAttempt; readonly c: GenerationCandidate };
+    const answer = r.answer;
+    if (answer === undefined) {
+      this.#end(new SwitchyardError(chosen, `all ${this.#summary()}`));
+      return;
+    }
+    const req = this.#req;
+    const failures = req.x.failures;
+    // Every candidate answered 503: the client may retry as it would on the provider's own 503.
+    const code: ErrorCode = chosen === 'upstream_error' && this.#every503 ? 'upstream_unavailable' : chosen;
+    const left = req.deadlineAt === null ? ANSWER_WAIT_MS : Math.max(0, Math.min(ANSWER_WAIT_MS, req.deadlineAt - performance.now()));
+    answer.readBody((body) => {
+      const credential = c.credential ?? c.provider.credential;
+      const said = upstreamMessage(body, credential === null ? [] : [credential.apiKey()]);
+      const prefix = `provider "${c.provider.name}" answered ${answer.status}`;
+      const rest = failures.length > 1 ? ` (all ${this.#summary()})` : '';
+      const status = statusOf(code);
+      const headers = (status === 429 || status === 503) && answer.retryAfter !== null ? { 'retry-after': answer.retryAfter } : undefined;
+      this.#end(new SwitchyardError(code, `${said === null ? prefix : `${prefix}: ${said}`}${rest}`, null, headers));
+    }, left);
   }
 
   /** Bills what was served, or gives the reservation back when nothing was; then the request is over. */
@@ -168,6 +211,9 @@ class Failover {
     else settled.then(() => this.#done(err), this.#done);
   }
 }
+
+/** The longest a failing answer's body is waited for, once its status is known. */
+const ANSWER_WAIT_MS = 250;
 
 /**
  * Whether the route's deadline has passed, give or take a millisecond: a timer may fire a

@@ -2,7 +2,14 @@
 // the first response byte reached the client qualify: after that, failing over would
 // splice two providers' answers into one response.
 
-export type FailureReason = 'connect_error' | 'timeout' | 'status_5xx' | 'status_429' | 'credential_unavailable';
+export type FailureReason =
+  | 'connect_error'
+  | 'timeout'
+  | 'status_5xx'
+  | 'status_429'
+  /** The provider refused the gateway's credential (401, 403). */
+  | 'status_auth'
+  | 'credential_unavailable';
 
 /** An upstream status that means "try someone else" rather than "your request is wrong". */
 export function isFailoverStatus(status: number): boolean {

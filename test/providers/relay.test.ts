@@ -13,6 +13,7 @@ import {
   withUsageHeaders,
 } from '../../src/providers/index.js';
 import type { RawHandler } from '../../src/providers/provider-pool.js';
+import type { FailedAttempt } from '../../src/providers/upstream-failure.js';
 
 // The relay against a scripted upstream (a pool whose dispatch drives the handler as undici
 // would) and a real client connection, so what the client gets is read off the wire.
@@ -193,6 +194,9 @@ describe('the relay with its policies as transforms', { timeout: 5000 }, () => {
         h.onComplete(null);
       }),
     );
-    assert.deepEqual(seen.result, { kind: 'failed', reason: 'status_429', detail: 'HTTP 429', retryAfterMs: 3000 });
+    const { answer, ...failed } = seen.result as FailedAttempt;
+    assert.deepEqual(failed, { kind: 'failed', reason: 'status_429', detail: 'HTTP 429', retryAfterMs: 3000 });
+    assert.equal(answer?.status, 429);
+    assert.equal(answer?.retryAfter, '3', 'the answer keeps its retry-after for the client');
   });
 });
