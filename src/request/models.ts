@@ -1,19 +1,26 @@
 import { SwitchyardError } from '../errors.js';
+import * as governance from '../governance/index.js';
 import type { Generation } from '../live/index.js';
 import type { Exchange } from './exchange.js';
+import { policyOf } from './policy.js';
 import { sendBody, sendJson } from './respond.js';
 import type { Services } from './services.js';
 
 // The model list and one model, in the shape of the client's protocol: what the serving
-// generation routes to new requests.
+// generation routes to new requests, and, with keys configured, only what the caller's
+// team may use (a list that names models a key cannot call would only lead it to 403s).
 
-/** GET /v1/models: every model the serving generation routes. */
+/** GET /v1/models: every model the serving generation routes that the caller may use. */
 export function listModels(x: Exchange, svc: Services): void {
+  const anthropic = speaksAnthropic(x);
   const gen = svc.holder.current();
-  sendBody(x.res, 200, speaksAnthropic(x) ? anthropicModelsBody(gen) : gen.modelsBody, 'application/json');
+  x.gen = gen;
+  const allows = callerAllows(x, gen);
+  const body = anthropic ? anthropicModelsBody(gen) : gen.modelsBody;
+  sendBody(x.res, 200, allows === null ? body : allowedBody(gen, x.principal?.team ?? '', body, anthropic, allows), 'application/json');
 }
 
-/** GET /v1/models/{model}: one routable model, in the shape of the client's protocol. */
+/** GET /v1/models/{model}: one routable model the caller may use, in the shape of the client's protocol. */
 export function retrieveModel(x: Exchange, svc: Services, encoded: string): void {
   speaksAnthropic(x);
   let model: string;
@@ -24,8 +31,10 @@ export function retrieveModel(x: Exchange, svc: Services, encoded: string): void
   }
   const gen = svc.holder.current();
   x.gen = gen;
+  const allows = callerAllows(x, gen);
   const route = gen.routes[model];
-  if (route === undefined || !route.admitsNew) {
+  // A model the caller may not use is answered as one not routed: the key learns nothing of other teams' models.
+  if (route === undefined || !route.admitsNew || (allows !== null && !allows(model))) {
     throw new SwitchyardError(
       gen.overlay === null ? 'model_not_found' : 'no_route',
       `model "${model}" is not routed by this gateway`,
@@ -35,6 +44,41 @@ export function retrieveModel(x: Exchange, svc: Services, encoded: string): void
   const created = gen.modelsFirstSeen[model] ?? 0;
   if (speaksAnthropic(x)) sendJson(x.res, 200, anthropicModel(model, created));
   else sendJson(x.res, 200, { id: model, object: 'model', created, owned_by: 'switchyard' });
+}
+
+/**
+ * With keys configured, the caller must present a valid one (401 otherwise, as on the
+ * model endpoints), and the result says which models its team may use; null = every model
+ * (an open gateway, or a team without `allowed_models`).
+ */
+function callerAllows(x: Exchange, gen: Generation): ((model: string) => boolean) | null {
+  const policy = policyOf(gen);
+  if (policy.keys.open) return null;
+  const auth = governance.authenticate(policy.keys, x.req.headers, Date.now());
+  if (!auth.ok) throw governance.refusalError(auth.refusal);
+  x.principal = auth.principal;
+  const principal = auth.principal;
+  if (principal.team === null) return null;
+  return (model) => governance.checkModel(policy, principal, model) === null;
+}
+
+const teamLists = new WeakMap<Generation, Map<string, string>>();
+
+/** A model list body with only the models `allows` lets through; rendered once per generation, team and protocol. */
+function allowedBody(gen: Generation, team: string, body: string, anthropic: boolean, allows: (model: string) => boolean): string {
+  let lists = teamLists.get(gen);
+  if (lists === undefined) teamLists.set(gen, (lists = new Map()));
+  const key = `${anthropic ? 'a' : 'o'}:${team}`;
+  let out = lists.get(key);
+  if (out === undefined) {
+    const parsed = JSON.parse(body) as { data: Array<{ id: string }> } & Record<string, unknown>;
+    const data = parsed.data.filter((m) => allows(m.id));
+    out = JSON.stringify(
+      anthropic ? { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null } : { ...parsed, data },
+    );
+    lists.set(key, out);
+  }
+  return out;
 }
 
 const anthropicLists = new WeakMap<Generation, string>();
