@@ -179,7 +179,7 @@ async function traffic(url: string, n: number): Promise<void> {
 
 describe('a gateway rotated by logrotate (create, then postrotate)', () => {
   it('SIGUSR1 after a rename reopens the path: the new file starts with an anchor, and both files verify, alone and as one set', async () => {
-    const { own, file, gw } = await auditedGateway();
+    const { file, gw } = await auditedGateway();
     try {
       await traffic(gw.url, 2);
       await linesAtLeast(file, 5); // the start-up reload record, and two records per request
@@ -240,7 +240,7 @@ describe('a gateway rotated by logrotate (create, then postrotate)', () => {
   });
 
   it('audit.max_bytes in the config: the gateway rotates the file itself, and the files verify as one chain', async () => {
-    const { own, file, gw } = await auditedGateway({ max_bytes: 4096 });
+    const { own, gw } = await auditedGateway({ max_bytes: 4096 });
     try {
       await traffic(gw.url, 12);
       await gw.waitForLog((l) => l.msg === 'audit file rotated');
@@ -303,7 +303,7 @@ describe('a gateway rotated by logrotate (create, then postrotate)', () => {
   });
 
   it('/admin/status and switchyard_audit_head_sequence give the head; verify --head with it catches the last 3 records cut, which plain verify cannot', async () => {
-    const { own, file, gw } = await auditedGateway();
+    const { file, gw } = await auditedGateway();
     let audit: { file: string; head_seq: number; head_hash: string; records_lost: number };
     try {
       await traffic(gw.url, 3);
