@@ -71,6 +71,11 @@ const SETTLE_BATCH_MS = 10;
 /** …and a batch this large goes at once (it stays far below Lua's unpack limit). */
 const SETTLE_BATCH_MAX = 64;
 
+/** What any failed Redis call is to the store's policy: a store error, with Redis's reason. */
+function storeError(err: unknown): GovernanceStoreError {
+  return new GovernanceStoreError(`governance store (Redis) failed: ${(err as Error).message}`, { cause: err });
+}
+
 const REDIS_CLOCK: ScriptClock = Object.freeze({ kind: 'redis' });
 
 /** A batch of reserves goes at once when it reaches this size (far below Lua's unpack limit). */
@@ -239,7 +244,7 @@ export class RedisGovernanceStore implements GovernanceStore {
         return await this.#redis.eval(s.text, keys.length, ...keys, ...args);
       }
     } catch (err) {
-      throw new GovernanceStoreError(`governance store (Redis) failed: ${(err as Error).message}`, { cause: err });
+      throw storeError(err);
     }
   }
 
@@ -393,7 +398,7 @@ export class RedisGovernanceStore implements GovernanceStore {
     try {
       return await run();
     } catch (err) {
-      throw new GovernanceStoreError(`governance store (Redis) failed: ${(err as Error).message}`, { cause: err });
+      throw storeError(err);
     }
   }
 

@@ -55,12 +55,21 @@ function readTls(name: string, baseUrl: string, tls: NonNullable<ProviderConfig[
     issues.push({ path: `providers.${name}.tls`, message: 'applies to an https base_url only' });
     return undefined;
   }
+  return readTlsFiles(`providers.${name}.tls`, tls, issues);
+}
+
+/**
+ * The PEM files of a `tls` block (a provider's, or the governance store's Redis), read with
+ * the bounded reader, or issues naming each file that could not be read (`path` is the
+ * block's config path).
+ */
+export function readTlsFiles(path: string, tls: NonNullable<ProviderConfig['tls']>, issues: ConfigIssue[]): PoolTls {
   const out: { ca?: string; cert?: string; key?: string; serverName?: string } = {};
   for (const part of ['ca', 'cert', 'key'] as const) {
     const ref = tls[part];
     if (ref === undefined) continue;
-    const read = readBoundedFileSync(ref.file, MAX_PEM_BYTES, `providers.${name}.tls.${part} file`);
-    if (!read.ok) issues.push({ path: `providers.${name}.tls.${part}`, message: read.message });
+    const read = readBoundedFileSync(ref.file, MAX_PEM_BYTES, `${path}.${part} file`);
+    if (!read.ok) issues.push({ path: `${path}.${part}`, message: read.message });
     else out[part] = read.bytes.toString('utf8');
   }
   if (tls.server_name !== undefined) out.serverName = tls.server_name;

@@ -5,7 +5,7 @@
 // Imports only config/, contract/, providers/ (pool factories) and routing/ types; never
 // governance/, audit/ or server/. See docs/decisions/0001-one-generation.md.
 
-export { type BuildInputs, type BuildResult, buildGeneration, buildGenerationInSlices } from './build.js';
+export { type BuildInputs, type BuildResult, buildGeneration, buildGenerationInSlices, readTlsFiles } from './build.js';
 export { diffGenerations, diffGenerationsInSlices, type GenerationChanges, restartOnlyWarnings } from './diff.js';
 export type {
   Generation,

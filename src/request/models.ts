@@ -1,6 +1,7 @@
 import { SwitchyardError } from '../errors.js';
 import * as governance from '../governance/index.js';
 import type { Generation } from '../live/index.js';
+import { admitCaller } from './admission.js';
 import type { Exchange } from './exchange.js';
 import { policyOf } from './policy.js';
 import { sendBody, sendJson } from './respond.js';
@@ -13,9 +14,7 @@ import type { Services } from './services.js';
 /** GET /v1/models: every model the serving generation routes that the caller may use. */
 export function listModels(x: Exchange, svc: Services): void {
   const anthropic = speaksAnthropic(x);
-  const gen = svc.holder.current();
-  x.gen = gen;
-  const allows = callerAllows(x, gen);
+  const { gen, allows } = callerAllows(x, svc);
   const body = anthropic ? anthropicModelsBody(gen) : gen.modelsBody;
   sendBody(x.res, 200, allows === null ? body : allowedBody(gen, x.principal?.team ?? '', body, anthropic, allows), 'application/json');
 }
@@ -29,9 +28,7 @@ export function retrieveModel(x: Exchange, svc: Services, encoded: string): void
   } catch {
     throw new SwitchyardError('invalid_request', 'the model id in the path is not valid percent-encoding', 'model');
   }
-  const gen = svc.holder.current();
-  x.gen = gen;
-  const allows = callerAllows(x, gen);
+  const { gen, allows } = callerAllows(x, svc);
   const route = gen.routes[model];
   // A model the caller may not use is answered as one not routed: the key learns nothing of other teams' models.
   if (route === undefined || !route.admitsNew || (allows !== null && !allows(model))) {
@@ -47,19 +44,15 @@ export function retrieveModel(x: Exchange, svc: Services, encoded: string): void
 }
 
 /**
- * With keys configured, the caller must present a valid one (401 otherwise, as on the
- * model endpoints), and the result says which models its team may use; null = every model
- * (an open gateway, or a team without `allowed_models`).
+ * The caller, authenticated as on the model endpoints (401 without a valid key when keys
+ * are configured), with the generation it captured, and which models its team may use;
+ * null = every model (an open gateway, or a team without `allowed_models`).
  */
-function callerAllows(x: Exchange, gen: Generation): ((model: string) => boolean) | null {
+function callerAllows(x: Exchange, svc: Services): { gen: Generation; allows: ((model: string) => boolean) | null } {
+  const { gen, principal } = admitCaller(x, svc);
+  if (principal.team === null) return { gen, allows: null };
   const policy = policyOf(gen);
-  if (policy.keys.open) return null;
-  const auth = governance.authenticate(policy.keys, x.req.headers, Date.now());
-  if (!auth.ok) throw governance.refusalError(auth.refusal);
-  x.principal = auth.principal;
-  const principal = auth.principal;
-  if (principal.team === null) return null;
-  return (model) => governance.checkModel(policy, principal, model) === null;
+  return { gen, allows: (model) => governance.checkModel(policy, principal, model) === null };
 }
 
 const teamLists = new WeakMap<Generation, Map<string, string>>();

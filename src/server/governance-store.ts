@@ -1,10 +1,7 @@
 import { type ConfigIssue, formatIssue, type GatewayConfig, resolveSecret } from '../config/index.js';
-import { readBoundedFileSync } from '../contract/index.js';
 import { createGovernanceStore, type PolicedStore, type StoreSettings } from '../governance/index.js';
+import { readTlsFiles } from '../live/index.js';
 import type { Logger, Metrics } from '../telemetry/index.js';
-
-/** A CA bundle or a certificate chain is a few kilobytes; a file past this is a mistake (as for a provider's tls). */
-const MAX_PEM_BYTES = 1024 * 1024;
 
 /** A start-up failure of the store's settings: every issue, each naming its key and never a secret's value. */
 export class GovernanceStoreSettingsError extends Error {
@@ -34,18 +31,7 @@ function storeSettings(config: GatewayConfig, env: NodeJS.ProcessEnv): StoreSett
   };
   const username = secret('governance.redis_username', g.redis_username);
   const password = secret('governance.redis_password', g.redis_password);
-  let tls: { ca?: string; cert?: string; key?: string; serverName?: string } | undefined;
-  if (g.redis_tls !== undefined) {
-    tls = {};
-    for (const part of ['ca', 'cert', 'key'] as const) {
-      const ref = g.redis_tls[part];
-      if (ref === undefined) continue;
-      const read = readBoundedFileSync(ref.file, MAX_PEM_BYTES, `governance.redis_tls.${part} file`);
-      if (!read.ok) issues.push({ path: `governance.redis_tls.${part}`, message: read.message });
-      else tls[part] = read.bytes.toString('utf8');
-    }
-    if (g.redis_tls.server_name !== undefined) tls.serverName = g.redis_tls.server_name;
-  }
+  const tls = g.redis_tls === undefined ? undefined : readTlsFiles('governance.redis_tls', g.redis_tls, issues);
   if (issues.length > 0) throw new GovernanceStoreSettingsError(issues);
   return { store: 'redis', redisUrl: g.redis_url, keyPrefix: g.key_prefix, onStoreError: g.on_store_error, username, password, tls };
 }
