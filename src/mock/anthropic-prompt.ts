@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { ConversationTail, MockTool, MockToolChoice } from './conversation.js';
+import type { ConversationTail, MockTool, MockToolChoice, OutputFormat } from './conversation.js';
 import { isRecord } from './conversation.js';
 import { estimateTokens } from './provider-context.js';
 
@@ -84,7 +84,17 @@ export function promptUsage(payload: Record<string, unknown>, cache: Set<string>
   };
 }
 
-/** The tools offered and the last turn, read from an Anthropic request. */
+/**
+ * `output_config.format`, the GA field, or `output_format`, the structured-outputs beta's
+ * name for the same thing, which older SDKs still send.
+ */
+function outputFormat(payload: Record<string, unknown>): OutputFormat | null {
+  const config = isRecord(payload.output_config) ? payload.output_config.format : undefined;
+  const format = isRecord(config) ? config : payload.output_format;
+  return isRecord(format) && format.type === 'json_schema' ? { kind: 'json_schema', schema: format.schema } : null;
+}
+
+/** The tools offered, the last turn and the output format, read from an Anthropic request. */
 export function anthropicTail(payload: Record<string, unknown>): ConversationTail {
   const tools: MockTool[] = Array.isArray(payload.tools)
     ? payload.tools.flatMap((t) => (isRecord(t) && typeof t.name === 'string' ? [{ name: t.name, schema: t.input_schema }] : []))
@@ -98,14 +108,15 @@ export function anthropicTail(payload: Record<string, unknown>): ConversationTai
         : tc.type === 'tool' && typeof tc.name === 'string'
           ? { name: tc.name }
           : 'auto';
+  const format = outputFormat(payload);
   const messages = Array.isArray(payload.messages) ? payload.messages : [];
   const last = messages.at(-1);
-  if (!isRecord(last) || last.role !== 'user') return { tools, toolChoice, lastUserText: null, toolResults: [] };
+  if (!isRecord(last) || last.role !== 'user') return { tools, toolChoice, lastUserText: null, toolResults: [], format };
   const blocks = blocksOf(last.content);
   const toolResults = blocks.filter((b) => isRecord(b) && b.type === 'tool_result').map(blockText);
   const lastUserText = blocks
     .filter((b) => !(isRecord(b) && b.type === 'tool_result'))
     .map(blockText)
     .join('');
-  return { tools, toolChoice, lastUserText, toolResults };
+  return { tools, toolChoice, lastUserText, toolResults, format };
 }

@@ -1,6 +1,6 @@
 import { streamCompletion } from './completion-stream.js';
-import type { ConversationTail, MockToolChoice, Turn } from './conversation.js';
-import { decideTurn, isRecord } from './conversation.js';
+import type { ConversationTail, MockToolChoice, OutputFormat, Turn } from './conversation.js';
+import { decideTurn, isRecord, reasoningText } from './conversation.js';
 import type { Exchange } from './exchange.js';
 import { replyInvalid, replyJson, replyTruncated } from './exchange.js';
 import { serveModelRequest } from './model-request.js';
@@ -10,6 +10,8 @@ import { estimateTokens } from './provider-context.js';
 interface ChatPlan {
   readonly model: string;
   readonly turn: Turn;
+  /** `reasoning_content`, sent the way vLLM and DeepSeek send it, when the request set a reasoning effort. */
+  readonly reasoning: string | null;
   readonly stream: boolean;
   readonly includeUsage: boolean;
   readonly promptTokens: number;
@@ -54,7 +56,15 @@ function textOf(content: unknown): string {
   return content.map((part) => (isRecord(part) && typeof part.text === 'string' ? part.text : '')).join('');
 }
 
-/** The tools offered and the last turn, read from an OpenAI chat request. */
+function outputFormat(payload: Record<string, unknown>): OutputFormat | null {
+  const format = payload.response_format;
+  if (!isRecord(format)) return null;
+  if (format.type === 'json_object') return { kind: 'json_object' };
+  if (format.type !== 'json_schema') return null;
+  return { kind: 'json_schema', schema: isRecord(format.json_schema) ? format.json_schema.schema : undefined };
+}
+
+/** The tools offered, the last turn and the output format, read from an OpenAI chat request. */
 function conversationTail(payload: Record<string, unknown>): ConversationTail {
   const tools = Array.isArray(payload.tools)
     ? payload.tools.flatMap((t) =>
@@ -78,15 +88,17 @@ function conversationTail(payload: Record<string, unknown>): ConversationTail {
   for (; i >= 0 && messages[i]?.role === 'tool'; i--) toolResults.unshift(textOf(messages[i]?.content));
   const last = messages.at(-1);
   const lastUserText = last?.role === 'user' ? textOf(last.content) : null;
-  return { tools, toolChoice, lastUserText, toolResults };
+  return { tools, toolChoice, lastUserText, toolResults, format: outputFormat(payload) };
 }
 
 /**
- * No tools offered and no tool results to answer: the greeting, decided without reading the
- * conversation, since the benchmark's "direct" baseline runs through here.
+ * No tools offered, no structured output and no tool results to answer: the greeting,
+ * decided without reading the conversation, since the benchmark's "direct" baseline runs
+ * through here.
  */
 function plainChat(payload: Record<string, unknown>): boolean {
   if (Array.isArray(payload.tools) && payload.tools.length > 0) return false;
+  if (payload.response_format !== undefined && payload.response_format !== null) return false;
   const messages = payload.messages;
   const last = Array.isArray(messages) ? messages[messages.length - 1] : undefined;
   return !(isRecord(last) && last.role === 'tool');
@@ -108,6 +120,7 @@ function planChat(ctx: MockContext, ex: Exchange): ChatPlan | string {
   return {
     model,
     turn: plainChat(payload) ? ctx.greeting : decideTurn(ctx.reply, conversationTail(payload)),
+    reasoning: typeof payload.reasoning_effort === 'string' && payload.reasoning_effort !== 'none' ? reasoningText : null,
     stream: payload.stream === true,
     includeUsage: isRecord(options) && options.include_usage === true,
     promptTokens: estimateTokens(promptChars(payload.messages)),
@@ -149,6 +162,10 @@ function answer(ctx: MockContext, ex: Exchange, cutAfter: number): void {
     message = { role: 'assistant', content: null, refusal: null, tool_calls: [call] };
     completionTokens = estimateTokens(turn.name.length + args.length);
   }
+  // As OpenAI counts them, reasoning tokens are part of completion_tokens.
+  const reasoningTokens = plan.reasoning === null ? 0 : estimateTokens(plan.reasoning.length);
+  if (plan.reasoning !== null) message.reasoning_content = plan.reasoning;
+  completionTokens += reasoningTokens;
   const text = JSON.stringify({
     id,
     object: 'chat.completion',
@@ -159,6 +176,7 @@ function answer(ctx: MockContext, ex: Exchange, cutAfter: number): void {
       prompt_tokens: plan.promptTokens,
       completion_tokens: completionTokens,
       total_tokens: plan.promptTokens + completionTokens,
+      ...(plan.reasoning === null ? {} : { completion_tokens_details: { reasoning_tokens: reasoningTokens } }),
     },
     system_fingerprint: null,
   });

@@ -2,7 +2,7 @@ import type { Turn } from './conversation.js';
 import type { Exchange } from './exchange.js';
 import { drained, pause, sever } from './exchange.js';
 import type { MockContext, StreamPieces } from './provider-context.js';
-import { splitReply } from './provider-context.js';
+import { estimateTokens, splitReply } from './provider-context.js';
 
 /** What one streamed completion should look like, decided before the headers go out. */
 export interface StreamPlan {
@@ -11,6 +11,8 @@ export interface StreamPlan {
   readonly model: string;
   /** The greeting, a final text after tool results, or a tool call whose arguments stream in pieces. */
   readonly turn: Turn;
+  /** Streamed as `delta.reasoning_content` chunks before the answer, when not null. */
+  readonly reasoning: string | null;
   readonly promptTokens: number;
   readonly includeUsage: boolean;
   readonly chunks: number;
@@ -23,7 +25,8 @@ export interface StreamPlan {
  * Writes an OpenAI `chat.completion.chunk` event stream: a role chunk, the content chunks, a
  * chunk with finish_reason "stop", the usage chunk when asked for, then `[DONE]`. A tool
  * call streams instead a tool_calls chunk with its id and name, its arguments in `chunks`
- * pieces, and finish_reason "tool_calls". The chunks are
+ * pieces, and finish_reason "tool_calls". Reasoning, when asked for, streams in
+ * `reasoning_content` chunks right after the role chunk. The chunks are
  * assembled from one per-stream prefix rather than JSON.stringify'd, since the benchmark counts
  * this work as its "direct" baseline.
  */
@@ -44,13 +47,18 @@ export async function streamCompletion(ctx: MockContext, ex: Exchange, plan: Str
   // OpenAI sends `"usage":null` on every chunk but the last when usage was requested.
   const tail = plan.includeUsage ? '],"usage":null}\n\n' : ']}\n\n';
   const turn = plan.turn;
+  // JSON (tool arguments, structured output) stops at its length rather than repeat itself.
+  const json = turn.kind === 'tool' ? JSON.stringify(turn.input) : turn.json === true ? turn.text : null;
   const pieces: StreamPieces =
-    turn.kind === 'tool'
-      ? splitReply(JSON.stringify(turn.input), plan.chunks)
-      : turn.text === ctx.reply
+    json !== null
+      ? splitReply(json, Math.min(plan.chunks, json.length))
+      : turn.kind === 'text' && turn.text === ctx.reply
         ? ctx.piecesFor(plan.chunks)
-        : splitReply(turn.text, plan.chunks);
-  const { deltas, completionTokens } = pieces;
+        : splitReply(turn.kind === 'text' ? turn.text : '', plan.chunks);
+  const { deltas } = pieces;
+  const reasoning = plan.reasoning === null ? null : splitReply(plan.reasoning, Math.max(1, Math.min(plan.chunks, plan.reasoning.length)));
+  const reasoningTokens = plan.reasoning === null ? 0 : estimateTokens(plan.reasoning.length);
+  const completionTokens = pieces.completionTokens + reasoningTokens;
   // A content chunk is `open + piece + close`; for a tool call the pieces are its argument text.
   const open = turn.kind === 'tool' ? '{"tool_calls":[{"index":0,"function":{"arguments":' : '{"content":';
   const close = turn.kind === 'tool' ? '}}]}' : '}';
@@ -58,6 +66,9 @@ export async function streamCompletion(ctx: MockContext, ex: Exchange, plan: Str
   const delayMs = plan.chunkDelayMs;
 
   let more = res.write(`${head}{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}${tail}`);
+  for (const piece of reasoning?.deltas ?? []) {
+    more = res.write(`${head}{"index":0,"delta":{"reasoning_content":${piece}},"logprobs":null,"finish_reason":null}${tail}`);
+  }
   if (turn.kind === 'tool') {
     const call = {
       index: 0,
@@ -84,8 +95,10 @@ export async function streamCompletion(ctx: MockContext, ex: Exchange, plan: Str
   let rest = `${head}{"index":0,"delta":{},"logprobs":null,"finish_reason":"${finish}"}${tail}`;
   if (plan.includeUsage) {
     const p = plan.promptTokens;
+    const details = plan.reasoning === null ? '' : `,"completion_tokens_details":{"reasoning_tokens":${reasoningTokens}}`;
     rest +=
-      `${head}],"usage":{"prompt_tokens":${p},"completion_tokens":${completionTokens},` + `"total_tokens":${p + completionTokens}}}\n\n`;
+      `${head}],"usage":{"prompt_tokens":${p},"completion_tokens":${completionTokens},` +
+      `"total_tokens":${p + completionTokens}${details}}}\n\n`;
   }
   res.end(`${rest}data: [DONE]\n\n`);
 }

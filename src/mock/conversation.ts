@@ -1,7 +1,10 @@
 // What the mock answers, decided the same way for both protocols so a conversation gives the
 // same turns through either: a tool call when tools are offered and the user asks for one,
-// a final text after tool results, the provider's greeting otherwise. Deterministic, so
-// tests and demos can drive a whole tool-use round trip (docs/mock-provider.md).
+// a final text after tool results, the provider's greeting otherwise; JSON for that schema in
+// place of the text when the request asks for structured output. Deterministic, so tests and
+// demos can drive a whole tool-use round trip (docs/mock-provider.md).
+
+import { placeholderObjectFor, placeholderValue } from './schema-placeholder.js';
 
 export interface MockTool {
   readonly name: string;
@@ -19,29 +22,25 @@ export interface ConversationTail {
   readonly lastUserText: string | null;
   /** Text of the tool results in the last user turn, in order. */
   readonly toolResults: readonly string[];
+  /** Structured output asked for: a JSON Schema, or `json_object` for any JSON object; null for prose. */
+  readonly format: OutputFormat | null;
 }
 
+export type OutputFormat = { readonly kind: 'json_schema'; readonly schema: unknown } | { readonly kind: 'json_object' };
+
 export type Turn =
-  | { readonly kind: 'text'; readonly text: string }
+  /** `json`: the text is structured output, so a stream must not repeat it to fill its chunks. */
+  | { readonly kind: 'text'; readonly text: string; readonly json?: true }
   | { readonly kind: 'tool'; readonly name: string; readonly input: Record<string, unknown> };
 
 const TOOL_WORD = /\btools?\b/i;
 const resultPreviewChars = 200;
 
+/** What a reasoning model "thinks" before answering, the same every time. */
+export const reasoningText = 'Thinking about it.';
+
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** Placeholder arguments that satisfy a simple object schema: strings "mock", numbers 1, booleans true. */
-function placeholderInput(schema: unknown): Record<string, unknown> {
-  const input: Record<string, unknown> = {};
-  const properties = isRecord(schema) && isRecord(schema.properties) ? schema.properties : {};
-  for (const [key, prop] of Object.entries(properties)) {
-    const type = isRecord(prop) ? prop.type : undefined;
-    input[key] =
-      type === 'number' || type === 'integer' ? 1 : type === 'boolean' ? true : type === 'array' ? [] : type === 'object' ? {} : 'mock';
-  }
-  return input;
 }
 
 /**
@@ -53,14 +52,24 @@ function placeholderInput(schema: unknown): Record<string, unknown> {
 export function decideTurn(reply: string, tail: ConversationTail): Turn {
   if (tail.toolResults.length > 0) {
     const said = tail.toolResults.join(' ').slice(0, resultPreviewChars);
-    return { kind: 'text', text: `${reply} The tool said: ${said}` };
+    return textTurn(`${reply} The tool said: ${said}`, tail.format);
   }
   const choice = tail.toolChoice;
-  if (tail.tools.length === 0 || choice === 'none') return { kind: 'text', text: reply };
+  if (tail.tools.length === 0 || choice === 'none') return textTurn(reply, tail.format);
   const text = tail.lastUserText ?? '';
   const forced = choice !== 'auto';
-  if (!forced && (tail.lastUserText === null || !TOOL_WORD.test(text))) return { kind: 'text', text: reply };
+  if (!forced && (tail.lastUserText === null || !TOOL_WORD.test(text))) return textTurn(reply, tail.format);
   const named = typeof choice === 'object' ? tail.tools.find((t) => t.name === choice.name) : undefined;
   const tool = named ?? tail.tools.find((t) => text.includes(t.name)) ?? (tail.tools[0] as MockTool);
-  return { kind: 'tool', name: tool.name, input: placeholderInput(tool.schema) };
+  return { kind: 'tool', name: tool.name, input: placeholderObjectFor(tool.schema) };
+}
+
+/**
+ * The final text, or under structured output the JSON that stands in for it: a placeholder
+ * valid against the schema, or for `json_object` an object holding the text.
+ */
+function textTurn(text: string, format: OutputFormat | null): Turn {
+  if (format === null) return { kind: 'text', text };
+  const value = format.kind === 'json_schema' ? placeholderValue(format.schema) : { text };
+  return { kind: 'text', text: JSON.stringify(value), json: true };
 }

@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto';
 import { anthropicTail, type PromptUsage, promptUsage } from './anthropic-prompt.js';
 import type { Turn } from './conversation.js';
-import { decideTurn, isRecord } from './conversation.js';
+import { decideTurn, isRecord, reasoningText } from './conversation.js';
 import type { Exchange } from './exchange.js';
 import { drained, pause, replyAnthropicInvalid, replyJson, replyTruncated, sever } from './exchange.js';
 import { serveModelRequest } from './model-request.js';
@@ -8,12 +9,15 @@ import type { MockContext } from './provider-context.js';
 import { estimateTokens, splitReply } from './provider-context.js';
 
 // Anthropic's Messages API: `POST /v1/messages` (plain and streamed) and
-// `POST /v1/messages/count_tokens`, answering the same turns as the chat endpoint.
+// `POST /v1/messages/count_tokens`, answering the same turns as the chat endpoint. With
+// extended thinking asked for, a thinking block comes first, as it does from Claude.
 
 interface MessagesPlan {
   readonly id: string;
   readonly model: string;
   readonly turn: Turn;
+  /** The thinking block's text and signature, when the request turned thinking on. */
+  readonly thinking: { readonly text: string; readonly signature: string } | null;
   readonly usage: PromptUsage;
   readonly stream: boolean;
   readonly chunks: number;
@@ -44,6 +48,15 @@ function parseBody(ex: Exchange): Record<string, unknown> | string {
   return payload;
 }
 
+/** `enabled` (with a budget) and `adaptive` both think; `disabled` or no field does not. */
+function thinkingFor(ctx: MockContext, payload: Record<string, unknown>): MessagesPlan['thinking'] {
+  const thinking = payload.thinking;
+  if (!isRecord(thinking) || (thinking.type !== 'enabled' && thinking.type !== 'adaptive')) return null;
+  // Claude's signature is opaque to the client, which only hands it back on the next turn.
+  const signature = createHash('sha256').update(`${ctx.name}\0${reasoningText}`).digest('base64');
+  return { text: reasoningText, signature };
+}
+
 function plan(ctx: MockContext, ex: Exchange): MessagesPlan | string {
   const payload = parseBody(ex);
   if (typeof payload === 'string') return payload;
@@ -58,6 +71,7 @@ function plan(ctx: MockContext, ex: Exchange): MessagesPlan | string {
     id: `msg_mock${(++messageSeq).toString(36)}`,
     model: payload.model as string,
     turn: decideTurn(ctx.reply, anthropicTail(payload)),
+    thinking: thinkingFor(ctx, payload),
     usage: promptUsage(payload, ctx.promptCache),
     stream: payload.stream === true,
     chunks,
@@ -74,10 +88,33 @@ function usageBody(usage: PromptUsage, outputTokens: number): Record<string, num
   };
 }
 
-/** The turn's output: the text, or the tool call's input JSON, and its token estimate. */
+/** The turn's output: the text, or the tool call's input JSON, and its token estimate (thinking included). */
 function output(p: MessagesPlan): { text: string; outputTokens: number } {
   const text = p.turn.kind === 'text' ? p.turn.text : JSON.stringify(p.turn.input);
-  return { text, outputTokens: estimateTokens(text.length + (p.turn.kind === 'tool' ? p.turn.name.length : 0)) };
+  const chars = text.length + (p.turn.kind === 'tool' ? p.turn.name.length : 0) + (p.thinking?.text.length ?? 0);
+  return { text, outputTokens: estimateTokens(chars) };
+}
+
+/** Deltas of JSON (tool input, structured output) stop at its length rather than repeat it. */
+function deltasFor(ctx: MockContext, p: MessagesPlan, text: string): readonly string[] {
+  if (p.turn.kind === 'text' && p.turn.text === ctx.reply) return ctx.piecesFor(p.chunks).deltas;
+  const exact = p.turn.kind === 'tool' || p.turn.json === true;
+  return splitReply(text, exact ? Math.min(p.chunks, text.length) : p.chunks).deltas;
+}
+
+/** The thinking block streamed whole before the answer: start, its text in pieces, the signature, stop. */
+function thinkingEvents(p: MessagesPlan): string {
+  if (p.thinking === null) return '';
+  const { text, signature } = p.thinking;
+  let out = event('content_block_start', { index: 0, content_block: { type: 'thinking', thinking: '' } });
+  for (const piece of splitReply(text, Math.max(1, Math.min(p.chunks, text.length))).deltas) {
+    out += event('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: JSON.parse(piece) as string } });
+  }
+  return (
+    out +
+    event('content_block_delta', { index: 0, delta: { type: 'signature_delta', signature } }) +
+    event('content_block_stop', { index: 0 })
+  );
 }
 
 function contentBlock(p: MessagesPlan, input: unknown): Record<string, unknown> {
@@ -91,9 +128,9 @@ function event(type: string, payload: Record<string, unknown>): string {
 }
 
 /**
- * message_start, the content block (start, ping, `chunks` deltas, stop), message_delta
- * with the stop reason and output tokens, message_stop. `cutAfter` deltas, then the
- * connection drops.
+ * message_start, the thinking block when asked for, the content block (start, ping,
+ * `chunks` deltas, stop), message_delta with the stop reason and output tokens,
+ * message_stop. `cutAfter` content deltas, then the connection drops.
  */
 async function stream(ctx: MockContext, ex: Exchange, p: MessagesPlan, cutAfter: number): Promise<void> {
   const { res } = ex;
@@ -102,15 +139,17 @@ async function stream(ctx: MockContext, ex: Exchange, p: MessagesPlan, cutAfter:
   const { text, outputTokens } = output(p);
   const isText = p.turn.kind === 'text';
   const message = { id: p.id, type: 'message', role: 'assistant', model: p.model, content: [], stop_reason: null, stop_sequence: null };
+  const index = p.thinking === null ? 0 : 1;
   let more = res.write(
     event('message_start', { message: { ...message, usage: usageBody(p.usage, 1) } }) +
-      event('content_block_start', { index: 0, content_block: contentBlock(p, isText ? '' : {}) }) +
+      thinkingEvents(p) +
+      event('content_block_start', { index, content_block: contentBlock(p, isText ? '' : {}) }) +
       event('ping', {}),
   );
-  const { deltas } = p.turn.kind === 'text' && p.turn.text === ctx.reply ? ctx.piecesFor(p.chunks) : splitReply(text, p.chunks);
+  const deltas = deltasFor(ctx, p, text);
   const open = isText
-    ? 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":'
-    : 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":';
+    ? `event: content_block_delta\ndata: {"type":"content_block_delta","index":${index},"delta":{"type":"text_delta","text":`
+    : `event: content_block_delta\ndata: {"type":"content_block_delta","index":${index},"delta":{"type":"input_json_delta","partial_json":`;
   const cutAt = cutAfter < 0 ? -1 : Math.min(cutAfter, deltas.length);
   for (let i = 0; ; i++) {
     if (!more) await drained(ex);
@@ -125,7 +164,7 @@ async function stream(ctx: MockContext, ex: Exchange, p: MessagesPlan, cutAfter:
   }
   const stopReason = isText ? 'end_turn' : 'tool_use';
   res.end(
-    event('content_block_stop', { index: 0 }) +
+    event('content_block_stop', { index }) +
       event('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: outputTokens } }) +
       event('message_stop', {}),
   );
@@ -144,7 +183,10 @@ function answer(ctx: MockContext, ex: Exchange, cutAfter: number): void {
     type: 'message',
     role: 'assistant',
     model: p.model,
-    content: [contentBlock(p, p.turn.kind === 'text' ? p.turn.text : p.turn.input)],
+    content: [
+      ...(p.thinking === null ? [] : [{ type: 'thinking', thinking: p.thinking.text, signature: p.thinking.signature }]),
+      contentBlock(p, p.turn.kind === 'text' ? p.turn.text : p.turn.input),
+    ],
     stop_reason: p.turn.kind === 'text' ? 'end_turn' : 'tool_use',
     stop_sequence: null,
     usage: usageBody(p.usage, outputTokens),
