@@ -221,10 +221,19 @@ const candidateSchema = z.strictObject({
 /** Across every failover attempt: a whole non-streamed response, or a stream's start. */
 const deadlineMs = positiveInt.max(3_600_000).optional();
 
+/**
+ * Crossing protocols: `lenient` drops a hint the other protocol has no field for (and
+ * clamps a value out of its range), listing it in `x-switchyard-dropped`; `strict` treats
+ * such a candidate as unable to take the request instead.
+ */
+const translationSchema = z.enum(['lenient', 'strict']);
+
 const routeSchema = z.strictObject({
   policy: policySchema.default('ordered'),
   candidates: z.array(candidateSchema).min(1, 'a route needs at least one candidate'),
   deadline_ms: deadlineMs,
+  /** This route's translation mode; defaults to routing.translation. */
+  translation: translationSchema.optional(),
 });
 
 /** Sticky sessions: a request's session key comes from the header, or else the cookie. */
@@ -287,6 +296,8 @@ const routingSchema = z
     overlay: overlaySchema.optional(),
     session_affinity: sessionAffinitySchema.optional(),
     responses: responsesSchema.optional(),
+    /** Every route's translation mode, unless the route sets its own; overlay routes always follow it. */
+    translation: translationSchema.default('lenient'),
   })
   .superRefine((routing, ctx) => {
     if (routing.routes !== undefined && routing.overlay !== undefined) {

@@ -91,6 +91,8 @@ export class Exchange {
   /** The candidate the response committed to. */
   candidate: GenerationCandidate | null = null;
   failures: Failure[] = [];
+  /** Request fields the last attempt's translation dropped or clamped (`x-switchyard-dropped`); null = none. */
+  dropped: readonly string[] | null = null;
   /** Set when the relayed response was cut after its first byte, or the client left. */
   outcome: 'complete' | 'partial' | 'aborted' = 'complete';
   attemptStartedAt = 0;

@@ -14,9 +14,11 @@ import {
   firstMember,
   type Operation,
   openaiRequestToCanonical,
+  type Refusal,
   type RelayTransform,
   responsesMetering,
   storedResponsePath,
+  type Translation,
   translation,
   upstreamPathFor,
   withFirstMember,
@@ -49,7 +51,26 @@ export interface UpstreamRequest {
   readonly body: Buffer | string | null;
   /** What the relay does beyond passing the answer's bytes on; undefined = nothing. */
   readonly transform: RelayTransform | undefined;
+  /** Request fields a translation dropped or clamped, for `x-switchyard-dropped` and the access line; null = none. */
+  readonly dropped?: readonly string[] | null;
 }
+
+/**
+ * This candidate cannot take the request: a field asks for what its protocol cannot give
+ * (or, under `translation: strict`, would be dropped). Thrown before anything is sent; the
+ * chain moves on, and answers 400 naming the field only when no candidate could take it.
+ */
+export class CandidateUnable extends Error {
+  /** The request field, in OpenAI's `param` notation. */
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super(message);
+    this.field = field;
+  }
+}
+
+/** `routing.routes.<model>.translation`, else `routing.translation`: whether a field may be dropped to reach a candidate. */
+export type TranslationMode = 'lenient' | 'strict';
 
 /** Called with each response id an answer carries (the Responses API). */
 export type OnResponseId = (responseId: string) => void;
@@ -61,8 +82,9 @@ export interface OperationSpec {
   /** The output cap the pre-check reserves for; null = the policy's default. */
   maxTokens(parsed: Record<string, unknown>): number | null;
   /**
-   * What goes upstream for this candidate. Throws a 400 naming the field when the request
-   * cannot be written in the candidate's protocol, before anything is sent.
+   * What goes upstream for this candidate. Throws, before anything is sent, a 400 naming
+   * the field when the request is malformed, and CandidateUnable when this candidate's
+   * protocol cannot express it.
    */
   upstream(request: ModelRequest, c: GenerationCandidate, onResponseId: OnResponseId | null, outputCap: number | null): UpstreamRequest;
   /** Its answers carry response ids whose state only the provider that made them holds. */
@@ -185,7 +207,7 @@ function chatUpstream(r: ModelRequest, c: GenerationCandidate, _id: OnResponseId
     // The gateway asked an OpenAI stream for its usage: a client that did not gets no usage event.
     return post(r, c, body, r.stream && !clientAskedUsage(r.parsed) ? withoutUsageEvent() : undefined);
   }
-  const canonical = canonicalOf(r);
+  const canonical = canonicalOf(r, c);
   const request = {
     ...canonical,
     model: c.upstreamModel,
@@ -200,27 +222,43 @@ function chatUpstream(r: ModelRequest, c: GenerationCandidate, _id: OnResponseId
             governance.modelOutputLimit(r.gen.pricing, c.provider.name, c.upstreamModel) ?? r.gen.config.governance.default_max_tokens,
         })
       : canonicalToOpenaiRequest(request);
-  if (!written.ok) throw untranslatable(written, c);
-  return post(r, c, JSON.stringify(written.value), translation(to, r.protocol, r.protocol === 'openai' && clientAskedUsage(r.parsed)));
+  if (!written.ok) throw refusalError(written, c);
+  const dropped = canonical.dropped.length === 0 ? written.value.dropped : [...new Set([...canonical.dropped, ...written.value.dropped])];
+  if (dropped.length > 0 && translationMode(r) === 'strict') {
+    const field = dropped[0] as string;
+    throw new CandidateUnable(
+      field,
+      `${field} would be dropped translating to provider "${c.provider.name}" (${c.provider.protocol} protocol), and the route's translation is strict`,
+    );
+  }
+  const transform = translation(to, r.protocol, r.protocol === 'openai' && clientAskedUsage(r.parsed));
+  return { ...post(r, c, JSON.stringify(written.value.body), transform), dropped: dropped.length === 0 ? null : dropped };
+}
+
+/** The route's translation mode: its own `translation`, else the gateway's `routing.translation` (overlay routes follow it). */
+function translationMode(r: ModelRequest): TranslationMode {
+  const routing = r.gen.config.routing;
+  return routing.routes?.[r.model]?.translation ?? routing.translation;
 }
 
 /** Each request's canonical form, read once, when the first candidate of another protocol needs it. */
-const canonicalForms = new WeakMap<ModelRequest, CanonicalRequest>();
+const canonicalForms = new WeakMap<ModelRequest, Translation<CanonicalRequest>>();
 
-function canonicalOf(r: ModelRequest): CanonicalRequest {
-  let canonical = canonicalForms.get(r);
-  if (canonical === undefined) {
-    const read = r.protocol === 'anthropic' ? anthropicRequestToCanonical(r.parsed) : openaiRequestToCanonical(r.parsed);
-    if (!read.ok) throw new SwitchyardError('invalid_request', `${read.reason} (field ${read.path})`, read.path);
-    canonical = read.value;
-    canonicalForms.set(r, canonical);
+function canonicalOf(r: ModelRequest, c: GenerationCandidate): CanonicalRequest {
+  let read = canonicalForms.get(r);
+  if (read === undefined) {
+    read = r.protocol === 'anthropic' ? anthropicRequestToCanonical(r.parsed) : openaiRequestToCanonical(r.parsed);
+    canonicalForms.set(r, read);
   }
-  return canonical;
+  if (!read.ok) throw refusalError(read, c);
+  return read.value;
 }
 
-function untranslatable(refusal: { readonly path: string; readonly reason: string }, c: GenerationCandidate): SwitchyardError {
+/** A malformed field is the client's 400 whoever serves it; one the candidate's protocol cannot express only rules the candidate out. */
+function refusalError(refusal: Refusal, c: GenerationCandidate): Error {
+  if (refusal.kind === 'invalid') return new SwitchyardError('invalid_request', `${refusal.reason} (field ${refusal.path})`, refusal.path);
   const message = `${refusal.reason} (field ${refusal.path}; provider "${c.provider.name}" speaks the ${c.provider.protocol} protocol)`;
-  return new SwitchyardError('invalid_request', message, refusal.path);
+  return new CandidateUnable(refusal.path, message);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { requestCompleted } from '../audit/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
 import { genAiOperation, genAiSystem, type Tracing } from '../telemetry/index.js';
-import { type Exchange, pathOf } from './exchange.js';
+import { type Exchange, type Failure, pathOf } from './exchange.js';
 import type { Services } from './services.js';
 
 /**
@@ -95,7 +95,7 @@ function auditCompleted(svc: Services, x: Exchange, status: number | 'partial', 
       generation: x.gen?.number ?? null,
       revision: x.gen?.overlay?.revision ?? null,
       status,
-      fallback: x.failures.map((f) => `${f.provider}:${f.reason}`),
+      fallback: x.failures.map(fallbackEntry),
       // Cut midway, by the upstream or by the client leaving after the response began.
       partial: status === 'partial' || (x.outcome === 'aborted' && x.headersAt !== null),
       usageEstimated: x.usageEstimated,
@@ -109,6 +109,11 @@ function auditCompleted(svc: Services, x: Exchange, status: number | 'partial', 
 }
 
 const q = JSON.stringify;
+
+/** `provider:reason`, and for a candidate that could not take the request `provider:unable:field`. */
+function fallbackEntry(f: Failure): string {
+  return f.reason === 'unable' ? `${f.provider}:unable:${f.detail}` : `${f.provider}:${f.reason}`;
+}
 
 /** The access line's members that are the same for every request a candidate serves under a model, per generation. */
 const servedBy = new WeakMap<GenerationCandidate, { readonly gen: Generation; readonly model: string; readonly members: string }>();
@@ -143,7 +148,8 @@ function accessLine(x: Exchange, status: number | 'partial', durationMs: number,
   if (x.reason !== null) s += `,"reason":"${x.reason}"`;
   s += `,"partial":${status === 'partial'},"stream":${x.stream},"duration_ms":${msText(durationMs)}`;
   if (x.stream && x.firstByteAt !== null) s += `,"ttft_ms":${msText(x.firstByteAt - x.startedAt)}`;
-  if (x.failures.length > 0) s += `,"fallback":${q(x.failures.map((f) => `${f.provider}:${f.reason}`))}`;
+  if (x.failures.length > 0) s += `,"fallback":${q(x.failures.map(fallbackEntry))}`;
+  if (x.dropped !== null && x.candidate !== null) s += `,"dropped":${q(x.dropped)}`;
   const usage = x.usage;
   if (usage !== null) s += `,"input_tokens":${usage.inputTokens},"output_tokens":${usage.outputTokens}`;
   if (x.usageEstimated) s += ',"usage_estimated":true';

@@ -10,6 +10,7 @@ import { operations } from './operations.js';
 // candidate, through its provider's pool, and the relay of its answer if it commits.
 
 export const COST_HEADER = 'x-switchyard-cost-usd';
+export const DROPPED_HEADER = 'x-switchyard-dropped';
 
 /**
  * The core: the upstream call for this candidate (its operation decides method, path and
@@ -46,6 +47,9 @@ export const sendToCandidate: Attempt = (a, done) => {
   if (a.trace !== null) Object.assign(headers, a.trace);
   else forwardTraceContext(x, headers);
   if (x.failures.length > 0) own.push('x-switchyard-fallback', x.failures.map((f) => f.provider).join(','));
+  // The fields this candidate's translation left out: the answer says so, as the access line does.
+  x.dropped = upstream.dropped ?? null;
+  if (x.dropped !== null) own.push(DROPPED_HEADER, x.dropped.join(','));
   // A gateway limit's headers replace the upstream's of the same names.
   if (limits !== null) for (const v of limits) own.push(v);
   const fixed = fixedOf(gen, c);

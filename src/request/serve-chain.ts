@@ -5,7 +5,7 @@ import { type Committed, type FailedAttempt, type Relayed, type TokenUsage, upst
 import { settle } from './admission.js';
 import type { AdmittedRequest, Attempt, AttemptResult } from './attempt.js';
 import type { Failure } from './exchange.js';
-import { operations } from './operations.js';
+import { CandidateUnable, operations } from './operations.js';
 import type { Services } from './services.js';
 
 // The end of every model request's path, once its chain is chosen and admitted: the
@@ -50,6 +50,9 @@ class Failover {
   #lastFailed: { readonly r: FailedAttempt; readonly c: GenerationCandidate } | null = null;
   /** Whether every candidate that failed answered 503 (so far). */
   #every503 = true;
+  /** The first candidate that could not take the request, and the candidates that could not (skipped on the second pass). */
+  #unable: CandidateUnable | null = null;
+  #unableSet: Set<GenerationCandidate> | null = null;
 
   constructor(req: ChainRequest, done: ServeCallback) {
     this.#req = req;
@@ -64,7 +67,8 @@ class Failover {
     const req = this.#req;
     const { x, candidates } = req;
     if (this.#index >= candidates.length) {
-      if (this.#attempted === 0 && this.#pass === 0 && candidates.length > 0) {
+      const unable = this.#unableSet?.size ?? 0;
+      if (this.#attempted === 0 && this.#pass === 0 && candidates.length > unable) {
         this.#pass = 1;
         this.#index = 0;
       } else {
@@ -81,12 +85,25 @@ class Failover {
       return;
     }
     const c = candidates[this.#index++] as GenerationCandidate;
+    if (this.#unableSet?.has(c) === true) return this.run();
     this.#current = c;
     try {
       req.attempt({ admitted: req, candidate: c, pass: this.#pass, trace: null }, this.#onResult);
     } catch (err) {
-      this.#end(err);
+      if (!(err instanceof CandidateUnable)) return this.#end(err);
+      this.#cannotTake(err, c);
+      // Nothing was sent: the next candidate is tried at once (the chain is short, so is the stack).
+      this.run();
     }
+  }
+
+  /** The candidate cannot take the request: skipped like an open breaker, and listed as `provider:unable:field`. */
+  #cannotTake(err: CandidateUnable, c: GenerationCandidate): void {
+    this.#unable ??= err;
+    (this.#unableSet ??= new Set()).add(c);
+    const { x, svc } = this.#req;
+    x.failures.push({ provider: c.provider.name, candidate: c.stableId, reason: 'unable', detail: err.field });
+    svc.metrics.fallbacks.inc({ provider: c.provider.name, reason: 'unable' });
   }
 
   readonly #onResult = (r: AttemptResult): void => {
@@ -153,14 +170,17 @@ class Failover {
       answer(x, req.request);
       return this.#end(null);
     }
-    if (this.#lastFailed?.r.answer !== undefined) return this.#upstreamAnswered(failureCode(x.failures));
-    this.#end(new SwitchyardError(failureCode(x.failures), `all ${this.#summary()}`));
+    const unable = this.#unable;
+    // No candidate could take the request: the client's 400, naming the field.
+    if (unable !== null && this.#attempted === 0) return this.#end(new SwitchyardError('invalid_request', unable.message, unable.field));
+    if (this.#lastFailed?.r.answer !== undefined) return this.#upstreamAnswered(failureCode(tried(x.failures)));
+    this.#end(new SwitchyardError(failureCode(tried(x.failures)), `all ${this.#summary()}`));
   }
 
   /** `N candidate(s) for model "m" failed (east: HTTP 429; …)`: what every failure was, for the client's error. */
   #summary(): string {
     const req = this.#req;
-    const summary = req.x.failures.map((f) => `${f.provider}: ${f.detail}`).join('; ');
+    const summary = req.x.failures.map((f) => `${f.provider}: ${f.reason === 'unable' ? `cannot take ${f.detail}` : f.detail}`).join('; ');
     return `${req.candidates.length} candidate(s) for model "${req.request.model}" failed (${summary})`;
   }
 
@@ -231,6 +251,11 @@ function outOfTime(req: AdmittedRequest, candidates: number): SwitchyardError {
     'upstream_timeout',
     `deadline_ms for model "${req.request.model}" passed after ${x.failures.length} of ${candidates} candidate(s)${tried === '' ? '' : ` (${tried})`}`,
   );
+}
+
+/** The failures of candidates that were tried: one that could not take the request says nothing of the upstreams. */
+function tried(failures: readonly Failure[]): readonly Failure[] {
+  return failures.some((f) => f.reason === 'unable') ? failures.filter((f) => f.reason !== 'unable') : failures;
 }
 
 /**

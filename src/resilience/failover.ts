@@ -9,7 +9,9 @@ export type FailureReason =
   | 'status_429'
   /** The provider refused the gateway's credential (401, 403). */
   | 'status_auth'
-  | 'credential_unavailable';
+  | 'credential_unavailable'
+  /** The candidate's protocol cannot express the request (a field the translation cannot map); nothing was sent. */
+  | 'unable';
 
 /** An upstream status that means "try someone else" rather than "your request is wrong". */
 export function isFailoverStatus(status: number): boolean {

@@ -226,7 +226,8 @@ describe('the OpenAI SDK through the gateway', () => {
           logit_bias: { '50256': -100 },
           store: true,
           prediction: { type: 'content', content: 'Hello' },
-          service_tier: 'auto',
+          // `auto` is the default and asks for nothing, so it would not be listed.
+          service_tier: 'flex',
           metadata: { team: 'a' },
         })
         .withResponse();

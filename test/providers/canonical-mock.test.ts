@@ -51,7 +51,7 @@ describe('translation against the mock provider', () => {
 
   it('an Anthropic client runs a tool round trip against an OpenAI upstream', async () => {
     const ask = { model: 'gpt-4o', max_tokens: 100, tools: [weatherTool], messages: [{ role: 'user', content: 'use the weather tool' }] };
-    const upstream = value(canonicalToOpenaiRequest(value(anthropicRequestToCanonical(ask))));
+    const upstream = value(canonicalToOpenaiRequest(value(anthropicRequestToCanonical(ask)))).body;
     const first = canonicalToAnthropicResponse(
       value(openaiResponseToCanonical(await (await post('/v1/chat/completions', upstream)).json())),
     );
@@ -68,7 +68,7 @@ describe('translation against the mock provider', () => {
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: call?.id, content: 'Sunny' }] },
       ],
     };
-    const upstream2 = value(canonicalToOpenaiRequest(value(anthropicRequestToCanonical(next))));
+    const upstream2 = value(canonicalToOpenaiRequest(value(anthropicRequestToCanonical(next)))).body;
     const final = canonicalToAnthropicResponse(
       value(openaiResponseToCanonical(await (await post('/v1/chat/completions', upstream2)).json())),
     );
@@ -84,7 +84,7 @@ describe('translation against the mock provider', () => {
       tools: [weatherTool],
       messages: [{ role: 'user', content: 'use the weather tool' }],
     };
-    const upstream = value(canonicalToOpenaiRequest(value(anthropicRequestToCanonical(ask))));
+    const upstream = value(canonicalToOpenaiRequest(value(anthropicRequestToCanonical(ask)))).body;
     const t = new StreamTranslator({ from: 'openai', to: 'anthropic' });
     const events = (await translatedStream(await post('/v1/chat/completions', upstream), t)).map((e) => JSON.parse(e.data));
     assert.equal(events[0].type, 'message_start');
@@ -101,7 +101,7 @@ describe('translation against the mock provider', () => {
   it('an OpenAI client runs a tool round trip against an Anthropic upstream', async () => {
     const tools = [{ type: 'function', function: { name: 'weather', parameters: weatherTool.input_schema } }];
     const ask = { model: 'claude', tools, messages: [{ role: 'user', content: 'use the weather tool' }] };
-    const upstream = value(canonicalToAnthropicRequest(value(openaiRequestToCanonical(ask))));
+    const upstream = value(canonicalToAnthropicRequest(value(openaiRequestToCanonical(ask)))).body;
     const first = canonicalToOpenaiResponse(
       value(anthropicResponseToCanonical(await (await post('/v1/messages', upstream)).json())),
     ) as any;
@@ -113,7 +113,7 @@ describe('translation against the mock provider', () => {
       ...ask,
       messages: [...ask.messages, first.choices[0].message, { role: 'tool', tool_call_id: call.id, content: 'Rain' }],
     };
-    const upstream2 = value(canonicalToAnthropicRequest(value(openaiRequestToCanonical(next))));
+    const upstream2 = value(canonicalToAnthropicRequest(value(openaiRequestToCanonical(next)))).body;
     const final = canonicalToOpenaiResponse(
       value(anthropicResponseToCanonical(await (await post('/v1/messages', upstream2)).json())),
     ) as any;
@@ -132,7 +132,7 @@ describe('translation against the mock provider', () => {
       ],
     };
     const canonical = value(openaiRequestToCanonical(ask));
-    const upstream = value(canonicalToAnthropicRequest(canonical));
+    const upstream = value(canonicalToAnthropicRequest(canonical)).body;
     // An Anthropic upstream caches only what is marked; mark the system prompt as a server might.
     (upstream as { system: unknown }).system = [{ type: 'text', text: 's'.repeat(400), cache_control: { type: 'ephemeral' } }];
     await (await post('/v1/messages', upstream)).text();

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { CanonicalRequest, Translation } from '../../src/providers/index.js';
+import type { CanonicalRequest, Translation, WrittenRequest } from '../../src/providers/index.js';
 import {
   anthropicRequestToCanonical,
   canonicalToAnthropicRequest,
@@ -11,6 +11,11 @@ import {
 function value<T>(t: Translation<T>): T {
   if (!t.ok) assert.fail(`refused ${t.path}: ${t.reason}`);
   return t.value;
+}
+
+/** A written request's body (what goes upstream). */
+function bodyOf(t: Translation<WrittenRequest>): Record<string, unknown> {
+  return value(t).body;
 }
 
 function refusedAt<T>(t: Translation<T>, path: string, kind: 'unsupported' | 'invalid' = 'unsupported'): void {
@@ -104,6 +109,7 @@ const canonicalFromOpenai: CanonicalRequest = {
   toolChoice: { type: 'any' },
   parallelToolCalls: false,
   user: 'u-42',
+  dropped: [],
 };
 
 /** An Anthropic request using every field the canonical form carries. */
@@ -180,6 +186,7 @@ const canonicalFromAnthropic: CanonicalRequest = {
   toolChoice: { type: 'tool', name: 'lookup' },
   parallelToolCalls: false,
   user: 'u-7',
+  dropped: [],
 };
 
 /** Adjacent turns of one role as one: how Anthropic reads them, and how OpenAI splits tool results out. */
@@ -220,7 +227,7 @@ describe('OpenAI requests to the canonical form', () => {
       name: 'f',
     });
     const nulls = value(openaiRequestToCanonical({ ...base, temperature: null, stop: null, seed: null, n: null, tools: null }));
-    assert.deepEqual(nulls, { model: 'm', system: [], messages: [], stream: false });
+    assert.deepEqual(nulls, { model: 'm', system: [], messages: [], stream: false, dropped: [] });
   });
 
   it('reads safety_identifier as the end user, and refuses a different user beside it', () => {
@@ -250,7 +257,7 @@ describe('OpenAI requests to the canonical form', () => {
 
 describe('canonical requests to OpenAI', () => {
   it('writes the system prompt first, tool results as tool messages, images as data URLs, and asks a stream for usage', () => {
-    const body = value(canonicalToOpenaiRequest(canonicalFromAnthropic));
+    const body = bodyOf(canonicalToOpenaiRequest(canonicalFromAnthropic));
     assert.deepEqual(body, {
       model: 'claude-sonnet-4-5',
       messages: [
@@ -280,7 +287,7 @@ describe('canonical requests to OpenAI', () => {
       parallel_tool_calls: false,
       user: 'u-7',
     });
-    const streamed = value(
+    const streamed = bodyOf(
       canonicalToOpenaiRequest({ ...canonicalFromAnthropic, stream: true }, { maxTokensField: 'max_completion_tokens' }),
     );
     assert.equal(streamed.stream, true);
@@ -294,6 +301,7 @@ describe('canonical requests to OpenAI', () => {
       model: 'm',
       system: [],
       stream: false,
+      dropped: [],
       messages: [
         {
           role: 'user',
@@ -331,7 +339,7 @@ describe('Anthropic requests to the canonical form', () => {
 
 describe('canonical requests to Anthropic', () => {
   it('merges consecutive tool messages into one user turn, hoists the system prompt, and names the user in metadata', () => {
-    const body = value(canonicalToAnthropicRequest(canonicalFromOpenai));
+    const body = bodyOf(canonicalToAnthropicRequest(canonicalFromOpenai));
     assert.deepEqual(body.system, [
       { type: 'text', text: 'Be brief.' },
       { type: 'text', text: 'Use tools.' },
@@ -357,66 +365,61 @@ describe('canonical requests to Anthropic', () => {
 
   it('fills the required max_tokens when the client set no limit', () => {
     const req = value(openaiRequestToCanonical({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }));
-    assert.equal(value(canonicalToAnthropicRequest(req)).max_tokens, 4096);
-    assert.equal(value(canonicalToAnthropicRequest(req, { defaultMaxTokens: 77 })).max_tokens, 77);
+    assert.equal(bodyOf(canonicalToAnthropicRequest(req)).max_tokens, 4096);
+    assert.equal(bodyOf(canonicalToAnthropicRequest(req, { defaultMaxTokens: 77 })).max_tokens, 77);
   });
 
   it('writes parallel_tool_calls false without a tool_choice as auto with parallel use disabled', () => {
     const req = value(openaiRequestToCanonical({ model: 'm', messages: [], parallel_tool_calls: false }));
-    assert.deepEqual(value(canonicalToAnthropicRequest(req)).tool_choice, { type: 'auto', disable_parallel_tool_use: true });
+    assert.deepEqual(bodyOf(canonicalToAnthropicRequest(req)).tool_choice, { type: 'auto', disable_parallel_tool_use: true });
   });
 
-  it('refuses a temperature above 1, which Anthropic does not accept', () => {
+  it('clamps a temperature above 1 to 1, which Anthropic accepts, and lists it', () => {
     const req = value(openaiRequestToCanonical({ model: 'm', messages: [], temperature: 1.5 }));
-    refusedAt(canonicalToAnthropicRequest(req), 'temperature');
+    const written = value(canonicalToAnthropicRequest(req));
+    assert.equal(written.body.temperature, 1);
+    assert.deepEqual(written.dropped, ['temperature']);
+    assert.deepEqual(value(canonicalToAnthropicRequest({ ...req, temperature: 0.7 })).dropped, []);
   });
 });
 
 describe('request round trips', () => {
   it('OpenAI -> canonical -> OpenAI -> canonical gives the same canonical request', () => {
     const once = value(openaiRequestToCanonical(openaiRequest));
-    const twice = value(openaiRequestToCanonical(value(canonicalToOpenaiRequest(once))));
+    const twice = value(openaiRequestToCanonical(bodyOf(canonicalToOpenaiRequest(once))));
     assert.deepEqual(twice, once);
   });
 
   it('Anthropic -> canonical -> Anthropic -> canonical gives the same canonical request', () => {
     const once = value(anthropicRequestToCanonical(anthropicRequest));
-    const twice = value(anthropicRequestToCanonical(value(canonicalToAnthropicRequest(once))));
+    const twice = value(anthropicRequestToCanonical(bodyOf(canonicalToAnthropicRequest(once))));
     assert.deepEqual(twice, once);
   });
 
   it('Anthropic -> canonical -> OpenAI -> canonical keeps everything but the cache markers, is_error included', () => {
     const once = value(anthropicRequestToCanonical(anthropicRequest));
-    const back = value(openaiRequestToCanonical(value(canonicalToOpenaiRequest(once))));
+    const back = value(openaiRequestToCanonical(bodyOf(canonicalToOpenaiRequest(once))));
     assert.deepEqual(mergedTurns(back), withoutCacheControl(once));
   });
 
   it('OpenAI -> canonical -> Anthropic -> canonical keeps every message, merged into alternating turns', () => {
     const once = value(openaiRequestToCanonical(openaiRequest));
-    const back = value(anthropicRequestToCanonical(value(canonicalToAnthropicRequest(once))));
+    const back = value(anthropicRequestToCanonical(bodyOf(canonicalToAnthropicRequest(once))));
     const { streamUsage: _, ...rest } = once;
     assert.deepEqual(back, mergedTurns(rest));
   });
 });
 
-describe('untranslatable request features are refused by field path, never dropped', () => {
+describe('request features the other protocol cannot give are refused by field path', () => {
   const base = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
   const openaiCases: [string, Record<string, unknown>, string][] = [
     ['n above 1', { n: 2 }, 'n'],
     ['logprobs', { logprobs: true }, 'logprobs'],
     ['top_logprobs', { top_logprobs: 3 }, 'top_logprobs'],
-    ['logit_bias', { logit_bias: { '50256': -100 } }, 'logit_bias'],
-    ['presence_penalty', { presence_penalty: 0.5 }, 'presence_penalty'],
-    ['frequency_penalty', { frequency_penalty: -0.5 }, 'frequency_penalty'],
-    [
-      'response_format json_schema',
-      { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: {} } } },
-      'response_format',
-    ],
-    ['response_format json_object', { response_format: { type: 'json_object' } }, 'response_format'],
-    ['seed', { seed: 7 }, 'seed'],
+    ['response_format json_object', { response_format: { type: 'json_object' } }, 'response_format.type'],
     ['audio output', { modalities: ['text', 'audio'] }, 'modalities'],
-    ['reasoning_effort', { reasoning_effort: 'high' }, 'reasoning_effort'],
+    ['audio', { audio: { voice: 'alloy', format: 'wav' } }, 'audio'],
+    ['web search', { web_search_options: {} }, 'web_search_options'],
     ['legacy functions', { functions: [] }, 'functions'],
     ['an unknown field', { frobnicate: true }, 'frobnicate'],
     [
@@ -424,14 +427,7 @@ describe('untranslatable request features are refused by field path, never dropp
       { stream_options: { include_usage: true, include_obfuscation: true } },
       'stream_options.include_obfuscation',
     ],
-    ['strict tool schemas', { tools: [{ type: 'function', function: { name: 'f', strict: true } }] }, 'tools[0].function.strict'],
     ['a custom tool', { tools: [{ type: 'custom', custom: { name: 'f' } }] }, 'tools[0].type'],
-    ['a participant name', { messages: [{ role: 'user', content: 'hi', name: 'ann' }] }, 'messages[0].name'],
-    [
-      'an image detail level',
-      { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x/y.png', detail: 'high' } }] }] },
-      'messages[0].content[0].image_url.detail',
-    ],
     [
       'audio input',
       { messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: '', format: 'wav' } }] }] },
@@ -455,27 +451,16 @@ describe('untranslatable request features are refused by field path, never dropp
 
   const abase = { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
   const anthropicCases: [string, Record<string, unknown>, string][] = [
-    ['extended thinking', { thinking: { type: 'enabled', budget_tokens: 1024 } }, 'thinking'],
-    ['top_k', { top_k: 5 }, 'top_k'],
     ['a server tool', { tools: [{ type: 'web_search_20250305', name: 'web_search' }] }, 'tools[0].type'],
     ['a document block', { messages: [{ role: 'user', content: [{ type: 'document', source: {} }] }] }, 'messages[0].content[0].type'],
-    [
-      'citations on text',
-      { messages: [{ role: 'user', content: [{ type: 'text', text: 'x', citations: [{}] }] }] },
-      'messages[0].content[0].citations',
-    ],
-    [
-      'thinking in history',
-      { messages: [{ role: 'assistant', content: [{ type: 'thinking', thinking: 'hm', signature: 's' }] }] },
-      'messages[0].content[0].type',
-    ],
     [
       'a file image source',
       { messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'file', file_id: 'f' } }] }] },
       'messages[0].content[0].source.type',
     ],
-    ['service_tier', { service_tier: 'standard_only' }, 'service_tier'],
     ['mcp_servers', { mcp_servers: [] }, 'mcp_servers'],
+    ['container', { container: 'c' }, 'container'],
+    ['an unknown field', { frobnicate: true }, 'frobnicate'],
   ];
   for (const [name, patch, path] of anthropicCases) {
     it(`Anthropic: ${name} -> ${path}`, () => refusedAt(anthropicRequestToCanonical({ ...abase, ...patch }), path));
@@ -499,5 +484,187 @@ describe('untranslatable request features are refused by field path, never dropp
     );
     refusedAt(anthropicRequestToCanonical({ model: 'm', messages: [] }), 'max_tokens', 'invalid');
     refusedAt(anthropicRequestToCanonical('nope'), '', 'invalid');
+  });
+});
+
+describe('hints the other protocol has no field for are dropped and listed', () => {
+  const base = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
+  const openaiCases: [string, Record<string, unknown>, string][] = [
+    ['seed', { seed: 7 }, 'seed'],
+    ['frequency_penalty', { frequency_penalty: -0.5 }, 'frequency_penalty'],
+    ['presence_penalty', { presence_penalty: 0.5 }, 'presence_penalty'],
+    ['logit_bias', { logit_bias: { '50256': -100 } }, 'logit_bias'],
+    ['store', { store: true }, 'store'],
+    ['prediction', { prediction: { type: 'content', content: 'x' } }, 'prediction'],
+    ['service_tier', { service_tier: 'flex' }, 'service_tier'],
+    ['metadata beyond user_id', { metadata: { trace: 't1' } }, 'metadata'],
+    ['a participant name', { messages: [{ role: 'user', content: 'hi', name: 'ann' }] }, 'messages.name'],
+    [
+      'an image detail level',
+      { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x/y.png', detail: 'high' } }] }] },
+      'messages.content.image_url.detail',
+    ],
+    [
+      "an earlier turn's reasoning",
+      {
+        messages: [
+          { role: 'assistant', content: 'a', reasoning_content: 'hm' },
+          { role: 'user', content: 'b' },
+        ],
+      },
+      'messages.reasoning_content',
+    ],
+  ];
+  for (const [name, patch, listed] of openaiCases) {
+    it(`OpenAI: ${name} is dropped as ${listed}`, () => {
+      const c = value(openaiRequestToCanonical({ ...base, ...patch }));
+      assert.deepEqual(c.dropped, [listed]);
+      const written = JSON.stringify(bodyOf(canonicalToAnthropicRequest(c)));
+      for (const key of Object.keys(patch)) if (key !== 'messages') assert.ok(!written.includes(`"${key}"`) || key === 'metadata', written);
+    });
+  }
+
+  const abase = { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
+  const anthropicCases: [string, Record<string, unknown>, string][] = [
+    ['top_k', { top_k: 5 }, 'top_k'],
+    ['service_tier', { service_tier: 'standard_only' }, 'service_tier'],
+    ['a request-wide cache_control', { cache_control: { type: 'ephemeral' } }, 'cache_control'],
+    [
+      'eager_input_streaming on a tool',
+      { tools: [{ name: 't', input_schema: { type: 'object' }, eager_input_streaming: true }] },
+      'tools.eager_input_streaming',
+    ],
+    [
+      'citations on text',
+      { messages: [{ role: 'user', content: [{ type: 'text', text: 'x', citations: [{}] }] }] },
+      'messages.content.citations',
+    ],
+    [
+      'thinking in history',
+      {
+        messages: [
+          { role: 'user', content: 'q' },
+          {
+            role: 'assistant',
+            content: [
+              { type: 'thinking', thinking: 'hm', signature: 's' },
+              { type: 'text', text: 'a' },
+            ],
+          },
+          { role: 'user', content: 'again' },
+        ],
+      },
+      'messages.content.thinking',
+    ],
+  ];
+  for (const [name, patch, listed] of anthropicCases) {
+    it(`Anthropic: ${name} is dropped as ${listed}`, () => {
+      const c = value(anthropicRequestToCanonical({ ...abase, ...patch }));
+      assert.deepEqual(c.dropped, [listed]);
+    });
+  }
+
+  it('Anthropic cache markers are listed once when written for OpenAI', () => {
+    const c = value(anthropicRequestToCanonical(anthropicRequest));
+    assert.deepEqual(c.dropped, []);
+    assert.deepEqual(value(canonicalToOpenaiRequest(c)).dropped, ['cache_control']);
+  });
+
+  it('values that ask for nothing are not listed', () => {
+    const c = value(openaiRequestToCanonical({ ...base, frequency_penalty: 0, presence_penalty: 0, store: false, logit_bias: {}, n: 1 }));
+    assert.deepEqual(c.dropped, []);
+    const withAuto = {
+      messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x/y.png', detail: 'auto' } }] }],
+    };
+    assert.deepEqual(value(openaiRequestToCanonical({ ...base, ...withAuto })).dropped, []);
+  });
+});
+
+describe('features with an equivalent are mapped', () => {
+  const base = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
+  const schema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false };
+
+  it('OpenAI json_schema response_format becomes Anthropic output_config.format, and back', () => {
+    const c = value(
+      openaiRequestToCanonical({ ...base, response_format: { type: 'json_schema', json_schema: { name: 'place', schema, strict: true } } }),
+    );
+    const a = bodyOf(canonicalToAnthropicRequest(c));
+    assert.deepEqual(a.output_config, { format: { type: 'json_schema', schema } });
+    const back = value(anthropicRequestToCanonical(a));
+    assert.deepEqual(bodyOf(canonicalToOpenaiRequest(back)).response_format, {
+      type: 'json_schema',
+      json_schema: { name: 'response', schema, strict: true },
+    });
+  });
+
+  it("the structured-outputs beta's output_format reads like output_config.format", () => {
+    const c = value(
+      anthropicRequestToCanonical({ model: 'm', max_tokens: 9, messages: [], output_format: { type: 'json_schema', schema } }),
+    );
+    assert.deepEqual(c.responseFormat, { type: 'json_schema', name: 'response', schema, strict: true });
+  });
+
+  it('reasoning_effort becomes a thinking budget below max_tokens, and temperature is dropped beside it', () => {
+    const c = value(openaiRequestToCanonical({ ...base, reasoning_effort: 'medium', max_tokens: 20_000, temperature: 0.3 }));
+    const written = value(canonicalToAnthropicRequest(c));
+    assert.deepEqual(written.body.thinking, { type: 'enabled', budget_tokens: 8192 });
+    assert.equal(written.body.temperature, undefined);
+    assert.deepEqual(written.dropped, ['temperature']);
+    const tight = value(canonicalToAnthropicRequest({ ...c, maxOutputTokens: 3000, temperature: undefined }));
+    assert.deepEqual(tight.body.thinking, { type: 'enabled', budget_tokens: 2999 });
+  });
+
+  it('reasoning_effort is dropped when there is no room for the smallest budget, or a tool is forced', () => {
+    const small = value(openaiRequestToCanonical({ ...base, reasoning_effort: 'high', max_tokens: 500 }));
+    assert.deepEqual(value(canonicalToAnthropicRequest(small)).dropped, ['reasoning_effort']);
+    assert.equal(bodyOf(canonicalToAnthropicRequest(small)).thinking, undefined);
+    const forced = value(
+      openaiRequestToCanonical({
+        ...base,
+        reasoning_effort: 'low',
+        tools: [{ type: 'function', function: { name: 'f' } }],
+        tool_choice: 'required',
+      }),
+    );
+    assert.deepEqual(value(canonicalToAnthropicRequest(forced)).dropped, ['reasoning_effort']);
+    assert.equal(value(openaiRequestToCanonical({ ...base, reasoning_effort: 'none' })).reasoning, undefined);
+  });
+
+  it('an Anthropic thinking budget becomes the reasoning_effort that spends about as much', () => {
+    const effort = (thinking: unknown): unknown =>
+      bodyOf(canonicalToOpenaiRequest(value(anthropicRequestToCanonical({ model: 'm', max_tokens: 40_000, messages: [], thinking }))))
+        .reasoning_effort;
+    assert.equal(effort({ type: 'enabled', budget_tokens: 1024 }), 'low');
+    assert.equal(effort({ type: 'enabled', budget_tokens: 8000 }), 'medium');
+    assert.equal(effort({ type: 'enabled', budget_tokens: 30_000 }), 'high');
+    assert.equal(effort({ type: 'adaptive' }), 'medium');
+    assert.equal(effort({ type: 'disabled' }), undefined);
+  });
+
+  it('OpenAI-style cache_control on a content part reaches Anthropic as its cache_control', () => {
+    const c = value(
+      openaiRequestToCanonical({
+        model: 'm',
+        messages: [{ role: 'user', content: [{ type: 'text', text: 'long doc', cache_control: { type: 'ephemeral' } }] }],
+      }),
+    );
+    const messages = bodyOf(canonicalToAnthropicRequest(c)).messages as { content: unknown[] }[];
+    assert.deepEqual(messages[0]?.content[0], { type: 'text', text: 'long doc', cache_control: { type: 'ephemeral' } });
+  });
+
+  it('metadata.user_id is the end user, and strict tools stay strict both ways', () => {
+    const c = value(
+      openaiRequestToCanonical({
+        ...base,
+        metadata: { user_id: 'u-1' },
+        tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' }, strict: true } }],
+      }),
+    );
+    const a = bodyOf(canonicalToAnthropicRequest(c));
+    assert.deepEqual(a.metadata, { user_id: 'u-1' });
+    assert.deepEqual(a.tools, [{ name: 'f', input_schema: { type: 'object' }, strict: true }]);
+    const o = bodyOf(canonicalToOpenaiRequest(value(anthropicRequestToCanonical(a))));
+    assert.deepEqual(o.tools, [{ type: 'function', function: { name: 'f', parameters: { type: 'object' }, strict: true } }]);
+    assert.equal(o.user, 'u-1');
   });
 });

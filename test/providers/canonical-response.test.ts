@@ -212,21 +212,43 @@ describe('whole responses', () => {
     assert.deepEqual(value(openaiResponseToCanonical(canonicalToOpenaiResponse(fromAnthropic))), fromAnthropic);
   });
 
-  it('an Anthropic stop sequence is kept; thinking blocks are skipped', () => {
+  it('an Anthropic stop sequence is kept; thinking blocks travel as reasoning_content, redacted ones are not passed on', () => {
     const r = value(
       anthropicResponseToCanonical({
         ...anthropicMessage,
         content: [
           { type: 'thinking', thinking: 'hm', signature: 's' },
+          { type: 'redacted_thinking', data: 'opaque' },
           { type: 'text', text: 'A' },
         ],
         stop_reason: 'stop_sequence',
         stop_sequence: '###',
       }),
     );
-    assert.deepEqual(r.content, [{ type: 'text', text: 'A' }]);
+    assert.deepEqual(r.content, [
+      { type: 'thinking', text: 'hm', signature: 's' },
+      { type: 'text', text: 'A' },
+    ]);
     assert.equal(r.stopReason, 'stop_sequence');
     assert.equal(canonicalToAnthropicResponse(r).stop_sequence, '###');
+    const message = (canonicalToOpenaiResponse(r).choices as { message: Record<string, unknown> }[])[0]?.message;
+    assert.equal(message?.reasoning_content, 'hm');
+    assert.equal(message?.content, 'A');
+  });
+
+  it("an OpenAI-compatible server's reasoning_content comes back to an Anthropic client as an unsigned thinking block first", () => {
+    const r = value(
+      openaiResponseToCanonical({
+        id: 'c1',
+        model: 'llama',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'Yes.', reasoning_content: 'Let me see.' }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 },
+      }),
+    );
+    assert.deepEqual((canonicalToAnthropicResponse(r).content as unknown[]).slice(0, 2), [
+      { type: 'thinking', thinking: 'Let me see.', signature: '' },
+      { type: 'text', text: 'Yes.' },
+    ]);
   });
 
   it('malformed upstream bodies and tool arguments that are not JSON are `invalid`', () => {

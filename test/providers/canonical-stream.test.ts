@@ -453,3 +453,54 @@ describe('the official SDKs read translated streams', () => {
     assert.equal(completion.usage?.prompt_tokens, 130);
   });
 });
+
+describe('reasoning in translated streams', () => {
+  it("an OpenAI-compatible server's reasoning_content deltas reach an Anthropic client as a thinking block before the text", () => {
+    const upstream = openaiSse([
+      openaiChunk({ role: 'assistant', content: '' }),
+      openaiChunk({ reasoning_content: 'Let me ' }),
+      openaiChunk({ reasoning_content: 'think.' }),
+      openaiChunk({ content: 'Yes.' }),
+      openaiChunk({}, 'stop'),
+      openaiChunk({}, null, { prompt_tokens: 5, completion_tokens: 6, total_tokens: 11 }),
+    ]);
+    const t = new StreamTranslator({ from: 'openai', to: 'anthropic' });
+    const events = anthropicEvents(translate(t, upstream, [4]));
+    const starts = events.filter((e) => e.type === 'content_block_start');
+    assert.deepEqual(
+      starts.map((e) => [e.index, e.content_block.type]),
+      [
+        [0, 'thinking'],
+        [1, 'text'],
+      ],
+    );
+    const thinking = events.filter((e) => e.type === 'content_block_delta' && e.delta.type === 'thinking_delta');
+    assert.equal(thinking.map((e) => e.delta.thinking).join(''), 'Let me think.');
+    assert.ok(events.some((e) => e.type === 'content_block_stop' && e.index === 0));
+  });
+
+  it('Anthropic thinking deltas reach an OpenAI client as reasoning_content, and the signature is not sent', () => {
+    const upstream =
+      anthropicStart +
+      anthropicEvent({ type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } }) +
+      anthropicEvent({ type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'Hmm, ' } }) +
+      anthropicEvent({ type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'yes.' } }) +
+      anthropicEvent({ type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'c2ln' } }) +
+      anthropicEvent({ type: 'content_block_stop', index: 0 }) +
+      anthropicEvent({ type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } }) +
+      anthropicEvent({ type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: 'Done.' } }) +
+      anthropicEvent({ type: 'content_block_stop', index: 1 }) +
+      anthropicEvent({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 9 } }) +
+      anthropicEvent({ type: 'message_stop' });
+    const t = new StreamTranslator({ from: 'anthropic', to: 'openai' });
+    const text = translate(t, upstream, [9]);
+    assert.ok(!text.includes('c2ln'), 'the signature stays out of an OpenAI stream');
+    const chunks = openaiEvents(text).filter((c): c is Record<string, any> => c !== '[DONE]');
+    const deltas = chunks.map((c) => c.choices[0]?.delta ?? {});
+    assert.equal(deltas.map((d) => d.reasoning_content ?? '').join(''), 'Hmm, yes.');
+    assert.equal(deltas.map((d) => d.content ?? '').join(''), 'Done.');
+    const firstText = deltas.findIndex((d) => d.content === 'Done.');
+    const lastReasoning = deltas.map((d) => typeof d.reasoning_content === 'string').lastIndexOf(true);
+    assert.ok(lastReasoning < firstText);
+  });
+});

@@ -1,5 +1,6 @@
-import type { CacheControl, CanonicalMessage, CanonicalRequest, ContentPart, TextPart, Translation } from './types.js';
-import { attempt, refuse } from './types.js';
+import { MIN_THINKING_BUDGET, THINKING_BUDGETS } from './policy.js';
+import type { CacheControl, CanonicalMessage, CanonicalRequest, ContentPart, TextPart, Translation, WrittenRequest } from './types.js';
+import { attempt } from './types.js';
 
 export interface AnthropicRequestOptions {
   /** Anthropic requires `max_tokens`; used when the client (OpenAI's is optional) set none. Default 4096. */
@@ -51,15 +52,40 @@ function messages(list: readonly CanonicalMessage[]): Record<string, unknown>[] 
   return out;
 }
 
-/** The canonical request as an Anthropic Messages body. */
-export function canonicalToAnthropicRequest(
-  req: CanonicalRequest,
-  options: AnthropicRequestOptions = {},
-): Translation<Record<string, unknown>> {
+/** The lowest `top_p` Anthropic accepts with extended thinking on. */
+const THINKING_MIN_TOP_P = 0.95;
+
+/**
+ * Extended thinking for the request, when Anthropic can take it: a budget below
+ * `max_tokens` (which counts the thinking) and at least the minimum; no forced tool
+ * (Anthropic refuses one with thinking); and not in the middle of a tool loop, where
+ * Anthropic wants the earlier turn's signed thinking block back, which a client of another
+ * protocol never had. Null when it cannot, so the caller lists the effort as dropped.
+ */
+function thinkingBudget(req: CanonicalRequest, maxTokens: number): number | null {
+  const reasoning = req.reasoning;
+  if (reasoning === undefined) return null;
+  const budget = Math.min(reasoning.budgetTokens ?? THINKING_BUDGETS[reasoning.effort], maxTokens - 1);
+  if (budget < MIN_THINKING_BUDGET) return null;
+  if (req.toolChoice?.type === 'any' || req.toolChoice?.type === 'tool') return null;
+  for (let i = req.messages.length - 1; i >= 0; i--) {
+    const m = req.messages[i] as CanonicalMessage;
+    if (m.role === 'assistant') {
+      if (m.content.some((p) => p.type === 'tool_call')) return null;
+      break;
+    }
+  }
+  return budget;
+}
+
+/** The canonical request as an Anthropic Messages body, and what had to be dropped or clamped. */
+export function canonicalToAnthropicRequest(req: CanonicalRequest, options: AnthropicRequestOptions = {}): Translation<WrittenRequest> {
   return attempt(() => {
+    const dropped: string[] = [];
+    const maxTokens = req.maxOutputTokens ?? options.defaultMaxTokens ?? DEFAULT_MAX_TOKENS;
     const body: Record<string, unknown> = {
       model: req.model,
-      max_tokens: req.maxOutputTokens ?? options.defaultMaxTokens ?? DEFAULT_MAX_TOKENS,
+      max_tokens: maxTokens,
       messages: messages(req.messages),
     };
     if (req.system.length > 0) {
@@ -67,9 +93,9 @@ export function canonicalToAnthropicRequest(
       body.system = req.system.length === 1 && only.cacheControl === undefined ? only.text : req.system.map(textBlock);
     }
     if (req.temperature !== undefined) {
-      // OpenAI takes 0-2, Anthropic 0-1; rescaling would change what the client asked for.
-      if (req.temperature > 1) refuse('unsupported', 'temperature', 'temperature above 1 cannot be translated (Anthropic accepts 0 to 1)');
-      body.temperature = req.temperature;
+      // OpenAI takes 0-2, Anthropic 0-1: a higher value is the most random Anthropic allows.
+      if (req.temperature > 1) dropped.push('temperature');
+      body.temperature = Math.min(req.temperature, 1);
     }
     if (req.topP !== undefined) body.top_p = req.topP;
     if (req.stopSequences !== undefined) body.stop_sequences = [...req.stopSequences];
@@ -78,6 +104,7 @@ export function canonicalToAnthropicRequest(
         const tool: Record<string, unknown> = { name: t.name };
         if (t.description !== undefined) tool.description = t.description;
         tool.input_schema = t.inputSchema;
+        if (t.strict === true) tool.strict = true;
         return withCache(tool, t.cacheControl);
       });
     }
@@ -89,7 +116,24 @@ export function canonicalToAnthropicRequest(
       body.tool_choice = tc;
     }
     if (req.user !== undefined) body.metadata = { user_id: req.user };
+    if (req.responseFormat !== undefined) body.output_config = { format: { type: 'json_schema', schema: req.responseFormat.schema } };
+    if (req.reasoning !== undefined) {
+      const budget = thinkingBudget(req, maxTokens);
+      if (budget === null) dropped.push('reasoning_effort');
+      else {
+        body.thinking = { type: 'enabled', budget_tokens: budget };
+        // With thinking on, Anthropic takes no temperature and a top_p of at least 0.95 only.
+        if (body.temperature !== undefined) {
+          delete body.temperature;
+          if (!dropped.includes('temperature')) dropped.push('temperature');
+        }
+        if (req.topP !== undefined && req.topP < THINKING_MIN_TOP_P) {
+          delete body.top_p;
+          dropped.push('top_p');
+        }
+      }
+    }
     if (req.stream) body.stream = true;
-    return body;
+    return { body, dropped };
   });
 }

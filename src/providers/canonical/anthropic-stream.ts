@@ -45,12 +45,16 @@ export class AnthropicEventDecoder {
           sink.toolStart(tool, typeof block.id === 'string' ? block.id : '', typeof block.name === 'string' ? block.name : '');
         } else if (block.type === 'text' && typeof block.text === 'string' && block.text !== '') {
           sink.text(block.text);
+        } else if (block.type === 'thinking' && typeof block.thinking === 'string' && block.thinking !== '') {
+          sink.thinking(block.thinking);
         }
         return;
       }
       case 'content_block_delta': {
         const delta = isRecord(payload.delta) ? payload.delta : {};
         if (delta.type === 'text_delta' && typeof delta.text === 'string') sink.text(delta.text);
+        else if (delta.type === 'thinking_delta' && typeof delta.thinking === 'string') sink.thinking(delta.thinking);
+        else if (delta.type === 'signature_delta' && typeof delta.signature === 'string') sink.thinkingSignature(delta.signature);
         else if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string' && delta.partial_json !== '') {
           const tool = this.#tools.get(payload.index as number);
           if (tool !== undefined) sink.toolArguments(tool, delta.partial_json);
@@ -98,7 +102,7 @@ export class AnthropicEventEncoder implements StreamSink {
   #started = false;
   /** Index of the open content block, -1 when none is open. */
   #open = -1;
-  #openKind: 'text' | 'tool' | null = null;
+  #openKind: 'text' | 'thinking' | 'tool' | null = null;
   #blocks = 0;
   readonly #toolBlocks = new Map<number, number>();
   #stopReason: StopReason | null = null;
@@ -123,7 +127,7 @@ export class AnthropicEventEncoder implements StreamSink {
     this.out += event('ping', '{"type": "ping"}');
   }
 
-  #openBlock(kind: 'text' | 'tool', block: string): number {
+  #openBlock(kind: 'text' | 'thinking' | 'tool', block: string): number {
     if (!this.#started) this.start('', '');
     this.#close();
     const index = this.#blocks++;
@@ -145,6 +149,24 @@ export class AnthropicEventEncoder implements StreamSink {
     this.out += event(
       'content_block_delta',
       `{"type":"content_block_delta","index":${index},"delta":{"type":"text_delta","text":${JSON.stringify(text)}}}`,
+    );
+  }
+
+  /** Reasoning from an OpenAI-compatible server, as a thinking block (unsigned: no signature was made). */
+  thinking(text: string): void {
+    const index =
+      this.#openKind === 'thinking' ? this.#open : this.#openBlock('thinking', '{"type":"thinking","thinking":"","signature":""}');
+    this.out += event(
+      'content_block_delta',
+      `{"type":"content_block_delta","index":${index},"delta":{"type":"thinking_delta","thinking":${JSON.stringify(text)}}}`,
+    );
+  }
+
+  thinkingSignature(signature: string): void {
+    if (this.#openKind !== 'thinking') return;
+    this.out += event(
+      'content_block_delta',
+      `{"type":"content_block_delta","index":${this.#open},"delta":{"type":"signature_delta","signature":${JSON.stringify(signature)}}}`,
     );
   }
 

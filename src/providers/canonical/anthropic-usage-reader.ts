@@ -41,6 +41,8 @@ export class AnthropicUsageReader implements StreamSink {
 
   start(): void {}
   text(): void {}
+  thinking(): void {}
+  thinkingSignature(): void {}
   toolStart(): void {}
   toolArguments(): void {}
   finish(): void {}

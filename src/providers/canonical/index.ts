@@ -1,9 +1,9 @@
 // canonical/: the one internal chat form that client and provider protocols translate
 // through (OpenAI chat completions, Anthropic Messages), so adding a protocol adds two
 // converters, not one per pair. Pure functions for requests, responses, usage and errors;
-// one stateful class per translated stream. Request converters refuse, by field path, what
-// the target protocol cannot express instead of dropping it. Part of providers/ and, like
-// it, imports nothing but errors.ts. ADR-0011 (docs/decisions/0011-canonical-form.md).
+// one stateful class per translated stream. What becomes of each request field is one
+// table (policy.ts): mapped, dropped and listed, or unable (refused by field path). Part of
+// providers/ and, like it, imports nothing but errors.ts. ADR-0011, ADR-0029.
 
 export { ANTHROPIC_ERROR_TYPES, type AnthropicErrorType, anthropicErrorTypeOfClass } from './anthropic-error-types.js';
 export { anthropicRequestToCanonical } from './anthropic-request-reader.js';
@@ -11,6 +11,17 @@ export { type AnthropicRequestOptions, canonicalToAnthropicRequest, DEFAULT_MAX_
 export { AnthropicUsageReader } from './anthropic-usage-reader.js';
 export { openaiRequestToCanonical, TOOL_ERROR_PREFIX } from './openai-request-reader.js';
 export { canonicalToOpenaiRequest, type OpenaiRequestOptions } from './openai-request-writer.js';
+export {
+  effortOfBudget,
+  MIN_THINKING_BUDGET,
+  type ReasoningEffort,
+  ruleFor,
+  THINKING_BUDGETS,
+  TRANSLATION_POLICY,
+  type TranslationOutcome,
+  type TranslationRule,
+  translationPolicyMarkdown,
+} from './policy.js';
 export {
   anthropicResponseToCanonical,
   canonicalToAnthropicResponse,
@@ -37,13 +48,17 @@ export type {
   ContentPart,
   ImagePart,
   ImageSource,
+  Reasoning,
   Refusal,
+  ResponseFormat,
   StopReason,
   TextPart,
+  ThinkingPart,
   ToolCallPart,
   ToolChoice,
   ToolResultPart,
   Translation,
+  WrittenRequest,
 } from './types.js';
 export {
   anthropicErrorBodyFor,

@@ -1,83 +1,87 @@
+import { type ReasoningEffort, ruleFor } from './policy.js';
 import type {
+  CacheControl,
   CanonicalMessage,
   CanonicalRequest,
   CanonicalTool,
   ContentPart,
   ImagePart,
+  ResponseFormat,
   TextPart,
   ToolChoice,
   Translation,
 } from './types.js';
 import { attempt, isRecord, parseToolArguments, refuse } from './types.js';
-import { num, onlyKeys, positiveInteger, present, text } from './wire-fields.js';
+import { num, onlyKeys, positiveInteger, present, record, text } from './wire-fields.js';
 
-// OpenAI chat completion requests <-> the canonical form. Every top-level field is listed
-// below with what becomes of it; a field not listed is refused, so nothing a client asked
-// for is silently dropped. ADR-0011 gives the reasons for each refusal.
+// OpenAI chat completion requests -> the canonical form. Every field's fate is the table
+// in policy.ts: a mapped field is read here, a dropped one is named in the canonical
+// request's `dropped`, and an unable one (or one the table does not name) is refused, so
+// nothing a client asked for is lost in silence.
 
 /** How a tool_result with `is_error` reads in OpenAI, which has no such flag (ADR-0011). */
 export const TOOL_ERROR_PREFIX = '[tool error] ';
 
-/** Fields accepted only at their neutral value (the one that changes nothing). */
+/** Values that ask for nothing (each field's default): such a field is neither dropped nor refused. */
 const NEUTRAL: Readonly<Record<string, (v: unknown) => boolean>> = {
   n: (v) => v === 1,
   logprobs: (v) => v === false,
+  top_logprobs: (v) => v === 0,
   presence_penalty: (v) => v === 0,
   frequency_penalty: (v) => v === 0,
   logit_bias: (v) => isRecord(v) && Object.keys(v).length === 0,
-  response_format: (v) => isRecord(v) && v.type === 'text',
   store: (v) => v === false,
-  metadata: (v) => isRecord(v) && Object.keys(v).length === 0,
   service_tier: (v) => v === 'auto',
   modalities: (v) => Array.isArray(v) && v.length === 1 && v[0] === 'text',
 };
 
-const HANDLED = new Set([
-  'model',
-  'messages',
-  'max_tokens',
-  'max_completion_tokens',
-  'temperature',
-  'top_p',
-  'stop',
-  'stream',
-  'stream_options',
-  'tools',
-  'tool_choice',
-  'parallel_tool_calls',
-  'user',
-  'safety_identifier',
-]);
+const EFFORTS: readonly ReasoningEffort[] = ['minimal', 'low', 'medium', 'high', 'xhigh'];
+
+/** Fields dropped while reading, named as the policy names them, each once. */
+type Dropped = Set<string>;
 
 const DATA_URL = /^data:([^;,]+);base64,/;
 
-function imagePart(part: Record<string, unknown>, path: string): ImagePart {
+/** OpenAI-style `cache_control` on a content part: Anthropic's marker, carried as it is. */
+function cacheControl(value: unknown, path: string): CacheControl | undefined {
+  if (!present(value)) return undefined;
+  const cc = record(value, path);
+  onlyKeys(cc, path, ['type', 'ttl']);
+  if (cc.type !== 'ephemeral') refuse('unsupported', `${path}.type`, 'only ephemeral cache_control is supported');
+  return typeof cc.ttl === 'string' ? { type: 'ephemeral', ttl: cc.ttl } : { type: 'ephemeral' };
+}
+
+function cached<T extends object>(part: T, raw: Record<string, unknown>, path: string): T {
+  const cc = cacheControl(raw.cache_control, `${path}.cache_control`);
+  return cc === undefined ? part : { ...part, cacheControl: cc };
+}
+
+function imagePart(part: Record<string, unknown>, path: string, dropped: Dropped): ImagePart {
   const image = part.image_url;
   if (!isRecord(image)) refuse('invalid', `${path}.image_url`, `${path}.image_url must be an object`);
   onlyKeys(image, `${path}.image_url`, ['url', 'detail']);
-  // A resolution hint Anthropic cannot honour; `auto` is OpenAI's default, so it means nothing.
-  if (present(image.detail) && image.detail !== 'auto') {
-    refuse('unsupported', `${path}.image_url.detail`, 'image detail levels have no counterpart in the target protocol');
-  }
+  // A resolution hint Anthropic has no counterpart for; `auto` is OpenAI's default, so it means nothing.
+  if (present(image.detail) && image.detail !== 'auto') dropped.add('messages.content.image_url.detail');
   const url = text(image.url, `${path}.image_url.url`);
   const data = DATA_URL.exec(url);
-  if (data === null) return { type: 'image', source: { kind: 'url', url } };
-  return { type: 'image', source: { kind: 'base64', mediaType: data[1] as string, data: url.slice(data[0].length) } };
+  const source: ImagePart['source'] =
+    data === null ? { kind: 'url', url } : { kind: 'base64', mediaType: data[1] as string, data: url.slice(data[0].length) };
+  return cached({ type: 'image', source }, part, path);
 }
 
-function contentParts(content: unknown, path: string, allowImages: boolean): (TextPart | ImagePart)[] {
+function contentParts(content: unknown, path: string, allowImages: boolean, dropped: Dropped): (TextPart | ImagePart)[] {
   if (typeof content === 'string') return [{ type: 'text', text: content }];
   if (!Array.isArray(content)) refuse('invalid', path, `${path} must be a string or an array of content parts`);
   return content.map((part, i): TextPart | ImagePart => {
     const at = `${path}[${i}]`;
     if (!isRecord(part)) refuse('invalid', at, `${at} must be an object`);
     if (part.type === 'text') {
-      onlyKeys(part, at, ['type', 'text']);
-      return { type: 'text', text: text(part.text, `${at}.text`) };
+      onlyKeys(part, at, ['type', 'text', 'cache_control']);
+      return cached({ type: 'text', text: text(part.text, `${at}.text`) }, part, at);
     }
     if (part.type === 'image_url' && allowImages) {
-      onlyKeys(part, at, ['type', 'image_url']);
-      return imagePart(part, at);
+      onlyKeys(part, at, ['type', 'image_url', 'cache_control']);
+      return imagePart(part, at, dropped);
     }
     return refuse('unsupported', `${at}.type`, `content part type ${JSON.stringify(part.type)} is not supported here`);
   });
@@ -95,24 +99,26 @@ function toolCalls(calls: unknown, path: string): ContentPart[] {
   });
 }
 
-function message(raw: unknown, i: number): CanonicalMessage | TextPart[] {
+function message(raw: unknown, i: number, dropped: Dropped): CanonicalMessage | TextPart[] {
   const path = `messages[${i}]`;
   if (!isRecord(raw)) refuse('invalid', path, `${path} must be an object`);
   const role = raw.role;
+  if (present(raw.name)) dropped.add('messages.name');
   if (role === 'system' || role === 'developer') {
-    onlyKeys(raw, path, ['role', 'content']);
-    return contentParts(raw.content, `${path}.content`, false) as TextPart[];
+    onlyKeys(raw, path, ['role', 'content', 'name']);
+    return contentParts(raw.content, `${path}.content`, false, dropped) as TextPart[];
   }
   if (role === 'user') {
-    onlyKeys(raw, path, ['role', 'content']);
-    return { role: 'user', content: contentParts(raw.content, `${path}.content`, true) };
+    onlyKeys(raw, path, ['role', 'content', 'name']);
+    return { role: 'user', content: contentParts(raw.content, `${path}.content`, true, dropped) };
   }
   if (role === 'assistant') {
-    onlyKeys(raw, path, ['role', 'content', 'tool_calls', 'refusal']);
+    onlyKeys(raw, path, ['role', 'content', 'tool_calls', 'refusal', 'name', 'reasoning_content']);
+    if (present(raw.reasoning_content)) dropped.add('messages.reasoning_content');
     const content: ContentPart[] = [];
     if (present(raw.content)) {
       // An assistant turn that only calls tools often carries `content: ""`; Anthropic refuses empty text blocks.
-      for (const part of contentParts(raw.content, `${path}.content`, false))
+      for (const part of contentParts(raw.content, `${path}.content`, false, dropped))
         if (part.type !== 'text' || part.text !== '') content.push(part);
     }
     if (present(raw.refusal)) content.push({ type: 'text', text: text(raw.refusal, `${path}.refusal`) });
@@ -121,7 +127,7 @@ function message(raw: unknown, i: number): CanonicalMessage | TextPart[] {
   }
   if (role === 'tool') {
     onlyKeys(raw, path, ['role', 'content', 'tool_call_id']);
-    const parts = contentParts(raw.content, `${path}.content`, false) as TextPart[];
+    const parts = contentParts(raw.content, `${path}.content`, false, dropped) as TextPart[];
     const first = parts[0];
     const isError = first?.text.startsWith(TOOL_ERROR_PREFIX) === true;
     const content =
@@ -143,12 +149,12 @@ function tools(raw: unknown): CanonicalTool[] {
     }
     const fn = tool.function;
     onlyKeys(fn, `${at}.function`, ['name', 'description', 'parameters', 'strict']);
-    if (present(fn.strict) && fn.strict !== false) refuse('unsupported', `${at}.function.strict`, 'strict tool schemas are not supported');
     const inputSchema = isRecord(fn.parameters) ? fn.parameters : { type: 'object', properties: {} };
     const name = text(fn.name, `${at}.function.name`);
-    return present(fn.description)
-      ? { name, description: text(fn.description, `${at}.function.description`), inputSchema }
-      : { name, inputSchema };
+    const out: { -readonly [K in keyof CanonicalTool]: CanonicalTool[K] } = { name, inputSchema };
+    if (present(fn.description)) out.description = text(fn.description, `${at}.function.description`);
+    if (fn.strict === true) out.strict = true;
+    return out;
   });
 }
 
@@ -161,29 +167,63 @@ function toolChoice(raw: unknown): ToolChoice {
   return refuse('unsupported', 'tool_choice', 'tool_choice must be auto, none, required or a function');
 }
 
+/** `response_format`: a JSON schema is structured output; `text` asks for nothing; `json_object` has no schema to translate. */
+function responseFormat(raw: unknown): ResponseFormat | undefined {
+  const rf = record(raw, 'response_format');
+  if (rf.type === 'text') return undefined;
+  if (rf.type !== 'json_schema') {
+    return refuse(
+      'unsupported',
+      'response_format.type',
+      `response_format ${JSON.stringify(rf.type)} has no counterpart in the target protocol`,
+    );
+  }
+  onlyKeys(rf, 'response_format', ['type', 'json_schema']);
+  const js = record(rf.json_schema, 'response_format.json_schema');
+  onlyKeys(js, 'response_format.json_schema', ['name', 'description', 'schema', 'strict']);
+  const format: { -readonly [K in keyof ResponseFormat]: ResponseFormat[K] } = {
+    type: 'json_schema',
+    name: text(js.name, 'response_format.json_schema.name'),
+    schema: present(js.schema) ? record(js.schema, 'response_format.json_schema.schema') : { type: 'object' },
+  };
+  if (present(js.description)) format.description = text(js.description, 'response_format.json_schema.description');
+  if (js.strict === true) format.strict = true;
+  return format;
+}
+
+/** A top-level field the mapped code below does not read: dropped, or refused, as the policy says. */
+function unmapped(key: string, value: unknown, dropped: Dropped): void {
+  const rule = ruleFor('openai', key);
+  if (rule?.outcome === 'mapped') return;
+  if (NEUTRAL[key]?.(value) === true) return;
+  if (rule?.outcome === 'dropped') dropped.add(key);
+  else refuse('unsupported', key, `${key} cannot be translated to the target protocol`);
+}
+
 /** An OpenAI chat completion request body (parsed JSON) in the canonical form. */
 export function openaiRequestToCanonical(body: unknown): Translation<CanonicalRequest> {
   return attempt(() => {
     if (!isRecord(body)) return refuse('invalid', '', 'the request body must be a JSON object');
-    for (const key of Object.keys(body)) {
-      const value = body[key];
-      if (HANDLED.has(key) || !present(value)) continue;
-      const neutral = NEUTRAL[key];
-      if (neutral?.(value) === true) continue;
-      refuse('unsupported', key, `${key} cannot be translated to the target protocol`);
-    }
+    const dropped: Dropped = new Set();
+    for (const key of Object.keys(body)) if (present(body[key])) unmapped(key, body[key], dropped);
     const model = text(body.model, 'model');
     if (!Array.isArray(body.messages)) return refuse('invalid', 'messages', 'messages must be an array');
     const system: TextPart[] = [];
     const messages: CanonicalMessage[] = [];
     body.messages.forEach((raw, i) => {
-      const read = message(raw, i);
+      const read = message(raw, i, dropped);
       if (!Array.isArray(read)) messages.push(read);
       // Anthropic has one system prompt, before the conversation: a later system message has no place there.
       else if (messages.length === 0) system.push(...read);
       else refuse('unsupported', `messages[${i}].role`, 'a system message after the conversation has started cannot be translated');
     });
-    const out: { -readonly [K in keyof CanonicalRequest]: CanonicalRequest[K] } = { model, system, messages, stream: body.stream === true };
+    const out: { -readonly [K in keyof CanonicalRequest]: CanonicalRequest[K] } = {
+      model,
+      system,
+      messages,
+      stream: body.stream === true,
+      dropped: [],
+    };
     const max = present(body.max_completion_tokens) ? 'max_completion_tokens' : present(body.max_tokens) ? 'max_tokens' : null;
     if (max !== null) out.maxOutputTokens = positiveInteger(body[max], max);
     if (present(body.temperature)) out.temperature = num(body.temperature, 'temperature');
@@ -212,6 +252,25 @@ export function openaiRequestToCanonical(body: unknown): Translation<CanonicalRe
     if (user === 'safety_identifier' && present(body.user) && body.user !== body.safety_identifier) {
       refuse('unsupported', 'user', 'user and safety_identifier name different end users; the target protocol has one');
     }
+    if (present(body.metadata)) {
+      const metadata = record(body.metadata, 'metadata');
+      for (const key of Object.keys(metadata)) {
+        if (key !== 'user_id') dropped.add('metadata');
+        else if (out.user === undefined) out.user = text(metadata.user_id, 'metadata.user_id');
+      }
+    }
+    if (present(body.response_format)) {
+      const format = responseFormat(body.response_format);
+      if (format !== undefined) out.responseFormat = format;
+    }
+    if (present(body.reasoning_effort) && body.reasoning_effort !== 'none') {
+      const effort = body.reasoning_effort;
+      if (!EFFORTS.includes(effort as ReasoningEffort)) {
+        return refuse('invalid', 'reasoning_effort', `reasoning_effort must be one of none, ${EFFORTS.join(', ')}`);
+      }
+      out.reasoning = { effort: effort as ReasoningEffort, budgetTokens: null };
+    }
+    out.dropped = [...dropped];
     return out;
   });
 }

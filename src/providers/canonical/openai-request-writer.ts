@@ -1,5 +1,14 @@
 import { TOOL_ERROR_PREFIX } from './openai-request-reader.js';
-import type { CanonicalRequest, ContentPart, ImagePart, TextPart, ToolChoice, ToolResultPart, Translation } from './types.js';
+import type {
+  CanonicalRequest,
+  ContentPart,
+  ImagePart,
+  TextPart,
+  ToolChoice,
+  ToolResultPart,
+  Translation,
+  WrittenRequest,
+} from './types.js';
 import { attempt, refuse } from './types.js';
 
 /** Which OpenAI field carries the output limit: `max_tokens` is understood by every OpenAI-compatible server. */
@@ -81,34 +90,55 @@ function messages(req: CanonicalRequest): Record<string, unknown>[] {
   return out;
 }
 
+/** Whether any part of the request carries Anthropic's cache marker, which OpenAI has no field for. */
+function hasCacheControl(req: CanonicalRequest): boolean {
+  if (req.system.some((p) => p.cacheControl !== undefined)) return true;
+  if (req.tools?.some((t) => t.cacheControl !== undefined) === true) return true;
+  return req.messages.some((m) =>
+    m.content.some(
+      (p) => p.cacheControl !== undefined || (p.type === 'tool_result' && p.content.some((c) => c.cacheControl !== undefined)),
+    ),
+  );
+}
+
 /**
- * The canonical request as an OpenAI chat completion body. Anthropic's cache_control
- * markers are not sent: OpenAI caches prompt prefixes by itself and has no such field.
- * A stream always asks for usage, which the gateway needs to bill it.
+ * The canonical request as an OpenAI chat completion body, and what had to be dropped.
+ * Anthropic's cache_control markers are not sent: OpenAI caches prompt prefixes by itself
+ * and has no such field. A stream always asks for usage, which the gateway needs to bill it.
  */
-export function canonicalToOpenaiRequest(req: CanonicalRequest, options: OpenaiRequestOptions = {}): Translation<Record<string, unknown>> {
+export function canonicalToOpenaiRequest(req: CanonicalRequest, options: OpenaiRequestOptions = {}): Translation<WrittenRequest> {
   return attempt(() => {
+    const dropped: string[] = [];
     const body: Record<string, unknown> = { model: req.model, messages: messages(req) };
     if (req.maxOutputTokens !== undefined) body[options.maxTokensField ?? 'max_tokens'] = req.maxOutputTokens;
     if (req.temperature !== undefined) body.temperature = req.temperature;
     if (req.topP !== undefined) body.top_p = req.topP;
     if (req.stopSequences !== undefined) body.stop = [...req.stopSequences];
     if (req.tools !== undefined) {
-      body.tools = req.tools.map((t) => ({
-        type: 'function',
-        function:
-          t.description === undefined
-            ? { name: t.name, parameters: t.inputSchema }
-            : { name: t.name, description: t.description, parameters: t.inputSchema },
-      }));
+      body.tools = req.tools.map((t) => {
+        const fn: Record<string, unknown> = { name: t.name };
+        if (t.description !== undefined) fn.description = t.description;
+        fn.parameters = t.inputSchema;
+        if (t.strict === true) fn.strict = true;
+        return { type: 'function', function: fn };
+      });
     }
     if (req.toolChoice !== undefined) body.tool_choice = toolChoice(req.toolChoice);
     if (req.parallelToolCalls !== undefined) body.parallel_tool_calls = req.parallelToolCalls;
     if (req.user !== undefined) body.user = req.user;
+    const format = req.responseFormat;
+    if (format !== undefined) {
+      const schema: Record<string, unknown> = { name: format.name, schema: format.schema };
+      if (format.description !== undefined) schema.description = format.description;
+      if (format.strict === true) schema.strict = true;
+      body.response_format = { type: 'json_schema', json_schema: schema };
+    }
+    if (req.reasoning !== undefined) body.reasoning_effort = req.reasoning.effort;
+    if (hasCacheControl(req)) dropped.push('cache_control');
     if (req.stream) {
       body.stream = true;
       body.stream_options = { include_usage: true };
     }
-    return body;
+    return { body, dropped };
   });
 }

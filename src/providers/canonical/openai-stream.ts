@@ -47,6 +47,9 @@ export class OpenaiChunkDecoder {
     if (isRecord(choice)) {
       const delta = choice.delta;
       if (isRecord(delta)) {
+        // vLLM and DeepSeek stream reasoning as `reasoning_content`; some servers call it `reasoning`.
+        const reasoning = typeof delta.reasoning_content === 'string' ? delta.reasoning_content : delta.reasoning;
+        if (typeof reasoning === 'string' && reasoning !== '') sink.thinking(reasoning);
         if (typeof delta.content === 'string' && delta.content !== '') sink.text(delta.content);
         if (typeof delta.refusal === 'string' && delta.refusal !== '') sink.text(delta.refusal);
         if (Array.isArray(delta.tool_calls)) {
@@ -106,6 +109,14 @@ export class OpenaiChunkEncoder implements StreamSink {
   text(text: string): void {
     this.#chunk(`{"content":${JSON.stringify(text)}}`);
   }
+
+  /** Thinking as the `reasoning_content` delta that OpenAI-compatible clients read. */
+  thinking(text: string): void {
+    this.#chunk(`{"reasoning_content":${JSON.stringify(text)}}`);
+  }
+
+  /** A signature has no OpenAI field: the client cannot send thinking back anyway. */
+  thinkingSignature(_signature: string): void {}
 
   toolStart(tool: number, id: string, name: string): void {
     const call = { index: tool, id, type: 'function', function: { name, arguments: '' } };

@@ -1,12 +1,14 @@
 import type { TokenUsage } from '../metering.js';
 import { stopReasonFromAnthropic, stopReasonFromOpenai, stopReasonToAnthropic, stopReasonToOpenai } from './stop-reason.js';
-import type { CanonicalResponse, TextPart, ToolCallPart, Translation } from './types.js';
+import type { CanonicalResponse, TextPart, ThinkingPart, ToolCallPart, Translation } from './types.js';
 import { attempt, isRecord, parseToolArguments, refuse } from './types.js';
 import { usageFromAnthropic, usageFromOpenai, usageToAnthropic, usageToOpenai } from './usage.js';
 
 // Whole (non-streamed) responses between both protocols and the canonical form. The
 // request side refused `n > 1`, so an OpenAI response's first choice is the answer.
-// Anthropic `thinking` blocks are never requested through a translation and are skipped.
+// Reasoning travels as Anthropic thinking blocks and as the `reasoning_content` that
+// OpenAI-compatible servers (vLLM, DeepSeek) put beside the content; redacted thinking,
+// unreadable by design, is not passed on.
 
 const NO_USAGE: TokenUsage = { inputTokens: 0, outputTokens: 0 };
 
@@ -22,7 +24,9 @@ export function openaiResponseToCanonical(body: unknown): Translation<CanonicalR
     const choice = body.choices[0];
     if (!isRecord(choice) || !isRecord(choice.message)) return refuse('invalid', 'choices[0].message', 'the response has no message');
     const message = choice.message;
-    const content: (TextPart | ToolCallPart)[] = [];
+    const content: (TextPart | ToolCallPart | ThinkingPart)[] = [];
+    const reasoning = reasoningOf(message);
+    if (reasoning !== '') content.push({ type: 'thinking', text: reasoning, signature: '' });
     if (typeof message.content === 'string' && message.content !== '') content.push({ type: 'text', text: message.content });
     if (typeof message.refusal === 'string' && message.refusal !== '') content.push({ type: 'text', text: message.refusal });
     if (Array.isArray(message.tool_calls)) {
@@ -43,15 +47,24 @@ export function openaiResponseToCanonical(body: unknown): Translation<CanonicalR
   });
 }
 
+/** An OpenAI-compatible message's reasoning: vLLM and DeepSeek's `reasoning_content`, or the `reasoning` some servers use. */
+export function reasoningOf(message: Record<string, unknown>): string {
+  if (typeof message.reasoning_content === 'string') return message.reasoning_content;
+  return typeof message.reasoning === 'string' ? message.reasoning : '';
+}
+
 /** The canonical response as an OpenAI chat completion body. `created` in Unix seconds. */
 export function canonicalToOpenaiResponse(res: CanonicalResponse, created = Math.floor(Date.now() / 1000)): Record<string, unknown> {
   let text: string | null = null;
+  let reasoning: string | null = null;
   const calls: unknown[] = [];
   for (const part of res.content) {
     if (part.type === 'text') text = text === null ? part.text : text + part.text;
+    else if (part.type === 'thinking') reasoning = reasoning === null ? part.text : reasoning + part.text;
     else calls.push({ id: part.id, type: 'function', function: { name: part.name, arguments: JSON.stringify(part.input) } });
   }
   const message: Record<string, unknown> = { role: 'assistant', content: text, refusal: null };
+  if (reasoning !== null) message.reasoning_content = reasoning;
   if (calls.length > 0) message.tool_calls = calls;
   return {
     id: res.id,
@@ -67,10 +80,13 @@ export function canonicalToOpenaiResponse(res: CanonicalResponse, created = Math
 export function anthropicResponseToCanonical(body: unknown): Translation<CanonicalResponse> {
   return attempt(() => {
     if (!isRecord(body) || !Array.isArray(body.content)) return refuse('invalid', 'content', 'the response has no content');
-    const content: (TextPart | ToolCallPart)[] = [];
+    const content: (TextPart | ToolCallPart | ThinkingPart)[] = [];
     body.content.forEach((block: unknown, j) => {
       if (!isRecord(block)) return;
-      if (block.type === 'text') content.push({ type: 'text', text: str(block.text, `content[${j}].text`) });
+      if (block.type === 'thinking') {
+        const signature = typeof block.signature === 'string' ? block.signature : '';
+        content.push({ type: 'thinking', text: str(block.thinking, `content[${j}].thinking`), signature });
+      } else if (block.type === 'text') content.push({ type: 'text', text: str(block.text, `content[${j}].text`) });
       else if (block.type === 'tool_use') {
         content.push({
           type: 'tool_call',
@@ -98,9 +114,11 @@ export function canonicalToAnthropicResponse(res: CanonicalResponse): Record<str
     type: 'message',
     role: 'assistant',
     model: res.model,
-    content: res.content.map((part) =>
-      part.type === 'text' ? { type: 'text', text: part.text } : { type: 'tool_use', id: part.id, name: part.name, input: part.input },
-    ),
+    content: res.content.map((part) => {
+      if (part.type === 'text') return { type: 'text', text: part.text };
+      if (part.type === 'thinking') return { type: 'thinking', thinking: part.text, signature: part.signature };
+      return { type: 'tool_use', id: part.id, name: part.name, input: part.input };
+    }),
     stop_reason: res.stopReason === null ? null : stopReasonToAnthropic(res.stopReason),
     stop_sequence: res.stopSequence ?? null,
     usage: usageToAnthropic(res.usage),

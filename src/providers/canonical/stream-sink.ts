@@ -9,6 +9,10 @@ import type { StopReason } from './types.js';
 export interface StreamSink {
   start(id: string, model: string): void;
   text(text: string): void;
+  /** A piece of the model's reasoning (Anthropic thinking, OpenAI-compatible `reasoning_content`). */
+  thinking(text: string): void;
+  /** Anthropic's signature of the thinking just streamed. */
+  thinkingSignature(signature: string): void;
   toolStart(tool: number, id: string, name: string): void;
   /** A piece of the tool's JSON arguments, as text. */
   toolArguments(tool: number, json: string): void;

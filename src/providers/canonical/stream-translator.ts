@@ -31,6 +31,12 @@ class Tap implements StreamSink {
   text(text: string): void {
     this.#next.text(text);
   }
+  thinking(text: string): void {
+    this.#next.thinking(text);
+  }
+  thinkingSignature(signature: string): void {
+    this.#next.thinkingSignature(signature);
+  }
   toolStart(tool: number, id: string, name: string): void {
     this.#next.toolStart(tool, id, name);
   }

@@ -1,9 +1,10 @@
 import type { TokenUsage } from '../metering.js';
+import type { ReasoningEffort } from './policy.js';
 
 // The canonical chat form: the one shape every client protocol is read into and every
 // provider protocol is written from, so N protocols need 2N converters, not N x N. Field
-// names are the gateway's own; where a protocol's concept has no counterpart the converter
-// refuses the request (Translation) rather than dropping the field. ADR-0011.
+// names are the gateway's own. What becomes of each field of each protocol is the table in
+// policy.ts: mapped, dropped (and listed), or unable (the converter refuses, by path).
 
 export type ChatProtocol = 'openai' | 'anthropic';
 
@@ -50,6 +51,14 @@ export interface ToolResultPart {
 
 export type ContentPart = TextPart | ImagePart | ToolCallPart | ToolResultPart;
 
+/** The model's reasoning in an answer: Anthropic's thinking block, OpenAI-compatible servers' `reasoning_content`. */
+export interface ThinkingPart {
+  readonly type: 'thinking';
+  readonly text: string;
+  /** Anthropic's opaque signature; '' when the upstream gave none (an OpenAI-compatible server). */
+  readonly signature: string;
+}
+
 export interface CanonicalMessage {
   readonly role: 'user' | 'assistant';
   readonly content: readonly ContentPart[];
@@ -60,7 +69,26 @@ export interface CanonicalTool {
   readonly description?: string;
   /** JSON Schema of the tool's input. */
   readonly inputSchema: Readonly<Record<string, unknown>>;
+  /** The model's arguments must match the schema exactly (OpenAI `strict`, Anthropic `strict`). */
+  readonly strict?: boolean;
   readonly cacheControl?: CacheControl;
+}
+
+/** Structured output: the answer's text is JSON matching `schema`. */
+export interface ResponseFormat {
+  readonly type: 'json_schema';
+  /** OpenAI requires a name; Anthropic has none ("response" is used). */
+  readonly name: string;
+  readonly description?: string;
+  readonly schema: Readonly<Record<string, unknown>>;
+  readonly strict?: boolean;
+}
+
+/** Extended thinking: OpenAI's `reasoning_effort`, Anthropic's `thinking` budget; each is derived from the other (policy.ts). */
+export interface Reasoning {
+  readonly effort: ReasoningEffort;
+  /** Anthropic's `budget_tokens`; null = no budget was given (OpenAI's effort, Anthropic's adaptive thinking). */
+  readonly budgetTokens: number | null;
 }
 
 /** `any` is OpenAI's `required`; `tool` forces the named tool. */
@@ -88,6 +116,10 @@ export interface CanonicalRequest {
   readonly streamUsage?: boolean;
   /** End-user id: OpenAI `user`, Anthropic `metadata.user_id`. */
   readonly user?: string;
+  readonly responseFormat?: ResponseFormat;
+  readonly reasoning?: Reasoning;
+  /** Fields the reader dropped (no canonical counterpart), named as policy.ts names them. */
+  readonly dropped: readonly string[];
 }
 
 /** Why generation stopped. OpenAI `stop` is `end_turn`: OpenAI does not say whether a stop sequence matched. */
@@ -96,7 +128,7 @@ export type StopReason = 'end_turn' | 'stop_sequence' | 'max_tokens' | 'tool_use
 export interface CanonicalResponse {
   readonly id: string;
   readonly model: string;
-  readonly content: readonly (TextPart | ToolCallPart)[];
+  readonly content: readonly (TextPart | ToolCallPart | ThinkingPart)[];
   readonly stopReason: StopReason | null;
   readonly stopSequence?: string;
   readonly usage: TokenUsage;
@@ -104,8 +136,8 @@ export interface CanonicalResponse {
 
 /**
  * A converter's answer: the converted value, or the request field that cannot be expressed
- * (`unsupported`: valid in its own protocol, no counterpart in the target) or is malformed
- * (`invalid`). `path` is in OpenAI's `param` notation (`messages[2].content[0].detail`), so
+ * (`unsupported`: valid in its own protocol, but the target cannot give what it asks for, so
+ * this candidate is unable to take the request) or is malformed (`invalid`). `path` is in OpenAI's `param` notation (`messages[2].content[0].detail`), so
  * the server can answer 400 naming it.
  */
 export type Translation<T> =
@@ -149,4 +181,10 @@ export function parseToolArguments(args: string, path: string): unknown {
   } catch {
     return refuse('invalid', path, `${path} is not valid JSON`);
   }
+}
+
+/** A request written for the target protocol, and the fields the writer dropped or clamped. */
+export interface WrittenRequest {
+  readonly body: Record<string, unknown>;
+  readonly dropped: readonly string[];
 }
