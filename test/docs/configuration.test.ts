@@ -236,11 +236,13 @@ const fixtures: Record<string, unknown>[] = [
         m: {
           policy: 'weighted',
           deadline_ms: 1000,
+          translation: 'strict',
           candidates: [{ provider: 'azure', model: 'm', deployment: 'd', weight: 2 }],
         },
       },
       session_affinity: affinity,
       responses: { ttl_s: 10, max_entries: 10 },
+      translation: 'lenient',
     },
   },
   {
