@@ -163,6 +163,7 @@ const common = {
       expose_headers: ['openai-processing-ms'],
       models: { m: 'east-m' },
       tls: { ca: { file: '/ca.pem' }, cert: { file: '/c.pem' }, key: { file: '/k.pem' }, server_name: 'east.example' },
+      retry: { attempts: 2, backoff_ms: 50, max_backoff_ms: 500 },
     },
     claude: { type: 'anthropic', base_url: 'https://claude.example/v1', anthropic_version: '2023-06-01' },
     azure: { type: 'azure_openai', base_url: 'https://azure.example', api_version: '2024-10-21' },
@@ -236,6 +237,7 @@ const fixtures: Record<string, unknown>[] = [
         m: {
           policy: 'weighted',
           deadline_ms: 1000,
+          fallback_on: ['context_length'],
           candidates: [{ provider: 'azure', model: 'm', deployment: 'd', weight: 2 }],
         },
       },
@@ -253,6 +255,7 @@ const fixtures: Record<string, unknown>[] = [
         max_bytes: 1024,
         credential_mount_base: '/creds',
         deadline_ms: 1000,
+        fallback_on: ['content_filter'],
       },
       session_affinity: affinity,
     },
