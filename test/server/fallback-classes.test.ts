@@ -80,6 +80,15 @@ describe('fallback by error class', () => {
     assert.equal(count(after) - count(before), 1);
   });
 
+  it('a streamed request whose first candidate says the prompt is too long streams from the next', async () => {
+    east.addFault({ mode: 'status', status: 400, body: openaiContext, count: 1 });
+    const r = await postChat(gw.url, chatBody('long', { stream: true }));
+    assert.equal(r.status, 200, r.text);
+    assert.match(r.headers.get('content-type') ?? '', /^text\/event-stream/);
+    assert.equal(r.headers.get('x-switchyard-provider'), 'west');
+    assert.match(r.text, /data: \[DONE\]/);
+  });
+
   it('the breaker does not count a class fallback: the provider answered', async () => {
     east.addFault({ mode: 'status', status: 400, body: openaiContext, count: 1 });
     assert.equal((await postChat(gw.url, chatBody('long'))).status, 200);
