@@ -149,10 +149,11 @@ class Failover {
    * Schedules another try of `c` after a transient failure, when its provider's `retry`
    * has one left and it can still help: nothing reached the client (a failure never did),
    * the client is still there, the gateway is not stopping it, the breaker will be closed
-   * or half-open when the wait ends, and the wait ends before the route's deadline. The wait is the backoff, or the
-   * provider's own `retry-after` (a 429's or 503's) when it gave one: that is honoured
-   * only up to max_backoff_ms, and a longer one moves on at once rather than retry sooner
-   * than asked. True when a retry is scheduled.
+   * or half-open when the wait ends, and the wait ends before the route's deadline. Not on
+   * the second pass: every breaker was open, and one try each is all that pass is for. The
+   * wait is the backoff, or the provider's own `retry-after` (a 429's or 503's) when it
+   * gave one: that is honoured only up to max_backoff_ms, and a longer one moves on at
+   * once rather than retry sooner than asked. True when a retry is scheduled.
    */
   #retryLater(r: FailedAttempt, c: GenerationCandidate): boolean {
     const policy = c.provider.retry;
