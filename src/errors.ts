@@ -14,6 +14,8 @@ export const errorCatalog = {
   invalid_request: { status: 400, openai: 'invalid_request_error', anthropic: 'invalid_request_error' },
   duplicate_key: { status: 400, openai: 'invalid_request_error', anthropic: 'invalid_request_error' },
   over_limit_capacity: { status: 400, openai: 'invalid_request_error', anthropic: 'invalid_request_error' },
+  context_length_exceeded: { status: 400, openai: 'invalid_request_error', anthropic: 'invalid_request_error' },
+  content_filter: { status: 400, openai: 'invalid_request_error', anthropic: 'invalid_request_error' },
   unauthorized: { status: 401, openai: 'authentication_error', anthropic: 'authentication_error' },
   key_expired: { status: 401, openai: 'authentication_error', anthropic: 'authentication_error' },
   budget_exceeded: { status: 402, openai: 'insufficient_quota', anthropic: 'permission_error' },

@@ -144,6 +144,21 @@ const tlsSchema = z
     message: 'cert and key go together (mutual TLS needs both)',
   });
 
+/**
+ * Tries of the same provider after a transient failure, before the chain moves on: `attempts`
+ * retries (beyond the first try), each after a fully jittered exponential backoff.
+ */
+const retrySchema = z
+  .strictObject({
+    attempts: z.number().int().min(0).max(10),
+    backoff_ms: z.number().int().min(0).max(60_000).default(100),
+    max_backoff_ms: z.number().int().min(0).max(600_000).default(2_000),
+  })
+  .refine((r) => r.max_backoff_ms >= r.backoff_ms, {
+    path: ['max_backoff_ms'],
+    error: (issue) => `must be at least backoff_ms (${(issue.input as { backoff_ms: number }).backoff_ms})`,
+  });
+
 const PROVIDER_TYPES_HINT = 'must be "openai" (any OpenAI-compatible API), "azure_openai" or "anthropic"';
 
 const providerSchema = z
@@ -191,6 +206,8 @@ const providerSchema = z
     models: z.record(z.string().min(1, 'must be a route model name'), z.string().min(1, 'must be a non-empty model name')).optional(),
     /** For an https base_url: a private CA, a client certificate for mutual TLS, the name to verify. */
     tls: tlsSchema.optional(),
+    /** Retries of this provider on a transient failure before the next candidate; none by default. */
+    retry: retrySchema.optional(),
   })
   .superRefine((p, ctx) => {
     // A key that only another provider type reads would be silently ignored: refuse it.
@@ -202,6 +219,7 @@ const providerSchema = z
       ctx.addIssue({ code: 'custom', path: ['api_version'], message: 'required for type: azure_openai (e.g. 2024-10-21)' });
   });
 export type ProviderConfig = z.infer<typeof providerSchema>;
+export type RetryConfig = z.infer<typeof retrySchema>;
 
 const policySchema = z.enum(['ordered', 'round_robin', 'random', 'weighted']);
 export type Policy = z.infer<typeof policySchema>;
@@ -228,12 +246,23 @@ const deadlineMs = positiveInt.max(3_600_000).optional();
  */
 const translationSchema = z.enum(['lenient', 'strict']);
 
+/**
+ * Client-error answers that fail over to the next candidate instead of reaching the client:
+ * a prompt too long for this model, a refusal by this provider's content filter.
+ */
+const fallbackOn = z
+  .array(z.enum(['context_length', 'content_filter'], { error: 'must be "context_length" or "content_filter"' }))
+  .max(2)
+  .refine((list) => new Set(list).size === list.length, 'lists a class twice')
+  .optional();
+
 const routeSchema = z.strictObject({
   policy: policySchema.default('ordered'),
   candidates: z.array(candidateSchema).min(1, 'a route needs at least one candidate'),
   deadline_ms: deadlineMs,
   /** This route's translation mode; defaults to routing.translation. */
   translation: translationSchema.optional(),
+  fallback_on: fallbackOn,
 });
 
 /** Sticky sessions: a request's session key comes from the header, or else the cookie. */
@@ -288,6 +317,8 @@ const overlaySchema = z.strictObject({
   credential_mount_base: z.string().min(1).default('/run/secrets/grid-credentials'),
   /** deadline_ms for every model in overlay mode (see routes.*.deadline_ms). */
   deadline_ms: deadlineMs,
+  /** fallback_on for every model in overlay mode (see routes.*.fallback_on). */
+  fallback_on: fallbackOn,
 });
 
 const routingSchema = z

@@ -132,6 +132,10 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
         requestTimeoutMs: p.request_timeout_ms ?? null,
         streamMaxMs: p.stream_max_ms ?? null,
         maxEventBytes: p.max_event_bytes,
+        retry:
+          p.retry === undefined || p.retry.attempts === 0
+            ? null
+            : { attempts: p.retry.attempts, backoffMs: p.retry.backoff_ms, maxBackoffMs: p.retry.max_backoff_ms },
         pool,
         credential,
         headers: { ...p.headers },

@@ -24,6 +24,8 @@ export interface ProviderRuntime {
   readonly streamMaxMs: number | null;
   /** The largest event a stream may send (max_event_bytes). */
   readonly maxEventBytes: number;
+  /** `retry`: tries of this provider again after a transient failure; null = none (no block, or attempts 0). */
+  readonly retry: RetryPolicy | null;
   readonly pool: ProviderPool;
   readonly credential: Credential | null;
   readonly headers: Readonly<Record<string, string>>;
@@ -34,6 +36,14 @@ export interface ProviderRuntime {
    * null-prototype object, so that a route named `constructor` finds nothing inherited.
    */
   readonly models: Readonly<Record<string, string>>;
+}
+
+/** `providers.<name>.retry`, as the failover loop reads it. */
+export interface RetryPolicy {
+  /** Retries after the first try, at least 1. */
+  readonly attempts: number;
+  readonly backoffMs: number;
+  readonly maxBackoffMs: number;
 }
 
 export interface GenerationCandidate extends RoutableCandidate {

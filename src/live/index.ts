@@ -14,6 +14,7 @@ export type {
   GenerationRoute,
   OverlaySnapshot,
   ProviderRuntime,
+  RetryPolicy,
 } from './generation.js';
 export { GenerationHolder } from './holder.js';
 export { type InputsRead, type OverlayRejection, type Preparation, type PrepareInputs, prepareGeneration } from './prepare.js';

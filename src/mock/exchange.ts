@@ -15,8 +15,10 @@ export interface Exchange {
   severed: boolean;
 }
 
-export function replyJson(ex: Exchange, status: number, text: string): void {
+/** `extra`: more response headers (a status fault's), never the ones set here. */
+export function replyJson(ex: Exchange, status: number, text: string, extra?: Readonly<Record<string, string>>): void {
   ex.res.writeHead(status, {
+    ...extra,
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(text),
     'x-mock-provider': ex.name,

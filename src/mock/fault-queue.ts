@@ -11,6 +11,8 @@ export interface MockFault {
   status?: number;
   /** mode `status`: JSON body to answer with; default an OpenAI-shaped error for the status. */
   body?: Record<string, unknown>;
+  /** mode `status`: extra response headers (e.g. `{"retry-after": "1"}`), names and values as strings. */
+  headers?: Record<string, string>;
   /** mode `latency`: delay added before the response headers. */
   latency_ms?: number;
   /** mode `cut_stream`: content chunks sent before the connection is dropped (default 0). */
@@ -26,6 +28,8 @@ export interface ActiveFault {
   readonly bodyText: string;
   /** The same answer for an Anthropic endpoint: the custom body, or an Anthropic-shaped default. */
   readonly anthropicBodyText: string;
+  /** mode `status`: extra response headers, names lower-cased; empty for none. */
+  readonly headers: Readonly<Record<string, string>>;
   readonly latencyMs: number;
   readonly afterChunks: number;
   readonly source: MockFault;
@@ -37,11 +41,37 @@ const modes: readonly MockFaultMode[] = ['status', 'latency', 'close', 'cut_stre
 const fieldModes: Readonly<Record<string, MockFaultMode | undefined>> = {
   status: 'status',
   body: 'status',
+  headers: 'status',
   latency_ms: 'latency',
   after_chunks: 'cut_stream',
 };
 
 const maxTimerMs = 2_147_483_647;
+
+/** A fault's extra headers: a few, short, and each a valid HTTP header that the mock does not set itself. */
+const maxFaultHeaders = 16;
+const maxHeaderValueChars = 1024;
+const headerName = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
+const headerValue = /^[\t\x20-\x7e]*$/;
+const ownHeaders = new Set(['content-type', 'content-length', 'transfer-encoding', 'connection', 'x-mock-provider']);
+
+/** Checks a fault's `headers`; returns them with lower-cased names, or a message naming the bad entry. */
+function parseHeaders(input: unknown): Record<string, string> | string {
+  if (!isRecord(input)) return 'fault.headers must be a JSON object of header names to string values';
+  const entries = Object.entries(input);
+  if (entries.length > maxFaultHeaders) return `fault.headers may hold at most ${maxFaultHeaders} headers`;
+  const out: Record<string, string> = {};
+  for (const [name, value] of entries) {
+    if (!headerName.test(name)) return `fault.headers: ${JSON.stringify(name.slice(0, 64))} is not a valid header name`;
+    const lower = name.toLowerCase();
+    if (ownHeaders.has(lower)) return `fault.headers.${lower} is set by the mock itself`;
+    if (typeof value !== 'string') return `fault.headers.${lower} must be a string`;
+    if (value.length > maxHeaderValueChars || !headerValue.test(value))
+      return `fault.headers.${lower} must be printable ASCII of at most ${maxHeaderValueChars} characters`;
+    out[lower] = value;
+  }
+  return out;
+}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -70,7 +100,7 @@ export function parseFault(input: unknown): ActiveFault | string {
     if (!(key in fieldModes)) return `fault.${key} is not a known field`;
     if (fieldModes[key] !== mode) return `fault.${key} only applies to mode ${fieldModes[key]}`;
   }
-  const { count, status, body, latency_ms, after_chunks } = input;
+  const { count, status, body, headers, latency_ms, after_chunks } = input;
   if (count !== undefined && !(isNonNegativeInteger(count) && count > 0)) {
     return 'fault.count must be a positive integer (omit it to apply until cleared)';
   }
@@ -78,6 +108,8 @@ export function parseFault(input: unknown): ActiveFault | string {
     return 'fault.status must be an integer from 200 to 599';
   }
   if (body !== undefined && !isRecord(body)) return 'fault.body must be a JSON object';
+  const extraHeaders = headers === undefined ? {} : parseHeaders(headers);
+  if (typeof extraHeaders === 'string') return extraHeaders;
   if (mode === 'latency' && latency_ms === undefined) return 'fault.latency_ms is required for mode latency';
   if (latency_ms !== undefined && !(typeof latency_ms === 'number' && latency_ms >= 0 && latency_ms <= maxTimerMs)) {
     return `fault.latency_ms must be a number from 0 to ${maxTimerMs}`;
@@ -93,6 +125,7 @@ export function parseFault(input: unknown): ActiveFault | string {
     bodyText: body === undefined ? defaultErrorBody(resolvedStatus) : JSON.stringify(body),
     anthropicBodyText:
       body === undefined ? anthropicError(`Mock fault: HTTP ${resolvedStatus}.`, anthropicErrorType(resolvedStatus)) : JSON.stringify(body),
+    headers: extraHeaders,
     latencyMs: latency_ms ?? 0,
     afterChunks: after_chunks ?? 0,
     source: { ...input } as unknown as MockFault,

@@ -17,7 +17,8 @@ export type ModelAnswer = (ctx: MockContext, ex: Exchange, cutAfter: number) => 
 export function serveModelRequest(ctx: MockContext, ex: Exchange, protocol: 'openai' | 'anthropic', answer: ModelAnswer): void {
   const fault = ctx.faults.take();
   const respond = (): void => {
-    if (fault?.mode === 'status') return replyJson(ex, fault.status, protocol === 'anthropic' ? fault.anthropicBodyText : fault.bodyText);
+    if (fault?.mode === 'status')
+      return replyJson(ex, fault.status, protocol === 'anthropic' ? fault.anthropicBodyText : fault.bodyText, fault.headers);
     if (fault?.mode === 'close') return drop(ex);
     if (fault?.mode === 'hang') return;
     answer(ctx, ex, fault?.mode === 'cut_stream' ? fault.afterChunks : -1);

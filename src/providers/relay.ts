@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { openaiErrorBody } from '../errors.js';
-import { isFailoverStatus } from '../resilience/index.js';
+import { answerClassOf, type FallbackClass, isFailoverStatus } from '../resilience/index.js';
 import type { TokenUsage } from './metering.js';
 import { usageFromJson } from './openai-adapter.js';
 import type { ProviderPool, RawHandler, UpstreamCall } from './provider-pool.js';
@@ -10,7 +10,9 @@ import { type ClientHeaders, responseHeaders } from './response-headers.js';
 import { holdsErrorEvent } from './sse-event.js';
 import { DEFAULT_MAX_EVENT_BYTES, SseReader } from './sse-reader.js';
 import {
+  ANSWER_BODY_BYTES,
   AnswerBody,
+  classFailure,
   encodingFailure,
   type FailedAttempt,
   isAuthStatus,
@@ -68,6 +70,12 @@ export interface RelayRequest {
    * 'close' itself; the request path's Exchange listens already, and passes it on.
    */
   readonly stopSlot?: StopSlot;
+  /**
+   * The route's `fallback_on`: a plain 400 or 413 whose body says it is one of these fails
+   * the attempt (reason: the class) instead of reaching the client. Absent: every such
+   * answer is relayed, and its body is never read.
+   */
+  readonly fallbackOn?: readonly FallbackClass[];
 }
 
 /** Holds the running attempt's stop: it ends the attempt as out of time, saying why. */
@@ -178,6 +186,8 @@ class Relay implements RawHandler {
   #state: State = 'waiting';
   /** A failing answer's body, kept while it drains (upstream-failure.ts). */
   #answer: AnswerBody | null = null;
+  /** A buffered 400/413 on a route with fallback_on: its body decides, once whole, whether it commits. */
+  #classify = false;
   #clientGone = false;
   #drainListened = false;
   #isSse = false;
@@ -264,7 +274,9 @@ class Relay implements RawHandler {
       const retryAfter = rawHeaderValue(headers, RETRY_AFTER);
       const answer = new AnswerBody(statusCode, retryAfter);
       this.#answer = answer;
-      this.#failed(statusFailure(statusCode, statusCode === 429 ? retryAfterOf(retryAfter) : null, answer));
+      // A 503's retry-after is read too: a retry of this candidate waits for it (a breaker only for a 429's).
+      const retryAfterMs = statusCode === 429 || statusCode === 503 ? retryAfterOf(retryAfter) : null;
+      this.#failed(statusFailure(statusCode, retryAfterMs, answer));
       return true;
     }
     const encoding = rawHeaderValue(headers, CONTENT_ENCODING);
@@ -282,6 +294,7 @@ class Relay implements RawHandler {
     if (!this.#isSse) {
       if (transform?.plain !== undefined) this.#body = transform;
       this.#state = 'buffering';
+      if ((statusCode === 400 || statusCode === 413) && this.#request.fallbackOn !== undefined) this.#classify = true;
       return true;
     }
     if (transform?.chunk !== undefined) this.#body = transform;
@@ -367,7 +380,7 @@ class Relay implements RawHandler {
     this.#state = 'ended';
     this.#answer?.end();
     if (state === 'buffering') {
-      this.#writeBuffered();
+      if (!this.#classify || !this.#failedAsClass()) this.#writeBuffered();
       return;
     }
     if (state !== 'relaying') return;
@@ -436,6 +449,23 @@ class Relay implements RawHandler {
     const observers = this.#observers;
     this.#observers = null;
     if (observers !== null) for (const observer of observers) observer(relayed);
+  }
+
+  /**
+   * A whole buffered 400/413 on a route with fallback_on: when its start says it is one of
+   * the route's classes, the attempt fails with that reason (nothing was written), keeping
+   * the answer for the client's error should no other candidate serve. True when it did.
+   */
+  #failedAsClass(): boolean {
+    const whole = this.#kept.length === 1 ? (this.#kept[0] as Buffer) : Buffer.concat(this.#kept, this.#keptBytes);
+    const start = whole.subarray(0, ANSWER_BODY_BYTES).toString('utf8');
+    const kind = answerClassOf(this.#status, start, this.#request.fallbackOn ?? []);
+    if (kind === null) return false;
+    const answer = new AnswerBody(this.#status, undefined);
+    answer.push(whole);
+    answer.end();
+    this.#failed(classFailure(this.#status, kind, answer));
+    return true;
   }
 
   /** A whole buffered body: one write, with the headers its usage decides. */

@@ -1,4 +1,4 @@
-import { type FailureReason, reasonForStatus } from '../resilience/index.js';
+import { type FailureReason, type FallbackClass, reasonForStatus } from '../resilience/index.js';
 
 // How an attempt that failed before anything reached the client is told to the failover
 // loop: a reason it branches on, and a detail safe to show a client (both read by tests
@@ -9,7 +9,7 @@ export interface FailedAttempt {
   readonly kind: 'failed';
   readonly reason: FailureReason;
   readonly detail: string;
-  /** An upstream 429's `retry-after`, in ms: the provider asked not to be called before then. */
+  /** An upstream 429's or 503's `retry-after`, in ms: the provider asked not to be called before then. */
   readonly retryAfterMs?: number;
   /** The upstream's own HTTP answer, when the attempt failed on one: what its client may be told of it. */
   readonly answer?: UpstreamAnswer;
@@ -25,7 +25,7 @@ export interface UpstreamAnswer {
 }
 
 /** The most of a failing answer's body read: an error message is short, a hostile body is not held. */
-const ANSWER_BODY_BYTES = 16 * 1024;
+export const ANSWER_BODY_BYTES = 16 * 1024;
 
 /** The body of a failing answer, collected while the relay drains it (the connection stays reusable). */
 export class AnswerBody implements UpstreamAnswer {
@@ -92,7 +92,7 @@ const MAX_MESSAGE_CHARS = 1000;
 
 /**
  * The upstream's error message from its body (OpenAI's and Anthropic's shapes both carry
- * `error.message`), bounded, on one line, with anything that looks like a credential
+ * `error.message`; older vLLM a top-level `message`), bounded, on one line, with anything that looks like a credential
  * removed: OpenAI's 401 echoes part of the key it was sent. `secrets` are values known to
  * be secret (the provider's configured key), removed wherever they appear. Null when the
  * body holds no such message.
@@ -104,8 +104,16 @@ export function upstreamMessage(body: string, secrets: readonly string[] = []): 
   } catch {
     return null;
   }
-  const error = typeof parsed === 'object' && parsed !== null ? (parsed as { error?: unknown }).error : undefined;
-  const message = typeof error === 'object' && error !== null ? (error as { message?: unknown }).message : undefined;
+  const top =
+    typeof parsed === 'object' && parsed !== null ? (parsed as { error?: unknown; object?: unknown; message?: unknown }) : undefined;
+  const error = top?.error;
+  // vLLM's older shape puts the message at the top: `{"object": "error", "message": …}`.
+  const message =
+    typeof error === 'object' && error !== null
+      ? (error as { message?: unknown }).message
+      : top?.object === 'error'
+        ? top.message
+        : undefined;
   if (typeof message !== 'string') return null;
   let text = message;
   for (const s of secrets) if (s.length >= 8) text = text.replaceAll(s, '[redacted]');
@@ -171,7 +179,7 @@ export function isAuthStatus(status: number): boolean {
 
 /**
  * An upstream answer whose status fails the attempt (resilience's rule, and a refused
- * credential), with a 429's `retry-after` when it gave one, and the answer itself.
+ * credential), with a 429's or 503's `retry-after` when it gave one, and the answer itself.
  */
 export function statusFailure(status: number, retryAfterMs: number | null, answer?: UpstreamAnswer): FailedAttempt {
   const reason = isAuthStatus(status) ? 'status_auth' : reasonForStatus(status);
@@ -180,6 +188,11 @@ export function statusFailure(status: number, retryAfterMs: number | null, answe
       ? { kind: 'failed', reason, detail: `HTTP ${status}` }
       : { kind: 'failed', reason, detail: `HTTP ${status}`, retryAfterMs };
   return answer === undefined ? failed : { ...failed, answer };
+}
+
+/** A client-error answer of a class the route fails over on (fallback_on): the provider is healthy, the request did not fit it. */
+export function classFailure(status: number, kind: FallbackClass, answer: UpstreamAnswer): FailedAttempt {
+  return { kind: 'failed', reason: kind, detail: `HTTP ${status} (${kind})`, answer };
 }
 
 /** An answer in a content encoding the gateway did not ask for (it asks for identity): the provider misbehaved. */

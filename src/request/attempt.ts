@@ -1,6 +1,6 @@
 import type { GenerationCandidate } from '../live/index.js';
 import type { RelayResult } from '../providers/index.js';
-import type { BreakerRegistry } from '../resilience/index.js';
+import { type BreakerRegistry, type FallbackClass, isAnswerClass } from '../resilience/index.js';
 import type { Exchange, ModelRequest } from './exchange.js';
 
 // One attempt at one candidate, as a small core (send-to-candidate.ts: send it through the
@@ -20,6 +20,8 @@ export interface AdmittedRequest {
   readonly limitHeaders: readonly string[] | null;
   /** performance.now() by which the route's deadline_ms has passed, across every attempt; null = none. */
   readonly deadlineAt: number | null;
+  /** The route's `fallback_on`: the client-error answers that move on to the next candidate; null = none. */
+  readonly fallbackOn: readonly FallbackClass[] | null;
   /** The output cap the pre-check reserved for, to send upstream; null = send none (the client's own, if any, stands). */
   readonly outputCap: number | null;
   /** Called with each response id an answer carries and the candidate that made it (the Responses API). */
@@ -66,7 +68,8 @@ export const withCredentialCheck: Wrap = (next) => (a, done) => {
 /**
  * The breaker of the candidate's provider identity: an open breaker skips the candidate
  * (on the first pass), a half-open one lets exactly one probe through. The outcome is
- * recorded when it is known: a failure before the first byte; success when a probe's
+ * recorded when it is known: a failure before the first byte (but a fallback_on class is
+ * the provider's sound answer, so a success); success when a probe's
  * response commits (so a long stream does not hold the probe) and when any other response
  * has ended whole; a failure when a stream is cut after it began. A probe whose client left
  * is released for another.
@@ -87,8 +90,13 @@ export const withBreaker =
     }
     try {
       next(a, (r) => {
-        if (r.kind === 'failed') breakers.recordFailure(identity, probe, r.retryAfterMs, r.reason);
-        else if (r.kind === 'aborted') {
+        if (r.kind === 'failed') {
+          // A prompt too long or a filtered request (fallback_on) is an answer, as a relayed
+          // 400 is: the provider is healthy. Only a 429's retry-after holds the breaker open;
+          // a 503's is for the retry of this request alone.
+          if (isAnswerClass(r.reason)) breakers.recordSuccess(identity);
+          else breakers.recordFailure(identity, probe, r.reason === 'status_429' ? r.retryAfterMs : undefined, r.reason);
+        } else if (r.kind === 'aborted') {
           if (probe) breakers.release(identity);
         } else if (r.kind === 'committed') {
           // A probe succeeds when it commits, so a long stream does not hold the probe;

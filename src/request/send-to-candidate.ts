@@ -77,6 +77,7 @@ export const sendToCandidate: Attempt = (a, done) => {
       streamMaxMs: request.stream ? (provider.streamMaxMs ?? undefined) : undefined,
       maxEventBytes: provider.maxEventBytes,
       stopSlot: x.running,
+      fallbackOn: a.admitted.fallbackOn ?? undefined,
     },
     done,
   );

@@ -2,6 +2,7 @@ import { type ErrorCode, SwitchyardError, statusOf } from '../errors.js';
 import type { Reservation } from '../governance/index.js';
 import type { GenerationCandidate } from '../live/index.js';
 import { type Committed, type FailedAttempt, type Relayed, type TokenUsage, upstreamMessage } from '../providers/index.js';
+import { backoffDelayMs, type FailureReason, isRetryable } from '../resilience/index.js';
 import { settle } from './admission.js';
 import type { AdmittedRequest, Attempt, AttemptResult } from './attempt.js';
 import type { Failure } from './exchange.js';
@@ -11,7 +12,9 @@ import type { Services } from './services.js';
 // The end of every model request's path, once its chain is chosen and admitted: the
 // failover loop over the chain, the relay of the answer that commits, and the one settle.
 // Driven by the attempts' callbacks, not by promises: a request that is answered by its
-// first candidate resolves no promise between its body and its record (ADR 0019).
+// first candidate resolves no promise between its body and its record (ADR 0019). A
+// provider with `retry` is tried again after a transient failure, after a timer, before
+// the chain moves on (ADR 0028).
 
 /** One admitted request and the chain to serve it with. */
 export interface ChainRequest extends AdmittedRequest {
@@ -53,6 +56,10 @@ class Failover {
   /** The first candidate that could not take the request, and the candidates that could not (skipped on the second pass). */
   #unable: CandidateUnable | null = null;
   #unableSet: Set<GenerationCandidate> | null = null;
+  /** Retries of the current candidate so far (its provider's `retry`). */
+  #retries = 0;
+  /** The wait before the next retry, while one runs. */
+  #waiting: NodeJS.Timeout | null = null;
 
   constructor(req: ChainRequest, done: ServeCallback) {
     this.#req = req;
@@ -87,6 +94,12 @@ class Failover {
     const c = candidates[this.#index++] as GenerationCandidate;
     if (this.#unableSet?.has(c) === true) return this.run();
     this.#current = c;
+    this.#retries = 0;
+    this.#send(c);
+  }
+
+  #send(c: GenerationCandidate): void {
+    const req = this.#req;
     try {
       req.attempt({ admitted: req, candidate: c, pass: this.#pass, trace: null }, this.#onResult);
     } catch (err) {
@@ -110,7 +123,10 @@ class Failover {
     if (this.#take(r, this.#current as GenerationCandidate)) this.run();
   };
 
-  /** Takes one attempt's result; true when the next candidate should be tried. */
+  /**
+   * Takes one attempt's result; true when the next candidate should be tried. A retry of
+   * the same candidate whose breaker is now open is skipped: its retries end there.
+   */
   #take(r: AttemptResult, c: GenerationCandidate): boolean {
     if (r.kind === 'skipped') return true;
     this.#attempted += 1;
@@ -125,6 +141,7 @@ class Failover {
         this.#upstreamAnswered('upstream_auth_failed');
         return false;
       }
+      if (c.provider.retry !== null && this.#retryLater(r, c)) return false;
       svc.metrics.fallbacks.inc({ provider: c.provider.name, reason: r.reason });
       return true;
     }
@@ -143,6 +160,81 @@ class Failover {
     }
     r.onFinished(this.#onFinished);
     return false;
+  }
+
+  /**
+   * Schedules another try of `c` after a transient failure, when its provider's `retry`
+   * has one left and it can still help: nothing reached the client (a failure never did),
+   * the client is still there, the gateway is not stopping it, the breaker will be closed
+   * or half-open when the wait ends, and the wait ends before the route's deadline. Not on
+   * the second pass: every breaker was open, and one try each is all that pass is for. The
+   * wait is the backoff, or the provider's own `retry-after` (a 429's or 503's) when it
+   * gave one: that is honoured only up to max_backoff_ms, and a longer one moves on at
+   * once rather than retry sooner than asked. True when a retry is scheduled.
+   */
+  #retryLater(r: FailedAttempt, c: GenerationCandidate): boolean {
+    const policy = c.provider.retry;
+    if (policy === null || this.#retries >= policy.attempts || this.#pass === 1) return false;
+    if (!isRetryable(r.reason, r.answer?.status)) return false;
+    const req = this.#req;
+    const { x, svc } = req;
+    if (x.stopped !== null || x.res.destroyed) return false;
+    let waitMs: number;
+    if (r.retryAfterMs !== undefined) {
+      if (r.retryAfterMs > policy.maxBackoffMs) return false;
+      waitMs = r.retryAfterMs;
+    } else {
+      waitMs = backoffDelayMs(this.#retries, policy.backoffMs, policy.maxBackoffMs, svc.random);
+    }
+    if (req.deadlineAt !== null && performance.now() + waitMs >= req.deadlineAt - 1) return false;
+    // A breaker that this failure opened (or a 429's retry-after holds open) past the wait
+    // would skip the retry: move on now. One that opens for no longer (a retry-after's hold)
+    // lets the retry through as its probe.
+    if (svc.breakers.openForMs(c.identity) > waitMs) return false;
+    this.#retries += 1;
+    svc.metrics.retries.inc({ provider: c.provider.name, reason: r.reason });
+    this.#wait(c, waitMs);
+    return true;
+  }
+
+  /**
+   * Waits `ms`, then tries `c` again. The wait holds the running attempt's slot, so a client
+   * that leaves or the drain's stop ends it at once instead of when the timer fires.
+   */
+  #wait(c: GenerationCandidate, ms: number): void {
+    const slot = this.#req.x.running;
+    const wake = (): void => {
+      if (this.#waiting === null) return;
+      clearTimeout(this.#waiting);
+      this.#waiting = null;
+      if (slot.stopAttempt === wake) slot.stopAttempt = null;
+      if (slot.clientClosed === wake) slot.clientClosed = null;
+      this.#retryNow(c);
+    };
+    this.#waiting = setTimeout(wake, ms);
+    // The listener's socket keeps the process up while a request waits; the timer need not.
+    this.#waiting.unref();
+    slot.stopAttempt = wake;
+    slot.clientClosed = wake;
+  }
+
+  /** The wait is over: try `c` again, unless the client left, the gateway stopped it or time ran out. */
+  #retryNow(c: GenerationCandidate): void {
+    const req = this.#req;
+    const x = req.x;
+    if (x.res.destroyed) {
+      x.outcome = 'aborted';
+      this.#end(null);
+      return;
+    }
+    if (x.stopped !== null || pastDeadline(req)) {
+      // The failure that was to be retried stands as a fallback; run() ends the chain saying why.
+      const reason = this.#lastFailed?.r.reason as FailureReason;
+      req.svc.metrics.fallbacks.inc({ provider: c.provider.name, reason });
+      this.run();
+      return;
+    }
+    this.#send(c);
   }
 
   readonly #onFinished = (relayed: Relayed): void => {
@@ -173,7 +265,8 @@ class Failover {
     const unable = this.#unable;
     // No candidate could take the request: the client's 400, naming the field.
     if (unable !== null && this.#attempted === 0) return this.#end(new SwitchyardError('invalid_request', unable.message, unable.field));
-    if (this.#lastFailed?.r.answer !== undefined) return this.#upstreamAnswered(failureCode(tried(x.failures)));
+    const last = this.#lastFailed;
+    if (last?.r.answer !== undefined) return this.#upstreamAnswered(classCode(last.r.reason) ?? failureCode(tried(x.failures)));
     this.#end(new SwitchyardError(failureCode(tried(x.failures)), `all ${this.#summary()}`));
   }
 
@@ -256,6 +349,17 @@ function outOfTime(req: AdmittedRequest, candidates: number): SwitchyardError {
 /** The failures of candidates that were tried: one that could not take the request says nothing of the upstreams. */
 function tried(failures: readonly Failure[]): readonly Failure[] {
   return failures.some((f) => f.reason === 'unable') ? failures.filter((f) => f.reason !== 'unable') : failures;
+}
+
+/**
+ * The code of a client-error answer the route failed over on (fallback_on), when the last
+ * candidate gave one: the request did not fit any candidate, and that is the client's to
+ * hear, as a 400 with the upstream's words, not a gateway fault. Null for any other reason.
+ */
+function classCode(reason: FailureReason): ErrorCode | null {
+  if (reason === 'context_length') return 'context_length_exceeded';
+  if (reason === 'content_filter') return 'content_filter';
+  return null;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { SwitchyardError } from '../errors.js';
 import type { Generation, GenerationCandidate, GenerationRoute } from '../live/index.js';
 import { type Operation, operationProviders, servesOperation } from '../providers/index.js';
+import type { FallbackClass } from '../resilience/index.js';
 import { select } from '../routing/index.js';
 import { type Admitted, preCheck } from './admission.js';
 import type { Attempt } from './attempt.js';
@@ -120,6 +121,7 @@ function admitAndServe(
         request,
         limitHeaders: admitted.limitHeaders,
         deadlineAt: deadlineMs === null ? null : x.startedAt + deadlineMs,
+        fallbackOn: fallbackOf(gen, model),
         outputCap: admitted.outputCap,
         onResponseId: spec.remembersResponses ? (id, c) => rememberResponse(svc.responses, request, id, c) : null,
         svc,
@@ -194,6 +196,13 @@ function deadlineOf(gen: Generation, model: string): number | null {
   const routing = gen.config.routing;
   const ms = routing.overlay !== undefined ? routing.overlay.deadline_ms : routing.routes?.[model]?.deadline_ms;
   return ms ?? null;
+}
+
+/** `fallback_on` of the model's static route, or overlay mode's for every model; null = none (an empty list too). */
+function fallbackOf(gen: Generation, model: string): readonly FallbackClass[] | null {
+  const routing = gen.config.routing;
+  const list = routing.overlay !== undefined ? routing.overlay.fallback_on : routing.routes?.[model]?.fallback_on;
+  return list === undefined || list.length === 0 ? null : list;
 }
 
 function routeOf(gen: Generation, model: string): GenerationRoute {

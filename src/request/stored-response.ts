@@ -71,6 +71,7 @@ function serveOwned(
         request,
         limitHeaders: admitted.limitHeaders,
         deadlineAt: null,
+        fallbackOn: null,
         outputCap: null,
         onResponseId: null,
         svc,

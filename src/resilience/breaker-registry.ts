@@ -174,6 +174,13 @@ export class BreakerRegistry {
     return b.state;
   }
 
+  /** How long from now the breaker stays open, in ms; 0 when it is not open (or not known). */
+  openForMs(identity: string): number {
+    const b = this.#breakers.get(identity);
+    if (b === undefined || b.state !== 'open') return 0;
+    return Math.max(0, b.openUntilMs - this.#now());
+  }
+
   view(identity: string): BreakerView | undefined {
     const b = this.#breakers.get(identity);
     if (b === undefined) return undefined;

@@ -28,6 +28,7 @@ export class Metrics {
   /** model, provider */
   readonly costUsd: CounterFamily;
   readonly fallbacks: Counter<'provider' | 'reason'>;
+  readonly retries: Counter<'provider' | 'reason'>;
   /** team, key (empty for none): priced spend of served requests, in USD. */
   readonly spendUsd: CounterFamily;
   readonly budgetExceeded: Counter<'team'>;
@@ -82,6 +83,12 @@ export class Metrics {
       'provider',
       'reason',
     ]);
+    this.retries = counter(
+      r,
+      'switchyard_upstream_retries_total',
+      'Failed tries of a candidate that were tried again on the same provider (providers.<name>.retry), by provider and reason.',
+      ['provider', 'reason'],
+    );
     this.spendUsd = new CounterFamily(r, 'switchyard_spend_usd_total', 'Priced spend of served requests by team and key, in USD.', [
       'team',
       'key',

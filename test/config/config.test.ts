@@ -154,7 +154,7 @@ routing:
       'providers.east.apikey: unknown key; did you mean api_key?',
       'resilience.breaker.threshold: unknown key; did you mean failure_threshold?',
       'routing.routes.gpt-4o-mini.candidates[0].wieght: unknown key; did you mean weight?',
-      'routing.routes.gpt-4o-mini.fallback: unknown key',
+      'routing.routes.gpt-4o-mini.fallback: unknown key; did you mean fallback_on?',
       'server.port: unknown key',
     ]);
   });
@@ -405,5 +405,61 @@ describe('config warnings', () => {
     const unweighted = parseObject(e);
     assert.ok(unweighted.ok);
     assert.deepEqual(unweighted.warnings, []);
+  });
+});
+
+describe('providers.<name>.retry and fallback_on', () => {
+  it('a retry block needs only attempts, and defaults its backoff to 100 ms doubling up to 2000 ms', () => {
+    const d = doc();
+    d.providers.east.retry = { attempts: 2 };
+    const result = parseObject(d);
+    assert.equal(result.ok, true, JSON.stringify(result));
+    if (result.ok) assert.deepEqual(result.config.providers.east?.retry, { attempts: 2, backoff_ms: 100, max_backoff_ms: 2000 });
+  });
+
+  it('refuses retry values out of bounds, each named by its path', () => {
+    const cases: Array<[retry: Record<string, unknown>, line: string]> = [
+      [{ attempts: 11 }, 'providers.east.retry.attempts: must be at most 10'],
+      [{ attempts: -1 }, 'providers.east.retry.attempts: must be at least 0'],
+      [{ attempts: 1.5 }, 'providers.east.retry.attempts: must be a whole number'],
+      [{}, 'providers.east.retry.attempts: required'],
+      [{ attempts: 1, backoff_ms: -5 }, 'providers.east.retry.backoff_ms: must be at least 0'],
+      [{ attempts: 1, backoff_ms: 500, max_backoff_ms: 100 }, 'providers.east.retry.max_backoff_ms: must be at least backoff_ms (500)'],
+      [{ attempts: 1, max_backoff_ms: 50 }, 'providers.east.retry.max_backoff_ms: must be at least backoff_ms (100)'],
+    ];
+    for (const [retry, line] of cases) {
+      const d = doc();
+      d.providers.east.retry = retry;
+      assert.deepEqual(lines(parseObject(d)), [line], JSON.stringify(retry));
+    }
+    const d = doc();
+    d.providers.east.retry = { attempts: 1, jitter: true };
+    assert.match(lines(parseObject(d))[0] ?? '', /^providers\.east\.retry\.jitter: unknown key/);
+  });
+
+  it('fallback_on takes context_length and content_filter, on a route and for every overlay model', () => {
+    const d = doc();
+    d.routing.routes['gpt-4o-mini'].fallback_on = ['context_length', 'content_filter'];
+    const result = parseObject(d);
+    assert.equal(result.ok, true, JSON.stringify(result));
+    if (result.ok) assert.deepEqual(result.config.routing.routes?.['gpt-4o-mini']?.fallback_on, ['context_length', 'content_filter']);
+    const overlay = doc();
+    delete overlay.routing.routes;
+    overlay.routing.overlay = { file: '/overlay/routing-overlay.json', fallback_on: ['content_filter'] };
+    const fromOverlay = parseObject(overlay);
+    assert.equal(fromOverlay.ok, true, JSON.stringify(fromOverlay));
+    if (fromOverlay.ok) assert.deepEqual(fromOverlay.config.routing.overlay?.fallback_on, ['content_filter']);
+  });
+
+  it('refuses an unknown class and a class listed twice, naming the path', () => {
+    const d = doc();
+    d.routing.routes['gpt-4o-mini'].fallback_on = ['context_length', 'prompt_too_long'];
+    assert.deepEqual(lines(parseObject(d)), ['routing.routes.gpt-4o-mini.fallback_on[1]: must be "context_length" or "content_filter"']);
+    d.routing.routes['gpt-4o-mini'].fallback_on = ['context_length', 'context_length'];
+    assert.deepEqual(lines(parseObject(d)), ['routing.routes.gpt-4o-mini.fallback_on: lists a class twice']);
+    const overlay = doc();
+    delete overlay.routing.routes;
+    overlay.routing.overlay = { file: '/o.json', fallback_on: 'context_length' };
+    assert.match(lines(parseObject(overlay))[0] ?? '', /^routing\.overlay\.fallback_on: /);
   });
 });

@@ -267,6 +267,18 @@ describe('mock provider', () => {
     assert.deepEqual(await res.json(), { error: { message: 'slow down' } });
   });
 
+  it('a status fault sends its headers with the answer, names lower-cased', async () => {
+    await addFault({ mode: 'status', status: 429, count: 1, headers: { 'Retry-After': '1', 'x-ratelimit-remaining-requests': '0' } });
+    const res = await chat({ model: 'm' });
+    assert.equal(res.status, 429);
+    assert.equal(res.headers.get('retry-after'), '1');
+    assert.equal(res.headers.get('x-ratelimit-remaining-requests'), '0');
+    assert.equal(res.headers.get('content-type'), 'application/json');
+    assert.equal(res.headers.get('x-mock-provider'), 'east');
+    await res.text();
+    assert.equal((await chat({ model: 'm' })).headers.get('retry-after'), null, 'only the fault’s answer carries them');
+  });
+
   it('a fault without a count applies until DELETE /__mock/faults clears it', async () => {
     await addFault({ mode: 'status', status: 500 });
     for (let i = 0; i < 3; i++) assert.equal((await chat({ model: 'm' })).status, 500);
@@ -365,6 +377,14 @@ describe('mock provider', () => {
       [{ mode: 'status', after_chunks: 1 }, /after_chunks only applies to mode cut_stream/],
       [{ mode: 'cut_stream', after_chunks: 1.5 }, /after_chunks/],
       [{ mode: 'hang', latencyMs: 5 }, /latencyMs is not a known field/],
+      [{ mode: 'latency', latency_ms: 1, headers: { a: 'b' } }, /headers only applies to mode status/],
+      [{ mode: 'status', headers: ['retry-after'] }, /headers must be a JSON object/],
+      [{ mode: 'status', headers: { 'retry-after': 1 } }, /headers\.retry-after must be a string/],
+      [{ mode: 'status', headers: { 'bad name': 'x' } }, /not a valid header name/],
+      [{ mode: 'status', headers: { 'x-a': 'line\nbreak' } }, /printable ASCII/],
+      [{ mode: 'status', headers: { 'x-a': 'x'.repeat(1025) } }, /at most 1024 characters/],
+      [{ mode: 'status', headers: { 'Content-Length': '5' } }, /set by the mock itself/],
+      [{ mode: 'status', headers: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`x-h${i}`, 'v'])) }, /at most 16 headers/],
       [[{ mode: 'hang' }, { mode: 'nope' }], /^\[1\]/],
       ['just a string', /JSON object/],
     ];

@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
+  AnswerBody,
+  classFailure,
   FAILURE_BY_CODE,
   OutOfTime,
   retryAfterOf,
   statusFailure,
   TooLargeToTranslate,
   upstreamFailure,
+  upstreamMessage,
 } from '../../src/providers/upstream-failure.js';
 
 const coded = (code: unknown): Error => Object.assign(new Error('boom'), { code });
@@ -76,5 +79,31 @@ describe('an upstream error told to the failover loop', () => {
   it('retry-after of zero seconds is kept as 0, not as absent', () => {
     assert.equal(retryAfterOf('0'), 0);
     assert.equal(statusFailure(429, 0).retryAfterMs, 0);
+  });
+
+  it('a fallback_on class is a failure with that reason, its status in the detail, and the answer kept', () => {
+    const answer = new AnswerBody(400, undefined);
+    assert.deepEqual(classFailure(400, 'context_length', answer), {
+      kind: 'failed',
+      reason: 'context_length',
+      detail: 'HTTP 400 (context_length)',
+      answer,
+    });
+  });
+});
+
+describe("an upstream's error message", () => {
+  it("is read from error.message (OpenAI, Anthropic) and from older vLLM's top-level message", () => {
+    assert.equal(upstreamMessage(JSON.stringify({ error: { message: 'bad temperature' } })), 'bad temperature');
+    assert.equal(
+      upstreamMessage(JSON.stringify({ type: 'error', error: { type: 'x', message: 'prompt is too long' } })),
+      'prompt is too long',
+    );
+    const vllm = { object: 'error', message: "This model's maximum context length is 8192 tokens.", type: 'BadRequestError', code: 400 };
+    assert.equal(upstreamMessage(JSON.stringify(vllm)), "This model's maximum context length is 8192 tokens.");
+  });
+
+  it('a top-level message of a body that is not an error object is not read', () => {
+    assert.equal(upstreamMessage(JSON.stringify({ message: 'hello' })), null);
   });
 });

@@ -46,7 +46,7 @@ function attemptRequest(c: GenerationCandidate, pass: 0 | 1 = 0, g: Generation =
   const { x } = exchangeFor(g);
   const request = modelRequest(g, 'm');
   return {
-    admitted: { x, request, limitHeaders: null, deadlineAt: null, outputCap: null, onResponseId: null },
+    admitted: { x, request, limitHeaders: null, deadlineAt: null, fallbackOn: null, outputCap: null, onResponseId: null },
     candidate: c,
     pass,
     trace: null,

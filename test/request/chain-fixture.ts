@@ -37,10 +37,12 @@ export const LONG_CHAIN = 5000;
 /**
  * A static generation: route `m` over four providers with distinct identities (so four
  * breakers), route `long` over one provider, team `acme` with a budget and its key `k1`.
+ * `p0` adds settings to provider p0 (its `retry`, say).
  */
-export function staticGeneration(): Generation {
+export function staticGeneration(p0: Record<string, unknown> = {}): Generation {
   const providers: Record<string, unknown> = {};
   for (const name of ['p0', 'p1', 'p2', 'p3', 'bulk']) providers[name] = { type: 'openai', base_url: `http://127.0.0.1:9/${name}/v1` };
+  Object.assign(providers.p0 as object, p0);
   const doc = {
     server: { listen: '127.0.0.1:0' },
     providers,
@@ -239,6 +241,7 @@ export function chainRequest(s: ChainSetup): ChainRequest {
     request: s.request,
     limitHeaders: null,
     deadlineAt: s.deadlineAt ?? null,
+    fallbackOn: null,
     outputCap: null,
     onResponseId: null,
     svc: s.svc,
