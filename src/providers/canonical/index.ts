@@ -14,7 +14,6 @@ export { canonicalToOpenaiRequest, type OpenaiRequestOptions } from './openai-re
 export {
   effortOfBudget,
   MIN_THINKING_BUDGET,
-  type ReasoningEffort,
   ruleFor,
   THINKING_BUDGETS,
   TRANSLATION_POLICY,
@@ -49,6 +48,7 @@ export type {
   ImagePart,
   ImageSource,
   Reasoning,
+  ReasoningEffort,
   Refusal,
   ResponseFormat,
   StopReason,

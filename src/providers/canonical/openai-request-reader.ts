@@ -1,4 +1,4 @@
-import { type ReasoningEffort, ruleFor } from './policy.js';
+import { ruleFor } from './policy.js';
 import type {
   CacheControl,
   CanonicalMessage,
@@ -6,6 +6,7 @@ import type {
   CanonicalTool,
   ContentPart,
   ImagePart,
+  ReasoningEffort,
   ResponseFormat,
   TextPart,
   ToolChoice,

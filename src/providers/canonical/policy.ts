@@ -1,4 +1,4 @@
-import type { ChatProtocol } from './types.js';
+import type { ChatProtocol, ReasoningEffort } from './types.js';
 
 // What becomes of each request field when a request crosses from one protocol to the other,
 // in one table: the readers and writers consult it, `docs/providers.md` prints it, and a
@@ -34,8 +34,6 @@ export const THINKING_BUDGETS: Readonly<Record<ReasoningEffort, number>> = Objec
   high: 16384,
   xhigh: 32768,
 });
-
-export type ReasoningEffort = 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';
 
 /** The smallest thinking budget Anthropic accepts. */
 export const MIN_THINKING_BUDGET = 1024;

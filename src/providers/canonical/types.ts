@@ -1,5 +1,4 @@
 import type { TokenUsage } from '../metering.js';
-import type { ReasoningEffort } from './policy.js';
 
 // The canonical chat form: the one shape every client protocol is read into and every
 // provider protocol is written from, so N protocols need 2N converters, not N x N. Field
@@ -83,6 +82,9 @@ export interface ResponseFormat {
   readonly schema: Readonly<Record<string, unknown>>;
   readonly strict?: boolean;
 }
+
+/** OpenAI's `reasoning_effort` levels. */
+export type ReasoningEffort = 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';
 
 /** Extended thinking: OpenAI's `reasoning_effort`, Anthropic's `thinking` budget; each is derived from the other (policy.ts). */
 export interface Reasoning {
