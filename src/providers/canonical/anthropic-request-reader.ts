@@ -1,4 +1,4 @@
-import { effortOfBudget, ruleFor } from './policy.js';
+import { droppedList, effortOfBudget, NOTHING_DROPPED, ruleFor } from './policy.js';
 import type {
   CacheControl,
   CanonicalMessage,
@@ -219,7 +219,7 @@ export function anthropicRequestToCanonical(body: unknown): Translation<Canonica
       messages: b.messages.map((m, i) => message(m, i, dropped)),
       maxOutputTokens: maxTokens,
       stream: b.stream === true,
-      dropped: [],
+      dropped: NOTHING_DROPPED,
     };
     if (present(b.temperature)) out.temperature = num(b.temperature, 'temperature');
     if (present(b.top_p)) out.topP = num(b.top_p, 'top_p');
@@ -255,7 +255,7 @@ export function anthropicRequestToCanonical(body: unknown): Translation<Canonica
       }
     }
     if (present(b.output_format) && out.responseFormat === undefined) out.responseFormat = outputFormat(b.output_format, 'output_format');
-    out.dropped = [...dropped];
+    out.dropped = droppedList(dropped);
     return out;
   });
 }

@@ -1,4 +1,4 @@
-import { ruleFor } from './policy.js';
+import { droppedList, NOTHING_DROPPED, ruleFor } from './policy.js';
 import type {
   CacheControl,
   CanonicalMessage,
@@ -223,7 +223,7 @@ export function openaiRequestToCanonical(body: unknown): Translation<CanonicalRe
       system,
       messages,
       stream: body.stream === true,
-      dropped: [],
+      dropped: NOTHING_DROPPED,
     };
     const max = present(body.max_completion_tokens) ? 'max_completion_tokens' : present(body.max_tokens) ? 'max_tokens' : null;
     if (max !== null) out.maxOutputTokens = positiveInteger(body[max], max);
@@ -271,7 +271,7 @@ export function openaiRequestToCanonical(body: unknown): Translation<CanonicalRe
       }
       out.reasoning = { effort: effort as ReasoningEffort, budgetTokens: null };
     }
-    out.dropped = [...dropped];
+    out.dropped = droppedList(dropped);
     return out;
   });
 }

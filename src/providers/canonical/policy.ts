@@ -154,11 +154,23 @@ export const TRANSLATION_POLICY: readonly TranslationRule[] = Object.freeze([
   a('context_management', 'unable', "Anthropic's context editing changes what the model sees"),
 ]);
 
-const byKey = new Map(TRANSLATION_POLICY.map((r) => [`${r.from} ${r.field}`, r]));
+/** By protocol, then field: read for every top-level field of every translated request, so no key is built per lookup. */
+const byField: Readonly<Record<ChatProtocol, ReadonlyMap<string, TranslationRule>>> = {
+  openai: new Map(TRANSLATION_POLICY.filter((r) => r.from === 'openai').map((r) => [r.field, r])),
+  anthropic: new Map(TRANSLATION_POLICY.filter((r) => r.from === 'anthropic').map((r) => [r.field, r])),
+};
 
 /** The table's rule for a field of a `from` request; undefined = unnamed, which is unable. */
 export function ruleFor(from: ChatProtocol, field: string): TranslationRule | undefined {
-  return byKey.get(`${from} ${field}`);
+  return byField[from].get(field);
+}
+
+/** The `dropped` of a request that dropped nothing: one shared value, not an array per request. */
+export const NOTHING_DROPPED: readonly string[] = Object.freeze([]);
+
+/** A reader's dropped fields as the canonical request carries them. */
+export function droppedList(dropped: ReadonlySet<string>): readonly string[] {
+  return dropped.size === 0 ? NOTHING_DROPPED : [...dropped];
 }
 
 /** The policy as the Markdown tables `docs/providers.md` prints, one per direction. */
