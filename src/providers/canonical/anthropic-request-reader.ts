@@ -1,6 +1,5 @@
 import { droppedList, effortOfBudget, NOTHING_DROPPED, ruleFor } from './policy.js';
 import type {
-  CacheControl,
   CanonicalMessage,
   CanonicalRequest,
   CanonicalTool,
@@ -13,7 +12,7 @@ import type {
   Translation,
 } from './types.js';
 import { attempt, isRecord, refuse } from './types.js';
-import { num, onlyKeys, positiveInteger, present, record, text } from './wire-fields.js';
+import { cached, num, onlyKeys, positiveInteger, present, record, text } from './wire-fields.js';
 
 // Anthropic Messages requests -> the canonical form. As for OpenAI, each field's fate is the
 // table in policy.ts: read here when mapped, named in `dropped` when dropped, refused when
@@ -21,19 +20,6 @@ import { num, onlyKeys, positiveInteger, present, record, text } from './wire-fi
 
 /** Fields dropped while reading, named as the policy names them, each once. */
 type Dropped = Set<string>;
-
-function cacheControl(value: unknown, path: string): CacheControl | undefined {
-  if (!present(value)) return undefined;
-  const cc = record(value, path);
-  if (cc.type !== 'ephemeral') refuse('unsupported', `${path}.type`, 'only ephemeral cache_control is supported');
-  return typeof cc.ttl === 'string' ? { type: 'ephemeral', ttl: cc.ttl } : { type: 'ephemeral' };
-}
-
-/** Adds `cacheControl` only when the block has one, so canonical values compare without undefined keys. */
-function cached<T extends object>(part: T, block: Record<string, unknown>, path: string): T {
-  const cc = cacheControl(block.cache_control, `${path}.cache_control`);
-  return cc === undefined ? part : { ...part, cacheControl: cc };
-}
 
 function textBlock(block: Record<string, unknown>, path: string, dropped: Dropped): TextPart {
   onlyKeys(block, path, ['type', 'text', 'cache_control', 'citations']);

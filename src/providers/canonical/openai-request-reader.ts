@@ -1,6 +1,5 @@
 import { droppedList, NOTHING_DROPPED, ruleFor } from './policy.js';
 import type {
-  CacheControl,
   CanonicalMessage,
   CanonicalRequest,
   CanonicalTool,
@@ -13,7 +12,7 @@ import type {
   Translation,
 } from './types.js';
 import { attempt, isRecord, parseToolArguments, refuse } from './types.js';
-import { num, onlyKeys, positiveInteger, present, record, text } from './wire-fields.js';
+import { cached, num, onlyKeys, positiveInteger, present, record, text } from './wire-fields.js';
 
 // OpenAI chat completion requests -> the canonical form. Every field's fate is the table
 // in policy.ts: a mapped field is read here, a dropped one is named in the canonical
@@ -42,20 +41,6 @@ const EFFORTS: readonly ReasoningEffort[] = ['minimal', 'low', 'medium', 'high',
 type Dropped = Set<string>;
 
 const DATA_URL = /^data:([^;,]+);base64,/;
-
-/** OpenAI-style `cache_control` on a content part: Anthropic's marker, carried as it is. */
-function cacheControl(value: unknown, path: string): CacheControl | undefined {
-  if (!present(value)) return undefined;
-  const cc = record(value, path);
-  onlyKeys(cc, path, ['type', 'ttl']);
-  if (cc.type !== 'ephemeral') refuse('unsupported', `${path}.type`, 'only ephemeral cache_control is supported');
-  return typeof cc.ttl === 'string' ? { type: 'ephemeral', ttl: cc.ttl } : { type: 'ephemeral' };
-}
-
-function cached<T extends object>(part: T, raw: Record<string, unknown>, path: string): T {
-  const cc = cacheControl(raw.cache_control, `${path}.cache_control`);
-  return cc === undefined ? part : { ...part, cacheControl: cc };
-}
 
 function imagePart(part: Record<string, unknown>, path: string, dropped: Dropped): ImagePart {
   const image = part.image_url;

@@ -1,3 +1,4 @@
+import type { CacheControl } from './types.js';
 import { isRecord, refuse } from './types.js';
 
 // Reading one field of a parsed request body, naming its path when it is wrong. Both
@@ -35,4 +36,19 @@ export function onlyKeys(value: Record<string, unknown>, path: string, allowed: 
       refuse('unsupported', `${path}.${key}`, `${path}.${key} cannot be translated to the target protocol`);
     }
   }
+}
+
+/** `cache_control` on a part, a block or a tool (Anthropic's marker, also accepted on an OpenAI part): carried as it is. */
+function cacheControl(value: unknown, path: string): CacheControl | undefined {
+  if (!present(value)) return undefined;
+  const cc = record(value, path);
+  onlyKeys(cc, path, ['type', 'ttl']);
+  if (cc.type !== 'ephemeral') refuse('unsupported', `${path}.type`, 'only ephemeral cache_control is supported');
+  return typeof cc.ttl === 'string' ? { type: 'ephemeral', ttl: cc.ttl } : { type: 'ephemeral' };
+}
+
+/** Adds `cacheControl` only when the block has one, so canonical values compare without undefined keys. */
+export function cached<T extends object>(part: T, raw: Record<string, unknown>, path: string): T {
+  const cc = cacheControl(raw.cache_control, `${path}.cache_control`);
+  return cc === undefined ? part : { ...part, cacheControl: cc };
 }
