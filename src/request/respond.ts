@@ -41,6 +41,8 @@ export interface Answerable {
   reason: ErrorCode | null;
   /** The client's protocol; absent = OpenAI's (and the admin API's) shape. */
   readonly protocol?: ChatProtocol;
+  /** The request's id, sent as `x-switchyard-request-id` on the error as on any answer, so a client can quote it; absent = none. */
+  readonly requestId?: string;
 }
 
 /**
@@ -57,8 +59,8 @@ export function failRequest(x: Answerable, err: unknown, svc: Services): void {
   if (err instanceof SwitchyardError) {
     x.reason = err.code;
     // The client may still be sending a body we refused: close rather than read it all.
-    const extra = err.code === 'body_too_large' ? { ...err.headers, connection: 'close' } : err.headers;
-    sendError(x.res, x.protocol ?? 'openai', err.code, err.message, err.param, extra);
+    const closing = err.code === 'body_too_large' ? { ...err.headers, connection: 'close' } : err.headers;
+    sendError(x.res, x.protocol ?? 'openai', err.code, err.message, err.param, withRequestId(x, closing));
     return;
   }
   x.reason = 'internal_error';
@@ -66,5 +68,11 @@ export function failRequest(x: Answerable, err: unknown, svc: Services): void {
     msg: 'unexpected error while handling a request',
     err: { message: (err as Error)?.message, stack: (err as Error)?.stack },
   });
-  sendError(x.res, x.protocol ?? 'openai', 'internal_error', 'internal error; see the gateway log');
+  sendError(x.res, x.protocol ?? 'openai', 'internal_error', 'internal error; see the gateway log', null, withRequestId(x, undefined));
+}
+
+function withRequestId(x: Answerable, headers: Readonly<Record<string, string>> | undefined): Readonly<Record<string, string>> | undefined {
+  const id = x.requestId;
+  if (id === undefined) return headers;
+  return headers === undefined ? { 'x-switchyard-request-id': id } : { ...headers, 'x-switchyard-request-id': id };
 }

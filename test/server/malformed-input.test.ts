@@ -183,8 +183,9 @@ function assertError(r: Raw, status: number, code: string, param: string | null 
   if (param !== undefined) assert.equal(body.error.param, param);
 }
 
+/** The headers that name who served a request; the request id names only the request, and every answer carries it. */
 function attribution(r: Raw): string[] {
-  return Object.keys(r.headers).filter((h) => h.startsWith('x-switchyard-'));
+  return Object.keys(r.headers).filter((h) => h.startsWith('x-switchyard-') && h !== 'x-switchyard-request-id');
 }
 
 describe('malformed input', () => {
@@ -212,6 +213,9 @@ describe('malformed input', () => {
       const r = await send({ method: row.method, path: row.path, body: row.body });
       assertError(r, row.status, row.code, row.param);
       assert.deepEqual(attribution(r), [], 'an error carries no attribution headers');
+      if (row.path === undefined) {
+        assert.match(String(r.headers['x-switchyard-request-id']), /^[0-9a-f-]{36}$/, 'but it names the request');
+      }
     });
   }
 

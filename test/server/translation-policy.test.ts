@@ -112,6 +112,7 @@ describe('the translation policy on the request path', () => {
     const r = await chat({ model: 'claude-only', messages: hi, logprobs: true });
     assert.equal(r.status, 400);
     assert.equal(r.json.error.param, 'logprobs');
+    assert.deepEqual((await accessLine(r.headers)).fallback, ['anth:unable:logprobs']);
     assert.match(r.json.error.message, /logprobs/);
     assert.equal(anthMock.stats().total, 0);
     const res = await fetch(`${gw.url}/v1/messages`, {
@@ -128,7 +129,9 @@ describe('the translation policy on the request path', () => {
     oaiMock.addFault({ mode: 'status', status: 503, count: 1 });
     const r = await chat({ model: 'claude-first', messages: hi, n: 2 });
     assert.equal(r.status, 503, JSON.stringify(r.json));
-    const line = await gw.waitForLog((l) => l.msg === 'request' && l.model === 'claude-first' && l.status === 503);
+    // The gateway's own error carries the request id, as every answer does: the access line is found by it.
+    const line = await accessLine(r.headers);
+    assert.equal(line.status, 503);
     assert.deepEqual(line.fallback, ['anth:unable:n', 'oai:status_5xx']);
   });
 

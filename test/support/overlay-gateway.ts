@@ -110,7 +110,8 @@ export async function waitForServing(gw: GatewayProcess, revision: string, timeo
 export function attributionHeaders(headers: Headers): string[] {
   const names: string[] = [];
   headers.forEach((_, name) => {
-    if (name.startsWith('x-switchyard-')) names.push(name);
+    // The request id names the request, not who served it: every answer carries it, errors too.
+    if (name.startsWith('x-switchyard-') && name !== 'x-switchyard-request-id') names.push(name);
   });
   return names;
 }
