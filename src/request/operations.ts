@@ -7,6 +7,7 @@ import {
   type CanonicalRequest,
   type ChatProtocol,
   canonicalToAnthropicRequest,
+  canonicalToGeminiRequest,
   canonicalToOpenaiRequest,
   chatBodyFor,
   embeddingsMetering,
@@ -221,7 +222,9 @@ function chatUpstream(r: ModelRequest, c: GenerationCandidate, _id: OnResponseId
           defaultMaxTokens:
             governance.modelOutputLimit(r.gen.pricing, c.provider.name, c.upstreamModel) ?? r.gen.config.governance.default_max_tokens,
         })
-      : canonicalToOpenaiRequest(request);
+      : to === 'gemini'
+        ? canonicalToGeminiRequest(request, { client: r.protocol })
+        : canonicalToOpenaiRequest(request);
   if (!written.ok) throw refusalError(written, c);
   const dropped = canonical.dropped.length === 0 ? written.value.dropped : [...new Set([...canonical.dropped, ...written.value.dropped])];
   if (dropped.length > 0 && translationMode(r) === 'strict') {
@@ -232,7 +235,10 @@ function chatUpstream(r: ModelRequest, c: GenerationCandidate, _id: OnResponseId
     );
   }
   const transform = translation(to, r.protocol, r.protocol === 'openai' && clientAskedUsage(r.parsed));
-  return { ...post(r, c, JSON.stringify(written.value.body), transform), dropped: dropped.length === 0 ? null : dropped };
+  // Gemini names the model, and whether the answer streams, in the path, not the body.
+  const path = upstreamPathFor(c.provider, c.upstreamModel, 'chat', r.stream);
+  const body = JSON.stringify(written.value.body);
+  return { method: 'POST', path, body, transform, dropped: dropped.length === 0 ? null : dropped };
 }
 
 /** The route's translation mode: its own `translation`, else the gateway's `routing.translation` (overlay routes follow it). */

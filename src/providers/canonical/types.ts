@@ -5,7 +5,11 @@ import type { TokenUsage } from '../metering.js';
 // names are the gateway's own. What becomes of each field of each protocol is the table in
 // policy.ts: mapped, dropped (and listed), or unable (the converter refuses, by path).
 
+/** A protocol clients speak: OpenAI chat completions or Anthropic Messages. */
 export type ChatProtocol = 'openai' | 'anthropic';
+
+/** A protocol a provider's chat endpoint speaks: a client's, or Gemini's, which only providers speak. */
+export type ProviderProtocol = ChatProtocol | 'gemini';
 
 /** Anthropic's prompt-cache marker, kept as given so an Anthropic upstream receives it unchanged. */
 export interface CacheControl {
