@@ -131,6 +131,22 @@ describe('a gemini provider behind the gateway, with the OpenAI SDK', () => {
     assert.deepEqual(body.generationConfig, { maxOutputTokens: 50 });
   });
 
+  it('sends the seed and penalties Gemini has, listing only what it has not (logit_bias) as dropped', async () => {
+    const { response } = await openai.chat.completions
+      .create({
+        model: 'gem-route',
+        messages: [{ role: 'user', content: 'hi' }],
+        seed: 7,
+        frequency_penalty: 0.5,
+        presence_penalty: 0.25,
+        logit_bias: { '50256': -100 },
+      })
+      .withResponse();
+    assert.equal(response.headers.get('x-switchyard-dropped'), 'logit_bias');
+    const config = lastGeminiBody(gem).generationConfig;
+    assert.deepEqual([config.seed, config.frequencyPenalty, config.presencePenalty], [7, 0.5, 0.25]);
+  });
+
   it('bills the usage Gemini reported, exactly, and says its cost', async () => {
     const { data, response } = await openai.chat.completions
       .create({ model: 'gem-route', messages: [{ role: 'user', content: 'hello there' }] })
@@ -284,6 +300,16 @@ describe('a gemini provider behind the gateway, with the Anthropic SDK', () => {
     const call = lastGeminiBody(gem).contents[1].parts[0];
     assert.equal(call.functionCall.name, 'get_weather');
     assert.ok(typeof call.thoughtSignature === 'string' && call.thoughtSignature.length > 0, 'the signature went back with the call');
+  });
+});
+
+describe('a gemini provider behind the gateway, with the Anthropic SDK: top_k', () => {
+  it('is sent as generationConfig.topK and not listed as dropped', async () => {
+    // This SDK's types have no top_k; the API has.
+    const params = { model: 'gem-route', max_tokens: 20, top_k: 3, messages: [{ role: 'user' as const, content: 'hi' }] };
+    const { response } = await anthropic.messages.create(params).withResponse();
+    assert.equal(response.headers.get('x-switchyard-dropped'), null);
+    assert.equal(lastGeminiBody(gem).generationConfig.topK, 3);
   });
 });
 

@@ -94,6 +94,7 @@ export function canonicalToGeminiRequest(req: CanonicalRequest, options: GeminiR
         includeThoughts: true,
       };
     }
+    const carried = sampling(req, config);
     if (Object.keys(config).length > 0) body.generationConfig = config;
     if (req.tools !== undefined && req.tools.length > 0) {
       const functionDeclarations = req.tools.map((t) => {
@@ -118,6 +119,33 @@ export function canonicalToGeminiRequest(req: CanonicalRequest, options: GeminiR
     if (req.user !== undefined) dropped.push(names.user);
     // Gemini caches repeated prompt prefixes by itself; an explicit cache is a resource made apart.
     if (hasCacheMarker(req)) dropped.push(names.cache);
-    return { body, dropped };
+    return carried.length === 0 ? { body, dropped } : { body, dropped, carried };
   });
+}
+
+/** Gemini's seed is a 32-bit integer; a seed it cannot take stays dropped. */
+const isInt32 = (n: number): boolean => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31;
+
+/** The sampling settings Gemini has, into its generationConfig: the fields carried, named as the client sent them. */
+function sampling(req: CanonicalRequest, config: Record<string, unknown>): string[] {
+  const s = req.sampling;
+  if (s === undefined) return [];
+  const carried: string[] = [];
+  if (s.seed !== undefined && isInt32(s.seed)) {
+    config.seed = s.seed;
+    carried.push('seed');
+  }
+  if (s.frequencyPenalty !== undefined) {
+    config.frequencyPenalty = s.frequencyPenalty;
+    carried.push('frequency_penalty');
+  }
+  if (s.presencePenalty !== undefined) {
+    config.presencePenalty = s.presencePenalty;
+    carried.push('presence_penalty');
+  }
+  if (s.topK !== undefined && Number.isInteger(s.topK) && s.topK > 0) {
+    config.topK = s.topK;
+    carried.push('top_k');
+  }
+  return carried;
 }

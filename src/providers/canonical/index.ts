@@ -55,6 +55,7 @@ export type {
   ReasoningEffort,
   Refusal,
   ResponseFormat,
+  Sampling,
   StopReason,
   TextPart,
   ThinkingPart,

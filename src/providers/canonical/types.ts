@@ -97,6 +97,19 @@ export interface Reasoning {
   readonly budgetTokens: number | null;
 }
 
+/**
+ * Sampling settings only one client protocol has (OpenAI's seed and penalties, Anthropic's
+ * top-k). A reader lists each as dropped, since the other client protocol has no place for
+ * it, and also carries it here for a target that has (Gemini), whose writer then says it
+ * carried it (WrittenRequest.carried).
+ */
+export interface Sampling {
+  readonly seed?: number;
+  readonly frequencyPenalty?: number;
+  readonly presencePenalty?: number;
+  readonly topK?: number;
+}
+
 /** `any` is OpenAI's `required`; `tool` forces the named tool. */
 export type ToolChoice =
   | { readonly type: 'auto' }
@@ -124,6 +137,7 @@ export interface CanonicalRequest {
   readonly user?: string;
   readonly responseFormat?: ResponseFormat;
   readonly reasoning?: Reasoning;
+  readonly sampling?: Sampling;
   /** Fields the reader dropped (no canonical counterpart), named as policy.ts names them. */
   readonly dropped: readonly string[];
 }
@@ -193,4 +207,6 @@ export function parseToolArguments(args: string, path: string): unknown {
 export interface WrittenRequest {
   readonly body: Record<string, unknown>;
   readonly dropped: readonly string[];
+  /** Fields the reader listed as dropped that this writer sent after all (Sampling's); absent = none. */
+  readonly carried?: readonly string[];
 }
