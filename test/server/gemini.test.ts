@@ -207,6 +207,27 @@ describe('a gemini provider behind the gateway, with the OpenAI SDK', () => {
     assert.deepEqual(contents[2].parts[0], { functionResponse: { name: 'get_weather', response: { result: 'sunny' } } });
   });
 
+  it('streams a tool call', async () => {
+    const stream = await openai.chat.completions.create({
+      model: 'gem-route',
+      messages: [{ role: 'user', content: 'Use the tool for Oslo' }],
+      tools: [weatherTool],
+      stream: true,
+    });
+    let name = '';
+    let args = '';
+    let finish: string | null = null;
+    for await (const chunk of stream) {
+      const call = chunk.choices[0]?.delta.tool_calls?.[0];
+      name += call?.function?.name ?? '';
+      args += call?.function?.arguments ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    assert.equal(name, 'get_weather');
+    assert.equal(typeof JSON.parse(args).city, 'string');
+    assert.equal(finish, 'tool_calls');
+  });
+
   it('asks for JSON matching the schema (structured output)', async () => {
     const res = await openai.chat.completions.create({
       model: 'gem-route',
@@ -314,6 +335,20 @@ describe('a gemini provider behind the gateway, with the Anthropic SDK: top_k', 
 });
 
 describe('a gemini provider failing', () => {
+  it("a 400 INVALID_ARGUMENT is the client's error, in its shape, with no failover", async () => {
+    flaky.addFault({
+      mode: 'status',
+      status: 400,
+      count: 1,
+      body: { error: { code: 400, message: 'Invalid value at generation_config.top_p', status: 'INVALID_ARGUMENT' } },
+    });
+    await assert.rejects(
+      openai.chat.completions.create({ model: 'flaky-route', messages: [{ role: 'user', content: 'hi' }] }),
+      (err: unknown) => err instanceof OpenAI.APIError && err.status === 400 && /generation_config\.top_p/.test(err.message),
+    );
+    assert.equal(oai.stats().total, 0);
+  });
+
   it('fails over to the openai candidate on a 503 UNAVAILABLE', async () => {
     flaky.addFault({ mode: 'status', status: 503, count: 1 });
     const { data, response } = await openai.chat.completions
@@ -363,6 +398,20 @@ describe('a gemini provider failing', () => {
     assert.equal(badKey.stats().total, 1);
     // As after a 401: the chain stops at a refused credential, and the client hears of it at once.
     assert.equal(oai.stats().total, 0);
+  });
+
+  it("a 429 from the last candidate reaches the client in its own shape, with RetryInfo's delay as retry-after", async () => {
+    gem.addFault({ mode: 'status', status: 429, count: 1 });
+    const res = await fetch(`${gw.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: 'gem-route', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    assert.equal(res.status, 429);
+    assert.equal(res.headers.get('retry-after'), '1');
+    const body = (await res.json()) as { type: string; error: { type: string; message: string } };
+    assert.equal(body.error.type, 'rate_limit_error');
+    assert.match(body.error.message, /Mock fault: HTTP 429/);
   });
 
   it('never writes the key to its logs', () => {
