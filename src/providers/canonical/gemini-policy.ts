@@ -1,4 +1,4 @@
-import type { TranslationOutcome, TranslationRule } from './policy.js';
+import type { TranslationOutcome, TranslationRule } from './types.js';
 
 // The translation policy's rows for a Gemini provider (policy.ts holds the table and its
 // rules). A request is read as for any target, so a field a reader refuses is unable here

@@ -1,5 +1,5 @@
 import { GEMINI_RULES } from './gemini-policy.js';
-import type { ChatProtocol, ProviderProtocol, ReasoningEffort } from './types.js';
+import type { ChatProtocol, ProviderProtocol, ReasoningEffort, TranslationOutcome, TranslationRule } from './types.js';
 
 // What becomes of each request field when a request crosses from a client's protocol to a
 // provider's, in one table: the readers and writers consult it, `docs/providers.md` prints
@@ -18,18 +18,7 @@ import type { ChatProtocol, ProviderProtocol, ReasoningEffort } from './types.js
 // also how a dropped field is listed. A field the table does not name is unable, so a field
 // a protocol adds later is never lost in silence.
 
-export type TranslationOutcome = 'mapped' | 'dropped' | 'unable';
-
-export interface TranslationRule {
-  /** The client's protocol: the field is one of its requests'. */
-  readonly from: ChatProtocol;
-  /** The provider's protocol the request is translated to. */
-  readonly to: ProviderProtocol;
-  readonly field: string;
-  readonly outcome: TranslationOutcome;
-  /** What becomes of it in the other protocol. */
-  readonly effect: string;
-}
+export type { TranslationOutcome, TranslationRule } from './types.js';
 
 /** `reasoning_effort` as an Anthropic thinking budget, in tokens. */
 export const THINKING_BUDGETS: Readonly<Record<ReasoningEffort, number>> = Object.freeze({

@@ -110,6 +110,20 @@ export interface Sampling {
   readonly topK?: number;
 }
 
+/** What becomes of a request field crossing protocols (policy.ts, which holds the table). */
+export type TranslationOutcome = 'mapped' | 'dropped' | 'unable';
+
+export interface TranslationRule {
+  /** The client's protocol: the field is one of its requests'. */
+  readonly from: ChatProtocol;
+  /** The provider's protocol the request is translated to. */
+  readonly to: ProviderProtocol;
+  readonly field: string;
+  readonly outcome: TranslationOutcome;
+  /** What becomes of it in the other protocol. */
+  readonly effect: string;
+}
+
 /** `any` is OpenAI's `required`; `tool` forces the named tool. */
 export type ToolChoice =
   | { readonly type: 'auto' }
