@@ -100,6 +100,18 @@ describe('canonical -> Gemini request', () => {
     assert.deepEqual(contents[2]?.parts[0], { functionResponse: { name: 'f', response: { error: 'no' } } });
   });
 
+  it('leaves out a turn with nothing left to send, which Gemini would refuse', () => {
+    const { body } = written({
+      ...canonical({ messages: [{ role: 'user', content: 'x' }] }),
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'a' }] },
+        { role: 'assistant', content: [] },
+        { role: 'user', content: [{ type: 'text', text: 'b' }] },
+      ],
+    });
+    assert.deepEqual(body.contents, [{ role: 'user', parts: [{ text: 'a' }, { text: 'b' }] }]);
+  });
+
   it('asks for JSON matching the schema, and thinking with its budget', () => {
     const { body } = written(
       canonical({

@@ -58,6 +58,8 @@ function contents(list: readonly CanonicalMessage[], names: ReadonlyMap<string, 
   list.forEach((m, i) => {
     const role = m.role === 'assistant' ? 'model' : 'user';
     const parts = m.content.map((p, j) => part(p, `messages[${i}].content[${j}]`, names));
+    // Gemini refuses a turn without parts (an assistant turn that held only reasoning, dropped).
+    if (parts.length === 0) return;
     const last = out[out.length - 1];
     if (last !== undefined && last.role === role) last.parts.push(...parts);
     else out.push({ role, parts });
