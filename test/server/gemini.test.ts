@@ -285,6 +285,19 @@ describe('a gemini provider behind the gateway, with the OpenAI SDK', () => {
   });
 });
 
+describe('a gemini provider and the endpoints it does not serve', () => {
+  it('is skipped for embeddings: a route with another candidate uses it, a route with none is a 400', async () => {
+    const served = await openai.embeddings.create({ model: 'flaky-route', input: 'hi' });
+    assert.equal(served.data.length, 1);
+    assert.equal(flaky.stats().total, 0);
+    await assert.rejects(
+      openai.embeddings.create({ model: 'gem-route', input: 'hi' }),
+      (err: unknown) => err instanceof OpenAI.APIError && err.status === 400 && /gemini providers/.test(err.message),
+    );
+    assert.equal(gem.stats().total, 0);
+  });
+});
+
 describe('a gemini provider behind the gateway, with the Anthropic SDK', () => {
   it('answers a message, plain and streamed', async () => {
     const msg = await anthropic.messages.create({ model: 'gem-route', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] });
