@@ -66,8 +66,9 @@ an overlay candidate naming no configured provider). Otherwise prints every erro
     },
   },
   'mock-provider': {
-    summary: 'run a mock OpenAI and Anthropic provider (for demos, tests and benchmarks)',
+    summary: 'run a mock OpenAI, Anthropic and Gemini provider (for demos, tests and benchmarks)',
     usage: `switchyard mock-provider --port N --name NAME [--latency-ms N] [--stream-chunk-delay-ms N] [--stream-chunks N] [--host HOST]
+                         [--api-key KEY]
 
 Serves on HOST (default 127.0.0.1):
   POST /v1/chat/completions        OpenAI chat, plain and streamed, with tool calls
@@ -79,6 +80,10 @@ Serves on HOST (default 127.0.0.1):
                                    unless store is false, for previous_response_id
   GET|DELETE /v1/responses/{id}    a kept response, or 404
   GET  /v1/models
+  POST /v1beta/models/{m}:generateContent        Gemini, plain; function calls, thoughts
+  POST /v1beta/models/{m}:streamGenerateContent  Gemini, streamed (alt=sse), else a JSON array
+With --api-key, the Gemini endpoints want that key (x-goog-api-key or ?key=); any other is
+a 400 API_KEY_INVALID, as from Google.
 A tool is called when tools are offered and the last user message contains the word "tool"
 (or tool_choice forces one); tool results get a final text answer.
 Headers x-mock-chunks and x-mock-chunk-delay-ms shape a stream.
@@ -94,10 +99,12 @@ Details: docs/mock-provider.md.`,
       'latency-ms': { type: 'string' },
       'stream-chunk-delay-ms': { type: 'string' },
       'stream-chunks': { type: 'string' },
+      'api-key': { type: 'string' },
       help,
     },
     async run(values) {
       const mock = await startMockProvider({
+        ...(typeof values['api-key'] === 'string' ? { apiKey: requireString(values['api-key'], '--api-key') } : {}),
         name: requireString(values.name, '--name'),
         port: int(values.port, '--port', 0),
         host: typeof values.host === 'string' ? values.host : '127.0.0.1',

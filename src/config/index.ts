@@ -20,6 +20,7 @@ export {
   type BreakerConfig,
   configSchema,
   type GatewayConfig,
+  GEMINI_BASE_URL,
   type GovernanceConfig,
   type KeyConfig,
   type OverlayConfig,

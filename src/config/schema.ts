@@ -159,15 +159,18 @@ const retrySchema = z
     error: (issue) => `must be at least backoff_ms (${(issue.input as { backoff_ms: number }).backoff_ms})`,
   });
 
-const PROVIDER_TYPES_HINT = 'must be "openai" (any OpenAI-compatible API), "azure_openai" or "anthropic"';
+const PROVIDER_TYPES_HINT = 'must be "openai" (any OpenAI-compatible API), "azure_openai", "anthropic" or "gemini"';
+
+/** The Gemini API's one address; a gemini provider names another only to reach a proxy or a mock. */
+export const GEMINI_BASE_URL = 'https://generativelanguage.googleapis.com';
 
 const providerSchema = z
   .strictObject({
-    type: z.enum(['openai', 'azure_openai', 'anthropic'], {
+    type: z.enum(['openai', 'azure_openai', 'anthropic', 'gemini'], {
       error: (issue) => (issue.input === undefined ? undefined : PROVIDER_TYPES_HINT),
     }),
-    /** openai, anthropic: the API root ending in /v1; azure_openai: the resource's URL. */
-    base_url: httpUrl,
+    /** openai, anthropic: the API root ending in /v1; azure_openai: the resource's URL; gemini: the host (GEMINI_BASE_URL by default). */
+    base_url: httpUrl.optional(),
     /** anthropic only: the `anthropic-version` sent when the client sent none. */
     anthropic_version: z
       .string()
@@ -215,6 +218,8 @@ const providerSchema = z
       ctx.addIssue({ code: 'custom', path: ['anthropic_version'], message: 'only applies to type: anthropic' });
     if (p.api_version !== undefined && p.type !== 'azure_openai')
       ctx.addIssue({ code: 'custom', path: ['api_version'], message: 'only applies to type: azure_openai' });
+    // Gemini has one address; every other type is an API the config must point at.
+    if (p.base_url === undefined && p.type !== 'gemini') ctx.addIssue({ code: 'custom', path: ['base_url'], message: 'required' });
     if (p.api_version === undefined && p.type === 'azure_openai')
       ctx.addIssue({ code: 'custom', path: ['api_version'], message: 'required for type: azure_openai (e.g. 2024-10-21)' });
   });

@@ -2,6 +2,7 @@ import {
   type ConfigIssue,
   describeSecretRef,
   type GatewayConfig,
+  GEMINI_BASE_URL,
   type ProviderConfig,
   type RouteConfig,
   resolveSecret,
@@ -114,7 +115,7 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
       if (!secret.ok) issues.push({ path: `providers.${name}.api_key`, message: secret.message });
       else credential = new Credential(secret.value, describeSecretRef(p.api_key));
     }
-    const baseUrl = p.base_url.replace(/\/+$/, '');
+    const baseUrl = (p.base_url ?? GEMINI_BASE_URL).replace(/\/+$/, '');
     const identity = providerIdentity(p.type, baseUrl);
     const tls = p.tls === undefined ? undefined : readTls(name, baseUrl, p.tls, issues);
     // Pools are asked for only once the whole config is known to be valid.
@@ -123,7 +124,7 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
       providers[name] = {
         name,
         type: p.type,
-        protocol: p.type === 'anthropic' ? 'anthropic' : 'openai',
+        protocol: p.type === 'anthropic' || p.type === 'gemini' ? p.type : 'openai',
         baseUrl,
         anthropicVersion: p.type === 'anthropic' ? (p.anthropic_version ?? DEFAULT_ANTHROPIC_VERSION) : null,
         apiVersion: p.api_version ?? null,

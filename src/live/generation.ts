@@ -1,15 +1,15 @@
 import type { GatewayConfig } from '../config/index.js';
 import type { ParsedOverlay } from '../contract/index.js';
-import type { ChatProtocol, Credential, PriceTable, ProviderPool } from '../providers/index.js';
+import type { Credential, PriceTable, ProviderPool, ProviderProtocol } from '../providers/index.js';
 import type { CandidateGroup, RoutableCandidate, Route } from '../routing/index.js';
 import { runSteps, type Steps } from './steps.js';
 
 /** A configured provider as one generation sees it. */
 export interface ProviderRuntime {
   readonly name: string;
-  readonly type: 'openai' | 'azure_openai' | 'anthropic';
+  readonly type: 'openai' | 'azure_openai' | 'anthropic' | 'gemini';
   /** The wire protocol its chat endpoint speaks: azure_openai speaks OpenAI's. */
-  readonly protocol: ChatProtocol;
+  readonly protocol: ProviderProtocol;
   readonly baseUrl: string;
   /** anthropic: the `anthropic-version` sent when the client sent none; null otherwise. */
   readonly anthropicVersion: string | null;

@@ -8,6 +8,8 @@ export interface Exchange {
   readonly name: string;
   /** Request path without its query string. */
   readonly path: string;
+  /** The query string, without its `?` ('' for none). */
+  readonly query: string;
   body: string;
   /** The connection went away; nothing more may be written and timers must stop. */
   closed: boolean;
@@ -66,6 +68,29 @@ export function anthropicError(message: string, type: string): string {
 
 export function replyAnthropicInvalid(ex: Exchange, message: string): void {
   replyJson(ex, 400, anthropicError(message, 'invalid_request_error'));
+}
+
+/** Google's canonical status names, as a Gemini error carries them beside the HTTP code. */
+const GOOGLE_STATUS: Readonly<Record<number, string>> = Object.freeze({
+  400: 'INVALID_ARGUMENT',
+  401: 'UNAUTHENTICATED',
+  403: 'PERMISSION_DENIED',
+  404: 'NOT_FOUND',
+  409: 'ABORTED',
+  429: 'RESOURCE_EXHAUSTED',
+  499: 'CANCELLED',
+  500: 'INTERNAL',
+  501: 'NOT_IMPLEMENTED',
+  503: 'UNAVAILABLE',
+  504: 'DEADLINE_EXCEEDED',
+});
+
+/** A Gemini API error body: `{"error": {"code", "message", "status", "details"?}}`. */
+export function geminiError(status: number, message: string, details?: readonly Record<string, unknown>[]): string {
+  const name = GOOGLE_STATUS[status] ?? (status >= 500 ? 'INTERNAL' : 'FAILED_PRECONDITION');
+  const error: Record<string, unknown> = { code: status, message, status: name };
+  if (details !== undefined) error.details = details;
+  return JSON.stringify({ error });
 }
 
 export function replyInvalid(ex: Exchange, status: number, message: string): void {

@@ -1,4 +1,4 @@
-import { anthropicError, anthropicErrorType, openAiError } from './exchange.js';
+import { anthropicError, anthropicErrorType, geminiError, openAiError } from './exchange.js';
 
 export type MockFaultMode = 'status' | 'latency' | 'close' | 'cut_stream' | 'hang';
 
@@ -28,6 +28,8 @@ export interface ActiveFault {
   readonly bodyText: string;
   /** The same answer for an Anthropic endpoint: the custom body, or an Anthropic-shaped default. */
   readonly anthropicBodyText: string;
+  /** The same answer for a Gemini endpoint: the custom body, or a Gemini-shaped default (a 429 with RetryInfo). */
+  readonly geminiBodyText: string;
   /** mode `status`: extra response headers, names lower-cased; empty for none. */
   readonly headers: Readonly<Record<string, string>>;
   readonly latencyMs: number;
@@ -88,6 +90,13 @@ function defaultErrorBody(status: number): string {
   return openAiError(message, 'invalid_request_error');
 }
 
+/** Gemini says when to try again in the body (RetryInfo), not in `retry-after`. */
+function defaultGeminiBody(status: number): string {
+  const message = `Mock fault: HTTP ${status}.`;
+  if (status !== 429) return geminiError(status, message);
+  return geminiError(status, message, [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '1s' }]);
+}
+
 /** Checks one posted fault; returns it ready to queue, or a message naming the bad field. */
 export function parseFault(input: unknown): ActiveFault | string {
   if (!isRecord(input)) return 'fault must be a JSON object';
@@ -125,6 +134,7 @@ export function parseFault(input: unknown): ActiveFault | string {
     bodyText: body === undefined ? defaultErrorBody(resolvedStatus) : JSON.stringify(body),
     anthropicBodyText:
       body === undefined ? anthropicError(`Mock fault: HTTP ${resolvedStatus}.`, anthropicErrorType(resolvedStatus)) : JSON.stringify(body),
+    geminiBodyText: body === undefined ? defaultGeminiBody(resolvedStatus) : JSON.stringify(body),
     headers: extraHeaders,
     latencyMs: latency_ms ?? 0,
     afterChunks: after_chunks ?? 0,

@@ -1,7 +1,8 @@
 /**
  * The mock LLM provider: a real HTTP server that speaks OpenAI chat completions (plain and
  * streamed, tool calls included), OpenAI embeddings, legacy completions and the stateful
- * Responses API, and Anthropic messages (plain and streamed, count_tokens, prompt caching),
+ * Responses API, Anthropic messages (plain and streamed, count_tokens, prompt caching), and
+ * Gemini generateContent (plain and streamed, function calls, thoughts, its API key check),
  * records what it received and injects faults on request. Endpoints, the tool trigger and the fault API: docs/mock-provider.md. The demo, the tests and
  * the benchmark's "direct" baseline all run against it.
  *

@@ -9,6 +9,7 @@ import type { Exchange } from './exchange.js';
 import { pause, replyJson, replyMethodNotAllowed, replyNotFound } from './exchange.js';
 import type { MockFault } from './fault-queue.js';
 import { parseFault } from './fault-queue.js';
+import { GEMINI_PATH, handleGemini } from './gemini.js';
 import { handleCountTokens, handleMessages } from './messages.js';
 import type { MockContext } from './provider-context.js';
 import { createContext } from './provider-context.js';
@@ -28,6 +29,11 @@ export interface MockProviderOptions {
   streamChunkDelayMs?: number;
   /** Content chunks per stream; a request may override it with `x-mock-chunks`. Default 5. */
   streamChunks?: number;
+  /**
+   * The Gemini API key (`x-goog-api-key`, or `?key=`) its Gemini endpoints accept; any other,
+   * or none, is a 400 API_KEY_INVALID. Without it they take any key. The other endpoints never check one.
+   */
+  apiKey?: string;
 }
 
 export interface MockProvider {
@@ -35,7 +41,7 @@ export interface MockProvider {
   readonly port: number;
   /** `http://127.0.0.1:PORT/v1`, ready to use as an OpenAI base URL. */
   readonly baseUrl: string;
-  /** `http://127.0.0.1:PORT`, ready to use as an Anthropic base URL (its SDK adds `/v1/messages`). */
+  /** `http://127.0.0.1:PORT`, ready to use as an Anthropic base URL (its SDK adds `/v1/messages`) or a Gemini one (`/v1beta/models/...`). */
   readonly origin: string;
   stats(): MockStats;
   /** Clears stats and faults, like `POST /__mock/reset`. */
@@ -60,6 +66,9 @@ const invalidHeaderChar = /[^\t\x20-\x7e\x80-\xff]/;
 function checkOptions(opts: MockProviderOptions): void {
   if (typeof opts.name !== 'string' || opts.name === '' || invalidHeaderChar.test(opts.name)) {
     throw new TypeError('mock provider name must be a non-empty string usable in a header');
+  }
+  if (opts.apiKey !== undefined && (typeof opts.apiKey !== 'string' || opts.apiKey === '')) {
+    throw new TypeError('mock provider apiKey must be a non-empty string');
   }
   for (const key of ['latencyMs', 'streamChunkDelayMs', 'streamChunks', 'port'] as const) {
     const value = opts[key];
@@ -120,8 +129,21 @@ function route(ctx: MockContext, ex: Exchange): void {
         if (ex.req.method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
         return handleCompletions(ctx, ex);
       }
-      return routeStoredResponse(ctx, ex);
+      return routeGemini(ctx, ex);
   }
+}
+
+function routeGemini(ctx: MockContext, ex: Exchange): void {
+  const match = GEMINI_PATH.exec(ex.path);
+  if (match === null) return routeStoredResponse(ctx, ex);
+  if (ex.req.method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
+  let model: string;
+  try {
+    model = decodeURIComponent(match[1] as string);
+  } catch {
+    return replyNotFound(ex);
+  }
+  handleGemini(ctx, ex, model, match[2] as string, ex.query);
 }
 
 const AZURE_CHAT = /^\/openai\/deployments\/[^/]+\/chat\/completions$/;
@@ -148,7 +170,16 @@ function onRequest(ctx: MockContext, req: IncomingMessage, res: ServerResponse):
   const query = url.indexOf('?');
   const path = query === -1 ? url : url.slice(0, query);
   const method = req.method ?? 'GET';
-  const ex: Exchange = { req, res, name: ctx.name, path, body: '', closed: false, severed: false };
+  const ex: Exchange = {
+    req,
+    res,
+    name: ctx.name,
+    path,
+    query: query === -1 ? '' : url.slice(query + 1),
+    body: '',
+    closed: false,
+    severed: false,
+  };
   const control = path.startsWith('/__mock/');
   if (!control) ctx.stats.count(method, path);
   res.once('close', () => {
@@ -166,7 +197,7 @@ function onRequest(ctx: MockContext, req: IncomingMessage, res: ServerResponse):
   });
 }
 
-/** Starts a mock LLM provider (OpenAI chat, embeddings, completions and responses; Anthropic messages) on a real HTTP port. */
+/** Starts a mock LLM provider (OpenAI chat, embeddings, completions and responses; Anthropic messages; Gemini generateContent) on a real HTTP port. */
 export function startMockProvider(opts: MockProviderOptions): Promise<MockProvider> {
   checkOptions(opts);
   const host = opts.host ?? '127.0.0.1';
@@ -175,6 +206,7 @@ export function startMockProvider(opts: MockProviderOptions): Promise<MockProvid
     latencyMs: opts.latencyMs ?? 0,
     streamChunkDelayMs: opts.streamChunkDelayMs ?? 0,
     streamChunks: opts.streamChunks ?? 5,
+    apiKey: opts.apiKey ?? null,
   });
   const server = createServer((req, res) => onRequest(ctx, req, res));
   server.keepAliveTimeout = keepAliveTimeoutMs;

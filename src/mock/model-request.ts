@@ -14,11 +14,13 @@ export type ModelAnswer = (ctx: MockContext, ex: Exchange, cutAfter: number) => 
  * in arrival order even when latency then delays the answer. A status fault without a
  * custom body answers in the endpoint's own protocol.
  */
-export function serveModelRequest(ctx: MockContext, ex: Exchange, protocol: 'openai' | 'anthropic', answer: ModelAnswer): void {
+export function serveModelRequest(ctx: MockContext, ex: Exchange, protocol: 'openai' | 'anthropic' | 'gemini', answer: ModelAnswer): void {
   const fault = ctx.faults.take();
   const respond = (): void => {
-    if (fault?.mode === 'status')
-      return replyJson(ex, fault.status, protocol === 'anthropic' ? fault.anthropicBodyText : fault.bodyText, fault.headers);
+    if (fault?.mode === 'status') {
+      const body = protocol === 'anthropic' ? fault.anthropicBodyText : protocol === 'gemini' ? fault.geminiBodyText : fault.bodyText;
+      return replyJson(ex, fault.status, body, fault.headers);
+    }
     if (fault?.mode === 'close') return drop(ex);
     if (fault?.mode === 'hang') return;
     answer(ctx, ex, fault?.mode === 'cut_stream' ? fault.afterChunks : -1);

@@ -20,6 +20,8 @@ export interface MockContext {
   readonly latencyMs: number;
   readonly streamChunkDelayMs: number;
   readonly streamChunks: number;
+  /** The one key the Gemini endpoints accept; null = any. */
+  readonly apiKey: string | null;
   readonly stats: RequestStats;
   readonly faults: FaultQueue;
   /** Prompt prefixes an Anthropic request marked with cache_control: seen once = cached. */
@@ -70,6 +72,7 @@ export interface ContextOptions {
   latencyMs: number;
   streamChunkDelayMs: number;
   streamChunks: number;
+  apiKey: string | null;
 }
 
 export function createContext(opts: ContextOptions): MockContext {

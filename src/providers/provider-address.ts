@@ -4,7 +4,7 @@ import type { Credential } from './credential.js';
 // operation's endpoint and the headers that carry its key. The body is the adapters' and the
 // canonical layer's business; this is only the envelope.
 
-export type ProviderType = 'openai' | 'azure_openai' | 'anthropic';
+export type ProviderType = 'openai' | 'azure_openai' | 'anthropic' | 'gemini';
 
 /** What addressing needs of a provider (live/'s ProviderRuntime has these fields). */
 export interface ProviderAddress {
@@ -15,7 +15,7 @@ export interface ProviderAddress {
 
 /**
  * What a request asks of a provider. `chat` is served by every type (across protocols by
- * translation); `count_tokens` is Anthropic's, passed to Anthropic providers only; the
+ * translation; Gemini only so); `count_tokens` is Anthropic's, passed to Anthropic providers only; the
  * others are OpenAI endpoints, passed through to OpenAI-protocol providers only.
  */
 export type Operation = 'chat' | 'embeddings' | 'completions' | 'responses' | 'count_tokens';
@@ -39,7 +39,12 @@ const OPENAI_TYPES: readonly ProviderType[] = ['openai', 'azure_openai'];
 
 /** The one table of where each operation goes and who serves it. */
 const operations: Readonly<Record<Operation, OperationAddress>> = {
-  chat: { endpoint: '/chat/completions', anthropic: '/messages', servedBy: ['openai', 'azure_openai', 'anthropic'], azure: 'deployment' },
+  chat: {
+    endpoint: '/chat/completions',
+    anthropic: '/messages',
+    servedBy: ['openai', 'azure_openai', 'anthropic', 'gemini'],
+    azure: 'deployment',
+  },
   embeddings: { endpoint: '/embeddings', servedBy: OPENAI_TYPES, azure: 'deployment' },
   completions: { endpoint: '/completions', servedBy: OPENAI_TYPES, azure: 'deployment' },
   responses: { endpoint: '/responses', servedBy: OPENAI_TYPES, azure: 'resource' },
@@ -56,9 +61,17 @@ export function operationProviders(operation: Operation): readonly ProviderType[
   return operations[operation].servedBy;
 }
 
-/** The endpoint's path under the provider's base URL. Azure names the deployment in the path. */
-export function upstreamPathFor(p: ProviderAddress, upstreamModel: string, operation: Operation = 'chat'): string {
+/**
+ * The endpoint's path under the provider's base URL. Azure names the deployment in the
+ * path; so does Gemini the model, with another method for a stream (`alt=sse`: server-sent
+ * events, not the JSON array it streams by default). Gemini serves only chat.
+ */
+export function upstreamPathFor(p: ProviderAddress, upstreamModel: string, operation: Operation = 'chat', stream = false): string {
   const { endpoint, azure, anthropic } = operations[operation];
+  if (p.type === 'gemini') {
+    const model = encodeURIComponent(upstreamModel);
+    return stream ? `/v1beta/models/${model}:streamGenerateContent?alt=sse` : `/v1beta/models/${model}:generateContent`;
+  }
   if (p.type === 'anthropic') return anthropic ?? endpoint;
   if (p.type !== 'azure_openai') return endpoint;
   const version = `api-version=${encodeURIComponent(p.apiVersion ?? '')}`;
@@ -80,7 +93,8 @@ export function storedResponsePath(p: ProviderAddress, responseId: string, query
 /**
  * The headers of an upstream call, asking for the answer uncompressed. The key goes where the provider type expects it:
  * `authorization: Bearer` (OpenAI), `api-key` (Azure), `x-api-key` (Anthropic, which never
- * gets an `authorization`). An Anthropic client's own `anthropic-version` and
+ * gets an `authorization`), `x-goog-api-key` (Gemini, whose `?key=` would put it in every
+ * URL a proxy or an access log records). An Anthropic client's own `anthropic-version` and
  * `anthropic-beta` are forwarded, since they change what the request means; so are an
  * OpenAI client's `OpenAI-Beta`, `OpenAI-Organization` and `OpenAI-Project` to OpenAI and
  * Azure providers (they pick the API version, and the account the call is billed to), unless
@@ -108,6 +122,8 @@ export function providerHeaders(
     const beta = client['anthropic-beta'];
     if (typeof beta === 'string' && beta !== '') headers['anthropic-beta'] = beta;
     if (credential !== null) headers['x-api-key'] = credential.apiKey();
+  } else if (p.type === 'gemini') {
+    if (credential !== null) headers['x-goog-api-key'] = credential.apiKey();
   } else {
     for (const name of OPENAI_CLIENT_HEADERS) {
       const value = client[name];

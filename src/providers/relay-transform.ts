@@ -1,5 +1,7 @@
 import { anthropicErrorBody, errorCatalog } from '../errors.js';
 import { AnthropicUsageReader } from './canonical/anthropic-usage-reader.js';
+import { geminiResponseToCanonical } from './canonical/gemini-response.js';
+import { usageFromGemini } from './canonical/gemini-wire.js';
 import {
   anthropicResponseToCanonical,
   canonicalToAnthropicResponse,
@@ -7,7 +9,7 @@ import {
   openaiResponseToCanonical,
 } from './canonical/responses.js';
 import { StreamTranslator } from './canonical/stream-translator.js';
-import type { ChatProtocol } from './canonical/types.js';
+import type { CanonicalResponse, ChatProtocol, ProviderProtocol, Translation } from './canonical/types.js';
 import { anthropicErrorBodyFor, openaiErrorBodyFor, translateErrorResponse } from './canonical/upstream-error.js';
 import { usageFromAnthropic, usageFromOpenai, usageFromResponses } from './canonical/usage.js';
 import { topLevelValue } from './json-splice.js';
@@ -167,7 +169,7 @@ function anthropicUsageOf(body: Buffer): TokenUsage | null {
  * status and message in the client's error shape; a success the gateway cannot read
  * becomes a 502 in the client's shape rather than bytes its SDK cannot parse.
  */
-export function translation(from: ChatProtocol, to: ChatProtocol, includeUsage: boolean): BodyTransform {
+export function translation(from: ProviderProtocol, to: ChatProtocol, includeUsage: boolean): BodyTransform {
   let stream: StreamTranslator | null = null;
   const translator = (): StreamTranslator => {
     stream ??= new StreamTranslator({ from, to, includeUsage });
@@ -185,7 +187,7 @@ export function translation(from: ChatProtocol, to: ChatProtocol, includeUsage: 
       } catch {
         parsed = undefined;
       }
-      const read = from === 'openai' ? openaiResponseToCanonical(parsed) : anthropicResponseToCanonical(parsed);
+      const read = readers[from](parsed);
       if (!read.ok) {
         const message = `the provider's response could not be read (${read.reason})`;
         const error = to === 'anthropic' ? anthropicErrorBodyFor(502, null, message) : openaiErrorBodyFor(502, 'upstream_error', message);
@@ -195,8 +197,7 @@ export function translation(from: ChatProtocol, to: ChatProtocol, includeUsage: 
       // Billed on what the provider reported, not on the canonical form's, which fills in
       // zeros for an answer without usage (the client's protocol needs the fields): an
       // answer that reports none is billed as missing usage, its reservation.
-      const usage = (parsed as { usage?: unknown }).usage;
-      return { status, body: JSON.stringify(out), usage: from === 'openai' ? usageFromOpenai(usage) : usageFromAnthropic(usage) };
+      return { status, body: JSON.stringify(out), usage: reportedUsage(from, parsed as Record<string, unknown>) };
     },
     chunk(chunk) {
       return translator().push(chunk);
@@ -211,4 +212,16 @@ export function translation(from: ChatProtocol, to: ChatProtocol, includeUsage: 
       return stream?.usage ?? null;
     },
   };
+}
+
+const readers: Readonly<Record<ProviderProtocol, (body: unknown) => Translation<CanonicalResponse>>> = {
+  openai: openaiResponseToCanonical,
+  anthropic: anthropicResponseToCanonical,
+  gemini: geminiResponseToCanonical,
+};
+
+/** The usage a readable answer of the protocol reports, as TokenUsage; null when it reports none. */
+function reportedUsage(from: ProviderProtocol, body: Record<string, unknown>): TokenUsage | null {
+  if (from === 'gemini') return usageFromGemini(body.usageMetadata);
+  return from === 'openai' ? usageFromOpenai(body.usage) : usageFromAnthropic(body.usage);
 }

@@ -12,12 +12,15 @@ import { DEFAULT_MAX_EVENT_BYTES, SseReader } from './sse-reader.js';
 import {
   ANSWER_BODY_BYTES,
   AnswerBody,
+  type AnswerReader,
   classFailure,
   encodingFailure,
   type FailedAttempt,
   isAuthStatus,
+  keyRefusedFailure,
   OutOfTime,
   retryAfterOf,
+  saneRetryAfter,
   statusFailure,
   TooLargeToTranslate,
   upstreamFailure,
@@ -76,7 +79,16 @@ export interface RelayRequest {
    * answer is relayed, and its body is never read.
    */
   readonly fallbackOn?: readonly FallbackClass[];
+  /**
+   * For a provider whose error bodies say more than their status (Gemini): a 400 is held
+   * until its body shows whether the gateway's key was refused, and a 429 without
+   * `retry-after` until its body gives the delay.
+   */
+  readonly readAnswer?: AnswerReader;
 }
+
+/** The longest a 429's body is waited for, for its delay, before failing over without one. */
+const ANSWER_DELAY_WAIT_MS = 1_000;
 
 /** Holds the running attempt's stop: it ends the attempt as out of time, saying why. */
 export interface StopSlot {
@@ -276,6 +288,16 @@ class Relay implements RawHandler {
       this.#answer = answer;
       // A 503's retry-after is read too: a retry of this candidate waits for it (a breaker only for a 429's).
       const retryAfterMs = statusCode === 429 || statusCode === 503 ? retryAfterOf(retryAfter) : null;
+      const reader = this.#request.readAnswer;
+      if (reader !== undefined && statusCode === 429 && retryAfterMs === null) {
+        answer.readBody((text) => {
+          const seconds = reader(statusCode, text).retryAfterSeconds;
+          if (seconds !== null) answer.retryAfter = saneRetryAfter(String(seconds));
+          const ms = answer.retryAfter === null ? null : Number(answer.retryAfter) * 1000;
+          this.#failed(statusFailure(statusCode, ms, answer));
+        }, ANSWER_DELAY_WAIT_MS);
+        return true;
+      }
       this.#failed(statusFailure(statusCode, retryAfterMs, answer));
       return true;
     }
@@ -295,6 +317,7 @@ class Relay implements RawHandler {
       if (transform?.plain !== undefined) this.#body = transform;
       this.#state = 'buffering';
       if ((statusCode === 400 || statusCode === 413) && this.#request.fallbackOn !== undefined) this.#classify = true;
+      if (statusCode === 400 && this.#request.readAnswer !== undefined) this.#classify = true;
       return true;
     }
     if (transform?.chunk !== undefined) this.#body = transform;
@@ -459,12 +482,13 @@ class Relay implements RawHandler {
   #failedAsClass(): boolean {
     const whole = this.#kept.length === 1 ? (this.#kept[0] as Buffer) : Buffer.concat(this.#kept, this.#keptBytes);
     const start = whole.subarray(0, ANSWER_BODY_BYTES).toString('utf8');
-    const kind = answerClassOf(this.#status, start, this.#request.fallbackOn ?? []);
-    if (kind === null) return false;
+    const keyRefused = this.#request.readAnswer?.(this.#status, start).keyRefused === true;
+    const kind = keyRefused ? null : answerClassOf(this.#status, start, this.#request.fallbackOn ?? []);
+    if (kind === null && !keyRefused) return false;
     const answer = new AnswerBody(this.#status, undefined);
     answer.push(whole);
     answer.end();
-    this.#failed(classFailure(this.#status, kind, answer));
+    this.#failed(kind === null ? keyRefusedFailure(this.#status, answer) : classFailure(this.#status, kind, answer));
     return true;
   }
 

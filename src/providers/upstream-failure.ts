@@ -1,4 +1,5 @@
 import { type FailureReason, type FallbackClass, reasonForStatus } from '../resilience/index.js';
+import { GEMINI_KEY_REASONS, geminiErrorDetails } from './canonical/gemini-wire.js';
 
 // How an attempt that failed before anything reached the client is told to the failover
 // loop: a reason it branches on, and a detail safe to show a client (both read by tests
@@ -30,7 +31,8 @@ export const ANSWER_BODY_BYTES = 16 * 1024;
 /** The body of a failing answer, collected while the relay drains it (the connection stays reusable). */
 export class AnswerBody implements UpstreamAnswer {
   readonly status: number;
-  readonly retryAfter: string | null;
+  /** Set from the body when the provider puts its delay there (Gemini's RetryInfo). */
+  retryAfter: string | null;
   #chunks: Buffer[] = [];
   #bytes = 0;
   #text: string | null = null;
@@ -188,6 +190,31 @@ export function statusFailure(status: number, retryAfterMs: number | null, answe
       ? { kind: 'failed', reason, detail: `HTTP ${status}` }
       : { kind: 'failed', reason, detail: `HTTP ${status}`, retryAfterMs };
   return answer === undefined ? failed : { ...failed, answer };
+}
+
+/**
+ * What a provider's error body says that its status does not, for a provider whose body
+ * carries it (Gemini: a refused key is a 400 with reason API_KEY_INVALID; a 429's delay is
+ * RetryInfo, not `retry-after`).
+ */
+export interface AnswerVerdict {
+  /** The provider refused the gateway's credential, whatever the status. */
+  readonly keyRefused: boolean;
+  /** When to call again, in seconds; null when the body does not say. */
+  readonly retryAfterSeconds: number | null;
+}
+
+export type AnswerReader = (status: number, body: string) => AnswerVerdict;
+
+/** Gemini's error body: ErrorInfo's reason names a refused key; RetryInfo gives a 429's delay. */
+export const readGeminiAnswer: AnswerReader = (_status, body) => {
+  const details = geminiErrorDetails(body);
+  return { keyRefused: details.reason !== null && GEMINI_KEY_REASONS.has(details.reason), retryAfterSeconds: details.retryDelaySeconds };
+};
+
+/** A failing answer whose body said the gateway's credential was refused: as a 401 is. */
+export function keyRefusedFailure(status: number, answer: UpstreamAnswer): FailedAttempt {
+  return { kind: 'failed', reason: 'status_auth', detail: `HTTP ${status} (the provider refused the key)`, answer };
 }
 
 /** A client-error answer of a class the route fails over on (fallback_on): the provider is healthy, the request did not fit it. */

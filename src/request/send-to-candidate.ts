@@ -1,6 +1,13 @@
 import { checkUsage, costMicroUsd, isPriced } from '../governance/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
-import { providerHeaders, type RelayTransform, relay, type UsageHeadersOf, withUsageHeaders } from '../providers/index.js';
+import {
+  providerHeaders,
+  type RelayTransform,
+  readGeminiAnswer,
+  relay,
+  type UsageHeadersOf,
+  withUsageHeaders,
+} from '../providers/index.js';
 import { usageBoundsOf } from './admission.js';
 import type { AdmittedRequest, Attempt } from './attempt.js';
 import type { Exchange, ModelRequest } from './exchange.js';
@@ -78,6 +85,7 @@ export const sendToCandidate: Attempt = (a, done) => {
       maxEventBytes: provider.maxEventBytes,
       stopSlot: x.running,
       fallbackOn: a.admitted.fallbackOn ?? undefined,
+      readAnswer: provider.type === 'gemini' ? readGeminiAnswer : undefined,
     },
     done,
   );

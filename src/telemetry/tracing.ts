@@ -141,9 +141,10 @@ export class Tracing {
   }
 }
 
-/** `gen_ai.provider.name` for a provider type. */
+/** `gen_ai.provider.name` for a provider type, as the OpenTelemetry semantic conventions name the service. */
 export function genAiSystem(providerType: string): string {
-  return providerType === 'azure_openai' ? 'azure.ai.openai' : providerType;
+  if (providerType === 'azure_openai') return 'azure.ai.openai';
+  return providerType === 'gemini' ? 'gcp.gemini' : providerType;
 }
 
 /** `gen_ai.operation.name` for one of the gateway's operations. */

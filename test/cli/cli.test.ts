@@ -235,4 +235,42 @@ describe('switchyard CLI', () => {
       assert.equal(code, 0, 'mock-provider did not exit 0 on SIGTERM');
     }
   });
+
+  it('mock-provider --api-key KEY wants that key on its Gemini endpoints', async () => {
+    const child = spawn(process.execPath, [CLI, 'mock-provider', '--port', '0', '--name', 'g', '--api-key', 'AIza-cli-key'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+    const killer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    try {
+      const baseUrl = await new Promise<string>((res, rej) => {
+        let out = '';
+        child.stdout.on('data', (c: Buffer) => {
+          out += c.toString();
+          const m = /listening on (http:\/\/\S+)\/v1/.exec(out);
+          if (m !== null) res(m[1]!);
+        });
+        void exited.then((code) => rej(new Error(`mock-provider exited (${code}) before listening:\n${out}`)));
+      });
+      const call = (key: string) =>
+        fetch(`${baseUrl}/v1beta/models/gemini-2.5-flash:generateContent`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-goog-api-key': key },
+          body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }),
+        });
+      const ok = await call('AIza-cli-key');
+      assert.equal(ok.status, 200);
+      assert.equal(
+        ((await ok.json()) as { candidates: Array<{ content: { parts: Array<{ text: string }> } }> }).candidates[0]!.content.parts[0]!.text,
+        'Hello from g.',
+      );
+      const wrong = await call('AIza-other');
+      assert.equal(wrong.status, 400);
+      assert.match(await wrong.text(), /API_KEY_INVALID/);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+      clearTimeout(killer);
+    }
+  });
 });

@@ -4,7 +4,9 @@ import {
   AnswerBody,
   classFailure,
   FAILURE_BY_CODE,
+  keyRefusedFailure,
   OutOfTime,
+  readGeminiAnswer,
   retryAfterOf,
   statusFailure,
   TooLargeToTranslate,
@@ -105,5 +107,31 @@ describe("an upstream's error message", () => {
 
   it('a top-level message of a body that is not an error object is not read', () => {
     assert.equal(upstreamMessage(JSON.stringify({ message: 'hello' })), null);
+  });
+});
+
+describe('a Gemini error body, read for what its status does not say', () => {
+  const body = (details: unknown[]) => JSON.stringify({ error: { code: 400, message: 'm', status: 'INVALID_ARGUMENT', details } });
+
+  it('a 400 with reason API_KEY_INVALID is a refused key; another reason is not', () => {
+    assert.equal(
+      readGeminiAnswer(400, body([{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID' }])).keyRefused,
+      true,
+    );
+    assert.equal(readGeminiAnswer(400, body([{ reason: 'SOMETHING_ELSE' }])).keyRefused, false);
+    assert.equal(readGeminiAnswer(400, 'not json').keyRefused, false);
+  });
+
+  it('a RetryInfo delay is whole seconds, rounded up', () => {
+    assert.equal(readGeminiAnswer(429, body([{ retryDelay: '7s' }])).retryAfterSeconds, 7);
+    assert.equal(readGeminiAnswer(429, body([{ retryDelay: '0.2s' }])).retryAfterSeconds, 1);
+    assert.equal(readGeminiAnswer(429, body([{ retryDelay: 'soon' }])).retryAfterSeconds, null);
+  });
+
+  it('a refused key fails the attempt as status_auth, keeping the answer', () => {
+    const answer = new AnswerBody(400, undefined);
+    const failed = keyRefusedFailure(400, answer);
+    assert.equal(failed.reason, 'status_auth');
+    assert.equal(failed.answer, answer);
   });
 });

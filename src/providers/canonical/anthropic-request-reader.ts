@@ -241,6 +241,7 @@ export function anthropicRequestToCanonical(body: unknown): Translation<Canonica
       }
     }
     if (present(b.output_format) && out.responseFormat === undefined) out.responseFormat = outputFormat(b.output_format, 'output_format');
+    if (dropped.has('top_k') && typeof b.top_k === 'number') out.sampling = { topK: b.top_k };
     out.dropped = droppedList(dropped);
     return out;
   });

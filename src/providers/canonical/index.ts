@@ -9,6 +9,9 @@ export { ANTHROPIC_ERROR_TYPES, type AnthropicErrorType, anthropicErrorTypeOfCla
 export { anthropicRequestToCanonical } from './anthropic-request-reader.js';
 export { type AnthropicRequestOptions, canonicalToAnthropicRequest, DEFAULT_MAX_TOKENS } from './anthropic-request-writer.js';
 export { AnthropicUsageReader } from './anthropic-usage-reader.js';
+export { canonicalToGeminiRequest, type GeminiRequestOptions } from './gemini-request-writer.js';
+export { geminiResponseToCanonical } from './gemini-response.js';
+export { GEMINI_KEY_REASONS, type GeminiErrorDetails, geminiErrorDetails, usageFromGemini } from './gemini-wire.js';
 export { openaiRequestToCanonical, TOOL_ERROR_PREFIX } from './openai-request-reader.js';
 export { canonicalToOpenaiRequest, type OpenaiRequestOptions } from './openai-request-writer.js';
 export {
@@ -47,10 +50,12 @@ export type {
   ContentPart,
   ImagePart,
   ImageSource,
+  ProviderProtocol,
   Reasoning,
   ReasoningEffort,
   Refusal,
   ResponseFormat,
+  Sampling,
   StopReason,
   TextPart,
   ThinkingPart,

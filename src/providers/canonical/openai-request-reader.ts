@@ -7,6 +7,7 @@ import type {
   ImagePart,
   ReasoningEffort,
   ResponseFormat,
+  Sampling,
   TextPart,
   ToolChoice,
   Translation,
@@ -256,7 +257,18 @@ export function openaiRequestToCanonical(body: unknown): Translation<CanonicalRe
       }
       out.reasoning = { effort: effort as ReasoningEffort, budgetTokens: null };
     }
+    const sampling = samplingOf(body, dropped);
+    if (sampling !== undefined) out.sampling = sampling;
     out.dropped = droppedList(dropped);
     return out;
   });
+}
+
+/** The seed and penalties, when the request asked for them (they are in `dropped`) with numbers. */
+function samplingOf(body: Record<string, unknown>, dropped: Dropped): Sampling | undefined {
+  const sampling: { -readonly [K in keyof Sampling]: Sampling[K] } = {};
+  if (dropped.has('seed') && typeof body.seed === 'number') sampling.seed = body.seed;
+  if (dropped.has('frequency_penalty') && typeof body.frequency_penalty === 'number') sampling.frequencyPenalty = body.frequency_penalty;
+  if (dropped.has('presence_penalty') && typeof body.presence_penalty === 'number') sampling.presencePenalty = body.presence_penalty;
+  return Object.keys(sampling).length === 0 ? undefined : sampling;
 }

@@ -1,8 +1,11 @@
-import type { ChatProtocol, ReasoningEffort } from './types.js';
+import { GEMINI_RULES } from './gemini-policy.js';
+import type { ChatProtocol, ProviderProtocol, ReasoningEffort, TranslationOutcome, TranslationRule } from './types.js';
 
-// What becomes of each request field when a request crosses from one protocol to the other,
-// in one table: the readers and writers consult it, `docs/providers.md` prints it, and a
-// doc test keeps the two equal. Three outcomes:
+// What becomes of each request field when a request crosses from a client's protocol to a
+// provider's, in one table: the readers and writers consult it, `docs/providers.md` prints
+// it, and a doc test keeps the two equal. A reader reads for every target alike, by the
+// rules towards the other client protocol; a Gemini row says what a Gemini provider then
+// receives (gemini-policy.ts). Three outcomes:
 //
 // - mapped: the other protocol has an equivalent, and it is used;
 // - dropped: a hint with no equivalent that does not change the answer's shape; it is left
@@ -15,16 +18,7 @@ import type { ChatProtocol, ReasoningEffort } from './types.js';
 // also how a dropped field is listed. A field the table does not name is unable, so a field
 // a protocol adds later is never lost in silence.
 
-export type TranslationOutcome = 'mapped' | 'dropped' | 'unable';
-
-export interface TranslationRule {
-  /** The client's protocol: the field is one of its requests'. */
-  readonly from: ChatProtocol;
-  readonly field: string;
-  readonly outcome: TranslationOutcome;
-  /** What becomes of it in the other protocol. */
-  readonly effect: string;
-}
+export type { TranslationOutcome, TranslationRule } from './types.js';
 
 /** `reasoning_effort` as an Anthropic thinking budget, in tokens. */
 export const THINKING_BUDGETS: Readonly<Record<ReasoningEffort, number>> = Object.freeze({
@@ -46,9 +40,9 @@ export function effortOfBudget(budget: number): 'low' | 'medium' | 'high' {
 }
 
 const o = (field: string, outcome: TranslationOutcome, effect: string): TranslationRule =>
-  Object.freeze({ from: 'openai', field, outcome, effect });
+  Object.freeze({ from: 'openai', to: 'anthropic', field, outcome, effect });
 const a = (field: string, outcome: TranslationOutcome, effect: string): TranslationRule =>
-  Object.freeze({ from: 'anthropic', field, outcome, effect });
+  Object.freeze({ from: 'anthropic', to: 'openai', field, outcome, effect });
 
 const budgets = `minimal ${THINKING_BUDGETS.minimal}, low ${THINKING_BUDGETS.low}, medium ${THINKING_BUDGETS.medium}, high ${THINKING_BUDGETS.high}, xhigh ${THINKING_BUDGETS.xhigh}`;
 
@@ -152,15 +146,20 @@ export const TRANSLATION_POLICY: readonly TranslationRule[] = Object.freeze([
   a('container', 'unable', "Anthropic's code execution container"),
   a('mcp_servers', 'unable', "Anthropic's MCP connector"),
   a('context_management', 'unable', "Anthropic's context editing changes what the model sees"),
+
+  ...GEMINI_RULES,
 ]);
 
-/** By protocol, then field: read for every top-level field of every translated request, so no key is built per lookup. */
+/**
+ * By protocol, then field, towards the other client protocol (what a reader consults): read
+ * for every top-level field of every translated request, so no key is built per lookup.
+ */
 const byField: Readonly<Record<ChatProtocol, ReadonlyMap<string, TranslationRule>>> = {
-  openai: new Map(TRANSLATION_POLICY.filter((r) => r.from === 'openai').map((r) => [r.field, r])),
-  anthropic: new Map(TRANSLATION_POLICY.filter((r) => r.from === 'anthropic').map((r) => [r.field, r])),
+  openai: new Map(TRANSLATION_POLICY.filter((r) => r.from === 'openai' && r.to === 'anthropic').map((r) => [r.field, r])),
+  anthropic: new Map(TRANSLATION_POLICY.filter((r) => r.from === 'anthropic' && r.to === 'openai').map((r) => [r.field, r])),
 };
 
-/** The table's rule for a field of a `from` request; undefined = unnamed, which is unable. */
+/** The reader's rule for a field of a `from` request; undefined = unnamed, which is unable. */
 export function ruleFor(from: ChatProtocol, field: string): TranslationRule | undefined {
   return byField[from].get(field);
 }
@@ -175,12 +174,16 @@ export function droppedList(dropped: ReadonlySet<string>): readonly string[] {
 
 /** The policy as the Markdown tables `docs/providers.md` prints, one per direction. */
 export function translationPolicyMarkdown(): string {
-  const table = (from: ChatProtocol, title: string): string => {
-    const rows = TRANSLATION_POLICY.filter((r) => r.from === from).map((r) => `| \`${r.field}\` | ${r.outcome} | ${r.effect} |`);
+  const table = (from: ChatProtocol, to: ProviderProtocol, title: string): string => {
+    const rows = TRANSLATION_POLICY.filter((r) => r.from === from && r.to === to).map(
+      (r) => `| \`${r.field}\` | ${r.outcome} | ${r.effect} |`,
+    );
     return [`**${title}**`, '', '| field | outcome | what happens |', '|---|---|---|', ...rows].join('\n');
   };
   return [
-    table('openai', "An OpenAI client's request to an Anthropic provider"),
-    table('anthropic', "An Anthropic client's request to an OpenAI provider"),
+    table('openai', 'anthropic', "An OpenAI client's request to an Anthropic provider"),
+    table('anthropic', 'openai', "An Anthropic client's request to an OpenAI provider"),
+    table('openai', 'gemini', "An OpenAI client's request to a Gemini provider"),
+    table('anthropic', 'gemini', "An Anthropic client's request to a Gemini provider"),
   ].join('\n\n');
 }

@@ -1,15 +1,16 @@
 import type { TokenUsage } from '../metering.js';
 import { AnthropicEventDecoder, AnthropicEventEncoder } from './anthropic-stream.js';
+import { GeminiChunkDecoder } from './gemini-stream.js';
 import { OpenaiChunkDecoder, OpenaiChunkEncoder } from './openai-stream.js';
 import { SseParser } from './sse-parser.js';
 import type { StreamSink } from './stream-sink.js';
-import type { StopReason } from './types.js';
+import type { ChatProtocol, ProviderProtocol, StopReason } from './types.js';
 
 export interface StreamTranslatorOptions {
   /** The upstream's protocol. */
-  readonly from: 'openai' | 'anthropic';
+  readonly from: ProviderProtocol;
   /** The client's protocol; must differ from `from` (same protocols are relayed as they are). */
-  readonly to: 'openai' | 'anthropic';
+  readonly to: ChatProtocol;
   /** OpenAI clients only: send the usage-only last chunk (`stream_options.include_usage`). */
   readonly includeUsage?: boolean;
 }
@@ -83,6 +84,11 @@ export class StreamTranslator {
       const decoder = new OpenaiChunkDecoder(this.#tap);
       this.#onEvent = (_event, data) => decoder.data(data);
       // Some OpenAI-compatible servers end after the finish chunk without `[DONE]`.
+      this.#upstreamFinished = () => decoder.finished;
+    } else if (options.from === 'gemini') {
+      const decoder = new GeminiChunkDecoder(this.#tap);
+      this.#onEvent = (_event, data) => decoder.data(data);
+      // Gemini has no end marker: an answer that gave its finishReason is whole.
       this.#upstreamFinished = () => decoder.finished;
     } else {
       const decoder = new AnthropicEventDecoder(this.#tap);

@@ -5,7 +5,11 @@ import type { TokenUsage } from '../metering.js';
 // names are the gateway's own. What becomes of each field of each protocol is the table in
 // policy.ts: mapped, dropped (and listed), or unable (the converter refuses, by path).
 
+/** A protocol clients speak: OpenAI chat completions or Anthropic Messages. */
 export type ChatProtocol = 'openai' | 'anthropic';
+
+/** A protocol a provider's chat endpoint speaks: a client's, or Gemini's, which only providers speak. */
+export type ProviderProtocol = ChatProtocol | 'gemini';
 
 /** Anthropic's prompt-cache marker, kept as given so an Anthropic upstream receives it unchanged. */
 export interface CacheControl {
@@ -93,6 +97,33 @@ export interface Reasoning {
   readonly budgetTokens: number | null;
 }
 
+/**
+ * Sampling settings only one client protocol has (OpenAI's seed and penalties, Anthropic's
+ * top-k). A reader lists each as dropped, since the other client protocol has no place for
+ * it, and also carries it here for a target that has (Gemini), whose writer then says it
+ * carried it (WrittenRequest.carried).
+ */
+export interface Sampling {
+  readonly seed?: number;
+  readonly frequencyPenalty?: number;
+  readonly presencePenalty?: number;
+  readonly topK?: number;
+}
+
+/** What becomes of a request field crossing protocols (policy.ts, which holds the table). */
+export type TranslationOutcome = 'mapped' | 'dropped' | 'unable';
+
+export interface TranslationRule {
+  /** The client's protocol: the field is one of its requests'. */
+  readonly from: ChatProtocol;
+  /** The provider's protocol the request is translated to. */
+  readonly to: ProviderProtocol;
+  readonly field: string;
+  readonly outcome: TranslationOutcome;
+  /** What becomes of it in the other protocol. */
+  readonly effect: string;
+}
+
 /** `any` is OpenAI's `required`; `tool` forces the named tool. */
 export type ToolChoice =
   | { readonly type: 'auto' }
@@ -120,6 +151,7 @@ export interface CanonicalRequest {
   readonly user?: string;
   readonly responseFormat?: ResponseFormat;
   readonly reasoning?: Reasoning;
+  readonly sampling?: Sampling;
   /** Fields the reader dropped (no canonical counterpart), named as policy.ts names them. */
   readonly dropped: readonly string[];
 }
@@ -189,4 +221,6 @@ export function parseToolArguments(args: string, path: string): unknown {
 export interface WrittenRequest {
   readonly body: Record<string, unknown>;
   readonly dropped: readonly string[];
+  /** Fields the reader listed as dropped that this writer sent after all (Sampling's); absent = none. */
+  readonly carried?: readonly string[];
 }

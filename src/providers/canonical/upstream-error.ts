@@ -1,5 +1,5 @@
 import { ANTHROPIC_ERROR_TYPES, type AnthropicErrorType, anthropicErrorTypeOfClass } from './anthropic-error-types.js';
-import type { ChatProtocol } from './types.js';
+import type { ChatProtocol, ProviderProtocol } from './types.js';
 import { isRecord } from './types.js';
 
 // Error answers in the client's protocol. The status decides the wire type, so the gateway's
@@ -71,7 +71,8 @@ function readError(body: string): { message: string; code: string | null } | nul
   }
   if (!isRecord(parsed) || !isRecord(parsed.error) || typeof parsed.error.message !== 'string') return null;
   const e = parsed.error;
-  // OpenAI's `code` is the specific reason; Anthropic's `type` is all it has.
+  // OpenAI's `code` is the specific reason; Anthropic's `type` is all it has; Gemini's
+  // `code` is the HTTP status, and its `status` (RESOURCE_EXHAUSTED) is not a code either protocol knows.
   const code = typeof e.code === 'string' ? e.code : typeof e.type === 'string' ? e.type : null;
   return { message: e.message as string, code };
 }
@@ -84,7 +85,7 @@ function readError(body: string): { message: string; code: string | null } | nul
 export function translateErrorResponse(
   status: number,
   body: Buffer | string,
-  from: ChatProtocol,
+  from: ProviderProtocol,
   to: ChatProtocol,
 ): { status: number; body: string } {
   const text = typeof body === 'string' ? body : body.toString('utf8');
