@@ -19,6 +19,7 @@ export {
   type AuditConfig,
   type BreakerConfig,
   configSchema,
+  type EntraAuthConfig,
   type GatewayConfig,
   GEMINI_BASE_URL,
   type GovernanceConfig,

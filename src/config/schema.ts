@@ -164,6 +164,29 @@ const PROVIDER_TYPES_HINT = 'must be "openai" (any OpenAI-compatible API), "azur
 /** The Gemini API's one address; a gemini provider names another only to reach a proxy or a mock. */
 export const GEMINI_BASE_URL = 'https://generativelanguage.googleapis.com';
 
+/**
+ * `providers.<name>.auth`: Microsoft Entra ID instead of an `api-key`, for azure_openai.
+ * With `client_secret` the client-credentials grant; without it the workload identity a
+ * Kubernetes service account federates (AZURE_FEDERATED_TOKEN_FILE, ADR 0031).
+ */
+const entraAuthSchema = z.strictObject({
+  type: z.literal('entra', { error: 'must be "entra"' }),
+  /** A directory (tenant) id or a verified domain; it becomes a path segment of the token URL. */
+  tenant_id: z.string().regex(/^[A-Za-z0-9._-]{1,128}$/, 'must be a tenant id (a GUID or a domain such as contoso.onmicrosoft.com)'),
+  client_id: z.string().regex(/^[A-Za-z0-9._-]{1,128}$/, 'must be an application (client) id'),
+  client_secret: secretRefSchema.optional(),
+  /** The sovereign clouds have their own (https://login.microsoftonline.us); tests point it at a local one. */
+  authority_host: z
+    .url({ protocol: /^https$/, error: (issue) => (issue.input === undefined ? undefined : 'must be an https:// URL') })
+    .refine((u) => !URL.canParse(u) || new URL(u).pathname.replace(/\/+$/, '') === '', 'must be a host only, without a path')
+    .refine(
+      (u) => !URL.canParse(u) || (new URL(u).username === '' && new URL(u).search === '' && new URL(u).hash === ''),
+      'must not contain user:password@, a query string or a #fragment',
+    )
+    .default('https://login.microsoftonline.com'),
+});
+export type EntraAuthConfig = z.infer<typeof entraAuthSchema>;
+
 const providerSchema = z
   .strictObject({
     type: z.enum(['openai', 'azure_openai', 'anthropic', 'gemini'], {
@@ -182,6 +205,8 @@ const providerSchema = z
       .regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be an Azure API version such as 2024-10-21')
       .optional(),
     api_key: secretRefSchema.optional(),
+    /** azure_openai only: Entra ID tokens (`Authorization: Bearer`) instead of `api_key`. */
+    auth: entraAuthSchema.optional(),
     /** Time to the first response byte, and the longest silence between two body chunks. */
     timeout_ms: positiveInt.max(3_600_000).default(60_000),
     /** The whole of a non-streamed response, however steadily it trickles (ADR 0013); none by default. */
@@ -218,6 +243,11 @@ const providerSchema = z
       ctx.addIssue({ code: 'custom', path: ['anthropic_version'], message: 'only applies to type: anthropic' });
     if (p.api_version !== undefined && p.type !== 'azure_openai')
       ctx.addIssue({ code: 'custom', path: ['api_version'], message: 'only applies to type: azure_openai' });
+    if (p.auth !== undefined && p.type !== 'azure_openai')
+      ctx.addIssue({ code: 'custom', path: ['auth'], message: 'only applies to type: azure_openai' });
+    // Both would be sent, and which one Azure honours is not for the config to leave open.
+    else if (p.auth !== undefined && p.api_key !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['auth'], message: 'cannot be set together with api_key; give one of them' });
     // Gemini has one address; every other type is an API the config must point at.
     if (p.base_url === undefined && p.type !== 'gemini') ctx.addIssue({ code: 'custom', path: ['base_url'], message: 'required' });
     if (p.api_version === undefined && p.type === 'azure_openai')

@@ -1,6 +1,7 @@
 import {
   type ConfigIssue,
   describeSecretRef,
+  type EntraAuthConfig,
   type GatewayConfig,
   GEMINI_BASE_URL,
   type ProviderConfig,
@@ -9,7 +10,16 @@ import {
   routeReferenceIssues,
 } from '../config/index.js';
 import { type ParsedOverlay, readBoundedFileSync, sha256Hex } from '../contract/index.js';
-import { Credential, type PoolSpec, type PoolTls, type PriceEntry, type ProviderPool, providerIdentity } from '../providers/index.js';
+import {
+  Credential,
+  type EntraSpec,
+  EntraTokenSource,
+  type PoolSpec,
+  type PoolTls,
+  type PriceEntry,
+  type ProviderPool,
+  providerIdentity,
+} from '../providers/index.js';
 import { stableIdTable } from '../routing/index.js';
 import {
   deepFreeze,
@@ -35,6 +45,11 @@ export interface BuildInputs {
   readonly overlay?: ParsedOverlay | null;
   /** The pool factory: server/ passes PoolRegistry.acquire so unchanged providers keep their pools. */
   readonly poolFor: (spec: PoolSpec) => ProviderPool;
+  /**
+   * The Entra ID token source factory: server/ passes TokenSourceRegistry.acquire (which
+   * starts the first fetch); by default a source that never fetches (validation, tests).
+   */
+  readonly tokenSourceFor?: (spec: EntraSpec) => EntraTokenSource;
   readonly now?: () => Date;
   /** The serving generation's `modelsFirstSeen`: a model still routed keeps its time. */
   readonly modelsFirstSeen?: Readonly<Record<string, number>>;
@@ -78,6 +93,38 @@ export function readTlsFiles(path: string, tls: NonNullable<ProviderConfig['tls'
 }
 
 /**
+ * What an `auth: {type: entra}` block asks for, with its secret resolved now (so a reload
+ * re-reads it like every other reference), or null with the issue recorded. Without a
+ * client_secret the workload identity's assertion file must be named by the environment the
+ * AKS webhook injects; the file itself is read at every fetch, as the kubelet rotates it.
+ */
+function entraSpec(name: string, auth: EntraAuthConfig, env: NodeJS.ProcessEnv, issues: ConfigIssue[]): EntraSpec | null {
+  let clientSecret: Credential | null = null;
+  let assertionFile: string | null = null;
+  if (auth.client_secret !== undefined) {
+    const secret = resolveSecret(auth.client_secret, env);
+    if (!secret.ok) {
+      issues.push({ path: `providers.${name}.auth.client_secret`, message: secret.message });
+      return null;
+    }
+    clientSecret = new Credential(secret.value, describeSecretRef(auth.client_secret));
+  } else {
+    assertionFile = env.AZURE_FEDERATED_TOKEN_FILE ?? '';
+    if (assertionFile === '') {
+      issues.push({
+        path: `providers.${name}.auth`,
+        message: 'has no client_secret, and AZURE_FEDERATED_TOKEN_FILE (workload identity) is not set',
+      });
+      return null;
+    }
+  }
+  const authorityHost = auth.authority_host.replace(/\/+$/, '');
+  return { providerName: name, authorityHost, tenantId: auth.tenant_id, clientId: auth.client_id, clientSecret, assertionFile };
+}
+
+const idleTokenSource = (spec: EntraSpec): EntraTokenSource => new EntraTokenSource(spec, () => {});
+
+/**
  * Builds a generation from a validated config, cross-checking everything the schema
  * alone cannot: every candidate names a provider, every secret reference resolves. It
  * either returns a whole generation or every problem found, with its path; it never
@@ -115,6 +162,7 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
       if (!secret.ok) issues.push({ path: `providers.${name}.api_key`, message: secret.message });
       else credential = new Credential(secret.value, describeSecretRef(p.api_key));
     }
+    const entra = p.auth === undefined ? null : entraSpec(name, p.auth, inputs.env, issues);
     const baseUrl = (p.base_url ?? GEMINI_BASE_URL).replace(/\/+$/, '');
     const identity = providerIdentity(p.type, baseUrl);
     const tls = p.tls === undefined ? undefined : readTls(name, baseUrl, p.tls, issues);
@@ -139,6 +187,7 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
             : { attempts: p.retry.attempts, backoffMs: p.retry.backoff_ms, maxBackoffMs: p.retry.max_backoff_ms },
         pool,
         credential,
+        entra: entra === null ? null : (inputs.tokenSourceFor ?? idleTokenSource)(entra),
         headers: { ...p.headers },
         exposeHeaders: p.expose_headers.length === 0 ? null : new Set(p.expose_headers),
         models: upstreamNames(p.models),

@@ -1,6 +1,6 @@
 import type { GatewayConfig } from '../config/index.js';
 import type { ParsedOverlay } from '../contract/index.js';
-import type { Credential, PriceTable, ProviderPool, ProviderProtocol } from '../providers/index.js';
+import type { Credential, EntraTokenSource, PriceTable, ProviderPool, ProviderProtocol } from '../providers/index.js';
 import type { CandidateGroup, RoutableCandidate, Route } from '../routing/index.js';
 import { runSteps, type Steps } from './steps.js';
 
@@ -28,6 +28,8 @@ export interface ProviderRuntime {
   readonly retry: RetryPolicy | null;
   readonly pool: ProviderPool;
   readonly credential: Credential | null;
+  /** `auth: {type: entra}`: the token sent as `Authorization: Bearer` instead of `api-key`; null = none. */
+  readonly entra: EntraTokenSource | null;
   readonly headers: Readonly<Record<string, string>>;
   /** `expose_headers`: upstream response headers passed to clients beyond the default allow-list. */
   readonly exposeHeaders: ReadonlySet<string> | null;

@@ -8,6 +8,7 @@
 // through (canonical/, ADR-0011).
 export * from './canonical/index.js';
 export { Credential } from './credential.js';
+export * from './entra/index.js';
 export {
   duplicateTopLevelKey,
   type FirstMember,

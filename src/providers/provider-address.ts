@@ -1,4 +1,5 @@
 import type { Credential } from './credential.js';
+import { EntraTokenSource } from './entra/index.js';
 
 // How each provider type is addressed and authenticated: the upstream path of each
 // operation's endpoint and the headers that carry its key. The body is the adapters' and the
@@ -92,7 +93,7 @@ export function storedResponsePath(p: ProviderAddress, responseId: string, query
 
 /**
  * The headers of an upstream call, asking for the answer uncompressed. The key goes where the provider type expects it:
- * `authorization: Bearer` (OpenAI), `api-key` (Azure), `x-api-key` (Anthropic, which never
+ * `authorization: Bearer` (OpenAI, and Azure with an Entra ID token), `api-key` (Azure with a key), `x-api-key` (Anthropic, which never
  * gets an `authorization`), `x-goog-api-key` (Gemini, whose `?key=` would put it in every
  * URL a proxy or an access log records). An Anthropic client's own `anthropic-version` and
  * `anthropic-beta` are forwarded, since they change what the request means; so are an
@@ -102,7 +103,7 @@ export function storedResponsePath(p: ProviderAddress, responseId: string, query
  */
 export function providerHeaders(
   p: ProviderAddress,
-  credential: Credential | null,
+  credential: Credential | EntraTokenSource | null,
   extra: Readonly<Record<string, string>>,
   accept: string,
   requestId: string,
@@ -116,21 +117,25 @@ export function providerHeaders(
     'accept-encoding': 'identity',
     'x-request-id': requestId,
   };
+  // Only an azure_openai provider has an Entra ID token (the config refuses `auth` elsewhere).
+  const key = credential instanceof EntraTokenSource ? null : credential;
   if (p.type === 'anthropic') {
     const version = client['anthropic-version'];
     headers['anthropic-version'] = typeof version === 'string' && version !== '' ? version : (p.anthropicVersion ?? '2023-06-01');
     const beta = client['anthropic-beta'];
     if (typeof beta === 'string' && beta !== '') headers['anthropic-beta'] = beta;
-    if (credential !== null) headers['x-api-key'] = credential.apiKey();
+    if (key !== null) headers['x-api-key'] = key.apiKey();
   } else if (p.type === 'gemini') {
-    if (credential !== null) headers['x-goog-api-key'] = credential.apiKey();
+    if (key !== null) headers['x-goog-api-key'] = key.apiKey();
   } else {
     for (const name of OPENAI_CLIENT_HEADERS) {
       const value = client[name];
       if (headers[name] === undefined && typeof value === 'string' && value !== '') headers[name] = value;
     }
     if (p.type === 'azure_openai') {
-      if (credential !== null) headers['api-key'] = credential.apiKey();
+      // An Entra ID token is a bearer; Azure reads `api-key` only for a resource key.
+      if (credential instanceof EntraTokenSource) headers.authorization = credential.authorization();
+      else if (credential !== null) headers['api-key'] = credential.apiKey();
     } else if (credential !== null) headers.authorization = credential.authorization();
   }
   return headers;

@@ -66,6 +66,19 @@ export const withCredentialCheck: Wrap = (next) => (a, done) => {
 };
 
 /**
+ * A provider on Entra ID without a valid token (the authority is down or refuses it) fails
+ * over without calling upstream. Unlike a missing secret this is inside the breaker: the
+ * provider cannot be served, and its source keeps retrying off the request path, so no
+ * request ever waits on the authority.
+ */
+export const withProviderToken: Wrap = (next) => (a, done) => {
+  const entra = a.candidate.provider.entra;
+  if (entra === null || a.candidate.credential !== null || entra.bearer() !== null) next(a, done);
+  else
+    later(done, { kind: 'failed', reason: 'credential_unavailable', detail: `provider ${a.candidate.provider.name}: ${entra.problem()}` });
+};
+
+/**
  * The breaker of the candidate's provider identity: an open breaker skips the candidate
  * (on the first pass), a half-open one lets exactly one probe through. The outcome is
  * recorded when it is known: a failure before the first byte (but a fallback_on class is

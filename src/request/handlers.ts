@@ -1,5 +1,5 @@
 import { admitCaller } from './admission.js';
-import { type Attempt, composeAttempt, withBreaker, withCredentialCheck } from './attempt.js';
+import { type Attempt, composeAttempt, withBreaker, withCredentialCheck, withProviderToken } from './attempt.js';
 import { withTracing } from './attempt-tracing.js';
 import type { Caller, Exchange } from './exchange.js';
 import { sendToCandidate } from './send-to-candidate.js';
@@ -41,19 +41,19 @@ export function modelHandlers(svc: Services, settings: ListenerSettings): ModelH
 }
 
 /**
- * An attempt behind the credential check and the provider's breaker, with a span per
+ * An attempt behind the credential check, the provider's breaker and its token check, with a span per
  * upstream call when tracing is on (innermost, so that only a call that goes upstream
  * gets a span).
  */
 function guardedAttempt(svc: Services): Attempt {
-  const wraps = [withCredentialCheck, withBreaker(svc.breakers)];
+  const wraps = [withCredentialCheck, withBreaker(svc.breakers), withProviderToken];
   if (svc.tracing !== null) wraps.push(withTracing(svc.tracing));
   return composeAttempt(sendToCandidate, ...wraps);
 }
 
 /** The same without the breaker: for calls whose outcome says little of serving health (a token count). */
 function freeAttempt(svc: Services): Attempt {
-  const wraps = [withCredentialCheck];
+  const wraps = [withCredentialCheck, withProviderToken];
   if (svc.tracing !== null) wraps.push(withTracing(svc.tracing));
   return composeAttempt(sendToCandidate, ...wraps);
 }

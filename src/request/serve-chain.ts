@@ -297,7 +297,11 @@ class Failover {
     const left = req.deadlineAt === null ? ANSWER_WAIT_MS : Math.max(0, Math.min(ANSWER_WAIT_MS, req.deadlineAt - performance.now()));
     answer.readBody((body) => {
       const credential = c.credential ?? c.provider.credential;
-      const said = upstreamMessage(body, credential === null ? [] : [credential.apiKey()]);
+      // An upstream that echoes what it was sent must not pass the key or the token on.
+      const secrets = credential === null ? [] : [credential.apiKey()];
+      const token = c.credential === null ? c.provider.entra?.bearer() : null;
+      if (token != null) secrets.push(token);
+      const said = upstreamMessage(body, secrets);
       const prefix = `provider "${c.provider.name}" answered ${answer.status}`;
       const rest = failures.length > 1 ? ` (all ${this.#summary()})` : '';
       const status = statusOf(code);

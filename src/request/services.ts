@@ -1,7 +1,7 @@
 import type { AuditWriter } from '../audit/index.js';
 import type { PolicedStore } from '../governance/index.js';
 import type { GenerationHolder } from '../live/index.js';
-import type { PoolRegistry } from '../providers/index.js';
+import type { PoolRegistry, TokenSourceRegistry } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
 import type { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
 import type { AccessLog, Logger, Metrics, RecentTraffic, Tracing } from '../telemetry/index.js';
@@ -20,6 +20,8 @@ export interface Services {
   /** Which candidate created each Responses API response id (response-owners.ts). */
   readonly responses: ResponseOwners;
   readonly pools: PoolRegistry;
+  /** azure_openai providers' Entra ID tokens, kept fresh off the request path and across reloads. */
+  readonly tokens: TokenSourceRegistry;
   readonly metrics: Metrics;
   /** The last 15 minutes of API traffic, for the status page. */
   readonly recent: RecentTraffic;

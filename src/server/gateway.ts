@@ -15,7 +15,7 @@ import {
 } from '../config/index.js';
 import { governanceNow, governanceStatus, type PolicedStore } from '../governance/index.js';
 import { type Generation, GenerationHolder, prepareGeneration, ReloadCoordinator, type ReloadTrigger } from '../live/index.js';
-import { PoolRegistry } from '../providers/index.js';
+import { PoolRegistry, type TokenEvent, TokenSourceRegistry } from '../providers/index.js';
 import { policyOf, ResponseOwners, type Services } from '../request/index.js';
 import { BreakerRegistry } from '../resilience/index.js';
 import { RoundRobinCounters, SessionAffinity, seededRandom } from '../routing/index.js';
@@ -81,22 +81,35 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const env = options.env ?? process.env;
   const started = performance.now();
   const pools = new PoolRegistry();
+  // The first fetches start while the config is built, before the logger exists: what they
+  // report waits for it.
+  const tokenEvents: TokenEvent[] = [];
+  let tokenLog: (e: TokenEvent) => void = (e) => tokenEvents.push(e);
+  const tokens = new TokenSourceRegistry((e) => tokenLog(e));
   const first = await prepareGeneration({
     configPath: options.configPath,
     env,
     serving: null,
     startupConfig: null,
     poolFor: (spec) => pools.acquire(spec),
+    tokenSourceFor: (spec) => tokens.acquire(spec),
   });
   if (first.outcome !== 'built') {
+    tokens.stopAll();
     await pools.destroyAll();
     throw new StartupError(first.outcome === 'rejected' ? first.issues : []);
   }
   const config = first.generation.config;
-  const svc = await buildServices(first.generation, pools, options).catch(async (err: unknown) => {
+  const svc = await buildServices(first.generation, pools, tokens, options).catch(async (err: unknown) => {
+    tokens.stopAll();
     await pools.destroyAll();
     throw err;
   });
+  tokenLog = (e) => logTokenEvent(svc.logger, e);
+  for (const e of tokenEvents.splice(0)) tokenLog(e);
+  // Each fetch is bounded: an authority that is down delays the start by that much, and its
+  // provider then fails over until a retry gets a token.
+  await tokens.settled();
   // A remote store gets a moment to connect before the listener opens, so the first requests
   // are not refused (fail_closed) only because the connection was still being made. One that
   // is not there by then is logged; the store policy decides meanwhile, and it reconnects.
@@ -175,7 +188,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 const STORE_READY_TIMEOUT_MS = 5000;
 
 /** The stateful services, built once from the first generation's config and never rebuilt by a reload. */
-async function buildServices(gen: Generation, pools: PoolRegistry, options: GatewayOptions): Promise<Services> {
+async function buildServices(
+  gen: Generation,
+  pools: PoolRegistry,
+  tokens: TokenSourceRegistry,
+  options: GatewayOptions,
+): Promise<Services> {
   const config = gen.config;
   const holder = new GenerationHolder();
   const b = config.resilience.breaker;
@@ -196,6 +214,7 @@ async function buildServices(gen: Generation, pools: PoolRegistry, options: Gate
     // Shared by the replicas of a redis store, so that any of them routes a follow-up.
     responses: new ResponseOwners({ ttlMs: responses.ttl_s * 1000, maxEntries: responses.max_entries }, governance.sharedRecords),
     pools,
+    tokens,
     metrics,
     recent: new RecentTraffic(),
     logger,
@@ -406,6 +425,7 @@ async function drain(listeners: Listeners, traffic: TrafficState, server: Server
   api.closeAllConnections();
   admin?.closeAllConnections();
   await closed;
+  svc.tokens.stopAll();
   await svc.pools.destroyAll();
   await svc.governance.close();
   await svc.audit?.close();
@@ -478,4 +498,11 @@ async function waitFor(condition: () => boolean, timeoutMs: number): Promise<boo
     await new Promise((r) => setTimeout(r, 20));
   }
   return true;
+}
+
+/** A token fetched or refused, by provider; the message names the authority's answer, never a secret or a token. */
+function logTokenEvent(logger: Logger, e: TokenEvent): void {
+  if (e.kind === 'fetched')
+    logger.info({ msg: 'entra token fetched', provider: e.provider, lifetime_s: e.lifetimeS, refresh_in_ms: e.refreshInMs });
+  else logger.warn({ msg: `entra token unavailable: ${e.message}`, provider: e.provider, retry_in_ms: e.retryInMs });
 }

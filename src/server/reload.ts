@@ -10,6 +10,7 @@ import {
   prepareGeneration,
   type ReloadTrigger,
 } from '../live/index.js';
+import type { EntraTokenSource } from '../providers/index.js';
 import { policyOf, type Services } from '../request/index.js';
 
 export type ReloadOutcome = 'applied' | 'unchanged' | 'rejected';
@@ -105,6 +106,9 @@ export class Reloader {
       this.#finish(trigger, started, serving, result, extra);
     try {
       const prepared = await this.#prepare(trigger, serving);
+      // A provider whose Entra ID auth changed gets its first token before it serves (each
+      // fetch is bounded), so the swap does not fail its requests over while it is fetched.
+      if (prepared.outcome === 'built') await this.#svc.tokens.settled();
       // In slices too, before the swap: a diff of tens of thousands of routes takes a while.
       const changes = prepared.outcome === 'built' ? await diffGenerationsInSlices(serving, prepared.generation) : null;
       return this.#conclude(prepared, changes, finish);
@@ -132,6 +136,7 @@ export class Reloader {
       readConfig: explicit || trigger === 'config_watch' || trigger === 'config_recheck',
       unchangedIsNoop: !explicit,
       poolFor: (spec) => this.#svc.pools.acquire(spec),
+      tokenSourceFor: (spec) => this.#svc.tokens.acquire(spec),
     });
   }
 
@@ -150,6 +155,9 @@ export class Reloader {
     }
     if (prepared.outcome === 'rejected') {
       if (prepared.acceptedRevision !== undefined) this.acceptedRevision = prepared.acceptedRevision;
+      // A refused build may have started sources for auth it did not keep.
+      const serving = this.#svc.holder.ready ? this.#svc.holder.current() : null;
+      this.#svc.tokens.retain(serving === null ? [] : entraSources(serving));
       if (prepared.overlay !== undefined) return this.#rejectOverlay(finish, prepared.overlay.reason, prepared.overlay.message);
       return finish('rejected', { errors: prepared.issues });
     }
@@ -219,7 +227,7 @@ export class Reloader {
 
   /** The swap and what must follow it, all synchronous: no request runs in between. */
   #swap(next: Generation): void {
-    const { holder, breakers, pools, counters, affinity, responses, metrics, logger } = this.#svc;
+    const { holder, breakers, pools, tokens, counters, affinity, responses, metrics, logger } = this.#svc;
     // Compiled before the swap, so no request pays for it (request/policy.ts caches it by generation).
     policyOf(next);
     const revisionBefore = holder.ready ? (holder.current().overlay?.revision ?? null) : null;
@@ -230,6 +238,7 @@ export class Reloader {
     breakers.configure({ failureThreshold: breaker.failure_threshold, openBaseMs: breaker.open_base_ms, openMaxMs: breaker.open_max_ms });
     breakers.retain(next.identities);
     pools.retain(Object.values(next.providers).map((p) => p.pool));
+    tokens.retain(entraSources(next));
     counters.retain(next.counterKeys);
     const sessions = next.config.routing.session_affinity;
     if (sessions !== undefined) affinity.configure({ ttlMs: sessions.ttl_s * 1000, maxEntries: sessions.max_entries });
@@ -314,5 +323,12 @@ function summarize(c: GenerationChanges): Record<string, unknown> {
   for (const [key, value] of Object.entries(c)) {
     if (Array.isArray(value) ? value.length > 0 : value === true) out[key] = value;
   }
+  return out;
+}
+
+/** The Entra ID token sources a generation's providers use. */
+function entraSources(gen: Generation): EntraTokenSource[] {
+  const out: EntraTokenSource[] = [];
+  for (const p of Object.values(gen.providers)) if (p.entra !== null) out.push(p.entra);
   return out;
 }

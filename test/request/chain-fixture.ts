@@ -8,7 +8,7 @@ import { checkConfig } from '../../src/config/index.js';
 import { createGovernanceStore, hashKey, type Principal, type Reservation } from '../../src/governance/index.js';
 import { buildGeneration, type Generation, type GenerationCandidate, GenerationHolder, prepareGeneration } from '../../src/live/index.js';
 import type { Committed, Operation, Relayed, RelayResult } from '../../src/providers/index.js';
-import { PoolRegistry } from '../../src/providers/index.js';
+import { PoolRegistry, TokenSourceRegistry } from '../../src/providers/index.js';
 import { preCheck } from '../../src/request/admission.js';
 import type { Attempt, AttemptRequest, AttemptResult } from '../../src/request/attempt.js';
 import { Exchange, type ModelRequest } from '../../src/request/exchange.js';
@@ -143,6 +143,7 @@ export function servicesFor(gen: Generation, breakers: BreakerRegistry): Service
     affinity: new SessionAffinity({ ttlMs: 60_000, maxEntries: 100 }),
     responses: new ResponseOwners({ ttlMs: 60_000, maxEntries: 100 }),
     pools,
+    tokens: new TokenSourceRegistry(),
     metrics: new Metrics(() => []),
     recent: new RecentTraffic(),
     logger: createLogger({ level: 'silent' }),

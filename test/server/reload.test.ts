@@ -642,6 +642,7 @@ describe('Invariant 3 — stateful services survive reloads', () => {
     'counters',
     'affinity',
     'pools',
+    'tokens',
     'metrics',
     'logger',
     'accessLog',
