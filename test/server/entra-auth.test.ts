@@ -222,7 +222,7 @@ describe('azure_openai with Microsoft Entra ID', () => {
     for (const token of seen) assert.ok(grants.some((g) => `Bearer ${g.token}` === token));
   });
 
-  it('an authority that is down or refuses: the candidate fails as credential_unavailable, the next candidate serves, and the log says why', async () => {
+  it('an authority that is down or refuses: the candidate fails as credential_unavailable (a breaker failure), the next candidate serves, and the log says why', async () => {
     for (const auth of [
       { tenant_id: 'refused', client_secret: { env: 'ENTRA_SECRET' } },
       { tenant_id: 'secret', client_secret: { env: 'ENTRA_SECRET' }, authority_host: 'https://127.0.0.1:1' },
@@ -240,6 +240,11 @@ describe('azure_openai with Microsoft Entra ID', () => {
       assert.equal(warned.provider, 'azure');
       assert.match(String(warned.msg), auth.tenant_id === 'refused' ? /answered 401, invalid_client/ : /failed \(ECONNREFUSED\)/);
       assert.ok(!gw.output.join('\n').includes(SECRET));
+      // Each such failure counts against the provider's breaker (5 by default), as an upstream failure does.
+      for (let i = 0; i < 3; i += 1) await postChat(gw.url, chatBody('azure-only'));
+      const opened = await gw.waitForLog((l) => l.msg === 'breaker' && l.state === 'open');
+      assert.equal(opened.provider, 'azure');
+      assert.equal(opened.cause, 'credential_unavailable');
     }
   });
 
