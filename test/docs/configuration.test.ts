@@ -73,6 +73,8 @@ function typeName(s: Schema, path: string): string {
       const max = bag.maxValue ?? Number.POSITIVE_INFINITY;
       return max < Number.MAX_SAFE_INTEGER ? `${base} ${min}–${max}` : `${base} ≥ ${min}`;
     }
+    case 'literal':
+      return (def.values as unknown[]).map(String).join(' or ');
     case 'enum':
       return `one of ${Object.values(def.entries as Record<string, string>).join(', ')}`;
     case 'array':
@@ -166,7 +168,18 @@ const common = {
       retry: { attempts: 2, backoff_ms: 50, max_backoff_ms: 500 },
     },
     claude: { type: 'anthropic', base_url: 'https://claude.example/v1', anthropic_version: '2023-06-01' },
-    azure: { type: 'azure_openai', base_url: 'https://azure.example', api_version: '2024-10-21' },
+    azure: {
+      type: 'azure_openai',
+      base_url: 'https://azure.example',
+      api_version: '2024-10-21',
+      auth: {
+        type: 'entra',
+        tenant_id: 'contoso.onmicrosoft.com',
+        client_id: 'app-1',
+        client_secret: { env: 'AZURE_CLIENT_SECRET' },
+        authority_host: 'https://login.microsoftonline.us',
+      },
+    },
   },
   pricing: {
     on_missing: 'block',
