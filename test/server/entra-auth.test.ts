@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import type { MockProvider } from '../../src/mock/index.js';
+import { adminReload } from '../support/admin.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import { fileResources } from '../support/resources.js';
@@ -278,5 +279,22 @@ describe('azure_openai with Microsoft Entra ID', () => {
     assert.equal((await postChat(gw.url, chatBody('azure-only'))).status, 200);
     assert.equal(azureCalls().at(-1)?.headers.authorization, `Bearer ${rotated?.token}`);
     assert.ok(!gw.output.join('\n').includes('projected-sa-token'), 'the assertion never shows');
+  });
+
+  it('a reload re-reads the client_secret file: a corrected secret gets a token before the swap, and the provider serves again', async () => {
+    const secretFile = join(dir, 'client-secret');
+    writeFileSync(secretFile, 'not-the-secret\n');
+    const gw = await startEntraGw({ tenant_id: 'secret', client_secret: { file: secretFile } });
+    assert.equal((await postChat(gw.url, chatBody('gpt'))).headers.get('x-mock-provider'), 'fallback', 'refused: invalid_client');
+    writeFileSync(secretFile, `${SECRET}\n`);
+    const before = calls.length;
+    const reload = await adminReload(gw.adminUrl as string);
+    assert.equal(reload.body.result, 'applied', reload.text);
+    const grant = calls.slice(before).find((c) => c.token !== null);
+    assert.equal(grant?.form.client_secret, SECRET);
+    const r = await postChat(gw.url, chatBody('gpt'));
+    assert.equal(r.headers.get('x-mock-provider'), 'azure', 'served at once after the swap');
+    assert.equal(azureCalls().at(-1)?.headers.authorization, `Bearer ${grant?.token}`);
+    assert.ok(!gw.output.join('\n').includes(SECRET));
   });
 });
