@@ -5,7 +5,8 @@
 // decide which upstream answers fail over rather than reach the client. It also owns the
 // metering units (TokenUsage, PriceTable) that live/ and governance/ share, and the
 // canonical chat form that OpenAI and Anthropic requests, responses and streams translate
-// through (canonical/, ADR-0011).
+// through (canonical/, ADR-0011); and the Entra ID token sources of azure_openai providers
+// (entra/, ADR-0031), whose TokenSourceRegistry server/ builds once, as it does the pools.
 export * from './canonical/index.js';
 export { Credential } from './credential.js';
 export * from './entra/index.js';
