@@ -33,7 +33,7 @@ export type TokenFetch =
  * message of a failure names the authority's answer (status and its OAuth `error` code),
  * never the secret, the assertion or a token.
  */
-export async function fetchEntraToken(spec: EntraSpec): Promise<TokenFetch> {
+export async function fetchEntraToken(spec: EntraSpec, stopped?: AbortSignal): Promise<TokenFetch> {
   const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: spec.clientId, scope: COGNITIVE_SERVICES_SCOPE });
   if (spec.clientSecret !== null) form.set('client_secret', spec.clientSecret.apiKey());
   else {
@@ -51,7 +51,8 @@ export async function fetchEntraToken(spec: EntraSpec): Promise<TokenFetch> {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
       body: form.toString(),
-      signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+      signal:
+        stopped === undefined ? AbortSignal.timeout(FETCH_TIMEOUT_MS) : AbortSignal.any([stopped, AbortSignal.timeout(FETCH_TIMEOUT_MS)]),
       headersTimeout: FETCH_TIMEOUT_MS,
       bodyTimeout: FETCH_TIMEOUT_MS,
     });

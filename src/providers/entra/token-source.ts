@@ -27,7 +27,7 @@ export function refreshDelayMs(lifetimeS: number): number {
 export class EntraTokenSource {
   readonly #spec: EntraSpec;
   readonly #onEvent: (e: TokenEvent) => void;
-  readonly #fetch: (spec: EntraSpec) => Promise<TokenFetch>;
+  readonly #fetch: (spec: EntraSpec, stopped: AbortSignal) => Promise<TokenFetch>;
   #token: string | null = null;
   #expiresAt = 0;
   #problem = 'no Entra ID token fetched yet';
@@ -36,10 +36,16 @@ export class EntraTokenSource {
   #started = false;
   #stopped = false;
   #first: Promise<void> | null = null;
+  /** Aborts a fetch under way when the source is retired, so a shutdown does not wait for the authority. */
+  readonly #stop = new AbortController();
   /** Safe to show (admin views): the tenant, the client and how it proves itself. */
   readonly source: string;
 
-  constructor(spec: EntraSpec, onEvent: (e: TokenEvent) => void, fetch: (spec: EntraSpec) => Promise<TokenFetch> = fetchEntraToken) {
+  constructor(
+    spec: EntraSpec,
+    onEvent: (e: TokenEvent) => void,
+    fetch: (spec: EntraSpec, stopped: AbortSignal) => Promise<TokenFetch> = fetchEntraToken,
+  ) {
     this.#spec = spec;
     this.#onEvent = onEvent;
     this.#fetch = fetch;
@@ -59,6 +65,7 @@ export class EntraTokenSource {
   /** Retired with its provider: no more fetches, and the token is dropped. */
   stop(): void {
     this.#stopped = true;
+    this.#stop.abort();
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
     this.#token = null;
@@ -81,7 +88,7 @@ export class EntraTokenSource {
 
   async #refresh(): Promise<void> {
     if (this.#stopped) return;
-    const r = await this.#fetch(this.#spec).catch(
+    const r = await this.#fetch(this.#spec, this.#stop.signal).catch(
       (err: unknown): TokenFetch => ({ ok: false, message: `token fetch failed (${String((err as Error)?.name)})` }),
     );
     if (this.#stopped) return;
