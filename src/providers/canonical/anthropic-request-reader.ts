@@ -11,7 +11,7 @@ import type {
   ToolChoice,
   Translation,
 } from './types.js';
-import { attempt, isRecord, refuse } from './types.js';
+import { attempt, refuse } from './types.js';
 import { cached, num, onlyKeys, positiveInteger, present, record, text } from './wire-fields.js';
 
 // Anthropic Messages requests -> the canonical form. As for OpenAI, each field's fate is the
