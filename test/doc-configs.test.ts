@@ -76,6 +76,18 @@ function supplySecrets(value: unknown, env: Record<string, string>, n: { files: 
   return Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, supplySecrets(v, env, n)]));
 }
 
+/**
+ * A provider on Entra ID's workload identity reads the token file the Kubernetes webhook
+ * mounts, named by AZURE_FEDERATED_TOKEN_FILE: the pod's environment, supplied here.
+ */
+function supplyWorkloadIdentity(doc: Record<string, unknown>, env: Record<string, string>): void {
+  const providers = (doc.providers ?? {}) as Record<string, { auth?: { type?: string; client_secret?: unknown } }>;
+  if (!Object.values(providers).some((p) => p.auth?.type === 'entra' && p.auth.client_secret === undefined)) return;
+  const path = join(dir, 'azure-federated-token');
+  writeFileSync(path, 'federated.jwt.from.the.kubelet');
+  env.AZURE_FEDERATED_TOKEN_FILE = path;
+}
+
 /** A fragment (say, only `routing:`) gets the missing top-level sections from a minimal base. */
 function complete(doc: Record<string, unknown>): Record<string, unknown> {
   const out = { ...doc };
@@ -101,6 +113,7 @@ function provideOverlay(doc: Record<string, unknown>, where: string): void {
 async function validate(snippet: Snippet): Promise<void> {
   const env: Record<string, string> = {};
   const doc = complete(supplySecrets(parse(snippet.text), env, { files: 0 }) as Record<string, unknown>);
+  supplyWorkloadIdentity(doc, env);
   provideOverlay(doc, snippet.where);
   const path = join(dir, `${snippet.where.replace(/[^A-Za-z0-9]+/g, '-')}.yaml`);
   writeFileSync(path, stringify(doc));
