@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -11,6 +10,7 @@ import { adminReload } from '../support/admin.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import { fileResources } from '../support/resources.js';
+import { createTestCa, issueTestCertificate } from '../support/test-ca.js';
 
 // azure_openai on Microsoft Entra ID, end to end: a real gateway process, the real mock
 // provider as Azure, and a local https authority (its CA and certificate made here with
@@ -43,10 +43,6 @@ const tenants: Record<string, { expiresIn?: number; refuse?: number }> = {
 };
 let issued = 0;
 
-function openssl(...args: string[]): void {
-  execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
-}
-
 /** Answers as the v2.0 token endpoint does: a token for a well-formed grant, invalid_client otherwise. */
 function issueToken(tenant: string, form: Record<string, string>): { status: number; body: object } {
   const t = tenants[tenant];
@@ -65,55 +61,8 @@ function issueToken(tenant: string, form: Record<string, string>): { status: num
 
 before(async () => {
   dir = resources.tempDir();
-  openssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.pem',
-    '-days',
-    '1',
-    '-subj',
-    '/CN=switchyard-entra-test-ca',
-  );
-  openssl(
-    'req',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    'server.key',
-    '-out',
-    'server.csr',
-    '-subj',
-    '/CN=127.0.0.1',
-  );
-  writeFileSync(join(dir, 'server.ext'), 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n');
-  openssl(
-    'x509',
-    '-req',
-    '-in',
-    'server.csr',
-    '-CA',
-    'ca.pem',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-out',
-    'server.pem',
-    '-days',
-    '1',
-    '-extfile',
-    'server.ext',
-  );
+  createTestCa(dir, 'switchyard-entra-test-ca');
+  issueTestCertificate(dir, 'server', '127.0.0.1', 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n');
   writeFileSync(join(dir, 'federated-token'), 'projected-sa-token-1\n');
   authority = createServer({ key: readFileSync(join(dir, 'server.key')), cert: readFileSync(join(dir, 'server.pem')) }, (req, res) => {
     let text = '';

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -9,6 +8,7 @@ import type { TLSSocket } from 'node:tls';
 import { baseConfig, configText, runCli } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import { fileResources } from '../support/resources.js';
+import { createTestCa, issueTestCertificate } from '../support/test-ca.js';
 
 // Upstream TLS with a private CA and mutual TLS, against a loopback HTTPS upstream
 // whose CA, server and client certificates are made here with openssl, for this run only.
@@ -18,44 +18,9 @@ let dir: string;
 let upstream: Server;
 let upstreamUrl: string;
 
-function openssl(...args: string[]): void {
-  execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
-}
-
 /** A key and a certificate signed by the test CA, with the given names and purpose. */
 function issue(name: string, cn: string, ext: string): void {
-  openssl(
-    'req',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    `${name}.key`,
-    '-out',
-    `${name}.csr`,
-    '-subj',
-    `/CN=${cn}`,
-  );
-  writeFileSync(join(dir, `${name}.ext`), ext);
-  openssl(
-    'x509',
-    '-req',
-    '-in',
-    `${name}.csr`,
-    '-CA',
-    'ca.pem',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-out',
-    `${name}.pem`,
-    '-days',
-    '1',
-    '-extfile',
-    `${name}.ext`,
-  );
+  issueTestCertificate(dir, name, cn, ext);
 }
 
 const COMPLETION = JSON.stringify({
@@ -69,23 +34,7 @@ const COMPLETION = JSON.stringify({
 
 before(async () => {
   dir = resources.tempDir();
-  openssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.pem',
-    '-days',
-    '1',
-    '-subj',
-    '/CN=switchyard-test-ca',
-  );
+  createTestCa(dir, 'switchyard-test-ca');
   issue('server', 'upstream.test', 'subjectAltName=DNS:upstream.test\nextendedKeyUsage=serverAuth\n');
   issue('client', 'switchyard-gateway', 'extendedKeyUsage=clientAuth\n');
   const read = (f: string) => readFileSync(join(dir, f));
