@@ -2,7 +2,7 @@ import type { TokenUsage } from '../metering.js';
 import { stopReasonFromAnthropic, stopReasonToAnthropic } from './stop-reason.js';
 import type { StreamSink } from './stream-sink.js';
 import type { StopReason } from './types.js';
-import { isRecord } from './types.js';
+import { isRecord, jsonRecord } from './types.js';
 import { anthropicErrorType, statusOfAnthropicError } from './upstream-error.js';
 import { usageFromAnthropic, usageToAnthropic } from './usage.js';
 
@@ -21,13 +21,8 @@ export class AnthropicEventDecoder {
   }
 
   data(event: string, data: string): void {
-    let payload: unknown;
-    try {
-      payload = JSON.parse(data);
-    } catch {
-      return;
-    }
-    if (!isRecord(payload)) return;
+    const payload = jsonRecord(data);
+    if (payload === null) return;
     const sink = this.#sink;
     // The data repeats the event name as `type`, which also covers a stream without `event:` lines.
     switch (typeof payload.type === 'string' ? payload.type : event) {

@@ -1,4 +1,4 @@
-import type { TranslationOutcome, TranslationRule } from './types.js';
+import { ruleMaker, type TranslationRule } from './types.js';
 
 // The translation policy's rows for a Gemini provider (policy.ts holds the table and its
 // rules). A request is read as for any target, so a field a reader refuses is unable here
@@ -6,10 +6,8 @@ import type { TranslationOutcome, TranslationRule } from './types.js';
 // sampling settings the readers carry (seed, penalties, top-k), and drops or refuses what
 // Gemini has no place for.
 
-const o = (field: string, outcome: TranslationOutcome, effect: string): TranslationRule =>
-  Object.freeze({ from: 'openai', to: 'gemini', field, outcome, effect });
-const a = (field: string, outcome: TranslationOutcome, effect: string): TranslationRule =>
-  Object.freeze({ from: 'anthropic', to: 'gemini', field, outcome, effect });
+const o = ruleMaker('openai', 'gemini');
+const a = ruleMaker('anthropic', 'gemini');
 
 const thoughts = '`generationConfig.thinkingConfig: {thinkingBudget, includeThoughts: true}`';
 

@@ -2,7 +2,7 @@ import { geminiParts } from './gemini-response.js';
 import { stopReasonFromGemini, turnTag, usageFromGemini } from './gemini-wire.js';
 import type { StreamSink } from './stream-sink.js';
 import type { StopReason } from './types.js';
-import { isRecord } from './types.js';
+import { isRecord, jsonRecord } from './types.js';
 
 // Gemini's `streamGenerateContent?alt=sse`: each event's data is a whole
 // GenerateContentResponse holding the next parts of the answer. Text and thoughts come in
@@ -27,13 +27,8 @@ export class GeminiChunkDecoder {
   }
 
   data(data: string): void {
-    let chunk: unknown;
-    try {
-      chunk = JSON.parse(data);
-    } catch {
-      return;
-    }
-    if (!isRecord(chunk)) return;
+    const chunk = jsonRecord(data);
+    if (chunk === null) return;
     const sink = this.#sink;
     if (isRecord(chunk.error)) {
       const e = chunk.error;

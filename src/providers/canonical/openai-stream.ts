@@ -2,7 +2,7 @@ import type { TokenUsage } from '../metering.js';
 import { stopReasonFromOpenai, stopReasonToOpenai } from './stop-reason.js';
 import type { StreamSink } from './stream-sink.js';
 import type { StopReason } from './types.js';
-import { isRecord } from './types.js';
+import { isRecord, jsonRecord } from './types.js';
 import { openaiErrorType, statusOfOpenaiError } from './upstream-error.js';
 import { usageFromOpenai, usageToOpenai } from './usage.js';
 
@@ -26,13 +26,8 @@ export class OpenaiChunkDecoder {
 
   data(data: string): void {
     if (data === '[DONE]') return this.#sink.done();
-    let chunk: unknown;
-    try {
-      chunk = JSON.parse(data);
-    } catch {
-      return;
-    }
-    if (!isRecord(chunk)) return;
+    const chunk = jsonRecord(data);
+    if (chunk === null) return;
     const sink = this.#sink;
     if (isRecord(chunk.error)) {
       const message = typeof chunk.error.message === 'string' ? chunk.error.message : 'the provider reported an error';

@@ -1,5 +1,5 @@
 import { GEMINI_RULES } from './gemini-policy.js';
-import type { ChatProtocol, ProviderProtocol, ReasoningEffort, TranslationOutcome, TranslationRule } from './types.js';
+import { type ChatProtocol, type ProviderProtocol, type ReasoningEffort, ruleMaker, type TranslationRule } from './types.js';
 
 // What becomes of each request field when a request crosses from a client's protocol to a
 // provider's, in one table: the readers and writers consult it, `docs/providers.md` prints
@@ -39,10 +39,8 @@ export function effortOfBudget(budget: number): 'low' | 'medium' | 'high' {
   return 'high';
 }
 
-const o = (field: string, outcome: TranslationOutcome, effect: string): TranslationRule =>
-  Object.freeze({ from: 'openai', to: 'anthropic', field, outcome, effect });
-const a = (field: string, outcome: TranslationOutcome, effect: string): TranslationRule =>
-  Object.freeze({ from: 'anthropic', to: 'openai', field, outcome, effect });
+const o = ruleMaker('openai', 'anthropic');
+const a = ruleMaker('anthropic', 'openai');
 
 const budgets = `minimal ${THINKING_BUDGETS.minimal}, low ${THINKING_BUDGETS.low}, medium ${THINKING_BUDGETS.medium}, high ${THINKING_BUDGETS.high}, xhigh ${THINKING_BUDGETS.xhigh}`;
 

@@ -124,6 +124,14 @@ export interface TranslationRule {
   readonly effect: string;
 }
 
+/** The rule maker for one direction of the policy table: each rule frozen, as the table is. */
+export function ruleMaker(
+  from: ChatProtocol,
+  to: ProviderProtocol,
+): (field: string, outcome: TranslationOutcome, effect: string) => TranslationRule {
+  return (field, outcome, effect) => Object.freeze({ from, to, field, outcome, effect });
+}
+
 /** `any` is OpenAI's `required`; `tool` forces the named tool. */
 export type ToolChoice =
   | { readonly type: 'auto' }
@@ -205,6 +213,17 @@ export function attempt<T>(convert: () => T): Translation<T> {
 
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** JSON text that holds an object (an upstream's event or error body), or null: what it holds otherwise says nothing. */
+export function jsonRecord(text: string): Record<string, unknown> | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  return isRecord(value) ? value : null;
 }
 
 /** OpenAI tool-call arguments (JSON text) as the value Anthropic carries; empty text is no arguments. */

@@ -1,6 +1,6 @@
 import { ANTHROPIC_ERROR_TYPES, type AnthropicErrorType, anthropicErrorTypeOfClass } from './anthropic-error-types.js';
 import type { ChatProtocol, ProviderProtocol } from './types.js';
-import { isRecord } from './types.js';
+import { isRecord, jsonRecord } from './types.js';
 
 // Error answers in the client's protocol. The status decides the wire type, so the gateway's
 // own errors (status, code, message) and an upstream's translated errors read alike.
@@ -63,13 +63,8 @@ export function openaiErrorBodyFor(status: number, code: string | null, message:
 
 /** The message and code an error body of either protocol carries, or null when it carries none. */
 function readError(body: string): { message: string; code: string | null } | null {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body);
-  } catch {
-    return null;
-  }
-  if (!isRecord(parsed) || !isRecord(parsed.error) || typeof parsed.error.message !== 'string') return null;
+  const parsed = jsonRecord(body);
+  if (parsed === null || !isRecord(parsed.error) || typeof parsed.error.message !== 'string') return null;
   const e = parsed.error;
   // OpenAI's `code` is the specific reason; Anthropic's `type` is all it has; Gemini's
   // `code` is the HTTP status, and its `status` (RESOURCE_EXHAUSTED) is not a code either protocol knows.
