@@ -480,7 +480,7 @@ class Relay implements RawHandler {
    * the answer for the client's error should no other candidate serve. True when it did.
    */
   #failedAsClass(): boolean {
-    const whole = this.#kept.length === 1 ? (this.#kept[0] as Buffer) : Buffer.concat(this.#kept, this.#keptBytes);
+    const whole = this.#wholeBody();
     const start = whole.subarray(0, ANSWER_BODY_BYTES).toString('utf8');
     const keyRefused = this.#request.readAnswer?.(this.#status, start).keyRefused === true;
     const kind = keyRefused ? null : answerClassOf(this.#status, start, this.#request.fallbackOn ?? []);
@@ -492,9 +492,15 @@ class Relay implements RawHandler {
     return true;
   }
 
+  /** The buffered body as one buffer, joined once (a 400 read for its class is then written from the same bytes). */
+  #wholeBody(): Buffer {
+    if (this.#kept.length !== 1) this.#kept = [Buffer.concat(this.#kept, this.#keptBytes)];
+    return this.#kept[0] as Buffer;
+  }
+
   /** A whole buffered body: one write, with the headers its usage decides. */
   #writeBuffered(): void {
-    const whole = this.#kept.length === 1 ? (this.#kept[0] as Buffer) : Buffer.concat(this.#kept, this.#keptBytes);
+    const whole = this.#wholeBody();
     let body: Buffer | string = whole;
     let usage: TokenUsage | null;
     const rewriting = this.#body;

@@ -66,9 +66,7 @@ function allowedBody(gen: Generation, team: string, body: string, anthropic: boo
   if (out === undefined) {
     const parsed = JSON.parse(body) as { data: Array<{ id: string }> } & Record<string, unknown>;
     const data = parsed.data.filter((m) => allows(m.id));
-    out = JSON.stringify(
-      anthropic ? { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null } : { ...parsed, data },
-    );
+    out = JSON.stringify(anthropic ? anthropicPage(data) : { ...parsed, data });
     lists.set(key, out);
   }
   return out;
@@ -93,10 +91,15 @@ function anthropicModelsBody(gen: Generation): string {
         if (createdAt === undefined) iso.set(at, (createdAt = new Date(at * 1000).toISOString()));
         return { type: 'model', id: r.model, display_name: r.model, created_at: createdAt };
       });
-    body = JSON.stringify({ data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
+    body = JSON.stringify(anthropicPage(data));
     anthropicLists.set(gen, body);
   }
   return body;
+}
+
+/** A list of models as Anthropic's one page of them. */
+function anthropicPage<T extends { id: string }>(data: readonly T[]): Record<string, unknown> {
+  return { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null };
 }
 
 /** One model in Anthropic's shape. */
