@@ -10,7 +10,7 @@ import { publisherCommands } from './cli-publisher.js';
 import { type ConfigIssue, formatIssue } from './config/index.js';
 import { hashKey } from './governance/index.js';
 import { type OverlaySnapshot, prepareGeneration } from './live/index.js';
-import { startMockProvider } from './mock/index.js';
+import { MOCK_PROTOCOLS, type MockProtocol, startMockProvider } from './mock/index.js';
 import { PoolRegistry } from './providers/index.js';
 import { PublishError } from './publisher/index.js';
 import { StartupError, startGateway } from './server/index.js';
@@ -68,7 +68,7 @@ an overlay candidate naming no configured provider). Otherwise prints every erro
   'mock-provider': {
     summary: 'run a mock OpenAI, Anthropic and Gemini provider (for demos, tests and benchmarks)',
     usage: `switchyard mock-provider --port N --name NAME [--latency-ms N] [--stream-chunk-delay-ms N] [--stream-chunks N] [--host HOST]
-                         [--api-key KEY]
+                         [--api-key KEY] [--protocol bedrock|vertex|gemini]
 
 Serves on HOST (default 127.0.0.1):
   POST /v1/chat/completions        OpenAI chat, plain and streamed, with tool calls
@@ -100,10 +100,12 @@ Details: docs/mock-provider.md.`,
       'stream-chunk-delay-ms': { type: 'string' },
       'stream-chunks': { type: 'string' },
       'api-key': { type: 'string' },
+      protocol: { type: 'string' },
       help,
     },
     async run(values) {
       const mock = await startMockProvider({
+        ...(typeof values.protocol === 'string' ? { protocol: mockProtocol(values.protocol) } : {}),
         ...(typeof values['api-key'] === 'string' ? { apiKey: requireString(values['api-key'], '--api-key') } : {}),
         name: requireString(values.name, '--name'),
         port: int(values.port, '--port', 0),
@@ -316,6 +318,12 @@ With the official openai client (top-level await: save as demo.mjs, run node dem
 function requireString(value: string | boolean | undefined, flag: string): string {
   if (typeof value !== 'string' || value === '') throw new UsageError(`${flag} is required`);
   return value;
+}
+
+function mockProtocol(value: string): MockProtocol {
+  const protocol = MOCK_PROTOCOLS.find((p) => p === value);
+  if (protocol === undefined) throw new UsageError(`--protocol must be one of ${MOCK_PROTOCOLS.join(', ')}`);
+  return protocol;
 }
 
 function int(value: string | boolean | undefined, flag: string, fallback: number): number {

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { routeBedrock } from './bedrock.js';
 import { handleChatCompletion } from './chat-completion.js';
 import { handleCompletions } from './completions.js';
 import { handleControl, resetProvider } from './control-api.js';
@@ -15,6 +16,12 @@ import type { MockContext } from './provider-context.js';
 import { createContext } from './provider-context.js';
 import type { MockStats } from './request-stats.js';
 import { handleResponses, handleStoredResponse } from './responses.js';
+import { routeVertex } from './vertex.js';
+
+/** A cloud API the mock serves alone, as that service would; without one it serves OpenAI, Anthropic and Gemini paths together. */
+export type MockProtocol = 'bedrock' | 'vertex' | 'gemini';
+
+export const MOCK_PROTOCOLS: readonly MockProtocol[] = ['bedrock', 'vertex', 'gemini'];
 
 export interface MockProviderOptions {
   /** Echoed in `x-mock-provider` and in the reply text. */
@@ -34,6 +41,8 @@ export interface MockProviderOptions {
    * or none, is a 400 API_KEY_INVALID. Without it they take any key. The other endpoints never check one.
    */
   apiKey?: string;
+  /** Serve only this cloud's API (its model paths; the control API always); omitted = OpenAI, Anthropic and Gemini together. */
+  protocol?: MockProtocol;
 }
 
 export interface MockProvider {
@@ -70,6 +79,9 @@ function checkOptions(opts: MockProviderOptions): void {
   if (opts.apiKey !== undefined && (typeof opts.apiKey !== 'string' || opts.apiKey === '')) {
     throw new TypeError('mock provider apiKey must be a non-empty string');
   }
+  if (opts.protocol !== undefined && !MOCK_PROTOCOLS.includes(opts.protocol)) {
+    throw new TypeError(`mock provider protocol must be one of ${MOCK_PROTOCOLS.join(', ')}, got ${String(opts.protocol)}`);
+  }
   for (const key of ['latencyMs', 'streamChunkDelayMs', 'streamChunks', 'port'] as const) {
     const value = opts[key];
     if (value !== undefined && !(Number.isSafeInteger(value) && value >= 0)) {
@@ -89,6 +101,20 @@ function handleModels(ctx: MockContext, ex: Exchange): void {
   void pause(ex, ctx.latencyMs).then(() => {
     if (!ex.closed) replyJson(ex, 200, ctx.modelsBody);
   });
+}
+
+/** The model paths of the protocol the mock serves alone, or all of its own APIs. */
+function routeFor(protocol: MockProtocol | undefined): (ctx: MockContext, ex: Exchange) => void {
+  switch (protocol) {
+    case 'bedrock':
+      return routeBedrock;
+    case 'vertex':
+      return routeVertex;
+    case 'gemini':
+      return routeGemini;
+    default:
+      return route;
+  }
 }
 
 function route(ctx: MockContext, ex: Exchange): void {
@@ -135,7 +161,7 @@ function route(ctx: MockContext, ex: Exchange): void {
 
 function routeGemini(ctx: MockContext, ex: Exchange): void {
   const match = GEMINI_PATH.exec(ex.path);
-  if (match === null) return routeStoredResponse(ctx, ex);
+  if (match === null) return ctx.protocol === 'gemini' ? replyNotFound(ex) : routeStoredResponse(ctx, ex);
   if (ex.req.method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
   let model: string;
   try {
@@ -165,7 +191,7 @@ function routeStoredResponse(ctx: MockContext, ex: Exchange): void {
   handleStoredResponse(ctx, ex, id);
 }
 
-function onRequest(ctx: MockContext, req: IncomingMessage, res: ServerResponse): void {
+function onRequest(ctx: MockContext, serve: (ctx: MockContext, ex: Exchange) => void, req: IncomingMessage, res: ServerResponse): void {
   const url = req.url ?? '/';
   const query = url.indexOf('?');
   const path = query === -1 ? url : url.slice(0, query);
@@ -193,7 +219,7 @@ function onRequest(ctx: MockContext, req: IncomingMessage, res: ServerResponse):
   req.on('end', () => {
     if (control) return handleControl(ctx, ex);
     ctx.stats.record({ method, path, headers: req.headers, body: ex.body, at: Date.now() });
-    route(ctx, ex);
+    serve(ctx, ex);
   });
 }
 
@@ -207,8 +233,10 @@ export function startMockProvider(opts: MockProviderOptions): Promise<MockProvid
     streamChunkDelayMs: opts.streamChunkDelayMs ?? 0,
     streamChunks: opts.streamChunks ?? 5,
     apiKey: opts.apiKey ?? null,
+    protocol: opts.protocol ?? null,
   });
-  const server = createServer((req, res) => onRequest(ctx, req, res));
+  const serve = routeFor(opts.protocol);
+  const server = createServer((req, res) => onRequest(ctx, serve, req, res));
   server.keepAliveTimeout = keepAliveTimeoutMs;
   server.headersTimeout = headersTimeoutMs;
 

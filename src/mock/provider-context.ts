@@ -22,6 +22,8 @@ export interface MockContext {
   readonly streamChunks: number;
   /** The one key the Gemini endpoints accept; null = any. */
   readonly apiKey: string | null;
+  /** The one cloud API served, when the mock serves one alone; null = OpenAI, Anthropic and Gemini together. */
+  readonly protocol: 'bedrock' | 'vertex' | 'gemini' | null;
   readonly stats: RequestStats;
   readonly faults: FaultQueue;
   /** Prompt prefixes an Anthropic request marked with cache_control: seen once = cached. */
@@ -73,6 +75,7 @@ export interface ContextOptions {
   streamChunkDelayMs: number;
   streamChunks: number;
   apiKey: string | null;
+  protocol: 'bedrock' | 'vertex' | 'gemini' | null;
 }
 
 export function createContext(opts: ContextOptions): MockContext {
