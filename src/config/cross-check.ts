@@ -25,6 +25,11 @@ export function crossReferenceIssues(document: unknown, env?: NodeJS.ProcessEnv)
   for (const [model, route] of Object.entries(routes)) issues.push(...routeReferenceIssues(model, route, providers));
   if (env === undefined) return issues;
   const refs: Array<[string, unknown]> = Object.entries(providers).map(([name, p]) => [`providers.${name}.api_key`, record(p)?.api_key]);
+  for (const [name, p] of Object.entries(providers)) {
+    const aws = record(record(p)?.aws);
+    for (const key of ['access_key_id', 'secret_access_key', 'session_token'])
+      if (aws?.[key] !== undefined) refs.push([`providers.${name}.aws.${key}`, aws[key]]);
+  }
   refs.push(['server.admin_token', record(doc.server)?.admin_token]);
   // The store's credentials are read once, at start; checked here too so that `validate` finds a missing one.
   const governance = record(doc.governance);
@@ -41,7 +46,7 @@ export function crossReferenceIssues(document: unknown, env?: NodeJS.ProcessEnv)
 
 /**
  * The route part of crossReferenceIssues, for one route: each candidate names a configured
- * provider, and `deployment` only with an azure_openai one. buildGeneration runs it route
+ * provider, `deployment` only with an azure_openai one and `publisher` only with a vertex one. buildGeneration runs it route
  * by route, so that a config of many routes is checked in slices.
  */
 export function routeReferenceIssues(model: string, route: unknown, providers: Readonly<Record<string, unknown>>): ConfigIssue[] {
@@ -60,6 +65,11 @@ export function routeReferenceIssues(model: string, route: unknown, providers: R
       issues.push({
         path: `routing.routes.${model}.candidates[${i}].deployment`,
         message: `only applies to an azure_openai provider; "${provider}" is not one`,
+      });
+    } else if (typeof provider === 'string' && record(c)?.publisher !== undefined && record(providers[provider])?.type !== 'vertex') {
+      issues.push({
+        path: `routing.routes.${model}.candidates[${i}].publisher`,
+        message: `only applies to a vertex provider; "${provider}" is not one`,
       });
     }
   });

@@ -159,7 +159,8 @@ const retrySchema = z
     error: (issue) => `must be at least backoff_ms (${(issue.input as { backoff_ms: number }).backoff_ms})`,
   });
 
-const PROVIDER_TYPES_HINT = 'must be "openai" (any OpenAI-compatible API), "azure_openai", "anthropic" or "gemini"';
+const PROVIDER_TYPES_HINT =
+  'must be "openai" (any OpenAI-compatible API), "azure_openai", "anthropic", "gemini", "bedrock" (AWS Bedrock Converse) or "vertex" (Google Vertex AI)';
 
 /** The Gemini API's one address; a gemini provider names another only to reach a proxy or a mock. */
 export const GEMINI_BASE_URL = 'https://generativelanguage.googleapis.com';
@@ -187,18 +188,91 @@ const entraAuthSchema = z.strictObject({
 });
 export type EntraAuthConfig = z.infer<typeof entraAuthSchema>;
 
+/** An AWS region name (us-east-1, eu-central-2, us-gov-west-1); it becomes part of a host name. */
+const awsRegion = z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d{1,2}$/, 'must be an AWS region such as us-east-1');
+
+/**
+ * `providers.<name>.aws`: how a bedrock provider signs (SigV4). Keys as secret references,
+ * or the web identity a Kubernetes service account federates (EKS IRSA: the token file and
+ * role the pod identity webhook sets in AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN),
+ * exchanged at STS for short-lived keys.
+ */
+const awsAuthSchema = z
+  .strictObject({
+    access_key_id: secretRefSchema.optional(),
+    secret_access_key: secretRefSchema.optional(),
+    session_token: secretRefSchema.optional(),
+    web_identity: z.literal(true, { error: 'must be true (or leave it out and give access keys)' }).optional(),
+    /** The STS endpoint for the web identity exchange; defaults to the region's (https://sts.{region}.amazonaws.com). */
+    sts_endpoint: httpUrl.optional(),
+  })
+  .superRefine((a, ctx) => {
+    const keys = a.access_key_id !== undefined || a.secret_access_key !== undefined || a.session_token !== undefined;
+    if (a.web_identity === true) {
+      if (keys) ctx.addIssue({ code: 'custom', path: ['web_identity'], message: 'cannot be set together with access keys; give one of them' });
+      return;
+    }
+    if (a.sts_endpoint !== undefined) ctx.addIssue({ code: 'custom', path: ['sts_endpoint'], message: 'only applies with web_identity: true' });
+    if (a.access_key_id === undefined)
+      ctx.addIssue({ code: 'custom', path: ['access_key_id'], message: 'required (or web_identity: true)' });
+    if (a.secret_access_key === undefined)
+      ctx.addIssue({ code: 'custom', path: ['secret_access_key'], message: 'required (or web_identity: true)' });
+  });
+export type AwsAuthConfig = z.infer<typeof awsAuthSchema>;
+
+/**
+ * `providers.<name>.gcp`: how a vertex provider gets its OAuth2 access tokens. A service
+ * account's key file (the JWT-bearer grant, at `token_url` when set), or the metadata server
+ * of the node (GKE workload identity; GCE_METADATA_HOST names another).
+ */
+const gcpAuthSchema = z
+  .strictObject({
+    service_account: z.strictObject({ file: z.string().min(1, 'must be a file path') }).optional(),
+    metadata_server: z.literal(true, { error: 'must be true (or give service_account)' }).optional(),
+    /** The OAuth2 token endpoint for the service account's grant; Google's by default. */
+    token_url: httpUrl.optional(),
+  })
+  .superRefine((g, ctx) => {
+    if ((g.service_account === undefined) === (g.metadata_server === undefined))
+      ctx.addIssue({ code: 'custom', path: [], message: 'needs exactly one of service_account: {file: PATH} or metadata_server: true' });
+    if (g.token_url !== undefined && g.service_account === undefined)
+      ctx.addIssue({ code: 'custom', path: ['token_url'], message: 'only applies with service_account' });
+  });
+export type GcpAuthConfig = z.infer<typeof gcpAuthSchema>;
+
+/** A Google Cloud project id (6-30 characters), or a project number. */
+const gcpProject = z.string().regex(/^[a-z][a-z0-9-]{4,28}[a-z0-9]$|^\d{1,20}$/, 'must be a Google Cloud project id such as my-project-123');
+/** A Vertex AI location (us-central1, europe-west4) or `global`; it becomes part of a host name. */
+const gcpLocation = z.string().regex(/^(global|[a-z]+(-[a-z]+)*\d{0,2})$/, 'must be a Vertex AI location such as us-central1 or global');
+
+/** The provider types whose base_url defaults to the cloud's own endpoint. */
+const CLOUD_TYPES: ReadonlySet<string> = new Set(['gemini', 'bedrock', 'vertex']);
+
 const providerSchema = z
   .strictObject({
-    type: z.enum(['openai', 'azure_openai', 'anthropic', 'gemini'], {
+    type: z.enum(['openai', 'azure_openai', 'anthropic', 'gemini', 'bedrock', 'vertex'], {
       error: (issue) => (issue.input === undefined ? undefined : PROVIDER_TYPES_HINT),
     }),
-    /** openai, anthropic: the API root ending in /v1; azure_openai: the resource's URL; gemini: the host (GEMINI_BASE_URL by default). */
+    /**
+     * openai, anthropic: the API root ending in /v1; azure_openai: the resource's URL; gemini,
+     * bedrock, vertex: the host, by default the cloud's own for the region or location.
+     */
     base_url: httpUrl.optional(),
-    /** anthropic only: the `anthropic-version` sent when the client sent none. */
+    /** anthropic: the `anthropic-version` sent when the client sent none; vertex: the body's `anthropic_version` for Claude. */
     anthropic_version: z
       .string()
-      .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date such as 2023-06-01')
+      .regex(/^(vertex-)?\d{4}-\d{2}-\d{2}$/, 'must be a date such as 2023-06-01')
       .optional(),
+    /** bedrock only, and required there: the AWS region of the Bedrock Runtime endpoint. */
+    region: awsRegion.optional(),
+    /** bedrock only, and required there: the keys or the web identity requests are signed with. */
+    aws: awsAuthSchema.optional(),
+    /** vertex only, and required there: the Google Cloud project. */
+    project: gcpProject.optional(),
+    /** vertex only, and required there: the Vertex AI location (a region, or global). */
+    location: gcpLocation.optional(),
+    /** vertex only, and required there: where the OAuth2 access tokens come from. */
+    gcp: gcpAuthSchema.optional(),
     /** azure_openai only, and required there: the `api-version` query parameter. */
     api_version: z
       .string()
@@ -239,8 +313,25 @@ const providerSchema = z
   })
   .superRefine((p, ctx) => {
     // A key that only another provider type reads would be silently ignored: refuse it.
-    if (p.anthropic_version !== undefined && p.type !== 'anthropic')
-      ctx.addIssue({ code: 'custom', path: ['anthropic_version'], message: 'only applies to type: anthropic' });
+    if (p.anthropic_version !== undefined && p.type !== 'anthropic' && p.type !== 'vertex')
+      ctx.addIssue({ code: 'custom', path: ['anthropic_version'], message: 'only applies to type: anthropic or vertex' });
+    for (const [key, type] of [
+      ['region', 'bedrock'],
+      ['aws', 'bedrock'],
+      ['project', 'vertex'],
+      ['location', 'vertex'],
+      ['gcp', 'vertex'],
+    ] as const) {
+      if (p[key] === undefined && p.type === type) ctx.addIssue({ code: 'custom', path: [key], message: `required for type: ${type}` });
+      else if (p[key] !== undefined && p.type !== type) ctx.addIssue({ code: 'custom', path: [key], message: `only applies to type: ${type}` });
+    }
+    // Signed requests and cloud tokens replace the key: one would be sent, the other ignored.
+    if (p.api_key !== undefined && (p.type === 'bedrock' || p.type === 'vertex'))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['api_key'],
+        message: `does not apply to type: ${p.type} (it authenticates with ${p.type === 'bedrock' ? 'aws' : 'gcp'})`,
+      });
     if (p.api_version !== undefined && p.type !== 'azure_openai')
       ctx.addIssue({ code: 'custom', path: ['api_version'], message: 'only applies to type: azure_openai' });
     if (p.auth !== undefined && p.type !== 'azure_openai')
@@ -248,8 +339,8 @@ const providerSchema = z
     // Both would be sent, and which one Azure honours is not for the config to leave open.
     else if (p.auth !== undefined && p.api_key !== undefined)
       ctx.addIssue({ code: 'custom', path: ['auth'], message: 'cannot be set together with api_key; give one of them' });
-    // Gemini has one address; every other type is an API the config must point at.
-    if (p.base_url === undefined && p.type !== 'gemini') ctx.addIssue({ code: 'custom', path: ['base_url'], message: 'required' });
+    // The clouds have their own addresses; every other type is an API the config must point at.
+    if (p.base_url === undefined && !CLOUD_TYPES.has(p.type)) ctx.addIssue({ code: 'custom', path: ['base_url'], message: 'required' });
     if (p.api_version === undefined && p.type === 'azure_openai')
       ctx.addIssue({ code: 'custom', path: ['api_version'], message: 'required for type: azure_openai (e.g. 2024-10-21)' });
   });
@@ -268,6 +359,8 @@ const candidateSchema = z.strictObject({
     .string()
     .regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be an Azure deployment name')
     .optional(),
+  /** vertex: whose model it is (Gemini models are Google's, Claude is Anthropic's); by default anthropic for claude-*, else google. */
+  publisher: z.enum(['google', 'anthropic'], { error: 'must be "google" or "anthropic"' }).optional(),
   weight: z.number().int().min(1).max(1000).default(1),
 });
 

@@ -1,7 +1,9 @@
 import {
+  type AwsAuthConfig,
   type ConfigIssue,
   describeSecretRef,
   type EntraAuthConfig,
+  type GcpAuthConfig,
   type GatewayConfig,
   GEMINI_BASE_URL,
   type ProviderConfig,
@@ -11,14 +13,22 @@ import {
 } from '../config/index.js';
 import { type ParsedOverlay, readBoundedFileSync, sha256Hex } from '../contract/index.js';
 import {
+  type AwsSpec,
+  AwsSigner,
+  type CloudAuthSources,
   Credential,
   type EntraSpec,
-  EntraTokenSource,
+  type GcpSpec,
+  IDLE_SOURCES,
   type PoolSpec,
   type PoolTls,
   type PriceEntry,
   type ProviderPool,
+  type ProviderProtocol,
+  type ProviderType,
   providerIdentity,
+  VERTEX_ANTHROPIC_VERSION,
+  vertexPublisher,
 } from '../providers/index.js';
 import { stableIdTable } from '../routing/index.js';
 import {
@@ -46,10 +56,11 @@ export interface BuildInputs {
   /** The pool factory: server/ passes PoolRegistry.acquire so unchanged providers keep their pools. */
   readonly poolFor: (spec: PoolSpec) => ProviderPool;
   /**
-   * The Entra ID token source factory: server/ passes TokenSourceRegistry.acquire (which
-   * starts the first fetch); by default a source that never fetches (validation, tests).
+   * The cloud credential sources (Entra ID, Google Cloud, AWS): server/ passes its
+   * TokenSourceRegistry (which starts each first fetch); by default sources that never fetch
+   * (validation, tests).
    */
-  readonly tokenSourceFor?: (spec: EntraSpec) => EntraTokenSource;
+  readonly cloudAuth?: CloudAuthSources;
   readonly now?: () => Date;
   /** The serving generation's `modelsFirstSeen`: a model still routed keeps its time. */
   readonly modelsFirstSeen?: Readonly<Record<string, number>>;
@@ -122,7 +133,105 @@ function entraSpec(name: string, auth: EntraAuthConfig, env: NodeJS.ProcessEnv, 
   return { providerName: name, authorityHost, tenantId: auth.tenant_id, clientId: auth.client_id, clientSecret, assertionFile };
 }
 
-const idleTokenSource = (spec: EntraSpec): EntraTokenSource => new EntraTokenSource(spec, () => {});
+/** A service account key file is a few kilobytes. */
+const MAX_KEY_FILE_BYTES = 64 * 1024;
+
+/**
+ * What a `gcp` block asks for: the service account's key read now from its file (so a
+ * reload picks up a rotated key), or the metadata server; null with the issue recorded.
+ */
+function gcpSpec(name: string, gcp: GcpAuthConfig, issues: ConfigIssue[]): GcpSpec | null {
+  if (gcp.service_account === undefined) return { providerName: name, kind: 'metadata_server' };
+  const path = `providers.${name}.gcp.service_account.file`;
+  const file = gcp.service_account.file;
+  const read = readBoundedFileSync(file, MAX_KEY_FILE_BYTES, 'service account key file');
+  if (!read.ok) {
+    issues.push({ path, message: read.message });
+    return null;
+  }
+  let key: { client_email?: unknown; private_key?: unknown; type?: unknown };
+  try {
+    key = JSON.parse(read.bytes.toString('utf8')) as typeof key;
+  } catch {
+    // Never the parser's message: it may quote the file, which holds a private key.
+    issues.push({ path, message: `${JSON.stringify(file)} is not a JSON service account key` });
+    return null;
+  }
+  if (key === null || typeof key !== 'object' || typeof key.client_email !== 'string' || typeof key.private_key !== 'string') {
+    issues.push({ path, message: `${JSON.stringify(file)} has no client_email and private_key (is it a service account key?)` });
+    return null;
+  }
+  return {
+    providerName: name,
+    kind: 'service_account',
+    keyFile: file,
+    clientEmail: key.client_email,
+    privateKey: new Credential(key.private_key, `file:${file}`),
+    tokenUrl: gcp.token_url ?? null,
+  };
+}
+
+/**
+ * What an `aws` block asks for: access keys resolved now (so a reload re-reads them), or
+ * the web identity whose token file and role the EKS pod identity webhook names in the
+ * environment; null with the issue recorded.
+ */
+function awsSpec(name: string, region: string, aws: AwsAuthConfig, env: NodeJS.ProcessEnv, issues: ConfigIssue[]): AwsSpec | null {
+  if (aws.web_identity === true) {
+    const tokenFile = env.AWS_WEB_IDENTITY_TOKEN_FILE ?? '';
+    const roleArn = env.AWS_ROLE_ARN ?? '';
+    if (tokenFile === '' || roleArn === '') {
+      issues.push({
+        path: `providers.${name}.aws.web_identity`,
+        message: 'needs AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN in the environment (EKS IRSA sets both)',
+      });
+      return null;
+    }
+    const sessionName = env.AWS_ROLE_SESSION_NAME || `switchyard-${name}`.replace(/[^\w+=,.@-]/g, '-').slice(0, 64);
+    return { providerName: name, kind: 'web_identity', region, roleArn, tokenFile, sessionName, stsEndpoint: aws.sts_endpoint ?? null };
+  }
+  const read = (key: 'access_key_id' | 'secret_access_key' | 'session_token'): Credential | null => {
+    const ref = aws[key];
+    if (ref === undefined) return null;
+    const secret = resolveSecret(ref, env);
+    if (secret.ok) return new Credential(secret.value, describeSecretRef(ref));
+    issues.push({ path: `providers.${name}.aws.${key}`, message: secret.message });
+    return null;
+  };
+  const accessKeyId = read('access_key_id');
+  const secretAccessKey = read('secret_access_key');
+  const sessionToken = read('session_token');
+  if (accessKeyId === null || secretAccessKey === null || (aws.session_token !== undefined && sessionToken === null)) return null;
+  return { providerName: name, kind: 'keys', accessKeyId, secretAccessKey, sessionToken };
+}
+
+/** The address a provider type's calls go to when its config names none: the cloud's own, for its region or location. */
+function defaultBaseUrl(p: ProviderConfig): string {
+  if (p.type === 'bedrock') return `https://bedrock-runtime.${p.region ?? ''}.amazonaws.com`;
+  if (p.type === 'vertex') return p.location === 'global' ? 'https://aiplatform.googleapis.com' : `https://${p.location ?? ''}-aiplatform.googleapis.com`;
+  return GEMINI_BASE_URL;
+}
+
+/** The chat protocol a provider type speaks (a vertex provider: its Gemini models'; Claude's is the candidate's). */
+function protocolOf(type: ProviderType): ProviderProtocol {
+  switch (type) {
+    case 'anthropic':
+      return 'anthropic';
+    case 'gemini':
+    case 'vertex':
+      return 'gemini';
+    case 'bedrock':
+      return 'bedrock' as ProviderProtocol;
+    default:
+      return 'openai';
+  }
+}
+
+/** A candidate's protocol: its provider's, or for vertex its publisher's, named by the route or told by the model's name. */
+function candidateProtocol(provider: ProviderRuntime, upstreamModel: string, publisher: 'google' | 'anthropic' | undefined): ProviderProtocol {
+  if (provider.type !== 'vertex') return provider.protocol;
+  return (publisher ?? vertexPublisher(upstreamModel)) === 'anthropic' ? 'anthropic' : 'gemini';
+}
 
 /**
  * Builds a generation from a validated config, cross-checking everything the schema
@@ -163,19 +272,30 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
       else credential = new Credential(secret.value, describeSecretRef(p.api_key));
     }
     const entra = p.auth === undefined ? null : entraSpec(name, p.auth, inputs.env, issues);
-    const baseUrl = (p.base_url ?? GEMINI_BASE_URL).replace(/\/+$/, '');
-    const identity = providerIdentity(p.type, baseUrl);
+    const gcp = p.gcp === undefined ? null : gcpSpec(name, p.gcp, issues);
+    const aws = p.aws === undefined ? null : awsSpec(name, p.region ?? '', p.aws, inputs.env, issues);
+    const baseUrl = (p.base_url ?? defaultBaseUrl(p)).replace(/\/+$/, '');
+    const vertex = p.type === 'vertex' ? { project: p.project ?? '', location: p.location ?? '' } : null;
+    const scope = p.type === 'bedrock' ? (p.region ?? null) : vertex === null ? null : `${vertex.project}/${vertex.location}`;
+    const identity = providerIdentity(p.type, baseUrl, scope);
     const tls = p.tls === undefined ? undefined : readTls(name, baseUrl, p.tls, issues);
     // Pools are asked for only once the whole config is known to be valid.
     pending.push(() => {
       const pool = inputs.poolFor({ identity, baseUrl, connectTimeoutMs: p.connect_timeout_ms, maxConnections: p.max_connections, tls });
+      const sources = inputs.cloudAuth ?? IDLE_SOURCES;
       providers[name] = {
         name,
         type: p.type,
-        protocol: p.type === 'anthropic' || p.type === 'gemini' ? p.type : 'openai',
+        protocol: protocolOf(p.type),
         baseUrl,
-        anthropicVersion: p.type === 'anthropic' ? (p.anthropic_version ?? DEFAULT_ANTHROPIC_VERSION) : null,
+        anthropicVersion:
+          p.type === 'anthropic'
+            ? (p.anthropic_version ?? DEFAULT_ANTHROPIC_VERSION)
+            : p.type === 'vertex'
+              ? (p.anthropic_version ?? VERTEX_ANTHROPIC_VERSION)
+              : null,
         apiVersion: p.api_version ?? null,
+        vertex,
         identity,
         timeoutMs: p.timeout_ms,
         requestTimeoutMs: p.request_timeout_ms ?? null,
@@ -187,7 +307,8 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
             : { attempts: p.retry.attempts, backoffMs: p.retry.backoff_ms, maxBackoffMs: p.retry.max_backoff_ms },
         pool,
         credential,
-        entra: entra === null ? null : (inputs.tokenSourceFor ?? idleTokenSource)(entra),
+        bearer: entra !== null ? sources.entra(entra) : gcp !== null ? sources.gcp(gcp) : null,
+        aws: aws === null ? null : new AwsSigner(sources.aws(aws), p.region ?? '', baseUrl),
         headers: { ...p.headers },
         exposeHeaders: p.expose_headers.length === 0 ? null : new Set(p.expose_headers),
         models: upstreamNames(p.models),
@@ -350,6 +471,7 @@ function staticRoute(
       group: 0,
       provider,
       upstreamModel,
+      protocol: candidateProtocol(provider, upstreamModel, c.publisher),
       credential: null,
       credentialProblem: null,
     };

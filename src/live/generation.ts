@@ -1,21 +1,35 @@
 import type { GatewayConfig } from '../config/index.js';
 import type { ParsedOverlay } from '../contract/index.js';
-import type { Credential, EntraTokenSource, PriceTable, ProviderPool, ProviderProtocol } from '../providers/index.js';
+import type {
+  AwsSigner,
+  BearerTokenSource,
+  Credential,
+  PriceTable,
+  ProviderPool,
+  ProviderProtocol,
+  ProviderType,
+} from '../providers/index.js';
 import type { CandidateGroup, RoutableCandidate, Route } from '../routing/index.js';
 import { runSteps, type Steps } from './steps.js';
 
 /** A configured provider as one generation sees it. */
 export interface ProviderRuntime {
   readonly name: string;
-  readonly type: 'openai' | 'azure_openai' | 'anthropic' | 'gemini';
-  /** The wire protocol its chat endpoint speaks: azure_openai speaks OpenAI's. */
+  readonly type: ProviderType;
+  /**
+   * The wire protocol its chat endpoint speaks: azure_openai speaks OpenAI's. A vertex
+   * provider speaks its publisher's, which is the candidate's (GenerationCandidate.protocol);
+   * this is the one its Gemini models speak.
+   */
   readonly protocol: ProviderProtocol;
   readonly baseUrl: string;
-  /** anthropic: the `anthropic-version` sent when the client sent none; null otherwise. */
+  /** anthropic: the `anthropic-version` sent when the client sent none; vertex: the body's `anthropic_version` for Claude; null otherwise. */
   readonly anthropicVersion: string | null;
   /** azure_openai: the `api-version` query parameter; null otherwise. */
   readonly apiVersion: string | null;
-  /** `type base_url`: what breakers and pools are keyed by. */
+  /** vertex: the project and location its model paths name; null otherwise. */
+  readonly vertex: { readonly project: string; readonly location: string } | null;
+  /** `type base_url`, with a bedrock provider's region or a vertex one's project and location: what breakers and pools are keyed by. */
   readonly identity: string;
   readonly timeoutMs: number;
   /** A non-streamed response's whole time; null = none. */
@@ -28,8 +42,13 @@ export interface ProviderRuntime {
   readonly retry: RetryPolicy | null;
   readonly pool: ProviderPool;
   readonly credential: Credential | null;
-  /** `auth: {type: entra}`: the token sent as `Authorization: Bearer` instead of `api-key`; null = none. */
-  readonly entra: EntraTokenSource | null;
+  /**
+   * The cloud's bearer token sent as `Authorization: Bearer`: Entra ID for azure_openai with
+   * `auth: {type: entra}` (instead of `api-key`), Google Cloud for vertex; null = none.
+   */
+  readonly bearer: BearerTokenSource | null;
+  /** bedrock: signs every request (SigV4) with the provider's AWS keys; null otherwise. */
+  readonly aws: AwsSigner | null;
   readonly headers: Readonly<Record<string, string>>;
   /** `expose_headers`: upstream response headers passed to clients beyond the default allow-list. */
   readonly exposeHeaders: ReadonlySet<string> | null;
@@ -52,6 +71,8 @@ export interface GenerationCandidate extends RoutableCandidate {
   readonly provider: ProviderRuntime;
   /** The model name sent upstream. */
   readonly upstreamModel: string;
+  /** The wire protocol this candidate's calls speak: its provider's, or for vertex its publisher's (Claude: anthropic, Gemini: gemini). */
+  readonly protocol: ProviderProtocol;
   /**
    * Overlay candidates may carry their own credential (resolved from the mount when the
    * generation is built). `credentialProblem` holds the reason when it could not be read: the

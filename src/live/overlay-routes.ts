@@ -3,7 +3,7 @@ import { realpathSync } from 'node:fs';
 import { resolve, sep } from 'node:path';
 import { describeSecretRef, type OverlayConfig, resolveSecret, type SecretResult } from '../config/index.js';
 import type { AdmissionState, OverlayCandidate, ParsedOverlay, SelectionMode } from '../contract/index.js';
-import { Credential } from '../providers/index.js';
+import { Credential, vertexPublisher } from '../providers/index.js';
 import { type SelectionPolicy, stableIdTable } from '../routing/index.js';
 import type { GenerationCandidate, GenerationGroup, GenerationRoute, OverlaySnapshot, ProviderRuntime } from './generation.js';
 
@@ -166,6 +166,7 @@ function toCandidate(
     if (secret.ok) credential = new Credential(secret.value, describeSecretRef(ref));
     else credentialProblem = `credential for candidate ${c.stableId} is unavailable: ${secret.message}`;
   }
+  const upstreamModel = provider.models[c.name] ?? c.name;
   return {
     stableId: c.stableId,
     providerName: provider.name,
@@ -175,7 +176,9 @@ function toCandidate(
     group,
     provider,
     // An overlay candidate names only the route's model; the provider may serve it under another name.
-    upstreamModel: provider.models[c.name] ?? c.name,
+    upstreamModel,
+    // A vertex candidate's publisher is told by its model's name (the overlay has no field for it).
+    protocol: provider.type === 'vertex' ? (vertexPublisher(upstreamModel) === 'anthropic' ? 'anthropic' : 'gemini') : provider.protocol,
     credential,
     credentialProblem,
   };

@@ -1,6 +1,6 @@
 import { adminTokenRequired, type ConfigIssue, formatIssue, type GatewayConfig, loadConfigFileOffThread } from '../config/index.js';
 import { checkSuccession, type ParsedOverlay, parseOverlay, readOverlayFile, sha256Hex } from '../contract/index.js';
-import type { EntraSpec, EntraTokenSource, PoolSpec, ProviderPool } from '../providers/index.js';
+import type { CloudAuthSources, PoolSpec, ProviderPool } from '../providers/index.js';
 import { candidatesOf } from '../routing/index.js';
 import { buildGenerationInSlices } from './build.js';
 import { restartOnlyWarnings } from './diff.js';
@@ -30,8 +30,8 @@ export interface PrepareInputs {
   readonly overlayFile?: string;
   /** The pool factory (server/ passes PoolRegistry.acquire; validate a throwaway registry). */
   readonly poolFor: (spec: PoolSpec) => ProviderPool;
-  /** The Entra ID token source factory (server/ passes TokenSourceRegistry.acquire); none = sources that never fetch. */
-  readonly tokenSourceFor?: (spec: EntraSpec) => EntraTokenSource;
+  /** The cloud credential sources (server/ passes its TokenSourceRegistry); none = sources that never fetch. */
+  readonly cloudAuth?: CloudAuthSources;
 }
 
 /** A refused overlay file: the contract's reason category and its message. */
@@ -145,7 +145,7 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
     env: inputs.env,
     overlay,
     poolFor: inputs.poolFor,
-    ...(inputs.tokenSourceFor === undefined ? {} : { tokenSourceFor: inputs.tokenSourceFor }),
+    ...(inputs.cloudAuth === undefined ? {} : { cloudAuth: inputs.cloudAuth }),
     modelsFirstSeen: serving?.modelsFirstSeen,
   });
   if (!built.ok) return { outcome: 'rejected', issues: built.issues, ...(overlay !== null ? { acceptedRevision: overlay.revision } : {}) };

@@ -5,11 +5,12 @@
 // decide which upstream answers fail over rather than reach the client. It also owns the
 // metering units (TokenUsage, PriceTable) that live/ and governance/ share, and the
 // canonical chat form that OpenAI and Anthropic requests, responses and streams translate
-// through (canonical/, ADR-0011); and the Entra ID token sources of azure_openai providers
-// (entra/, ADR-0031), whose TokenSourceRegistry server/ builds once, as it does the pools.
+// through (canonical/, ADR-0011); and the cloud credential sources (cloud-auth/: Entra ID,
+// Google Cloud and AWS, with the SigV4 signer), whose TokenSourceRegistry server/ builds
+// once, as it does the pools.
 export * from './canonical/index.js';
 export { Credential } from './credential.js';
-export * from './entra/index.js';
+export * from './cloud-auth/index.js';
 export {
   duplicateTopLevelKey,
   type FirstMember,
@@ -30,6 +31,8 @@ export {
   servesOperation,
   storedResponsePath,
   upstreamPathFor,
+  VERTEX_ANTHROPIC_VERSION,
+  vertexPublisher,
 } from './provider-address.js';
 export { type PoolSpec, type PoolTls, ProviderPool, type UpstreamCall } from './provider-pool.js';
 export {
@@ -56,7 +59,12 @@ export { type AnswerReader, type FailedAttempt, readGeminiAnswer, retryAfterOf, 
 export { withoutUsageEvent } from './usage-event-filter.js';
 export { type UsageHeadersOf, withUsageHeaders } from './usage-headers.js';
 
-/** A provider identity: type + base URL without a trailing slash. */
-export function providerIdentity(type: string, baseUrl: string): string {
-  return `${type} ${baseUrl.replace(/\/+$/, '')}`;
+/**
+ * A provider identity: type + base URL without a trailing slash, and the cloud scope its
+ * calls are made in (a bedrock region, a vertex project/location) when the base URL does not
+ * tell it (an overridden one: a proxy, a mock).
+ */
+export function providerIdentity(type: string, baseUrl: string, scope: string | null = null): string {
+  const identity = `${type} ${baseUrl.replace(/\/+$/, '')}`;
+  return scope === null ? identity : `${identity} ${scope}`;
 }

@@ -1,17 +1,32 @@
 import type { Credential } from './credential.js';
-import { EntraTokenSource } from './entra/index.js';
+import { BearerTokenSource } from './cloud-auth/index.js';
+import type { ProviderProtocol } from './canonical/index.js';
 
 // How each provider type is addressed and authenticated: the upstream path of each
 // operation's endpoint and the headers that carry its key. The body is the adapters' and the
 // canonical layer's business; this is only the envelope.
 
-export type ProviderType = 'openai' | 'azure_openai' | 'anthropic' | 'gemini';
+export type ProviderType = 'openai' | 'azure_openai' | 'anthropic' | 'gemini' | 'bedrock' | 'vertex';
 
 /** What addressing needs of a provider (live/'s ProviderRuntime has these fields). */
 export interface ProviderAddress {
   readonly type: ProviderType;
   readonly anthropicVersion: string | null;
   readonly apiVersion: string | null;
+  /** vertex only: the project and location its paths name. */
+  readonly vertex?: { readonly project: string; readonly location: string } | null;
+}
+
+/**
+ * The `anthropic_version` a vertex provider puts in Claude's body when its config names
+ * none: what Anthropic's own Vertex SDK (@anthropic-ai/vertex-sdk 1.x) sends, which is the
+ * Messages SDK's `anthropic-version` moved from the header into the body.
+ */
+export const VERTEX_ANTHROPIC_VERSION = '2026-10-21';
+
+/** Whose model a vertex candidate calls, when its route does not say: Claude is Anthropic's, everything else Google's. */
+export function vertexPublisher(upstreamModel: string): 'anthropic' | 'google' {
+  return upstreamModel.startsWith('claude') ? 'anthropic' : 'google';
 }
 
 /**
@@ -43,7 +58,7 @@ const operations: Readonly<Record<Operation, OperationAddress>> = {
   chat: {
     endpoint: '/chat/completions',
     anthropic: '/messages',
-    servedBy: ['openai', 'azure_openai', 'anthropic', 'gemini'],
+    servedBy: ['openai', 'azure_openai', 'anthropic', 'gemini', 'bedrock', 'vertex'],
     azure: 'deployment',
   },
   embeddings: { endpoint: '/embeddings', servedBy: OPENAI_TYPES, azure: 'deployment' },
@@ -64,14 +79,34 @@ export function operationProviders(operation: Operation): readonly ProviderType[
 
 /**
  * The endpoint's path under the provider's base URL. Azure names the deployment in the
- * path; so does Gemini the model, with another method for a stream (`alt=sse`: server-sent
- * events, not the JSON array it streams by default). Gemini serves only chat.
+ * path; so do Gemini, Vertex AI and Bedrock the model, with another method for a stream
+ * (Gemini's `alt=sse`: server-sent events, not the JSON array it streams by default).
+ * Vertex names the project, the location and the model's publisher too: Claude's methods
+ * are Anthropic's Messages API (`rawPredict`), Gemini's are Gemini's. These three serve only
+ * chat. `protocol` is the candidate's (for vertex, its publisher's).
  */
-export function upstreamPathFor(p: ProviderAddress, upstreamModel: string, operation: Operation = 'chat', stream = false): string {
+export function upstreamPathFor(
+  p: ProviderAddress,
+  upstreamModel: string,
+  operation: Operation = 'chat',
+  stream = false,
+  protocol: ProviderProtocol | null = null,
+): string {
   const { endpoint, azure, anthropic } = operations[operation];
   if (p.type === 'gemini') {
     const model = encodeURIComponent(upstreamModel);
     return stream ? `/v1beta/models/${model}:streamGenerateContent?alt=sse` : `/v1beta/models/${model}:generateContent`;
+  }
+  if (p.type === 'bedrock') {
+    // The AWS SDK sends a model id's `:` (anthropic.claude-...-v1:0) as %3A, and signs the path so.
+    return `/model/${encodeURIComponent(upstreamModel)}/${stream ? 'converse-stream' : 'converse'}`;
+  }
+  if (p.type === 'vertex') {
+    const { project, location } = p.vertex ?? { project: '', location: '' };
+    const publisher = (protocol ?? (vertexPublisher(upstreamModel) === 'anthropic' ? 'anthropic' : 'gemini')) === 'anthropic';
+    const base = `/v1/projects/${encodeURIComponent(project)}/locations/${encodeURIComponent(location)}/publishers/${publisher ? 'anthropic' : 'google'}/models/${encodeURIComponent(upstreamModel)}`;
+    if (publisher) return stream ? `${base}:streamRawPredict` : `${base}:rawPredict`;
+    return stream ? `${base}:streamGenerateContent?alt=sse` : `${base}:generateContent`;
   }
   if (p.type === 'anthropic') return anthropic ?? endpoint;
   if (p.type !== 'azure_openai') return endpoint;
@@ -103,7 +138,7 @@ export function storedResponsePath(p: ProviderAddress, responseId: string, query
  */
 export function providerHeaders(
   p: ProviderAddress,
-  credential: Credential | EntraTokenSource | null,
+  credential: Credential | BearerTokenSource | null,
   extra: Readonly<Record<string, string>>,
   accept: string,
   requestId: string,
@@ -117,9 +152,16 @@ export function providerHeaders(
     'accept-encoding': 'identity',
     'x-request-id': requestId,
   };
-  // Only an azure_openai provider has an Entra ID token (the config refuses `auth` elsewhere).
-  const key = credential instanceof EntraTokenSource ? null : credential;
-  if (p.type === 'anthropic') {
+  // An azure_openai provider on Entra ID and a vertex one have a bearer token; bedrock signs instead (after this).
+  const key = credential instanceof BearerTokenSource ? null : credential;
+  if (p.type === 'vertex') {
+    // Claude on Vertex takes its version in the body; a beta header still applies.
+    const beta = client['anthropic-beta'];
+    if (typeof beta === 'string' && beta !== '') headers['anthropic-beta'] = beta;
+    if (credential instanceof BearerTokenSource) headers.authorization = credential.authorization();
+  } else if (p.type === 'bedrock') {
+    // Signed by the caller (SigV4 covers the final bytes), nothing to add here.
+  } else if (p.type === 'anthropic') {
     const version = client['anthropic-version'];
     headers['anthropic-version'] = typeof version === 'string' && version !== '' ? version : (p.anthropicVersion ?? '2023-06-01');
     const beta = client['anthropic-beta'];
@@ -134,7 +176,7 @@ export function providerHeaders(
     }
     if (p.type === 'azure_openai') {
       // An Entra ID token is a bearer; Azure reads `api-key` only for a resource key.
-      if (credential instanceof EntraTokenSource) headers.authorization = credential.authorization();
+      if (credential instanceof BearerTokenSource) headers.authorization = credential.authorization();
       else if (credential !== null) headers['api-key'] = credential.apiKey();
     } else if (credential !== null) headers.authorization = credential.authorization();
   }

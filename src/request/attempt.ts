@@ -66,16 +66,17 @@ export const withCredentialCheck: Wrap = (next) => (a, done) => {
 };
 
 /**
- * A provider on Entra ID without a valid token (the authority is down or refuses it) fails
- * over without calling upstream. Unlike a missing secret this is inside the breaker: the
- * provider cannot be served, and its source keeps retrying off the request path, so no
- * request ever waits on the authority.
+ * A provider without a valid cloud credential (an Entra ID or Google Cloud token, AWS keys:
+ * the authority is down or refuses it) fails over without calling upstream. Unlike a missing
+ * secret this is inside the breaker: the provider cannot be served, and its source keeps
+ * retrying off the request path, so no request ever waits on the authority.
  */
 export const withProviderToken: Wrap = (next) => (a, done) => {
-  const entra = a.candidate.provider.entra;
-  if (entra === null || a.candidate.credential !== null || entra.bearer() !== null) next(a, done);
-  else
-    later(done, { kind: 'failed', reason: 'credential_unavailable', detail: `provider ${a.candidate.provider.name}: ${entra.problem()}` });
+  const p = a.candidate.provider;
+  const source = p.bearer ?? p.aws?.keys ?? null;
+  // An overlay candidate's own key stands in for the provider's bearer token.
+  if (source === null || (p.bearer !== null && a.candidate.credential !== null) || source.current() !== null) next(a, done);
+  else later(done, { kind: 'failed', reason: 'credential_unavailable', detail: `provider ${p.name}: ${source.problem()}` });
 };
 
 /**

@@ -38,7 +38,7 @@ export const sendToCandidate: Attempt = (a, done) => {
   );
   const headers = providerHeaders(
     provider,
-    c.credential ?? provider.entra ?? provider.credential,
+    c.credential ?? provider.bearer ?? provider.credential,
     provider.headers,
     request.stream ? 'text/event-stream' : 'application/json',
     requestId,

@@ -299,7 +299,7 @@ class Failover {
       const credential = c.credential ?? c.provider.credential;
       // An upstream that echoes what it was sent must not pass the key or the token on.
       const secrets = credential === null ? [] : [credential.apiKey()];
-      const token = c.credential === null ? c.provider.entra?.bearer() : null;
+      const token = c.credential === null ? c.provider.bearer?.bearer() : null;
       if (token != null) secrets.push(token);
       const said = upstreamMessage(body, secrets);
       const prefix = `provider "${c.provider.name}" answered ${answer.status}`;

@@ -92,7 +92,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     serving: null,
     startupConfig: null,
     poolFor: (spec) => pools.acquire(spec),
-    tokenSourceFor: (spec) => tokens.acquire(spec),
+    cloudAuth: tokens,
   });
   if (first.outcome !== 'built') {
     tokens.stopAll();
@@ -500,9 +500,13 @@ async function waitFor(condition: () => boolean, timeoutMs: number): Promise<boo
   return true;
 }
 
-/** A token fetched or refused, by provider; the message names the authority's answer, never a secret or a token. */
+/**
+ * A cloud credential fetched or refused, by provider (`Entra ID token fetched`, `AWS
+ * credentials unavailable: ...`); the message names the authority's answer, never a secret,
+ * a key or a token.
+ */
 function logTokenEvent(logger: Logger, e: TokenEvent): void {
   if (e.kind === 'fetched')
-    logger.info({ msg: 'entra token fetched', provider: e.provider, lifetime_s: e.lifetimeS, refresh_in_ms: e.refreshInMs });
-  else logger.warn({ msg: `entra token unavailable: ${e.message}`, provider: e.provider, retry_in_ms: e.retryInMs });
+    logger.info({ msg: `${e.what} fetched`, provider: e.provider, lifetime_s: e.lifetimeS, refresh_in_ms: e.refreshInMs });
+  else logger.warn({ msg: `${e.what} unavailable: ${e.message}`, provider: e.provider, retry_in_ms: e.retryInMs });
 }

@@ -10,7 +10,7 @@ import {
   prepareGeneration,
   type ReloadTrigger,
 } from '../live/index.js';
-import type { EntraTokenSource } from '../providers/index.js';
+import type { TokenSource } from '../providers/index.js';
 import { policyOf, type Services } from '../request/index.js';
 
 export type ReloadOutcome = 'applied' | 'unchanged' | 'rejected';
@@ -106,7 +106,7 @@ export class Reloader {
       this.#finish(trigger, started, serving, result, extra);
     try {
       const prepared = await this.#prepare(trigger, serving);
-      // A provider whose Entra ID auth changed gets its first token before it serves (each
+      // A provider whose cloud auth changed gets its first token before it serves (each
       // fetch is bounded), so the swap does not fail its requests over while it is fetched.
       if (prepared.outcome === 'built') await this.#svc.tokens.settled();
       // In slices too, before the swap: a diff of tens of thousands of routes takes a while.
@@ -136,7 +136,7 @@ export class Reloader {
       readConfig: explicit || trigger === 'config_watch' || trigger === 'config_recheck',
       unchangedIsNoop: !explicit,
       poolFor: (spec) => this.#svc.pools.acquire(spec),
-      tokenSourceFor: (spec) => this.#svc.tokens.acquire(spec),
+      cloudAuth: this.#svc.tokens,
     });
   }
 
@@ -157,7 +157,7 @@ export class Reloader {
       if (prepared.acceptedRevision !== undefined) this.acceptedRevision = prepared.acceptedRevision;
       // A refused build may have started sources for auth it did not keep.
       const serving = this.#svc.holder.ready ? this.#svc.holder.current() : null;
-      this.#svc.tokens.retain(serving === null ? [] : entraSources(serving));
+      this.#svc.tokens.retain(serving === null ? [] : cloudSources(serving));
       if (prepared.overlay !== undefined) return this.#rejectOverlay(finish, prepared.overlay.reason, prepared.overlay.message);
       return finish('rejected', { errors: prepared.issues });
     }
@@ -238,7 +238,7 @@ export class Reloader {
     breakers.configure({ failureThreshold: breaker.failure_threshold, openBaseMs: breaker.open_base_ms, openMaxMs: breaker.open_max_ms });
     breakers.retain(next.identities);
     pools.retain(Object.values(next.providers).map((p) => p.pool));
-    tokens.retain(entraSources(next));
+    tokens.retain(cloudSources(next));
     counters.retain(next.counterKeys);
     const sessions = next.config.routing.session_affinity;
     if (sessions !== undefined) affinity.configure({ ttlMs: sessions.ttl_s * 1000, maxEntries: sessions.max_entries });
@@ -326,9 +326,12 @@ function summarize(c: GenerationChanges): Record<string, unknown> {
   return out;
 }
 
-/** The Entra ID token sources a generation's providers use. */
-function entraSources(gen: Generation): EntraTokenSource[] {
-  const out: EntraTokenSource[] = [];
-  for (const p of Object.values(gen.providers)) if (p.entra !== null) out.push(p.entra);
+/** The cloud credential sources a generation's providers use. */
+function cloudSources(gen: Generation): TokenSource<unknown>[] {
+  const out: TokenSource<unknown>[] = [];
+  for (const p of Object.values(gen.providers)) {
+    if (p.bearer !== null) out.push(p.bearer);
+    if (p.aws !== null) out.push(p.aws.keys);
+  }
   return out;
 }

@@ -247,7 +247,7 @@ routing:
     assert.deepEqual(lines(parseObject(d)).sort(), [
       'providers.azure.api_version: required for type: azure_openai (e.g. 2024-10-21)',
       'providers.claude.api_version: only applies to type: azure_openai',
-      'providers.east.anthropic_version: only applies to type: anthropic',
+      'providers.east.anthropic_version: only applies to type: anthropic or vertex',
     ]);
   });
 

@@ -164,7 +164,7 @@ describe('azure_openai with Microsoft Entra ID', () => {
       assert.ok(!text.includes(SECRET), 'the client secret never shows');
       assert.ok(!text.includes(grant.token as string), 'the token never shows');
     }
-    assert.ok(gw.logs().some((l) => l.msg === 'entra token fetched' && l.provider === 'azure'));
+    assert.ok(gw.logs().some((l) => l.msg === 'Entra ID token fetched' && l.provider === 'azure'));
   });
 
   it('a short-lived token is refreshed ahead of expiry by the timer, while requests keep succeeding without waiting', async () => {
@@ -204,7 +204,7 @@ describe('azure_openai with Microsoft Entra ID', () => {
       const only = await postChat(gw.url, chatBody('azure-only'));
       assert.equal(only.status, 503, only.text);
       assert.equal(only.json().error.code, 'credential_unavailable');
-      const warned = await gw.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('entra token unavailable'));
+      const warned = await gw.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('Entra ID token unavailable'));
       assert.equal(warned.provider, 'azure');
       assert.match(String(warned.msg), auth.tenant_id === 'refused' ? /answered 401, invalid_client/ : /failed \(ECONNREFUSED\)/);
       assert.ok(!gw.output.join('\n').includes(SECRET));

@@ -1,0 +1,80 @@
+import { Compute, JWT, type OAuth2Client } from 'google-auth-library';
+import type { Credential } from '../credential.js';
+import { BearerTokenSource, type Fetched, type TokenEvent } from './token-source.js';
+
+/** The one scope Vertex AI accepts a token for. */
+export const CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
+/** Where google-auth-library sends a service account's JWT-bearer grant; `gcp.token_url` names another. */
+const GOOGLE_TOKEN_URL = 'https://oauth2.googleapis.com/token';
+/** Past this the token endpoint counts as down: a fetch is never on a request's path, but a hung one would hold the refresh. */
+const FETCH_TIMEOUT_MS = 10_000;
+
+/** What a Google Cloud token needs, resolved when the generation is built. */
+export type GcpSpec =
+  | {
+      readonly providerName: string;
+      readonly kind: 'service_account';
+      /** The key file's path, for the admin views; its key is in `privateKey`. */
+      readonly keyFile: string;
+      readonly clientEmail: string;
+      readonly privateKey: Credential;
+      /** The OAuth2 token endpoint; null = Google's. */
+      readonly tokenUrl: string | null;
+    }
+  | { readonly providerName: string; readonly kind: 'metadata_server' };
+
+/**
+ * A vertex provider's access token from google-auth-library: the JWT-bearer grant signed
+ * with the service account's key, or the node's metadata server (GKE workload identity, which
+ * honours GCE_METADATA_HOST). The library's client is made once per source and asked for a
+ * new token at every refresh; the source decides when, ahead of expiry.
+ */
+export function gcpTokenSource(spec: GcpSpec, onEvent: (e: TokenEvent) => void): BearerTokenSource {
+  const client = gcpClient(spec);
+  const source =
+    spec.kind === 'service_account' ? `gcp:service_account ${spec.clientEmail} (file:${spec.keyFile})` : 'gcp:metadata_server';
+  return new BearerTokenSource({ provider: spec.providerName, what: 'Google Cloud token', source }, onEvent, () => fetchGcpToken(client));
+}
+
+function gcpClient(spec: GcpSpec): OAuth2Client {
+  const transporterOptions = { timeout: FETCH_TIMEOUT_MS };
+  if (spec.kind === 'metadata_server') return new Compute({ scopes: [CLOUD_PLATFORM_SCOPE], transporterOptions });
+  const jwt = new JWT({ email: spec.clientEmail, key: spec.privateKey.apiKey(), scopes: [CLOUD_PLATFORM_SCOPE], transporterOptions });
+  const tokenUrl = spec.tokenUrl;
+  jwt.transporter.interceptors.request.add({
+    resolved: async (options) => {
+      // The library posts the grant to Google's endpoint, whatever the key file says; the
+      // configured one (a private endpoint, a test's) replaces it on the way out.
+      if (tokenUrl !== null && options.url.href === GOOGLE_TOKEN_URL) options.url = new URL(tokenUrl);
+      // The source retries on its own schedule: the library's retries would only hold up a
+      // reload waiting for its first token.
+      options.retryConfig = { ...options.retryConfig, retry: 0 };
+      return options;
+    },
+  });
+  return jwt;
+}
+
+async function fetchGcpToken(client: OAuth2Client): Promise<Fetched<string>> {
+  try {
+    const { credentials } = await client.refreshAccessToken();
+    const token = credentials.access_token;
+    const expiry = credentials.expiry_date;
+    if (typeof token !== 'string' || token === '' || typeof expiry !== 'number')
+      return { ok: false, message: 'the token endpoint answered without an access_token and its expiry' };
+    return { ok: true, value: token, lifetimeS: Math.max(1, (expiry - Date.now()) / 1000) };
+  } catch (err) {
+    return { ok: false, message: gcpFailure(err) };
+  }
+}
+
+/** The status and the OAuth `error` code of a failed fetch, or the network error's code; never the assertion or a token. */
+function gcpFailure(err: unknown): string {
+  const e = err as { response?: { status?: unknown; data?: unknown }; code?: unknown; status?: unknown };
+  const status = typeof e.response?.status === 'number' ? e.response.status : typeof e.status === 'number' ? e.status : null;
+  const data = e.response?.data as { error?: unknown } | undefined;
+  const error = typeof data?.error === 'string' && /^[a-z_]{1,64}$/.test(data.error) ? `, ${data.error}` : '';
+  if (status !== null) return `the token endpoint answered ${status}${error}`;
+  const code = typeof e.code === 'string' && /^[A-Z_]{1,32}$/.test(e.code) ? e.code : err instanceof Error ? err.name : 'error';
+  return `the token request failed (${code})`;
+}
