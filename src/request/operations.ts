@@ -169,7 +169,7 @@ function estimateTokens(x: Exchange, request: ModelRequest): void {
 }
 
 function post(r: ModelRequest, c: GenerationCandidate, body: Buffer | string, transform: RelayTransform | undefined): UpstreamRequest {
-  return { method: 'POST', path: upstreamPathFor(c.provider, c.upstreamModel, r.operation), body, transform };
+  return { method: 'POST', path: upstreamPathFor(c.provider, c.upstreamModel, r.operation, r.stream, c.protocol), body, transform };
 }
 
 /** A new response (metered, its id remembered), or a stored one's GET / DELETE (neither). */
@@ -201,10 +201,10 @@ function cap(v: unknown): number | null {
  * passes). Different protocols: through the canonical form both ways (ADR-0011).
  */
 function chatUpstream(r: ModelRequest, c: GenerationCandidate, _id: OnResponseId | null, outputCap: number | null): UpstreamRequest {
-  const to = c.provider.protocol;
+  const to = c.protocol;
   if (to === r.protocol) {
     // An Anthropic request always carries its own max_tokens (the Messages API requires it).
-    if (to === 'anthropic') return post(r, c, chatBodyFor(r.raw, r.parsed, c.upstreamModel), anthropicMetering());
+    if (to === 'anthropic') return post(r, c, anthropicBodyFor(r, c), anthropicMetering());
     const body = capped(upstreamBody(r, c), r, 'max_completion_tokens', capFor(r, c, outputCap));
     // The gateway asked an OpenAI stream for its usage: a client that did not gets no usage event.
     return post(r, c, body, r.stream && !clientAskedUsage(r.parsed) ? withoutUsageEvent() : undefined);
@@ -227,19 +227,38 @@ function chatUpstream(r: ModelRequest, c: GenerationCandidate, _id: OnResponseId
         ? canonicalToGeminiRequest(request, { client: r.protocol })
         : canonicalToOpenaiRequest(request);
   if (!written.ok) throw refusalError(written, c);
+  if (to === 'anthropic' && c.provider.type === 'vertex') asVertexClaudeBody(written.value.body as Record<string, unknown>, c.provider);
   const dropped = droppedFor(canonical.dropped, written.value);
   if (dropped.length > 0 && translationMode(r) === 'strict') {
     const field = dropped[0] as string;
     throw new CandidateUnable(
       field,
-      `${field} would be dropped translating to provider "${c.provider.name}" (${c.provider.protocol} protocol), and the route's translation is strict`,
+      `${field} would be dropped translating to provider "${c.provider.name}" (${c.protocol} protocol), and the route's translation is strict`,
     );
   }
   const transform = translation(to, r.protocol, r.protocol === 'openai' && clientAskedUsage(r.parsed));
-  // Gemini names the model, and whether the answer streams, in the path, not the body.
-  const path = upstreamPathFor(c.provider, c.upstreamModel, 'chat', r.stream);
+  // Gemini, Vertex and Bedrock name the model, and whether the answer streams, in the path, not the body.
+  const path = upstreamPathFor(c.provider, c.upstreamModel, 'chat', r.stream, c.protocol);
   const body = JSON.stringify(written.value.body);
   return { method: 'POST', path, body, transform, dropped: dropped.length === 0 ? null : dropped };
+}
+
+/**
+ * An Anthropic client's body for an Anthropic-protocol candidate: its own bytes with the
+ * model spliced in, or for Claude on Vertex AI, which names the model in the path and wants
+ * the API version in the body, the body without its model and with `anthropic_version`.
+ */
+function anthropicBodyFor(r: ModelRequest, c: GenerationCandidate): Buffer | string {
+  if (c.provider.type !== 'vertex') return chatBodyFor(r.raw, r.parsed, c.upstreamModel);
+  const body: Record<string, unknown> = { ...r.parsed };
+  asVertexClaudeBody(body, c.provider);
+  return JSON.stringify(body);
+}
+
+/** A Messages API body made Vertex's: no `model` (the path has it), the provider's `anthropic_version`. */
+function asVertexClaudeBody(body: Record<string, unknown>, provider: GenerationCandidate['provider']): void {
+  delete body.model;
+  body.anthropic_version = provider.anthropicVersion;
 }
 
 /** What the reader dropped, less what the writer carried after all, with what the writer dropped. */
@@ -271,7 +290,7 @@ function canonicalOf(r: ModelRequest, c: GenerationCandidate): CanonicalRequest 
 /** A malformed field is the client's 400 whoever serves it; one the candidate's protocol cannot express only rules the candidate out. */
 function refusalError(refusal: Refusal, c: GenerationCandidate): Error {
   if (refusal.kind === 'invalid') return new SwitchyardError('invalid_request', `${refusal.reason} (field ${refusal.path})`, refusal.path);
-  const message = `${refusal.reason} (field ${refusal.path}; provider "${c.provider.name}" speaks the ${c.provider.protocol} protocol)`;
+  const message = `${refusal.reason} (field ${refusal.path}; provider "${c.provider.name}" speaks the ${c.protocol} protocol)`;
   return new CandidateUnable(refusal.path, message);
 }
 

@@ -61,33 +61,49 @@ export const sendToCandidate: Attempt = (a, done) => {
   if (limits !== null) for (const v of limits) own.push(v);
   const fixed = fixedOf(gen, c);
   x.attemptStartedAt = performance.now();
-  relay(
-    {
-      res: x.res,
-      pool: provider.pool,
-      providerName: provider.name,
-      call: {
-        method: upstream.method,
-        path: upstream.path,
-        headers,
-        body: upstream.body,
-        timeoutMs: provider.timeoutMs,
+  const send = (): void =>
+    relay(
+      {
+        res: x.res,
+        pool: provider.pool,
+        providerName: provider.name,
+        call: {
+          method: upstream.method,
+          path: upstream.path,
+          headers,
+          body: upstream.body,
+          timeoutMs: provider.timeoutMs,
+        },
+        clientHeaders: {
+          attribution: fixed.attribution,
+          own,
+          expose: provider.exposeHeaders,
+          limitsReplaced: limits !== null && hasRateLimitHeaders(limits),
+        },
+        transform: withCost(fixed, upstream.transform, request),
+        doneBy: doneBy(a.admitted, provider.requestTimeoutMs),
+        streamMaxMs: request.stream ? (provider.streamMaxMs ?? undefined) : undefined,
+        maxEventBytes: provider.maxEventBytes,
+        stopSlot: x.running,
+        fallbackOn: a.admitted.fallbackOn ?? undefined,
+        readAnswer: c.protocol === 'gemini' ? readGeminiAnswer : undefined,
       },
-      clientHeaders: {
-        attribution: fixed.attribution,
-        own,
-        expose: provider.exposeHeaders,
-        limitsReplaced: limits !== null && hasRateLimitHeaders(limits),
-      },
-      transform: withCost(fixed, upstream.transform, request),
-      doneBy: doneBy(a.admitted, provider.requestTimeoutMs),
-      streamMaxMs: request.stream ? (provider.streamMaxMs ?? undefined) : undefined,
-      maxEventBytes: provider.maxEventBytes,
-      stopSlot: x.running,
-      fallbackOn: a.admitted.fallbackOn ?? undefined,
-      readAnswer: provider.type === 'gemini' ? readGeminiAnswer : undefined,
+      done,
+    );
+  const aws = provider.aws;
+  if (aws === null) return send();
+  // Bedrock: signed (SigV4) over the bytes and the path about to be sent; the keys were checked by the attempt's wrap.
+  aws.sign(upstream.method, upstream.path, headers, upstream.body).then(
+    (signed) => {
+      Object.assign(headers, signed);
+      send();
     },
-    done,
+    (err: unknown) =>
+      done({
+        kind: 'failed',
+        reason: 'credential_unavailable',
+        detail: `provider ${provider.name}: cannot sign (${(err as Error)?.message})`,
+      }),
   );
 };
 

@@ -141,10 +141,16 @@ export class Tracing {
   }
 }
 
+const GEN_AI_SYSTEMS: ReadonlyMap<string, string> = new Map([
+  ['azure_openai', 'azure.ai.openai'],
+  ['gemini', 'gcp.gemini'],
+  ['vertex', 'gcp.vertex_ai'],
+  ['bedrock', 'aws.bedrock'],
+]);
+
 /** `gen_ai.provider.name` for a provider type, as the OpenTelemetry semantic conventions name the service. */
 export function genAiSystem(providerType: string): string {
-  if (providerType === 'azure_openai') return 'azure.ai.openai';
-  return providerType === 'gemini' ? 'gcp.gemini' : providerType;
+  return GEN_AI_SYSTEMS.get(providerType) ?? providerType;
 }
 
 /** `gen_ai.operation.name` for one of the gateway's operations. */

@@ -8,5 +8,7 @@ describe('gen_ai.provider.name', () => {
     assert.equal(genAiSystem('azure_openai'), 'azure.ai.openai');
     assert.equal(genAiSystem('anthropic'), 'anthropic');
     assert.equal(genAiSystem('gemini'), 'gcp.gemini');
+    assert.equal(genAiSystem('vertex'), 'gcp.vertex_ai');
+    assert.equal(genAiSystem('bedrock'), 'aws.bedrock');
   });
 });
