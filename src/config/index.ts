@@ -17,12 +17,12 @@ export {
 } from './load.js';
 export {
   type AuditConfig,
+  type AwsAuthConfig,
   type BreakerConfig,
   configSchema,
-  type AwsAuthConfig,
   type EntraAuthConfig,
-  type GcpAuthConfig,
   type GatewayConfig,
+  type GcpAuthConfig,
   GEMINI_BASE_URL,
   type GovernanceConfig,
   type KeyConfig,

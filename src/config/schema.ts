@@ -209,10 +209,12 @@ const awsAuthSchema = z
   .superRefine((a, ctx) => {
     const keys = a.access_key_id !== undefined || a.secret_access_key !== undefined || a.session_token !== undefined;
     if (a.web_identity === true) {
-      if (keys) ctx.addIssue({ code: 'custom', path: ['web_identity'], message: 'cannot be set together with access keys; give one of them' });
+      if (keys)
+        ctx.addIssue({ code: 'custom', path: ['web_identity'], message: 'cannot be set together with access keys; give one of them' });
       return;
     }
-    if (a.sts_endpoint !== undefined) ctx.addIssue({ code: 'custom', path: ['sts_endpoint'], message: 'only applies with web_identity: true' });
+    if (a.sts_endpoint !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['sts_endpoint'], message: 'only applies with web_identity: true' });
     if (a.access_key_id === undefined)
       ctx.addIssue({ code: 'custom', path: ['access_key_id'], message: 'required (or web_identity: true)' });
     if (a.secret_access_key === undefined)
@@ -241,7 +243,9 @@ const gcpAuthSchema = z
 export type GcpAuthConfig = z.infer<typeof gcpAuthSchema>;
 
 /** A Google Cloud project id (6-30 characters), or a project number. */
-const gcpProject = z.string().regex(/^[a-z][a-z0-9-]{4,28}[a-z0-9]$|^\d{1,20}$/, 'must be a Google Cloud project id such as my-project-123');
+const gcpProject = z
+  .string()
+  .regex(/^[a-z][a-z0-9-]{4,28}[a-z0-9]$|^\d{1,20}$/, 'must be a Google Cloud project id such as my-project-123');
 /** A Vertex AI location (us-central1, europe-west4) or `global`; it becomes part of a host name. */
 const gcpLocation = z.string().regex(/^(global|[a-z]+(-[a-z]+)*\d{0,2})$/, 'must be a Vertex AI location such as us-central1 or global');
 
@@ -323,7 +327,8 @@ const providerSchema = z
       ['gcp', 'vertex'],
     ] as const) {
       if (p[key] === undefined && p.type === type) ctx.addIssue({ code: 'custom', path: [key], message: `required for type: ${type}` });
-      else if (p[key] !== undefined && p.type !== type) ctx.addIssue({ code: 'custom', path: [key], message: `only applies to type: ${type}` });
+      else if (p[key] !== undefined && p.type !== type)
+        ctx.addIssue({ code: 'custom', path: [key], message: `only applies to type: ${type}` });
     }
     // Signed requests and cloud tokens replace the key: one would be sent, the other ignored.
     if (p.api_key !== undefined && (p.type === 'bedrock' || p.type === 'vertex'))

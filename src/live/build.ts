@@ -3,8 +3,8 @@ import {
   type ConfigIssue,
   describeSecretRef,
   type EntraAuthConfig,
-  type GcpAuthConfig,
   type GatewayConfig,
+  type GcpAuthConfig,
   GEMINI_BASE_URL,
   type ProviderConfig,
   type RouteConfig,
@@ -13,8 +13,8 @@ import {
 } from '../config/index.js';
 import { type ParsedOverlay, readBoundedFileSync, sha256Hex } from '../contract/index.js';
 import {
-  type AwsSpec,
   AwsSigner,
+  type AwsSpec,
   type CloudAuthSources,
   Credential,
   type EntraSpec,
@@ -208,7 +208,8 @@ function awsSpec(name: string, region: string, aws: AwsAuthConfig, env: NodeJS.P
 /** The address a provider type's calls go to when its config names none: the cloud's own, for its region or location. */
 function defaultBaseUrl(p: ProviderConfig): string {
   if (p.type === 'bedrock') return `https://bedrock-runtime.${p.region ?? ''}.amazonaws.com`;
-  if (p.type === 'vertex') return p.location === 'global' ? 'https://aiplatform.googleapis.com' : `https://${p.location ?? ''}-aiplatform.googleapis.com`;
+  if (p.type === 'vertex')
+    return p.location === 'global' ? 'https://aiplatform.googleapis.com' : `https://${p.location ?? ''}-aiplatform.googleapis.com`;
   return GEMINI_BASE_URL;
 }
 
@@ -228,7 +229,11 @@ function protocolOf(type: ProviderType): ProviderProtocol {
 }
 
 /** A candidate's protocol: its provider's, or for vertex its publisher's, named by the route or told by the model's name. */
-function candidateProtocol(provider: ProviderRuntime, upstreamModel: string, publisher: 'google' | 'anthropic' | undefined): ProviderProtocol {
+function candidateProtocol(
+  provider: ProviderRuntime,
+  upstreamModel: string,
+  publisher: 'google' | 'anthropic' | undefined,
+): ProviderProtocol {
   if (provider.type !== 'vertex') return provider.protocol;
   return (publisher ?? vertexPublisher(upstreamModel)) === 'anthropic' ? 'anthropic' : 'gemini';
 }

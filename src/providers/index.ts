@@ -9,8 +9,8 @@
 // Google Cloud and AWS, with the SigV4 signer), whose TokenSourceRegistry server/ builds
 // once, as it does the pools.
 export * from './canonical/index.js';
-export { Credential } from './credential.js';
 export * from './cloud-auth/index.js';
+export { Credential } from './credential.js';
 export {
   duplicateTopLevelKey,
   type FirstMember,

@@ -1,6 +1,6 @@
-import type { Credential } from './credential.js';
-import { BearerTokenSource } from './cloud-auth/index.js';
 import type { ProviderProtocol } from './canonical/index.js';
+import { BearerTokenSource } from './cloud-auth/index.js';
+import type { Credential } from './credential.js';
 
 // How each provider type is addressed and authenticated: the upstream path of each
 // operation's endpoint and the headers that carry its key. The body is the adapters' and the

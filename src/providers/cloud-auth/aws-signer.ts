@@ -53,7 +53,12 @@ export class AwsSigner {
   }
 
   /** The headers to add to the call: `authorization`, `x-amz-date`, `x-amz-content-sha256`, `x-amz-security-token` with temporary keys. */
-  async sign(method: string, path: string, headers: Readonly<Record<string, string>>, body: string | Buffer | null): Promise<Record<string, string>> {
+  async sign(
+    method: string,
+    path: string,
+    headers: Readonly<Record<string, string>>,
+    body: string | Buffer | null,
+  ): Promise<Record<string, string>> {
     const q = path.indexOf('?');
     const signed: Record<string, string> = { host: this.#host };
     for (const name of SIGNED) {

@@ -31,8 +31,7 @@ export type GcpSpec =
  */
 export function gcpTokenSource(spec: GcpSpec, onEvent: (e: TokenEvent) => void): BearerTokenSource {
   const client = gcpClient(spec);
-  const source =
-    spec.kind === 'service_account' ? `gcp:service_account ${spec.clientEmail} (file:${spec.keyFile})` : 'gcp:metadata_server';
+  const source = spec.kind === 'service_account' ? `gcp:service_account ${spec.clientEmail} (file:${spec.keyFile})` : 'gcp:metadata_server';
   return new BearerTokenSource({ provider: spec.providerName, what: 'Google Cloud token', source }, onEvent, () => fetchGcpToken(client));
 }
 

@@ -90,7 +90,15 @@ function digest(secret: { apiKey(): string } | null): string | null {
 }
 
 function entraKey(spec: EntraSpec): string {
-  return JSON.stringify(['entra', spec.providerName, spec.authorityHost, spec.tenantId, spec.clientId, digest(spec.clientSecret), spec.assertionFile]);
+  return JSON.stringify([
+    'entra',
+    spec.providerName,
+    spec.authorityHost,
+    spec.tenantId,
+    spec.clientId,
+    digest(spec.clientSecret),
+    spec.assertionFile,
+  ]);
 }
 
 function gcpKey(spec: GcpSpec): string {
@@ -100,6 +108,22 @@ function gcpKey(spec: GcpSpec): string {
 
 function awsKey(spec: AwsSpec): string {
   if (spec.kind === 'web_identity')
-    return JSON.stringify(['aws', spec.providerName, spec.kind, spec.region, spec.roleArn, spec.tokenFile, spec.sessionName, spec.stsEndpoint]);
-  return JSON.stringify(['aws', spec.providerName, spec.kind, digest(spec.accessKeyId), digest(spec.secretAccessKey), digest(spec.sessionToken)]);
+    return JSON.stringify([
+      'aws',
+      spec.providerName,
+      spec.kind,
+      spec.region,
+      spec.roleArn,
+      spec.tokenFile,
+      spec.sessionName,
+      spec.stsEndpoint,
+    ]);
+  return JSON.stringify([
+    'aws',
+    spec.providerName,
+    spec.kind,
+    digest(spec.accessKeyId),
+    digest(spec.secretAccessKey),
+    digest(spec.sessionToken),
+  ]);
 }

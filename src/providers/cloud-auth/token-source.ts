@@ -163,8 +163,10 @@ export class EntraTokenSource extends BearerTokenSource {
     fetch: (spec: EntraSpec, stopped: AbortSignal) => Promise<TokenFetch> = fetchEntraToken,
   ) {
     const proof = spec.clientSecret !== null ? `client_secret ${spec.clientSecret.source}` : 'workload identity';
-    super({ provider: spec.providerName, what: 'Entra ID token', source: `entra:${spec.tenantId}/${spec.clientId} (${proof})` }, onEvent, (stopped) =>
-      fetch(spec, stopped).then((r) => (r.ok ? { ok: true, value: r.token, lifetimeS: r.lifetimeS } : r)),
+    super(
+      { provider: spec.providerName, what: 'Entra ID token', source: `entra:${spec.tenantId}/${spec.clientId} (${proof})` },
+      onEvent,
+      (stopped) => fetch(spec, stopped).then((r) => (r.ok ? { ok: true, value: r.token, lifetimeS: r.lifetimeS } : r)),
     );
   }
 }
