@@ -77,11 +77,32 @@ function supplySecrets(value: unknown, env: Record<string, string>, n: { files: 
 }
 
 /**
- * A provider on Entra ID's workload identity reads the token file the Kubernetes webhook
- * mounts, named by AZURE_FEDERATED_TOKEN_FILE: the pod's environment, supplied here.
+ * The pod's environment and files a cloud identity reads, supplied here: a provider on Entra
+ * ID's workload identity reads the token file the Kubernetes webhook mounts (named by
+ * AZURE_FEDERATED_TOKEN_FILE), a bedrock one on IRSA the token and role the EKS webhook names
+ * (AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN), a vertex one its service account's key file.
  */
 function supplyWorkloadIdentity(doc: Record<string, unknown>, env: Record<string, string>): void {
-  const providers = (doc.providers ?? {}) as Record<string, { auth?: { type?: string; client_secret?: unknown } }>;
+  const providers = (doc.providers ?? {}) as Record<
+    string,
+    { auth?: { type?: string; client_secret?: unknown }; aws?: { web_identity?: unknown }; gcp?: { service_account?: { file?: string } } }
+  >;
+  for (const p of Object.values(providers)) {
+    // A vertex service account's key file is JSON with the account and its key (the secret file written above is not).
+    const keyFile = p.gcp?.service_account?.file;
+    if (keyFile !== undefined)
+      writeFileSync(
+        keyFile,
+        JSON.stringify({ type: 'service_account', client_email: 'gw@p.iam.gserviceaccount.com', private_key: SECRET }),
+      );
+  }
+  // EKS IRSA's pod identity webhook names the projected token and the role.
+  if (Object.values(providers).some((p) => p.aws?.web_identity === true)) {
+    const path = join(dir, 'aws-web-identity-token');
+    writeFileSync(path, 'web.identity.jwt.from.the.kubelet');
+    env.AWS_WEB_IDENTITY_TOKEN_FILE = path;
+    env.AWS_ROLE_ARN = 'arn:aws:iam::123456789012:role/switchyard';
+  }
   if (!Object.values(providers).some((p) => p.auth?.type === 'entra' && p.auth.client_secret === undefined)) return;
   const path = join(dir, 'azure-federated-token');
   writeFileSync(path, 'federated.jwt.from.the.kubelet');

@@ -180,6 +180,19 @@ const common = {
         authority_host: 'https://login.microsoftonline.us',
       },
     },
+    bedrock: {
+      type: 'bedrock',
+      region: 'us-east-1',
+      aws: { access_key_id: { env: 'AK' }, secret_access_key: { env: 'SK' }, session_token: { env: 'ST' } },
+    },
+    irsa: { type: 'bedrock', region: 'eu-west-1', aws: { web_identity: true, sts_endpoint: 'https://sts.eu-west-1.amazonaws.com' } },
+    vertex: {
+      type: 'vertex',
+      project: 'my-project',
+      location: 'us-east5',
+      gcp: { service_account: { file: '/sa.json' }, token_url: 'https://oauth2.example/token' },
+    },
+    gke: { type: 'vertex', project: 'my-project', location: 'global', gcp: { metadata_server: true } },
   },
   pricing: {
     on_missing: 'block',
@@ -252,7 +265,10 @@ const fixtures: Record<string, unknown>[] = [
           deadline_ms: 1000,
           translation: 'strict',
           fallback_on: ['context_length'],
-          candidates: [{ provider: 'azure', model: 'm', deployment: 'd', weight: 2 }],
+          candidates: [
+            { provider: 'azure', model: 'm', deployment: 'd', weight: 2 },
+            { provider: 'vertex', model: 'claude-sonnet-4-5', publisher: 'anthropic' },
+          ],
         },
       },
       session_affinity: affinity,
