@@ -50,6 +50,12 @@ export function parseVertexPath(path: string): VertexModelPath | null {
   }
 }
 
+/**
+ * Vertex's documented `vertex-2023-10-16`, or a dated Anthropic API version: what
+ * @anthropic-ai/vertex-sdk 1.x sends, copying the base SDK's `anthropic-version` header.
+ */
+const ANTHROPIC_VERSION = /^(?:vertex-)?\d{4}-\d{2}-\d{2}$/;
+
 const CREDENTIALS_HELP =
   'Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.';
 
@@ -97,8 +103,9 @@ function serveClaude(ctx: MockContext, ex: Exchange, where: VertexModelPath): vo
   }
   if (!isRecord(payload)) return replyAnthropicInvalid(ex, 'The request body must be a JSON object.');
   if (payload.model !== undefined) return replyAnthropicInvalid(ex, 'model: Extra inputs are not permitted');
-  if (typeof payload.anthropic_version !== 'string' || payload.anthropic_version === '')
-    return replyAnthropicInvalid(ex, 'anthropic_version: Field required');
+  if (payload.anthropic_version === undefined) return replyAnthropicInvalid(ex, 'anthropic_version: Field required');
+  if (typeof payload.anthropic_version !== 'string' || !ANTHROPIC_VERSION.test(payload.anthropic_version))
+    return replyAnthropicInvalid(ex, 'anthropic_version: must be an API version such as vertex-2023-10-16');
   handleMessages(ctx, ex, where.model);
 }
 

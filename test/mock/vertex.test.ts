@@ -298,6 +298,15 @@ describe('Claude on the mock Vertex AI, through @anthropic-ai/vertex-sdk', () =>
     const noVersion = await call(mock.origin, claudePath, JSON.stringify(base), access_token);
     assert.equal(noVersion.status, 400);
     assert.match(((await noVersion.json()) as { error: { message: string } }).error.message, /anthropic_version/);
+    const badVersion = await call(mock.origin, claudePath, JSON.stringify({ ...base, anthropic_version: 'latest' }), access_token);
+    assert.equal(badVersion.status, 400);
+    const documented = await call(
+      mock.origin,
+      claudePath,
+      JSON.stringify({ ...base, anthropic_version: 'vertex-2023-10-16' }),
+      access_token,
+    );
+    assert.equal(documented.status, 200);
   });
 });
 
