@@ -266,6 +266,34 @@ describe('Claude on the mock Vertex AI, through @anthropic-ai/vertex-sdk', () =>
     assert.ok(block?.type === 'tool_use' && block.name === 'get_weather');
   });
 
+  it('works with GoogleAuth reading a service account key file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vertex-sa-'));
+    const keyFile = join(dir, 'sa.json');
+    const account = { type: 'service_account', project_id: PROJECT, private_key_id: 'k1', private_key: privatePem, client_email: ACCOUNT };
+    writeFileSync(keyFile, JSON.stringify({ ...account, token_uri: `${mock.origin}/token` }));
+    try {
+      const auth = new GoogleAuth({ keyFile, scopes: [SCOPE] });
+      // The key file's token_uri is not read (see serviceAccount), so the cached client's requests are sent to the mock.
+      const client = await auth.getClient();
+      client.transporter.interceptors.request.add({
+        resolved: async (opts) => {
+          const url = String(opts.url);
+          if (url.startsWith('https://oauth2.googleapis.com/'))
+            opts.url = new URL(url.replace('https://oauth2.googleapis.com', mock.origin));
+          return opts;
+        },
+      });
+      const vertex = new AnthropicVertex({ region: 'europe-west1', baseURL: `${mock.origin}/v1`, googleAuth: auth, maxRetries: 0 });
+      const msg = await vertex.messages.create({ model: 'claude-haiku-4-5', max_tokens: 16, messages: [{ role: 'user', content: 'Hi' }] });
+      assert.equal(msg.model, 'claude-haiku-4-5');
+      // The SDK took the project from the key file.
+      assert.match(mock.stats().recent.at(-1)?.path ?? '', /^\/v1\/projects\/p1\/locations\/europe-west1\//);
+      assert.equal(mock.tokenStats().issuedForJwt, 1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('counts tokens at count-tokens:rawPredict', async () => {
     const res = await claude.messages.countTokens({ model: 'claude-sonnet-4@20250514', messages: [{ role: 'user', content: 'Hi' }] });
     assert.ok(res.input_tokens > 0);
