@@ -59,25 +59,29 @@ const ANTHROPIC_VERSION = /^(?:vertex-)?\d{4}-\d{2}-\d{2}$/;
 const CREDENTIALS_HELP =
   'Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.';
 
-function errorInfo(reason: string): Record<string, unknown> {
-  return {
+/** The RPC a path names, as Google's ErrorInfo reports it: `google.cloud.aiplatform.v1.PredictionService.RawPredict`. */
+function rpcOf(where: VertexModelPath): string {
+  return `google.cloud.aiplatform.${where.version}.PredictionService.${where.method.charAt(0).toUpperCase()}${where.method.slice(1)}`;
+}
+
+const UNAUTHENTICATED: Readonly<Record<Exclude<TokenCheck, 'ok'>, { readonly message: string; readonly reason: string }>> = {
+  missing: { message: `Request is missing required authentication credential. ${CREDENTIALS_HELP}`, reason: 'CREDENTIALS_MISSING' },
+  unknown: { message: `Request had invalid authentication credentials. ${CREDENTIALS_HELP}`, reason: 'ACCESS_TOKEN_TYPE_UNSUPPORTED' },
+  expired: { message: `Request had invalid authentication credentials. ${CREDENTIALS_HELP}`, reason: 'ACCESS_TOKEN_EXPIRED' },
+};
+
+/** Google's 401: a missing credential, or one it did not issue or that has expired, with an ErrorInfo naming why. */
+function replyUnauthenticated(ex: Exchange, check: Exclude<TokenCheck, 'ok'>, where: VertexModelPath): void {
+  const { message, reason } = UNAUTHENTICATED[check];
+  const info = {
     '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
     reason,
     domain: 'googleapis.com',
-    metadata: { service: 'aiplatform.googleapis.com', method: 'google.cloud.aiplatform.v1.PredictionService' },
+    metadata: { service: 'aiplatform.googleapis.com', method: rpcOf(where) },
   };
+  ex.res.setHeader('www-authenticate', 'Bearer realm="https://accounts.google.com/"');
+  replyJson(ex, 401, geminiError(401, message, [info]));
 }
-
-/** Google's 401 bodies: a missing credential, and one it did not issue or that has expired. */
-const UNAUTHENTICATED: Readonly<Record<Exclude<TokenCheck, 'ok'>, string>> = {
-  missing: geminiError(401, `Request is missing required authentication credential. ${CREDENTIALS_HELP}`, [
-    errorInfo('CREDENTIALS_MISSING'),
-  ]),
-  unknown: geminiError(401, `Request had invalid authentication credentials. ${CREDENTIALS_HELP}`, [
-    errorInfo('ACCESS_TOKEN_TYPE_UNSUPPORTED'),
-  ]),
-  expired: geminiError(401, `Request had invalid authentication credentials. ${CREDENTIALS_HELP}`, [errorInfo('ACCESS_TOKEN_EXPIRED')]),
-};
 
 function replyGoogle(ex: Exchange, status: number, message: string): void {
   replyJson(ex, status, geminiError(status, message));
@@ -121,10 +125,7 @@ export function routeVertex(ctx: MockContext, ex: Exchange): void {
   if (ex.req.method !== 'POST') return replyGoogle(ex, 405, `Method ${ex.req.method ?? 'GET'} is not allowed on ${ex.path}; use POST.`);
   // The credential is checked before any fault is taken, as Google's front end checks it first.
   const auth = ctx.gcpTokens.check(ex.req.headers.authorization);
-  if (auth !== 'ok') {
-    ex.res.setHeader('www-authenticate', 'Bearer realm="https://accounts.google.com/"');
-    return replyJson(ex, 401, UNAUTHENTICATED[auth]);
-  }
+  if (auth !== 'ok') return replyUnauthenticated(ex, auth, where);
   if (where.publisher === 'anthropic') return serveClaude(ctx, ex, where);
   if (where.publisher !== 'google') return replyNotFound(ex);
   if (where.method !== 'generateContent' && where.method !== 'streamGenerateContent') return replyNotFound(ex);

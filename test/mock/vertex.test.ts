@@ -355,8 +355,9 @@ describe('the tokens the mock Vertex AI issues and checks', () => {
       assert.equal(expires_in, 0);
       const res = await call(expiring.origin, claudePath, '{}', access_token);
       assert.equal(res.status, 401);
-      const body = (await res.json()) as { error: { status: string; details: { reason: string }[] } };
+      const body = (await res.json()) as { error: { status: string; details: { reason: string; metadata: { method: string } }[] } };
       assert.equal(body.error.details[0]?.reason, 'ACCESS_TOKEN_EXPIRED');
+      assert.equal(body.error.details[0]?.metadata.method, 'google.cloud.aiplatform.v1.PredictionService.RawPredict');
     } finally {
       await expiring.close();
     }
