@@ -68,7 +68,7 @@ an overlay candidate naming no configured provider). Otherwise prints every erro
   'mock-provider': {
     summary: 'run a mock OpenAI, Anthropic and Gemini provider (for demos, tests and benchmarks)',
     usage: `switchyard mock-provider --port N --name NAME [--latency-ms N] [--stream-chunk-delay-ms N] [--stream-chunks N] [--host HOST]
-                         [--api-key KEY] [--protocol bedrock|vertex|gemini]
+                         [--api-key KEY] [--protocol bedrock|vertex|gemini] [--token-ttl-s N] [--gcp-public-key FILE]
 
 Serves on HOST (default 127.0.0.1):
   POST /v1/chat/completions        OpenAI chat, plain and streamed, with tool calls
@@ -91,6 +91,14 @@ Control: GET /__mock/stats, POST /__mock/reset, GET|POST|DELETE /__mock/faults w
 {"mode": "status"|"latency"|"close"|"cut_stream"|"hang", "count"?, "status"?, "body"?,
 "latency_ms"?, "after_chunks"?}; faults apply to every POST endpoint above, in order.
 Azure OpenAI paths (/openai/deployments/{d}/..., /openai/responses) answer the same.
+--protocol vertex serves Vertex AI alone: POST /{v1|v1beta1}/projects/{p}/locations/{l}/
+publishers/google/models/{m}:generateContent|streamGenerateContent and publishers/anthropic/
+models/{m}:rawPredict|streamRawPredict, each wanting a bearer token the mock issued:
+  POST /token                      a service account's JWT (jwt-bearer grant) for a token;
+                                   with --gcp-public-key FILE (PEM) its signature is verified
+  GET  /computeMetadata/v1/...     the GCE metadata server (Metadata-Flavor: Google)
+Tokens live --token-ttl-s seconds (default 3600); GET /__mock/tokens counts them, and
+GET|POST|DELETE /__mock/token-faults takes faults for the token routes.
 Details: docs/mock-provider.md.`,
     options: {
       port: { type: 'string', short: 'p' },
@@ -101,12 +109,18 @@ Details: docs/mock-provider.md.`,
       'stream-chunks': { type: 'string' },
       'api-key': { type: 'string' },
       protocol: { type: 'string' },
+      'token-ttl-s': { type: 'string' },
+      'gcp-public-key': { type: 'string' },
       help,
     },
     async run(values) {
       const mock = await startMockProvider({
         ...(typeof values.protocol === 'string' ? { protocol: mockProtocol(values.protocol) } : {}),
         ...(typeof values['api-key'] === 'string' ? { apiKey: requireString(values['api-key'], '--api-key') } : {}),
+        ...(values['token-ttl-s'] === undefined ? {} : { tokenTtlS: int(values['token-ttl-s'], '--token-ttl-s', 3600) }),
+        ...(typeof values['gcp-public-key'] === 'string'
+          ? { gcpPublicKeyPem: readFileSync(requireString(values['gcp-public-key'], '--gcp-public-key'), 'utf8') }
+          : {}),
         name: requireString(values.name, '--name'),
         port: int(values.port, '--port', 0),
         host: typeof values.host === 'string' ? values.host : '127.0.0.1',

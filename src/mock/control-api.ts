@@ -1,6 +1,6 @@
 import type { Exchange } from './exchange.js';
 import { replyInvalid, replyJson, replyMethodNotAllowed, replyNotFound } from './exchange.js';
-import type { ActiveFault } from './fault-queue.js';
+import type { ActiveFault, FaultQueue } from './fault-queue.js';
 import { parseFault } from './fault-queue.js';
 import type { MockContext } from './provider-context.js';
 
@@ -9,6 +9,7 @@ const ok = '{"ok":true}';
 export function resetProvider(ctx: MockContext): void {
   ctx.stats.reset();
   ctx.faults.clear();
+  ctx.gcpTokens.reset();
   ctx.promptCache.clear();
   ctx.responses.clear();
 }
@@ -34,19 +35,19 @@ function parseFaults(body: string): ActiveFault[] | string {
   return faults;
 }
 
-function handleFaults(ctx: MockContext, ex: Exchange): void {
+function handleFaults(queue: FaultQueue, ex: Exchange): void {
   switch (ex.req.method) {
     case 'POST': {
       const faults = parseFaults(ex.body);
       if (typeof faults === 'string') return replyInvalid(ex, 400, faults);
-      for (const fault of faults) ctx.faults.add(fault);
+      for (const fault of faults) queue.add(fault);
       return replyJson(ex, 200, ok);
     }
     case 'DELETE':
-      ctx.faults.clear();
+      queue.clear();
       return replyJson(ex, 200, ok);
     case 'GET':
-      return replyJson(ex, 200, JSON.stringify({ faults: ctx.faults.list() }));
+      return replyJson(ex, 200, JSON.stringify({ faults: queue.list() }));
     default:
       return replyMethodNotAllowed(ex, 'GET, POST, DELETE');
   }
@@ -63,7 +64,13 @@ export function handleControl(ctx: MockContext, ex: Exchange): void {
       resetProvider(ctx);
       return replyJson(ex, 200, ok);
     case '/__mock/faults':
-      return handleFaults(ctx, ex);
+      return handleFaults(ctx.faults, ex);
+    // Vertex AI's token routes (POST /token, the metadata server's token) take their own faults.
+    case '/__mock/token-faults':
+      return handleFaults(ctx.gcpTokens.faults, ex);
+    case '/__mock/tokens':
+      if (ex.req.method !== 'GET') return replyMethodNotAllowed(ex, 'GET');
+      return replyJson(ex, 200, JSON.stringify(ctx.gcpTokens.stats()));
     default:
       return replyNotFound(ex);
   }

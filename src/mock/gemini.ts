@@ -247,13 +247,21 @@ const KEY_INVALID = geminiError(400, 'API key not valid. Please pass a valid API
   },
 ]);
 
-/** A Gemini model call; `query` is the URL's query string. The key is checked before any fault is taken. */
+/** A Gemini API model call; `query` is the URL's query string. The key is checked before any fault is taken. */
 export function handleGemini(ctx: MockContext, ex: Exchange, model: string, method: string, query: string): void {
   const params = new URLSearchParams(query);
   if (ctx.apiKey !== null) {
     const sent = ex.req.headers['x-goog-api-key'] ?? params.get('key') ?? undefined;
     if (sent !== ctx.apiKey) return replyJson(ex, 400, KEY_INVALID);
   }
+  serveGenerateContent(ctx, ex, model, method, params);
+}
+
+/**
+ * generateContent or streamGenerateContent once the caller has checked its credential: the
+ * Gemini API's key, or Vertex AI's bearer token. The body and answers are the same on both.
+ */
+export function serveGenerateContent(ctx: MockContext, ex: Exchange, model: string, method: string, params: URLSearchParams): void {
   const streamed = method === 'streamGenerateContent';
   serveModelRequest(ctx, ex, 'gemini', (c, e, cutAfter) => answer(c, e, cutAfter, model, streamed, params.get('alt') === 'sse'));
 }

@@ -11,6 +11,7 @@
  */
 
 export type { MockFault, MockFaultMode } from './fault-queue.js';
+export type { MockTokenStats } from './gcp-tokens.js';
 export type { MockProtocol, MockProvider, MockProviderOptions } from './mock-provider.js';
 export { MOCK_PROTOCOLS, startMockProvider } from './mock-provider.js';
 export type { MockRequestRecord, MockStats } from './request-stats.js';

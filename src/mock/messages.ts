@@ -35,7 +35,8 @@ function headerNumber(value: string | string[] | undefined, fallback: number, ma
   return n <= max ? n : undefined;
 }
 
-function parseBody(ex: Exchange): Record<string, unknown> | string {
+/** `pathModel`: the model named by the path (Vertex AI's rawPredict), not the body. */
+function parseBody(ex: Exchange, pathModel?: string): Record<string, unknown> | string {
   let payload: unknown;
   try {
     payload = JSON.parse(ex.body);
@@ -43,7 +44,7 @@ function parseBody(ex: Exchange): Record<string, unknown> | string {
     return 'The request body is not valid JSON.';
   }
   if (!isRecord(payload)) return 'The request body must be a JSON object.';
-  if (typeof payload.model !== 'string' || payload.model === '') return 'model: Field required';
+  if (pathModel === undefined && (typeof payload.model !== 'string' || payload.model === '')) return 'model: Field required';
   if (!Array.isArray(payload.messages)) return 'messages: Field required';
   return payload;
 }
@@ -57,8 +58,8 @@ function thinkingFor(ctx: MockContext, payload: Record<string, unknown>): Messag
   return { text: reasoningText, signature };
 }
 
-function plan(ctx: MockContext, ex: Exchange): MessagesPlan | string {
-  const payload = parseBody(ex);
+function plan(ctx: MockContext, ex: Exchange, pathModel?: string): MessagesPlan | string {
+  const payload = parseBody(ex, pathModel);
   if (typeof payload === 'string') return payload;
   const maxTokens = payload.max_tokens;
   if (!Number.isSafeInteger(maxTokens) || (maxTokens as number) < 1) return 'max_tokens: Field required (a positive integer)';
@@ -69,7 +70,7 @@ function plan(ctx: MockContext, ex: Exchange): MessagesPlan | string {
   if (chunkDelayMs === undefined) return `x-mock-chunk-delay-ms must be a whole number from 0 to ${maxChunkDelayMs}.`;
   return {
     id: `msg_mock${(++messageSeq).toString(36)}`,
-    model: payload.model as string,
+    model: pathModel ?? (payload.model as string),
     turn: decideTurn(ctx.reply, anthropicTail(payload)),
     thinking: thinkingFor(ctx, payload),
     usage: promptUsage(payload, ctx.promptCache),
@@ -170,8 +171,8 @@ async function stream(ctx: MockContext, ex: Exchange, p: MessagesPlan, cutAfter:
   );
 }
 
-function answer(ctx: MockContext, ex: Exchange, cutAfter: number): void {
-  const p = plan(ctx, ex);
+function answer(ctx: MockContext, ex: Exchange, cutAfter: number, pathModel?: string): void {
+  const p = plan(ctx, ex, pathModel);
   if (typeof p === 'string') return replyAnthropicInvalid(ex, p);
   if (p.stream) {
     stream(ctx, ex, p, cutAfter).catch(() => ex.res.destroy());
@@ -195,9 +196,9 @@ function answer(ctx: MockContext, ex: Exchange, cutAfter: number): void {
   replyTruncated(ex, body);
 }
 
-/** `POST /v1/messages`. */
-export function handleMessages(ctx: MockContext, ex: Exchange): void {
-  serveModelRequest(ctx, ex, 'anthropic', answer);
+/** `POST /v1/messages`; with `pathModel`, Vertex AI's rawPredict, whose body names no model. */
+export function handleMessages(ctx: MockContext, ex: Exchange, pathModel?: string): void {
+  serveModelRequest(ctx, ex, 'anthropic', (c, e, cutAfter) => answer(c, e, cutAfter, pathModel));
 }
 
 /** `POST /v1/messages/count_tokens`: the prompt's whole count, caching aside (as Anthropic counts it). */

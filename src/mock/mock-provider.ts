@@ -1,3 +1,4 @@
+import { createPublicKey } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -10,6 +11,7 @@ import type { Exchange } from './exchange.js';
 import { pause, replyJson, replyMethodNotAllowed, replyNotFound } from './exchange.js';
 import type { MockFault } from './fault-queue.js';
 import { parseFault } from './fault-queue.js';
+import type { MockTokenStats } from './gcp-tokens.js';
 import { GEMINI_PATH, handleGemini } from './gemini.js';
 import { handleCountTokens, handleMessages } from './messages.js';
 import type { MockContext } from './provider-context.js';
@@ -43,6 +45,10 @@ export interface MockProviderOptions {
   apiKey?: string;
   /** Serve only this cloud's API (its model paths; the control API always); omitted = OpenAI, Anthropic and Gemini together. */
   protocol?: MockProtocol;
+  /** Vertex AI: seconds an access token from `POST /token` or the metadata server lives (`expires_in`); 0 = born expired. Default 3600. */
+  tokenTtlS?: number;
+  /** Vertex AI: the service account's public key (PEM); `POST /token` then verifies the JWT's RS256 signature. Without it any well-formed JWT is taken. */
+  gcpPublicKeyPem?: string;
 }
 
 export interface MockProvider {
@@ -53,6 +59,8 @@ export interface MockProvider {
   /** `http://127.0.0.1:PORT`, ready to use as an Anthropic base URL (its SDK adds `/v1/messages`) or a Gemini one (`/v1beta/models/...`). */
   readonly origin: string;
   stats(): MockStats;
+  /** Vertex AI: the access tokens issued and refused, like `GET /__mock/tokens`. */
+  tokenStats(): MockTokenStats;
   /** Clears stats and faults, like `POST /__mock/reset`. */
   reset(): void;
   /** Queues a fault, like `POST /__mock/faults`; throws a TypeError when it is invalid. */
@@ -82,7 +90,14 @@ function checkOptions(opts: MockProviderOptions): void {
   if (opts.protocol !== undefined && !MOCK_PROTOCOLS.includes(opts.protocol)) {
     throw new TypeError(`mock provider protocol must be one of ${MOCK_PROTOCOLS.join(', ')}, got ${String(opts.protocol)}`);
   }
-  for (const key of ['latencyMs', 'streamChunkDelayMs', 'streamChunks', 'port'] as const) {
+  if (opts.gcpPublicKeyPem !== undefined) {
+    try {
+      createPublicKey(opts.gcpPublicKeyPem);
+    } catch {
+      throw new TypeError('mock provider gcpPublicKeyPem must be a PEM public key');
+    }
+  }
+  for (const key of ['latencyMs', 'streamChunkDelayMs', 'streamChunks', 'port', 'tokenTtlS'] as const) {
     const value = opts[key];
     if (value !== undefined && !(Number.isSafeInteger(value) && value >= 0)) {
       throw new RangeError(`mock provider ${key} must be a non-negative integer, got ${String(value)}`);
@@ -234,6 +249,8 @@ export function startMockProvider(opts: MockProviderOptions): Promise<MockProvid
     streamChunks: opts.streamChunks ?? 5,
     apiKey: opts.apiKey ?? null,
     protocol: opts.protocol ?? null,
+    tokenTtlS: opts.tokenTtlS ?? 3600,
+    gcpPublicKeyPem: opts.gcpPublicKeyPem ?? null,
   });
   const serve = routeFor(opts.protocol);
   const server = createServer((req, res) => onRequest(ctx, serve, req, res));
@@ -269,6 +286,7 @@ export function startMockProvider(opts: MockProviderOptions): Promise<MockProvid
         baseUrl: baseUrlFor(host, port),
         origin: baseUrlFor(host, port).slice(0, -'/v1'.length),
         stats: () => ctx.stats.snapshot(),
+        tokenStats: () => ctx.gcpTokens.stats(),
         reset: () => resetProvider(ctx),
         addFault: (fault) => {
           const parsed = parseFault(fault);

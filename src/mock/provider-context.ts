@@ -1,5 +1,6 @@
 import type { Turn } from './conversation.js';
 import { FaultQueue } from './fault-queue.js';
+import { GcpTokens } from './gcp-tokens.js';
 import { RequestStats } from './request-stats.js';
 
 /** The streamed reply for one chunk count: JSON-encoded deltas plus their token estimate. */
@@ -26,6 +27,8 @@ export interface MockContext {
   readonly protocol: 'bedrock' | 'vertex' | 'gemini' | null;
   readonly stats: RequestStats;
   readonly faults: FaultQueue;
+  /** The OAuth tokens the Vertex AI paths accept, and the faults of the routes that issue them. */
+  readonly gcpTokens: GcpTokens;
   /** Prompt prefixes an Anthropic request marked with cache_control: seen once = cached. */
   readonly promptCache: Set<string>;
   /** Responses API responses by id, oldest first (bounded by responses.ts). */
@@ -76,6 +79,10 @@ export interface ContextOptions {
   streamChunks: number;
   apiKey: string | null;
   protocol: 'bedrock' | 'vertex' | 'gemini' | null;
+  /** Seconds a Vertex AI access token lives. */
+  tokenTtlS: number;
+  /** The service account's public key; null = any well-formed JWT is taken. */
+  gcpPublicKeyPem: string | null;
 }
 
 export function createContext(opts: ContextOptions): MockContext {
@@ -89,6 +96,7 @@ export function createContext(opts: ContextOptions): MockContext {
     ...opts,
     stats: new RequestStats(opts.name),
     faults: new FaultQueue(),
+    gcpTokens: new GcpTokens({ ttlS: opts.tokenTtlS, publicKeyPem: opts.gcpPublicKeyPem }),
     promptCache: new Set(),
     responses: new Map(),
     reply,
