@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo, Server, Socket } from 'node:net';
 import { routeBedrock } from './bedrock.js';
 import { handleChatCompletion } from './chat-completion.js';
 import { handleCompletions } from './completions.js';
@@ -16,6 +16,7 @@ import type { MockContext } from './provider-context.js';
 import { createContext } from './provider-context.js';
 import type { MockStats } from './request-stats.js';
 import { handleResponses, handleStoredResponse } from './responses.js';
+import { listenH1AndH2c } from './two-protocol-listener.js';
 import { routeVertex } from './vertex.js';
 
 /** A cloud API the mock serves alone, as that service would; without one it serves OpenAI, Anthropic and Gemini paths together. */
@@ -43,6 +44,13 @@ export interface MockProviderOptions {
   apiKey?: string;
   /** Serve only this cloud's API (its model paths; the control API always); omitted = OpenAI, Anthropic and Gemini together. */
   protocol?: MockProtocol;
+  /**
+   * The one AWS key pair whose SigV4 signatures the Bedrock endpoints accept; both required
+   * with protocol `bedrock`, refused without it. An unknown key id is a 403
+   * UnrecognizedClientException, a wrong signature a 403 InvalidSignatureException.
+   */
+  awsAccessKeyId?: string;
+  awsSecretAccessKey?: string;
 }
 
 export interface MockProvider {
@@ -81,6 +89,13 @@ function checkOptions(opts: MockProviderOptions): void {
   }
   if (opts.protocol !== undefined && !MOCK_PROTOCOLS.includes(opts.protocol)) {
     throw new TypeError(`mock provider protocol must be one of ${MOCK_PROTOCOLS.join(', ')}, got ${String(opts.protocol)}`);
+  }
+  for (const key of ['awsAccessKeyId', 'awsSecretAccessKey'] as const) {
+    const value = opts[key];
+    if (opts.protocol === 'bedrock' && (typeof value !== 'string' || value === '')) {
+      throw new TypeError(`mock provider ${key} is required with protocol bedrock: every Bedrock request is SigV4-signed by that key pair`);
+    }
+    if (opts.protocol !== 'bedrock' && value !== undefined) throw new TypeError(`mock provider ${key} only applies with protocol bedrock`);
   }
   for (const key of ['latencyMs', 'streamChunkDelayMs', 'streamChunks', 'port'] as const) {
     const value = opts[key];
@@ -206,6 +221,7 @@ function onRequest(ctx: MockContext, serve: (ctx: MockContext, ex: Exchange) => 
     closed: false,
     severed: false,
   };
+  if (ctx.protocol === 'bedrock') return readSigned(ctx, serve, ex, method);
   const control = path.startsWith('/__mock/');
   if (!control) ctx.stats.count(method, path);
   res.once('close', () => {
@@ -218,7 +234,27 @@ function onRequest(ctx: MockContext, serve: (ctx: MockContext, ex: Exchange) => 
   });
   req.on('end', () => {
     if (control) return handleControl(ctx, ex);
-    ctx.stats.record({ method, path, headers: req.headers, body: ex.body, at: Date.now() });
+    ctx.stats.record({ method, path, httpVersion: req.httpVersion, headers: req.headers, body: ex.body, at: Date.now() });
+    serve(ctx, ex);
+  });
+}
+
+/** onRequest for Bedrock: its signature covers the body's bytes, so they are kept as they came. */
+function readSigned(ctx: MockContext, serve: (ctx: MockContext, ex: Exchange) => void, ex: Exchange, method: string): void {
+  const { req, res, path } = ex;
+  const control = path.startsWith('/__mock/');
+  if (!control) ctx.stats.count(method, path);
+  res.once('close', () => {
+    ex.closed = true;
+    if (!control && !ex.severed && !res.writableEnded) ctx.stats.abort();
+  });
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  req.on('end', () => {
+    ex.raw = Buffer.concat(chunks);
+    ex.body = ex.raw.toString('utf8');
+    if (control) return handleControl(ctx, ex);
+    ctx.stats.record({ method, path, httpVersion: req.httpVersion, headers: req.headers, body: ex.body, at: Date.now() });
     serve(ctx, ex);
   });
 }
@@ -234,16 +270,23 @@ export function startMockProvider(opts: MockProviderOptions): Promise<MockProvid
     streamChunks: opts.streamChunks ?? 5,
     apiKey: opts.apiKey ?? null,
     protocol: opts.protocol ?? null,
+    awsCredentials:
+      opts.protocol === 'bedrock'
+        ? { accessKeyId: opts.awsAccessKeyId as string, secretAccessKey: opts.awsSecretAccessKey as string }
+        : null,
   });
   const serve = routeFor(opts.protocol);
-  const server = createServer((req, res) => onRequest(ctx, serve, req, res));
-  server.keepAliveTimeout = keepAliveTimeoutMs;
-  server.headersTimeout = headersTimeoutMs;
+  const http1 = createServer((req, res) => onRequest(ctx, serve, req, res));
+  http1.keepAliveTimeout = keepAliveTimeoutMs;
+  http1.headersTimeout = headersTimeoutMs;
+  // The AWS SDK speaks HTTP/2 to an http:// Bedrock endpoint, so that protocol alone also
+  // takes h2c on the same port; every other keeps the plain HTTP/1 server, untouched.
+  const server: Server = opts.protocol === 'bedrock' ? listenH1AndH2c(http1, (req, res) => onRequest(ctx, serve, req, res)) : http1;
 
   // close() must leave no connection open: a hanging request or an idle keep-alive socket
   // would otherwise keep the caller's process (a test runner, the demo) alive.
   const sockets = new Set<Socket>();
-  server.on('connection', (socket) => {
+  server.on('connection', (socket: Socket) => {
     ctx.stats.connect();
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));

@@ -24,6 +24,8 @@ export interface MockContext {
   readonly apiKey: string | null;
   /** The one cloud API served, when the mock serves one alone; null = OpenAI, Anthropic and Gemini together. */
   readonly protocol: 'bedrock' | 'vertex' | 'gemini' | null;
+  /** The one key pair whose SigV4 signatures the Bedrock endpoints accept; null unless serving Bedrock. */
+  readonly awsCredentials: { readonly accessKeyId: string; readonly secretAccessKey: string } | null;
   readonly stats: RequestStats;
   readonly faults: FaultQueue;
   /** Prompt prefixes an Anthropic request marked with cache_control: seen once = cached. */
@@ -76,6 +78,7 @@ export interface ContextOptions {
   streamChunks: number;
   apiKey: string | null;
   protocol: 'bedrock' | 'vertex' | 'gemini' | null;
+  awsCredentials: { readonly accessKeyId: string; readonly secretAccessKey: string } | null;
 }
 
 export function createContext(opts: ContextOptions): MockContext {
