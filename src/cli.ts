@@ -69,6 +69,7 @@ an overlay candidate naming no configured provider). Otherwise prints every erro
     summary: 'run a mock OpenAI, Anthropic and Gemini provider (for demos, tests and benchmarks)',
     usage: `switchyard mock-provider --port N --name NAME [--latency-ms N] [--stream-chunk-delay-ms N] [--stream-chunks N] [--host HOST]
                          [--api-key KEY] [--protocol bedrock|vertex|gemini]
+                         [--aws-access-key-id AKID --aws-secret-access-key SECRET]
 
 Serves on HOST (default 127.0.0.1):
   POST /v1/chat/completions        OpenAI chat, plain and streamed, with tool calls
@@ -91,6 +92,14 @@ Control: GET /__mock/stats, POST /__mock/reset, GET|POST|DELETE /__mock/faults w
 {"mode": "status"|"latency"|"close"|"cut_stream"|"hang", "count"?, "status"?, "body"?,
 "latency_ms"?, "after_chunks"?}; faults apply to every POST endpoint above, in order.
 Azure OpenAI paths (/openai/deployments/{d}/..., /openai/responses) answer the same.
+--protocol serves one cloud's API alone (and the control API). With --protocol bedrock:
+  POST /model/{modelId}/converse         Bedrock Converse, JSON; tool use, cachePoint usage
+  POST /model/{modelId}/converse-stream  the same as an AWS event stream
+over HTTP/1.1 and HTTP/2 cleartext (h2c) on the one port. Every request must be SigV4-signed
+(service bedrock, any region) with --aws-access-key-id/--aws-secret-access-key, both required:
+an unknown key id is a 403 UnrecognizedClientException, a bad or stale (> 5 min) signature a
+403 InvalidSignatureException. Fault {"mode": "stream_exception", "exception"?, "after_chunks"?}
+puts an exception event (default throttlingException) inside a 200 converse-stream.
 Details: docs/mock-provider.md.`,
     options: {
       port: { type: 'string', short: 'p' },
@@ -101,12 +110,15 @@ Details: docs/mock-provider.md.`,
       'stream-chunks': { type: 'string' },
       'api-key': { type: 'string' },
       protocol: { type: 'string' },
+      'aws-access-key-id': { type: 'string' },
+      'aws-secret-access-key': { type: 'string' },
       help,
     },
     async run(values) {
       const mock = await startMockProvider({
         ...(typeof values.protocol === 'string' ? { protocol: mockProtocol(values.protocol) } : {}),
         ...(typeof values['api-key'] === 'string' ? { apiKey: requireString(values['api-key'], '--api-key') } : {}),
+        ...awsKeyPair(values),
         name: requireString(values.name, '--name'),
         port: int(values.port, '--port', 0),
         host: typeof values.host === 'string' ? values.host : '127.0.0.1',
@@ -318,6 +330,24 @@ With the official openai client (top-level await: save as demo.mjs, run node dem
 function requireString(value: string | boolean | undefined, flag: string): string {
   if (typeof value !== 'string' || value === '') throw new UsageError(`${flag} is required`);
   return value;
+}
+
+/** The mock's one AWS key pair: both flags with --protocol bedrock, neither without it. */
+function awsKeyPair(values: Record<string, string | boolean | undefined>): { awsAccessKeyId?: string; awsSecretAccessKey?: string } {
+  const bedrock = values.protocol === 'bedrock';
+  const id = values['aws-access-key-id'];
+  const secret = values['aws-secret-access-key'];
+  if (!bedrock) {
+    if (id !== undefined || secret !== undefined)
+      throw new UsageError('--aws-access-key-id and --aws-secret-access-key only apply with --protocol bedrock');
+    return {};
+  }
+  if (typeof id !== 'string' || id === '' || typeof secret !== 'string' || secret === '') {
+    throw new UsageError(
+      '--protocol bedrock requires --aws-access-key-id and --aws-secret-access-key (the key pair its SigV4 check accepts)',
+    );
+  }
+  return { awsAccessKeyId: id, awsSecretAccessKey: secret };
 }
 
 function mockProtocol(value: string): MockProtocol {

@@ -24,12 +24,18 @@ interface Segment {
   readonly key: string;
 }
 
-function blockKey(block: Record<string, unknown>): { key: string; tokens: number } {
-  if (typeof block.text === 'string') return { key: block.text, tokens: 0 };
+/** A block's tokens, and the text that stands for it in the cache key (an image counts none of its characters). */
+function blockKey(block: Record<string, unknown>): Segment {
+  if (typeof block.text === 'string') return textSegment(block.text);
   if (isRecord(block.image)) return { key: `\0image${JSON.stringify(block.image)}`, tokens: IMAGE_TOKENS };
-  if (isRecord(block.toolUse)) return { key: JSON.stringify(block.toolUse.input ?? {}), tokens: 0 };
-  if (isRecord(block.toolResult)) return { key: toolResultText(block.toolResult), tokens: 0 };
-  return { key: '', tokens: 0 };
+  if (isRecord(block.toolUse)) return textSegment(JSON.stringify(block.toolUse.input ?? {}));
+  if (isRecord(block.toolResult)) return textSegment(toolResultText(block.toolResult));
+  return textSegment('');
+}
+
+/** Text counts a quarter token a character; the sum is rounded up once, for the whole prompt. */
+function textSegment(text: string): Segment {
+  return { key: text, tokens: text.length / 4 };
 }
 
 /** A tool result's content as text: its text blocks, its JSON blocks serialized. */
@@ -47,17 +53,16 @@ export function toolResultText(result: Record<string, unknown>): string {
 function segments(payload: Record<string, unknown>): { all: Segment[]; cachedUpTo: number } {
   const all: Segment[] = [];
   let cachedUpTo = 0;
-  const visit = (block: unknown, text: (b: Record<string, unknown>) => { key: string; tokens: number }): void => {
+  const visit = (block: unknown, segment: (b: Record<string, unknown>) => Segment): void => {
     if (!isRecord(block)) return;
     if (isRecord(block.cachePoint)) {
       cachedUpTo = all.length;
       return;
     }
-    const { key, tokens } = text(block);
-    all.push({ key, tokens: tokens + key.length / 4 });
+    all.push(segment(block));
   };
   const tools = isRecord(payload.toolConfig) && Array.isArray(payload.toolConfig.tools) ? payload.toolConfig.tools : [];
-  for (const tool of tools) visit(tool, (t) => ({ key: JSON.stringify(t.toolSpec ?? {}), tokens: 0 }));
+  for (const tool of tools) visit(tool, (t) => textSegment(JSON.stringify(t.toolSpec ?? {})));
   for (const block of Array.isArray(payload.system) ? payload.system : []) visit(block, blockKey);
   for (const message of payload.messages as unknown[]) {
     if (isRecord(message) && Array.isArray(message.content)) for (const block of message.content) visit(block, blockKey);
