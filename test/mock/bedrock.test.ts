@@ -462,3 +462,33 @@ describe('the mock Bedrock options and CLI flags', () => {
     }
   });
 });
+
+describe('the mock Bedrock listener', () => {
+  it('counts HTTP/2 and HTTP/1.1 connections alike, and close() ends a hanging HTTP/2 request', async () => {
+    const own = await startMockProvider({ name: 'h2', protocol: 'bedrock', awsAccessKeyId: AKID, awsSecretAccessKey: SECRET });
+    const c = new BedrockRuntimeClient({
+      region: 'us-east-1',
+      endpoint: own.origin,
+      credentials: { accessKeyId: AKID, secretAccessKey: SECRET },
+      maxAttempts: 1,
+    });
+    try {
+      await c.send(new ConverseCommand({ modelId: MODEL, messages: [user('hi')] }));
+      const before = own.stats().connections;
+      assert.ok(before >= 1);
+      const plain = await fetch(`${own.origin}/__mock/stats`);
+      assert.equal(plain.status, 200, 'the control API answers over HTTP/1.1 too');
+      await plain.arrayBuffer();
+      assert.equal(own.stats().connections, before + 1);
+      own.addFault({ mode: 'hang' });
+      const hanging = c.send(new ConverseCommand({ modelId: MODEL, messages: [user('hi')] }));
+      for (let i = 0; i < 200 && own.stats().total < 2; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(own.stats().total, 2);
+      await own.close();
+      await assert.rejects(hanging);
+    } finally {
+      c.destroy();
+      await own.close();
+    }
+  });
+});
