@@ -268,6 +268,14 @@ describe('the mock Bedrock API refuses what AWS refuses, in AWS shapes', () => {
     await assert.rejects(collect(res.stream));
   });
 
+  it('a close fault drops the HTTP/2 connection without answering, and it is not counted as a client abort', async () => {
+    mock.addFault({ mode: 'close', count: 1 });
+    await assert.rejects(client.send(new ConverseCommand({ modelId: MODEL, messages: [user('hi')] })));
+    assert.equal(mock.stats().aborted, 0);
+    const res = await client.send(new ConverseCommand({ modelId: MODEL, messages: [user('hi')] }));
+    assert.equal(res.stopReason, 'end_turn', 'the next request is answered on a new connection');
+  });
+
   it('a prompt over 200000 tokens is a ValidationException: Input is too long', async () => {
     await assert.rejects(
       client.send(new ConverseCommand({ modelId: MODEL, messages: [user('x'.repeat(800_004))] })),
