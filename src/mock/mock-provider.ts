@@ -221,41 +221,33 @@ function onRequest(ctx: MockContext, serve: (ctx: MockContext, ex: Exchange) => 
     closed: false,
     severed: false,
   };
-  if (ctx.protocol === 'bedrock') return readSigned(ctx, serve, ex, method);
   const control = path.startsWith('/__mock/');
   if (!control) ctx.stats.count(method, path);
   res.once('close', () => {
     ex.closed = true;
     if (!control && !ex.severed && !res.writableEnded) ctx.stats.abort();
   });
+  const done = (): void => {
+    if (control) return handleControl(ctx, ex);
+    ctx.stats.record({ method, path, httpVersion: req.httpVersion, headers: req.headers, body: ex.body, at: Date.now() });
+    serve(ctx, ex);
+  };
+  if (ctx.protocol === 'bedrock') return readBytes(ex, done);
   req.setEncoding('utf8');
   req.on('data', (chunk: string) => {
     ex.body += chunk;
   });
-  req.on('end', () => {
-    if (control) return handleControl(ctx, ex);
-    ctx.stats.record({ method, path, httpVersion: req.httpVersion, headers: req.headers, body: ex.body, at: Date.now() });
-    serve(ctx, ex);
-  });
+  req.on('end', done);
 }
 
-/** onRequest for Bedrock: its signature covers the body's bytes, so they are kept as they came. */
-function readSigned(ctx: MockContext, serve: (ctx: MockContext, ex: Exchange) => void, ex: Exchange, method: string): void {
-  const { req, res, path } = ex;
-  const control = path.startsWith('/__mock/');
-  if (!control) ctx.stats.count(method, path);
-  res.once('close', () => {
-    ex.closed = true;
-    if (!control && !ex.severed && !res.writableEnded) ctx.stats.abort();
-  });
+/** Bedrock's signature covers the body's bytes, so they are kept as they came (`ex.raw`), and `body` is their UTF-8. */
+function readBytes(ex: Exchange, done: () => void): void {
   const chunks: Buffer[] = [];
-  req.on('data', (chunk: Buffer) => chunks.push(chunk));
-  req.on('end', () => {
+  ex.req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  ex.req.on('end', () => {
     ex.raw = Buffer.concat(chunks);
     ex.body = ex.raw.toString('utf8');
-    if (control) return handleControl(ctx, ex);
-    ctx.stats.record({ method, path, httpVersion: req.httpVersion, headers: req.headers, body: ex.body, at: Date.now() });
-    serve(ctx, ex);
+    done();
   });
 }
 
