@@ -21,6 +21,9 @@ import { checkSignature } from './sigv4-check.js';
 /** The model id is one path segment, percent-encoded by the SDKs (`...-v1%3A0`). */
 const CONVERSE_PATH = /^\/model\/([^/]+)\/(converse|converse-stream)$/;
 
+/** A model id or ARN as Bedrock takes it, once decoded: printable ASCII, bounded. */
+const MODEL_ID = /^[\x21-\x7e]{1,2048}$/;
+
 const maxChunks = 100_000;
 const maxChunkDelayMs = 60_000;
 
@@ -281,6 +284,9 @@ function serveConverse(ctx: MockContext, ex: Exchange, startedAt: number): void 
       'UnknownOperationException',
     );
   }
+  if (!MODEL_ID.test(model)) return replyBedrockError(ex, 400, 'The provided model identifier is invalid.');
+  // Bedrock's answer does not name the model; the mock echoes the decoded id for tests to check.
+  ex.res.setHeader('x-mock-model', model);
   const streamed = match[2] === 'converse-stream';
   serveModelRequest(ctx, ex, 'bedrock', (c, e, cutAfter, fault) => answer(c, e, cutAfter, fault, streamed, startedAt));
 }

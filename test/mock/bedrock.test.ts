@@ -82,6 +82,7 @@ describe('the mock Bedrock Converse API, through @aws-sdk/client-bedrock-runtime
     const seen = mock.stats().recent.at(-1);
     assert.equal(seen?.httpVersion, '2.0', 'the SDK spoke HTTP/2 (h2c) to the mock');
     assert.equal(seen?.path, '/model/anthropic.claude-3-5-sonnet-20240620-v1%3A0/converse');
+    assert.equal(res.$metadata.httpStatusCode, 200);
     assert.match(
       String(seen?.headers.authorization),
       new RegExp(`^AWS4-HMAC-SHA256 Credential=${AKID}/\\d{8}/us-east-1/bedrock/aws4_request`),
@@ -356,6 +357,10 @@ describe('the mock Bedrock API over HTTP/1.1, signed by hand with SignatureV4', 
     const body = JSON.parse(reply.body.toString()) as { output: { message: { content: unknown } }; stopReason: string };
     assert.deepEqual(body.output.message.content, [{ text: REPLY }]);
     assert.equal(mock.stats().recent.at(-1)?.httpVersion, '1.1');
+    assert.equal(reply.headers['x-mock-model'], MODEL, 'the percent-encoded model id is decoded');
+    const blank = await signedPost('/model/%20/converse', converseBody);
+    assert.equal(blank.status, 400);
+    assert.deepEqual(errorOf(blank), { type: 'ValidationException', message: 'The provided model identifier is invalid.' });
     assert.match(String(reply.headers['x-amzn-requestid']), /^[0-9a-f-]{36}$/);
 
     mock.addFault({ mode: 'status', status: 500, count: 1 });
