@@ -299,6 +299,8 @@ interface SignOptions {
   sessionToken?: string;
   /** Add the session token after signing, so it is not covered. */
   unsignedToken?: string;
+  /** false: no x-amz-content-sha256, so only the signature covers the body. */
+  applyChecksum?: boolean;
 }
 
 /** An HTTP/1.1 POST signed as the AWS SDK signs it (the path already percent-encoded, encoded again in the signature). */
@@ -313,6 +315,7 @@ async function signedPost(path: string, body: string, opts: SignOptions = {}): P
       ...(opts.sessionToken ? { sessionToken: opts.sessionToken } : {}),
     },
     sha256: Hash.bind(null, 'sha256'),
+    applyChecksum: opts.applyChecksum ?? true,
   });
   const signed = await signer.sign(
     {
@@ -370,10 +373,14 @@ describe('the mock Bedrock API over HTTP/1.1, signed by hand with SignatureV4', 
     assert.deepEqual(errorOf(failed), { type: 'InternalServerException', message: 'Mock fault: HTTP 500.' });
   });
 
-  it('refuses a body other than the one signed', async () => {
-    const reply = await signedPost(conversePath, converseBody, { sendBody: converseBody.replace('hi', 'ho') });
-    assert.equal(reply.status, 403);
-    assert.equal(errorOf(reply).type, 'InvalidSignatureException');
+  it('refuses a body other than the one signed, with or without x-amz-content-sha256', async () => {
+    const other = converseBody.replace('hi', 'ho');
+    for (const applyChecksum of [true, false]) {
+      const reply = await signedPost(conversePath, converseBody, { sendBody: other, applyChecksum });
+      assert.equal(reply.status, 403);
+      assert.equal(errorOf(reply).type, 'InvalidSignatureException');
+    }
+    assert.equal((await signedPost(conversePath, converseBody, { applyChecksum: false })).status, 200);
   });
 
   it('refuses a signature more than 5 minutes old as expired', async () => {
