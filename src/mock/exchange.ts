@@ -152,7 +152,11 @@ export function sever(ex: Exchange): void {
   ex.severed = true;
   const stream = http2StreamOf(ex);
   // HTTP/2 cuts one stream, not the connection the client may share: a RST_STREAM after the data.
-  if (stream !== undefined) return void stream.close(h2.NGHTTP2_INTERNAL_ERROR);
+  if (stream !== undefined) {
+    // A reset discards DATA frames still queued, so it waits until what was written went out.
+    stream.write(Buffer.alloc(0), () => stream.close(h2.NGHTTP2_INTERNAL_ERROR));
+    return;
+  }
   const socket = ex.req.socket;
   socket.end(() => socket.destroy());
 }

@@ -263,10 +263,18 @@ describe('the mock Bedrock API refuses what AWS refuses, in AWS shapes', () => {
     assert.equal(seen.filter((e) => e.contentBlockDelta !== undefined).length, 2);
   });
 
-  it('a cut_stream fault cuts the event stream mid-way', async () => {
-    mock.addFault({ mode: 'cut_stream', after_chunks: 1, count: 1 });
+  it('a cut_stream fault cuts the HTTP/2 stream after that many deltas, which still arrive', async () => {
+    mock.addFault({ mode: 'cut_stream', after_chunks: 2, count: 1 });
     const res = await client.send(new ConverseStreamCommand({ modelId: MODEL, messages: [user('hi')] }));
-    await assert.rejects(collect(res.stream));
+    const seen: ConverseStreamOutput[] = [];
+    await assert.rejects(
+      (async () => {
+        for await (const event of res.stream ?? []) seen.push(event);
+      })(),
+      /NGHTTP2_INTERNAL_ERROR/,
+    );
+    assert.equal(seen.filter((e) => e.contentBlockDelta !== undefined).length, 2);
+    assert.equal(mock.stats().aborted, 0, 'a cut on purpose is not a client abort');
   });
 
   it('a close fault drops the HTTP/2 connection without answering, and it is not counted as a client abort', async () => {
