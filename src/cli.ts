@@ -69,6 +69,7 @@ an overlay candidate naming no configured provider). Otherwise prints every erro
     summary: 'run a mock OpenAI, Anthropic and Gemini provider (for demos, tests and benchmarks)',
     usage: `switchyard mock-provider --port N --name NAME [--latency-ms N] [--stream-chunk-delay-ms N] [--stream-chunks N] [--host HOST]
                          [--api-key KEY] [--protocol bedrock|vertex|gemini] [--token-ttl-s N] [--gcp-public-key FILE]
+                         [--aws-access-key-id AKID --aws-secret-access-key SECRET]
 
 Serves on HOST (default 127.0.0.1):
   POST /v1/chat/completions        OpenAI chat, plain and streamed, with tool calls
@@ -99,6 +100,14 @@ models/{m}:rawPredict|streamRawPredict, each wanting a bearer token the mock iss
   GET  /computeMetadata/v1/...     the GCE metadata server (Metadata-Flavor: Google)
 Tokens live --token-ttl-s seconds (default 3600); GET /__mock/tokens counts them, and
 GET|POST|DELETE /__mock/token-faults takes faults for the token routes.
+--protocol serves one cloud's API alone (and the control API). With --protocol bedrock:
+  POST /model/{modelId}/converse         Bedrock Converse, JSON; tool use, cachePoint usage
+  POST /model/{modelId}/converse-stream  the same as an AWS event stream
+over HTTP/1.1 and HTTP/2 cleartext (h2c) on the one port. Every request must be SigV4-signed
+(service bedrock, any region) with --aws-access-key-id/--aws-secret-access-key, both required:
+an unknown key id is a 403 UnrecognizedClientException, a bad or stale (> 5 min) signature a
+403 InvalidSignatureException. Fault {"mode": "stream_exception", "exception"?, "after_chunks"?}
+puts an exception event (default throttlingException) inside a 200 converse-stream.
 Details: docs/mock-provider.md.`,
     options: {
       port: { type: 'string', short: 'p' },
@@ -111,6 +120,8 @@ Details: docs/mock-provider.md.`,
       protocol: { type: 'string' },
       'token-ttl-s': { type: 'string' },
       'gcp-public-key': { type: 'string' },
+      'aws-access-key-id': { type: 'string' },
+      'aws-secret-access-key': { type: 'string' },
       help,
     },
     async run(values) {
@@ -121,6 +132,7 @@ Details: docs/mock-provider.md.`,
         ...(typeof values['gcp-public-key'] === 'string'
           ? { gcpPublicKeyPem: readFileSync(requireString(values['gcp-public-key'], '--gcp-public-key'), 'utf8') }
           : {}),
+        ...awsKeyPair(values),
         name: requireString(values.name, '--name'),
         port: int(values.port, '--port', 0),
         host: typeof values.host === 'string' ? values.host : '127.0.0.1',
@@ -332,6 +344,24 @@ With the official openai client (top-level await: save as demo.mjs, run node dem
 function requireString(value: string | boolean | undefined, flag: string): string {
   if (typeof value !== 'string' || value === '') throw new UsageError(`${flag} is required`);
   return value;
+}
+
+/** The mock's one AWS key pair: both flags with --protocol bedrock, neither without it. */
+function awsKeyPair(values: Record<string, string | boolean | undefined>): { awsAccessKeyId?: string; awsSecretAccessKey?: string } {
+  const bedrock = values.protocol === 'bedrock';
+  const id = values['aws-access-key-id'];
+  const secret = values['aws-secret-access-key'];
+  if (!bedrock) {
+    if (id !== undefined || secret !== undefined)
+      throw new UsageError('--aws-access-key-id and --aws-secret-access-key only apply with --protocol bedrock');
+    return {};
+  }
+  if (typeof id !== 'string' || id === '' || typeof secret !== 'string' || secret === '') {
+    throw new UsageError(
+      '--protocol bedrock requires --aws-access-key-id and --aws-secret-access-key (the key pair its SigV4 check accepts)',
+    );
+  }
+  return { awsAccessKeyId: id, awsSecretAccessKey: secret };
 }
 
 function mockProtocol(value: string): MockProtocol {

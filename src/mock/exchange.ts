@@ -1,6 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerHttp2Stream } from 'node:http2';
+import { constants as h2 } from 'node:http2';
 
-/** One request and its response, with the state the handlers share while answering it. */
+/**
+ * One request and its response, with the state the handlers share while answering it. Over
+ * HTTP/2 (Bedrock's h2c) `req` and `res` are Node's compatibility objects, which offer the
+ * same methods the handlers use; only the connection differs (see `sever` and `drop`).
+ */
 export interface Exchange {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
@@ -11,6 +17,8 @@ export interface Exchange {
   /** The query string, without its `?` ('' for none). */
   readonly query: string;
   body: string;
+  /** The body's bytes, kept only where a signature covers them (Bedrock); `body` is their UTF-8. */
+  raw?: Buffer;
   /** The connection went away; nothing more may be written and timers must stop. */
   closed: boolean;
   /** The mock dropped the connection on purpose (a fault), so it is not a client abort. */
@@ -142,6 +150,13 @@ export function drained(ex: Exchange): Promise<void> {
  */
 export function sever(ex: Exchange): void {
   ex.severed = true;
+  const stream = http2StreamOf(ex);
+  // HTTP/2 cuts one stream, not the connection the client may share: a RST_STREAM after the data.
+  if (stream !== undefined) {
+    // A reset discards DATA frames still queued, so it waits until what was written went out.
+    stream.write(Buffer.alloc(0), () => stream.close(h2.NGHTTP2_INTERNAL_ERROR));
+    return;
+  }
   const socket = ex.req.socket;
   socket.end(() => socket.destroy());
 }
@@ -163,7 +178,14 @@ export function replyTruncated(ex: Exchange, text: string): void {
 /** Drops the connection at once, without answering. */
 export function drop(ex: Exchange): void {
   ex.severed = true;
+  const stream = http2StreamOf(ex);
+  if (stream !== undefined) return void stream.session?.destroy();
   ex.req.socket.destroy();
+}
+
+/** The HTTP/2 stream under a compatibility response; undefined over HTTP/1. */
+function http2StreamOf(ex: Exchange): ServerHttp2Stream | undefined {
+  return ex.req.httpVersionMajor === 2 ? (ex.res as unknown as { stream: ServerHttp2Stream }).stream : undefined;
 }
 
 /**

@@ -1,6 +1,7 @@
+import { bedrockErrorBody, STREAM_EXCEPTIONS } from './bedrock-errors.js';
 import { anthropicError, anthropicErrorType, geminiError, openAiError } from './exchange.js';
 
-export type MockFaultMode = 'status' | 'latency' | 'close' | 'cut_stream' | 'hang';
+export type MockFaultMode = 'status' | 'latency' | 'close' | 'cut_stream' | 'hang' | 'stream_exception';
 
 /** A fault as posted to `POST /__mock/faults` (snake_case: it is a wire body). */
 export interface MockFault {
@@ -15,8 +16,14 @@ export interface MockFault {
   headers?: Record<string, string>;
   /** mode `latency`: delay added before the response headers. */
   latency_ms?: number;
-  /** mode `cut_stream`: content chunks sent before the connection is dropped (default 0). */
+  /** mode `cut_stream`: content chunks sent before the connection is dropped; `stream_exception`: before the exception event (default 0). */
   after_chunks?: number;
+  /**
+   * mode `stream_exception` (Bedrock's converse-stream): the exception event sent inside the 200
+   * stream, by its event name (default `throttlingException`). A non-streamed Bedrock request
+   * gets the same exception as an HTTP error; other endpoints' streams are cut as by `cut_stream`.
+   */
+  exception?: string;
 }
 
 /** A validated fault, with its body serialized once rather than per request. */
@@ -30,6 +37,10 @@ export interface ActiveFault {
   readonly anthropicBodyText: string;
   /** The same answer for a Gemini endpoint: the custom body, or a Gemini-shaped default (a 429 with RetryInfo). */
   readonly geminiBodyText: string;
+  /** The same answer for a Bedrock endpoint: the custom body, or Bedrock's `{"message"}`. */
+  readonly bedrockBodyText: string;
+  /** mode `stream_exception`: the exception's event name; '' for other modes. */
+  readonly streamException: string;
   /** mode `status`: extra response headers, names lower-cased; empty for none. */
   readonly headers: Readonly<Record<string, string>>;
   readonly latencyMs: number;
@@ -37,15 +48,16 @@ export interface ActiveFault {
   readonly source: MockFault;
 }
 
-const modes: readonly MockFaultMode[] = ['status', 'latency', 'close', 'cut_stream', 'hang'];
+const modes: readonly MockFaultMode[] = ['status', 'latency', 'close', 'cut_stream', 'hang', 'stream_exception'];
 
-/** Which mode each mode-specific field belongs to; a field posted with another mode is a mistake. */
-const fieldModes: Readonly<Record<string, MockFaultMode | undefined>> = {
-  status: 'status',
-  body: 'status',
-  headers: 'status',
-  latency_ms: 'latency',
-  after_chunks: 'cut_stream',
+/** Which modes each mode-specific field belongs to; a field posted with another mode is a mistake. */
+const fieldModes: Readonly<Record<string, readonly MockFaultMode[] | undefined>> = {
+  status: ['status'],
+  body: ['status'],
+  headers: ['status'],
+  latency_ms: ['latency'],
+  after_chunks: ['cut_stream', 'stream_exception'],
+  exception: ['stream_exception'],
 };
 
 const maxTimerMs = 2_147_483_647;
@@ -107,9 +119,10 @@ export function parseFault(input: unknown): ActiveFault | string {
   for (const key of Object.keys(input)) {
     if (key === 'mode' || key === 'count') continue;
     if (!(key in fieldModes)) return `fault.${key} is not a known field`;
-    if (fieldModes[key] !== mode) return `fault.${key} only applies to mode ${fieldModes[key]}`;
+    const allowed = fieldModes[key] ?? [];
+    if (!allowed.includes(mode as MockFaultMode)) return `fault.${key} only applies to mode ${allowed.join(' or ')}`;
   }
-  const { count, status, body, headers, latency_ms, after_chunks } = input;
+  const { count, status, body, headers, latency_ms, after_chunks, exception } = input;
   if (count !== undefined && !(isNonNegativeInteger(count) && count > 0)) {
     return 'fault.count must be a positive integer (omit it to apply until cleared)';
   }
@@ -126,6 +139,9 @@ export function parseFault(input: unknown): ActiveFault | string {
   if (after_chunks !== undefined && !isNonNegativeInteger(after_chunks)) {
     return 'fault.after_chunks must be a non-negative integer';
   }
+  if (exception !== undefined && !(typeof exception === 'string' && exception in STREAM_EXCEPTIONS)) {
+    return `fault.exception must be one of ${Object.keys(STREAM_EXCEPTIONS).join(', ')}`;
+  }
   const resolvedStatus = status ?? 500;
   return {
     mode: mode as MockFaultMode,
@@ -135,6 +151,8 @@ export function parseFault(input: unknown): ActiveFault | string {
     anthropicBodyText:
       body === undefined ? anthropicError(`Mock fault: HTTP ${resolvedStatus}.`, anthropicErrorType(resolvedStatus)) : JSON.stringify(body),
     geminiBodyText: body === undefined ? defaultGeminiBody(resolvedStatus) : JSON.stringify(body),
+    bedrockBodyText: body === undefined ? bedrockErrorBody(`Mock fault: HTTP ${resolvedStatus}.`) : JSON.stringify(body),
+    streamException: mode === 'stream_exception' ? ((exception as string | undefined) ?? 'throttlingException') : '',
     headers: extraHeaders,
     latencyMs: latency_ms ?? 0,
     afterChunks: after_chunks ?? 0,

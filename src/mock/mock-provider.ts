@@ -1,7 +1,7 @@
 import { createPublicKey } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo, Server, Socket } from 'node:net';
 import { routeBedrock } from './bedrock.js';
 import { handleChatCompletion } from './chat-completion.js';
 import { handleCompletions } from './completions.js';
@@ -18,6 +18,7 @@ import type { MockContext } from './provider-context.js';
 import { createContext } from './provider-context.js';
 import type { MockStats } from './request-stats.js';
 import { handleResponses, handleStoredResponse } from './responses.js';
+import { listenH1AndH2c } from './two-protocol-listener.js';
 import { routeVertex } from './vertex.js';
 
 /** A cloud API the mock serves alone, as that service would; without one it serves OpenAI, Anthropic and Gemini paths together. */
@@ -49,6 +50,13 @@ export interface MockProviderOptions {
   tokenTtlS?: number;
   /** Vertex AI: the service account's public key (PEM); `POST /token` then verifies the JWT's RS256 signature. Without it any well-formed JWT is taken. */
   gcpPublicKeyPem?: string;
+  /**
+   * The one AWS key pair whose SigV4 signatures the Bedrock endpoints accept; both required
+   * with protocol `bedrock`, refused without it. An unknown key id is a 403
+   * UnrecognizedClientException, a wrong signature a 403 InvalidSignatureException.
+   */
+  awsAccessKeyId?: string;
+  awsSecretAccessKey?: string;
 }
 
 export interface MockProvider {
@@ -96,6 +104,13 @@ function checkOptions(opts: MockProviderOptions): void {
     } catch {
       throw new TypeError('mock provider gcpPublicKeyPem must be a PEM public key');
     }
+  }
+  for (const key of ['awsAccessKeyId', 'awsSecretAccessKey'] as const) {
+    const value = opts[key];
+    if (opts.protocol === 'bedrock' && (typeof value !== 'string' || value === '')) {
+      throw new TypeError(`mock provider ${key} is required with protocol bedrock: every Bedrock request is SigV4-signed by that key pair`);
+    }
+    if (opts.protocol !== 'bedrock' && value !== undefined) throw new TypeError(`mock provider ${key} only applies with protocol bedrock`);
   }
   for (const key of ['latencyMs', 'streamChunkDelayMs', 'streamChunks', 'port', 'tokenTtlS'] as const) {
     const value = opts[key];
@@ -227,14 +242,27 @@ function onRequest(ctx: MockContext, serve: (ctx: MockContext, ex: Exchange) => 
     ex.closed = true;
     if (!control && !ex.severed && !res.writableEnded) ctx.stats.abort();
   });
+  const done = (): void => {
+    if (control) return handleControl(ctx, ex);
+    ctx.stats.record({ method, path, httpVersion: req.httpVersion, headers: req.headers, body: ex.body, at: Date.now() });
+    serve(ctx, ex);
+  };
+  if (ctx.protocol === 'bedrock') return readBytes(ex, done);
   req.setEncoding('utf8');
   req.on('data', (chunk: string) => {
     ex.body += chunk;
   });
-  req.on('end', () => {
-    if (control) return handleControl(ctx, ex);
-    ctx.stats.record({ method, path, headers: req.headers, body: ex.body, at: Date.now() });
-    serve(ctx, ex);
+  req.on('end', done);
+}
+
+/** Bedrock's signature covers the body's bytes, so they are kept as they came (`ex.raw`), and `body` is their UTF-8. */
+function readBytes(ex: Exchange, done: () => void): void {
+  const chunks: Buffer[] = [];
+  ex.req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  ex.req.on('end', () => {
+    ex.raw = Buffer.concat(chunks);
+    ex.body = ex.raw.toString('utf8');
+    done();
   });
 }
 
@@ -251,16 +279,23 @@ export function startMockProvider(opts: MockProviderOptions): Promise<MockProvid
     protocol: opts.protocol ?? null,
     tokenTtlS: opts.tokenTtlS ?? 3600,
     gcpPublicKeyPem: opts.gcpPublicKeyPem ?? null,
+    awsCredentials:
+      opts.protocol === 'bedrock'
+        ? { accessKeyId: opts.awsAccessKeyId as string, secretAccessKey: opts.awsSecretAccessKey as string }
+        : null,
   });
   const serve = routeFor(opts.protocol);
-  const server = createServer((req, res) => onRequest(ctx, serve, req, res));
-  server.keepAliveTimeout = keepAliveTimeoutMs;
-  server.headersTimeout = headersTimeoutMs;
+  const http1 = createServer((req, res) => onRequest(ctx, serve, req, res));
+  http1.keepAliveTimeout = keepAliveTimeoutMs;
+  http1.headersTimeout = headersTimeoutMs;
+  // The AWS SDK speaks HTTP/2 to an http:// Bedrock endpoint, so that protocol alone also
+  // takes h2c on the same port; every other keeps the plain HTTP/1 server, untouched.
+  const server: Server = opts.protocol === 'bedrock' ? listenH1AndH2c(http1, (req, res) => onRequest(ctx, serve, req, res)) : http1;
 
   // close() must leave no connection open: a hanging request or an idle keep-alive socket
   // would otherwise keep the caller's process (a test runner, the demo) alive.
   const sockets = new Set<Socket>();
-  server.on('connection', (socket) => {
+  server.on('connection', (socket: Socket) => {
     ctx.stats.connect();
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));

@@ -25,6 +25,8 @@ export interface MockContext {
   readonly apiKey: string | null;
   /** The one cloud API served, when the mock serves one alone; null = OpenAI, Anthropic and Gemini together. */
   readonly protocol: 'bedrock' | 'vertex' | 'gemini' | null;
+  /** The one key pair whose SigV4 signatures the Bedrock endpoints accept; null unless serving Bedrock. */
+  readonly awsCredentials: { readonly accessKeyId: string; readonly secretAccessKey: string } | null;
   readonly stats: RequestStats;
   readonly faults: FaultQueue;
   /** The OAuth tokens the Vertex AI paths accept, and the faults of the routes that issue them. */
@@ -83,6 +85,7 @@ export interface ContextOptions {
   tokenTtlS: number;
   /** The service account's public key; null = any well-formed JWT is taken. */
   gcpPublicKeyPem: string | null;
+  awsCredentials: { readonly accessKeyId: string; readonly secretAccessKey: string } | null;
 }
 
 export function createContext(opts: ContextOptions): MockContext {

@@ -5,7 +5,9 @@ export interface MockRequestRecord {
   method: string;
   /** Path without the query string. */
   path: string;
-  /** Node's lower-cased request headers, as received. */
+  /** `1.1`, or `2.0` for Bedrock's HTTP/2 (h2c). */
+  httpVersion: string;
+  /** Node's lower-cased request headers, as received (over HTTP/2 with its pseudo-headers). */
   headers: IncomingHttpHeaders;
   /** The raw request body, byte-for-byte (decoded as UTF-8). */
   body: string;

@@ -62,7 +62,15 @@ function keyFile(name: string): string {
 }
 
 function vertexProvider(mock: MockProvider, gcp: Record<string, unknown>) {
-  return { type: 'vertex', project: PROJECT, location: LOCATION, base_url: mock.origin, gcp, timeout_ms: 5000, expose_headers: ['x-mock-provider'] };
+  return {
+    type: 'vertex',
+    project: PROJECT,
+    location: LOCATION,
+    base_url: mock.origin,
+    gcp,
+    timeout_ms: 5000,
+    expose_headers: ['x-mock-provider'],
+  };
 }
 
 const weatherTool = {
@@ -81,7 +89,10 @@ before(async () => {
   flaky = await startMockProvider({ name: 'flaky-up', protocol: 'vertex', gcpPublicKeyPem, streamChunks: 3 });
   down = await startMockProvider({ name: 'down-up', protocol: 'vertex', gcpPublicKeyPem });
   // The token endpoint of `down` refuses every grant from the start: its provider never has a token.
-  const refused = await fetch(`${down.origin}/__mock/token-faults`, { method: 'POST', body: JSON.stringify({ mode: 'status', status: 503 }) });
+  const refused = await fetch(`${down.origin}/__mock/token-faults`, {
+    method: 'POST',
+    body: JSON.stringify({ mode: 'status', status: 503 }),
+  });
   assert.equal(refused.status, 201, await refused.text());
   oai = await startMockProvider({ name: 'openai-up', streamChunks: 3 });
   const sa = keyFile('sa');
@@ -240,7 +251,9 @@ describe('Claude on Vertex AI behind the gateway', () => {
   });
 
   it('streams to an Anthropic client from :streamRawPredict, and bills cache tokens at their prices, exactly', async () => {
-    const system: Anthropic.TextBlockParam[] = [{ type: 'text', text: 'A long, cached system prompt. '.repeat(40), cache_control: { type: 'ephemeral' } }];
+    const system: Anthropic.TextBlockParam[] = [
+      { type: 'text', text: 'A long, cached system prompt. '.repeat(40), cache_control: { type: 'ephemeral' } },
+    ];
     const ask = () =>
       anthropic.messages
         .create({ model: 'claude-route', max_tokens: 50, system, messages: [{ role: 'user', content: 'hi' }] })
@@ -249,7 +262,9 @@ describe('Claude on Vertex AI behind the gateway', () => {
     const read = await ask();
     for (const { data, response } of [write, read]) {
       const u = data.usage;
-      const cost = (u.input_tokens * 3 + u.output_tokens * 15 + (u.cache_read_input_tokens ?? 0) * 0.3 + (u.cache_creation_input_tokens ?? 0) * 3.75) / 1e6;
+      const cost =
+        (u.input_tokens * 3 + u.output_tokens * 15 + (u.cache_read_input_tokens ?? 0) * 0.3 + (u.cache_creation_input_tokens ?? 0) * 3.75) /
+        1e6;
       assert.equal(response.headers.get('x-switchyard-cost-usd'), cost.toFixed(6));
     }
     assert.ok((write.data.usage.cache_creation_input_tokens ?? 0) > 0, 'the first writes the cache');
@@ -298,7 +313,15 @@ describe('Claude on Vertex AI behind the gateway', () => {
     const pixel = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=';
     const seen = await openai.chat.completions.create({
       model: 'claude-route',
-      messages: [{ role: 'user', content: [{ type: 'text', text: 'what is this?' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${pixel}` } }] }],
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'what is this?' },
+            { type: 'image_url', image_url: { url: `data:image/png;base64,${pixel}` } },
+          ],
+        },
+      ],
     });
     assert.ok((seen.choices[0]?.message.content ?? '').length > 0);
     const image = lastTo(vx, `${base}/anthropic/`).json.messages[0].content[1];
@@ -315,7 +338,9 @@ describe('vertex failover and tokens', () => {
     assert.equal(response.headers.get('x-mock-provider'), 'openai-up');
     assert.equal(response.headers.get('x-switchyard-fallback'), 'flaky');
     flaky.addFault({ mode: 'status', status: 429, count: 1, headers: { 'retry-after': '0' } });
-    const throttled = await openai.chat.completions.create({ model: 'flaky-route', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    const throttled = await openai.chat.completions
+      .create({ model: 'flaky-route', messages: [{ role: 'user', content: 'hi' }] })
+      .withResponse();
     assert.equal(throttled.response.headers.get('x-mock-provider'), 'openai-up');
 
     oai.addFault({ mode: 'status', status: 503, count: 1 });
@@ -325,12 +350,16 @@ describe('vertex failover and tokens', () => {
   });
 
   it('a token endpoint that refuses: the provider fails as credential_unavailable and the next candidate serves; the log says why', async () => {
-    const { response } = await openai.chat.completions.create({ model: 'down-route', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    const { response } = await openai.chat.completions
+      .create({ model: 'down-route', messages: [{ role: 'user', content: 'hi' }] })
+      .withResponse();
     assert.equal(response.headers.get('x-mock-provider'), 'openai-up');
     assert.equal(response.headers.get('x-switchyard-fallback'), 'down');
     const line = await gw.waitForLog((l) => l.msg === 'request' && l.request_id === response.headers.get('x-switchyard-request-id'));
     assert.match(JSON.stringify(line.fallback), /credential_unavailable/);
-    const warned = await gw.waitForLog((l) => l.provider === 'down' && typeof l.msg === 'string' && l.msg.startsWith('Google Cloud token unavailable'));
+    const warned = await gw.waitForLog(
+      (l) => l.provider === 'down' && typeof l.msg === 'string' && l.msg.startsWith('Google Cloud token unavailable'),
+    );
     assert.match(String(warned.msg), /the token endpoint answered 503/);
     assert.equal(down.stats().recent.filter((r) => r.path.startsWith('/v1/')).length, 0, 'no call without a token');
   });
