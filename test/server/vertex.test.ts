@@ -93,7 +93,7 @@ before(async () => {
     method: 'POST',
     body: JSON.stringify({ mode: 'status', status: 503 }),
   });
-  assert.equal(refused.status, 201, await refused.text());
+  assert.equal(refused.ok, true, await refused.text());
   oai = await startMockProvider({ name: 'openai-up', streamChunks: 3 });
   const sa = keyFile('sa');
   const config = baseConfig(
@@ -141,10 +141,8 @@ after(async () => {
 });
 
 beforeEach(() => {
-  for (const m of [vx, flaky, oai]) {
-    m.clearFaults();
-    m.stats();
-  }
+  // Issued tokens stay valid across a reset: the gateway keeps its own.
+  for (const m of [vx, flaky, oai]) m.reset();
 });
 
 describe('Gemini on Vertex AI behind the gateway', () => {
