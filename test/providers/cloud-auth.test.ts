@@ -241,7 +241,8 @@ describe('Google Cloud tokens', () => {
       refused.stop();
       await close(endpoint.server);
     }
-    const down = gcpTokenSource({ ...spec, tokenUrl: endpoint.url.replace(/:\d+$/, ':1') }, () => {});
+    // The endpoint's port, now closed: nothing listens there.
+    const down = gcpTokenSource({ ...spec, tokenUrl: `${endpoint.url}/token` }, () => {});
     await down.start();
     assert.match(down.problem(), /Google Cloud token unavailable: the token request failed \(ECONNREFUSED\)/);
     down.stop();

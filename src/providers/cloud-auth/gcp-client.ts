@@ -36,7 +36,10 @@ export function gcpTokenSource(spec: GcpSpec, onEvent: (e: TokenEvent) => void):
 }
 
 function gcpClient(spec: GcpSpec): OAuth2Client {
-  const transporterOptions = { timeout: FETCH_TIMEOUT_MS };
+  // Node's own fetch (undici, as the rest of the gateway speaks), not the node-fetch the
+  // library loads by default: over Node's global agent it was seen to leave later token
+  // requests hanging until the timeout.
+  const transporterOptions = { timeout: FETCH_TIMEOUT_MS, fetchImplementation: fetch };
   if (spec.kind === 'metadata_server') return new Compute({ scopes: [CLOUD_PLATFORM_SCOPE], transporterOptions });
   const jwt = new JWT({ email: spec.clientEmail, key: spec.privateKey.apiKey(), scopes: [CLOUD_PLATFORM_SCOPE], transporterOptions });
   const tokenUrl = spec.tokenUrl;
@@ -69,11 +72,19 @@ async function fetchGcpToken(client: OAuth2Client): Promise<Fetched<string>> {
 
 /** The status and the OAuth `error` code of a failed fetch, or the network error's code; never the assertion or a token. */
 function gcpFailure(err: unknown): string {
-  const e = err as { response?: { status?: unknown; data?: unknown }; code?: unknown; status?: unknown };
+  const e = err as { response?: { status?: unknown; data?: unknown }; status?: unknown };
   const status = typeof e.response?.status === 'number' ? e.response.status : typeof e.status === 'number' ? e.status : null;
   const data = e.response?.data as { error?: unknown } | undefined;
   const error = typeof data?.error === 'string' && /^[a-z_]{1,64}$/.test(data.error) ? `, ${data.error}` : '';
   if (status !== null) return `the token endpoint answered ${status}${error}`;
-  const code = typeof e.code === 'string' && /^[A-Z_]{1,32}$/.test(e.code) ? e.code : err instanceof Error ? err.name : 'error';
-  return `the token request failed (${code})`;
+  // fetch's own error ("fetch failed") holds the socket's in its cause: ECONNREFUSED, ETIMEDOUT...
+  for (let at: unknown = err, depth = 0; at !== null && typeof at === 'object' && depth < 4; depth++) {
+    const code = (at as { code?: unknown }).code;
+    if (typeof code === 'string' && /^E[A-Z_]{2,31}$/.test(code)) return `the token request failed (${code})`;
+    at = (at as { cause?: unknown }).cause;
+  }
+  // A timeout or an abort names itself in the message; one that could carry a token or the assertion is left out.
+  const said = String((err as Error)?.message ?? '').slice(0, 160);
+  const name = err instanceof Error ? err.name : 'error';
+  return /eyJ|ya29|assertion|token=/i.test(said) ? `the token request failed (${name})` : `the token request failed (${name}: ${said})`;
 }
