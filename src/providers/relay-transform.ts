@@ -1,5 +1,6 @@
 import { anthropicErrorBody, errorCatalog } from '../errors.js';
 import { AnthropicUsageReader } from './canonical/anthropic-usage-reader.js';
+import { bedrockResponseToCanonical } from './canonical/bedrock-response.js';
 import { geminiResponseToCanonical } from './canonical/gemini-response.js';
 import { usageFromGemini } from './canonical/gemini-wire.js';
 import {
@@ -11,7 +12,7 @@ import {
 import { StreamTranslator } from './canonical/stream-translator.js';
 import type { CanonicalResponse, ChatProtocol, ProviderProtocol, Translation } from './canonical/types.js';
 import { anthropicErrorBodyFor, openaiErrorBodyFor, translateErrorResponse } from './canonical/upstream-error.js';
-import { usageFromAnthropic, usageFromOpenai, usageFromResponses } from './canonical/usage.js';
+import { usageFromAnthropic, usageFromBedrock, usageFromOpenai, usageFromResponses } from './canonical/usage.js';
 import { topLevelValue } from './json-splice.js';
 import type { TokenUsage } from './metering.js';
 import { ResponsesStreamReader } from './responses-stream-reader.js';
@@ -218,10 +219,12 @@ const readers: Readonly<Record<ProviderProtocol, (body: unknown) => Translation<
   openai: openaiResponseToCanonical,
   anthropic: anthropicResponseToCanonical,
   gemini: geminiResponseToCanonical,
+  bedrock: bedrockResponseToCanonical,
 };
 
 /** The usage a readable answer of the protocol reports, as TokenUsage; null when it reports none. */
 function reportedUsage(from: ProviderProtocol, body: Record<string, unknown>): TokenUsage | null {
   if (from === 'gemini') return usageFromGemini(body.usageMetadata);
+  if (from === 'bedrock') return usageFromBedrock(body.usage);
   return from === 'openai' ? usageFromOpenai(body.usage) : usageFromAnthropic(body.usage);
 }
