@@ -52,7 +52,16 @@ export {
 } from './relay-transform.js';
 export type { ClientHeaders } from './response-headers.js';
 export { ResponsesStreamReader } from './responses-stream-reader.js';
-export { type AnswerReader, type FailedAttempt, readGeminiAnswer, retryAfterOf, upstreamMessage } from './upstream-failure.js';
+export {
+  type AnswerHeader,
+  type AnswerReader,
+  type AnswerVerdict,
+  type FailedAttempt,
+  readBedrockAnswer,
+  readGeminiAnswer,
+  retryAfterOf,
+  upstreamMessage,
+} from './upstream-failure.js';
 export { withoutUsageEvent } from './usage-event-filter.js';
 export { type UsageHeadersOf, withUsageHeaders } from './usage-headers.js';
 

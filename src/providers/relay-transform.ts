@@ -170,10 +170,11 @@ function anthropicUsageOf(body: Buffer): TokenUsage | null {
  * status and message in the client's error shape; a success the gateway cannot read
  * becomes a 502 in the client's shape rather than bytes its SDK cannot parse.
  */
-export function translation(from: ProviderProtocol, to: ChatProtocol, includeUsage: boolean): BodyTransform {
+export function translation(from: ProviderProtocol, to: ChatProtocol, includeUsage: boolean, maxEventBytes?: number): BodyTransform {
   let stream: StreamTranslator | null = null;
   const translator = (): StreamTranslator => {
-    stream ??= new StreamTranslator({ from, to, includeUsage });
+    // maxEventBytes bounds a Bedrock stream's binary frames (the relay bounds them too, by the same setting).
+    stream ??= new StreamTranslator(maxEventBytes === undefined ? { from, to, includeUsage } : { from, to, includeUsage, maxEventBytes });
     return stream;
   };
   return {

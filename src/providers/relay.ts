@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { openaiErrorBody } from '../errors.js';
 import { answerClassOf, type FallbackClass, isFailoverStatus } from '../resilience/index.js';
+import { EventStreamFrames, holdsExceptionFrame } from './canonical/bedrock-stream.js';
 import type { TokenUsage } from './metering.js';
 import { usageFromJson } from './openai-adapter.js';
 import type { ProviderPool, RawHandler, UpstreamCall } from './provider-pool.js';
@@ -80,9 +81,10 @@ export interface RelayRequest {
    */
   readonly fallbackOn?: readonly FallbackClass[];
   /**
-   * For a provider whose error bodies say more than their status (Gemini): a 400 is held
-   * until its body shows whether the gateway's key was refused, and a 429 without
-   * `retry-after` until its body gives the delay.
+   * For a provider whose error bodies say more than their status (Gemini, Bedrock): a 400 is
+   * held until its body shows whether the gateway's key was refused or the answer is of a
+   * fallback class, and a 429 without `retry-after` until its body gives the delay. The
+   * reader may also look at the answer's headers (Bedrock names its error type in one).
    */
   readonly readAnswer?: AnswerReader;
 }
@@ -140,6 +142,8 @@ export interface Relayed {
 
 const CONTENT_TYPE = headerNameBytes('content-type');
 const RETRY_AFTER = headerNameBytes('retry-after');
+/** AWS's binary event stream, Bedrock's ConverseStream body. */
+const EVENT_STREAM_TYPE = 'application/vnd.amazon.eventstream';
 const CONTENT_ENCODING = headerNameBytes('content-encoding');
 
 class ClientGone extends Error {
@@ -202,7 +206,10 @@ class Relay implements RawHandler {
   #classify = false;
   #clientGone = false;
   #drainListened = false;
+  /** The answer is a stream: server-sent events, or AWS's binary event stream (Bedrock's ConverseStream). */
   #isSse = false;
+  /** The stream is AWS's binary event stream: cut into frames by length, not into events by blank lines. */
+  #isEventStream = false;
   #status = 0;
   #headersAt = 0;
   #upstreamHeaders: readonly Buffer[] = NO_HEADERS;
@@ -211,7 +218,7 @@ class Relay implements RawHandler {
   #kept: Buffer[] = [];
   #keptBytes = 0;
   /** A stream's events, once its headers said it is one. */
-  #sse: SseReader | null = null;
+  #sse: SseReader | EventStreamFrames | null = null;
   /** The upstream sent an error event in the stream. */
   #upstreamError = false;
   /** Set when an event grew past max_event_bytes: what the client is told. */
@@ -291,7 +298,7 @@ class Relay implements RawHandler {
       const reader = this.#request.readAnswer;
       if (reader !== undefined && statusCode === 429 && retryAfterMs === null) {
         answer.readBody((text) => {
-          const seconds = reader(statusCode, text).retryAfterSeconds;
+          const seconds = reader(statusCode, text, (name) => rawHeaderValue(headers, headerNameBytes(name))).retryAfterSeconds;
           if (seconds !== null) answer.retryAfter = saneRetryAfter(String(seconds));
           const ms = answer.retryAfter === null ? null : Number(answer.retryAfter) * 1000;
           this.#failed(statusFailure(statusCode, ms, answer));
@@ -311,7 +318,8 @@ class Relay implements RawHandler {
     }
     this.#upstreamHeaders = headers;
     const contentType = rawHeaderValue(headers, CONTENT_TYPE);
-    this.#isSse = contentType?.startsWith('text/event-stream') === true;
+    this.#isEventStream = contentType?.startsWith(EVENT_STREAM_TYPE) === true;
+    this.#isSse = this.#isEventStream || contentType?.startsWith('text/event-stream') === true;
     const transform = this.#transform;
     if (!this.#isSse) {
       if (transform?.plain !== undefined) this.#body = transform;
@@ -321,7 +329,9 @@ class Relay implements RawHandler {
       return true;
     }
     if (transform?.chunk !== undefined) this.#body = transform;
-    this.#sse = new SseReader(this.#request.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES);
+    const maxEventBytes = this.#request.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
+    // The same bound on a binary frame as on an event: a larger one ends the stream alike.
+    this.#sse = this.#isEventStream ? new EventStreamFrames(maxEventBytes) : new SseReader(maxEventBytes);
     // A started stream is bound by its own length limit, not by the time to start it.
     this.#clearLimit();
     const maxMs = this.#request.streamMaxMs;
@@ -365,7 +375,7 @@ class Relay implements RawHandler {
 
   /** Whole events of a stream, to the client (through the transform, if it has `chunk`). */
   #relayEvents(events: Buffer): boolean {
-    if (!this.#upstreamError) this.#upstreamError = holdsErrorEvent(events);
+    if (!this.#upstreamError) this.#upstreamError = this.#isEventStream ? holdsExceptionFrame(events) : holdsErrorEvent(events);
     const body = this.#body;
     // Set only for a stream whose transform has `chunk` (onHeaders).
     if (body !== undefined) return this.#write(body.chunk!(events));
@@ -482,8 +492,16 @@ class Relay implements RawHandler {
   #failedAsClass(): boolean {
     const whole = this.#wholeBody();
     const start = whole.subarray(0, ANSWER_BODY_BYTES).toString('utf8');
-    const keyRefused = this.#request.readAnswer?.(this.#status, start).keyRefused === true;
-    const kind = keyRefused ? null : answerClassOf(this.#status, start, this.#request.fallbackOn ?? []);
+    const headers = this.#upstreamHeaders;
+    const verdict = this.#request.readAnswer?.(this.#status, start, (name) => rawHeaderValue(headers, headerNameBytes(name)));
+    const keyRefused = verdict?.keyRefused === true;
+    const wanted = this.#request.fallbackOn ?? [];
+    const said = verdict?.answerClass;
+    const kind = keyRefused
+      ? null
+      : said !== undefined && said !== null && wanted.includes(said)
+        ? said
+        : answerClassOf(this.#status, start, wanted);
     if (kind === null && !keyRefused) return false;
     const answer = new AnswerBody(this.#status, undefined);
     answer.push(whole);
