@@ -110,6 +110,8 @@ function header(headers: Record<string, { type: string; value: unknown }>, name:
 
 /** Whether the frames in `bytes` (whole, as EventStreamFrames.push returned them) hold an exception or error frame. */
 export function holdsExceptionFrame(bytes: Buffer): boolean {
+  // The header values `exception` and `error` are written as they are: frames without either word are decoded no further.
+  if (bytes.indexOf('exception') === -1 && bytes.indexOf('error') === -1) return false;
   for (const frame of EventStreamFrames.split(bytes)) {
     try {
       const type = header(codec.decode(frame).headers, ':message-type');
