@@ -198,6 +198,44 @@ describe('canonical -> Bedrock Converse request', () => {
     assert.deepEqual(loop.dropped, ['tool_choice']);
   });
 
+  it('leaves out empty text, which Converse refuses, and gives an empty tool result as an empty JSON object', () => {
+    const { body } = written(
+      fromOpenai({
+        messages: [
+          { role: 'user', content: 'x' },
+          { role: 'assistant', content: '', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+          { role: 'tool', tool_call_id: 'c1', content: '' },
+        ],
+        tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
+      }),
+    );
+    assert.deepEqual(body.messages, [
+      { role: 'user', content: [{ text: 'x' }] },
+      { role: 'assistant', content: [{ toolUse: { toolUseId: 'c1', name: 'f', input: {} } }] },
+      { role: 'user', content: [{ toolResult: { toolUseId: 'c1', content: [{ json: {} }] } }] },
+    ]);
+  });
+
+  it('declares the tools a history called when the request offers none, as Converse needs toolConfig then', () => {
+    const { body, dropped } = written(
+      fromOpenai({
+        messages: [
+          { role: 'user', content: 'x' },
+          { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'lookup', arguments: '{}' } }] },
+          { role: 'tool', tool_call_id: 'c1', content: 'found' },
+          { role: 'user', content: 'Summarise.' },
+        ],
+      }),
+    );
+    const config = body.toolConfig as { tools: { toolSpec: Record<string, unknown> }[]; toolChoice?: unknown };
+    assert.deepEqual(
+      config.tools.map((t) => t.toolSpec.name),
+      ['lookup'],
+    );
+    assert.equal(config.toolChoice, undefined);
+    assert.deepEqual(dropped, []);
+  });
+
   it('lists what Converse has no place for, by the name each client sent it by', () => {
     const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }];
     const o = written(fromOpenai({ messages: [{ role: 'user', content: 'x' }], tools, parallel_tool_calls: false, user: 'u1' }));

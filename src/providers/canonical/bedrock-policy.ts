@@ -22,7 +22,7 @@ export const BEDROCK_RULES: readonly TranslationRule[] = Object.freeze([
   o(
     'messages',
     'mapped',
-    '`messages` of `user` and `assistant` turns, adjacent turns of one role merged (Converse wants them to alternate); leading `system`/`developer` messages become `system`; `tool_calls` become `toolUse` blocks; `tool` messages become `toolResult` blocks in the user turn after the call',
+    '`messages` of `user` and `assistant` turns, adjacent turns of one role merged (Converse wants them to alternate); leading `system`/`developer` messages become `system`; `tool_calls` become `toolUse` blocks; `tool` messages become `toolResult` blocks in the user turn after the call (an empty one as `{json: {}}`: Converse refuses empty text); a history with tool calls but no `tools` declares the called tools, as Converse requires',
   ),
   o(
     'max_tokens',
@@ -86,7 +86,7 @@ export const BEDROCK_RULES: readonly TranslationRule[] = Object.freeze([
   a(
     'messages',
     'mapped',
-    '`messages`, adjacent turns of one role merged; `tool_use` blocks become `toolUse` blocks; `tool_result` blocks become `toolResult` blocks (text and images), `is_error` as `status: error`; base64 images become `image` blocks',
+    '`messages`, adjacent turns of one role merged; `tool_use` blocks become `toolUse` blocks; `tool_result` blocks become `toolResult` blocks (text and images), `is_error` as `status: error`; base64 images become `image` blocks; a history with tool calls but no `tools` declares the called tools, as Converse requires',
   ),
   a('system', 'mapped', '`system` text blocks'),
   a('max_tokens', 'mapped', '`inferenceConfig.maxTokens`'),

@@ -66,8 +66,18 @@ function image(p: ImagePart, path: string): Block {
   return { image: { format, source: { bytes: p.source.data } } };
 }
 
-function resultContent(c: TextPart | ImagePart, path: string): Block {
-  return c.type === 'text' ? { text: c.text } : image(c, path);
+/**
+ * A tool result's content. Converse refuses an empty text block, so empty text is left out;
+ * a result left with nothing (a tool that printed nothing) is an empty JSON object, which
+ * says "no output" without inventing words for the model to read.
+ */
+function resultContent(content: readonly (TextPart | ImagePart)[], path: string): Block[] {
+  const out: Block[] = [];
+  content.forEach((c, i) => {
+    if (c.type === 'image') out.push(image(c, `${path}.content[${i}]`));
+    else if (c.text !== '') out.push({ text: c.text });
+  });
+  return out.length === 0 ? [{ json: {} }] : out;
 }
 
 /** One canonical part as Converse content blocks: the block, and a cache checkpoint after it when it had a marker. */
@@ -75,6 +85,8 @@ function blocks(p: ContentPart, path: string): Block[] {
   let block: Block;
   switch (p.type) {
     case 'text':
+      // Converse refuses an empty text block (an OpenAI assistant turn's "" beside its tool calls).
+      if (p.text === '') return p.cacheControl === undefined ? [] : [cachePoint(p.cacheControl)];
       block = { text: p.text };
       break;
     case 'image':
@@ -84,10 +96,7 @@ function blocks(p: ContentPart, path: string): Block[] {
       block = { toolUse: { toolUseId: p.id, name: p.name, input: p.input ?? {} } };
       break;
     case 'tool_result': {
-      const result: Block = {
-        toolUseId: p.toolCallId,
-        content: p.content.map((c, i) => resultContent(c, `${path}.content[${i}]`)),
-      };
+      const result: Block = { toolUseId: p.toolCallId, content: resultContent(p.content, path) };
       if (p.isError) result.status = 'error';
       block = { toolResult: result };
       break;
@@ -116,6 +125,27 @@ function messages(list: readonly CanonicalMessage[]): { role: string; content: B
 /** Whether the history holds a tool call or result: Converse then refuses a request without `toolConfig`. */
 function historyUsesTools(list: readonly CanonicalMessage[]): boolean {
   return list.some((m) => m.content.some((p) => p.type === 'tool_call' || p.type === 'tool_result'));
+}
+
+/** The names of the tools the history called, in order, once each. */
+function historyToolNames(list: readonly CanonicalMessage[]): string[] {
+  const names = new Set<string>();
+  for (const m of list) for (const p of m.content) if (p.type === 'tool_call') names.add(p.name);
+  return [...names];
+}
+
+/**
+ * A history with tool calls but a request that offers no tools (a client that goes on
+ * talking about the calls): Converse refuses it without `toolConfig`, which the Messages
+ * and chat completions APIs do not. The tools the history called are declared, each with an
+ * open schema and saying it is not offered now, so the request is taken and the earlier
+ * calls keep their meaning.
+ */
+function historyTools(list: readonly CanonicalMessage[]): Record<string, unknown> | null {
+  const names = historyToolNames(list);
+  if (names.length === 0) return null;
+  const description = 'Called earlier in this conversation; not offered in this turn.';
+  return { tools: names.map((name) => ({ toolSpec: { name, description, inputSchema: { json: { type: 'object' } } } })) };
 }
 
 /** The canonical request as a Bedrock Converse body (the model is in the path), and what had to be dropped. */
@@ -203,7 +233,11 @@ function tools(req: CanonicalRequest, body: Record<string, unknown>, dropped: st
   const choice = req.toolChoice;
   const list = req.tools ?? [];
   if (req.parallelToolCalls === false && choice?.type !== 'none') dropped.push(names.parallel);
-  if (list.length === 0) return;
+  if (list.length === 0) {
+    const declared = historyUsesTools(req.messages) ? historyTools(req.messages) : null;
+    if (declared !== null) body.toolConfig = declared;
+    return;
+  }
   if (choice?.type === 'none' && !historyUsesTools(req.messages)) return;
   const specs = list.flatMap((t) => {
     const spec: Record<string, unknown> = { name: t.name };
