@@ -2,12 +2,14 @@ import assert from 'node:assert/strict';
 import { createServer, type Http2Server } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { BedrockRuntimeClient, ConverseCommand, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
+import { BedrockRuntimeClient, ConverseCommand, type ConverseCommandInput, ConverseStreamCommand } from '@aws-sdk/client-bedrock-runtime';
+import { EventStreamCodec } from '@smithy/eventstream-codec';
 import {
   anthropicRequestToCanonical,
   canonicalToBedrockRequest,
   openaiRequestToCanonical,
   readBedrockAnswer,
+  StreamTranslator,
   translateErrorResponse,
 } from '../../src/providers/index.js';
 
@@ -21,6 +23,8 @@ import {
 let server: Http2Server;
 let seen: { path: string; body: string } | null = null;
 let answer = { status: 400, type: 'ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/', body: '{"message":"nope"}' };
+/** When set, the server answers with this ConverseStream body instead. */
+let stream: Buffer | null = null;
 
 before(async () => {
   server = createServer((req, res) => {
@@ -28,6 +32,11 @@ before(async () => {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       seen = { path: req.url, body: Buffer.concat(chunks).toString('utf8') };
+      if (stream !== null) {
+        res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream' });
+        res.end(stream);
+        return;
+      }
       res.writeHead(answer.status, { 'content-type': 'application/json', 'x-amzn-errortype': answer.type });
       res.end(answer.body);
     });
@@ -159,5 +168,59 @@ describe('the Bedrock writer against the AWS SDK', { timeout: 20_000 }, () => {
     const verdict = readBedrockAnswer(400, answer.body, (name) => (name === 'x-amzn-errortype' ? answer.type : undefined));
     assert.equal(verdict.answerClass, 'context_length');
     assert.equal(JSON.parse(translateErrorResponse(400, answer.body, 'bedrock', 'openai').body).error.message, (error as Error).message);
+  });
+
+  it('decodes a ConverseStream as the SDK does: the same text, tool call, stop reason and usage', async () => {
+    const codec = new EventStreamCodec(
+      (bytes) => Buffer.from(bytes).toString('utf8'),
+      (text) => Buffer.from(text, 'utf8'),
+    );
+    const frame = (type: string, payload: unknown) =>
+      Buffer.from(
+        codec.encode({
+          headers: {
+            ':message-type': { type: 'string', value: 'event' },
+            ':event-type': { type: 'string', value: type },
+            ':content-type': { type: 'string', value: 'application/json' },
+          },
+          body: Buffer.from(JSON.stringify(payload)),
+        }),
+      );
+    stream = Buffer.concat([
+      frame('messageStart', { role: 'assistant' }),
+      frame('contentBlockDelta', { contentBlockIndex: 0, delta: { text: 'Let me look.' } }),
+      frame('contentBlockStop', { contentBlockIndex: 0 }),
+      frame('contentBlockStart', { contentBlockIndex: 1, start: { toolUse: { toolUseId: 'tooluse_a', name: 'look' } } }),
+      frame('contentBlockDelta', { contentBlockIndex: 1, delta: { toolUse: { input: '{"zoom":' } } }),
+      frame('contentBlockDelta', { contentBlockIndex: 1, delta: { toolUse: { input: '3}' } } }),
+      frame('contentBlockStop', { contentBlockIndex: 1 }),
+      frame('messageStop', { stopReason: 'tool_use' }),
+      frame('metadata', { usage: { inputTokens: 11, outputTokens: 6, totalTokens: 17 }, metrics: { latencyMs: 30 } }),
+    ]);
+    const c = client();
+    const events: Record<string, unknown>[] = [];
+    try {
+      const out = await c.send(new ConverseStreamCommand({ modelId: 'm', messages: [{ role: 'user', content: [{ text: 'x' }] }] }));
+      for await (const e of out.stream ?? []) events.push(e as unknown as Record<string, unknown>);
+    } finally {
+      c.destroy();
+      const body = stream;
+      stream = null;
+      const t = new StreamTranslator({ from: 'bedrock', to: 'openai', includeUsage: true });
+      const text = t.push(body) + t.end();
+      assert.ok(t.complete);
+      assert.deepEqual(t.usage, { inputTokens: 11, outputTokens: 6 });
+      assert.match(text, /"content":"Let me look\."/);
+      assert.match(text, /"id":"tooluse_a","type":"function","function":\{"name":"look"/);
+      assert.match(text, /"finish_reason":"tool_calls"/);
+    }
+    const sdk = (name: string) => events.filter((e) => e[name] !== undefined).map((e) => e[name]);
+    assert.deepEqual(sdk('contentBlockStart'), [{ contentBlockIndex: 1, start: { toolUse: { toolUseId: 'tooluse_a', name: 'look' } } }]);
+    assert.deepEqual(
+      sdk('contentBlockDelta').map((d) => (d as { delta: unknown }).delta),
+      [{ text: 'Let me look.' }, { toolUse: { input: '{"zoom":' } }, { toolUse: { input: '3}' } }],
+    );
+    assert.deepEqual(sdk('messageStop'), [{ stopReason: 'tool_use' }]);
+    assert.deepEqual((sdk('metadata')[0] as { usage: unknown }).usage, { inputTokens: 11, outputTokens: 6, totalTokens: 17 });
   });
 });
