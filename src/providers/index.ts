@@ -48,6 +48,7 @@ export {
   type PlainAnswer,
   type RelayTransform,
   responsesMetering,
+  type TranslationOptions,
   translation,
 } from './relay-transform.js';
 export type { ClientHeaders } from './response-headers.js';

@@ -164,17 +164,29 @@ function anthropicUsageOf(body: Buffer): TokenUsage | null {
   }
 }
 
+/** What a translation needs to know beyond the two protocols, for a provider protocol that leaves it out (Bedrock's). */
+export interface TranslationOptions {
+  /** The upstream model, named in the client's answer when the provider's answer does not name it (Converse does not). */
+  readonly model?: string;
+  /** A Bedrock stream's largest binary frame (the provider's max_event_bytes; the relay bounds frames by it too); default 1 MiB. */
+  readonly maxEventBytes?: number;
+}
+
 /**
  * Upstream protocol -> client protocol, for both kinds of body. A stream is translated
  * event by event as it arrives; a plain body once it is whole. An upstream error keeps its
  * status and message in the client's error shape; a success the gateway cannot read
  * becomes a 502 in the client's shape rather than bytes its SDK cannot parse.
  */
-export function translation(from: ProviderProtocol, to: ChatProtocol, includeUsage: boolean, maxEventBytes?: number): BodyTransform {
+export function translation(
+  from: ProviderProtocol,
+  to: ChatProtocol,
+  includeUsage: boolean,
+  options: TranslationOptions = {},
+): BodyTransform {
   let stream: StreamTranslator | null = null;
   const translator = (): StreamTranslator => {
-    // maxEventBytes bounds a Bedrock stream's binary frames (the relay bounds them too, by the same setting).
-    stream ??= new StreamTranslator(maxEventBytes === undefined ? { from, to, includeUsage } : { from, to, includeUsage, maxEventBytes });
+    stream ??= new StreamTranslator({ ...options, from, to, includeUsage });
     return stream;
   };
   return {
@@ -195,7 +207,8 @@ export function translation(from: ProviderProtocol, to: ChatProtocol, includeUsa
         const error = to === 'anthropic' ? anthropicErrorBodyFor(502, null, message) : openaiErrorBodyFor(502, 'upstream_error', message);
         return { status: 502, body: error, usage: null };
       }
-      const out = to === 'anthropic' ? canonicalToAnthropicResponse(read.value) : canonicalToOpenaiResponse(read.value);
+      const answer = read.value.model === '' && options.model !== undefined ? { ...read.value, model: options.model } : read.value;
+      const out = to === 'anthropic' ? canonicalToAnthropicResponse(answer) : canonicalToOpenaiResponse(answer);
       // Billed on what the provider reported, not on the canonical form's, which fills in
       // zeros for an answer without usage (the client's protocol needs the fields): an
       // answer that reports none is billed as missing usage, its reservation.

@@ -121,7 +121,7 @@ describe('the relay with a Bedrock upstream', { timeout: 5000 }, () => {
         inPieces(h, ANSWER, 7);
         h.onComplete(null);
       }),
-      { transform: translation('bedrock', 'openai', true) },
+      { transform: translation('bedrock', 'openai', true, { model: 'us.anthropic.claude-x' }) },
     );
     assert.equal(seen.status, 200);
     assert.match(seen.body, /"content":"Hi there"/);
@@ -131,6 +131,31 @@ describe('the relay with a Bedrock upstream', { timeout: 5000 }, () => {
     assert.equal(seen.relayed?.outcome, 'complete');
     assert.deepEqual(seen.relayed?.usage, { inputTokens: 3, outputTokens: 2 });
     assert.equal(seen.relayed?.events, 5);
+    assert.match(seen.body, /"id":"bdrk_[0-9a-f]{24}"/);
+    assert.match(seen.body, /"model":"us\.anthropic\.claude-x"/);
+  });
+
+  it('translates a whole Converse answer, naming the model it does not name, and bills its cache tokens', async () => {
+    const converse = {
+      output: { message: { role: 'assistant', content: [{ text: 'Done.' }] } },
+      stopReason: 'end_turn',
+      usage: { inputTokens: 4, outputTokens: 2, totalTokens: 36, cacheReadInputTokens: 20, cacheWriteInputTokens: 10 },
+      metrics: { latencyMs: 40 },
+    };
+    const seen = await through(
+      scripted((h) => {
+        h.onHeaders(200, [b('content-type'), b('application/json')], () => undefined, 'OK');
+        h.onData(b(JSON.stringify(converse)));
+        h.onComplete(null);
+      }),
+      { transform: translation('bedrock', 'anthropic', false, { model: 'anthropic.claude-y' }) },
+    );
+    const message = JSON.parse(seen.body);
+    assert.equal(message.model, 'anthropic.claude-y');
+    assert.deepEqual(message.content, [{ type: 'text', text: 'Done.' }]);
+    assert.equal(message.stop_reason, 'end_turn');
+    assert.deepEqual(message.usage, { input_tokens: 4, output_tokens: 2, cache_creation_input_tokens: 10, cache_read_input_tokens: 20 });
+    assert.deepEqual(seen.relayed?.usage, { inputTokens: 34, outputTokens: 2, cacheReadTokens: 20, cacheWriteTokens: 10 });
   });
 
   it('ends the stream with stream_event_too_large when a frame is over max_event_bytes', async () => {
@@ -143,7 +168,7 @@ describe('the relay with a Bedrock upstream', { timeout: 5000 }, () => {
         // A real upstream would go on; the relay has aborted it, and says why.
         setImmediate(() => h.onError(new Error('aborted')));
       }),
-      { transform: translation('bedrock', 'anthropic', false, 1024), maxEventBytes: 1024 },
+      { transform: translation('bedrock', 'anthropic', false, { maxEventBytes: 1024 }), maxEventBytes: 1024 },
     );
     assert.match(seen.body, /event: error\ndata: .*larger than max_event_bytes \(1024 bytes\)/);
     assert.equal(seen.relayed?.outcome, 'partial');

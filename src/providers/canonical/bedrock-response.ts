@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { TokenUsage } from '../metering.js';
 import { stopReasonFromBedrock } from './bedrock-wire.js';
 import type { CanonicalResponse, TextPart, ThinkingPart, ToolCallPart, Translation } from './types.js';
@@ -5,10 +6,16 @@ import { attempt, isRecord, refuse } from './types.js';
 import { usageFromBedrock } from './usage.js';
 
 // A whole Bedrock Converse answer in the canonical form: `output.message.content` holds
-// text, tool uses and reasoning blocks. Converse gives the answer no id and does not name
-// the model in the body, so both are left for the client protocol's encoder to fill in.
+// text, tool uses and reasoning blocks. Converse gives the answer no id, so the gateway
+// makes one, and does not name the model, which the caller knows (relay-transform's
+// `model`); '' here.
 
 const NO_USAGE: TokenUsage = { inputTokens: 0, outputTokens: 0 };
+
+/** An id for an answer Converse gave none: clients of both protocols expect one. */
+export function answerId(): string {
+  return `bdrk_${randomBytes(12).toString('hex')}`;
+}
 
 /** A Converse content block as a canonical part; null for one the client is not given (redacted reasoning, citations, images). */
 export function bedrockPart(block: unknown): TextPart | ToolCallPart | ThinkingPart | null {
@@ -40,7 +47,7 @@ export function bedrockResponseToCanonical(body: unknown): Translation<Canonical
       if (part !== null) content.push(part);
     }
     return {
-      id: '',
+      id: answerId(),
       model: '',
       content,
       stopReason: stopReasonFromBedrock(body.stopReason),

@@ -1,4 +1,5 @@
 import { EventStreamCodec } from '@smithy/eventstream-codec';
+import { answerId } from './bedrock-response.js';
 import { bedrockErrorType, framePayload, statusOfBedrockError, stopReasonFromBedrock } from './bedrock-wire.js';
 import type { StreamSink } from './stream-sink.js';
 import type { StopReason } from './types.js';
@@ -126,7 +127,9 @@ export function holdsExceptionFrame(bytes: Buffer): boolean {
 export class BedrockStreamDecoder {
   readonly #sink: StreamSink;
   readonly #frames: EventStreamFrames;
+  readonly #model: string;
   #started = false;
+  #overflowed = false;
   /** messageStop's reason, held until metadata brings the usage (an encoder writes its last event on the finish). */
   #stop: StopReason | null | undefined;
   #finished = false;
@@ -134,9 +137,11 @@ export class BedrockStreamDecoder {
   /** Converse's contentBlockIndex of a tool use -> its canonical tool number. */
   readonly #tools = new Map<number, number>();
 
-  constructor(sink: StreamSink, maxFrameBytes: number) {
+  /** `model`: the upstream model, which Converse does not name in its answer; '' when unknown. */
+  constructor(sink: StreamSink, maxFrameBytes: number, model = '') {
     this.#sink = sink;
     this.#frames = new EventStreamFrames(maxFrameBytes);
+    this.#model = model;
   }
 
   /** messageStop arrived: the answer is whole when the stream ends. */
@@ -145,13 +150,15 @@ export class BedrockStreamDecoder {
   }
 
   /** A frame broke the bound: the stream must end with the client's error event. */
-  overflowed = false;
+  get overflowed(): boolean {
+    return this.#overflowed;
+  }
 
   push(chunk: Buffer | string): void {
-    if (this.#failed || this.overflowed) return;
+    if (this.#failed || this.#overflowed) return;
     const bytes = this.#frames.push(typeof chunk === 'string' ? Buffer.from(chunk, 'latin1') : chunk);
     if (bytes === null) {
-      this.overflowed = true;
+      this.#overflowed = true;
       return;
     }
     for (const frame of EventStreamFrames.split(bytes)) {
@@ -197,7 +204,7 @@ export class BedrockStreamDecoder {
     const sink = this.#sink;
     if (!this.#started && type !== 'metadata') {
       this.#started = true;
-      sink.start('', '');
+      sink.start(answerId(), this.#model);
     }
     switch (type) {
       case 'contentBlockStart': {

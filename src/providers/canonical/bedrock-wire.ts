@@ -1,5 +1,5 @@
 import type { StopReason } from './types.js';
-import { isRecord, jsonRecord } from './types.js';
+import { jsonRecord } from './types.js';
 
 // What the Bedrock Runtime's answers and errors say, read into the gateway's terms: why
 // generation stopped, and what an error's type stands for. Bedrock names an error by its
@@ -30,9 +30,11 @@ export function stopReasonFromBedrock(reason: unknown): StopReason | null {
 }
 
 /**
- * The HTTP status each Bedrock Runtime error type is answered with (the service model's
- * `httpError`). A stream's exception frame carries only the type, in camelCase
- * (`throttlingException`); both spellings are read through errorTypeKey.
+ * The HTTP status each Bedrock Runtime error type stands for: the service model's where it
+ * is one a client knows, and where it is not (a model's 424 and 408) the gateway's for a
+ * provider that failed. A quota exceeded (400 on the wire) stands for what it is, a 429. A
+ * stream's exception frame carries only the type, in camelCase (`throttlingException`);
+ * both spellings are read through errorTypeKey.
  */
 const STATUS_OF_TYPE: Readonly<Record<string, number>> = Object.freeze({
   accessdeniedexception: 403,
@@ -112,6 +114,5 @@ export function isBedrockContextMessage(message: string): boolean {
 
 /** The JSON payload of an event-stream frame, as an object; null when it is not one. */
 export function framePayload(body: Uint8Array): Record<string, unknown> | null {
-  const record = jsonRecord(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
-  return isRecord(record) ? record : null;
+  return jsonRecord(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
 }

@@ -17,6 +17,8 @@ export interface StreamTranslatorOptions {
   readonly includeUsage?: boolean;
   /** Bedrock only: the largest event-stream frame taken (max_event_bytes; default 1 MiB); a larger one ends the stream. */
   readonly maxEventBytes?: number;
+  /** Bedrock only: the upstream model, which its stream does not name, for the client's events. */
+  readonly model?: string;
 }
 
 /** Watches the canonical events on their way to the encoder, to report usage and completeness. */
@@ -92,7 +94,7 @@ export class StreamTranslator {
       // Some OpenAI-compatible servers end after the finish chunk without `[DONE]`.
       this.#upstreamFinished = () => decoder.finished;
     } else if (options.from === 'bedrock') {
-      const decoder = new BedrockStreamDecoder(this.#tap, options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES);
+      const decoder = new BedrockStreamDecoder(this.#tap, options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, options.model ?? '');
       this.#frames = decoder;
       this.#onEvent = () => {};
       // The answer is whole after metadata; at the body's end, after messageStop is enough.
