@@ -57,6 +57,7 @@ export {
   type AnswerHeader,
   type AnswerReader,
   type AnswerVerdict,
+  bedrockAnswerStatus,
   type FailedAttempt,
   readBedrockAnswer,
   readGeminiAnswer,

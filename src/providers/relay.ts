@@ -13,6 +13,7 @@ import { DEFAULT_MAX_EVENT_BYTES, SseReader } from './sse-reader.js';
 import {
   ANSWER_BODY_BYTES,
   AnswerBody,
+  type AnswerHeader,
   type AnswerReader,
   classFailure,
   encodingFailure,
@@ -87,6 +88,12 @@ export interface RelayRequest {
    * reader may also look at the answer's headers (Bedrock names its error type in one).
    */
   readonly readAnswer?: AnswerReader;
+  /**
+   * For a provider that names its error type in a header (Bedrock's `x-amzn-errortype`):
+   * the status an error answer stands for, which decides failover (a quota exceeded that
+   * Bedrock answers 400 is a 429; a model's 424 or 408 a 5xx). Absent: its own status.
+   */
+  readonly statusOfAnswer?: (status: number, header: AnswerHeader) => number;
 }
 
 /** The longest a 429's body is waited for, for its delay, before failing over without one. */
@@ -286,7 +293,8 @@ class Relay implements RawHandler {
     this.#resume = resume;
     this.#status = statusCode;
     this.#headersAt = performance.now();
-    if (isFailoverStatus(statusCode) || isAuthStatus(statusCode)) {
+    const standsFor = statusCode >= 400 ? this.#standsFor(statusCode, headers) : statusCode;
+    if (isFailoverStatus(standsFor) || isAuthStatus(standsFor)) {
       // Let the body drain so the connection stays reusable, and fail over now; the start
       // of the body is kept, for the client's error should this be the last candidate.
       this.#state = 'discarding';
@@ -294,18 +302,18 @@ class Relay implements RawHandler {
       const answer = new AnswerBody(statusCode, retryAfter);
       this.#answer = answer;
       // A 503's retry-after is read too: a retry of this candidate waits for it (a breaker only for a 429's).
-      const retryAfterMs = statusCode === 429 || statusCode === 503 ? retryAfterOf(retryAfter) : null;
+      const retryAfterMs = standsFor === 429 || standsFor === 503 ? retryAfterOf(retryAfter) : null;
       const reader = this.#request.readAnswer;
-      if (reader !== undefined && statusCode === 429 && retryAfterMs === null) {
+      if (reader !== undefined && standsFor === 429 && retryAfterMs === null) {
         answer.readBody((text) => {
           const seconds = reader(statusCode, text, (name) => rawHeaderValue(headers, headerNameBytes(name))).retryAfterSeconds;
           if (seconds !== null) answer.retryAfter = saneRetryAfter(String(seconds));
           const ms = answer.retryAfter === null ? null : Number(answer.retryAfter) * 1000;
-          this.#failed(statusFailure(statusCode, ms, answer));
+          this.#failed(statusFailure(standsFor, ms, answer));
         }, ANSWER_DELAY_WAIT_MS);
         return true;
       }
-      this.#failed(statusFailure(statusCode, retryAfterMs, answer));
+      this.#failed(statusFailure(standsFor, retryAfterMs, answer));
       return true;
     }
     const encoding = rawHeaderValue(headers, CONTENT_ENCODING);
@@ -342,6 +350,12 @@ class Relay implements RawHandler {
     // A stream's client should see it start at once, not with the first token.
     this.#res.flushHeaders();
     return true;
+  }
+
+  /** The status an error answer stands for: its own, unless the provider's error type says otherwise (statusOfAnswer). */
+  #standsFor(statusCode: number, headers: readonly Buffer[]): number {
+    const of = this.#request.statusOfAnswer;
+    return of === undefined ? statusCode : of(statusCode, (name) => rawHeaderValue(headers, headerNameBytes(name)));
   }
 
   /** Returns false to pause the upstream until the client's socket drains. */

@@ -245,6 +245,14 @@ export const readBedrockAnswer: AnswerReader = (status, body, header) => {
   return { keyRefused: false, retryAfterSeconds: null, answerClass: context ? 'context_length' : null };
 };
 
+/** The status a Bedrock error answer stands for, by its `x-amzn-errortype` (relay's statusOfAnswer); its own without one. */
+export function bedrockAnswerStatus(status: number, header: AnswerHeader): number {
+  const type = bedrockErrorType(header('x-amzn-errortype'));
+  if (type === null) return status;
+  // A refused credential keeps its 403 (statusFailure's status_auth) whatever type named it.
+  return isBedrockCredentialError(type) ? 403 : statusOfBedrockError(type, status);
+}
+
 /** A failing answer whose body said the gateway's credential was refused: as a 401 is. */
 export function keyRefusedFailure(status: number, answer: UpstreamAnswer): FailedAttempt {
   return { kind: 'failed', reason: 'status_auth', detail: `HTTP ${status} (the provider refused the key)`, answer };

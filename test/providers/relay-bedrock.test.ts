@@ -3,7 +3,15 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
-import { type ProviderPool, type Relayed, type RelayResult, readBedrockAnswer, relay, translation } from '../../src/providers/index.js';
+import {
+  bedrockAnswerStatus,
+  type ProviderPool,
+  type Relayed,
+  type RelayResult,
+  readBedrockAnswer,
+  relay,
+  translation,
+} from '../../src/providers/index.js';
 import type { RawHandler } from '../../src/providers/provider-pool.js';
 import type { RelayRequest } from '../../src/providers/relay.js';
 
@@ -48,7 +56,7 @@ function scripted(script: (h: RawHandler) => void): ProviderPool {
   return { dispatch } as unknown as ProviderPool;
 }
 
-type Options = Partial<Pick<RelayRequest, 'transform' | 'fallbackOn' | 'readAnswer' | 'maxEventBytes'>>;
+type Options = Partial<Pick<RelayRequest, 'transform' | 'fallbackOn' | 'readAnswer' | 'maxEventBytes' | 'statusOfAnswer'>>;
 
 interface Seen {
   readonly status: number;
@@ -258,5 +266,29 @@ describe('the relay with a Bedrock upstream', { timeout: 5000 }, () => {
         code: null,
       },
     });
+  });
+
+  it('fails over by what the error type stands for: a quota 400 as a 429, a model error 424 as a 5xx, a signature 400 as a refused credential', async () => {
+    const cases: [number, string, string][] = [
+      [400, 'ServiceQuotaExceededException:http://internal.amazon.com/coral/', 'status_429'],
+      [424, 'ModelErrorException', 'status_5xx'],
+      [408, 'ModelTimeoutException', 'status_5xx'],
+      [400, 'InvalidSignatureException', 'status_auth'],
+    ];
+    for (const [status, type, reason] of cases) {
+      const seen = await through(
+        scripted((h) => {
+          h.onHeaders(status, [b('content-type'), b('application/json'), b('x-amzn-errortype'), b(type)], () => undefined, '');
+          h.onData(b('{"message":"m"}'));
+          h.onComplete(null);
+        }),
+        { transform: translation('bedrock', 'openai', false), readAnswer: readBedrockAnswer, statusOfAnswer: bedrockAnswerStatus },
+      );
+      assert.equal(seen.result.kind, 'failed', type);
+      if (seen.result.kind === 'failed') {
+        assert.equal(seen.result.reason, reason, type);
+        assert.equal(seen.result.answer?.status, status, 'the answer keeps the status the provider sent');
+      }
+    }
   });
 });
