@@ -202,6 +202,7 @@ describe('canonical -> Bedrock Converse request', () => {
     const { body } = written(
       fromOpenai({
         messages: [
+          { role: 'system', content: '' },
           { role: 'user', content: 'x' },
           { role: 'assistant', content: '', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
           { role: 'tool', tool_call_id: 'c1', content: '' },
@@ -209,6 +210,7 @@ describe('canonical -> Bedrock Converse request', () => {
         tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
       }),
     );
+    assert.equal(body.system, undefined);
     assert.deepEqual(body.messages, [
       { role: 'user', content: [{ text: 'x' }] },
       { role: 'assistant', content: [{ toolUse: { toolUseId: 'c1', name: 'f', input: {} } }] },

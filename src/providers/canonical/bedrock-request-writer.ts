@@ -156,10 +156,12 @@ export function canonicalToBedrockRequest(req: CanonicalRequest, options: Bedroc
     const names = DROPPED_NAMES[options.client];
     const claude = isClaudeModel(req.model);
     const body: Record<string, unknown> = { messages: messages(req.messages) };
-    if (req.system.length > 0)
-      body.system = req.system.flatMap((s) =>
-        s.cacheControl === undefined ? [{ text: s.text }] : [{ text: s.text }, cachePoint(s.cacheControl)],
-      );
+    // Empty text is left out here too: Converse refuses an empty system block as it does an empty content block.
+    const system = req.system.flatMap((s) => {
+      const text = s.text === '' ? [] : [{ text: s.text }];
+      return s.cacheControl === undefined ? text : [...text, cachePoint(s.cacheControl)];
+    });
+    if (system.length > 0) body.system = system;
     const inference: Record<string, unknown> = {};
     if (req.maxOutputTokens !== undefined) inference.maxTokens = req.maxOutputTokens;
     if (req.temperature !== undefined) {
