@@ -505,6 +505,24 @@ describe('a Bedrock ConverseStream, translated', () => {
     assert.match(out, /event: message_stop/);
   });
 
+  it('gives a tool call that streamed no input the arguments {}', () => {
+    const t = new StreamTranslator({ from: 'bedrock', to: 'openai' });
+    const out =
+      t.push(
+        Buffer.concat([
+          event('messageStart', { role: 'assistant' }),
+          event('contentBlockStart', { contentBlockIndex: 0, start: { toolUse: { toolUseId: 'tooluse_0', name: 'now' } } }),
+          event('contentBlockStop', { contentBlockIndex: 0 }),
+          event('messageStop', { stopReason: 'tool_use' }),
+          event('metadata', { usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 } }),
+        ]),
+      ) + t.end();
+    const calls = (dataOf(out) as { choices: { delta: { tool_calls?: { function: { arguments?: string } }[] } }[] }[]).flatMap(
+      (c) => c.choices[0]?.delta.tool_calls ?? [],
+    );
+    assert.equal(calls.map((c) => c.function.arguments ?? '').join(''), '{}');
+  });
+
   it('ends with the client error event of the status an exception frame stands for', () => {
     const t = new StreamTranslator({ from: 'bedrock', to: 'anthropic' });
     const out =

@@ -136,6 +136,8 @@ export class BedrockStreamDecoder {
   #failed = false;
   /** Converse's contentBlockIndex of a tool use -> its canonical tool number. */
   readonly #tools = new Map<number, number>();
+  /** Tools whose input has had a piece: one that had none gets `{}` at its block's stop. */
+  readonly #withInput = new Set<number>();
 
   /** `model`: the upstream model, which Converse does not name in its answer; '' when unknown. */
   constructor(sink: StreamSink, maxFrameBytes: number, model = '') {
@@ -221,12 +223,23 @@ export class BedrockStreamDecoder {
           if (delta.text !== '') sink.text(delta.text);
         } else if (isRecord(delta.toolUse)) {
           const tool = this.#tools.get(typeof e.contentBlockIndex === 'number' ? e.contentBlockIndex : -1);
-          if (tool !== undefined && typeof delta.toolUse.input === 'string' && delta.toolUse.input !== '')
+          if (tool !== undefined && typeof delta.toolUse.input === 'string' && delta.toolUse.input !== '') {
+            this.#withInput.add(tool);
             sink.toolArguments(tool, delta.toolUse.input);
+          }
         } else if (isRecord(delta.reasoningContent)) {
           const r = delta.reasoningContent;
           if (typeof r.text === 'string' && r.text !== '') sink.thinking(r.text);
           if (typeof r.signature === 'string' && r.signature !== '') sink.thinkingSignature(r.signature);
+        }
+        return;
+      }
+      case 'contentBlockStop': {
+        // A tool without arguments streams no input: its client still needs JSON to parse.
+        const tool = this.#tools.get(typeof e.contentBlockIndex === 'number' ? e.contentBlockIndex : -1);
+        if (tool !== undefined && !this.#withInput.has(tool)) {
+          this.#withInput.add(tool);
+          sink.toolArguments(tool, '{}');
         }
         return;
       }
