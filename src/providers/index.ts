@@ -51,11 +51,22 @@ export {
   type PlainAnswer,
   type RelayTransform,
   responsesMetering,
+  type TranslationOptions,
   translation,
 } from './relay-transform.js';
 export type { ClientHeaders } from './response-headers.js';
 export { ResponsesStreamReader } from './responses-stream-reader.js';
-export { type AnswerReader, type FailedAttempt, readGeminiAnswer, retryAfterOf, upstreamMessage } from './upstream-failure.js';
+export {
+  type AnswerHeader,
+  type AnswerReader,
+  type AnswerVerdict,
+  bedrockAnswerStatus,
+  type FailedAttempt,
+  readBedrockAnswer,
+  readGeminiAnswer,
+  retryAfterOf,
+  upstreamMessage,
+} from './upstream-failure.js';
 export { withoutUsageEvent } from './usage-event-filter.js';
 export { type UsageHeadersOf, withUsageHeaders } from './usage-headers.js';
 

@@ -1,5 +1,6 @@
 import { anthropicErrorBody, errorCatalog } from '../errors.js';
 import { AnthropicUsageReader } from './canonical/anthropic-usage-reader.js';
+import { bedrockResponseToCanonical } from './canonical/bedrock-response.js';
 import { geminiResponseToCanonical } from './canonical/gemini-response.js';
 import { usageFromGemini } from './canonical/gemini-wire.js';
 import {
@@ -11,7 +12,7 @@ import {
 import { StreamTranslator } from './canonical/stream-translator.js';
 import type { CanonicalResponse, ChatProtocol, ProviderProtocol, Translation } from './canonical/types.js';
 import { anthropicErrorBodyFor, openaiErrorBodyFor, translateErrorResponse } from './canonical/upstream-error.js';
-import { usageFromAnthropic, usageFromOpenai, usageFromResponses } from './canonical/usage.js';
+import { usageFromAnthropic, usageFromBedrock, usageFromOpenai, usageFromResponses } from './canonical/usage.js';
 import { topLevelValue } from './json-splice.js';
 import type { TokenUsage } from './metering.js';
 import { ResponsesStreamReader } from './responses-stream-reader.js';
@@ -163,16 +164,29 @@ function anthropicUsageOf(body: Buffer): TokenUsage | null {
   }
 }
 
+/** What a translation needs to know beyond the two protocols, for a provider protocol that leaves it out (Bedrock's). */
+export interface TranslationOptions {
+  /** The upstream model, named in the client's answer when the provider's answer does not name it (Converse does not). */
+  readonly model?: string;
+  /** A Bedrock stream's largest binary frame (the provider's max_event_bytes; the relay bounds frames by it too); default 1 MiB. */
+  readonly maxEventBytes?: number;
+}
+
 /**
  * Upstream protocol -> client protocol, for both kinds of body. A stream is translated
  * event by event as it arrives; a plain body once it is whole. An upstream error keeps its
  * status and message in the client's error shape; a success the gateway cannot read
  * becomes a 502 in the client's shape rather than bytes its SDK cannot parse.
  */
-export function translation(from: ProviderProtocol, to: ChatProtocol, includeUsage: boolean): BodyTransform {
+export function translation(
+  from: ProviderProtocol,
+  to: ChatProtocol,
+  includeUsage: boolean,
+  options: TranslationOptions = {},
+): BodyTransform {
   let stream: StreamTranslator | null = null;
   const translator = (): StreamTranslator => {
-    stream ??= new StreamTranslator({ from, to, includeUsage });
+    stream ??= new StreamTranslator({ ...options, from, to, includeUsage });
     return stream;
   };
   return {
@@ -193,7 +207,8 @@ export function translation(from: ProviderProtocol, to: ChatProtocol, includeUsa
         const error = to === 'anthropic' ? anthropicErrorBodyFor(502, null, message) : openaiErrorBodyFor(502, 'upstream_error', message);
         return { status: 502, body: error, usage: null };
       }
-      const out = to === 'anthropic' ? canonicalToAnthropicResponse(read.value) : canonicalToOpenaiResponse(read.value);
+      const answer = read.value.model === '' && options.model !== undefined ? { ...read.value, model: options.model } : read.value;
+      const out = to === 'anthropic' ? canonicalToAnthropicResponse(answer) : canonicalToOpenaiResponse(answer);
       // Billed on what the provider reported, not on the canonical form's, which fills in
       // zeros for an answer without usage (the client's protocol needs the fields): an
       // answer that reports none is billed as missing usage, its reservation.
@@ -218,10 +233,12 @@ const readers: Readonly<Record<ProviderProtocol, (body: unknown) => Translation<
   openai: openaiResponseToCanonical,
   anthropic: anthropicResponseToCanonical,
   gemini: geminiResponseToCanonical,
+  bedrock: bedrockResponseToCanonical,
 };
 
 /** The usage a readable answer of the protocol reports, as TokenUsage; null when it reports none. */
 function reportedUsage(from: ProviderProtocol, body: Record<string, unknown>): TokenUsage | null {
   if (from === 'gemini') return usageFromGemini(body.usageMetadata);
+  if (from === 'bedrock') return usageFromBedrock(body.usage);
   return from === 'openai' ? usageFromOpenai(body.usage) : usageFromAnthropic(body.usage);
 }

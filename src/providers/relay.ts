@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { openaiErrorBody } from '../errors.js';
 import { answerClassOf, type FallbackClass, isFailoverStatus } from '../resilience/index.js';
+import { EventStreamFrames, holdsExceptionFrame } from './canonical/bedrock-stream.js';
 import type { TokenUsage } from './metering.js';
 import { usageFromJson } from './openai-adapter.js';
 import type { ProviderPool, RawHandler, UpstreamCall } from './provider-pool.js';
@@ -12,6 +13,7 @@ import { DEFAULT_MAX_EVENT_BYTES, SseReader } from './sse-reader.js';
 import {
   ANSWER_BODY_BYTES,
   AnswerBody,
+  type AnswerHeader,
   type AnswerReader,
   classFailure,
   encodingFailure,
@@ -80,11 +82,18 @@ export interface RelayRequest {
    */
   readonly fallbackOn?: readonly FallbackClass[];
   /**
-   * For a provider whose error bodies say more than their status (Gemini): a 400 is held
-   * until its body shows whether the gateway's key was refused, and a 429 without
-   * `retry-after` until its body gives the delay.
+   * For a provider whose error bodies say more than their status (Gemini, Bedrock): a 400 is
+   * held until its body shows whether the gateway's key was refused or the answer is of a
+   * fallback class, and a 429 without `retry-after` until its body gives the delay. The
+   * reader may also look at the answer's headers (Bedrock names its error type in one).
    */
   readonly readAnswer?: AnswerReader;
+  /**
+   * For a provider that names its error type in a header (Bedrock's `x-amzn-errortype`):
+   * the status an error answer stands for, which decides failover (a quota exceeded that
+   * Bedrock answers 400 is a 429; a model's 424 or 408 a 5xx). Absent: its own status.
+   */
+  readonly statusOfAnswer?: (status: number, header: AnswerHeader) => number;
 }
 
 /** The longest a 429's body is waited for, for its delay, before failing over without one. */
@@ -140,6 +149,8 @@ export interface Relayed {
 
 const CONTENT_TYPE = headerNameBytes('content-type');
 const RETRY_AFTER = headerNameBytes('retry-after');
+/** AWS's binary event stream, Bedrock's ConverseStream body. */
+const EVENT_STREAM_TYPE = 'application/vnd.amazon.eventstream';
 const CONTENT_ENCODING = headerNameBytes('content-encoding');
 
 class ClientGone extends Error {
@@ -202,7 +213,10 @@ class Relay implements RawHandler {
   #classify = false;
   #clientGone = false;
   #drainListened = false;
+  /** The answer is a stream: server-sent events, or AWS's binary event stream (Bedrock's ConverseStream). */
   #isSse = false;
+  /** The stream is AWS's binary event stream: cut into frames by length, not into events by blank lines. */
+  #isEventStream = false;
   #status = 0;
   #headersAt = 0;
   #upstreamHeaders: readonly Buffer[] = NO_HEADERS;
@@ -211,7 +225,7 @@ class Relay implements RawHandler {
   #kept: Buffer[] = [];
   #keptBytes = 0;
   /** A stream's events, once its headers said it is one. */
-  #sse: SseReader | null = null;
+  #sse: SseReader | EventStreamFrames | null = null;
   /** The upstream sent an error event in the stream. */
   #upstreamError = false;
   /** Set when an event grew past max_event_bytes: what the client is told. */
@@ -279,7 +293,8 @@ class Relay implements RawHandler {
     this.#resume = resume;
     this.#status = statusCode;
     this.#headersAt = performance.now();
-    if (isFailoverStatus(statusCode) || isAuthStatus(statusCode)) {
+    const standsFor = statusCode >= 400 ? this.#standsFor(statusCode, headers) : statusCode;
+    if (isFailoverStatus(standsFor) || isAuthStatus(standsFor)) {
       // Let the body drain so the connection stays reusable, and fail over now; the start
       // of the body is kept, for the client's error should this be the last candidate.
       this.#state = 'discarding';
@@ -287,18 +302,18 @@ class Relay implements RawHandler {
       const answer = new AnswerBody(statusCode, retryAfter);
       this.#answer = answer;
       // A 503's retry-after is read too: a retry of this candidate waits for it (a breaker only for a 429's).
-      const retryAfterMs = statusCode === 429 || statusCode === 503 ? retryAfterOf(retryAfter) : null;
+      const retryAfterMs = standsFor === 429 || standsFor === 503 ? retryAfterOf(retryAfter) : null;
       const reader = this.#request.readAnswer;
-      if (reader !== undefined && statusCode === 429 && retryAfterMs === null) {
+      if (reader !== undefined && standsFor === 429 && retryAfterMs === null) {
         answer.readBody((text) => {
-          const seconds = reader(statusCode, text).retryAfterSeconds;
+          const seconds = reader(statusCode, text, (name) => rawHeaderValue(headers, headerNameBytes(name))).retryAfterSeconds;
           if (seconds !== null) answer.retryAfter = saneRetryAfter(String(seconds));
           const ms = answer.retryAfter === null ? null : Number(answer.retryAfter) * 1000;
-          this.#failed(statusFailure(statusCode, ms, answer));
+          this.#failed(statusFailure(standsFor, ms, answer));
         }, ANSWER_DELAY_WAIT_MS);
         return true;
       }
-      this.#failed(statusFailure(statusCode, retryAfterMs, answer));
+      this.#failed(statusFailure(standsFor, retryAfterMs, answer));
       return true;
     }
     const encoding = rawHeaderValue(headers, CONTENT_ENCODING);
@@ -311,7 +326,8 @@ class Relay implements RawHandler {
     }
     this.#upstreamHeaders = headers;
     const contentType = rawHeaderValue(headers, CONTENT_TYPE);
-    this.#isSse = contentType?.startsWith('text/event-stream') === true;
+    this.#isEventStream = contentType?.startsWith(EVENT_STREAM_TYPE) === true;
+    this.#isSse = this.#isEventStream || contentType?.startsWith('text/event-stream') === true;
     const transform = this.#transform;
     if (!this.#isSse) {
       if (transform?.plain !== undefined) this.#body = transform;
@@ -321,7 +337,9 @@ class Relay implements RawHandler {
       return true;
     }
     if (transform?.chunk !== undefined) this.#body = transform;
-    this.#sse = new SseReader(this.#request.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES);
+    const maxEventBytes = this.#request.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
+    // The same bound on a binary frame as on an event: a larger one ends the stream alike.
+    this.#sse = this.#isEventStream ? new EventStreamFrames(maxEventBytes) : new SseReader(maxEventBytes);
     // A started stream is bound by its own length limit, not by the time to start it.
     this.#clearLimit();
     const maxMs = this.#request.streamMaxMs;
@@ -332,6 +350,12 @@ class Relay implements RawHandler {
     // A stream's client should see it start at once, not with the first token.
     this.#res.flushHeaders();
     return true;
+  }
+
+  /** The status an error answer stands for: its own, unless the provider's error type says otherwise (statusOfAnswer). */
+  #standsFor(statusCode: number, headers: readonly Buffer[]): number {
+    const of = this.#request.statusOfAnswer;
+    return of === undefined ? statusCode : of(statusCode, (name) => rawHeaderValue(headers, headerNameBytes(name)));
   }
 
   /** Returns false to pause the upstream until the client's socket drains. */
@@ -365,7 +389,7 @@ class Relay implements RawHandler {
 
   /** Whole events of a stream, to the client (through the transform, if it has `chunk`). */
   #relayEvents(events: Buffer): boolean {
-    if (!this.#upstreamError) this.#upstreamError = holdsErrorEvent(events);
+    if (!this.#upstreamError) this.#upstreamError = this.#isEventStream ? holdsExceptionFrame(events) : holdsErrorEvent(events);
     const body = this.#body;
     // Set only for a stream whose transform has `chunk` (onHeaders).
     if (body !== undefined) return this.#write(body.chunk!(events));
@@ -482,8 +506,16 @@ class Relay implements RawHandler {
   #failedAsClass(): boolean {
     const whole = this.#wholeBody();
     const start = whole.subarray(0, ANSWER_BODY_BYTES).toString('utf8');
-    const keyRefused = this.#request.readAnswer?.(this.#status, start).keyRefused === true;
-    const kind = keyRefused ? null : answerClassOf(this.#status, start, this.#request.fallbackOn ?? []);
+    const headers = this.#upstreamHeaders;
+    const verdict = this.#request.readAnswer?.(this.#status, start, (name) => rawHeaderValue(headers, headerNameBytes(name)));
+    const keyRefused = verdict?.keyRefused === true;
+    const wanted = this.#request.fallbackOn ?? [];
+    const said = verdict?.answerClass;
+    const kind = keyRefused
+      ? null
+      : said !== undefined && said !== null && wanted.includes(said)
+        ? said
+        : answerClassOf(this.#status, start, wanted);
     if (kind === null && !keyRefused) return false;
     const answer = new AnswerBody(this.#status, undefined);
     answer.push(whole);

@@ -1,4 +1,11 @@
 import { type FailureReason, type FallbackClass, reasonForStatus } from '../resilience/index.js';
+import {
+  bedrockErrorMessage,
+  bedrockErrorType,
+  isBedrockContextMessage,
+  isBedrockCredentialError,
+  statusOfBedrockError,
+} from './canonical/bedrock-wire.js';
 import { GEMINI_KEY_REASONS, geminiErrorDetails } from './canonical/gemini-wire.js';
 
 // How an attempt that failed before anything reached the client is told to the failover
@@ -202,15 +209,49 @@ export interface AnswerVerdict {
   readonly keyRefused: boolean;
   /** When to call again, in seconds; null when the body does not say. */
   readonly retryAfterSeconds: number | null;
+  /**
+   * The answer's fallback class, for a provider whose words the shared reader
+   * (resilience's answerClassOf) does not know (Bedrock's "Input is too long for requested
+   * model."); absent or null = the shared reader decides.
+   */
+  readonly answerClass?: FallbackClass | null;
 }
 
-export type AnswerReader = (status: number, body: string) => AnswerVerdict;
+/** A response header of the failing answer, by lower-case name: for a provider that names its error there (Bedrock's `x-amzn-errortype`). */
+export type AnswerHeader = (name: string) => string | undefined;
+
+export type AnswerReader = (status: number, body: string, header?: AnswerHeader) => AnswerVerdict;
 
 /** Gemini's error body: ErrorInfo's reason names a refused key; RetryInfo gives a 429's delay. */
 export const readGeminiAnswer: AnswerReader = (_status, body) => {
   const details = geminiErrorDetails(body);
   return { keyRefused: details.reason !== null && GEMINI_KEY_REASONS.has(details.reason), retryAfterSeconds: details.retryDelaySeconds };
 };
+
+/**
+ * Bedrock's error answer: its type is the `x-amzn-errortype` header (`ValidationException:
+ * http://…`, the type before the first colon), its body only `{"message": …}`. A credential
+ * type (AccessDenied, UnrecognizedClient, InvalidSignature, ExpiredToken…) is a refused
+ * credential whatever the status; a validation error that says the prompt is over the
+ * model's window is the context_length class. Throttling and 5xx types come with their
+ * statuses (429, 503, 500), which say as much.
+ */
+export const readBedrockAnswer: AnswerReader = (status, body, header) => {
+  const type = bedrockErrorType(header?.('x-amzn-errortype'));
+  if (isBedrockCredentialError(type)) return { keyRefused: true, retryAfterSeconds: null };
+  const message = bedrockErrorMessage(body);
+  const validation = type === null ? status === 400 || status === 413 : statusOfBedrockError(type, 0) === 400;
+  const context = validation && message !== null && isBedrockContextMessage(message);
+  return { keyRefused: false, retryAfterSeconds: null, answerClass: context ? 'context_length' : null };
+};
+
+/** The status a Bedrock error answer stands for, by its `x-amzn-errortype` (relay's statusOfAnswer); its own without one. */
+export function bedrockAnswerStatus(status: number, header: AnswerHeader): number {
+  const type = bedrockErrorType(header('x-amzn-errortype'));
+  if (type === null) return status;
+  // A refused credential keeps its 403 (statusFailure's status_auth) whatever type named it.
+  return isBedrockCredentialError(type) ? 403 : statusOfBedrockError(type, status);
+}
 
 /** A failing answer whose body said the gateway's credential was refused: as a 401 is. */
 export function keyRefusedFailure(status: number, answer: UpstreamAnswer): FailedAttempt {

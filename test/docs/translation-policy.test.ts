@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import {
   anthropicRequestToCanonical,
+  canonicalToBedrockRequest,
   canonicalToGeminiRequest,
   openaiRequestToCanonical,
   TRANSLATION_POLICY,
@@ -30,12 +31,14 @@ describe('the translation policy in docs/providers.md', () => {
     assert.deepEqual(keys.length, new Set(keys).size);
   });
 
-  it('has a Gemini row for every field of the rows towards the other client protocol', () => {
+  it('has a Gemini and a Bedrock row for every field of the rows towards the other client protocol', () => {
     for (const from of ['openai', 'anthropic'] as const) {
       const fields = (to: string) => new Set(TRANSLATION_POLICY.filter((r) => r.from === from && r.to === to).map((r) => r.field));
-      const gemini = fields('gemini');
-      for (const field of fields(from === 'openai' ? 'anthropic' : 'openai'))
-        assert.ok(gemini.has(field), `${from} ${field} has no Gemini row`);
+      for (const provider of ['gemini', 'bedrock']) {
+        const rows = fields(provider);
+        for (const field of fields(from === 'openai' ? 'anthropic' : 'openai'))
+          assert.ok(rows.has(field), `${from} ${field} has no ${provider} row`);
+      }
     }
   });
 
@@ -81,7 +84,7 @@ describe('the translation policy in docs/providers.md', () => {
   ];
   for (const { from, samples, read, base } of cases) {
     for (const rule of TRANSLATION_POLICY.filter(
-      (r) => r.from === from && r.to !== 'gemini' && r.outcome !== 'mapped' && !r.field.includes('.'),
+      (r) => r.from === from && r.to === (from === 'openai' ? 'anthropic' : 'openai') && r.outcome !== 'mapped' && !r.field.includes('.'),
     )) {
       it(`${from} ${rule.field}: ${rule.outcome}, as the table says`, () => {
         assert.ok(Object.hasOwn(samples, rule.field), `add a sample value for ${rule.field}`);
@@ -97,50 +100,64 @@ describe('the translation policy in docs/providers.md', () => {
     }
   }
 
-  // The Gemini rows, tried end to end: read, then written for a Gemini provider. What the
-  // client is told was dropped is what the reader dropped, less what the writer carried,
-  // with what the writer dropped.
-  const geminiSamples: Record<'openai' | 'anthropic', Record<string, unknown>> = {
+  // The provider-only protocols' rows, tried end to end: read, then written for such a
+  // provider. What the client is told was dropped is what the reader dropped, less what the
+  // writer carried, with what the writer dropped.
+  const providerSamples: Record<'openai' | 'anthropic', Record<string, unknown>> = {
     openai: { ...openaiSamples, parallel_tool_calls: false, user: 'u', safety_identifier: 'u', metadata: { user_id: 'u' } },
     anthropic: { ...anthropicSamples, metadata: { user_id: 'u' } },
   };
   /** A dropped field the writer lists under another name: the end-user id is one value, whatever carried it. */
   const listedAs: Record<string, string> = { 'openai safety_identifier': 'user', 'openai metadata': 'user' };
-  const geminiConfigKey: Record<string, string> = {
-    seed: 'seed',
-    frequency_penalty: 'frequencyPenalty',
-    presence_penalty: 'presencePenalty',
-    top_k: 'topK',
-  };
-  for (const { from, read, base } of cases) {
-    const samples = geminiSamples[from];
-    const rows = TRANSLATION_POLICY.filter(
-      (r) =>
-        r.from === from &&
-        r.to === 'gemini' &&
-        !r.field.includes('.') &&
-        (r.outcome !== 'mapped' || Object.hasOwn(geminiConfigKey, r.field)),
-    );
-    for (const rule of rows) {
-      it(`${from} -> gemini ${rule.field}: ${rule.outcome}, as the table says`, () => {
-        assert.ok(Object.hasOwn(samples, rule.field), `add a sample value for ${rule.field}`);
-        const canonical = read({ ...base, [rule.field]: samples[rule.field] });
-        const written = canonical.ok ? canonicalToGeminiRequest(canonical.value, { client: from }) : canonical;
-        if (rule.outcome === 'unable') {
-          assert.equal(written.ok, false, `${rule.field} should be refused`);
-          if (!written.ok) assert.equal(written.kind, 'unsupported');
-          return;
-        }
-        assert.ok(canonical.ok && written.ok, `${rule.field} should not be refused`);
-        const carried = written.value.carried ?? [];
-        const dropped = [...new Set([...canonical.value.dropped.filter((f) => !carried.includes(f)), ...written.value.dropped])];
-        if (rule.outcome === 'dropped') assert.deepEqual(dropped, [listedAs[`${from} ${rule.field}`] ?? rule.field]);
-        else {
-          assert.deepEqual(dropped, []);
-          const config = written.value.body.generationConfig as Record<string, unknown>;
-          assert.equal(config[geminiConfigKey[rule.field] as string], samples[rule.field]);
-        }
-      });
+  const targets = [
+    {
+      to: 'gemini' as const,
+      write: canonicalToGeminiRequest,
+      // Where a carried sampling setting lands in the written body.
+      carriedAt: (body: Record<string, unknown>) => body.generationConfig as Record<string, unknown>,
+      carriedKey: { seed: 'seed', frequency_penalty: 'frequencyPenalty', presence_penalty: 'presencePenalty', top_k: 'topK' } as Record<
+        string,
+        string
+      >,
+    },
+    {
+      to: 'bedrock' as const,
+      write: canonicalToBedrockRequest,
+      carriedAt: (body: Record<string, unknown>) => body.additionalModelRequestFields as Record<string, unknown>,
+      carriedKey: { top_k: 'top_k' } as Record<string, string>,
+    },
+  ];
+  for (const { to, write, carriedAt, carriedKey } of targets) {
+    for (const { from, read, base } of cases) {
+      const samples = providerSamples[from];
+      const rows = TRANSLATION_POLICY.filter(
+        (r) => r.from === from && r.to === to && !r.field.includes('.') && (r.outcome !== 'mapped' || Object.hasOwn(carriedKey, r.field)),
+      );
+      for (const rule of rows) {
+        it(`${from} -> ${to} ${rule.field}: ${rule.outcome}, as the table says`, () => {
+          assert.ok(Object.hasOwn(samples, rule.field), `add a sample value for ${rule.field}`);
+          // A Claude model id: Bedrock carries Anthropic's own fields for Claude only.
+          const canonical = read({
+            ...base,
+            model: to === 'bedrock' ? 'anthropic.claude-sonnet-4-5' : base.model,
+            [rule.field]: samples[rule.field],
+          });
+          const written = canonical.ok ? write(canonical.value, { client: from }) : canonical;
+          if (rule.outcome === 'unable') {
+            assert.equal(written.ok, false, `${rule.field} should be refused`);
+            if (!written.ok) assert.equal(written.kind, 'unsupported');
+            return;
+          }
+          assert.ok(canonical.ok && written.ok, `${rule.field} should not be refused`);
+          const carried = written.value.carried ?? [];
+          const dropped = [...new Set([...canonical.value.dropped.filter((f) => !carried.includes(f)), ...written.value.dropped])];
+          if (rule.outcome === 'dropped') assert.deepEqual(dropped, [listedAs[`${from} ${rule.field}`] ?? rule.field]);
+          else {
+            assert.deepEqual(dropped, []);
+            assert.equal(carriedAt(written.value.body)[carriedKey[rule.field] as string], samples[rule.field]);
+          }
+        });
+      }
     }
   }
 });

@@ -53,7 +53,7 @@ function messages(list: readonly CanonicalMessage[]): Record<string, unknown>[] 
 }
 
 /** The lowest `top_p` Anthropic accepts with extended thinking on. */
-const THINKING_MIN_TOP_P = 0.95;
+export const THINKING_MIN_TOP_P = 0.95;
 
 /**
  * Extended thinking for the request, when Anthropic can take it: a budget below
@@ -62,7 +62,7 @@ const THINKING_MIN_TOP_P = 0.95;
  * Anthropic wants the earlier turn's signed thinking block back, which a client of another
  * protocol never had. Null when it cannot, so the caller lists the effort as dropped.
  */
-function thinkingBudget(req: CanonicalRequest, maxTokens: number): number | null {
+export function thinkingBudget(req: CanonicalRequest, maxTokens: number): number | null {
   const reasoning = req.reasoning;
   if (reasoning === undefined) return null;
   const budget = Math.min(reasoning.budgetTokens ?? THINKING_BUDGETS[reasoning.effort], maxTokens - 1);

@@ -1,6 +1,6 @@
 // canonical/: the one internal chat form that client and provider protocols translate
 // through (OpenAI chat completions, Anthropic Messages), so adding a protocol adds two
-// converters, not one per pair. Pure functions for requests, responses, usage and errors;
+// converters, not one per pair (and Gemini's and Bedrock's Converse, which only providers speak). Pure functions for requests, responses, usage and errors;
 // one stateful class per translated stream. What becomes of each request field is one
 // table (policy.ts): mapped, dropped and listed, or unable (refused by field path). Part of
 // providers/ and, like it, imports nothing but errors.ts. ADR-0011, ADR-0029.
@@ -9,6 +9,17 @@ export { ANTHROPIC_ERROR_TYPES, type AnthropicErrorType, anthropicErrorTypeOfCla
 export { anthropicRequestToCanonical } from './anthropic-request-reader.js';
 export { type AnthropicRequestOptions, canonicalToAnthropicRequest, DEFAULT_MAX_TOKENS } from './anthropic-request-writer.js';
 export { AnthropicUsageReader } from './anthropic-usage-reader.js';
+export { type BedrockRequestOptions, canonicalToBedrockRequest, isClaudeModel } from './bedrock-request-writer.js';
+export { bedrockPart, bedrockResponseToCanonical } from './bedrock-response.js';
+export { BedrockStreamDecoder, EventStreamFrames, holdsExceptionFrame } from './bedrock-stream.js';
+export {
+  bedrockErrorMessage,
+  bedrockErrorType,
+  isBedrockContextMessage,
+  isBedrockCredentialError,
+  statusOfBedrockError,
+  stopReasonFromBedrock,
+} from './bedrock-wire.js';
 export { canonicalToGeminiRequest, type GeminiRequestOptions } from './gemini-request-writer.js';
 export { geminiResponseToCanonical } from './gemini-response.js';
 export { GEMINI_KEY_REASONS, type GeminiErrorDetails, geminiErrorDetails, usageFromGemini } from './gemini-wire.js';
@@ -76,6 +87,7 @@ export {
   type AnthropicUsage,
   type OpenaiUsage,
   usageFromAnthropic,
+  usageFromBedrock,
   usageFromOpenai,
   usageFromResponses,
   usageToAnthropic,

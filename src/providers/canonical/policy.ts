@@ -1,11 +1,12 @@
+import { BEDROCK_RULES } from './bedrock-policy.js';
 import { GEMINI_RULES } from './gemini-policy.js';
 import { type ChatProtocol, type ProviderProtocol, type ReasoningEffort, ruleMaker, type TranslationRule } from './types.js';
 
 // What becomes of each request field when a request crosses from a client's protocol to a
 // provider's, in one table: the readers and writers consult it, `docs/providers.md` prints
 // it, and a doc test keeps the two equal. A reader reads for every target alike, by the
-// rules towards the other client protocol; a Gemini row says what a Gemini provider then
-// receives (gemini-policy.ts). Three outcomes:
+// rules towards the other client protocol; a Gemini or Bedrock row says what such a provider
+// then receives (gemini-policy.ts, bedrock-policy.ts). Three outcomes:
 //
 // - mapped: the other protocol has an equivalent, and it is used;
 // - dropped: a hint with no equivalent that does not change the answer's shape; it is left
@@ -146,6 +147,7 @@ export const TRANSLATION_POLICY: readonly TranslationRule[] = Object.freeze([
   a('context_management', 'unable', "Anthropic's context editing changes what the model sees"),
 
   ...GEMINI_RULES,
+  ...BEDROCK_RULES,
 ]);
 
 /**
@@ -183,5 +185,7 @@ export function translationPolicyMarkdown(): string {
     table('anthropic', 'openai', "An Anthropic client's request to an OpenAI provider"),
     table('openai', 'gemini', "An OpenAI client's request to a Gemini provider"),
     table('anthropic', 'gemini', "An Anthropic client's request to a Gemini provider"),
+    table('openai', 'bedrock', "An OpenAI client's request to a Bedrock provider (Converse)"),
+    table('anthropic', 'bedrock', "An Anthropic client's request to a Bedrock provider (Converse)"),
   ].join('\n\n');
 }

@@ -1,5 +1,7 @@
 import type { TokenUsage } from '../metering.js';
+import { DEFAULT_MAX_EVENT_BYTES } from '../sse-reader.js';
 import { AnthropicEventDecoder, AnthropicEventEncoder } from './anthropic-stream.js';
+import { BedrockStreamDecoder } from './bedrock-stream.js';
 import { GeminiChunkDecoder } from './gemini-stream.js';
 import { OpenaiChunkDecoder, OpenaiChunkEncoder } from './openai-stream.js';
 import { SseParser } from './sse-parser.js';
@@ -13,6 +15,10 @@ export interface StreamTranslatorOptions {
   readonly to: ChatProtocol;
   /** OpenAI clients only: send the usage-only last chunk (`stream_options.include_usage`). */
   readonly includeUsage?: boolean;
+  /** Bedrock only: the largest event-stream frame taken (max_event_bytes; default 1 MiB); a larger one ends the stream. */
+  readonly maxEventBytes?: number;
+  /** Bedrock only: the upstream model, which its stream does not name, for the client's events. */
+  readonly model?: string;
 }
 
 /** Watches the canonical events on their way to the encoder, to report usage and completeness. */
@@ -74,6 +80,8 @@ export class StreamTranslator {
   readonly #tap: Tap;
   readonly #onEvent: (event: string, data: string) => void;
   readonly #upstreamFinished: () => boolean;
+  /** A Bedrock upstream's binary event stream, read in place of the SSE parser; null for the SSE protocols. */
+  readonly #frames: BedrockStreamDecoder | null = null;
   #closed = false;
 
   constructor(options: StreamTranslatorOptions) {
@@ -84,6 +92,12 @@ export class StreamTranslator {
       const decoder = new OpenaiChunkDecoder(this.#tap);
       this.#onEvent = (_event, data) => decoder.data(data);
       // Some OpenAI-compatible servers end after the finish chunk without `[DONE]`.
+      this.#upstreamFinished = () => decoder.finished;
+    } else if (options.from === 'bedrock') {
+      const decoder = new BedrockStreamDecoder(this.#tap, options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, options.model ?? '');
+      this.#frames = decoder;
+      this.#onEvent = () => {};
+      // The answer is whole after metadata; at the body's end, after messageStop is enough.
       this.#upstreamFinished = () => decoder.finished;
     } else if (options.from === 'gemini') {
       const decoder = new GeminiChunkDecoder(this.#tap);
@@ -110,7 +124,15 @@ export class StreamTranslator {
   /** The client's bytes for this upstream chunk; '' while an event is still incomplete. */
   push(chunk: Buffer | string): string {
     if (this.#closed) return '';
-    this.#parser.push(chunk, this.#onEvent);
+    const frames = this.#frames;
+    if (frames === null) this.#parser.push(chunk, this.#onEvent);
+    else {
+      frames.push(chunk);
+      if (frames.overflowed) {
+        const message = `the upstream sent an event-stream frame larger than max_event_bytes`;
+        return this.#take() + this.fail(message, 'stream_event_too_large');
+      }
+    }
     return this.#take();
   }
 
@@ -120,7 +142,8 @@ export class StreamTranslator {
    */
   end(): string {
     if (this.#closed) return '';
-    this.#parser.end(this.#onEvent);
+    if (this.#frames === null) this.#parser.end(this.#onEvent);
+    else this.#frames.end();
     if (!this.#tap.ended && !this.#tap.failed) {
       if (this.#upstreamFinished()) this.#tap.done();
       else return this.#take() + this.fail('the upstream stream ended before the answer was complete');

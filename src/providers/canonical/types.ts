@@ -8,8 +8,8 @@ import type { TokenUsage } from '../metering.js';
 /** A protocol clients speak: OpenAI chat completions or Anthropic Messages. */
 export type ChatProtocol = 'openai' | 'anthropic';
 
-/** A protocol a provider's chat endpoint speaks: a client's, or Gemini's, which only providers speak. */
-export type ProviderProtocol = ChatProtocol | 'gemini';
+/** A protocol a provider's chat endpoint speaks: a client's, or one only providers speak (Gemini's, Bedrock's Converse). */
+export type ProviderProtocol = ChatProtocol | 'gemini' | 'bedrock';
 
 /** Anthropic's prompt-cache marker, kept as given so an Anthropic upstream receives it unchanged. */
 export interface CacheControl {

@@ -1,4 +1,5 @@
 import { ANTHROPIC_ERROR_TYPES, type AnthropicErrorType, anthropicErrorTypeOfClass } from './anthropic-error-types.js';
+import { bedrockErrorMessage } from './bedrock-wire.js';
 import type { ChatProtocol, ProviderProtocol } from './types.js';
 import { isRecord, jsonRecord } from './types.js';
 
@@ -85,7 +86,12 @@ export function translateErrorResponse(
 ): { status: number; body: string } {
   const text = typeof body === 'string' ? body : body.toString('utf8');
   if (from === to) return { status, body: text };
-  const read = readError(text) ?? { message: `the provider answered HTTP ${status}`, code: null };
+  // Bedrock's body is only `{"message": …}`; its type is a header, and its status says as much.
+  const bedrock = from === 'bedrock' ? bedrockErrorMessage(text) : null;
+  const read = (bedrock === null ? readError(text) : { message: bedrock, code: null }) ?? {
+    message: `the provider answered HTTP ${status}`,
+    code: null,
+  };
   if (to === 'anthropic') return { status, body: anthropicErrorBodyFor(status, read.code, read.message) };
   const outStatus = status === 529 ? 503 : status;
   return { status: outStatus, body: openaiErrorBodyFor(outStatus, read.code, read.message) };

@@ -81,6 +81,18 @@ export function usageFromAnthropic(usage: unknown): TokenUsage | null {
   return withCache(usage.input_tokens + read + write, count(usage.output_tokens), read, write);
 }
 
+/**
+ * Bedrock Converse `usage` -> TokenUsage; null when it has no input count. Like
+ * Anthropic's, Bedrock's `inputTokens` excludes `cacheReadInputTokens` and
+ * `cacheWriteInputTokens` (AWS's prompt-caching guide), so both are added in.
+ */
+export function usageFromBedrock(usage: unknown): TokenUsage | null {
+  if (!isRecord(usage) || typeof usage.inputTokens !== 'number') return null;
+  const read = count(usage.cacheReadInputTokens);
+  const write = count(usage.cacheWriteInputTokens);
+  return withCache(usage.inputTokens + read + write, count(usage.outputTokens), read, write);
+}
+
 export function usageToAnthropic(usage: TokenUsage): AnthropicUsage {
   const read = usage.cacheReadTokens ?? 0;
   const write = usage.cacheWriteTokens ?? 0;
