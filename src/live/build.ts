@@ -222,7 +222,7 @@ function protocolOf(type: ProviderType): ProviderProtocol {
     case 'vertex':
       return 'gemini';
     case 'bedrock':
-      return 'bedrock' as ProviderProtocol;
+      return 'bedrock';
     default:
       return 'openai';
   }

@@ -7,6 +7,7 @@ import {
   type CanonicalRequest,
   type ChatProtocol,
   canonicalToAnthropicRequest,
+  canonicalToBedrockRequest,
   canonicalToGeminiRequest,
   canonicalToOpenaiRequest,
   chatBodyFor,
@@ -225,7 +226,9 @@ function chatUpstream(r: ModelRequest, c: GenerationCandidate, _id: OnResponseId
         })
       : to === 'gemini'
         ? canonicalToGeminiRequest(request, { client: r.protocol })
-        : canonicalToOpenaiRequest(request);
+        : to === 'bedrock'
+          ? canonicalToBedrockRequest(request, { client: r.protocol })
+          : canonicalToOpenaiRequest(request);
   if (!written.ok) throw refusalError(written, c);
   if (to === 'anthropic' && c.provider.type === 'vertex') asVertexClaudeBody(written.value.body as Record<string, unknown>, c.provider);
   const dropped = droppedFor(canonical.dropped, written.value);
@@ -236,7 +239,11 @@ function chatUpstream(r: ModelRequest, c: GenerationCandidate, _id: OnResponseId
       `${field} would be dropped translating to provider "${c.provider.name}" (${c.protocol} protocol), and the route's translation is strict`,
     );
   }
-  const transform = translation(to, r.protocol, r.protocol === 'openai' && clientAskedUsage(r.parsed));
+  // Bedrock's answers do not name the model, and its frames are bounded like events are.
+  const transform = translation(to, r.protocol, r.protocol === 'openai' && clientAskedUsage(r.parsed), {
+    model: c.upstreamModel,
+    maxEventBytes: c.provider.maxEventBytes,
+  });
   // Gemini, Vertex and Bedrock name the model, and whether the answer streams, in the path, not the body.
   const path = upstreamPathFor(c.provider, c.upstreamModel, 'chat', r.stream, c.protocol);
   const body = JSON.stringify(written.value.body);

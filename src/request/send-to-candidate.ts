@@ -3,6 +3,8 @@ import type { Generation, GenerationCandidate } from '../live/index.js';
 import {
   providerHeaders,
   type RelayTransform,
+  bedrockAnswerStatus,
+  readBedrockAnswer,
   readGeminiAnswer,
   relay,
   type UsageHeadersOf,
@@ -86,7 +88,8 @@ export const sendToCandidate: Attempt = (a, done) => {
         maxEventBytes: provider.maxEventBytes,
         stopSlot: x.running,
         fallbackOn: a.admitted.fallbackOn ?? undefined,
-        readAnswer: c.protocol === 'gemini' ? readGeminiAnswer : undefined,
+        readAnswer: c.protocol === 'gemini' ? readGeminiAnswer : c.protocol === 'bedrock' ? readBedrockAnswer : undefined,
+      statusOfAnswer: c.protocol === 'bedrock' ? bedrockAnswerStatus : undefined,
       },
       done,
     );
