@@ -1,3 +1,6 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Client } from 'undici';
 import { alternate } from '../lib/alternation.js';
 import { gatewayConfig } from '../lib/gateway-config.js';
@@ -14,22 +17,54 @@ const CONNECTIONS = 32;
 const STREAMS_PER_HALF = 750;
 
 /**
- * Four ways through one gateway to one mock. Each translated way is paired with the
+ * Ways through one gateway to the mocks. Each OpenAI <-> Anthropic way is paired with the
  * pass-through that reaches the SAME upstream endpoint, so the pair differs only in the
- * gateway's work (the mock's chat and messages endpoints do not cost the same).
+ * gateway's work (the mock's chat and messages endpoints do not cost the same). The cloud
+ * types (gemini, bedrock with its SigV4 signing, vertex with its bearer token) have no
+ * pass-through of their own: each is paired with the client protocol's pass-through, so its
+ * req/s ratio also holds the difference of the mock's endpoints, and the CPU ratio (the
+ * gateway's own CPU per request) is the cleaner figure of what translating costs.
  */
-type Way = 'openai_pass' | 'anthropic_to_openai' | 'anthropic_pass' | 'openai_to_anthropic';
-const WAYS: readonly Way[] = ['openai_pass', 'anthropic_to_openai', 'anthropic_pass', 'openai_to_anthropic'];
+type Way =
+  | 'openai_pass'
+  | 'anthropic_to_openai'
+  | 'anthropic_pass'
+  | 'openai_to_anthropic'
+  | 'openai_to_gemini'
+  | 'openai_to_bedrock'
+  | 'openai_to_vertex_gemini'
+  | 'anthropic_to_vertex_claude';
+const WAYS: readonly Way[] = [
+  'openai_pass',
+  'anthropic_to_openai',
+  'anthropic_pass',
+  'openai_to_anthropic',
+  'openai_to_gemini',
+  'openai_to_bedrock',
+  'openai_to_vertex_gemini',
+  'anthropic_to_vertex_claude',
+];
 const LABELS: Record<Way, string> = {
   openai_pass: 'OpenAI client -> openai (pass-through)',
   anthropic_to_openai: 'Anthropic client -> openai (translated)',
   anthropic_pass: 'Anthropic client -> anthropic (pass-through)',
   openai_to_anthropic: 'OpenAI client -> anthropic (translated)',
+  openai_to_gemini: 'OpenAI client -> gemini (translated)',
+  openai_to_bedrock: 'OpenAI client -> bedrock (translated, SigV4-signed)',
+  openai_to_vertex_gemini: 'OpenAI client -> vertex Gemini (translated, bearer token)',
+  anthropic_to_vertex_claude: 'Anthropic client -> vertex Claude (rawPredict, body rewritten)',
 };
 const PAIRS: readonly { readonly translated: Way; readonly passThrough: Way }[] = [
   { translated: 'anthropic_to_openai', passThrough: 'openai_pass' },
   { translated: 'openai_to_anthropic', passThrough: 'anthropic_pass' },
+  { translated: 'openai_to_gemini', passThrough: 'openai_pass' },
+  { translated: 'openai_to_bedrock', passThrough: 'openai_pass' },
+  { translated: 'openai_to_vertex_gemini', passThrough: 'openai_pass' },
+  { translated: 'anthropic_to_vertex_claude', passThrough: 'anthropic_pass' },
 ];
+
+/** The key pair the bench's Bedrock mock checks signatures with (not a real key). */
+const BENCH_AWS = { accessKeyId: 'AKIABENCHMOCK0000001', secretAccessKey: 'bench/mock/secret/key/0000000000000000000' };
 
 interface Request {
   readonly path: string;
@@ -64,6 +99,10 @@ const REQUESTS: Record<Way, Request> = {
   anthropic_to_openai: anthropicRequest('via-openai'),
   anthropic_pass: anthropicRequest('via-anthropic'),
   openai_to_anthropic: openaiRequest('via-anthropic'),
+  openai_to_gemini: openaiRequest('via-gemini'),
+  openai_to_bedrock: openaiRequest('via-bedrock'),
+  openai_to_vertex_gemini: openaiRequest('via-vertex-gemini'),
+  anthropic_to_vertex_claude: anthropicRequest('via-vertex-claude'),
 };
 
 /**
@@ -73,18 +112,68 @@ const REQUESTS: Record<Way, Request> = {
  */
 export const translation: Scenario = {
   name: 'translation',
-  summary: 'OpenAI <-> Anthropic translation against pass-through: req/s at c=32 and streamed time to first token',
+  summary:
+    'translation against pass-through (OpenAI <-> Anthropic, and to gemini, bedrock and vertex): req/s at c=32 and streamed time to first token',
   estimateS: (d) => 5 + WAYS.length * 1.5 + WAYS.length * d + WAYS.length * 3,
   async run(ctx: ScenarioContext): Promise<ScenarioReport> {
     const mock = await ctx.fleet.startMock('bench');
+    const aws = await ctx.fleet.startMock('bench-bedrock', [
+      '--protocol',
+      'bedrock',
+      '--aws-access-key-id',
+      BENCH_AWS.accessKeyId,
+      '--aws-secret-access-key',
+      BENCH_AWS.secretAccessKey,
+    ]);
+    const gcp = await ctx.fleet.startMock('bench-vertex', ['--protocol', 'vertex']);
+    const origin = (baseUrl: string) => new URL(baseUrl).origin;
+    const secret = (name: string, value: string) => {
+      const file = join(ctx.fleet.dir, name);
+      writeFileSync(file, value);
+      return { file };
+    };
+    // A service account key made for the run; the mock's token endpoint takes any well-formed grant.
+    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const keyFile = join(ctx.fleet.dir, 'bench-service-account.json');
+    writeFileSync(
+      keyFile,
+      JSON.stringify({
+        type: 'service_account',
+        client_email: 'bench@bench-project.iam.gserviceaccount.com',
+        private_key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+      }),
+    );
     const config = gatewayConfig({
       providers: {
         oai: { type: 'openai', base_url: mock.baseUrl, timeout_ms: 10_000 },
         anth: { type: 'anthropic', base_url: mock.baseUrl, timeout_ms: 10_000 },
+        gem: { type: 'gemini', base_url: origin(mock.baseUrl), timeout_ms: 10_000 },
+        br: {
+          type: 'bedrock',
+          region: 'us-east-1',
+          base_url: origin(aws.baseUrl),
+          aws: {
+            access_key_id: secret('aws-access-key-id', BENCH_AWS.accessKeyId),
+            secret_access_key: secret('aws-secret-access-key', BENCH_AWS.secretAccessKey),
+          },
+          timeout_ms: 10_000,
+        },
+        vx: {
+          type: 'vertex',
+          project: 'bench-project',
+          location: 'us-east5',
+          base_url: origin(gcp.baseUrl),
+          gcp: { service_account: { file: keyFile }, token_url: `${origin(gcp.baseUrl)}/token` },
+          timeout_ms: 10_000,
+        },
       },
       routes: {
         'via-openai': { candidates: [{ provider: 'oai' }] },
         'via-anthropic': { candidates: [{ provider: 'anth' }] },
+        'via-gemini': { candidates: [{ provider: 'gem', model: 'gemini-2.5-flash' }] },
+        'via-bedrock': { candidates: [{ provider: 'br', model: 'anthropic.claude-3-5-haiku-20241022-v1:0' }] },
+        'via-vertex-gemini': { candidates: [{ provider: 'vx', model: 'gemini-2.5-flash' }] },
+        'via-vertex-claude': { candidates: [{ provider: 'vx', model: 'claude-sonnet-4-5@20250929' }] },
       },
     });
     const gw = await ctx.fleet.startGateway('gateway', config, { cpuProfileDir: ctx.cpuProfileDir });
@@ -103,7 +192,7 @@ export const translation: Scenario = {
 
     ctx.progress(`non-streamed, c=${CONNECTIONS}: ${WAYS.length} ways x 2 halves of ${ctx.durationS / 2} s`);
     // The gateway's own CPU per request: steadier than req/s on a shared machine (proc-cpu.ts).
-    const cpuMs: Record<Way, number> = { openai_pass: 0, anthropic_to_openai: 0, anthropic_pass: 0, openai_to_anthropic: 0 };
+    const cpuMs = Object.fromEntries(WAYS.map((w) => [w, 0])) as Record<Way, number>;
     const loadRuns = await alternate(WAYS, async (way) => {
       const { result: run, cpuMs: used } = await cpuUsedDuring([gw.pid], () => loadOnce(gw.url, way, ctx.durationS / 2));
       cpuMs[way] += used[0] ?? 0;

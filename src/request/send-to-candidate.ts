@@ -1,9 +1,9 @@
 import { checkUsage, costMicroUsd, isPriced } from '../governance/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
 import {
+  bedrockAnswerStatus,
   providerHeaders,
   type RelayTransform,
-  bedrockAnswerStatus,
   readBedrockAnswer,
   readGeminiAnswer,
   relay,
@@ -89,7 +89,7 @@ export const sendToCandidate: Attempt = (a, done) => {
         stopSlot: x.running,
         fallbackOn: a.admitted.fallbackOn ?? undefined,
         readAnswer: c.protocol === 'gemini' ? readGeminiAnswer : c.protocol === 'bedrock' ? readBedrockAnswer : undefined,
-      statusOfAnswer: c.protocol === 'bedrock' ? bedrockAnswerStatus : undefined,
+        statusOfAnswer: c.protocol === 'bedrock' ? bedrockAnswerStatus : undefined,
       },
       done,
     );
