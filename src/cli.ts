@@ -66,7 +66,7 @@ an overlay candidate naming no configured provider). Otherwise prints every erro
     },
   },
   'mock-provider': {
-    summary: 'run a mock OpenAI, Anthropic and Gemini provider (for demos, tests and benchmarks)',
+    summary: 'run a mock OpenAI, Anthropic and Gemini provider, or Bedrock or Vertex AI alone (for demos, tests and benchmarks)',
     usage: `switchyard mock-provider --port N --name NAME [--latency-ms N] [--stream-chunk-delay-ms N] [--stream-chunks N] [--host HOST]
                          [--api-key KEY] [--protocol bedrock|vertex|gemini] [--token-ttl-s N] [--gcp-public-key FILE]
                          [--aws-access-key-id AKID --aws-secret-access-key SECRET]

@@ -4,8 +4,10 @@
  * Responses API, Anthropic messages (plain and streamed, count_tokens, prompt caching), and
  * Gemini generateContent (plain and streamed, function calls, thoughts, its API key check),
  * and, served alone, Bedrock Converse (JSON and AWS event stream, over HTTP/1.1 and h2c,
- * behind a SigV4 check); records what it received and injects faults on request. Endpoints, the tool trigger and the fault API: docs/mock-provider.md. The demo, the tests and
- * the benchmark's "direct" baseline all run against it.
+ * behind a SigV4 check) or Vertex AI (Gemini and Claude, behind bearer tokens it issues at
+ * its own token endpoint and metadata server); records what it received and injects faults
+ * on request. Endpoints, the tool trigger and the fault API: docs/mock-provider.md. The
+ * demo, the tests and the benchmark's "direct" baseline all run against it.
  *
  * Boundary: imports node: built-ins and, for Bedrock, AWS's own signer and event-stream codec
  * (@smithy), never another src/ folder, so it stays a neutral stand-in for an upstream. No ADR: it is tooling, not a gateway decision.
