@@ -92,6 +92,29 @@ function queryOf(query: string): Record<string, string | string[]> {
   return out;
 }
 
+/** Signers by key, scope and session token: each keeps its derived signing keys, so a check is not four HMACs more than it must be. */
+const signers = new Map<string, SignatureV4>();
+const MAX_SIGNERS = 64;
+
+function signerFor(creds: AwsCredentials, service: string, region: string, token: string | undefined): SignatureV4 {
+  const key = JSON.stringify([creds.accessKeyId, creds.secretAccessKey, service, region, token ?? null]);
+  let signer = signers.get(key);
+  if (signer === undefined) {
+    if (signers.size >= MAX_SIGNERS) signers.clear();
+    signer = new SignatureV4({
+      service,
+      region,
+      credentials: { ...creds, ...(token === undefined ? {} : { sessionToken: token }) },
+      sha256: Hash.bind(null, 'sha256'),
+      // AWS services other than S3 sign the path encoded once more than it travels.
+      uriEscapePath: true,
+      applyChecksum: false,
+    });
+    signers.set(key, signer);
+  }
+  return signer;
+}
+
 /**
  * Checks one request's SigV4 signature for `service` (any region). Returns null when AWS
  * would accept it, else the reason AWS would give. Over HTTP/2 the AWS SDK signs the
@@ -155,15 +178,7 @@ export async function checkSignature(
     if (value === undefined) return { type: 'InvalidSignatureException', message: MISMATCH };
     headers[name] = value;
   }
-  const signer = new SignatureV4({
-    service,
-    region,
-    credentials: { ...creds, ...(token === undefined ? {} : { sessionToken: token }) },
-    sha256: Hash.bind(null, 'sha256'),
-    // AWS services other than S3 sign the path encoded once more than it travels.
-    uriEscapePath: true,
-    applyChecksum: false,
-  });
+  const signer = signerFor(creds, service, region, token);
   const again = await signer.sign(
     {
       method: req.method,

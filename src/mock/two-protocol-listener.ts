@@ -18,7 +18,8 @@ const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 export function listenH1AndH2c(http1: HttpServer, handler: (req: IncomingMessage, res: ServerResponse) => void): Server {
   const http2 = createHttp2Server();
   http2.on('request', (req, res) => handler(req as unknown as IncomingMessage, res as unknown as ServerResponse));
-  return createNetServer((socket) => sniff(socket, http1, http2));
+  // noDelay as Node's HTTP servers set it: small event-stream frames must not wait on Nagle for an ACK.
+  return createNetServer({ noDelay: true }, (socket) => sniff(socket, http1, http2));
 }
 
 function sniff(socket: Socket, http1: HttpServer, http2: { emit(event: 'connection', socket: Socket): boolean }): void {

@@ -12,9 +12,14 @@ import { usageFromBedrock } from './usage.js';
 
 const NO_USAGE: TokenUsage = { inputTokens: 0, outputTokens: 0 };
 
-/** An id for an answer Converse gave none: clients of both protocols expect one. */
+/** This process's random half of every id, drawn once: a draw per answer showed in the profile. */
+const ID_PREFIX = randomBytes(8).toString('hex');
+let idSeq = 0;
+
+/** An id for an answer Converse gave none, unique across processes and answers: clients of both protocols expect one. */
 export function answerId(): string {
-  return `bdrk_${randomBytes(12).toString('hex')}`;
+  idSeq = (idSeq + 1) % 0x1_0000_0000;
+  return `bdrk_${ID_PREFIX}${idSeq.toString(16).padStart(8, '0')}`;
 }
 
 /** A Converse content block as a canonical part; null for one the client is not given (redacted reasoning, citations, images). */
