@@ -7,6 +7,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import type { MockProvider } from '../../src/mock/index.js';
 import { startMockProvider } from '../../src/mock/index.js';
+import { adminReload } from '../support/admin.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { baseConfig, startGatewayProcess } from '../support/gateway-process.js';
 import { type LocalSts, startLocalSts } from '../support/local-sts.js';
@@ -78,6 +79,7 @@ before(async () => {
     {
       'br-route': { candidates: [{ provider: 'br', model: MODEL }] },
       'irsa-route': { candidates: [{ provider: 'irsa', model: MODEL }] },
+      'rotated-route': { candidates: [{ provider: 'rotated', model: MODEL }] },
       'wrong-key-route': {
         candidates: [
           { provider: 'wrongkey', model: MODEL },
@@ -106,6 +108,10 @@ before(async () => {
   providers.flaky = bedrockProvider(flaky, keys);
   providers.wrongkey = bedrockProvider(br, { access_key_id: { env: 'BR_AKID' }, secret_access_key: { env: 'WRONG_SECRET' } });
   providers.irsa = bedrockProvider(irsaMock, { web_identity: true, sts_endpoint: sts.url });
+  // Keys in files, the secret a wrong one until a test rotates it.
+  writeFileSync(join(dir, 'akid'), AKID);
+  writeFileSync(join(dir, 'secret'), 'a-stale-secret');
+  providers.rotated = bedrockProvider(br, { access_key_id: { file: join(dir, 'akid') }, secret_access_key: { file: join(dir, 'secret') } });
   gw = await startGatewayProcess(config, {
     env: { BR_AKID: AKID, BR_SECRET: SECRET, WRONG_SECRET: 'not-the-secret', AWS_WEB_IDENTITY_TOKEN_FILE: tokenFile, AWS_ROLE_ARN: ROLE },
   });
@@ -254,6 +260,31 @@ describe('a bedrock provider behind the gateway, with the Anthropic SDK', () => 
     assert.equal((await stream.finalMessage()).stop_reason, 'end_turn');
   });
 
+  it('structured output (output_config.format) and an image, from an Anthropic client', async () => {
+    const pixel = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=';
+    const msg = await anthropic.messages.create({
+      model: 'br-route',
+      max_tokens: 100,
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'image', source: { type: 'base64', media_type: 'image/png', data: pixel } },
+            { type: 'text', text: 'where is this?' },
+          ],
+        },
+      ],
+      output_config: {
+        format: { type: 'json_schema', schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+      },
+    } as Anthropic.MessageCreateParamsNonStreaming);
+    const text = msg.content[0]?.type === 'text' ? msg.content[0].text : '';
+    assert.equal(typeof JSON.parse(text).city, 'string');
+    const sent = lastConverse(br).json;
+    assert.deepEqual(sent.messages[0].content[0], { image: { format: 'png', source: { bytes: pixel } } });
+    assert.ok(sent.outputConfig?.textFormat !== undefined, JSON.stringify(sent));
+  });
+
   it('a streamed tool use comes back as tool_use blocks with their input', async () => {
     const stream = anthropic.messages.stream({
       model: 'br-route',
@@ -337,6 +368,21 @@ describe('bedrock errors and failover', () => {
     assert.equal(oai.stats().total, 0, 'a refused credential is not a reason to try the next candidate');
     const logs = JSON.stringify(gw.logs());
     assert.ok(!logs.includes(SECRET) && !logs.includes('not-the-secret'));
+  });
+});
+
+describe('bedrock keys on reload', () => {
+  it('a reload re-reads the key files: a rotated secret signs from the next request on', async () => {
+    const stale = await openai.chat.completions
+      .create({ model: 'rotated-route', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e);
+    assert.ok(stale instanceof OpenAI.APIError && stale.status === 502, String(stale));
+    writeFileSync(join(dir, 'secret'), SECRET);
+    const reload = await adminReload(gw.adminUrl as string);
+    assert.equal(reload.body.result, 'applied', reload.text);
+    const data = await openai.chat.completions.create({ model: 'rotated-route', messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(data.choices[0]?.message.content, 'Hello from bedrock-up.');
+    assert.ok(!JSON.stringify(gw.logs()).includes(SECRET));
   });
 });
 

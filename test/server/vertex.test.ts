@@ -205,6 +205,33 @@ describe('Gemini on Vertex AI behind the gateway', () => {
     assert.equal(parts[0].functionResponse.name, 'get_weather');
   });
 
+  it('structured output and an image, from an OpenAI client', async () => {
+    const structured = await openai.chat.completions.create({
+      model: 'gemini-route',
+      messages: [{ role: 'user', content: 'the weather' }],
+      response_format: {
+        type: 'json_schema',
+        json_schema: { name: 'w', schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+      },
+    });
+    assert.equal(typeof JSON.parse(structured.choices[0]?.message.content ?? '').city, 'string');
+    assert.equal(lastTo(vx, `${base}/google/`).json.generationConfig.responseMimeType, 'application/json');
+    const pixel = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=';
+    await openai.chat.completions.create({
+      model: 'gemini-route',
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'what is this?' },
+            { type: 'image_url', image_url: { url: `data:image/png;base64,${pixel}` } },
+          ],
+        },
+      ],
+    });
+    assert.deepEqual(lastTo(vx, `${base}/google/`).json.contents[0].parts[1], { inlineData: { mimeType: 'image/png', data: pixel } });
+  });
+
   it('the metadata server (GKE workload identity) gives a provider its token, found through GCE_METADATA_HOST', async () => {
     const data = await openai.chat.completions.create({ model: 'meta-route', messages: [{ role: 'user', content: 'hi' }] });
     assert.equal(data.choices[0]?.message.content, 'Hello from vertex-up.');
