@@ -71,7 +71,22 @@ export function promptUsage(payload: Record<string, unknown>, cache: Set<string>
   if (last === -1 || cache === null) return { totalTokens, inputTokens: totalTokens, cacheReadTokens: 0, cacheWriteTokens: 0 };
   const prefix = all.slice(0, last + 1);
   const cachedTokens = Math.min(totalTokens, Math.ceil(prefix.reduce((n, s) => n + s.chars, 0) / 4));
+  return cachedPrefixUsage(cache, '', prefix, totalTokens, cachedTokens);
+}
+
+/**
+ * The usage of a prompt whose cached prefix (its segments' keys, under `salt`) is written
+ * the first time the mock sees it and read on every repeat, as a provider's prompt cache is.
+ */
+export function cachedPrefixUsage(
+  cache: Set<string>,
+  salt: string,
+  prefix: readonly { readonly key: string }[],
+  totalTokens: number,
+  cachedTokens: number,
+): PromptUsage {
   const hash = createHash('sha256');
+  if (salt !== '') hash.update(salt);
   for (const s of prefix) hash.update(s.key).update('\0');
   const key = hash.digest('hex');
   const hit = cache.has(key);

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { cachedPrefixUsage, type PromptUsage } from './anthropic-prompt.js';
 import type { ConversationTail, MockTool, MockToolChoice, OutputFormat } from './conversation.js';
 import { isRecord } from './conversation.js';
 
@@ -11,13 +11,8 @@ export const IMAGE_TOKENS = 1600;
 /** Past this many prompt tokens the request is refused, as a model's context window refuses it. */
 export const MAX_INPUT_TOKENS = 200_000;
 
-/** Input tokens as Bedrock reports them: `inputTokens` excludes the cached prefix, which is a read or a write. */
-export interface ConverseUsage {
-  readonly totalTokens: number;
-  readonly inputTokens: number;
-  readonly cacheReadTokens: number;
-  readonly cacheWriteTokens: number;
-}
+/** Input tokens as Bedrock reports them: `inputTokens` excludes the cached prefix, which is a read or a write (as Anthropic's). */
+export type ConverseUsage = PromptUsage;
 
 interface Segment {
   readonly tokens: number;
@@ -85,17 +80,7 @@ export function converseUsage(payload: Record<string, unknown>, cache: Set<strin
   if (cachedUpTo === 0) return { totalTokens, inputTokens: totalTokens, cacheReadTokens: 0, cacheWriteTokens: 0 };
   const prefix = all.slice(0, cachedUpTo);
   const cachedTokens = Math.min(totalTokens, tokensOf(prefix));
-  const hash = createHash('sha256').update('bedrock\0');
-  for (const s of prefix) hash.update(s.key).update('\0');
-  const key = hash.digest('hex');
-  const hit = cache.has(key);
-  cache.add(key);
-  return {
-    totalTokens,
-    inputTokens: totalTokens - cachedTokens,
-    cacheReadTokens: hit ? cachedTokens : 0,
-    cacheWriteTokens: hit ? 0 : cachedTokens,
-  };
+  return cachedPrefixUsage(cache, 'bedrock\0', prefix, totalTokens, cachedTokens);
 }
 
 /** Bedrock's own checks on a Converse body, with its wording; null when it would take it. */
