@@ -158,7 +158,8 @@ export function providerHeaders(
     // Claude on Vertex takes its version in the body; a beta header still applies.
     const beta = client['anthropic-beta'];
     if (typeof beta === 'string' && beta !== '') headers['anthropic-beta'] = beta;
-    if (credential instanceof BearerTokenSource) headers.authorization = credential.authorization();
+    // The provider's Google Cloud token, or an overlay candidate's own credential, which for Vertex is a token.
+    if (credential !== null) headers.authorization = credential.authorization();
   } else if (p.type === 'bedrock') {
     // Signed by the caller (SigV4 covers the final bytes), nothing to add here.
   } else if (p.type === 'anthropic') {
