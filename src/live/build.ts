@@ -17,6 +17,7 @@ import {
   type AwsSpec,
   type CloudAuthSources,
   Credential,
+  candidateProtocol,
   type EntraSpec,
   type GcpSpec,
   IDLE_SOURCES,
@@ -28,7 +29,6 @@ import {
   type ProviderType,
   providerIdentity,
   VERTEX_ANTHROPIC_VERSION,
-  vertexPublisher,
 } from '../providers/index.js';
 import { stableIdTable } from '../routing/index.js';
 import {
@@ -226,16 +226,6 @@ function protocolOf(type: ProviderType): ProviderProtocol {
     default:
       return 'openai';
   }
-}
-
-/** A candidate's protocol: its provider's, or for vertex its publisher's, named by the route or told by the model's name. */
-function candidateProtocol(
-  provider: ProviderRuntime,
-  upstreamModel: string,
-  publisher: 'google' | 'anthropic' | undefined,
-): ProviderProtocol {
-  if (provider.type !== 'vertex') return provider.protocol;
-  return (publisher ?? vertexPublisher(upstreamModel)) === 'anthropic' ? 'anthropic' : 'gemini';
 }
 
 /**

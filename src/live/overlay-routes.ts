@@ -3,7 +3,7 @@ import { realpathSync } from 'node:fs';
 import { resolve, sep } from 'node:path';
 import { describeSecretRef, type OverlayConfig, resolveSecret, type SecretResult } from '../config/index.js';
 import type { AdmissionState, OverlayCandidate, ParsedOverlay, SelectionMode } from '../contract/index.js';
-import { Credential, vertexPublisher } from '../providers/index.js';
+import { Credential, candidateProtocol } from '../providers/index.js';
 import { type SelectionPolicy, stableIdTable } from '../routing/index.js';
 import type { GenerationCandidate, GenerationGroup, GenerationRoute, OverlaySnapshot, ProviderRuntime } from './generation.js';
 
@@ -178,7 +178,7 @@ function toCandidate(
     // An overlay candidate names only the route's model; the provider may serve it under another name.
     upstreamModel,
     // A vertex candidate's publisher is told by its model's name (the overlay has no field for it).
-    protocol: provider.type === 'vertex' ? (vertexPublisher(upstreamModel) === 'anthropic' ? 'anthropic' : 'gemini') : provider.protocol,
+    protocol: candidateProtocol(provider, upstreamModel),
     credential,
     credentialProblem,
   };

@@ -23,6 +23,7 @@ export type { PriceEntry, PriceTable, TokenUsage } from './metering.js';
 export { CHAT_COMPLETIONS_PATH, chatBodyFor, usageFromJson, usageFromSseTail, withStreamUsage } from './openai-adapter.js';
 export { PoolRegistry } from './pool-registry.js';
 export {
+  candidateProtocol,
   type Operation,
   operationProviders,
   type ProviderAddress,
@@ -32,7 +33,6 @@ export {
   storedResponsePath,
   upstreamPathFor,
   VERTEX_ANTHROPIC_VERSION,
-  vertexPublisher,
 } from './provider-address.js';
 export { type PoolSpec, type PoolTls, ProviderPool, type UpstreamCall } from './provider-pool.js';
 export {

@@ -24,9 +24,18 @@ export interface ProviderAddress {
  */
 export const VERTEX_ANTHROPIC_VERSION = '2026-10-21';
 
-/** Whose model a vertex candidate calls, when its route does not say: Claude is Anthropic's, everything else Google's. */
-export function vertexPublisher(upstreamModel: string): 'anthropic' | 'google' {
-  return upstreamModel.startsWith('claude') ? 'anthropic' : 'google';
+/**
+ * The protocol a candidate's calls speak: its provider's, or for vertex its publisher's
+ * (Claude speaks Anthropic's, Google's models Gemini's), named by the route's `publisher` or,
+ * when it does not say, told by the model's name.
+ */
+export function candidateProtocol(
+  p: { readonly type: ProviderType; readonly protocol: ProviderProtocol },
+  upstreamModel: string,
+  publisher?: 'google' | 'anthropic',
+): ProviderProtocol {
+  if (p.type !== 'vertex') return p.protocol;
+  return (publisher ?? (upstreamModel.startsWith('claude') ? 'anthropic' : 'google')) === 'anthropic' ? 'anthropic' : 'gemini';
 }
 
 /**
@@ -103,7 +112,7 @@ export function upstreamPathFor(
   }
   if (p.type === 'vertex') {
     const { project, location } = p.vertex ?? { project: '', location: '' };
-    const publisher = (protocol ?? (vertexPublisher(upstreamModel) === 'anthropic' ? 'anthropic' : 'gemini')) === 'anthropic';
+    const publisher = (protocol ?? candidateProtocol({ type: 'vertex', protocol: 'gemini' }, upstreamModel)) === 'anthropic';
     const base = `/v1/projects/${encodeURIComponent(project)}/locations/${encodeURIComponent(location)}/publishers/${publisher ? 'anthropic' : 'google'}/models/${encodeURIComponent(upstreamModel)}`;
     if (publisher) return stream ? `${base}:streamRawPredict` : `${base}:rawPredict`;
     return stream ? `${base}:streamGenerateContent?alt=sse` : `${base}:generateContent`;

@@ -235,7 +235,8 @@ describe('azure_openai with Microsoft Entra ID', () => {
     assert.equal(azureCalls().at(-1)?.headers.authorization, `Bearer ${first?.token}`);
     // The kubelet rotates the projected token; the next refresh (at 2.4 s) must present the new one.
     writeFileSync(file, 'projected-sa-token-2\n');
-    const deadline = Date.now() + 6_000;
+    // A bound that only catches a hang: the refresh is due in 2.4 s.
+    const deadline = Date.now() + 20_000;
     while (!calls.some((c) => c.form.client_assertion === 'projected-sa-token-2' && c.token !== null)) {
       assert.ok(Date.now() < deadline, 'the rotated assertion was presented');
       assert.equal((await postChat(gw.url, chatBody('azure-only'))).status, 200);
