@@ -23,6 +23,8 @@ const allowed: Record<string, readonly string[]> = {
   // The relay decides, before the first byte, whether an upstream answer fails over: resilience's rule.
   providers: ['resilience'],
   telemetry: [],
+  // The MCP client sends through a provider's pool, with its credential: nothing else.
+  mcp: ['providers'],
   mock: [],
   // governance/ -> providers/, types only: the units it prices (TokenUsage, PriceTable) are
   // what the adapters report and what live/ carries per generation. governance/ still never
@@ -31,7 +33,7 @@ const allowed: Record<string, readonly string[]> = {
   // The audit writer continues an existing file's chain and verify reads it: both through
   // contract/'s bounded reader (readFileSlice), never a plain unbounded read.
   audit: ['contract'],
-  live: ['config', 'contract', 'providers', 'routing'],
+  live: ['config', 'contract', 'providers', 'routing', 'mcp'],
   // The parent-directory file watch: a leaf, so the gateway and the publisher share one
   // watcher without either depending on the other.
   watch: [],
@@ -42,8 +44,21 @@ const allowed: Record<string, readonly string[]> = {
   // The request path: from an admitted caller to its record. It reads the generation (live/),
   // routes (routing/), relays (providers/), admits and bills (governance/), audits and
   // records; it never reaches the listeners or the composition root (server/).
-  request: ['config', 'live', 'routing', 'providers', 'resilience', 'governance', 'audit', 'telemetry'],
-  server: ['config', 'contract', 'live', 'routing', 'providers', 'resilience', 'governance', 'audit', 'telemetry', 'watch', 'request'],
+  request: ['config', 'live', 'routing', 'providers', 'resilience', 'governance', 'audit', 'telemetry', 'mcp'],
+  server: [
+    'config',
+    'contract',
+    'live',
+    'routing',
+    'providers',
+    'resilience',
+    'governance',
+    'audit',
+    'telemetry',
+    'watch',
+    'request',
+    'mcp',
+  ],
   // cli.ts wires subcommands; it may import every folder's surface.
   '(root)': [
     'config',
@@ -57,6 +72,7 @@ const allowed: Record<string, readonly string[]> = {
     'telemetry',
     'server',
     'request',
+    'mcp',
     'mock',
     'publisher',
     'watch',
