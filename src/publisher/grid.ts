@@ -10,7 +10,7 @@ import { PublishError } from './issues.js';
 import { PublisherMetrics } from './metrics.js';
 import type { Output } from './output.js';
 import { publishOverlay, readPublished } from './publish.js';
-import { candidatesPerModel, renderOverlay } from './render.js';
+import { candidatesPerModel, candidatesPerTool, renderOverlay } from './render.js';
 
 export interface GridOptions {
   readonly inventoryPath: string;
@@ -33,7 +33,15 @@ export interface GridStatus {
   readonly published_revision: string | null;
   readonly source_generation: number | null;
   readonly last_publish: { at: string; result: string; error?: string } | null;
-  readonly providers: ReadonlyArray<{ cluster: string; state: string; health: HealthSnapshot | null }>;
+  /** Candidates per model and per tool in the last published revision; null before the first publish. */
+  readonly candidates: { readonly per_model: Record<string, number>; readonly per_tool: Record<string, number> } | null;
+  readonly providers: ReadonlyArray<{
+    cluster: string;
+    state: string;
+    models: readonly string[];
+    tools: readonly string[];
+    health: HealthSnapshot | null;
+  }>;
 }
 
 interface Prober {
@@ -56,6 +64,7 @@ export class Grid {
   #publishedScope = '';
   #sourceGeneration: number | null = null;
   #lastPublish: GridStatus['last_publish'] = null;
+  #candidates: GridStatus['candidates'] = null;
   #running: Promise<void> | null = null;
   #again = false;
   #closed = false;
@@ -98,9 +107,12 @@ export class Grid {
       published_revision: this.#published,
       source_generation: this.#sourceGeneration,
       last_publish: this.#lastPublish,
+      candidates: this.#candidates,
       providers: this.#inventory.providers.map((p) => ({
         cluster: p.cluster,
         state: p.state,
+        models: p.models,
+        tools: p.tools,
         health: this.#probers.get(p.cluster)?.health.snapshot() ?? null,
       })),
     };
@@ -221,13 +233,16 @@ export class Grid {
       this.metrics.publishes.inc({ result: outcome.result });
       if (this.#sourceGeneration !== null) this.metrics.sourceGeneration.set(this.#sourceGeneration);
       const perModel = candidatesPerModel(rendered.payload);
-      this.metrics.setCandidates(perModel);
+      const perTool = candidatesPerTool(rendered.payload);
+      this.metrics.setCandidates(perModel, perTool);
+      this.#candidates = { per_model: perModel, per_tool: perTool };
       this.#log.info({
         msg: outcome.result === 'written' ? 'published' : 'already published',
         revision: outcome.revision,
         source_generation: outcome.sourceGeneration,
         candidates: rendered.payload.candidates.length,
         candidates_per_model: perModel,
+        candidates_per_tool: perTool,
         path: outcome.path,
       });
     } catch (err) {

@@ -9,7 +9,7 @@
 // server/ or live/: the control plane does not depend on the data plane it feeds.
 // See docs/decisions/0010-overlay-publisher.md and docs/overlay-format.md.
 
-export { diffOverlays, formatDiff, type ModelDiff, type OverlayDiff } from './diff.js';
+export { type CandidateChanges, diffOverlays, formatDiff, type ModelDiff, type OverlayDiff, type ToolDiff } from './diff.js';
 export { Grid, type GridOptions, type GridStatus } from './grid.js';
 export { serveGrid } from './grid-http.js';
 export { type HealthVerdict, ProviderHealth } from './health.js';
@@ -17,5 +17,16 @@ export { type Inventory, MAX_INVENTORY_BYTES, parseInventory, readInventory } fr
 export { PUBLISH_ISSUE_CODES, PublishError, type PublishIssueCode } from './issues.js';
 export { LAYOUTS, type Layout, type Output, statePathFor, visiblePath, writeByRename, writeKubelet } from './output.js';
 export { checkEnvelope, type PublishOutcome, publishOverlay, readPublished } from './publish.js';
-export { candidatesPerModel, type Envelope, envelopeFor, OVERLAY_KEY, PRODUCER, type RenderedOverlay, renderOverlay } from './render.js';
+export {
+  candidatesPerModel,
+  candidatesPerTool,
+  type Envelope,
+  envelopeFor,
+  OVERLAY_KEY,
+  PRODUCER,
+  type RenderedCandidate,
+  type RenderedKind,
+  type RenderedOverlay,
+  renderOverlay,
+} from './render.js';
 export { type PublisherState, readState, STATE_FORMAT, writeState } from './state-file.js';

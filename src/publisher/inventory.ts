@@ -19,6 +19,12 @@ const text = () =>
     .refine((s) => !/[\u0000-\u001f\u007f]/.test(s) && Buffer.byteLength(s) <= 256 && s.trim() !== '', {
       message: 'must be 1-256 bytes, not blank, without control characters',
     });
+/**
+ * The MCP specification's advised tool-name characters (1-128 of these): the gateway exposes
+ * the name to its clients as is, so anything outside them could not be listed.
+ */
+const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+const toolName = () => z.string().regex(TOOL_NAME, 'must be an MCP tool name: 1-128 of A-Z a-z 0-9 _ - .');
 const kubernetesName = () =>
   z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a Kubernetes object name (lowercase letters, digits, "-" and ".")');
 const int = (min: number, max: number) => {
@@ -48,7 +54,9 @@ const providerSchema = z.strictObject({
   cluster: name('provider name'),
   site: text(),
   region: text(),
-  models: z.array(text()).min(1, 'must list at least one model'),
+  models: z.array(text()).default([]),
+  // Tools a `type: mcp` provider serves; rendered as mcp_tool candidates beside the models.
+  tools: z.array(toolName()).default([]),
   state: z.enum(providerStates, 'must be one of: active, drain, withdrawn').default('active'),
   weight: int(1, 1000).default(1),
   // A reference only: which Secret key the gateway reads. There is no field for a value.
@@ -89,11 +97,17 @@ export const inventorySchema = z
       if (first !== undefined) {
         ctx.addIssue({ code: 'custom', path: ['providers', i, 'cluster'], message: `repeats providers[${first}] (same cluster and site)` });
       } else seen.set(key, i);
-      const models = new Set<string>();
-      p.models.forEach((m, j) => {
-        if (models.has(m)) ctx.addIssue({ code: 'custom', path: ['providers', i, 'models', j], message: 'listed twice' });
-        models.add(m);
-      });
+      if (p.models.length === 0 && p.tools.length === 0) {
+        ctx.addIssue({ code: 'custom', path: ['providers', i, 'models'], message: 'must list at least one model or tool' });
+      }
+      // A model and a tool may share a name: they are different kinds, so different candidates.
+      for (const list of ['models', 'tools'] as const) {
+        const names = new Set<string>();
+        p[list].forEach((n, j) => {
+          if (names.has(n)) ctx.addIssue({ code: 'custom', path: ['providers', i, list, j], message: 'listed twice' });
+          names.add(n);
+        });
+      }
     });
   });
 

@@ -1,5 +1,5 @@
 // The grid loop's Prometheus series, in a registry of its own. Label values are bounded by
-// the inventory (providers, models) and closed sets (results); revisions are never labels.
+// the inventory (providers, models, tools) and closed sets (results); revisions are never labels.
 
 import type { Counter, Gauge } from 'prom-client';
 import { Registry } from 'prom-client';
@@ -13,6 +13,8 @@ export class PublisherMetrics {
   readonly publishes: Counter<'result'>;
   readonly probes: Counter<'provider' | 'result'>;
   readonly candidates: Gauge<'model'>;
+  /** Its own series rather than a `tool` label on the model gauge: each series keeps one label set. */
+  readonly toolCandidates: Gauge<'tool'>;
   readonly providerHealthy: Gauge<'provider'>;
   readonly inventoryLoads: Counter<'result'>;
   readonly sourceGeneration: Gauge;
@@ -30,6 +32,12 @@ export class PublisherMetrics {
       'result',
     ]);
     this.candidates = gauge(r, 'switchyard_publisher_candidates', 'Candidates per model in the last published revision.', ['model']);
+    this.toolCandidates = gauge(
+      r,
+      'switchyard_publisher_tool_candidates',
+      'Candidates (mcp_tool) per tool in the last published revision.',
+      ['tool'],
+    );
     this.providerHealthy = gauge(
       r,
       'switchyard_publisher_provider_healthy',
@@ -50,9 +58,11 @@ export class PublisherMetrics {
     addProcessMetrics(r, 'switchyard_publisher_');
   }
 
-  /** Replaces the per-model gauge: models that left the overlay must not linger at their old count. */
-  setCandidates(perModel: Readonly<Record<string, number>>): void {
+  /** Replaces the per-model and per-tool gauges: names that left the overlay must not linger at their old count. */
+  setCandidates(perModel: Readonly<Record<string, number>>, perTool: Readonly<Record<string, number>> = {}): void {
     this.candidates.reset();
     for (const [model, n] of Object.entries(perModel)) this.candidates.set({ model }, n);
+    this.toolCandidates.reset();
+    for (const [tool, n] of Object.entries(perTool)) this.toolCandidates.set({ tool }, n);
   }
 }

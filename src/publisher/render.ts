@@ -13,8 +13,10 @@ const TIER_ORDER: Record<SelectionTier, number> = { same_site: 0, same_region: 1
 type Admission = 'new_and_existing' | 'existing_only';
 const ADMISSION_ORDER: Record<Admission, number> = { new_and_existing: 0, existing_only: 1 };
 
+export type RenderedKind = 'inference_model' | 'mcp_tool';
+
 export interface RenderedCandidate {
-  kind: 'inference_model';
+  kind: RenderedKind;
   name: string;
   site: string;
   cluster: string;
@@ -52,6 +54,8 @@ export interface RenderedOverlay {
 /** `overlay` without its timestamp: what a render decides, before it is stamped. */
 export type OverlayPayload = Omit<Envelope['overlay'], 'generated_at'>;
 
+type Unranked = Omit<RenderedCandidate, 'rank' | 'selection_group'>;
+
 export function tierOf(inventory: Inventory, p: InventoryProvider): SelectionTier {
   if (p.site === inventory.local_site) return 'same_site';
   if (inventory.local_region !== undefined && p.region === inventory.local_region) return 'same_region';
@@ -62,32 +66,30 @@ export function tierOf(inventory: Inventory, p: InventoryProvider): SelectionTie
  * The candidates and their revision. `isHealthy(cluster)` says whether a provider's health
  * check currently passes (a provider without one is always healthy). `withdrawn` and
  * unhealthy providers are left out; `drain` serves only sessions already bound to it.
+ * Models and tools are rendered alike, each (kind, name) ranked and grouped on its own, and
+ * the candidates are ordered by (kind, name): every model, then every tool.
  */
 export function renderOverlay(inventory: Inventory, isHealthy: (cluster: string) => boolean = () => true): RenderedOverlay {
-  const byModel = new Map<string, Array<Omit<RenderedCandidate, 'rank' | 'selection_group'>>>();
+  const byName = new Map<string, { kind: RenderedKind; name: string; list: Unranked[] }>();
   for (const p of inventory.providers) {
     if (p.state === 'withdrawn' || !isHealthy(p.cluster)) continue;
-    for (const model of p.models) {
-      const c: Omit<RenderedCandidate, 'rank' | 'selection_group'> = {
-        kind: 'inference_model',
-        name: model,
-        site: p.site,
-        cluster: p.cluster,
-        fresh: true,
-        stable_id: stableIdFor('inference_model', model, p.site, p.cluster),
-        admission_state: p.state === 'drain' ? 'existing_only' : 'new_and_existing',
-        selection_tier: tierOf(inventory, p),
-        traffic_weight: p.weight,
-      };
-      if (p.credential !== undefined) c.credential = { strategy: 'bearer_token', secretRef: { ...p.credential } };
-      const list = byModel.get(model) ?? [];
-      list.push(c);
-      byModel.set(model, list);
+    const served: Array<[RenderedKind, readonly string[]]> = [
+      ['inference_model', p.models],
+      ['mcp_tool', p.tools],
+    ];
+    for (const [kind, names] of served) {
+      for (const name of names) {
+        const key = `${kind}\u0000${name}`;
+        let entry = byName.get(key);
+        if (entry === undefined) byName.set(key, (entry = { kind, name, list: [] }));
+        entry.list.push(candidateOf(inventory, p, kind, name));
+      }
     }
   }
   const candidates: RenderedCandidate[] = [];
-  for (const model of [...byModel.keys()].sort(compareText)) {
-    const list = (byModel.get(model) ?? []).sort(
+  const entries = [...byName.values()].sort((a, b) => compareText(a.kind, b.kind) || compareText(a.name, b.name));
+  for (const { list } of entries) {
+    list.sort(
       (a, b) =>
         ADMISSION_ORDER[a.admission_state] - ADMISSION_ORDER[b.admission_state] ||
         TIER_ORDER[a.selection_tier] - TIER_ORDER[b.selection_tier] ||
@@ -97,7 +99,7 @@ export function renderOverlay(inventory: Inventory, isHealthy: (cluster: string)
     // A group holds one admission state and one tier: the gateway serves new sessions from
     // the lowest group that admits them, so tiers fail over in order (docs/overlay-format.md).
     let group = -1;
-    let previous: (typeof list)[number] | undefined;
+    let previous: Unranked | undefined;
     list.forEach((c, rank) => {
       if (previous === undefined || previous.admission_state !== c.admission_state || previous.selection_tier !== c.selection_tier)
         group += 1;
@@ -109,6 +111,22 @@ export function renderOverlay(inventory: Inventory, isHealthy: (cluster: string)
   if (inventory.selection_policy !== undefined) payload.selection_policy = { mode: inventory.selection_policy.mode };
   const revision = computeRevision(payload);
   return { revision, payload };
+}
+
+function candidateOf(inventory: Inventory, p: InventoryProvider, kind: RenderedKind, name: string): Unranked {
+  const c: Unranked = {
+    kind,
+    name,
+    site: p.site,
+    cluster: p.cluster,
+    fresh: true,
+    stable_id: stableIdFor(kind, name, p.site, p.cluster),
+    admission_state: p.state === 'drain' ? 'existing_only' : 'new_and_existing',
+    selection_tier: tierOf(inventory, p),
+    traffic_weight: p.weight,
+  };
+  if (p.credential !== undefined) c.credential = { strategy: 'bearer_token', secretRef: { ...p.credential } };
+  return c;
 }
 
 /** Wraps a rendered overlay in the v1 envelope, stamped with its provenance. */
@@ -140,9 +158,19 @@ function compareText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/** Candidates per model, for status and metrics. */
+/** Candidates per model (inference_model only), for status and metrics. */
 export function candidatesPerModel(payload: OverlayPayload): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const c of payload.candidates) counts[c.name] = (counts[c.name] ?? 0) + 1;
+  return countByName(payload, 'inference_model');
+}
+
+/** Candidates per tool (mcp_tool), for status and metrics. */
+export function candidatesPerTool(payload: OverlayPayload): Record<string, number> {
+  return countByName(payload, 'mcp_tool');
+}
+
+function countByName(payload: OverlayPayload, kind: RenderedKind): Record<string, number> {
+  // No prototype: a name such as "constructor" is a count like any other.
+  const counts = Object.create(null) as Record<string, number>;
+  for (const c of payload.candidates) if (c.kind === kind) counts[c.name] = (counts[c.name] ?? 0) + 1;
   return counts;
 }
