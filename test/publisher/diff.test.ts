@@ -58,4 +58,42 @@ describe('overlay diff', () => {
     assert.deepEqual(diffOverlays(before, before).models, []);
     assert.match(formatDiff(diffOverlays(before, before)), /no changes/);
   });
+
+  it('reports tools apart from models, labelled as tools, even when a tool shares a model name', () => {
+    const was = overlayOf(`  - { cluster: a, site: east, region: r, models: [m], tools: [echo, m] }
+  - { cluster: b, site: east, region: r, tools: [echo], weight: 2 }
+`);
+    const now = overlayOf(`  - { cluster: a, site: east, region: r, models: [m], tools: [echo, m], state: drain }
+  - { cluster: b, site: east, region: r, tools: [echo], weight: 4 }
+  - { cluster: c, site: east, region: r, tools: [search] }
+`);
+    const diff = diffOverlays(was, now);
+    assert.deepEqual(
+      diff.models.map((x) => [x.model, x.admission.map((c) => c.cluster)]),
+      [['m', ['a']]],
+    );
+    assert.deepEqual(
+      diff.tools.map((x) => x.tool),
+      ['echo', 'm', 'search'],
+    );
+    const echo = diff.tools.find((x) => x.tool === 'echo');
+    assert.deepEqual(
+      echo?.reweighted.map((c) => [c.cluster, c.from, c.to]),
+      [['b', 2, 4]],
+    );
+    assert.deepEqual(
+      echo?.admission.map((c) => [c.cluster, c.from, c.to]),
+      [['a', 'new_and_existing', 'existing_only']],
+    );
+    const text = formatDiff(diff);
+    assert.match(text, /model m:\n {2}~ admission {2}a@east/);
+    assert.match(text, /tool echo:\n {2}~ admission {2}a@east \([0-9a-f]{8}\): new_and_existing -> existing_only\n {2}~ weight {5}b@east/);
+    assert.match(text, /tool search:\n {2}\+ added {6}c@east/);
+    assert.ok(text.indexOf('model m:') < text.indexOf('tool echo:'), 'models come first');
+  });
+
+  it('keeps the model-only output as it was: no tools section', () => {
+    assert.deepEqual(diffOverlays(before, after).tools, []);
+    assert.doesNotMatch(formatDiff(diffOverlays(before, after)), /^tool /m);
+  });
 });

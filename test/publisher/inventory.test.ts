@@ -79,6 +79,45 @@ describe('the inventory', () => {
     assert.match(refusal(twice).message, /providers\[1\]\.cluster: repeats providers\[0\]/);
   });
 
+  it('accepts tools beside models, or tools alone, and a name that is both a model and a tool', () => {
+    const inv = parseInventory(valid.replace('models: [gpt-4o-mini]', 'models: [search]\n    tools: [search, get_weather.v2-beta]'));
+    assert.deepEqual(inv.providers[0]?.tools, ['search', 'get_weather.v2-beta']);
+    const toolsOnly = parseInventory(valid.replace('models: [gpt-4o-mini]', 'tools: [echo]'));
+    assert.deepEqual(toolsOnly.providers[0]?.models, []);
+    assert.deepEqual(toolsOnly.providers[0]?.tools, ['echo']);
+    assert.deepEqual(parseInventory(valid).providers[0]?.tools, [], 'tools default to none');
+  });
+
+  it('refuses a provider with neither models nor tools, naming providers[i].models', () => {
+    assert.match(
+      refusal(valid.replace('    models: [gpt-4o-mini]\n', '')).message,
+      /providers\[0\]\.models: must list at least one model or tool/,
+    );
+    assert.match(
+      refusal(valid.replace('models: [gpt-4o-mini]', 'models: []\n    tools: []')).message,
+      /providers\[0\]\.models: must list at least one model or tool/,
+    );
+  });
+
+  it('refuses a tool name outside the MCP advised characters or over 128, naming providers[i].tools[j]', () => {
+    for (const bad of ['"get weather"', '"tool/call"', '"café"', '""', `${'t'.repeat(129)}`]) {
+      const err = refusal(valid.replace('models: [gpt-4o-mini]', `models: [gpt-4o-mini]\n    tools: [ok, ${bad}]`));
+      assert.equal(err.code, 'inventory_invalid');
+      assert.match(err.message, /providers\[0\]\.tools\[1\]: must be an MCP tool name: 1-128 of A-Z a-z 0-9 _ - \./, bad);
+    }
+    assert.deepEqual(parseInventory(valid.replace('models: [gpt-4o-mini]', `tools: [${'t'.repeat(128)}]`)).providers[0]?.tools, [
+      't'.repeat(128),
+    ]);
+  });
+
+  it('refuses a tool listed twice by one provider, as it does a model', () => {
+    assert.match(
+      refusal(valid.replace('models: [gpt-4o-mini]', 'tools: [echo, add, echo]')).message,
+      /providers\[0\]\.tools\[2\]: listed twice/,
+    );
+    assert.match(refusal(valid.replace('models: [gpt-4o-mini]', 'models: [m, m]')).message, /providers\[0\]\.models\[1\]: listed twice/);
+  });
+
   it('reads files through the bounded reader: a missing or oversized file is a coded error', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'switchyard-inventory-'));
     await assert.rejects(readInventory(join(dir, 'nope.yaml')), { code: 'inventory_missing' });

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { stringify } from 'yaml';
+import { parseOverlay } from '../../src/contract/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
 import { startMockProvider } from '../../src/mock/index.js';
 import { parseInventory, renderOverlay } from '../../src/publisher/index.js';
@@ -37,10 +38,16 @@ let dir: string;
 let inventoryPath: string;
 let gatewayPid: number | undefined;
 let session: string;
-let inventory: { states: Record<Name, State>; weights: Record<Name, number>; mode: string } = {
+let inventory: {
+  states: Record<Name, State>;
+  weights: Record<Name, number>;
+  mode: string;
+  tools: Partial<Record<Name, string[]>>;
+} = {
   states: { alpha: 'active', bravo: 'active', charlie: 'active' },
   weights: { alpha: 1, bravo: 1, charlie: 1 },
   mode: 'roundRobin',
+  tools: {},
 };
 
 function inventoryText(): string {
@@ -56,6 +63,7 @@ function inventoryText(): string {
       site: `${name}-site`,
       region: 'r1',
       models: [MODEL],
+      ...(inventory.tools[name] === undefined ? {} : { tools: inventory.tools[name] }),
       state: inventory.states[name],
       weight: inventory.weights[name],
       health: { url: `${mocks[name].baseUrl}/models`, interval_ms: 100, timeout_ms: 500, unhealthy_after: 2, healthy_after: 2 },
@@ -305,6 +313,29 @@ describe('qualification: render -> publish -> accept -> serve -> withdraw -> emp
     const a = await ask();
     assert.equal(a.status, 200);
     assert.equal(a.revision, serving);
+  });
+
+  it('10. tools: a revision with mcp_tool candidates is published and serving, its tools intact, and models route as before', async () => {
+    const revision = await edit({ tools: { alpha: ['qual_tool', MODEL], bravo: ['qual_tool'] } });
+    const published = parseOverlay(readFileSync(join(dir, 'overlay', 'routing-overlay.json')), {
+      expectedScope: { network: 'qual', gateway: 'qual-gw', namespace: 'ai' },
+    });
+    assert.ok(published.ok, published.ok ? '' : published.message);
+    assert.equal(published.overlay.revision, revision);
+    const wanted = renderOverlay(parseInventory(inventoryText())).payload.candidates.filter((c) => c.kind === 'mcp_tool');
+    assert.deepEqual(
+      published.overlay.candidates
+        .filter((c) => c.kind === 'mcp_tool')
+        .map((c) => [c.name, c.cluster, c.stableId, c.admissionState, c.rank, c.selectionGroup]),
+      wanted.map((c) => [c.name, c.cluster, c.stable_id, c.admission_state, c.rank, c.selection_group]),
+    );
+    assert.equal(wanted.length, 3, 'a tool named like the model is its own candidate');
+    const metrics = await grid.metrics();
+    assert.equal(metricValue(metrics, 'switchyard_publisher_tool_candidates', { tool: 'qual_tool' }), 2);
+    assert.equal(metricValue(metrics, 'switchyard_publisher_candidates', { model: MODEL }), 3, 'tools do not count as models');
+    const a = await ask();
+    assert.equal(a.status, 200);
+    assert.equal(a.revision, revision);
   });
 
   it('SIGTERM stops the grid loop cleanly', async () => {
