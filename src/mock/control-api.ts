@@ -12,6 +12,7 @@ export function resetProvider(ctx: MockContext): void {
   ctx.gcpTokens.reset();
   ctx.promptCache.clear();
   ctx.responses.clear();
+  ctx.mcp?.reset();
 }
 
 /**
@@ -72,6 +73,7 @@ export function handleControl(ctx: MockContext, ex: Exchange): void {
       if (ex.req.method !== 'GET') return replyMethodNotAllowed(ex, 'GET');
       return replyJson(ex, 200, JSON.stringify(ctx.gcpTokens.stats()));
     default:
+      if (ctx.mcp !== null && (ex.path === '/__mock/mcp' || ex.path.startsWith('/__mock/mcp/'))) return ctx.mcp.control(ex);
       return replyNotFound(ex);
   }
 }
