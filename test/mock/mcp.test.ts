@@ -320,6 +320,47 @@ describe('mock MCP server faults', () => {
     assert.equal(mock.mcpStats().writes.cut, 1);
   });
 
+  it('delays a tools/call on a latency fault, then serves it', async () => {
+    const { client } = await connect(mock);
+    mock.addFault({ mode: 'latency', latency_ms: 20, count: 1 });
+    assert.equal(textOf(await client.callTool({ name: 'echo', arguments: { text: 'late' } })), '[faulty] late');
+  });
+
+  it('drops a JSON answer on cut_stream too, after the tool ran', async () => {
+    const json = await mockWith({ name: 'faulty-json', mcpResponse: 'json' });
+    const { client } = await connect(json);
+    json.addFault({ mode: 'cut_stream', count: 1 });
+    await assert.rejects(client.callTool({ name: 'write', arguments: { key: 'cut', value: 'v' } }));
+    assert.equal(json.mcpStats().writes.cut, 1);
+  });
+
+  it('changes tools, restarts and drops streams through the HTTP control API', async () => {
+    const { client, streams } = await connectListening(mock);
+    let changes = 0;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+      changes += 1;
+    });
+    await until(() => mock.mcpStats().get_streams_open > streams, 'the GET stream');
+    const control = (path: string, body = '{}'): Promise<Response> => fetch(new URL(path, mock.origin), { method: 'POST', body });
+    const added = await control('/__mock/mcp/tools', JSON.stringify({ add: [{ name: 'via-http' }] }));
+    assert.equal(added.status, 200);
+    assert.ok(((await added.json()) as { tools: string[] }).tools.includes('via-http'));
+    await until(() => changes === 1, 'list_changed');
+    assert.equal(textOf(await client.callTool({ name: 'via-http', arguments: {} })), '[faulty] via-http');
+    const bad = await control('/__mock/mcp/tools', JSON.stringify({ add: [{}] }));
+    assert.equal(bad.status, 400);
+    await bad.body?.cancel();
+    const dropped = await control('/__mock/mcp/drop-streams');
+    assert.equal(dropped.status, 200);
+    await dropped.body?.cancel();
+    const restarted = await control('/__mock/mcp/restart');
+    assert.equal(restarted.status, 200);
+    await restarted.body?.cancel();
+    assert.equal(mock.mcpStats().sessions_open, 0);
+    const stats = await fetch(new URL('/__mock/mcp', mock.origin));
+    assert.equal(((await stats.json()) as { get_streams_open: number }).get_streams_open, 0);
+  });
+
   it('clears MCP stats, writes and tool changes on reset', async () => {
     mock.mcpTools({ add: [{ name: 'temp' }] });
     mock.reset();
