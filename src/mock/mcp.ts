@@ -9,7 +9,7 @@ import { drop, pause, replyJson, replyMethodNotAllowed, replyNotFound } from './
 import type { FaultQueue } from './fault-queue.js';
 import { McpEventStore } from './mcp-event-store.js';
 import type { McpAddedTool, McpToolName } from './mcp-tools.js';
-import { McpToolSet, parseToolChange } from './mcp-tools.js';
+import { McpToolSet } from './mcp-tools.js';
 
 /** Served at `GET /__mock/mcp`, and by `MockProvider.mcpStats()`. */
 export interface McpStats {
@@ -129,11 +129,12 @@ export class McpMock {
     };
   }
 
-  /** Applies a tool change, then tells every session its tool list changed. */
-  changeTools(change: McpToolChange): void {
+  /** Applies a tool change, then tells every session its tool list changed; returns the tool names now served. */
+  changeTools(change: McpToolChange): string[] {
     for (const name of change.remove ?? []) this.#tools.remove(name);
     for (const tool of change.add ?? []) this.#tools.add(tool);
     this.#announceToolChange();
+    return this.#tools.list().map((t) => t.name);
   }
 
   /** Forgets every session, as a restarted server would: their ids then get 404. Counters are kept. */
@@ -327,41 +328,5 @@ export class McpMock {
 
   #announceToolChange(): void {
     for (const session of this.#sessions.values()) void session.server.sendToolListChanged().catch(() => undefined);
-  }
-
-  /** The `/__mock/mcp*` control endpoints. */
-  control(ex: Exchange): void {
-    const method = ex.req.method ?? 'GET';
-    const ok = (extra?: Record<string, unknown>): void => replyJson(ex, 200, JSON.stringify({ ok: true, ...extra }));
-    switch (ex.path) {
-      case '/__mock/mcp':
-        if (method !== 'GET') return replyMethodNotAllowed(ex, 'GET');
-        return replyJson(ex, 200, JSON.stringify(this.stats()));
-      case '/__mock/mcp/tools': {
-        if (method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
-        let input: unknown;
-        try {
-          input = JSON.parse(ex.body);
-        } catch {
-          return replyJson(ex, 400, JSON.stringify({ error: { message: 'body is not valid JSON' } }));
-        }
-        const change = parseToolChange(input);
-        if (typeof change === 'string') return replyJson(ex, 400, JSON.stringify({ error: { message: change } }));
-        this.changeTools(change);
-        return ok({ tools: this.#tools.list().map((t) => t.name) });
-      }
-      case '/__mock/mcp/restart':
-        if (method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
-        void this.restart().then(() => {
-          if (!ex.closed) ok();
-        });
-        return;
-      case '/__mock/mcp/drop-streams':
-        if (method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
-        this.dropStreams();
-        return ok();
-      default:
-        return replyNotFound(ex);
-    }
   }
 }

@@ -396,7 +396,7 @@ export function startMockProvider(opts: MockProviderOptions): Promise<MockProvid
         },
         clearFaults: () => ctx.faults.clear(),
         mcpStats: () => mcpOf(mcp).stats(),
-        mcpTools: (change) => mcpOf(mcp).changeTools(change),
+        mcpTools: (change) => void mcpOf(mcp).changeTools(change),
         mcpRestart: () => mcpOf(mcp).restart(),
         mcpDropStreams: () => mcpOf(mcp).dropStreams(),
         close,
