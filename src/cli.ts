@@ -66,10 +66,12 @@ an overlay candidate naming no configured provider). Otherwise prints every erro
     },
   },
   'mock-provider': {
-    summary: 'run a mock OpenAI, Anthropic and Gemini provider, or Bedrock or Vertex AI alone (for demos, tests and benchmarks)',
+    summary:
+      'run a mock OpenAI, Anthropic and Gemini provider, or Bedrock, Vertex AI or an MCP server alone (for demos, tests and benchmarks)',
     usage: `switchyard mock-provider --port N --name NAME [--latency-ms N] [--stream-chunk-delay-ms N] [--stream-chunks N] [--host HOST]
-                         [--api-key KEY] [--protocol bedrock|vertex|gemini] [--token-ttl-s N] [--gcp-public-key FILE]
+                         [--api-key KEY] [--protocol bedrock|vertex|gemini|mcp] [--token-ttl-s N] [--gcp-public-key FILE]
                          [--aws-access-key-id AKID --aws-secret-access-key SECRET]
+                         [--mcp-tools a,b,...] [--mcp-tool-prefix P] [--mcp-page-size N] [--mcp-response json|sse]
 
 Serves on HOST (default 127.0.0.1):
   POST /v1/chat/completions        OpenAI chat, plain and streamed, with tool calls
@@ -108,6 +110,15 @@ over HTTP/1.1 and HTTP/2 cleartext (h2c) on the one port. Every request must be 
 an unknown key id is a 403 UnrecognizedClientException, a bad or stale (> 5 min) signature a
 403 InvalidSignatureException. Fault {"mode": "stream_exception", "exception"?, "after_chunks"?}
 puts an exception event (default throttlingException) inside a 200 converse-stream.
+--protocol mcp serves an MCP server alone: POST|GET|DELETE /mcp (Streamable HTTP, stateful
+sessions, a resumable GET stream) with tools echo, slow, fail, weather, progress and write;
+--mcp-tools picks some, --mcp-tool-prefix renames them P<name>, --mcp-page-size N pages
+tools/list (default 0: one page), --mcp-response json answers POSTs with JSON (default sse).
+With --api-key, /mcp wants Authorization: Bearer KEY (else 401). Faults apply to tools/call
+only; cut_stream runs the tool, then drops the connection before its answer. Control:
+GET /__mock/mcp (sessions, calls, writes, Authorization seen), POST /__mock/mcp/tools
+{"add"?: [{"name", "description"?, "text"?}], "remove"?: [names]} (then tools/list_changed),
+POST /__mock/mcp/restart (forget every session), POST /__mock/mcp/drop-streams.
 Details: docs/mock-provider.md.`,
     options: {
       port: { type: 'string', short: 'p' },
@@ -122,10 +133,30 @@ Details: docs/mock-provider.md.`,
       'gcp-public-key': { type: 'string' },
       'aws-access-key-id': { type: 'string' },
       'aws-secret-access-key': { type: 'string' },
+      'mcp-tools': { type: 'string' },
+      'mcp-tool-prefix': { type: 'string' },
+      'mcp-page-size': { type: 'string' },
+      'mcp-response': { type: 'string' },
       help,
     },
     async run(values) {
+      type Options = Parameters<typeof startMockProvider>[0];
+      const mcpFlags = ['mcp-tools', 'mcp-tool-prefix', 'mcp-page-size', 'mcp-response'] as const;
+      const mcpFlag = mcpFlags.find((flag) => values[flag] !== undefined);
+      if (mcpFlag !== undefined && values.protocol !== 'mcp') throw new UsageError(`--${mcpFlag} only applies with --protocol mcp`);
+      const mcpResponse = values['mcp-response'];
+      if (mcpResponse !== undefined && mcpResponse !== 'json' && mcpResponse !== 'sse')
+        throw new UsageError('--mcp-response must be json or sse');
+      const mcp: Partial<Options> = {
+        ...(typeof values['mcp-tools'] === 'string'
+          ? { mcpTools: values['mcp-tools'].split(',').map((t) => t.trim()) as NonNullable<Options['mcpTools']> }
+          : {}),
+        ...(typeof values['mcp-tool-prefix'] === 'string' ? { mcpToolPrefix: values['mcp-tool-prefix'] } : {}),
+        ...(values['mcp-page-size'] === undefined ? {} : { mcpPageSize: int(values['mcp-page-size'], '--mcp-page-size', 0) }),
+        ...(mcpResponse === undefined ? {} : { mcpResponse }),
+      };
       const mock = await startMockProvider({
+        ...mcp,
         ...(typeof values.protocol === 'string' ? { protocol: mockProtocol(values.protocol) } : {}),
         ...(typeof values['api-key'] === 'string' ? { apiKey: requireString(values['api-key'], '--api-key') } : {}),
         ...(values['token-ttl-s'] === undefined ? {} : { tokenTtlS: int(values['token-ttl-s'], '--token-ttl-s', 3600) }),
@@ -140,7 +171,8 @@ Details: docs/mock-provider.md.`,
         streamChunkDelayMs: int(values['stream-chunk-delay-ms'], '--stream-chunk-delay-ms', 0),
         streamChunks: int(values['stream-chunks'], '--stream-chunks', 5),
       });
-      process.stdout.write(`mock provider ${mock.name} listening on ${mock.baseUrl}\n`);
+      const url = values.protocol === 'mcp' ? `${mock.origin}/mcp` : mock.baseUrl;
+      process.stdout.write(`mock provider ${mock.name} listening on ${url}\n`);
       const stop = (): void => void mock.close().then(() => process.exit(0));
       process.once('SIGTERM', stop);
       process.once('SIGINT', stop);

@@ -2,6 +2,7 @@ import type { Exchange } from './exchange.js';
 import { replyInvalid, replyJson, replyMethodNotAllowed, replyNotFound } from './exchange.js';
 import type { ActiveFault, FaultQueue } from './fault-queue.js';
 import { parseFault } from './fault-queue.js';
+import { handleMcpControl } from './mcp-control.js';
 import type { MockContext } from './provider-context.js';
 
 const ok = '{"ok":true}';
@@ -12,6 +13,7 @@ export function resetProvider(ctx: MockContext): void {
   ctx.gcpTokens.reset();
   ctx.promptCache.clear();
   ctx.responses.clear();
+  ctx.mcp?.reset();
 }
 
 /**
@@ -72,6 +74,7 @@ export function handleControl(ctx: MockContext, ex: Exchange): void {
       if (ex.req.method !== 'GET') return replyMethodNotAllowed(ex, 'GET');
       return replyJson(ex, 200, JSON.stringify(ctx.gcpTokens.stats()));
     default:
+      if (ctx.mcp !== null && (ex.path === '/__mock/mcp' || ex.path.startsWith('/__mock/mcp/'))) return handleMcpControl(ctx.mcp, ex);
       return replyNotFound(ex);
   }
 }

@@ -5,16 +5,20 @@
  * Gemini generateContent (plain and streamed, function calls, thoughts, its API key check),
  * and, served alone, Bedrock Converse (JSON and AWS event stream, over HTTP/1.1 and h2c,
  * behind a SigV4 check) or Vertex AI (Gemini and Claude, behind bearer tokens it issues at
- * its own token endpoint and metadata server); records what it received and injects faults
+ * its own token endpoint and metadata server), or an MCP server (Streamable HTTP, on the
+ * official SDK); records what it received and injects faults
  * on request. Endpoints, the tool trigger and the fault API: docs/mock-provider.md. The
  * demo, the tests and the benchmark's "direct" baseline all run against it.
  *
  * Boundary: imports node: built-ins and, for Bedrock, AWS's own signer and event-stream codec
- * (@smithy), never another src/ folder, so it stays a neutral stand-in for an upstream. No ADR: it is tooling, not a gateway decision.
+ * (@smithy), and for MCP the official SDK (@modelcontextprotocol/sdk), never another src/ folder, so it stays a neutral stand-in for an upstream. No ADR: it is tooling, not a gateway decision.
  */
 
 export type { MockFault, MockFaultMode } from './fault-queue.js';
 export type { MockTokenStats } from './gcp-tokens.js';
-export type { MockProtocol, MockProvider, MockProviderOptions } from './mock-provider.js';
+export type { McpStats, McpToolChange } from './mcp.js';
+export type { McpAddedTool, McpToolName } from './mcp-tools.js';
+export { MCP_TOOL_NAMES } from './mcp-tools.js';
+export type { McpResponseMode, MockProtocol, MockProvider, MockProviderOptions } from './mock-provider.js';
 export { MOCK_PROTOCOLS, startMockProvider } from './mock-provider.js';
 export type { MockRequestRecord, MockStats } from './request-stats.js';

@@ -13,6 +13,10 @@ import type { MockFault } from './fault-queue.js';
 import { parseFault } from './fault-queue.js';
 import type { MockTokenStats } from './gcp-tokens.js';
 import { GEMINI_PATH, handleGemini } from './gemini.js';
+import type { McpStats, McpToolChange } from './mcp.js';
+import { McpMock } from './mcp.js';
+import type { McpToolName } from './mcp-tools.js';
+import { MCP_TOOL_NAMES } from './mcp-tools.js';
 import { handleCountTokens, handleMessages } from './messages.js';
 import type { MockContext } from './provider-context.js';
 import { createContext } from './provider-context.js';
@@ -21,10 +25,16 @@ import { handleResponses, handleStoredResponse } from './responses.js';
 import { listenH1AndH2c } from './two-protocol-listener.js';
 import { routeVertex } from './vertex.js';
 
-/** A cloud API the mock serves alone, as that service would; without one it serves OpenAI, Anthropic and Gemini paths together. */
-export type MockProtocol = 'bedrock' | 'vertex' | 'gemini';
+/**
+ * An API the mock serves alone, as that service would (a cloud's model API, or an MCP server);
+ * without one it serves OpenAI, Anthropic and Gemini paths together.
+ */
+export type MockProtocol = 'bedrock' | 'vertex' | 'gemini' | 'mcp';
 
-export const MOCK_PROTOCOLS: readonly MockProtocol[] = ['bedrock', 'vertex', 'gemini'];
+export const MOCK_PROTOCOLS: readonly MockProtocol[] = ['bedrock', 'vertex', 'gemini', 'mcp'];
+
+/** How the MCP server answers a POST: one `application/json` body, or a `text/event-stream`. */
+export type McpResponseMode = 'json' | 'sse';
 
 export interface MockProviderOptions {
   /** Echoed in `x-mock-provider` and in the reply text. */
@@ -41,7 +51,8 @@ export interface MockProviderOptions {
   streamChunks?: number;
   /**
    * The Gemini API key (`x-goog-api-key`, or `?key=`) its Gemini endpoints accept; any other,
-   * or none, is a 400 API_KEY_INVALID. Without it they take any key. The other endpoints never check one.
+   * or none, is a 400 API_KEY_INVALID. Without it they take any key. With protocol `mcp`, every
+   * /mcp request must carry `Authorization: Bearer <apiKey>`, else a 401. The other endpoints never check one.
    */
   apiKey?: string;
   /** Serve only this cloud's API (its model paths; the control API always); omitted = OpenAI, Anthropic and Gemini together. */
@@ -57,6 +68,14 @@ export interface MockProviderOptions {
    */
   awsAccessKeyId?: string;
   awsSecretAccessKey?: string;
+  /** MCP: the built-in tools served (default all of `MCP_TOOL_NAMES`). */
+  mcpTools?: readonly McpToolName[];
+  /** MCP: prepended to every built-in tool's name, so two mocks can serve different names. Default ''. */
+  mcpToolPrefix?: string;
+  /** MCP: tools per `tools/list` page, with `nextCursor`; 0 (the default) = all on one page. */
+  mcpPageSize?: number;
+  /** MCP: how POSTs are answered (the transport's `enableJsonResponse`). Default `sse`. */
+  mcpResponse?: McpResponseMode;
 }
 
 export interface MockProvider {
@@ -75,6 +94,14 @@ export interface MockProvider {
   addFault(fault: MockFault): void;
   /** Clears all faults, like `DELETE /__mock/faults`. */
   clearFaults(): void;
+  /** MCP: sessions, calls, writes and headers seen, like `GET /__mock/mcp`; throws unless serving MCP. */
+  mcpStats(): McpStats;
+  /** MCP: adds or removes tools, then sends `notifications/tools/list_changed` to every session, like `POST /__mock/mcp/tools`. */
+  mcpTools(change: McpToolChange): void;
+  /** MCP: forgets every session, as a restart would (old ids get 404), like `POST /__mock/mcp/restart`. */
+  mcpRestart(): Promise<void>;
+  /** MCP: ends every standalone GET stream, sessions kept, like `POST /__mock/mcp/drop-streams`. */
+  mcpDropStreams(): void;
   /** Stops listening and destroys every open connection, hanging requests included. */
   close(): Promise<void>;
 }
@@ -112,11 +139,27 @@ function checkOptions(opts: MockProviderOptions): void {
     }
     if (opts.protocol !== 'bedrock' && value !== undefined) throw new TypeError(`mock provider ${key} only applies with protocol bedrock`);
   }
-  for (const key of ['latencyMs', 'streamChunkDelayMs', 'streamChunks', 'port', 'tokenTtlS'] as const) {
+  checkMcpOptions(opts);
+  for (const key of ['latencyMs', 'streamChunkDelayMs', 'streamChunks', 'port', 'tokenTtlS', 'mcpPageSize'] as const) {
     const value = opts[key];
     if (value !== undefined && !(Number.isSafeInteger(value) && value >= 0)) {
       throw new RangeError(`mock provider ${key} must be a non-negative integer, got ${String(value)}`);
     }
+  }
+}
+
+function checkMcpOptions(opts: MockProviderOptions): void {
+  for (const key of ['mcpTools', 'mcpToolPrefix', 'mcpPageSize', 'mcpResponse'] as const) {
+    if (opts.protocol !== 'mcp' && opts[key] !== undefined) throw new TypeError(`mock provider ${key} only applies with protocol mcp`);
+  }
+  const tools = opts.mcpTools;
+  if (tools !== undefined && !(Array.isArray(tools) && tools.every((t) => MCP_TOOL_NAMES.includes(t)))) {
+    throw new TypeError(`mock provider mcpTools must list tools among ${MCP_TOOL_NAMES.join(', ')}`);
+  }
+  if (opts.mcpToolPrefix !== undefined && typeof opts.mcpToolPrefix !== 'string')
+    throw new TypeError('mock provider mcpToolPrefix must be a string');
+  if (opts.mcpResponse !== undefined && opts.mcpResponse !== 'json' && opts.mcpResponse !== 'sse') {
+    throw new TypeError(`mock provider mcpResponse must be json or sse, got ${String(opts.mcpResponse)}`);
   }
 }
 
@@ -142,6 +185,8 @@ function routeFor(protocol: MockProtocol | undefined): (ctx: MockContext, ex: Ex
       return routeVertex;
     case 'gemini':
       return routeGemini;
+    case 'mcp':
+      return (ctx, ex) => (ctx.mcp as McpMock).handle(ex, ctx.faults);
     default:
       return route;
   }
@@ -266,10 +311,26 @@ function readBytes(ex: Exchange, done: () => void): void {
   });
 }
 
+function mcpOf(mcp: McpMock | null): McpMock {
+  if (mcp === null) throw new TypeError('this mock provider does not serve MCP (start it with protocol mcp)');
+  return mcp;
+}
+
 /** Starts a mock LLM provider (OpenAI chat, embeddings, completions and responses; Anthropic messages; Gemini generateContent) on a real HTTP port. */
 export function startMockProvider(opts: MockProviderOptions): Promise<MockProvider> {
   checkOptions(opts);
   const host = opts.host ?? '127.0.0.1';
+  const mcp =
+    opts.protocol === 'mcp'
+      ? new McpMock({
+          name: opts.name,
+          tools: opts.mcpTools ?? MCP_TOOL_NAMES,
+          prefix: opts.mcpToolPrefix ?? '',
+          pageSize: opts.mcpPageSize ?? 0,
+          response: opts.mcpResponse ?? 'sse',
+          apiKey: opts.apiKey ?? null,
+        })
+      : null;
   const ctx = createContext({
     name: opts.name,
     latencyMs: opts.latencyMs ?? 0,
@@ -277,6 +338,7 @@ export function startMockProvider(opts: MockProviderOptions): Promise<MockProvid
     streamChunks: opts.streamChunks ?? 5,
     apiKey: opts.apiKey ?? null,
     protocol: opts.protocol ?? null,
+    mcp,
     tokenTtlS: opts.tokenTtlS ?? 3600,
     gcpPublicKeyPem: opts.gcpPublicKeyPem ?? null,
     awsCredentials:
@@ -303,10 +365,14 @@ export function startMockProvider(opts: MockProviderOptions): Promise<MockProvid
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
-    closing ??= new Promise((resolve) => {
-      server.close(() => resolve());
-      for (const socket of sockets) socket.destroy();
-    });
+    // MCP sessions first: closing their transports ends the SSE streams and their keep-alive timers.
+    closing ??= (mcp?.close() ?? Promise.resolve()).then(
+      () =>
+        new Promise((resolve) => {
+          server.close(() => resolve());
+          for (const socket of sockets) socket.destroy();
+        }),
+    );
     return closing;
   };
 
@@ -329,6 +395,10 @@ export function startMockProvider(opts: MockProviderOptions): Promise<MockProvid
           ctx.faults.add(parsed);
         },
         clearFaults: () => ctx.faults.clear(),
+        mcpStats: () => mcpOf(mcp).stats(),
+        mcpTools: (change) => void mcpOf(mcp).changeTools(change),
+        mcpRestart: () => mcpOf(mcp).restart(),
+        mcpDropStreams: () => mcpOf(mcp).dropStreams(),
         close,
       });
     });

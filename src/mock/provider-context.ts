@@ -1,6 +1,7 @@
 import type { Turn } from './conversation.js';
 import { FaultQueue } from './fault-queue.js';
 import { GcpTokens } from './gcp-tokens.js';
+import type { McpMock } from './mcp.js';
 import { RequestStats } from './request-stats.js';
 
 /** The streamed reply for one chunk count: JSON-encoded deltas plus their token estimate. */
@@ -21,10 +22,12 @@ export interface MockContext {
   readonly latencyMs: number;
   readonly streamChunkDelayMs: number;
   readonly streamChunks: number;
-  /** The one key the Gemini endpoints accept; null = any. */
+  /** The one key the Gemini endpoints accept (with protocol mcp: the bearer /mcp wants); null = any. */
   readonly apiKey: string | null;
   /** The one cloud API served, when the mock serves one alone; null = OpenAI, Anthropic and Gemini together. */
-  readonly protocol: 'bedrock' | 'vertex' | 'gemini' | null;
+  readonly protocol: 'bedrock' | 'vertex' | 'gemini' | 'mcp' | null;
+  /** The MCP server at /mcp, with its sessions and stats; null unless serving MCP. */
+  readonly mcp: McpMock | null;
   /** The one key pair whose SigV4 signatures the Bedrock endpoints accept; null unless serving Bedrock. */
   readonly awsCredentials: { readonly accessKeyId: string; readonly secretAccessKey: string } | null;
   readonly stats: RequestStats;
@@ -80,7 +83,8 @@ export interface ContextOptions {
   streamChunkDelayMs: number;
   streamChunks: number;
   apiKey: string | null;
-  protocol: 'bedrock' | 'vertex' | 'gemini' | null;
+  protocol: 'bedrock' | 'vertex' | 'gemini' | 'mcp' | null;
+  mcp: McpMock | null;
   /** Seconds a Vertex AI access token lives. */
   tokenTtlS: number;
   /** The service account's public key; null = any well-formed JWT is taken. */
