@@ -18,6 +18,8 @@ export {
   reload,
   requestCompleted,
   requestStarted,
+  type ToolCalledInput,
+  toolCalled,
 } from './records.js';
 export { UlidGenerator } from './ulid.js';
 export {

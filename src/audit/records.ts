@@ -43,6 +43,29 @@ export interface RequestCompletedInput {
   readonly ttftMs: number | null;
 }
 
+/** One tools/call on /mcp, however it ended: who called which tool, where it went, how long, whether the tool said it failed. Never its arguments or result. */
+export interface ToolCalledInput {
+  readonly requestId: string;
+  readonly keyId: string | null;
+  readonly team: string | null;
+  /** The exposed tool name. */
+  readonly tool: string;
+  /** The MCP server that answered (or the last one tried), its tool name and candidate. */
+  readonly provider: string | null;
+  readonly upstreamTool: string | null;
+  readonly stableId: string | null;
+  readonly generation: number | null;
+  readonly revision: string | null;
+  /** `result` (the tool answered; see isError), `error` (a JSON-RPC error), `refused` (governance), `failed` (no server answered). */
+  readonly outcome: 'result' | 'error' | 'refused' | 'failed';
+  /** The result's `isError`; null without a result. */
+  readonly isError: boolean | null;
+  /** The error's stable code (the catalog's, or the upstream's JSON-RPC code as text). */
+  readonly reason: string | null;
+  readonly fallback: readonly string[];
+  readonly latencyMs: number;
+}
+
 export interface ReloadInput {
   readonly trigger: string;
   readonly result: 'applied' | 'unchanged' | 'rejected';
@@ -53,9 +76,9 @@ export interface ReloadInput {
 }
 
 /** An event's own fields; the writer adds id, ts, instance, seq and prev_hash. */
-export type AuditEvent = { readonly event: 'request_started' | 'request_completed' | 'reload' | 'gap' | 'anchor' } & Readonly<
-  Record<string, unknown>
->;
+export type AuditEvent = {
+  readonly event: 'request_started' | 'request_completed' | 'tool_called' | 'reload' | 'gap' | 'anchor';
+} & Readonly<Record<string, unknown>>;
 
 /**
  * What a gap record says was lost. The writer writes these itself: `torn_tail` when it cut
@@ -111,6 +134,26 @@ export function requestCompleted(x: RequestCompletedInput): AuditEvent {
     pricing_missing: x.pricingMissing,
     latency_ms: round3(x.latencyMs),
     ttft_ms: x.ttftMs === null ? null : round3(x.ttftMs),
+  };
+}
+
+export function toolCalled(x: ToolCalledInput): AuditEvent {
+  return {
+    event: 'tool_called',
+    request_id: x.requestId,
+    key_id: x.keyId,
+    team: x.team,
+    tool: x.tool,
+    provider: x.provider,
+    upstream_tool: x.upstreamTool,
+    stable_id: x.stableId,
+    generation: x.generation,
+    revision: x.revision,
+    outcome: x.outcome,
+    is_error: x.isError,
+    reason: x.reason,
+    fallback: [...x.fallback],
+    latency_ms: round3(x.latencyMs),
   };
 }
 

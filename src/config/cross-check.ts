@@ -23,6 +23,7 @@ export function crossReferenceIssues(document: unknown, env?: NodeJS.ProcessEnv)
   const providers = record(doc.providers) ?? {};
   const routes = record(record(doc.routing)?.routes) ?? {};
   for (const [model, route] of Object.entries(routes)) issues.push(...routeReferenceIssues(model, route, providers));
+  issues.push(...toolReferenceIssues(record(doc.routing), providers));
   if (env === undefined) return issues;
   const refs: Array<[string, unknown]> = Object.entries(providers).map(([name, p]) => [`providers.${name}.api_key`, record(p)?.api_key]);
   for (const [name, p] of Object.entries(providers)) {
@@ -57,6 +58,11 @@ export function routeReferenceIssues(model: string, route: unknown, providers: R
     const provider = record(c)?.provider;
     if (typeof provider === 'string' && providers[provider] === undefined) {
       issues.push({ path: `routing.routes.${model}.candidates[${i}].provider`, message: `unknown provider "${provider}"` });
+    } else if (typeof provider === 'string' && record(providers[provider])?.type === 'mcp') {
+      issues.push({
+        path: `routing.routes.${model}.candidates[${i}].provider`,
+        message: `"${provider}" is an MCP server (type: mcp): it serves tools (routing.tools), not models`,
+      });
     } else if (
       typeof provider === 'string' &&
       record(c)?.deployment !== undefined &&
@@ -73,5 +79,35 @@ export function routeReferenceIssues(model: string, route: unknown, providers: R
       });
     }
   });
+  return issues;
+}
+
+/**
+ * The tool routes' references: every candidate of routing.tools and every routing.tools_from
+ * source names a configured provider of type mcp.
+ */
+export function toolReferenceIssues(
+  routing: Record<string, unknown> | undefined,
+  providers: Readonly<Record<string, unknown>>,
+): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const check = (path: string, provider: unknown): void => {
+    if (typeof provider !== 'string') return;
+    const type = record(providers[provider])?.type;
+    if (providers[provider] === undefined) issues.push({ path, message: `unknown provider "${provider}"` });
+    else if (type !== 'mcp') issues.push({ path, message: `"${provider}" is not an MCP server (type: mcp); a tool needs one` });
+  };
+  for (const [tool, route] of Object.entries(record(routing?.tools) ?? {})) {
+    const candidates = record(route)?.candidates;
+    if (Array.isArray(candidates))
+      candidates.forEach((c: unknown, i) => {
+        check(`routing.tools.${tool}.candidates[${i}].provider`, record(c)?.provider);
+      });
+  }
+  const sources = routing?.tools_from;
+  if (Array.isArray(sources))
+    sources.forEach((s: unknown, i) => {
+      check(`routing.tools_from[${i}].provider`, record(s)?.provider);
+    });
   return issues;
 }

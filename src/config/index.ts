@@ -4,7 +4,7 @@
 // credential-value shapes, so the config and the overlay name paths and refuse literal
 // secrets alike. See docs/decisions/0001-one-generation.md.
 
-export { crossReferenceIssues, routeReferenceIssues } from './cross-check.js';
+export { crossReferenceIssues, routeReferenceIssues, toolReferenceIssues } from './cross-check.js';
 export { adminTokenRequired, isLoopback, splitHostPort } from './listen-address.js';
 export {
   type ConfigIssue,
@@ -26,6 +26,7 @@ export {
   GEMINI_BASE_URL,
   type GovernanceConfig,
   type KeyConfig,
+  type McpConfig,
   type OverlayConfig,
   type Policy,
   type PricingConfig,
@@ -38,6 +39,8 @@ export {
   sessionAffinityDefaults,
   type TeamConfig,
   type TelemetryConfig,
+  TOOL_NAME,
+  type ToolRouteConfig,
 } from './schema.js';
 export { describeSecretRef, resolveSecret, type SecretResult } from './secrets.js';
 export { configWarnings } from './warnings.js';

@@ -160,7 +160,15 @@ const retrySchema = z
   });
 
 const PROVIDER_TYPES_HINT =
-  'must be "openai" (any OpenAI-compatible API), "azure_openai", "anthropic", "gemini", "bedrock" (AWS Bedrock Converse) or "vertex" (Google Vertex AI)';
+  'must be "openai" (any OpenAI-compatible API), "azure_openai", "anthropic", "gemini", "bedrock" (AWS Bedrock Converse), "vertex" (Google Vertex AI) or "mcp" (an MCP server\'s Streamable HTTP endpoint)';
+
+/**
+ * A tool name as the MCP specification advises it (1-128 of A-Z a-z 0-9 _ - .): what the
+ * gateway's clients see, and so every exposed name, whoever published it.
+ */
+export const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+const TOOL_NAME_HINT = "must be 1-128 of A-Z a-z 0-9 _ - . (the MCP specification's tool name characters)";
+const toolName = z.string().regex(TOOL_NAME, TOOL_NAME_HINT);
 
 /** The Gemini API's one address; a gemini provider names another only to reach a proxy or a mock. */
 export const GEMINI_BASE_URL = 'https://generativelanguage.googleapis.com';
@@ -254,7 +262,7 @@ const CLOUD_TYPES: ReadonlySet<string> = new Set(['gemini', 'bedrock', 'vertex']
 
 const providerSchema = z
   .strictObject({
-    type: z.enum(['openai', 'azure_openai', 'anthropic', 'gemini', 'bedrock', 'vertex'], {
+    type: z.enum(['openai', 'azure_openai', 'anthropic', 'gemini', 'bedrock', 'vertex', 'mcp'], {
       error: (issue) => (issue.input === undefined ? undefined : PROVIDER_TYPES_HINT),
     }),
     /**
@@ -314,6 +322,17 @@ const providerSchema = z
     tls: tlsSchema.optional(),
     /** Retries of this provider on a transient failure before the next candidate; none by default. */
     retry: retrySchema.optional(),
+    /**
+     * mcp only: exposed tool name -> the name this server lists it under, for every tool
+     * route candidate of this provider (overlay ones included). A static candidate's own `tool` wins.
+     */
+    tools: z.record(toolName, z.string().min(1, 'must be a non-empty tool name')).optional(),
+    /**
+     * mcp only: believe this server's tool annotations (readOnlyHint, idempotentHint) when
+     * deciding whether a failed call may be sent to another candidate. The specification
+     * says annotations are untrusted unless the server is; default false.
+     */
+    trust_annotations: z.boolean().optional(),
   })
   .superRefine((p, ctx) => {
     // A key that only another provider type reads would be silently ignored: refuse it.
@@ -346,6 +365,24 @@ const providerSchema = z
       ctx.addIssue({ code: 'custom', path: ['auth'], message: 'cannot be set together with api_key; give one of them' });
     // The clouds have their own addresses; every other type is an API the config must point at.
     if (p.base_url === undefined && !CLOUD_TYPES.has(p.type)) ctx.addIssue({ code: 'custom', path: ['base_url'], message: 'required' });
+    for (const key of ['tools', 'trust_annotations'] as const)
+      if (p[key] !== undefined && p.type !== 'mcp') ctx.addIssue({ code: 'custom', path: [key], message: 'only applies to type: mcp' });
+    if (p.type === 'mcp') {
+      // A tool call is not a model call: these would be read by nothing, or repeat a write.
+      if (p.models !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['models'],
+          message: 'does not apply to type: mcp (it serves tools; map their names with tools)',
+        });
+      if (p.retry !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['retry'],
+          message: 'does not apply to type: mcp (a tool call may be a write; see retry_safe on a tool route)',
+        });
+      if (p.expose_headers.length > 0) ctx.addIssue({ code: 'custom', path: ['expose_headers'], message: 'does not apply to type: mcp' });
+    }
     if (p.api_version === undefined && p.type === 'azure_openai')
       ctx.addIssue({ code: 'custom', path: ['api_version'], message: 'required for type: azure_openai (e.g. 2024-10-21)' });
   });
@@ -396,6 +433,34 @@ const routeSchema = z.strictObject({
   /** This route's translation mode; defaults to routing.translation. */
   translation: translationSchema.optional(),
   fallback_on: fallbackOn,
+});
+
+/** A tool route's candidate: an mcp provider, and the tool's name there (default: the exposed name, or the provider's `tools` map). */
+const toolCandidateSchema = z.strictObject({
+  provider: z.string().min(1),
+  tool: z.string().min(1, 'must be a non-empty tool name').optional(),
+  weight: z.number().int().min(1).max(1000).default(1),
+});
+
+/** `routing.tools.<exposed name>`: the servers that serve one tool; several candidates are replicas of it. */
+const toolRouteSchema = z.strictObject({
+  policy: policySchema.default('ordered'),
+  candidates: z.array(toolCandidateSchema).min(1, 'a tool route needs at least one candidate'),
+  /**
+   * The operator's word that a call of this tool may be sent again to another candidate
+   * after a timeout, a dropped connection or a 5xx (it reads, or it is idempotent). Without
+   * it only a call that never reached its candidate moves on.
+   */
+  retry_safe: z.boolean().default(false),
+});
+
+/** `routing.tools_from[]`: expose every tool a server lists, under an optional prefix. */
+const toolsFromSchema = z.strictObject({
+  provider: z.string().min(1),
+  prefix: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{0,64}$/, 'must be 0-64 of A-Z a-z 0-9 _ - . (it starts every exposed tool name)')
+    .default(''),
 });
 
 /** Sticky sessions: a request's session key comes from the header, or else the cookie. */
@@ -462,22 +527,87 @@ const routingSchema = z
     responses: responsesSchema.optional(),
     /** Every route's translation mode, unless the route sets its own; overlay routes always follow it. */
     translation: translationSchema.default('lenient'),
+    /** Static tool routes of the /mcp endpoint, by exposed tool name. */
+    tools: z.record(toolName, toolRouteSchema).optional(),
+    /** Servers whose every listed tool is exposed (under the prefix), beside routing.tools. */
+    tools_from: z.array(toolsFromSchema).max(256).optional(),
   })
   .superRefine((routing, ctx) => {
+    const staticTools = routing.tools !== undefined || routing.tools_from !== undefined;
     if (routing.routes !== undefined && routing.overlay !== undefined) {
       ctx.addIssue({
         code: 'custom',
         path: [],
         message: 'routing.routes (static) and routing.overlay are mutually exclusive; set exactly one',
       });
-    } else if (routing.routes === undefined && routing.overlay === undefined) {
+    } else if (routing.routes === undefined && routing.overlay === undefined && !staticTools) {
       ctx.addIssue({
         code: 'custom',
         path: [],
-        message: 'set either routing.routes (static routes) or routing.overlay (candidates from an overlay file)',
+        message:
+          'set either routing.routes (static routes) or routing.overlay (candidates from an overlay file), or tool routes (routing.tools, routing.tools_from)',
       });
     }
+    if (routing.overlay !== undefined) {
+      // The overlay's mcp_tool candidates are the tool routes in overlay mode, as its models are the model routes.
+      for (const key of ['tools', 'tools_from'] as const)
+        if (routing[key] !== undefined)
+          ctx.addIssue({
+            code: 'custom',
+            path: [key],
+            message: 'does not apply with routing.overlay: tool routes come from its mcp_tool candidates',
+          });
+    }
+    toolsFromCollisions(routing.tools_from ?? [], ctx);
   });
+
+/**
+ * Two tools_from sources whose prefixes could make one exposed name (one prefix starts the
+ * other, the same one included) are refused, naming both: which server a name would reach
+ * must never depend on what the servers happen to list.
+ */
+function toolsFromCollisions(sources: ReadonlyArray<{ provider: string; prefix: string }>, ctx: z.RefinementCtx): void {
+  sources.forEach((b, j) => {
+    for (let i = 0; i < j; i += 1) {
+      const a = sources[i] as { provider: string; prefix: string };
+      if (!a.prefix.startsWith(b.prefix) && !b.prefix.startsWith(a.prefix)) continue;
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tools_from', j, 'prefix'],
+        message: `may expose the same tool names as routing.tools_from[${i}] (provider "${a.provider}", prefix "${a.prefix}") and this one (provider "${b.provider}", prefix "${b.prefix}"): give each a prefix that does not start another's`,
+      });
+      return;
+    }
+  });
+}
+
+/** `mcp`: the /mcp endpoint's client sessions and origins, and how often upstream catalogs are re-listed. */
+const mcpSchema = z.strictObject({
+  /**
+   * Browser origins (`https://app.example.com`) allowed to call /mcp, or `*`. A request
+   * without an Origin header (not a browser) is always allowed, and so is a loopback origin
+   * (localhost, 127.0.0.1, [::1]); any other is refused with 403 (DNS rebinding).
+   */
+  allowed_origins: z
+    .array(
+      z
+        .string()
+        .refine((o) => o === '*' || (URL.canParse(o) && new URL(o).origin === o), 'must be an origin (scheme://host[:port], no path) or *'),
+    )
+    .max(256)
+    .default([]),
+  /** Client sessions (Mcp-Session-Id): idle ones expire after ttl_s; past max_entries the idlest goes. */
+  sessions: z
+    .strictObject({
+      ttl_s: positiveInt.max(7 * 24 * 3600).default(3600),
+      max_entries: positiveInt.max(1_000_000).default(10_000),
+    })
+    .prefault({}),
+  /** Each upstream's tools are listed again this often (besides its list_changed notifications); 0 = only on notifications. */
+  catalog_recheck_ms: z.number().int().min(0).max(86_400_000).default(60_000),
+  /** Changes closer together than this reach client sessions as one notifications/tools/list_changed. */
+  list_changed_debounce_ms: z.number().int().min(0).max(60_000).default(100),
+});
 
 /** USD per million tokens; so tokens x price is micro-USD exactly. */
 const priceSchema = z.strictObject({
@@ -562,8 +692,11 @@ const rfc3339Schema = z
 export const teamSchema = z.strictObject({
   /** Glob patterns (`*`, `?`); absent = every model. */
   allowed_models: z.array(z.string().min(1).max(256)).optional(),
+  /** Glob patterns over exposed tool names (/mcp); absent = every tool. */
+  allowed_tools: z.array(z.string().min(1).max(256)).optional(),
+  /** rpm counts model requests and, on /mcp, tools/call (in a window of its own); tpm applies to models only. */
   rate_limit: z.strictObject({ rpm: limitCount.optional(), tpm: limitCount.optional() }).optional(),
-  quota: z.strictObject({ tokens_per_day: limitCount.optional() }).optional(),
+  quota: z.strictObject({ tokens_per_day: limitCount.optional(), tool_calls_per_day: limitCount.optional() }).optional(),
   budget: z
     .strictObject({
       usd_per_month: z.number().min(0),
@@ -583,6 +716,10 @@ export const keySchema = z
     tpm: limitCount.optional(),
     tokens_per_day: limitCount.optional(),
     budget_usd_per_month: z.number().min(0).optional(),
+    /** Glob patterns over exposed tool names, within the team's; absent = the team's. */
+    allowed_tools: z.array(z.string().min(1).max(256)).optional(),
+    /** tools/call a UTC day, for this key. */
+    tool_calls_per_day: limitCount.optional(),
     expires_at: rfc3339Schema.optional(),
   })
   .superRefine((k, ctx) => {
@@ -687,6 +824,7 @@ export const configSchema = z
     keys: z.array(keySchema).optional(),
     governance: governanceSchema.prefault({}),
     audit: auditSchema.optional(),
+    mcp: mcpSchema.prefault({}),
   })
   .superRefine(checkGovernanceReferences);
 
@@ -701,6 +839,8 @@ export type KeyConfig = z.infer<typeof keySchema>;
 export type GovernanceConfig = GatewayConfig['governance'];
 export type AuditConfig = z.infer<typeof auditSchema>;
 export type TelemetryConfig = GatewayConfig['telemetry'];
+export type McpConfig = GatewayConfig['mcp'];
+export type ToolRouteConfig = z.infer<typeof toolRouteSchema>;
 
 /** Session-affinity settings when the config has no `routing.session_affinity` block: the schema's defaults. */
 export const sessionAffinityDefaults: z.infer<typeof sessionAffinitySchema> = Object.freeze(sessionAffinitySchema.parse({}));

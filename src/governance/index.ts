@@ -86,6 +86,7 @@ export {
   type StoreHealth,
   type UnbookedReason,
 } from './store-error-policy.js';
+export { admitToolCall, checkTool, finishToolCall, mayUseTool, type ToolAdmission } from './tool-calls.js';
 export {
   checkUsage,
   INPUT_TOKENS_PER_BODY_BYTE,

@@ -9,6 +9,8 @@ export interface KeyRecord {
   /** Lowercase hex SHA-256 of the key; two while a key is rotated. */
   readonly sha256: readonly string[];
   readonly limits: Limits;
+  /** Globs over exposed tool names, within the team's; absent = the team's. */
+  readonly allowedTools?: readonly string[];
   /** Epoch ms; null = never expires. */
   readonly expiresAtMs: number | null;
 }

@@ -9,6 +9,8 @@ export interface Limits {
   readonly tpm?: number;
   readonly tokensPerDay?: number;
   readonly budgetMicroUsdPerMonth?: number;
+  /** tools/call a UTC day (/mcp); counted in the scope's tool-call counters (see tool-calls.ts). */
+  readonly toolCallsPerDay?: number;
   /** `warn` admits a request over budget and flags it; default `block`. */
   readonly budgetOnExceeded?: 'block' | 'warn';
 }
@@ -33,7 +35,7 @@ export interface Principal {
   readonly team: string | null;
 }
 
-export type LimitKind = 'rpm' | 'tpm' | 'tokens_per_day' | 'budget';
+export type LimitKind = 'rpm' | 'tpm' | 'tokens_per_day' | 'budget' | 'tool_calls_per_day';
 
 /** Values for the `x-ratelimit-*-requests` / `-tokens` headers, from the tightest scope. */
 export interface RateWindowView {
@@ -60,6 +62,7 @@ export interface Refusal {
     | 'unauthorized'
     | 'key_expired'
     | 'model_not_allowed'
+    | 'tool_not_allowed'
     | 'rate_limit_exceeded'
     | 'quota_exceeded'
     | 'budget_exceeded'

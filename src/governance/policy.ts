@@ -1,6 +1,6 @@
 import { compileModelAllowList, type ModelAllowList } from './allow-list.js';
 import { buildKeyTable, type KeyRecord, type KeyTable } from './keys.js';
-import type { Limits, Principal, Refusal, Scope } from './limits.js';
+import type { Limits, Principal, Refusal, Scope, ScopeKind } from './limits.js';
 import { NO_RATE_LIMIT } from './limits.js';
 import type { OnMissingPrice } from './pricing.js';
 
@@ -9,6 +9,8 @@ export interface TeamRecord {
   readonly id: string;
   /** Globs; absent = every model. */
   readonly allowedModels?: readonly string[];
+  /** Globs over exposed tool names; absent = every tool. */
+  readonly allowedTools?: readonly string[];
   readonly limits: Limits;
 }
 
@@ -25,6 +27,7 @@ export interface PolicyInput {
 interface CompiledTeam {
   readonly record: TeamRecord;
   readonly allows: ModelAllowList;
+  readonly allowsTool: ModelAllowList;
 }
 
 /**
@@ -43,11 +46,19 @@ export interface GovernancePolicy {
    * so a store can find their counters by identity.
    */
   readonly scopesByKey: ReadonlyMap<string, readonly Scope[]>;
+  /** The same for tools/call: the tool-call counters of the team, then the key (tool-calls.ts). */
+  readonly toolScopesByKey: ReadonlyMap<string, readonly Scope[]>;
+  /** Each key's own allowed_tools, compiled; a key without one has no entry. */
+  readonly keyToolAllows: ReadonlyMap<string, ModelAllowList>;
 }
 
 export function buildGovernancePolicy(input: PolicyInput): GovernancePolicy {
   const teams = new Map<string, CompiledTeam>();
-  for (const t of input.teams) teams.set(t.id, Object.freeze({ record: t, allows: compileModelAllowList(t.allowedModels) }));
+  for (const t of input.teams)
+    teams.set(
+      t.id,
+      Object.freeze({ record: t, allows: compileModelAllowList(t.allowedModels), allowsTool: compileModelAllowList(t.allowedTools) }),
+    );
   for (const k of input.keys) if (!teams.has(k.team)) throw new Error(`key "${k.id}" names unknown team "${k.team}"`);
   const teamScopes = new Map<string, Scope>();
   for (const t of input.teams) teamScopes.set(t.id, Object.freeze({ kind: 'team', id: t.id, team: t.id, limits: t.limits }));
@@ -56,7 +67,16 @@ export function buildGovernancePolicy(input: PolicyInput): GovernancePolicy {
     const keyScope: Scope = Object.freeze({ kind: 'key', id: k.id, team: k.team, limits: k.limits });
     scopesByKey.set(k.id, Object.freeze([teamScopes.get(k.team) as Scope, keyScope]));
   }
+  const toolScopesByKey = new Map<string, readonly Scope[]>();
+  const keyToolAllows = new Map<string, ModelAllowList>();
+  for (const k of input.keys) {
+    const team = input.teams.find((t) => t.id === k.team) as TeamRecord;
+    toolScopesByKey.set(k.id, Object.freeze([toolScope('team', team.id, team.id, team.limits), toolScope('key', k.id, k.team, k.limits)]));
+    if (k.allowedTools !== undefined) keyToolAllows.set(k.id, compileModelAllowList(k.allowedTools));
+  }
   return Object.freeze({
+    toolScopesByKey,
+    keyToolAllows,
     keys: buildKeyTable(input.keys),
     teams,
     defaultMaxTokens: input.defaultMaxTokens,
@@ -95,4 +115,15 @@ export function checkModel(policy: GovernancePolicy, principal: Principal, model
     limit: null,
     rateLimit: NO_RATE_LIMIT,
   };
+}
+
+/** tools/call counters live under the team's or key's id with this suffix (see tool-calls.ts). */
+const TOOL_SCOPE_SUFFIX = '/tools';
+
+/** The tool-call counters of one team or key, with only the limits that apply to tools. */
+export function toolScope(kind: ScopeKind, id: string, team: string, limits: Limits): Scope {
+  const toolLimits: { rpm?: number; tokensPerDay?: number } = {};
+  if (limits.rpm !== undefined) toolLimits.rpm = limits.rpm;
+  if (limits.toolCallsPerDay !== undefined) toolLimits.tokensPerDay = limits.toolCallsPerDay;
+  return Object.freeze({ kind, id: `${id}${TOOL_SCOPE_SUFFIX}`, team, limits: Object.freeze(toolLimits) });
 }

@@ -10,6 +10,8 @@ import {
   type RouteConfig,
   resolveSecret,
   routeReferenceIssues,
+  type ToolRouteConfig,
+  toolReferenceIssues,
 } from '../config/index.js';
 import { type ParsedOverlay, readBoundedFileSync, sha256Hex } from '../contract/index.js';
 import {
@@ -37,8 +39,12 @@ import {
   type Generation,
   type GenerationCandidate,
   type GenerationRoute,
+  type GenerationTools,
+  type McpServerRuntime,
   type OverlaySnapshot,
   type ProviderRuntime,
+  type ToolCandidate,
+  type ToolRoute,
 } from './generation.js';
 import { overlayRoutes } from './overlay-routes.js';
 import { RELOAD_SLICE_MS, runSteps, runStepsInSlices, type Steps } from './steps.js';
@@ -254,6 +260,7 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
   const { config } = inputs;
   const issues: ConfigIssue[] = [];
   const providers: Record<string, ProviderRuntime> = Object.create(null) as Record<string, ProviderRuntime>;
+  const servers: Record<string, McpServerRuntime> = Object.create(null) as Record<string, McpServerRuntime>;
   const pending: Array<() => void> = [];
 
   // Maps of many entries are walked by key: Object.entries and Object.values of a map of
@@ -265,6 +272,11 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
       const secret = resolveSecret(p.api_key, inputs.env);
       if (!secret.ok) issues.push({ path: `providers.${name}.api_key`, message: secret.message });
       else credential = new Credential(secret.value, describeSecretRef(p.api_key));
+    }
+    if (p.type === 'mcp') {
+      pending.push(mcpServer(name, p, credential, issues, inputs.poolFor, servers));
+      yield;
+      continue;
     }
     const entra = p.auth === undefined ? null : entraSpec(name, p.auth, inputs.env, issues);
     const gcp = p.gcp === undefined ? null : gcpSpec(name, p.gcp, issues);
@@ -280,8 +292,8 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
       const sources = inputs.cloudAuth ?? IDLE_SOURCES;
       providers[name] = {
         name,
-        type: p.type,
-        protocol: protocolOf(p.type),
+        type: p.type as ProviderType,
+        protocol: protocolOf(p.type as ProviderType),
         baseUrl,
         anthropicVersion:
           p.type === 'anthropic'
@@ -367,18 +379,24 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
     issues.push(...routeReferenceIssues(model, routeSpecs[model], config.providers));
     yield;
   }
-  if (overlaySettings === undefined && models.length === 0)
-    issues.push({ path: 'routing.routes', message: 'at least one route is required' });
+  issues.push(...toolReferenceIssues(config.routing as unknown as Record<string, unknown>, config.providers));
+  const toolSpecs = config.routing.tools ?? {};
+  const hasTools = Object.keys(toolSpecs).length > 0 || (config.routing.tools_from ?? []).length > 0;
+  if (overlaySettings === undefined && models.length === 0 && !hasTools)
+    issues.push({ path: 'routing.routes', message: 'at least one route (or tool route) is required' });
   if (issues.length > 0) return { ok: false, issues };
 
   for (const open of pending) open();
   let routes: Record<string, GenerationRoute> = Object.create(null) as Record<string, GenerationRoute>;
   let overlay: OverlaySnapshot | null = null;
+  let toolRoutes: Record<string, ToolRoute> = Object.create(null) as Record<string, ToolRoute>;
   if (overlaySettings !== undefined && inputs.overlay) {
-    const built = overlayRoutes(inputs.overlay, overlaySettings, providers);
+    const built = overlayRoutes(inputs.overlay, overlaySettings, providers, servers);
     routes = built.routes;
+    toolRoutes = built.tools;
     overlay = built.snapshot;
   } else {
+    for (const tool of Object.keys(toolSpecs)) toolRoutes[tool] = staticToolRoute(tool, toolSpecs[tool] as ToolRouteConfig, servers);
     for (const model of models) {
       // Frozen as it is built, with its spec: the freeze below never walks a map of 60k
       // routes in one piece (Object.keys of one takes 10-15 ms; ADR 0021).
@@ -390,6 +408,11 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
   }
   if (overlay !== null) yield* deepFreezeSteps(routes);
   Object.freeze(routes);
+  const tools: GenerationTools = {
+    servers,
+    routes: toolRoutes,
+    from: (config.routing.tools_from ?? []).map((f) => ({ provider: f.provider, prefix: f.prefix })),
+  };
 
   const builtAt = (inputs.now?.() ?? new Date()).toISOString();
   const builtAtS = Math.floor(Date.parse(builtAt) / 1000);
@@ -409,6 +432,8 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
     yield;
   }
   Object.freeze(modelsFirstSeen);
+  for (const tool of Object.keys(toolRoutes))
+    for (const group of (toolRoutes[tool] as ToolRoute).groups) if (group.counterKey !== '') counterKeys.add(group.counterKey);
   const pricing: Record<string, PriceEntry> = Object.create(null) as Record<string, PriceEntry>;
   for (const key of Object.keys(config.pricing.models)) {
     pricing[key] = { ...config.pricing.models[key] } as PriceEntry;
@@ -422,8 +447,9 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
     config,
     providers,
     routes,
+    tools,
     models: Object.freeze(routed),
-    identities: [...new Set(Object.values(providers).map((p) => p.identity))],
+    identities: [...new Set([...Object.values(providers), ...Object.values(servers)].map((p) => p.identity))],
     // A Set's entries are not frozen by Object.freeze: ReadonlySet is what keeps them.
     counterKeys: Object.freeze(counterKeys),
     modelsFirstSeen,
@@ -482,5 +508,78 @@ function staticRoute(
     ],
     byStableId: stableIdTable(candidates),
     admitsNew: candidates.length > 0,
+  };
+}
+
+/**
+ * An MCP server's runtime, opened once the whole config is valid. Its pool is keyed by the
+ * endpoint's origin (calls name the endpoint's path), and it never takes a cloud credential:
+ * only its own api_key goes upstream, never a caller's.
+ */
+function mcpServer(
+  name: string,
+  p: ProviderConfig,
+  credential: Credential | null,
+  issues: ConfigIssue[],
+  poolFor: BuildInputs['poolFor'],
+  servers: Record<string, McpServerRuntime>,
+): () => void {
+  const url = (p.base_url as string).replace(/\/+$/, '');
+  const identity = `mcp ${url}`;
+  const tls = p.tls === undefined ? undefined : readTls(name, url, p.tls, issues);
+  return () => {
+    const pool = poolFor({
+      identity,
+      baseUrl: new URL(url).origin,
+      connectTimeoutMs: p.connect_timeout_ms,
+      maxConnections: p.max_connections,
+      tls,
+    });
+    servers[name] = {
+      name,
+      url,
+      identity,
+      timeoutMs: p.timeout_ms,
+      pool,
+      credential,
+      headers: { ...p.headers },
+      tools: upstreamNames(p.tools),
+      trustAnnotations: p.trust_annotations === true,
+    };
+  };
+}
+
+/** A `routing.tools` entry: its candidates are replicas of one tool, in one group that admits new sessions. */
+function staticToolRoute(tool: string, spec: ToolRouteConfig, servers: Readonly<Record<string, McpServerRuntime>>): ToolRoute {
+  const seen = new Set<string>();
+  const candidates: ToolCandidate[] = spec.candidates.map((c, i) => {
+    const server = servers[c.provider] as McpServerRuntime;
+    const upstreamTool = c.tool ?? server.tools[tool] ?? tool;
+    let stableId = `${c.provider}/${upstreamTool}`;
+    if (seen.has(stableId)) stableId = `${stableId}#${i}`;
+    seen.add(stableId);
+    return {
+      stableId,
+      providerName: server.name,
+      identity: server.identity,
+      weight: c.weight,
+      admission: 'new_and_existing',
+      group: 0,
+      server,
+      upstreamTool,
+      credential: null,
+      credentialProblem: null,
+    };
+  });
+  const counterKey = spec.policy === 'round_robin' ? `static-tool:${tool}:${sha256Hex(JSON.stringify(spec)).slice(0, 16)}` : '';
+  return {
+    model: tool,
+    policy: spec.policy,
+    groups: [
+      { index: 0, admission: 'new_and_existing', candidates, totalWeight: candidates.reduce((s, c) => s + c.weight, 0), counterKey },
+    ],
+    byStableId: stableIdTable(candidates),
+    admitsNew: candidates.length > 0,
+    retrySafe: spec.retry_safe,
   };
 }

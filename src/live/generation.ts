@@ -82,6 +82,50 @@ export interface GenerationCandidate extends RoutableCandidate {
   readonly credentialProblem: string | null;
 }
 
+/** A provider of `type: mcp`: an MCP server whose tools the /mcp endpoint routes to. */
+export interface McpServerRuntime {
+  readonly name: string;
+  /** The server's MCP endpoint (Streamable HTTP), as configured: http://host:port/mcp. */
+  readonly url: string;
+  /** `mcp <url>`: what its breaker and pool are keyed by. */
+  readonly identity: string;
+  readonly timeoutMs: number;
+  readonly pool: ProviderPool;
+  /** Sent as `Authorization: Bearer`; never the caller's own. */
+  readonly credential: Credential | null;
+  readonly headers: Readonly<Record<string, string>>;
+  /** `tools`: exposed name -> the name the server lists it under (null-prototype). */
+  readonly tools: Readonly<Record<string, string>>;
+  /** `trust_annotations`: its readOnlyHint / idempotentHint make a call safe to send again. */
+  readonly trustAnnotations: boolean;
+}
+
+/** One server that may serve an exposed tool. */
+export interface ToolCandidate extends RoutableCandidate {
+  readonly server: McpServerRuntime;
+  /** The tool's name on that server. */
+  readonly upstreamTool: string;
+  /** An overlay candidate's own bearer, read at build (as a model candidate's); null = the server's. */
+  readonly credential: Credential | null;
+  readonly credentialProblem: string | null;
+}
+
+/** A tool route: `model` is the exposed tool name. */
+export interface ToolRoute extends Route<ToolCandidate> {
+  /** `retry_safe`: the operator's word that a call may be sent again to another candidate. */
+  readonly retrySafe: boolean;
+}
+
+/** The /mcp endpoint's routing in one generation. */
+export interface GenerationTools {
+  /** The configured MCP servers, by provider name. */
+  readonly servers: Readonly<Record<string, McpServerRuntime>>;
+  /** Tool routes by exposed name: routing.tools, or the overlay's mcp_tool candidates. */
+  readonly routes: Readonly<Record<string, ToolRoute>>;
+  /** `routing.tools_from`: servers whose every listed tool is exposed under a prefix. */
+  readonly from: ReadonlyArray<{ readonly provider: string; readonly prefix: string }>;
+}
+
 export type GenerationRoute = Route<GenerationCandidate>;
 export type GenerationGroup = CandidateGroup<GenerationCandidate>;
 
@@ -98,8 +142,18 @@ export interface OverlaySnapshot {
   readonly renderedAt: string | null;
   readonly candidateCount: number;
   readonly candidatesPerModel: Readonly<Record<string, number>>;
-  /** Candidates whose cluster names no configured provider: kept out of routing, reported. */
-  readonly unroutable: ReadonlyArray<{ readonly stable_id: string; readonly model: string; readonly cluster: string }>;
+  /** The same for mcp_tool candidates, per exposed tool. */
+  readonly candidatesPerTool: Readonly<Record<string, number>>;
+  /**
+   * Candidates whose cluster names no configured provider of their kind (a model's: not
+   * type mcp; a tool's: type mcp): kept out of routing, reported. `model` is the tool's name for a tool.
+   */
+  readonly unroutable: ReadonlyArray<{
+    readonly stable_id: string;
+    readonly kind: 'inference_model' | 'mcp_tool';
+    readonly model: string;
+    readonly cluster: string;
+  }>;
   /** The validated overlay, for rollback protection against the next one. */
   readonly parsed: ParsedOverlay;
 }
@@ -118,12 +172,14 @@ export interface Generation {
   readonly config: GatewayConfig;
   readonly providers: Readonly<Record<string, ProviderRuntime>>;
   readonly routes: Readonly<Record<string, GenerationRoute>>;
+  /** The /mcp endpoint's servers and tool routes. */
+  readonly tools: GenerationTools;
   /**
    * The routes' names, in order (a static config's order): what walks every route reads,
    * since taking the keys of a map of 60k routes holds the event loop 10-15 ms.
    */
   readonly models: readonly string[];
-  /** The identities of every provider, for breaker retention. */
+  /** The identities of every provider (MCP servers included), for breaker retention. */
   readonly identities: readonly string[];
   /** Keys of every round-robin group, for counter retention. */
   readonly counterKeys: ReadonlySet<string>;

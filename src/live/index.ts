@@ -12,9 +12,13 @@ export type {
   GenerationCandidate,
   GenerationGroup,
   GenerationRoute,
+  GenerationTools,
+  McpServerRuntime,
   OverlaySnapshot,
   ProviderRuntime,
   RetryPolicy,
+  ToolCandidate,
+  ToolRoute,
 } from './generation.js';
 export { GenerationHolder } from './holder.js';
 export { type InputsRead, type OverlayRejection, type Preparation, type PrepareInputs, prepareGeneration } from './prepare.js';

@@ -21,3 +21,4 @@ export {
   type ToolAnnotations,
   type ToolCatalog,
 } from './types.js';
+export { McpUpstream, type McpUpstreamSettings, type UpstreamCallRequest, type UpstreamEvent } from './upstream.js';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorCode } from '../errors.js';
 import type { Principal } from '../governance/index.js';
-import type { Generation, GenerationCandidate } from '../live/index.js';
+import type { Generation, GenerationCandidate, ToolCandidate } from '../live/index.js';
 import type { ChatProtocol, Operation, StopSlot, TokenUsage } from '../providers/index.js';
 import type { FailureReason } from '../resilience/index.js';
 import type { Span } from '../telemetry/index.js';
@@ -22,6 +22,22 @@ export interface Failure {
 export interface Caller {
   readonly gen: Generation;
   readonly principal: Principal;
+}
+
+/** One tools/call on /mcp, as its record needs it (filled as the call goes). */
+export interface ToolCallRecord {
+  /** The exposed tool name asked for. */
+  readonly tool: string;
+  /** The generation routes the name (so it may be a metrics label). */
+  routed: boolean;
+  /** The candidate that answered, or the last one tried. */
+  candidate: ToolCandidate | null;
+  outcome: 'result' | 'tool_error' | 'error' | 'refused' | 'failed';
+  /** The error's stable code, or the upstream's JSON-RPC error code as text. */
+  reason: string | null;
+  /** `provider:reason` of each candidate given up on, and those candidates' stable_ids. */
+  readonly fallback: string[];
+  readonly failedCandidates: string[];
 }
 
 /** `GET` / `DELETE /v1/responses/{id}`: the stored response asked for, and the client's query string. */
@@ -112,6 +128,8 @@ export class Exchange {
   reason: ErrorCode | null = null;
   /** Why the gateway stopped this request (the drain ran out), or null. */
   stopped: string | null = null;
+  /** A tools/call on /mcp: its own record (metrics, audit, access line) instead of a model request's. */
+  toolCall: ToolCallRecord | null = null;
   /**
    * The running attempt's controls, which the relay fills while it runs: the listener tells
    * it that the client closed, and the drain stops it.

@@ -14,10 +14,12 @@ function policyInput(gen: Generation) {
   const teams: TeamRecord[] = Object.entries(config.teams ?? {}).map(([id, t]) => ({
     id,
     allowedModels: t.allowed_models,
+    allowedTools: t.allowed_tools,
     limits: {
       rpm: t.rate_limit?.rpm,
       tpm: t.rate_limit?.tpm,
       tokensPerDay: t.quota?.tokens_per_day,
+      toolCallsPerDay: t.quota?.tool_calls_per_day,
       budgetMicroUsdPerMonth: microUsd(t.budget?.usd_per_month),
       budgetOnExceeded: t.budget?.on_exceeded,
     },
@@ -26,7 +28,14 @@ function policyInput(gen: Generation) {
     id: k.id,
     team: k.team,
     sha256: gen.keyDigests[k.id] ?? [],
-    limits: { rpm: k.rpm, tpm: k.tpm, tokensPerDay: k.tokens_per_day, budgetMicroUsdPerMonth: microUsd(k.budget_usd_per_month) },
+    limits: {
+      rpm: k.rpm,
+      tpm: k.tpm,
+      tokensPerDay: k.tokens_per_day,
+      budgetMicroUsdPerMonth: microUsd(k.budget_usd_per_month),
+      toolCallsPerDay: k.tool_calls_per_day,
+    },
+    allowedTools: k.allowed_tools,
     expiresAtMs: k.expires_at === undefined ? null : Date.parse(k.expires_at),
   }));
   return {

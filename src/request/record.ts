@@ -1,7 +1,7 @@
-import { requestCompleted } from '../audit/index.js';
+import { requestCompleted, toolCalled } from '../audit/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
 import { genAiOperation, genAiSystem, type Tracing } from '../telemetry/index.js';
-import { type Exchange, type Failure, pathOf } from './exchange.js';
+import { type Exchange, type Failure, pathOf, type ToolCallRecord } from './exchange.js';
 import type { Services } from './services.js';
 
 /**
@@ -12,6 +12,7 @@ import type { Services } from './services.js';
  * client cannot mint series by inventing model names.
  */
 export function recordRequest(svc: Services, x: Exchange): void {
+  if (x.toolCall !== null) return recordToolCall(svc, x, x.toolCall);
   const { metrics } = svc;
   const gen = x.gen;
   const c = x.candidate;
@@ -41,6 +42,68 @@ export function recordRequest(svc: Services, x: Exchange): void {
   if (x.span !== null && svc.tracing !== null) endServerSpan(svc.tracing, x, status);
   if ((gen !== null && !gen.config.log.access) || !svc.accessLog.enabled) return;
   svc.accessLog.writeFields(accessLine(x, status, durationMs, x.model, provider));
+}
+
+/**
+ * A tools/call's record: its metrics (the tool a label only when the generation routes it),
+ * its audit record (who, which tool, where, how long, isError; never the arguments or the
+ * result) and its access line.
+ */
+function recordToolCall(svc: Services, x: Exchange, call: ToolCallRecord): void {
+  const durationMs = performance.now() - x.startedAt;
+  const tool = call.routed ? call.tool : 'none';
+  const c = call.candidate;
+  const answered = call.outcome === 'result' || call.outcome === 'tool_error' || call.outcome === 'error';
+  const provider = answered && c !== null ? c.server.name : 'none';
+  svc.metrics.mcpToolCalls.series(tool, provider, call.outcome).inc();
+  svc.metrics.mcpToolCallDuration.series(tool).observe(durationMs / 1000);
+  const gen = x.gen;
+  const status = x.status;
+  svc.mcp.recent.record(
+    Date.now(),
+    durationMs,
+    call.outcome === 'failed',
+    answered || call.fallback.length > 0,
+    call.routed ? call.tool : null,
+    answered ? (c?.stableId ?? null) : null,
+    provider,
+    call.fallback.map((f, i) => ({ candidate: call.failedCandidates[i] ?? f })),
+  );
+  if (svc.audit !== null) {
+    svc.audit.append(
+      toolCalled({
+        requestId: x.requestId,
+        keyId: x.principal?.keyId ?? null,
+        team: x.principal?.team ?? null,
+        tool: call.tool,
+        provider: c?.server.name ?? null,
+        upstreamTool: c?.upstreamTool ?? null,
+        stableId: c?.stableId ?? null,
+        generation: gen?.number ?? null,
+        revision: gen?.overlay?.revision ?? null,
+        outcome: call.outcome === 'tool_error' ? 'result' : call.outcome,
+        isError: call.outcome === 'result' ? false : call.outcome === 'tool_error' ? true : null,
+        reason: call.reason,
+        fallback: call.fallback,
+        latencyMs: durationMs,
+      }),
+    );
+  }
+  if (x.span !== null && svc.tracing !== null) {
+    x.span.setAttribute('http.response.status_code', typeof status === 'number' ? status : x.res.statusCode);
+    x.span.setAttribute('switchyard.request_id', x.requestId);
+    if (gen !== null) x.span.setAttribute('switchyard.generation', gen.number);
+    x.span.end();
+  }
+  if ((gen !== null && !gen.config.log.access) || !svc.accessLog.enabled) return;
+  let s = `,"request_id":"${x.requestId}","method":"POST","mcp_method":"tools/call","tool":${q(call.tool)},"provider":${q(c?.server.name ?? 'none')}`;
+  if (c !== null) s += `,"upstream_tool":${q(c.upstreamTool)},"candidate":${q(c.stableId)}`;
+  if (gen !== null) s += `,"generation":${gen.number}`;
+  s += `,"status":${typeof status === 'number' ? status : '"partial"'},"outcome":"${call.outcome}"`;
+  if (call.reason !== null) s += `,"reason":${q(call.reason)}`;
+  s += `,"stream":${x.stream},"duration_ms":${msText(durationMs)}`;
+  if (call.fallback.length > 0) s += `,"fallback":${q(call.fallback)}`;
+  svc.accessLog.writeFields(s);
 }
 
 /**

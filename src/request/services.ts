@@ -5,6 +5,7 @@ import type { PoolRegistry, TokenSourceRegistry } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
 import type { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
 import type { AccessLog, Logger, Metrics, RecentTraffic, Tracing } from '../telemetry/index.js';
+import type { McpService } from './mcp-service.js';
 import type { ResponseOwners } from './response-owners.js';
 
 /**
@@ -34,9 +35,13 @@ export interface Services {
   /** OpenTelemetry traces (`telemetry.otlp`), or null when off. */
   readonly tracing: Tracing | null;
   readonly random: () => number;
+  /** The /mcp endpoint: client sessions, the MCP clients of the configured servers, the tool view. */
+  readonly mcp: McpService;
 }
 
 /** Settings fixed at start-up (changing them takes a restart). */
 export interface ListenerSettings {
   readonly maxBodyBytes: number;
+  /** The gateway's version, for the serverInfo /mcp answers initialize with. */
+  readonly version?: string;
 }

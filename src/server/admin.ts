@@ -2,7 +2,17 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError } from '../errors.js';
 import { bearerToken, governanceNow, governanceStatus } from '../governance/index.js';
 import type { Generation } from '../live/index.js';
-import { type Answerable, failRequest, pathOf, policyOf, readBody, type Services, sendBody, sendJson } from '../request/index.js';
+import {
+  type Answerable,
+  type ExposedTool,
+  failRequest,
+  pathOf,
+  policyOf,
+  readBody,
+  type Services,
+  sendBody,
+  sendJson,
+} from '../request/index.js';
 import { refusal, serveMetrics } from './answers.js';
 import { answered, type Endpoint, EndpointTable } from './endpoints.js';
 import { pageData } from './page-data.js';
@@ -176,16 +186,31 @@ function adminStatus(ctx: AdminContext): Record<string, unknown> {
     providers:
       gen === null
         ? []
-        : Object.values(gen.providers).map((p) => ({
-            name: p.name,
-            type: p.type,
-            base_url: p.baseUrl,
-            identity: p.identity,
-            credential: p.credential?.source ?? p.bearer?.source ?? p.aws?.keys.source ?? null,
-            timeout_ms: p.timeoutMs,
-            breaker: svc.breakers.view(p.identity) ?? null,
-            inflight: p.pool.inflight,
-          })),
+        : Object.values(gen.providers)
+            .map(
+              (p): Record<string, unknown> => ({
+                name: p.name,
+                type: p.type,
+                base_url: p.baseUrl,
+                identity: p.identity,
+                credential: p.credential?.source ?? p.bearer?.source ?? p.aws?.keys.source ?? null,
+                timeout_ms: p.timeoutMs,
+                breaker: svc.breakers.view(p.identity) ?? null,
+                inflight: p.pool.inflight,
+              }),
+            )
+            .concat(
+              Object.values(gen.tools.servers).map((s) => ({
+                name: s.name,
+                type: 'mcp',
+                base_url: s.url,
+                identity: s.identity,
+                credential: s.credential?.source ?? null,
+                timeout_ms: s.timeoutMs,
+                breaker: svc.breakers.view(s.identity) ?? null,
+                inflight: s.pool.inflight,
+              })),
+            ),
     routes:
       gen === null
         ? []
@@ -206,6 +231,7 @@ function adminStatus(ctx: AdminContext): Record<string, unknown> {
               })),
             ),
           })),
+    mcp: gen === null ? null : mcpStatus(svc, gen),
     // The chain head: with it, `audit verify --head SEQ:HASH` later shows whether records after it were cut.
     audit:
       svc.audit === null
@@ -229,8 +255,45 @@ function adminStatus(ctx: AdminContext): Record<string, unknown> {
             selection_mode: gen.overlay.selectionMode,
             candidate_count: gen.overlay.candidateCount,
             candidates_per_model: gen.overlay.candidatesPerModel,
+            candidates_per_tool: gen.overlay.candidatesPerTool,
             unroutable_candidates: gen.overlay.unroutable,
             last_rejection: ctx.reloader.lastOverlayRejection,
           },
+  };
+}
+
+/**
+ * The /mcp endpoint: its client sessions, each MCP server's catalog (when it was last
+ * listed, what it lists, its upstream session and stream, its last problem), and the tools
+ * routed now with their candidates.
+ */
+function mcpStatus(svc: Services, gen: Generation): Record<string, unknown> {
+  const view = svc.mcp.view(gen);
+  return {
+    sessions: svc.mcp.sessions.size,
+    servers: svc.mcp.status(),
+    tools: view.names.map((name) => {
+      const tool = view.tools.get(name) as ExposedTool;
+      return {
+        tool: name,
+        policy: tool.route.policy,
+        admits_new: tool.route.admitsNew,
+        retry_safe: tool.route.retrySafe,
+        candidates: tool.route.groups.flatMap((g) =>
+          g.candidates.map((c) => ({
+            stable_id: c.stableId,
+            provider: c.providerName,
+            upstream_tool: c.upstreamTool,
+            weight: c.weight,
+            admission: c.admission,
+            selection_group: c.group,
+            credential_problem: c.credentialProblem,
+          })),
+        ),
+      };
+    }),
+    // Routes whose every candidate's server does not list the tool now: not offered, not called.
+    unlisted: Object.keys(gen.tools.routes).filter((name) => !view.tools.has(name)),
+    skipped: view.skipped,
   };
 }

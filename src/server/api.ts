@@ -7,6 +7,7 @@ import {
   failRequest,
   type ListenerSettings,
   listModels,
+  mcpHandlers,
   modelHandlers,
   pathOf,
   recordRequest,
@@ -85,7 +86,12 @@ const READY_STORE_DOWN = '{"status":"ready","governance_store":"down"}';
 function apiEndpoints(svc: Services, settings: ListenerSettings, traffic: TrafficState): ApiEndpoint[] {
   const models = modelHandlers(svc, settings);
   const serve: Handler<Exchange> = models.serve;
+  const mcp = mcpHandlers(svc, settings, settings.version ?? 'dev');
   return [
+    // The MCP Streamable HTTP endpoint: tools routed like models.
+    { method: 'POST', path: '/mcp', handle: mcp.post },
+    { method: 'GET', path: '/mcp', handle: mcp.get },
+    { method: 'DELETE', path: '/mcp', handle: mcp.delete },
     { method: 'POST', path: '/v1/chat/completions', operation: 'chat', protocol: 'openai', handle: serve },
     { method: 'POST', path: '/v1/messages', operation: 'chat', protocol: 'anthropic', handle: serve },
     { method: 'POST', path: '/v1/embeddings', operation: 'embeddings', protocol: 'openai', handle: serve },

@@ -16,7 +16,7 @@ import {
 import { governanceNow, governanceStatus, type PolicedStore } from '../governance/index.js';
 import { type Generation, GenerationHolder, prepareGeneration, ReloadCoordinator, type ReloadTrigger } from '../live/index.js';
 import { PoolRegistry, type TokenEvent, TokenSourceRegistry } from '../providers/index.js';
-import { policyOf, ResponseOwners, type Services } from '../request/index.js';
+import { McpService, policyOf, ResponseOwners, type Services } from '../request/index.js';
 import { BreakerRegistry } from '../resilience/index.js';
 import { RoundRobinCounters, SessionAffinity, seededRandom } from '../routing/index.js';
 import {
@@ -143,12 +143,18 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const coordinator = new ReloadCoordinator(reloader.run);
 
   const traffic: TrafficState = { inflight: 0, draining: false, open: new OpenExchanges() };
-  const listeners = await startListeners(config.server, svc, traffic, {
+  const listeners = await startListeners(
+    config.server,
     svc,
-    reloader,
-    requestReload: () => coordinator.request('admin'),
-    startedAt: Date.now(),
-  });
+    traffic,
+    {
+      svc,
+      reloader,
+      requestReload: () => coordinator.request('admin'),
+      startedAt: Date.now(),
+    },
+    options.version ?? 'dev',
+  );
   const watches = await watchInputs(options.configPath, config, coordinator);
 
   let closing: Promise<void> | null = null;
@@ -223,6 +229,7 @@ async function buildServices(
     tracing: await startTracing(gen, options),
     accessLog: new AccessLog({ level: logger.level, destination: options.logDestination, flushMs: 200 }),
     random: options.random ?? randomSource(options.env ?? process.env, logger),
+    mcp: new McpService(holder, logger, metrics, config.mcp, options.version ?? 'dev'),
   };
 }
 
@@ -298,8 +305,17 @@ interface Listeners {
 }
 
 /** The API listener and, when configured, the admin listener; both or neither. */
-async function startListeners(server: ServerConfig, svc: Services, traffic: TrafficState, admin: AdminContext): Promise<Listeners> {
-  const api = limited(createServer(serverOptions(server), createApiHandler(svc, { maxBodyBytes: server.max_body_bytes }, traffic)), server);
+async function startListeners(
+  server: ServerConfig,
+  svc: Services,
+  traffic: TrafficState,
+  admin: AdminContext,
+  version: string,
+): Promise<Listeners> {
+  const api = limited(
+    createServer(serverOptions(server), createApiHandler(svc, { maxBodyBytes: server.max_body_bytes, version }, traffic)),
+    server,
+  );
   const url = await listen(api, server.listen);
   if (server.admin_listen === undefined) return { api, admin: null, url, adminUrl: null };
   const adminServer = limited(createServer(serverOptions(server), createAdminHandler(admin)), server);
@@ -422,6 +438,9 @@ async function drain(listeners: Listeners, traffic: TrafficState, server: Server
     // Their last words (an SSE error event, a 503) go out before the sockets close.
     await waitFor(() => traffic.inflight === 0, 1000);
   }
+  // Before the connections close: the MCP clients end their upstream sessions, and the
+  // client sessions' GET streams end (they would hold the drain otherwise).
+  await svc.mcp.close();
   api.closeAllConnections();
   admin?.closeAllConnections();
   await closed;
@@ -438,7 +457,8 @@ async function drain(listeners: Listeners, traffic: TrafficState, server: Server
 
 function* breakerStates(holder: GenerationHolder, breakers: BreakerRegistry): Generator<readonly [string, BreakerStateCode]> {
   if (!holder.ready) return;
-  for (const p of Object.values(holder.current().providers)) {
+  const gen = holder.current();
+  for (const p of [...Object.values(gen.providers), ...Object.values(gen.tools.servers)]) {
     const state = breakers.stateOf(p.identity) ?? 'closed';
     yield [p.name, state === 'closed' ? 0 : state === 'open' ? 1 : 2];
   }

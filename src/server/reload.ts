@@ -237,7 +237,7 @@ export class Reloader {
     const breaker = next.config.resilience.breaker;
     breakers.configure({ failureThreshold: breaker.failure_threshold, openBaseMs: breaker.open_base_ms, openMaxMs: breaker.open_max_ms });
     breakers.retain(next.identities);
-    pools.retain(Object.values(next.providers).map((p) => p.pool));
+    pools.retain([...Object.values(next.providers), ...Object.values(next.tools.servers)].map((p) => p.pool));
     tokens.retain(cloudSources(next));
     counters.retain(next.counterKeys);
     const sessions = next.config.routing.session_affinity;
@@ -248,6 +248,8 @@ export class Reloader {
       logger.level = next.config.log.level;
       this.#svc.accessLog.setLevel(next.config.log.level);
     }
+    // The MCP servers' clients follow the new generation, and sessions whose tool list changed are told.
+    this.#svc.mcp.sync(next);
     metrics.generation.set(next.number);
     metrics.overlayUnroutable.set(next.overlay?.unroutable.length ?? 0);
     metrics.lastReloadSuccess.set(Date.now() / 1000);

@@ -49,6 +49,12 @@ export class Metrics {
   readonly lastReloadRejection: Gauge;
   readonly overlayReloads: Counter<'result' | 'reason'>;
   readonly overlayUnroutable: Gauge;
+  /** tool, provider, outcome: every tools/call on /mcp. */
+  readonly mcpToolCalls: CounterFamily;
+  /** tool */
+  readonly mcpToolCallDuration: HistogramFamily;
+  /** Open client sessions and catalog sizes, read at each scrape (set by the MCP service). */
+  mcpGauges: { sessions(): number; catalogs(): Iterable<readonly [provider: string, tools: number]> } | null = null;
 
   constructor(breakerStates: () => Iterable<readonly [provider: string, state: BreakerStateCode]>) {
     const r = this.registry;
@@ -178,6 +184,32 @@ export class Metrics {
       r,
       'switchyard_overlay_unroutable_candidates',
       'Overlay candidates whose cluster names no configured provider (kept, never selected).',
+    );
+    this.mcpToolCalls = new CounterFamily(
+      r,
+      'switchyard_mcp_tool_calls_total',
+      'tools/call on /mcp by exposed tool, the MCP server that answered ("none" when none did) and outcome: result, tool_error (a result with isError), error (a JSON-RPC error from the server), refused (by governance or because no candidate can serve the tool), failed (no server answered).',
+      ['tool', 'provider', 'outcome'],
+    );
+    this.mcpToolCallDuration = new HistogramFamily(
+      r,
+      'switchyard_mcp_tool_call_duration_seconds',
+      'Time from a tools/call received to its answer sent.',
+      ['tool'],
+      LATENCY_BUCKETS,
+    );
+    gauge(r, 'switchyard_mcp_sessions', 'Open MCP client sessions on /mcp.', [], function () {
+      this.set(metrics.mcpGauges?.sessions() ?? 0);
+    });
+    gauge(
+      r,
+      'switchyard_mcp_catalog_tools',
+      'Tools in the last listing of each MCP server (type: mcp provider).',
+      ['provider'],
+      function () {
+        this.reset();
+        for (const [provider, tools] of metrics.mcpGauges?.catalogs() ?? []) this.set({ provider }, tools);
+      },
     );
     gauge(r, 'switchyard_breaker_state', 'Circuit breaker state by provider: 0 closed, 1 open, 2 half-open.', ['provider'], function () {
       this.reset();

@@ -119,6 +119,23 @@ export class Tracing {
     );
   }
 
+  /**
+   * The span of one tools/call, a child of the /mcp request's, as the GenAI conventions name
+   * a tool's execution: `execute_tool {tool}`, with `gen_ai.operation.name` and
+   * `gen_ai.tool.name`, and the MCP method and session.
+   */
+  startTool(parent: Span, tool: string, attributes: Record<string, string | number | boolean>): Span {
+    const api = this.#api;
+    return this.#tracer.startSpan(
+      `execute_tool ${tool}`,
+      {
+        kind: api.SpanKind.CLIENT,
+        attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': tool, 'mcp.method.name': 'tools/call', ...attributes },
+      },
+      this.#contextOf(parent),
+    );
+  }
+
   /** Writes `traceparent` (and `tracestate`) for `span` into upstream request headers. */
   inject(span: Span, headers: Record<string, string>): void {
     this.#propagator.inject(this.#contextOf(span), headers, this.#api.defaultTextMapSetter);

@@ -12,6 +12,7 @@ import { PoolRegistry, TokenSourceRegistry } from '../../src/providers/index.js'
 import { preCheck } from '../../src/request/admission.js';
 import type { Attempt, AttemptRequest, AttemptResult } from '../../src/request/attempt.js';
 import { Exchange, type ModelRequest } from '../../src/request/exchange.js';
+import { McpService } from '../../src/request/index.js';
 import { ResponseOwners } from '../../src/request/response-owners.js';
 import { type ChainRequest, serveChain } from '../../src/request/serve-chain.js';
 import type { Services } from '../../src/request/services.js';
@@ -136,6 +137,8 @@ export function breakersFor(
 export function servicesFor(gen: Generation, breakers: BreakerRegistry): Services {
   const holder = new GenerationHolder();
   holder.swap(gen);
+  const logger = createLogger({ level: 'silent' });
+  const metrics = new Metrics(() => []);
   return {
     holder,
     breakers,
@@ -144,14 +147,15 @@ export function servicesFor(gen: Generation, breakers: BreakerRegistry): Service
     responses: new ResponseOwners({ ttlMs: 60_000, maxEntries: 100 }),
     pools,
     tokens: new TokenSourceRegistry(),
-    metrics: new Metrics(() => []),
+    metrics,
     recent: new RecentTraffic(),
-    logger: createLogger({ level: 'silent' }),
+    logger,
     accessLog: new AccessLog({ level: 'silent', flushMs: 1000 }),
     governance: createGovernanceStore({ store: 'memory' }, { onFailure: () => undefined }),
     audit: null,
     tracing: null,
     random: () => 0.5,
+    mcp: new McpService(holder, logger, metrics, gen.config.mcp, 'test'),
   };
 }
 

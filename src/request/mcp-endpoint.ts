@@ -1,0 +1,327 @@
+import type { ServerResponse } from 'node:http';
+import { SwitchyardError } from '../errors.js';
+import type { Generation } from '../live/index.js';
+import { type JsonRpcId, LATEST_MCP_PROTOCOL_VERSION, MCP_PROTOCOL_VERSIONS, type McpProtocolVersion } from '../mcp/index.js';
+import { admitCaller } from './admission.js';
+import { readBodyThen } from './body.js';
+import type { Caller, Exchange } from './exchange.js';
+import { type CallReply, callTool } from './mcp-call.js';
+import {
+  errorText,
+  gatewayError,
+  INVALID_PARAMS,
+  INVALID_REQUEST,
+  METHOD_NOT_FOUND,
+  readClientMessage,
+  resultText,
+  sendHttpError,
+  sendJsonRpc,
+  sseMessage,
+} from './mcp-messages.js';
+import type { ClientSession } from './mcp-sessions.js';
+import { listingFor } from './mcp-tools.js';
+import { policyOf } from './policy.js';
+import type { ServeCallback } from './serve-chain.js';
+import type { Services } from './services.js';
+
+// The /mcp endpoint: the MCP Streamable HTTP transport, with the gateway as the server its
+// clients see. POST carries one JSON-RPC message (answered with JSON, or an SSE stream when
+// a tools/call asks for progress), GET opens the session's standalone SSE stream (where
+// list changes arrive), DELETE ends the session. Every request is checked in this order:
+// its Origin (DNS rebinding), its caller (before the body is read), its protocol version
+// header, then its session, which must belong to the caller's key.
+
+export type McpHandler = (x: Exchange, rest: string, done: ServeCallback) => void;
+
+export interface McpHandlers {
+  readonly post: McpHandler;
+  readonly get: McpHandler;
+  readonly delete: McpHandler;
+}
+
+const SUPPORTED: ReadonlySet<string> = new Set(MCP_PROTOCOL_VERSIONS);
+/** How often an idle GET stream gets a comment, so that proxies and load balancers keep it open. */
+const KEEP_ALIVE_MS = 25_000;
+
+export function mcpHandlers(svc: Services, settings: { readonly maxBodyBytes: number }, version: string): McpHandlers {
+  const serverInfo = JSON.stringify({ name: 'switchyard', title: 'Switchyard MCP gateway', version });
+  return {
+    post: (x, _rest, done) => {
+      const caller = checked(svc, x);
+      if (caller === null) return done(null);
+      if (!isJson(x.req.headers['content-type'])) {
+        sendHttpError(x.res, new SwitchyardError('invalid_request', 'Content-Type must be application/json'), null, 415);
+        return done(null);
+      }
+      if (!accepts(x.req.headers.accept, 'application/json') || !accepts(x.req.headers.accept, 'text/event-stream')) {
+        sendHttpError(
+          x.res,
+          new SwitchyardError('invalid_request', 'Accept must list both application/json and text/event-stream'),
+          null,
+          406,
+        );
+        return done(null);
+      }
+      readBodyThen(
+        x.req,
+        settings.maxBodyBytes,
+        (body) => {
+          x.bodyBytes = body.length;
+          onMessage(svc, x, caller, body, serverInfo).then(
+            () => done(null),
+            (err: unknown) => done(err),
+          );
+        },
+        (err) => {
+          if (err instanceof SwitchyardError) {
+            sendHttpError(x.res, err);
+            return done(null);
+          }
+          done(err);
+        },
+      );
+    },
+    get: (x, _rest, done) => {
+      const caller = checked(svc, x);
+      if (caller === null) return done(null);
+      if (!accepts(x.req.headers.accept, 'text/event-stream')) {
+        sendHttpError(x.res, new SwitchyardError('invalid_request', 'Accept must list text/event-stream'), null, 406);
+        return done(null);
+      }
+      const session = sessionOf(svc, x, caller);
+      if (session === null) return done(null);
+      openStream(svc, x, caller.gen, session);
+      done(null);
+    },
+    delete: (x, _rest, done) => {
+      const caller = checked(svc, x);
+      if (caller === null) return done(null);
+      const session = sessionOf(svc, x, caller);
+      if (session === null) return done(null);
+      svc.mcp.sessions.close(session);
+      x.res.writeHead(200, { 'content-length': 0 });
+      x.res.end();
+      done(null);
+    },
+  };
+}
+
+/** The Origin, the caller and the protocol version header, checked in that order; null when the request was refused (and answered). */
+function checked(svc: Services, x: Exchange): Caller | null {
+  const origin = x.req.headers.origin;
+  if (origin !== undefined && !originAllowed(svc.holder.current(), origin)) {
+    sendHttpError(
+      x.res,
+      new SwitchyardError('origin_not_allowed', `Origin ${JSON.stringify(origin)} is not allowed (mcp.allowed_origins)`),
+    );
+    x.reason = 'origin_not_allowed';
+    return null;
+  }
+  let caller: Caller;
+  try {
+    caller = admitCaller(x, svc);
+  } catch (err) {
+    if (!(err instanceof SwitchyardError)) throw err;
+    x.reason = err.code;
+    const headers =
+      err.code === 'unauthorized' || err.code === 'key_expired' ? { ...err.headers, 'www-authenticate': 'Bearer' } : err.headers;
+    sendHttpError(x.res, new SwitchyardError(err.code, err.message, null, headers));
+    return null;
+  }
+  const version = x.req.headers['mcp-protocol-version'];
+  if (version !== undefined && !SUPPORTED.has(String(version))) {
+    x.reason = 'mcp_protocol_version_unsupported';
+    sendHttpError(
+      x.res,
+      new SwitchyardError(
+        'mcp_protocol_version_unsupported',
+        `Bad Request: MCP-Protocol-Version ${JSON.stringify(version)} is not supported (supported: ${MCP_PROTOCOL_VERSIONS.join(', ')})`,
+      ),
+    );
+    return null;
+  }
+  return caller;
+}
+
+/**
+ * A browser's Origin: allowed when it is listed (or `*` is), or a loopback origin (a local
+ * client's own page); refused otherwise, so that a page elsewhere cannot drive a local
+ * gateway through a rebound DNS name.
+ */
+function originAllowed(gen: Generation, origin: string): boolean {
+  const allowed = gen.config.mcp.allowed_origins;
+  if (allowed.includes('*') || allowed.includes(origin)) return true;
+  if (!URL.canParse(origin)) return false;
+  const host = new URL(origin).hostname;
+  return host === 'localhost' || host === '127.0.0.1' || host === '[::1]';
+}
+
+/** The request's session: 400 without an Mcp-Session-Id, 404 for one that is unknown, expired or another key's. */
+function sessionOf(svc: Services, x: Exchange, caller: Caller, id: JsonRpcId | null = null): ClientSession | null {
+  const header = x.req.headers['mcp-session-id'];
+  if (typeof header !== 'string' || header === '') {
+    x.reason = 'invalid_request';
+    sendHttpError(
+      x.res,
+      new SwitchyardError('invalid_request', 'Bad Request: Mcp-Session-Id header is required (send initialize first)'),
+      id,
+    );
+    return null;
+  }
+  const session = svc.mcp.sessions.find(header, caller.principal);
+  if (session === undefined) {
+    x.reason = 'mcp_session_not_found';
+    sendHttpError(x.res, new SwitchyardError('mcp_session_not_found', 'Session not found: initialize a new session'), id);
+    return null;
+  }
+  return session;
+}
+
+async function onMessage(svc: Services, x: Exchange, caller: Caller, body: Buffer, serverInfo: string): Promise<void> {
+  const read = readClientMessage(body);
+  if (!read.ok) {
+    x.reason = 'invalid_request';
+    sendJsonRpc(x.res, errorText(read.id, read.error), null, 400);
+    return;
+  }
+  const message = read.message;
+  if (message.kind === 'request' && message.method === 'initialize') {
+    if (x.req.headers['mcp-session-id'] !== undefined) {
+      x.reason = 'invalid_request';
+      const error = { code: INVALID_REQUEST, message: 'Invalid Request: initialize opens a session; send it without Mcp-Session-Id' };
+      sendJsonRpc(x.res, errorText(message.id, error), null, 400);
+      return;
+    }
+    initialize(svc, x, caller, message.id, message.params, serverInfo);
+    return;
+  }
+  const session = sessionOf(svc, x, caller, message.kind === 'request' ? message.id : null);
+  if (session === null) return;
+  if (message.kind !== 'request') {
+    // notifications/initialized, notifications/cancelled, a response to nothing we asked: accepted.
+    x.res.writeHead(202, { 'content-length': 0, 'mcp-session-id': session.id });
+    x.res.end();
+    return;
+  }
+  const { id, method, params } = message;
+  switch (method) {
+    case 'ping':
+      sendJsonRpc(x.res, resultText(id, '{}'), session.id);
+      return;
+    case 'tools/list': {
+      if (params.cursor !== undefined) {
+        sendJsonRpc(
+          x.res,
+          errorText(id, { code: INVALID_PARAMS, message: 'Invalid params: unknown cursor (the list has one page)' }),
+          session.id,
+        );
+        return;
+      }
+      const listing = listingFor(svc.mcp.view(caller.gen), policyOf(caller.gen), caller.principal);
+      session.toldDigest = listing.digest;
+      sendJsonRpc(x.res, resultText(id, listing.json), session.id);
+      return;
+    }
+    case 'tools/call':
+      await call(svc, x, caller, session, id, params);
+      return;
+    default:
+      // resources/*, prompts/*, completion/complete, logging/setLevel: the gateway routes tools only.
+      sendJsonRpc(x.res, errorText(id, { code: METHOD_NOT_FOUND, message: `Method not found: ${method}` }), session.id);
+  }
+}
+
+function initialize(svc: Services, x: Exchange, caller: Caller, id: JsonRpcId, params: Record<string, unknown>, serverInfo: string): void {
+  const asked = params.protocolVersion;
+  const version: McpProtocolVersion =
+    typeof asked === 'string' && SUPPORTED.has(asked) ? (asked as McpProtocolVersion) : LATEST_MCP_PROTOCOL_VERSION;
+  const info = params.clientInfo as { name?: unknown } | undefined;
+  const session = svc.mcp.sessions.open(caller.principal, version, typeof info?.name === 'string' ? info.name.slice(0, 128) : null);
+  session.toldDigest = listingFor(svc.mcp.view(caller.gen), policyOf(caller.gen), caller.principal).digest;
+  const result = `{"protocolVersion":${JSON.stringify(version)},"capabilities":{"tools":{"listChanged":true}},"serverInfo":${serverInfo}}`;
+  sendJsonRpc(x.res, resultText(id, result), session.id);
+}
+
+/** A tools/call, answered with JSON; or, when the client asked for progress, with an SSE stream that starts at once. */
+async function call(
+  svc: Services,
+  x: Exchange,
+  caller: Caller,
+  session: ClientSession,
+  id: JsonRpcId,
+  params: Record<string, unknown>,
+): Promise<void> {
+  const res = x.res;
+  const meta = params._meta as Record<string, unknown> | undefined;
+  const streamed = meta !== null && typeof meta === 'object' && meta.progressToken !== undefined;
+  const controller = new AbortController();
+  x.running.clientClosed = () => controller.abort();
+  x.running.stopAttempt = () => controller.abort();
+  x.stream = streamed;
+  let gone = false;
+  res.once('close', () => {
+    gone = !res.writableEnded;
+  });
+  const reply: CallReply = {
+    get gone() {
+      return gone || res.destroyed;
+    },
+    notify(json) {
+      if (!streamed || this.gone) return;
+      if (!res.headersSent) startSse(res, session.id);
+      x.events += 1;
+      res.write(sseMessage(json));
+    },
+    answer(json) {
+      if (this.gone) return;
+      if (!streamed) return sendJsonRpc(res, json, session.id);
+      if (!res.headersSent) startSse(res, session.id);
+      x.events += 1;
+      res.end(sseMessage(json));
+    },
+  };
+  if (streamed) startSse(res, session.id);
+  await callTool(svc, x, caller.gen, caller.principal, session, id, params, reply, controller.signal);
+  if (!res.writableEnded && !reply.gone) {
+    reply.answer(errorText(id, gatewayError('internal_error', 'the call ended without an answer')));
+  }
+}
+
+function startSse(res: ServerResponse, sessionId: string): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'mcp-session-id': sessionId });
+  res.flushHeaders();
+}
+
+/**
+ * The session's standalone stream: list changes reach it here. A second GET replaces the
+ * first (a client that reconnects may not have seen its old stream end); a reconnect that
+ * missed a change (Last-Event-ID, or a change while no stream was open) is told at once.
+ */
+function openStream(svc: Services, x: Exchange, gen: Generation, session: ClientSession): void {
+  x.recorded = false;
+  const res = x.res;
+  const previous = session.stream;
+  session.stream = res;
+  if (previous !== null && !previous.writableEnded) previous.end();
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'mcp-session-id': session.id });
+  session.eventSeq += 1;
+  // The priming event: an id to resume from, and no data.
+  res.write(`id: ${session.eventSeq}\ndata: \n\n`);
+  const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), KEEP_ALIVE_MS).unref();
+  res.once('close', () => {
+    clearInterval(keepAlive);
+    if (session.stream === res) session.stream = null;
+  });
+  svc.mcp.tell(gen, svc.mcp.view(gen), session);
+}
+
+function isJson(contentType: string | undefined): boolean {
+  return contentType !== undefined && /^application\/json\s*(;|$)/i.test(contentType);
+}
+
+/** Whether an Accept header admits this media type (absent: anything). */
+function accepts(accept: string | undefined, type: string): boolean {
+  if (accept === undefined || accept === '') return true;
+  const lower = accept.toLowerCase();
+  return lower.includes(type) || lower.includes('*/*');
+}

@@ -1,0 +1,200 @@
+import type { McpConfig } from '../config/index.js';
+import type { Generation, GenerationHolder, McpServerRuntime } from '../live/index.js';
+import { McpUpstream, type McpUpstreamSettings, type ToolCatalog, type UpstreamEvent } from '../mcp/index.js';
+import { type Logger, type Metrics, RecentTraffic } from '../telemetry/index.js';
+import { sseMessage } from './mcp-messages.js';
+import { type ClientSession, ClientSessions } from './mcp-sessions.js';
+import { buildToolView, listingFor, type ToolView } from './mcp-tools.js';
+import { policyOf } from './policy.js';
+
+const LIST_CHANGED = '{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}';
+
+/** What /admin/status shows of one MCP server. */
+export interface McpServerStatus {
+  readonly provider: string;
+  readonly url: string;
+  readonly session: boolean;
+  readonly stream_open: boolean;
+  readonly tools: readonly string[] | null;
+  readonly refreshed_at: string | null;
+  readonly server_info: { readonly name: string; readonly version: string } | null;
+  readonly protocol_version: string | null;
+  readonly problem: string | null;
+}
+
+/**
+ * The /mcp endpoint's state, built once by server/ and kept across reloads: the client
+ * sessions, one MCP client per configured server (its upstream session and catalog), and
+ * the tool view (the serving generation's tool routes joined with the catalogs). When a
+ * reload, an overlay revision or a server's new catalog changes what a session would be
+ * listed, that session is told on its GET stream (`notifications/tools/list_changed`),
+ * once per change, after list_changed_debounce_ms.
+ */
+export class McpService {
+  readonly sessions: ClientSessions;
+  /** The last 15 minutes of tools/call, by exposed tool and candidate, for the status page. */
+  readonly recent = new RecentTraffic();
+  readonly #holder: GenerationHolder;
+  readonly #logger: Logger;
+  readonly #clientVersion: string;
+  readonly #upstreams = new Map<string, { readonly upstream: McpUpstream; readonly key: string; readonly url: string }>();
+  readonly #catalogs = new Map<string, ToolCatalog>();
+  #catalogVersion = 0;
+  #view: ToolView | null = null;
+  #recheckMs: number;
+  #debounceMs: number;
+  #announce: NodeJS.Timeout | null = null;
+  #closed = false;
+  /** When the last change that may reach sessions was seen (for the bench's and the tests' timing). */
+  changedAtMs = 0;
+
+  constructor(holder: GenerationHolder, logger: Logger, metrics: Metrics, settings: McpConfig, clientVersion: string) {
+    this.#holder = holder;
+    this.#logger = logger;
+    this.#clientVersion = clientVersion;
+    this.#recheckMs = settings.catalog_recheck_ms;
+    this.#debounceMs = settings.list_changed_debounce_ms;
+    this.sessions = new ClientSessions({ ttlMs: settings.sessions.ttl_s * 1000, maxEntries: settings.sessions.max_entries });
+    metrics.mcpGauges = {
+      sessions: () => this.sessions.size,
+      catalogs: () => [...this.#catalogs.values()].map((c) => [c.provider, c.tools.size] as const),
+    };
+  }
+
+  /**
+   * After a swap: one MCP client per configured server (kept when its address, credential,
+   * headers and timeouts are unchanged, re-pointed otherwise, stopped when it is gone), and
+   * every session told if its list changed.
+   */
+  sync(gen: Generation): void {
+    if (this.#closed) return;
+    const settings = gen.config.mcp;
+    this.#recheckMs = settings.catalog_recheck_ms;
+    this.#debounceMs = settings.list_changed_debounce_ms;
+    this.sessions.configure({ ttlMs: settings.sessions.ttl_s * 1000, maxEntries: settings.sessions.max_entries });
+    const servers = gen.tools.servers;
+    for (const [name, held] of this.#upstreams) {
+      if (servers[name] !== undefined) continue;
+      this.#upstreams.delete(name);
+      if (this.#catalogs.delete(name)) this.#catalogVersion += 1;
+      void held.upstream.stop();
+    }
+    for (const name of Object.keys(servers)) {
+      const server = servers[name] as McpServerRuntime;
+      const upstreamSettings = this.#settingsOf(server);
+      const key = JSON.stringify([server.url, server.credential?.source ?? null, server.headers, server.timeoutMs, this.#recheckMs]);
+      const held = this.#upstreams.get(name);
+      if (held !== undefined && held.key === key) {
+        // The same server: only the pool may be a new object (a reload re-tuned its connections).
+        held.upstream.update(upstreamSettings);
+        continue;
+      }
+      if (held !== undefined) void held.upstream.stop();
+      const upstream = new McpUpstream(upstreamSettings, (e) => this.#onEvent(e));
+      this.#upstreams.set(name, { upstream, key, url: server.url });
+      upstream.start();
+    }
+    this.#changed();
+  }
+
+  /** The tools `gen` routes right now: cached until the generation or a catalog changes. */
+  view(gen: Generation): ToolView {
+    const view = this.#view;
+    if (view !== null && view.gen === gen && view.catalogVersion === this.#catalogVersion) return view;
+    const built = buildToolView(gen, this.#catalogs, this.#catalogVersion);
+    // Only the serving generation's view is kept: a request of an older one builds its own.
+    if (!this.#holder.ready || this.#holder.current() === gen) this.#view = built;
+    return built;
+  }
+
+  /** The MCP client of a configured server, if it is configured in the serving generation. */
+  upstream(provider: string): McpUpstream | undefined {
+    return this.#upstreams.get(provider)?.upstream;
+  }
+
+  status(): McpServerStatus[] {
+    const out: McpServerStatus[] = [];
+    for (const [provider, { upstream, url }] of this.#upstreams) {
+      const c = this.#catalogs.get(provider) ?? null;
+      out.push({
+        provider,
+        url,
+        session: upstream.sessionId !== null,
+        stream_open: upstream.streamOpen,
+        tools: c === null ? null : [...c.tools.keys()],
+        refreshed_at: c?.refreshedAt ?? null,
+        server_info: c?.serverInfo ?? null,
+        protocol_version: c?.protocolVersion ?? null,
+        problem: upstream.problem,
+      });
+    }
+    return out;
+  }
+
+  /** Shutdown: every client session and upstream session ends. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#announce !== null) clearTimeout(this.#announce);
+    this.sessions.closeAll();
+    const stops = [...this.#upstreams.values()].map((h) => h.upstream.stop());
+    this.#upstreams.clear();
+    await Promise.all(stops);
+  }
+
+  /** Sends list_changed now to each session (or just `only`) whose list differs from what it was last told. */
+  tell(gen: Generation, view: ToolView, only?: ClientSession): void {
+    const policy = policyOf(gen);
+    for (const session of only === undefined ? this.sessions.values() : [only]) {
+      const stream = session.stream;
+      if (stream === null || stream.writableEnded) continue;
+      const { digest } = listingFor(view, policy, session.principal);
+      if (digest === session.toldDigest) continue;
+      session.toldDigest = digest;
+      session.eventSeq += 1;
+      stream.write(sseMessage(LIST_CHANGED, String(session.eventSeq)));
+    }
+  }
+
+  #settingsOf(server: McpServerRuntime): McpUpstreamSettings {
+    return {
+      provider: server.name,
+      url: new URL(server.url),
+      pool: server.pool,
+      headers: server.headers,
+      credential: server.credential,
+      timeoutMs: server.timeoutMs,
+      recheckMs: this.#recheckMs,
+      clientInfo: { name: 'switchyard', version: this.#clientVersion },
+    };
+  }
+
+  #onEvent(e: UpstreamEvent): void {
+    if (this.#closed || !this.#upstreams.has(e.provider)) return;
+    if (e.kind === 'catalog') {
+      const first = !this.#catalogs.has(e.provider);
+      this.#catalogs.set(e.provider, e.catalog);
+      if (first || e.changed) {
+        this.#catalogVersion += 1;
+        this.#logger.info({ msg: 'MCP server catalog listed', provider: e.provider, tools: e.catalog.tools.size, changed: e.changed });
+        this.#changed();
+      }
+    } else if (e.kind === 'session') {
+      this.#logger.info({ msg: `MCP server session ${e.what}`, provider: e.provider });
+    } else {
+      this.#logger.warn({ msg: `MCP server unavailable: ${e.message}`, provider: e.provider, retry_in_ms: e.retryInMs });
+    }
+  }
+
+  /** Something that may change a session's list happened: tell the sessions after the debounce. */
+  #changed(): void {
+    this.changedAtMs = performance.now();
+    if (this.#announce !== null) return;
+    this.#announce = setTimeout(() => {
+      this.#announce = null;
+      if (this.#closed || !this.#holder.ready) return;
+      const gen = this.#holder.current();
+      this.tell(gen, this.view(gen));
+    }, this.#debounceMs);
+    this.#announce.unref();
+  }
+}
