@@ -383,13 +383,20 @@ export class McpUpstream {
       headers,
       timeoutMs: settings.timeoutMs,
       signal: signals.length === 1 ? (signals[0] as AbortSignal) : AbortSignal.any(signals),
-      redact: (text) => (credential === null ? text : text.split(credential.apiKey()).join('[redacted]')),
+      redact: (text) => {
+        const secret = credential?.apiKey() ?? '';
+        return secret === '' ? text : text.split(secret).join('[redacted]');
+      },
     };
   }
 
   #emit(event: UpstreamEvent): void {
     if (this.#stopped) return;
-    this.#onEvent(event);
+    try {
+      this.#onEvent(event);
+    } catch {
+      // A listener's failure is its own: it must not fail the listing or the session that reported it.
+    }
   }
 }
 
