@@ -2,6 +2,7 @@ import type { Credential, ProviderPool } from '../providers/index.js';
 import type { CallOutcome, JsonRpcNotification, ToolCatalog } from './types.js';
 import { catalogOf, listTools, sameTools } from './upstream-catalog.js';
 import { exchange } from './upstream-exchange.js';
+import { routeOf, sameIdentity } from './upstream-route.js';
 import {
   describeFailure,
   outcomeOf,
@@ -54,17 +55,6 @@ export interface UpstreamCallRequest {
   readonly onNotification?: (n: JsonRpcNotification) => void;
 }
 
-/** Headers the protocol sets: a configured one of these names is not sent. */
-const PROTOCOL_HEADERS = new Set([
-  'accept',
-  'authorization',
-  'content-type',
-  'content-length',
-  'host',
-  'last-event-id',
-  'mcp-protocol-version',
-  'mcp-session-id',
-]);
 const MAX_RETRY_MS = 30_000;
 /** The longest a stop waits for the session's DELETE. */
 const MAX_DELETE_MS = 2000;
@@ -364,30 +354,8 @@ export class McpUpstream {
   }
 
   #route(settings: McpUpstreamSettings, session: UpstreamSession | null, signal?: AbortSignal, withLifetime = true): RpcRoute {
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(settings.headers)) {
-      if (!PROTOCOL_HEADERS.has(name.toLowerCase())) headers[name.toLowerCase()] = value;
-    }
-    headers.accept = 'application/json, text/event-stream';
-    headers['content-type'] = 'application/json';
-    if (session !== null) {
-      headers['mcp-protocol-version'] = session.protocolVersion;
-      if (session.id !== null) headers['mcp-session-id'] = session.id;
-    }
-    if (settings.credential !== null) headers.authorization = settings.credential.authorization();
     const signals = [...(withLifetime ? [this.#lifetime.signal] : []), ...(signal === undefined ? [] : [signal])];
-    const credential = settings.credential;
-    return {
-      pool: settings.pool,
-      path: settings.url.pathname + settings.url.search,
-      headers,
-      timeoutMs: settings.timeoutMs,
-      signal: signals.length === 1 ? (signals[0] as AbortSignal) : AbortSignal.any(signals),
-      redact: (text) => {
-        const secret = credential?.apiKey() ?? '';
-        return secret === '' ? text : text.split(secret).join('[redacted]');
-      },
-    };
+    return routeOf(settings, session, signals.length === 1 ? (signals[0] as AbortSignal) : AbortSignal.any(signals));
   }
 
   #emit(event: UpstreamEvent): void {
@@ -398,12 +366,4 @@ export class McpUpstream {
       // A listener's failure is its own: it must not fail the listing or the session that reported it.
     }
   }
-}
-
-/** Whether a session begun under `a` is still the one `b` would begin. */
-function sameIdentity(a: McpUpstreamSettings, b: McpUpstreamSettings): boolean {
-  if (a.url.href !== b.url.href) return false;
-  if ((a.credential?.authorization() ?? null) !== (b.credential?.authorization() ?? null)) return false;
-  const aNames = Object.keys(a.headers);
-  return aNames.length === Object.keys(b.headers).length && aNames.every((name) => a.headers[name] === b.headers[name]);
 }
