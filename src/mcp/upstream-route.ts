@@ -46,10 +46,7 @@ export function routeOf(settings: RouteSettings, session: UpstreamSession | null
     headers,
     timeoutMs: settings.timeoutMs,
     signal,
-    redact: (text) => {
-      const secret = credential?.apiKey() ?? '';
-      return secret === '' ? text : text.split(secret).join('[redacted]');
-    },
+    redact: (text) => redacted(text, credential),
   };
 }
 
@@ -59,4 +56,10 @@ export function sameIdentity(a: RouteSettings, b: RouteSettings): boolean {
   if ((a.credential?.authorization() ?? null) !== (b.credential?.authorization() ?? null)) return false;
   const names = Object.keys(a.headers);
   return names.length === Object.keys(b.headers).length && names.every((name) => a.headers[name] === b.headers[name]);
+}
+
+/** A text from the server (a status body, an error message) without the credential in it, should the server echo it. */
+export function redacted(text: string, credential: Credential | null): string {
+  const secret = credential?.apiKey() ?? '';
+  return secret === '' ? text : text.split(secret).join('[redacted]');
 }

@@ -2,7 +2,7 @@ import type { Credential, ProviderPool } from '../providers/index.js';
 import type { CallOutcome, JsonRpcNotification, ToolCatalog } from './types.js';
 import { catalogOf, listTools, sameTools } from './upstream-catalog.js';
 import { exchange } from './upstream-exchange.js';
-import { routeOf, sameIdentity } from './upstream-route.js';
+import { redacted, routeOf, sameIdentity } from './upstream-route.js';
 import {
   describeFailure,
   outcomeOf,
@@ -316,8 +316,9 @@ export class McpUpstream {
     void sendMessage(this.#route(this.#settings, session), answer);
   }
 
-  #fail(message: string): void {
+  #fail(problem: string): void {
     if (this.#stopped) return;
+    const message = redacted(problem, this.#settings.credential);
     this.#problem = message;
     const retryInMs = Math.min(MAX_RETRY_MS, jittered(Math.min(MAX_RETRY_MS, 1000 * 2 ** Math.min(this.#failures, 5))));
     this.#failures += 1;

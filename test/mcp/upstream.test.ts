@@ -13,6 +13,7 @@ import {
 import { z } from 'zod';
 import type { JsonRpcNotification } from '../../src/mcp/index.js';
 import { McpUpstream, type McpUpstreamSettings, type UpstreamEvent } from '../../src/mcp/upstream.js';
+import { listTools, MAX_TOOL_PAGES } from '../../src/mcp/upstream-catalog.js';
 import { Credential, ProviderPool } from '../../src/providers/index.js';
 import { TestMcpServer, type TestMcpServerOptions } from './mcp-server.js';
 
@@ -416,5 +417,37 @@ describe('McpUpstream', () => {
     await until('no call in flight', () => pool.inflight === 0);
     const late = await upstream.call({ method: 'tools/call', params: { name: 'echo', arguments: { text: 'z' } } });
     assert.equal(late.kind === 'failed' && late.reason, 'session');
+  });
+});
+
+describe('listTools', () => {
+  const tool = (name: string) => ({ name, inputSchema: { type: 'object' } });
+
+  test('refuses a cursor that comes back twice', async () => {
+    const pages: Record<string, Record<string, unknown>> = {
+      start: { tools: [tool('a')], nextCursor: 'x' },
+      x: { tools: [tool('b')], nextCursor: 'y' },
+      y: { tools: [tool('c')], nextCursor: 'x' },
+    };
+    await assert.rejects(
+      listTools(async (cursor) => pages[cursor ?? 'start'] ?? {}),
+      /twice/,
+    );
+  });
+
+  test(`stops after ${MAX_TOOL_PAGES} pages of a server that always has a next one`, async () => {
+    let read = 0;
+    const endless = async (): Promise<Record<string, unknown>> => {
+      read += 1;
+      return { tools: [tool(`t${read}`)], nextCursor: `c${read}` };
+    };
+    await assert.rejects(listTools(endless), /pages/);
+    assert.equal(read, MAX_TOOL_PAGES);
+  });
+
+  test('leaves out entries without a string name or an object input schema, keeping the order of the rest', async () => {
+    const page = { tools: [tool('z'), { name: 1, inputSchema: {} }, { name: 'bad', inputSchema: [] }, 'junk', tool('a')] };
+    const tools = await listTools(async () => page);
+    assert.deepEqual([...tools.keys()], ['z', 'a']);
   });
 });
