@@ -132,8 +132,8 @@ export class McpUpstream {
   update(settings: McpUpstreamSettings): void {
     const previous = this.#settings;
     this.#settings = settings;
-    if (this.#stopped || !this.#started) return;
-    if (previous.recheckMs !== settings.recheckMs) this.#startRecheck();
+    if (this.#stopped) return;
+    if (this.#started && previous.recheckMs !== settings.recheckMs) this.#startRecheck();
     if (!sameIdentity(previous, settings)) {
       this.#epoch += 1;
       this.#establishing = null;
@@ -142,7 +142,8 @@ export class McpUpstream {
       this.#stream?.close();
       this.#stream = null;
       if (old?.id != null) void this.#deleteSession(previous, old);
-      void this.relist();
+      // Before start, the next call initializes under the new settings.
+      if (this.#started) void this.relist();
     } else if (previous.pool !== settings.pool && this.#session !== null) {
       // The old pool closes once its calls end: the standing stream must leave it.
       this.#openStream(this.#session);
@@ -188,7 +189,8 @@ export class McpUpstream {
       });
       if (this.#stopped || source === null) return;
       const { provider } = this.#settings;
-      const catalog = catalogOf({ provider, ...(source as UpstreamSession) }, tools, this.#now());
+      const { protocolVersion, serverInfo } = source as UpstreamSession;
+      const catalog = catalogOf({ provider, protocolVersion, serverInfo }, tools, this.#now());
       this.#catalog = catalog;
       this.#problem = null;
       this.#failures = 0;
@@ -204,6 +206,9 @@ export class McpUpstream {
   async #request(method: string, params: Record<string, unknown>, options: RequestOptions): Promise<RpcAnswer> {
     if (this.#stopped) return { kind: 'failed', reason: 'session', reached: false, detail: 'the upstream is stopped' };
     let start = await this.#sessionWithin(this.#settings.timeoutMs, options.signal);
+    if (!start.ok && options.signal?.aborted === true) {
+      return { kind: 'failed', reason: 'aborted', reached: false, detail: 'aborted before the session was ready' };
+    }
     for (let attempt = 0; ; attempt += 1) {
       if (!start.ok) return { kind: 'failed', reason: start.reason, reached: false, detail: start.message };
       const session = start.session;
