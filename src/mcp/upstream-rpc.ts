@@ -133,7 +133,7 @@ export async function sendRequest(
   }
 }
 
-/** A request that should carry no answer at all but a 200 with a JSON body or 202 (a plain answer). */
+/** A request's answer that is no event stream: a 200 with the JSON response, a 202, or another status. */
 function plainAnswer(route: RpcRoute, head: AnswerHead, body: Buffer, id: number): RpcAnswer {
   if (head.status === 202) return { kind: 'accepted', head };
   if (head.status !== 200) return statusAnswer(route, head, body);

@@ -2,6 +2,7 @@ import type { Credential, ProviderPool } from '../providers/index.js';
 import type { CallOutcome, JsonRpcNotification, ToolCatalog } from './types.js';
 import { catalogOf, listTools, sameTools } from './upstream-catalog.js';
 import { exchange } from './upstream-exchange.js';
+import { redacted, routeOf, sameIdentity } from './upstream-route.js';
 import {
   describeFailure,
   outcomeOf,
@@ -54,17 +55,6 @@ export interface UpstreamCallRequest {
   readonly onNotification?: (n: JsonRpcNotification) => void;
 }
 
-/** Headers the protocol sets: a configured one of these names is not sent. */
-const PROTOCOL_HEADERS = new Set([
-  'accept',
-  'authorization',
-  'content-type',
-  'content-length',
-  'host',
-  'last-event-id',
-  'mcp-protocol-version',
-  'mcp-session-id',
-]);
 const MAX_RETRY_MS = 30_000;
 /** The longest a stop waits for the session's DELETE. */
 const MAX_DELETE_MS = 2000;
@@ -142,8 +132,8 @@ export class McpUpstream {
   update(settings: McpUpstreamSettings): void {
     const previous = this.#settings;
     this.#settings = settings;
-    if (this.#stopped || !this.#started) return;
-    if (previous.recheckMs !== settings.recheckMs) this.#startRecheck();
+    if (this.#stopped) return;
+    if (this.#started && previous.recheckMs !== settings.recheckMs) this.#startRecheck();
     if (!sameIdentity(previous, settings)) {
       this.#epoch += 1;
       this.#establishing = null;
@@ -152,7 +142,8 @@ export class McpUpstream {
       this.#stream?.close();
       this.#stream = null;
       if (old?.id != null) void this.#deleteSession(previous, old);
-      void this.relist();
+      // Before start, the next call initializes under the new settings.
+      if (this.#started) void this.relist();
     } else if (previous.pool !== settings.pool && this.#session !== null) {
       // The old pool closes once its calls end: the standing stream must leave it.
       this.#openStream(this.#session);
@@ -198,7 +189,8 @@ export class McpUpstream {
       });
       if (this.#stopped || source === null) return;
       const { provider } = this.#settings;
-      const catalog = catalogOf({ provider, ...(source as UpstreamSession) }, tools, this.#now());
+      const { protocolVersion, serverInfo } = source as UpstreamSession;
+      const catalog = catalogOf({ provider, protocolVersion, serverInfo }, tools, this.#now());
       this.#catalog = catalog;
       this.#problem = null;
       this.#failures = 0;
@@ -214,6 +206,9 @@ export class McpUpstream {
   async #request(method: string, params: Record<string, unknown>, options: RequestOptions): Promise<RpcAnswer> {
     if (this.#stopped) return { kind: 'failed', reason: 'session', reached: false, detail: 'the upstream is stopped' };
     let start = await this.#sessionWithin(this.#settings.timeoutMs, options.signal);
+    if (!start.ok && options.signal?.aborted === true) {
+      return { kind: 'failed', reason: 'aborted', reached: false, detail: 'aborted before the session was ready' };
+    }
     for (let attempt = 0; ; attempt += 1) {
       if (!start.ok) return { kind: 'failed', reason: start.reason, reached: false, detail: start.message };
       const session = start.session;
@@ -326,8 +321,9 @@ export class McpUpstream {
     void sendMessage(this.#route(this.#settings, session), answer);
   }
 
-  #fail(message: string): void {
+  #fail(problem: string): void {
     if (this.#stopped) return;
+    const message = redacted(problem, this.#settings.credential);
     this.#problem = message;
     const retryInMs = Math.min(MAX_RETRY_MS, jittered(Math.min(MAX_RETRY_MS, 1000 * 2 ** Math.min(this.#failures, 5))));
     this.#failures += 1;
@@ -364,39 +360,16 @@ export class McpUpstream {
   }
 
   #route(settings: McpUpstreamSettings, session: UpstreamSession | null, signal?: AbortSignal, withLifetime = true): RpcRoute {
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(settings.headers)) {
-      if (!PROTOCOL_HEADERS.has(name.toLowerCase())) headers[name.toLowerCase()] = value;
-    }
-    headers.accept = 'application/json, text/event-stream';
-    headers['content-type'] = 'application/json';
-    if (session !== null) {
-      headers['mcp-protocol-version'] = session.protocolVersion;
-      if (session.id !== null) headers['mcp-session-id'] = session.id;
-    }
-    if (settings.credential !== null) headers.authorization = settings.credential.authorization();
     const signals = [...(withLifetime ? [this.#lifetime.signal] : []), ...(signal === undefined ? [] : [signal])];
-    const credential = settings.credential;
-    return {
-      pool: settings.pool,
-      path: settings.url.pathname + settings.url.search,
-      headers,
-      timeoutMs: settings.timeoutMs,
-      signal: signals.length === 1 ? (signals[0] as AbortSignal) : AbortSignal.any(signals),
-      redact: (text) => (credential === null ? text : text.split(credential.apiKey()).join('[redacted]')),
-    };
+    return routeOf(settings, session, signals.length === 1 ? (signals[0] as AbortSignal) : AbortSignal.any(signals));
   }
 
   #emit(event: UpstreamEvent): void {
     if (this.#stopped) return;
-    this.#onEvent(event);
+    try {
+      this.#onEvent(event);
+    } catch {
+      // A listener's failure is its own: it must not fail the listing or the session that reported it.
+    }
   }
-}
-
-/** Whether a session begun under `a` is still the one `b` would begin. */
-function sameIdentity(a: McpUpstreamSettings, b: McpUpstreamSettings): boolean {
-  if (a.url.href !== b.url.href) return false;
-  if ((a.credential?.authorization() ?? null) !== (b.credential?.authorization() ?? null)) return false;
-  const aNames = Object.keys(a.headers);
-  return aNames.length === Object.keys(b.headers).length && aNames.every((name) => a.headers[name] === b.headers[name]);
 }

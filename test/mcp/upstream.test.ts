@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, describe, test } from 'node:test';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -13,6 +13,7 @@ import {
 import { z } from 'zod';
 import type { JsonRpcNotification } from '../../src/mcp/index.js';
 import { McpUpstream, type McpUpstreamSettings, type UpstreamEvent } from '../../src/mcp/upstream.js';
+import { listTools, MAX_TOOL_PAGES } from '../../src/mcp/upstream-catalog.js';
 import { Credential, ProviderPool } from '../../src/providers/index.js';
 import { TestMcpServer, type TestMcpServerOptions } from './mcp-server.js';
 
@@ -104,6 +105,39 @@ async function serve(options: Partial<TestMcpServerOptions>): Promise<TestMcpSer
   const server = await TestMcpServer.start({ makeServer: options.makeServer ?? toolServer, ...options });
   cleanups.push(() => server.close());
   return server;
+}
+
+/**
+ * A hand-written MCP server for answers the SDK never gives: `version` is what its
+ * initialize result says, and `answer` writes a tools/call's answer however the test needs.
+ */
+async function rawServer(version: string, answer: (res: ServerResponse, id: number) => void): Promise<URL> {
+  const server = createServer((req, res) => {
+    if (req.method !== 'POST') {
+      res.writeHead(405).end();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const message = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: number; method: string };
+      if (message.id === undefined) {
+        res.writeHead(202).end();
+      } else if (message.method === 'initialize') {
+        const result = { protocolVersion: version, capabilities: { tools: {} }, serverInfo: { name: 'raw', version: '1' } };
+        res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'raw-session' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+      } else {
+        answer(res, message.id);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`);
 }
 
 function connect(url: URL, overrides: Partial<McpUpstreamSettings> = {}): Harness {
@@ -297,6 +331,78 @@ describe('McpUpstream', () => {
     }
   });
 
+  test('an event stream cut before the response, without event ids, is a dropped call that had reached the server', async () => {
+    const url = await rawServer('2025-06-18', (res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}\n\n');
+      setTimeout(() => res.destroy(), 20).unref();
+    });
+    const { upstream } = connect(url);
+    const notes: string[] = [];
+    const outcome = await upstream.call({ method: 'tools/call', params: { name: 'x' }, onNotification: (n) => notes.push(n.method) });
+    assert.equal(outcome.kind === 'failed' && outcome.reason, 'dropped');
+    assert.equal(outcome.kind === 'failed' && outcome.reached, true);
+    assert.deepEqual(notes, ['notifications/message']);
+  });
+
+  test('an answer that is not JSON-RPC is malformed', async () => {
+    const url = await rawServer('2025-06-18', (res) => {
+      res.writeHead(200, { 'content-type': 'application/json' }).end('<html>oops</html>');
+    });
+    const { upstream } = connect(url);
+    const outcome = await upstream.call({ method: 'tools/call', params: { name: 'x' } });
+    assert.equal(outcome.kind === 'failed' && outcome.reason, 'malformed');
+  });
+
+  test('a server that answers initialize with another protocol version is a problem, and calls fail as session', async () => {
+    const url = await rawServer('2024-11-05', (res) => res.writeHead(500).end());
+    const { upstream, events } = connect(url);
+    const outcome = await upstream.call({ method: 'tools/call', params: { name: 'x' } });
+    assert.equal(outcome.kind === 'failed' && outcome.reason, 'session');
+    assert.equal(outcome.kind === 'failed' && outcome.reached, false);
+    upstream.start();
+    await until('a problem', () => upstream.problem !== null);
+    assert.match(upstream.problem ?? '', /2024-11-05/);
+    assert.equal(upstream.catalog, null);
+    assert.ok(events.every((e) => e.kind !== 'session'));
+  });
+
+  test('when the standing stream finds its session gone, the session is initialized anew and the stream reopened', async () => {
+    const server = await serve({});
+    const { upstream, events } = connect(server.url);
+    upstream.start();
+    await until('the stream', () => upstream.streamOpen);
+    const before = upstream.sessionId;
+    await server.forgetSessions();
+    await until('a new session with its stream', () => sessionEvents(events).includes('reinitialized') && upstream.streamOpen);
+    assert.deepEqual(sessionEvents(events), ['initialized', 'expired', 'reinitialized']);
+    assert.notEqual(upstream.sessionId, before);
+    await until('a catalog of the new session', () => catalogs(events).length >= 2);
+  });
+
+  test('a reload with another credential initializes a new session that carries it', async () => {
+    const server = await serve({});
+    const { upstream, events, pool } = connect(server.url, { credential: new Credential('first', 'env:A') });
+    upstream.start();
+    await until('a catalog', () => upstream.catalog !== null);
+    const settings: McpUpstreamSettings = {
+      provider: 'tools',
+      url: server.url,
+      pool,
+      headers: {},
+      credential: new Credential('second', 'env:B'),
+      timeoutMs: 2000,
+      recheckMs: 0,
+      clientInfo: { name: 'switchyard-test', version: '0.0.1' },
+    };
+    upstream.update(settings);
+    await until('a new session', () => sessionEvents(events).includes('reinitialized'));
+    const outcome = await upstream.call({ method: 'tools/call', params: { name: 'echo', arguments: { text: 'b' } } });
+    assert.equal(outcome.kind, 'result');
+    assert.equal(server.seen.at(-1)?.headers.authorization, 'Bearer second');
+    assert.ok(server.seen.some((r) => r.method === 'DELETE' && r.headers.authorization === 'Bearer first'));
+  });
+
   test('stop ends the standing stream, deletes the session and emits nothing more', async () => {
     const server = await serve({});
     const { upstream, events, pool } = connect(server.url, { recheckMs: 50 });
@@ -311,5 +417,37 @@ describe('McpUpstream', () => {
     await until('no call in flight', () => pool.inflight === 0);
     const late = await upstream.call({ method: 'tools/call', params: { name: 'echo', arguments: { text: 'z' } } });
     assert.equal(late.kind === 'failed' && late.reason, 'session');
+  });
+});
+
+describe('listTools', () => {
+  const tool = (name: string) => ({ name, inputSchema: { type: 'object' } });
+
+  test('refuses a cursor that comes back twice', async () => {
+    const pages: Record<string, Record<string, unknown>> = {
+      start: { tools: [tool('a')], nextCursor: 'x' },
+      x: { tools: [tool('b')], nextCursor: 'y' },
+      y: { tools: [tool('c')], nextCursor: 'x' },
+    };
+    await assert.rejects(
+      listTools(async (cursor) => pages[cursor ?? 'start'] ?? {}),
+      /twice/,
+    );
+  });
+
+  test(`stops after ${MAX_TOOL_PAGES} pages of a server that always has a next one`, async () => {
+    let read = 0;
+    const endless = async (): Promise<Record<string, unknown>> => {
+      read += 1;
+      return { tools: [tool(`t${read}`)], nextCursor: `c${read}` };
+    };
+    await assert.rejects(listTools(endless), /pages/);
+    assert.equal(read, MAX_TOOL_PAGES);
+  });
+
+  test('leaves out entries without a string name or an object input schema, keeping the order of the rest', async () => {
+    const page = { tools: [tool('z'), { name: 1, inputSchema: {} }, { name: 'bad', inputSchema: [] }, 'junk', tool('a')] };
+    const tools = await listTools(async () => page);
+    assert.deepEqual([...tools.keys()], ['z', 'a']);
   });
 });
