@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { resolve, sep } from 'node:path';
-import { describeSecretRef, type OverlayConfig, resolveSecret, type SecretResult } from '../config/index.js';
+import { describeSecretRef, type OverlayConfig, resolveSecret, type SecretResult, TOOL_NAME } from '../config/index.js';
 import type { AdmissionState, OverlayCandidate, ParsedOverlay, SelectionMode } from '../contract/index.js';
 import { Credential, candidateProtocol } from '../providers/index.js';
 import { type CandidateGroup, type RoutableCandidate, type Route, type SelectionPolicy, stableIdTable } from '../routing/index.js';
@@ -63,7 +63,8 @@ export function overlayRoutes(
     const counts = tool ? candidatesPerTool : candidatesPerModel;
     counts[c.name] = (counts[c.name] ?? 0) + 1;
     if (c.admissionState === 'none') continue;
-    if ((tool ? servers[c.cluster] : providers[c.cluster]) === undefined) {
+    // A tool's name is what MCP clients see and call: one outside the specification's characters is as unroutable as an unknown cluster.
+    if ((tool ? servers[c.cluster] : providers[c.cluster]) === undefined || (tool && !TOOL_NAME.test(c.name))) {
       unroutable.push({ stable_id: c.stableId, kind: c.kind, model: c.name, cluster: c.cluster });
       continue;
     }

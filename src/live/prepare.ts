@@ -1,7 +1,14 @@
-import { adminTokenRequired, type ConfigIssue, formatIssue, type GatewayConfig, loadConfigFileOffThread } from '../config/index.js';
+import {
+  adminTokenRequired,
+  type ConfigIssue,
+  formatIssue,
+  type GatewayConfig,
+  loadConfigFileOffThread,
+  TOOL_NAME,
+} from '../config/index.js';
 import { checkSuccession, type ParsedOverlay, parseOverlay, readOverlayFile, sha256Hex } from '../contract/index.js';
 import type { CloudAuthSources, PoolSpec, ProviderPool } from '../providers/index.js';
-import { candidatesOf } from '../routing/index.js';
+import { candidatesOf, type RoutableCandidate } from '../routing/index.js';
 import { buildGenerationInSlices } from './build.js';
 import { restartOnlyWarnings } from './diff.js';
 import type { Generation } from './generation.js';
@@ -154,13 +161,18 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
   warnings.push(...configWarnings.map(formatIssue));
   // Only an overlay candidate carries its own credential (static routes may have tens of
   // thousands of routes and no such problem to look for).
-  for (const route of next.overlay === null ? [] : Object.values(next.routes)) {
-    for (const c of candidatesOf(route))
+  const overlayRoutes = next.overlay === null ? [] : [...Object.values(next.routes), ...Object.values(next.tools.routes)];
+  for (const route of overlayRoutes) {
+    for (const c of candidatesOf<RoutableCandidate & { credentialProblem: string | null }>(route))
       if (c.credentialProblem !== null) warnings.push(`${c.credentialProblem}; the candidate fails over until it can be read`);
   }
   for (const u of next.overlay?.unroutable ?? []) {
     warnings.push(
-      `overlay candidate ${u.stable_id} (model ${u.model}) names cluster "${u.cluster}", which is not a configured provider: kept, never selected`,
+      u.kind === 'mcp_tool'
+        ? TOOL_NAME.test(u.model)
+          ? `overlay candidate ${u.stable_id} (tool ${u.model}) names cluster "${u.cluster}", which is not a configured MCP server (type: mcp): kept, never selected`
+          : `overlay candidate ${u.stable_id} (tool ${JSON.stringify(u.model)}) is not a valid MCP tool name (1-128 of A-Z a-z 0-9 _ - .): kept, never selected`
+        : `overlay candidate ${u.stable_id} (model ${u.model}) names cluster "${u.cluster}", which is not a configured provider: kept, never selected`,
     );
   }
   return { outcome: 'built', generation: next, warnings };

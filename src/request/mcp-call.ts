@@ -158,7 +158,7 @@ async function runChain(
   for (const c of chain) {
     if (signal.aborted || reply.gone) break;
     record.candidate = c;
-    const upstream = svc.mcp.upstream(c.server.name);
+    const upstream = svc.mcp.upstreamFor(c);
     if (c.credentialProblem !== null || upstream === undefined) {
       given(svc, record, c, 'credential_unavailable');
       continue;
@@ -173,7 +173,6 @@ async function runChain(
       params: upstreamParams(params, c.upstreamTool, upstreamToken),
       signal,
       onNotification,
-      ...(c.credential === null ? {} : { credential: c.credential }),
     });
     if (outcome.kind === 'failed' && outcome.reason === 'aborted') {
       breakers.release(c.identity);

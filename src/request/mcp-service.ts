@@ -1,11 +1,16 @@
 import type { McpConfig } from '../config/index.js';
-import type { Generation, GenerationHolder, McpServerRuntime } from '../live/index.js';
+import type { Generation, GenerationHolder, McpServerRuntime, ToolCandidate } from '../live/index.js';
 import { McpUpstream, type McpUpstreamSettings, type ToolCatalog, type UpstreamEvent } from '../mcp/index.js';
 import { type Logger, type Metrics, RecentTraffic } from '../telemetry/index.js';
 import { sseMessage } from './mcp-messages.js';
 import { type ClientSession, ClientSessions } from './mcp-sessions.js';
 import { buildToolView, listingFor, type ToolView } from './mcp-tools.js';
 import { policyOf } from './policy.js';
+
+/** A credentialed client's key: its server and where its credential came from (never the value). */
+function credentialKey(c: ToolCandidate): string {
+  return `${c.server.name}\u0000${c.credential?.source ?? ''}`;
+}
 
 const LIST_CHANGED = '{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}';
 
@@ -38,6 +43,12 @@ export class McpService {
   readonly #logger: Logger;
   readonly #clientVersion: string;
   readonly #upstreams = new Map<string, { readonly upstream: McpUpstream; readonly key: string; readonly url: string }>();
+  /**
+   * Overlay candidates that carry their own credential call their server with it, through a
+   * client (an upstream session) of their own, by server and credential source; made when
+   * first used, stopped when no serving candidate uses it.
+   */
+  readonly #credentialed = new Map<string, McpUpstream>();
   readonly #catalogs = new Map<string, ToolCatalog>();
   #catalogVersion = 0;
   #view: ToolView | null = null;
@@ -94,7 +105,27 @@ export class McpService {
       this.#upstreams.set(name, { upstream, key, url: server.url });
       upstream.start();
     }
+    const used = new Set<string>();
+    for (const route of Object.values(gen.tools.routes))
+      for (const group of route.groups) for (const c of group.candidates) if (c.credential !== null) used.add(credentialKey(c));
+    for (const [key, upstream] of this.#credentialed) {
+      if (used.has(key)) continue;
+      this.#credentialed.delete(key);
+      void upstream.stop();
+    }
     this.#changed();
+  }
+
+  /** The MCP client a candidate's calls go through: its server's, or its own credential's. */
+  upstreamFor(c: ToolCandidate): McpUpstream | undefined {
+    if (c.credential === null) return this.upstream(c.server.name);
+    const key = credentialKey(c);
+    let upstream = this.#credentialed.get(key);
+    if (upstream === undefined && !this.#closed) {
+      upstream = new McpUpstream({ ...this.#settingsOf(c.server), credential: c.credential }, (e) => this.#onCredentialedEvent(e));
+      this.#credentialed.set(key, upstream);
+    }
+    return upstream;
   }
 
   /** The tools `gen` routes right now: cached until the generation or a catalog changes. */
@@ -136,8 +167,9 @@ export class McpService {
     this.#closed = true;
     if (this.#announce !== null) clearTimeout(this.#announce);
     this.sessions.closeAll();
-    const stops = [...this.#upstreams.values()].map((h) => h.upstream.stop());
+    const stops = [...[...this.#upstreams.values()].map((h) => h.upstream), ...this.#credentialed.values()].map((u) => u.stop());
     this.#upstreams.clear();
+    this.#credentialed.clear();
     await Promise.all(stops);
   }
 
@@ -166,6 +198,14 @@ export class McpService {
       recheckMs: this.#recheckMs,
       clientInfo: { name: 'switchyard', version: this.#clientVersion },
     };
+  }
+
+  /**
+   * A credentialed client's events: its catalog stands for its server's only while the
+   * server's own client has listed none (a server that lists only to the candidates' credential).
+   */
+  #onCredentialedEvent(e: UpstreamEvent): void {
+    if (e.kind === 'catalog' && this.#upstreams.get(e.provider)?.upstream.catalog == null) this.#onEvent(e);
   }
 
   #onEvent(e: UpstreamEvent): void {

@@ -25,6 +25,7 @@ const UPSTREAM_KEY = 'upstream-alpha-credential';
 
 let alpha: MockProvider;
 let bravo: MockProvider;
+let charlie: MockProvider;
 let gw: GatewayProcess;
 const clients: Client[] = [];
 
@@ -35,6 +36,7 @@ function config(extraTools: Record<string, unknown> = {}): Record<string, unknow
     providers: {
       alpha: { type: 'mcp', base_url: `${alpha.origin}/mcp`, api_key: { env: 'ALPHA_KEY' }, timeout_ms: 1500 },
       bravo: { type: 'mcp', base_url: `${bravo.origin}/mcp`, timeout_ms: 1500, trust_annotations: true },
+      charlie: { type: 'mcp', base_url: `${charlie.origin}/mcp`, timeout_ms: 1500 },
     },
     routing: {
       tools: {
@@ -43,6 +45,12 @@ function config(extraTools: Record<string, unknown> = {}): Record<string, unknow
         progress: { candidates: [{ provider: 'alpha' }] },
         write: { candidates: [{ provider: 'alpha' }, { provider: 'bravo' }] },
         slow: { retry_safe: true, candidates: [{ provider: 'alpha' }, { provider: 'bravo' }] },
+        relay: {
+          candidates: [
+            { provider: 'charlie', tool: 'write' },
+            { provider: 'bravo', tool: 'write' },
+          ],
+        },
         ...extraTools,
       },
       tools_from: [{ provider: 'bravo', prefix: 'b_' }],
@@ -103,10 +111,11 @@ const INIT = {
 before(async () => {
   alpha = await startMockProvider({ name: 'alpha', protocol: 'mcp', apiKey: UPSTREAM_KEY });
   bravo = await startMockProvider({ name: 'bravo', protocol: 'mcp', mcpResponse: 'json' });
+  charlie = await startMockProvider({ name: 'charlie', protocol: 'mcp', mcpTools: ['write'] });
   const dir = (await import('node:fs')).mkdtempSync(join((await import('node:os')).tmpdir(), 'switchyard-mcp-'));
   gw = await startGatewayProcess(withAudit(config(), dir), { dir, env: { ALPHA_KEY: UPSTREAM_KEY } });
   // Both catalogs are listed before the first test.
-  await waitUntil(() => gw.logs().filter((l) => l.msg === 'MCP server catalog listed').length >= 2, 'both catalogs are listed');
+  await waitUntil(() => gw.logs().filter((l) => l.msg === 'MCP server catalog listed').length >= 3, 'the catalogs are listed');
 });
 
 after(async () => {
@@ -114,6 +123,7 @@ after(async () => {
   await gw?.stop();
   await alpha?.close();
   await bravo?.close();
+  await charlie?.close();
 });
 
 beforeEach(() => {
@@ -188,7 +198,17 @@ describe('the MCP endpoint', () => {
 });
 
 describe('careful failover', () => {
-  it('moves a call that never reached its server (its breaker open after a refused connection) to the next one', async () => {
+  it('moves even a write that never reached its server (the connection refused, then its breaker open) to the next one', async () => {
+    const { client } = await connect();
+    assert.equal(text(await client.callTool({ name: 'relay', arguments: { key: 'r', value: '1' } })), 'wrote r (1)');
+    assert.equal(charlie.mcpStats().writes.r, 1, 'charlie served while it was up');
+    await charlie.close();
+    // Its last catalog still lists the tool: the call is tried there, refused at connect, and moves on.
+    assert.equal(text(await client.callTool({ name: 'relay', arguments: { key: 'r', value: '2' } })), 'wrote r (1)');
+    assert.equal(bravo.mcpStats().writes.r, 1, 'bravo took the write charlie never received');
+  });
+
+  it('gives a non-retry-safe call that reached its server the error, and moves a retry-safe one on a 5xx', async () => {
     const { client } = await connect();
     // A fault that answers 503 for a call of a tool that is not retry-safe: the client gets the error, nothing moves on.
     alpha.addFault({ mode: 'status', status: 503, count: 1 });
@@ -323,12 +343,15 @@ describe('governance', () => {
 
   it('writes one audit record and one access line per call, and counts calls by tool, provider and outcome', async () => {
     const { client } = await connect();
+    const audited = (): Array<Record<string, unknown>> =>
+      readFileSync(join(gw.dir, 'audit.jsonl'), 'utf8')
+        .split('\n')
+        .filter((l) => l.includes('"tool_called"'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const before = audited().length;
     await client.callTool({ name: 'echo', arguments: { text: 'audited secret-argument' } });
-    await waitUntil(() => readFileSync(join(gw.dir, 'audit.jsonl'), 'utf8').includes('"tool_called"'), 'the audit record is written');
-    const records = readFileSync(join(gw.dir, 'audit.jsonl'), 'utf8')
-      .split('\n')
-      .filter((l) => l.includes('"tool_called"'))
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    await waitUntil(() => audited().length > before, 'the audit record is written');
+    const records = audited();
     const last = records.at(-1) as Record<string, unknown>;
     assert.equal(last.tool, 'echo');
     assert.equal(last.provider, 'alpha');
