@@ -193,6 +193,7 @@ const common = {
       gcp: { service_account: { file: '/sa.json' }, token_url: 'https://oauth2.example/token' },
     },
     gke: { type: 'vertex', project: 'my-project', location: 'global', gcp: { metadata_server: true } },
+    docs: { type: 'mcp', base_url: 'https://docs.example/mcp', tools: { search: 'search_docs' }, trust_annotations: true },
   },
   pricing: {
     on_missing: 'block',
@@ -211,8 +212,9 @@ const common = {
     platform: {
       allowed_models: ['m*'],
       rate_limit: { rpm: 1, tpm: 1 },
-      quota: { tokens_per_day: 1 },
+      quota: { tokens_per_day: 1, tool_calls_per_day: 1 },
       budget: { usd_per_month: 1, on_exceeded: 'warn' },
+      allowed_tools: ['search'],
     },
   },
   keys: [
@@ -225,6 +227,8 @@ const common = {
       tokens_per_day: 1,
       budget_usd_per_month: 1,
       expires_at: '2030-01-01T00:00:00Z',
+      allowed_tools: ['search'],
+      tool_calls_per_day: 1,
     },
     { id: 'b', team: 'platform', key: { env: 'B_KEY' } },
   ],
@@ -274,6 +278,14 @@ const fixtures: Record<string, unknown>[] = [
       session_affinity: affinity,
       responses: { ttl_s: 10, max_entries: 10 },
       translation: 'lenient',
+      tools: { search: { policy: 'round_robin', retry_safe: true, candidates: [{ provider: 'docs', tool: 'search_docs', weight: 2 }] } },
+      tools_from: [{ provider: 'docs', prefix: 'docs_' }],
+    },
+    mcp: {
+      allowed_origins: ['https://app.example.com'],
+      sessions: { ttl_s: 60, max_entries: 10 },
+      catalog_recheck_ms: 1000,
+      list_changed_debounce_ms: 10,
     },
   },
   {
