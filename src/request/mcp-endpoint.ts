@@ -90,6 +90,10 @@ export function mcpHandlers(svc: Services, settings: { readonly maxBodyBytes: nu
       }
       const session = sessionOf(svc, x, caller);
       if (session === null) return done(null);
+      if (svc.mcp.draining) {
+        sendHttpError(x.res, new SwitchyardError('shutting_down', 'the gateway is shutting down; reconnect', null, { 'retry-after': '1' }));
+        return done(null);
+      }
       openStream(svc, x, caller.gen, session);
       done(null);
     },

@@ -56,8 +56,8 @@ export class McpService {
   #debounceMs: number;
   #announce: NodeJS.Timeout | null = null;
   #closed = false;
-  /** When the last change that may reach sessions was seen (for the bench's and the tests' timing). */
-  changedAtMs = 0;
+  /** Set by the drain: no new GET stream opens (it would hold the drain to its limit). */
+  draining = false;
 
   constructor(holder: GenerationHolder, logger: Logger, metrics: Metrics, settings: McpConfig, clientVersion: string) {
     this.#holder = holder;
@@ -162,6 +162,16 @@ export class McpService {
     return out;
   }
 
+  /** The drain: every session's GET stream ends (the sessions stay, for the calls in flight). */
+  endStreams(): void {
+    this.draining = true;
+    for (const session of this.sessions.values()) {
+      const stream = session.stream;
+      session.stream = null;
+      if (stream !== null && !stream.writableEnded) stream.end();
+    }
+  }
+
   /** Shutdown: every client session and upstream session ends. */
   async close(): Promise<void> {
     this.#closed = true;
@@ -227,7 +237,6 @@ export class McpService {
 
   /** Something that may change a session's list happened: tell the sessions after the debounce. */
   #changed(): void {
-    this.changedAtMs = performance.now();
     if (this.#announce !== null) return;
     this.#announce = setTimeout(() => {
       this.#announce = null;

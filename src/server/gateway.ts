@@ -430,6 +430,9 @@ async function drain(listeners: Listeners, traffic: TrafficState, server: Server
   const closed = Promise.all([closeServer(api), admin === null ? undefined : closeServer(admin)]);
   api.closeIdleConnections();
   admin?.closeIdleConnections();
+  // An MCP session's GET stream never ends by itself: ended now, its client reconnects
+  // (elsewhere, the connection closing) instead of holding the drain to its limit.
+  svc.mcp.endStreams();
   const drained = await waitFor(() => traffic.inflight === 0, server.drain_timeout_ms);
   if (!drained) {
     svc.logger.warn({ msg: 'drain timeout: ending the requests still in flight', inflight: traffic.inflight });
@@ -438,8 +441,7 @@ async function drain(listeners: Listeners, traffic: TrafficState, server: Server
     // Their last words (an SSE error event, a 503) go out before the sockets close.
     await waitFor(() => traffic.inflight === 0, 1000);
   }
-  // Before the connections close: the MCP clients end their upstream sessions, and the
-  // client sessions' GET streams end (they would hold the drain otherwise).
+  // Before the connections close: the MCP clients end their upstream sessions.
   await svc.mcp.close();
   api.closeAllConnections();
   admin?.closeAllConnections();

@@ -372,3 +372,16 @@ describe('governance', () => {
     assert.ok(bravoStatus?.refreshed_at !== null);
   });
 });
+
+describe('shutdown', () => {
+  it('ends open GET streams at the drain, so an MCP client never holds the drain to its limit', async () => {
+    const { client } = await connect();
+    await client.listTools();
+    // The SDK client holds its session's GET stream open.
+    await new Promise((r) => setTimeout(r, 100));
+    const code = await gw.stop();
+    assert.equal(code, 0);
+    assert.ok(!gw.logs().some((l) => l.msg === 'drain timeout: ending the requests still in flight'), 'nothing was left in flight');
+    assert.equal(gw.logs().find((l) => l.msg === 'stopped')?.drained, true);
+  });
+});
