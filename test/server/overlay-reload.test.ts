@@ -293,7 +293,7 @@ describe('overlay reload: retention, same bytes, timestamps, rollback, unknown c
     }
     const status = await adminStatusBody(gw);
     assert.deepEqual(status.overlay?.unroutable_candidates, [
-      { stable_id: 'inference_model/m/nowhere-site/nowhere', model: 'm', cluster: 'nowhere' },
+      { stable_id: 'inference_model/m/nowhere-site/nowhere', kind: 'inference_model', model: 'm', cluster: 'nowhere' },
     ]);
     assert.equal(status.overlay?.candidates_per_model.m, 2, 'the unroutable candidate still counts as part of the revision');
     assert.equal(metricValue(await scrapeMetrics(gw.url), 'switchyard_overlay_unroutable_candidates'), 1);

@@ -34,7 +34,8 @@ export interface OverlayStatus {
   readonly format: string;
   readonly candidate_count: number;
   readonly candidates_per_model: Record<string, number>;
-  readonly unroutable_candidates: Array<{ stable_id: string; model: string; cluster: string }>;
+  readonly unroutable_candidates: Array<{ stable_id: string; kind: string; model: string; cluster: string }>;
+  readonly candidates_per_tool?: Record<string, number>;
   readonly last_rejection: { at: string; reason: string; message: string } | null;
 }
 
