@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -6,6 +8,8 @@ import { StatusPageFiles } from '../../src/server/status-page.js';
 import { baseConfig } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import { waitUntil } from '../support/observe.js';
+import { candidate, envelope } from '../support/overlay.js';
+import { overlayConfig } from '../support/overlay-gateway.js';
 import { fileResources } from '../support/resources.js';
 
 // The status page over HTTP, without a browser: its files are found from src/ (tsx) and
@@ -243,5 +247,38 @@ describe('status page data for the /mcp tools', () => {
     } finally {
       await client.close();
     }
+  });
+
+  it('overlay mode: a tool candidate on an unknown cluster shows unroutable, and a tool whose every candidate is withdrawn shows unrouted', async () => {
+    const alpha = await r.startMock({ name: 'alpha', protocol: 'mcp' });
+    const dir = r.tempDir();
+    const overlayFile = join(dir, 'routing-overlay.json');
+    const tool = (name: string, cluster: string, extra: Record<string, unknown> = {}) =>
+      candidate(name, cluster, { kind: 'mcp_tool', ...extra });
+    writeFileSync(
+      overlayFile,
+      JSON.stringify(envelope([tool('echo', 'alpha'), tool('echo', 'nowhere'), tool('weather', 'alpha', { admission_state: 'none' })])),
+    );
+    const config = overlayConfig({}, { file: overlayFile }, { mcp: { catalog_recheck_ms: 0 } });
+    config.providers = { alpha: { type: 'mcp', base_url: `${alpha.origin}/mcp`, timeout_ms: 2000 } };
+    const gw = await r.startGw(config);
+    await waitUntil(() => gw.logs().some((l) => l.msg === 'MCP server catalog listed'), 'the catalog is listed');
+    const d = (await (await fetch(`${gw.adminUrl}/admin/status/page-data`)).json()) as ToolPageData;
+    const echo = d.tools.find((t) => t.tool === 'echo');
+    assert.deepEqual([echo?.routed, echo?.listed, echo?.admits_new], [true, true, true]);
+    assert.deepEqual(
+      echo?.candidates.map((c) => [c.provider, c.state, c.upstream_tool, c.listed, c.breaker]),
+      [
+        ['alpha', 'serving', 'echo', true, 'closed'],
+        ['nowhere', 'unroutable', null, false, null],
+      ],
+    );
+    const weather = d.tools.find((t) => t.tool === 'weather');
+    assert.deepEqual([weather?.routed, weather?.listed, weather?.admits_new, weather?.policy], [false, false, false, null]);
+    assert.deepEqual(
+      weather?.candidates.map((c) => [c.provider, c.state, c.breaker]),
+      [['alpha', 'withdrawn', 'closed']],
+    );
+    assert.equal(d.tools.length, 2, 'only what the overlay names: no tools_from in overlay mode');
   });
 });
