@@ -8,9 +8,9 @@ import type { ReloadResult } from './reload.js';
 
 // GET /admin/status/page-data: what the status page shows, shaped for it (docs/status-page.md).
 // /admin/status stays the complete machine-readable view; this one adds what a person needs
-// at a glance (ages, recent traffic per candidate, the 15-minute series, withdrawn overlay
-// candidates) and leaves out what they do not (credential references, base URLs, config
-// hashes). Nothing in it is a secret.
+// at a glance (ages, recent traffic per candidate of each model and each /mcp tool, the
+// 15-minute series, withdrawn overlay candidates) and leaves out what they do not
+// (credential references, base URLs, config hashes). Nothing in it is a secret.
 
 /** "Recent" for the per-candidate share and error rate. */
 export const RECENT_MS = 5 * 60_000;

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -280,5 +281,35 @@ describe('status page data for the /mcp tools', () => {
       [['alpha', 'withdrawn', 'closed']],
     );
     assert.equal(d.tools.length, 2, 'only what the overlay names: no tools_from in overlay mode');
+  });
+
+  it('an MCP server that cannot be reached shows its problem without its address, and no catalog', async () => {
+    // A port that was free a moment ago: nothing listens there.
+    const spare = createServer();
+    await new Promise<void>((done) => spare.listen(0, '127.0.0.1', done));
+    const { port } = spare.address() as AddressInfo;
+    await new Promise((done) => spare.close(done));
+    const url = `http://127.0.0.1:${port}/mcp`;
+    const gw = await r.startGw({
+      server: { listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', drain_timeout_ms: 2000 },
+      log: { level: 'info', access: false },
+      providers: { gone: { type: 'mcp', base_url: url, timeout_ms: 1000 } },
+      routing: { routes: {}, tools: { echo: { candidates: [{ provider: 'gone' }] } } },
+    });
+    let text = '';
+    await waitUntil(async () => {
+      text = await (await fetch(`${gw.adminUrl}/admin/status/page-data`)).text();
+      return (JSON.parse(text) as ToolPageData).mcp.servers.some((s) => s.problem !== null);
+    }, 'the server has a problem');
+    assert.ok(!text.includes(`127.0.0.1:${port}`), text);
+    const d = JSON.parse(text) as ToolPageData;
+    assert.deepEqual(
+      d.mcp.servers.map((s) => [s.provider, s.tools, s.refreshed_age_s, s.stream_open]),
+      [['gone', null, null, false]],
+    );
+    assert.deepEqual(
+      d.tools.map((t) => [t.tool, t.routed, t.listed]),
+      [['echo', true, false]],
+    );
   });
 });
