@@ -1,25 +1,26 @@
 import type { ScopeStatus } from '../governance/index.js';
 import type { Generation, GenerationChanges, GenerationRoute } from '../live/index.js';
-import type { Services } from '../request/index.js';
+import type { ExposedTool, Services } from '../request/index.js';
 import type { BreakerState } from '../resilience/index.js';
+import type { RoutableCandidate } from '../routing/index.js';
 import { type RecentModel, SLOT_MS, type TrafficPoint } from '../telemetry/index.js';
 import type { ReloadResult } from './reload.js';
 
 // GET /admin/status/page-data: what the status page shows, shaped for it (docs/status-page.md).
 // /admin/status stays the complete machine-readable view; this one adds what a person needs
-// at a glance (ages, recent traffic per candidate, the 15-minute series, withdrawn overlay
-// candidates) and leaves out what they do not (credential references, base URLs, config
-// hashes). Nothing in it is a secret.
+// at a glance (ages, recent traffic per candidate of each model and each /mcp tool, the
+// 15-minute series, withdrawn overlay candidates) and leaves out what they do not
+// (credential references, base URLs, config hashes). Nothing in it is a secret.
 
 /** "Recent" for the per-candidate share and error rate. */
 export const RECENT_MS = 5 * 60_000;
 
 export type CandidateState = 'serving' | 'draining' | 'withdrawn' | 'unroutable';
 
-export interface PageCandidate {
+/** What a model's candidate and a tool's share on the page. */
+export interface PageCandidateRow {
   readonly stable_id: string;
   readonly provider: string;
-  readonly upstream_model: string | null;
   /** serving = new_and_existing; draining = existing_only; withdrawn = none; unroutable = its cluster names no provider. */
   readonly state: CandidateState;
   readonly selection_group: number | null;
@@ -27,7 +28,7 @@ export interface PageCandidate {
   /** null when the candidate has no provider to break. */
   readonly breaker: BreakerState | null;
   readonly credential_problem: boolean;
-  /** Requests it served in the last 5 minutes, and their share of the model's. */
+  /** Requests it served in the last 5 minutes, and their share of the model's (or tool's). */
   readonly served: number;
   readonly share: number | null;
   /**
@@ -35,6 +36,17 @@ export interface PageCandidate {
    * last 5 minutes; null when nothing was attempted.
    */
   readonly error_rate: number | null;
+}
+
+export interface PageCandidate extends PageCandidateRow {
+  readonly upstream_model: string | null;
+}
+
+export interface PageToolCandidate extends PageCandidateRow {
+  /** The tool's name on its server; null for an overlay candidate routing dropped. */
+  readonly upstream_tool: string | null;
+  /** Whether its server lists the tool now: one that does not is neither offered nor called. */
+  readonly listed: boolean;
 }
 
 export interface PageModel {
@@ -45,6 +57,21 @@ export interface PageModel {
   readonly routed: boolean;
   readonly served: number;
   readonly candidates: readonly PageCandidate[];
+}
+
+export interface PageTool {
+  /** The exposed name, as tools/list shows it. */
+  readonly tool: string;
+  readonly policy: string | null;
+  /** Whether tools/list offers it to a new session (false: every group drains, no server lists it, or no route). */
+  readonly admits_new: boolean;
+  /** A static route, an overlay route or a tools_from source names it. */
+  readonly routed: boolean;
+  /** Some candidate's server lists it now. */
+  readonly listed: boolean;
+  /** tools/call it served in the last 5 minutes. */
+  readonly served: number;
+  readonly candidates: readonly PageToolCandidate[];
 }
 
 export interface PageContext {
@@ -89,18 +116,26 @@ export function pageData(ctx: PageContext, nowMs: number): Record<string, unknow
     providers:
       gen === null
         ? []
-        : Object.values(gen.providers).map((p) => {
-            const b = svc.breakers.view(p.identity);
-            return {
-              name: p.name,
-              type: p.type,
-              breaker: b?.state ?? 'closed',
-              consecutive_failures: b?.consecutiveFailures ?? 0,
-              open_for_ms: b?.openUntilMs == null ? null : Math.max(0, b.openUntilMs - nowMs),
-              inflight: p.pool.inflight,
-            };
-          }),
+        : [
+            ...Object.values(gen.providers).map((p) => providerView(svc, p.name, p.type, p.identity, p.pool.inflight, nowMs)),
+            ...Object.values(gen.tools.servers).map((s) => providerView(svc, s.name, 'mcp', s.identity, s.pool.inflight, nowMs)),
+          ],
     models: gen === null ? [] : modelsView(gen, svc, svc.recent.models(nowMs, RECENT_MS)),
+    tools: gen === null ? [] : toolsView(gen, svc, svc.mcp.recent.models(nowMs, RECENT_MS)),
+    mcp:
+      gen === null
+        ? null
+        : {
+            sessions: svc.mcp.sessions.size,
+            servers: svc.mcp.status().map((m) => ({
+              provider: m.provider,
+              tools: m.tools?.length ?? null,
+              refreshed_at: m.refreshed_at,
+              refreshed_age_s: ageS(m.refreshed_at),
+              problem: m.problem === null ? null : withoutAddress(m.problem, m.url),
+              stream_open: m.stream_open,
+            })),
+          },
     recent_window_s: RECENT_MS / 1000,
     teams: teamsView(ctx.governance),
     traffic: { slot_s: SLOT_MS / 1000, points: svc.recent.series(nowMs).map((p) => pointView(p, nowMs)) },
@@ -157,77 +192,178 @@ export function describeChanges(c: GenerationChanges): string[] {
   return out;
 }
 
+function providerView(svc: Services, name: string, type: string, identity: string, inflight: number, nowMs: number) {
+  const b = svc.breakers.view(identity);
+  return {
+    name,
+    type,
+    breaker: b?.state ?? 'closed',
+    consecutive_failures: b?.consecutiveFailures ?? 0,
+    open_for_ms: b?.openUntilMs == null ? null : Math.max(0, b.openUntilMs - nowMs),
+    inflight,
+  };
+}
+
+/** A server's problem names its address when it could not be reached: the page shows no base URL. */
+function withoutAddress(problem: string, url: string): string {
+  const { host } = new URL(url);
+  return problem.replaceAll(url, 'the server').replaceAll(host, 'the server');
+}
+
 const STATE_OF = { new_and_existing: 'serving', existing_only: 'draining', none: 'withdrawn' } as const;
 
+/** A model's or a tool's candidates as routing holds them (GenerationRoute, ToolRoute). */
+interface RoutedCandidate extends RoutableCandidate {
+  readonly credentialProblem: string | null;
+}
+
+/** Requests the model (or tool) served recently, whichever candidate served them. */
+function servedOf(recent: RecentModel | undefined): number {
+  return recent === undefined ? 0 : Object.values(recent.served).reduce((n, c) => n + c.served, 0);
+}
+
+function candidateRow(c: RoutedCandidate, svc: Services, recent: RecentModel | undefined, served: number): PageCandidateRow {
+  const mine = recent?.served[c.stableId]?.served ?? 0;
+  const errors = recent?.served[c.stableId]?.errors ?? 0;
+  const failed = recent?.failed[c.stableId] ?? 0;
+  const attempts = mine + failed;
+  return {
+    stable_id: c.stableId,
+    provider: c.providerName,
+    state: STATE_OF[c.admission],
+    selection_group: c.group,
+    weight: c.weight,
+    breaker: svc.breakers.stateOf(c.identity) ?? 'closed',
+    credential_problem: c.credentialProblem !== null,
+    served: mine,
+    share: served === 0 ? null : mine / served,
+    error_rate: attempts === 0 ? null : (failed + errors) / attempts,
+  };
+}
+
 /**
- * Every model the generation routes, then overlay models with no route (every candidate
- * withdrawn or unroutable). Candidates in route order; an overlay's withdrawn and
- * unroutable candidates, which routing drops, are listed after them so that they stay visible.
+ * The overlay's candidates of one kind that routing dropped (withdrawn, or unroutable), by
+ * model or tool name: listed after the routed ones so that they stay visible.
  */
-function modelsView(gen: Generation, svc: Services, recent: Record<string, RecentModel>): PageModel[] {
-  const models = new Map<string, PageModel>();
-  for (const route of Object.values(gen.routes)) models.set(route.model, routeView(route, svc, recent[route.model]));
+function droppedRows(gen: Generation, svc: Services, kind: 'inference_model' | 'mcp_tool'): Map<string, PageCandidateRow[]> {
+  const out = new Map<string, PageCandidateRow[]>();
   const overlay = gen.overlay;
-  if (overlay === null) return [...models.values()];
-  const unroutable = new Set(overlay.unroutable.map((u) => u.stable_id));
-  const extra = new Map<string, PageCandidate[]>();
+  if (overlay === null) return out;
+  const unroutable = new Set(overlay.unroutable.filter((u) => u.kind === kind).map((u) => u.stable_id));
   for (const c of overlay.parsed.candidates) {
-    if (c.kind !== 'inference_model') continue;
-    const withdrawn = c.admissionState === 'none';
-    if (!withdrawn && !unroutable.has(c.stableId)) continue;
-    const provider = gen.providers[c.cluster];
-    const list = extra.get(c.name) ?? [];
+    if (c.kind !== kind) continue;
+    if (c.admissionState !== 'none' && !unroutable.has(c.stableId)) continue;
+    const identity = kind === 'mcp_tool' ? gen.tools.servers[c.cluster]?.identity : gen.providers[c.cluster]?.identity;
+    const list = out.get(c.name) ?? [];
     list.push({
       stable_id: c.stableId,
       provider: c.cluster,
-      upstream_model: null,
       state: unroutable.has(c.stableId) ? 'unroutable' : 'withdrawn',
       selection_group: c.selectionGroup ?? null,
       weight: c.trafficWeight,
-      breaker: provider === undefined ? null : (svc.breakers.stateOf(provider.identity) ?? 'closed'),
+      breaker: identity === undefined ? null : (svc.breakers.stateOf(identity) ?? 'closed'),
       credential_problem: false,
       served: 0,
       share: null,
       error_rate: null,
     });
-    extra.set(c.name, list);
+    out.set(c.name, list);
   }
-  for (const [model, list] of extra) {
-    const m = models.get(model);
-    models.set(
-      model,
-      m === undefined
-        ? { model, policy: null, admits_new: false, routed: false, served: 0, candidates: list }
-        : { ...m, candidates: [...m.candidates, ...list] },
+  return out;
+}
+
+/** Adds the dropped candidates to their entry, or as an entry of their own when nothing routes the name. */
+function withDropped<C, T extends { readonly candidates: readonly C[] }>(
+  byName: Map<string, T>,
+  dropped: Map<string, readonly C[]>,
+  unrouted: (name: string, candidates: readonly C[]) => T,
+): T[] {
+  for (const [name, list] of dropped) {
+    const entry = byName.get(name);
+    byName.set(name, entry === undefined ? unrouted(name, list) : { ...entry, candidates: [...entry.candidates, ...list] });
+  }
+  return [...byName.values()];
+}
+
+/**
+ * Every model the generation routes, then overlay models with no route (every candidate
+ * withdrawn or unroutable). Candidates in route order, the overlay's dropped ones after them.
+ */
+function modelsView(gen: Generation, svc: Services, recent: Record<string, RecentModel>): PageModel[] {
+  const models = new Map<string, PageModel>();
+  for (const route of Object.values(gen.routes)) models.set(route.model, routeView(route, svc, recent[route.model]));
+  const dropped = new Map<string, PageCandidate[]>();
+  for (const [name, rows] of droppedRows(gen, svc, 'inference_model'))
+    dropped.set(
+      name,
+      rows.map((row) => ({ ...row, upstream_model: null })),
     );
-  }
-  return [...models.values()];
+  return withDropped(models, dropped, (model, candidates) => ({
+    model,
+    policy: null,
+    admits_new: false,
+    routed: false,
+    served: 0,
+    candidates,
+  }));
 }
 
 function routeView(route: GenerationRoute, svc: Services, recent: RecentModel | undefined): PageModel {
-  const served = recent === undefined ? 0 : Object.values(recent.served).reduce((n, c) => n + c.served, 0);
+  const served = servedOf(recent);
   const candidates = route.groups.flatMap((g) =>
-    g.candidates.map((c): PageCandidate => {
-      const mine = recent?.served[c.stableId]?.served ?? 0;
-      const errors = recent?.served[c.stableId]?.errors ?? 0;
-      const failed = recent?.failed[c.stableId] ?? 0;
-      const attempts = mine + failed;
-      return {
-        stable_id: c.stableId,
-        provider: c.providerName,
-        upstream_model: c.upstreamModel,
-        state: STATE_OF[c.admission],
-        selection_group: c.group,
-        weight: c.weight,
-        breaker: svc.breakers.stateOf(c.identity) ?? 'closed',
-        credential_problem: c.credentialProblem !== null,
-        served: mine,
-        share: served === 0 ? null : mine / served,
-        error_rate: attempts === 0 ? null : (failed + errors) / attempts,
-      };
-    }),
+    g.candidates.map((c): PageCandidate => ({ ...candidateRow(c, svc, recent, served), upstream_model: c.upstreamModel })),
   );
   return { model: route.model, policy: route.policy, admits_new: route.admitsNew, routed: true, served, candidates };
+}
+
+/**
+ * Every tool the /mcp endpoint exposes now (name order, as tools/list), then the tool routes
+ * no server lists (not offered, not called), then overlay tools with no route. An exposed
+ * tool shows its route's every candidate, each saying whether its server lists the tool.
+ */
+function toolsView(gen: Generation, svc: Services, recent: Record<string, RecentModel>): PageTool[] {
+  const view = svc.mcp.view(gen);
+  const tools = new Map<string, PageTool>();
+  const names = [...view.names, ...Object.keys(gen.tools.routes).filter((name) => !view.tools.has(name))];
+  for (const name of names) {
+    const exposed = view.tools.get(name);
+    // A tools_from tool has no route of the generation's: its view route is its whole route.
+    const route = gen.tools.routes[name] ?? (exposed as ExposedTool).route;
+    const served = servedOf(recent[name]);
+    const candidates = route.groups.flatMap((g) =>
+      g.candidates.map(
+        (c): PageToolCandidate => ({
+          ...candidateRow(c, svc, recent[name], served),
+          upstream_tool: c.upstreamTool,
+          listed: exposed?.definitions.has(c) ?? false,
+        }),
+      ),
+    );
+    tools.set(name, {
+      tool: name,
+      policy: route.policy,
+      admits_new: exposed?.route.admitsNew ?? false,
+      routed: true,
+      listed: exposed !== undefined,
+      served,
+      candidates,
+    });
+  }
+  const dropped = new Map<string, PageToolCandidate[]>();
+  for (const [name, rows] of droppedRows(gen, svc, 'mcp_tool'))
+    dropped.set(
+      name,
+      rows.map((row) => ({ ...row, upstream_tool: null, listed: false })),
+    );
+  return withDropped(tools, dropped, (tool, candidates) => ({
+    tool,
+    policy: null,
+    admits_new: false,
+    routed: false,
+    listed: false,
+    served: 0,
+    candidates,
+  }));
 }
 
 /** Per team: spend this month against the budget, requests this minute against the limit, tokens today against the quota. */

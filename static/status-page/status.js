@@ -166,7 +166,8 @@ function renderTrafficCard(d) {
     ['requests per second', num(requests / seconds, 2), { id: 'requests-per-second' }],
     ['errors (5xx, cut streams)', requests === 0 ? '–' : percent(errors / requests)],
     ['requests', String(requests)],
-    ['requests in flight now', String(d.providers.reduce((n, p) => n + p.inflight, 0))],
+    // An MCP server's count includes the standing stream the gateway holds to it: not a request.
+    ['requests in flight now', String(d.providers.reduce((n, p) => n + (p.type === 'mcp' ? 0 : p.inflight), 0))],
   ]);
 }
 
@@ -266,26 +267,63 @@ function table(caption, headers, rows, attrs = {}) {
   );
 }
 
+/** The columns a model's candidates and a tool's share: `upstream` names the third, `unit` what they serve. */
+function candidateHeaders(upstream, subject, unit) {
+  return [
+    ['Candidate (stable_id)'],
+    ['Provider'],
+    [upstream],
+    ['Admission', '', 'serving: new and existing sessions; draining: existing only; withdrawn: none'],
+    ['Selection group', 'num', 'new requests take the lowest group that admits them'],
+    ['Weight', 'num', 'traffic_weight, for weighted selection'],
+    ['Breaker', '', "the provider's circuit breaker"],
+    [`${unit[0].toUpperCase()}${unit.slice(1)} served`, 'num'],
+    [`Share of ${unit}`, 'num', `share of this ${subject}'s ${unit} it served`],
+    ['Error rate', 'num', `failed attempts at its provider for this ${subject}, over attempts`],
+  ];
+}
+
+/** One candidate's row; `notes` go after its admission badge. */
+function candidateRow(c, upstream, ...notes) {
+  return el(
+    'tr',
+    { 'data-candidate': c.stable_id, 'data-provider': c.provider, 'data-breaker': c.breaker ?? 'none', 'data-state': c.state },
+    el('td', { class: 'mono', text: c.stable_id }),
+    el('td', { text: c.provider }),
+    el('td', { class: 'mono', text: upstream ?? '–' }),
+    el(
+      'td',
+      { title: CANDIDATE_MEANING[c.state] },
+      badge(CANDIDATE_COLOUR[c.state] ?? 'grey', c.state),
+      c.credential_problem ? el('span', { class: 'problem', text: ' credential unavailable' }) : null,
+      ...notes,
+    ),
+    el('td', { class: 'num', text: c.selection_group === null ? '–' : String(c.selection_group) }),
+    el('td', { class: 'num', text: c.weight === null ? '–' : String(c.weight) }),
+    el('td', {}, breakerBadge(c.breaker)),
+    el('td', { class: 'num', text: String(c.served) }),
+    el('td', { class: 'num', text: percent(c.share) }),
+    el('td', { class: `num ${c.error_rate > 0.05 ? 'problem' : ''}`, text: percent(c.error_rate) }),
+  );
+}
+
+/** What a model's or a tool's caption ends with: its recent requests, and those served by candidates since removed. */
+function servedNote(entry, what) {
+  const gone = entry.served - entry.candidates.reduce((n, c) => n + c.served, 0);
+  return [
+    ` — ${entry.served} ${what} served recently`,
+    gone > 0 ? ` (${gone} by candidates no longer in this ${what === 'calls' ? 'tool' : 'route'})` : '',
+  ];
+}
+
 function renderModels(d) {
   $('recent-window').textContent = `(share and error rate: last ${d.recent_window_s / 60} minutes)`;
   if (d.models.length === 0) {
     replace('models', el('p', { class: 'muted', text: 'No model is routed: every request gets 404 no_route.' }));
     return;
   }
-  const headers = [
-    ['Candidate (stable_id)'],
-    ['Provider'],
-    ['Upstream model'],
-    ['Admission', '', 'serving: new and existing sessions; draining: existing only; withdrawn: none'],
-    ['Selection group', 'num', 'new requests take the lowest group that admits them'],
-    ['Weight', 'num', 'traffic_weight, for weighted selection'],
-    ['Breaker', '', "the provider's circuit breaker"],
-    ['Requests served', 'num'],
-    ['Share of requests', 'num', "share of this model's requests it served"],
-    ['Error rate', 'num', 'failed attempts at its provider for this model, over attempts'],
-  ];
+  const headers = candidateHeaders('Upstream model', 'model', 'requests');
   const tables = d.models.map((m) => {
-    const gone = m.served - m.candidates.reduce((n, c) => n + c.served, 0);
     const caption = [
       el('strong', { class: 'mono', text: m.model }),
       ' — ',
@@ -293,38 +331,56 @@ function renderModels(d) {
       m.admits_new
         ? badge('green', 'takes new requests', 'admits')
         : badge('red', m.routed ? 'no group takes new requests' : 'no route: 404', 'refuses'),
-      ` — ${m.served} requests served recently`,
-      gone > 0 ? ` (${gone} by candidates no longer in this route)` : '',
+      ...servedNote(m, 'requests'),
     ];
-    const rows = m.candidates.map((c) =>
-      el(
-        'tr',
-        { 'data-candidate': c.stable_id, 'data-provider': c.provider, 'data-breaker': c.breaker ?? 'none', 'data-state': c.state },
-        el('td', { class: 'mono', text: c.stable_id }),
-        el('td', { text: c.provider }),
-        el('td', { class: 'mono', text: c.upstream_model ?? '–' }),
-        el(
-          'td',
-          { title: CANDIDATE_MEANING[c.state] },
-          badge(CANDIDATE_COLOUR[c.state] ?? 'grey', c.state),
-          c.credential_problem ? el('span', { class: 'problem', text: ' credential unavailable' }) : null,
-        ),
-        el('td', { class: 'num', text: c.selection_group === null ? '–' : String(c.selection_group) }),
-        el('td', { class: 'num', text: c.weight === null ? '–' : String(c.weight) }),
-        el('td', {}, breakerBadge(c.breaker)),
-        el('td', { class: 'num', text: String(c.served) }),
-        el('td', { class: 'num', text: percent(c.share) }),
-        el('td', { class: `num ${c.error_rate > 0.05 ? 'problem' : ''}`, text: percent(c.error_rate) }),
-      ),
-    );
+    const rows = m.candidates.map((c) => candidateRow(c, c.upstream_model));
     return table(caption, headers, rows, { 'data-model': m.model });
   });
   replace('models', tables);
 }
 
+/** Why a tool is not offered to new sessions. */
+function toolRefusal(t) {
+  if (!t.routed) return 'no route: not offered';
+  if (!t.listed) return 'no server lists it: not offered';
+  return 'no group takes new sessions';
+}
+
+function renderTools(d) {
+  const tools = d.tools ?? [];
+  $('tools-section').hidden = tools.length === 0;
+  if (tools.length === 0) return;
+  const sessions = d.mcp?.sessions ?? 0;
+  $('tools-window').textContent =
+    `(${sessions} client session${sessions === 1 ? '' : 's'} open; share and error rate: last ${d.recent_window_s / 60} minutes)`;
+  const headers = candidateHeaders('Upstream tool', 'tool', 'calls');
+  const tables = tools.map((t) => {
+    const caption = [
+      el('strong', { class: 'mono', text: t.tool }),
+      ' — ',
+      t.routed ? `policy ${t.policy}, ` : '',
+      t.admits_new ? badge('green', 'offered to new sessions', 'admits') : badge('red', toolRefusal(t), 'refuses'),
+      ...servedNote(t, 'calls'),
+    ];
+    const rows = t.candidates.map((c) =>
+      candidateRow(
+        c,
+        c.upstream_tool,
+        c.listed || c.state === 'withdrawn' || c.state === 'unroutable'
+          ? null
+          : el('span', { class: 'warn-text', 'data-listed': 'false', text: ' not listed by its server' }),
+      ),
+    );
+    return table(caption, headers, rows, { 'data-tool': t.tool });
+  });
+  replace('tools', tables);
+}
+
 function renderProviders(d) {
-  const rows = d.providers.map((p) =>
-    el(
+  const servers = new Map((d.mcp?.servers ?? []).map((s) => [s.provider, s]));
+  const rows = d.providers.map((p) => {
+    const server = servers.get(p.name);
+    return el(
       'tr',
       { 'data-provider': p.name, 'data-breaker': p.breaker },
       el('td', { text: p.name }),
@@ -333,8 +389,15 @@ function renderProviders(d) {
       el('td', { class: 'num', text: String(p.consecutive_failures) }),
       el('td', { class: 'num', text: p.open_for_ms === null ? '–' : `${num(p.open_for_ms / 1000, 1)} s` }),
       el('td', { class: 'num', text: String(p.inflight) }),
-    ),
-  );
+      el('td', { class: 'num', 'data-catalog': server ? String(server.tools ?? 'none') : null, text: catalogSize(server) }),
+      el(
+        'td',
+        {},
+        server === undefined ? '–' : server.refreshed_age_s === null ? 'never' : ago(server.refreshed_age_s),
+        server?.problem ? el('div', { class: 'problem', text: server.problem }) : null,
+      ),
+    );
+  });
   replace(
     'providers',
     table(
@@ -345,11 +408,19 @@ function renderProviders(d) {
         ['Breaker'],
         ['Consecutive failures', 'num'],
         ['Open for another', 'num', 'while open, requests skip it; then one probe is let through'],
-        ['Requests in flight', 'num'],
+        ['Requests in flight', 'num', "an MCP server's include the gateway's standing stream to it"],
+        ['Tools listed', 'num', 'MCP servers: how many tools its last tools/list gave'],
+        ['Last listed', '', 'MCP servers: when the gateway last read its tool list, and its last problem'],
       ],
       rows,
     ),
   );
+}
+
+/** An MCP server's catalog size; '–' for a model provider. */
+function catalogSize(server) {
+  if (server === undefined) return '–';
+  return server.tools === null ? 'not yet' : String(server.tools);
 }
 
 /** "used of limit", with a meter that turns amber at 80 % and red at 100 %. */
@@ -472,6 +543,7 @@ function render(d) {
   renderTrafficCard(d);
   renderPlots(d);
   renderModels(d);
+  renderTools(d);
   renderProviders(d);
   renderTeams(d);
   renderReloads(d);

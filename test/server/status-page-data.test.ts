@@ -1,8 +1,16 @@
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StatusPageFiles } from '../../src/server/status-page.js';
 import { baseConfig } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
+import { waitUntil } from '../support/observe.js';
+import { candidate, envelope } from '../support/overlay.js';
+import { overlayConfig } from '../support/overlay-gateway.js';
 import { fileResources } from '../support/resources.js';
 
 // The status page over HTTP, without a browser: its files are found from src/ (tsx) and
@@ -116,5 +124,192 @@ describe('status page files and data', () => {
     );
     assert.ok(last.some((p) => p.p50_ms !== null));
     assert.ok(d.traffic.points.every((p) => p.seconds > 0 && p.seconds <= 10));
+  });
+});
+
+interface ToolPageData {
+  providers: Array<{ name: string; type: string; breaker: string }>;
+  tools: Array<{
+    tool: string;
+    policy: string | null;
+    admits_new: boolean;
+    routed: boolean;
+    listed: boolean;
+    served: number;
+    candidates: Array<{
+      stable_id: string;
+      provider: string;
+      upstream_tool: string | null;
+      state: string;
+      breaker: string | null;
+      listed: boolean;
+      served: number;
+      share: number | null;
+      error_rate: number | null;
+    }>;
+  }>;
+  mcp: {
+    sessions: number;
+    servers: Array<{
+      provider: string;
+      tools: number | null;
+      refreshed_age_s: number | null;
+      problem: string | null;
+      stream_open: boolean;
+    }>;
+  };
+}
+
+describe('status page data for the /mcp tools', () => {
+  it('lists each exposed tool with its candidates, their traffic and breaker, and a tool no server lists as unlisted', async () => {
+    const upstreamKey = `up-${'pagedataMCPkey0123456789'}`;
+    const [alpha, bravo] = await Promise.all([
+      r.startMock({ name: 'alpha', protocol: 'mcp', apiKey: upstreamKey }),
+      r.startMock({ name: 'bravo', protocol: 'mcp', mcpResponse: 'json' }),
+    ]);
+    const config = {
+      server: { listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', drain_timeout_ms: 2000 },
+      log: { level: 'info', access: false },
+      providers: {
+        alpha: { type: 'mcp', base_url: `${alpha.origin}/mcp`, api_key: { env: 'PAGE_MCP_KEY' }, timeout_ms: 2000 },
+        bravo: { type: 'mcp', base_url: `${bravo.origin}/mcp`, timeout_ms: 2000 },
+      },
+      routing: {
+        routes: {},
+        tools: {
+          echo: { policy: 'ordered', candidates: [{ provider: 'alpha' }, { provider: 'bravo' }] },
+          weather: { candidates: [{ provider: 'bravo' }] },
+        },
+        tools_from: [{ provider: 'alpha', prefix: 'a_' }],
+      },
+      mcp: { catalog_recheck_ms: 0, list_changed_debounce_ms: 20 },
+    };
+    const gw = await r.startGw(config, { env: { PAGE_MCP_KEY: upstreamKey } });
+    await waitUntil(() => gw.logs().filter((l) => l.msg === 'MCP server catalog listed').length >= 2, 'both catalogs are listed');
+    const pageData = async (): Promise<{ text: string; d: ToolPageData }> => {
+      const text = await (await fetch(`${gw.adminUrl}/admin/status/page-data`)).text();
+      return { text, d: JSON.parse(text) as ToolPageData };
+    };
+
+    const transport = new StreamableHTTPClientTransport(new URL('/mcp', gw.url));
+    const client = new Client({ name: 'page-data-test', version: '1.0.0' });
+    await client.connect(transport);
+    try {
+      for (let i = 0; i < 3; i++) await client.callTool({ name: 'echo', arguments: { text: `hello ${i}` } });
+      await client.callTool({ name: 'a_weather', arguments: { city: 'Oslo' } });
+
+      const { text, d } = await pageData();
+      for (const secret of [upstreamKey, 'PAGE_MCP_KEY', alpha.origin, bravo.origin]) assert.ok(!text.includes(secret), `no ${secret}`);
+      const echo = d.tools.find((t) => t.tool === 'echo');
+      assert.deepEqual([echo?.policy, echo?.admits_new, echo?.routed, echo?.listed, echo?.served], ['ordered', true, true, true, 3]);
+      assert.deepEqual(
+        echo?.candidates.map((c) => [c.provider, c.upstream_tool, c.state, c.breaker, c.listed, c.served, c.share, c.error_rate]),
+        [
+          ['alpha', 'echo', 'serving', 'closed', true, 3, 1, 0],
+          ['bravo', 'echo', 'serving', 'closed', true, 0, 0, null],
+        ],
+      );
+      const fromAlpha = d.tools.find((t) => t.tool === 'a_weather');
+      assert.equal(fromAlpha?.served, 1);
+      assert.deepEqual(
+        fromAlpha?.candidates.map((c) => [c.stable_id, c.upstream_tool, c.served]),
+        [['alpha/weather', 'weather', 1]],
+      );
+      const names = d.tools.map((t) => t.tool);
+      assert.deepEqual(names, [...names].sort(), 'in tools/list order');
+      assert.ok(names.includes('a_echo') && names.includes('weather'));
+      // Their in-flight count includes the standing GET stream the gateway holds.
+      assert.deepEqual(
+        d.providers.filter((p) => p.type === 'mcp').map((p) => [p.name, p.breaker]),
+        [
+          ['alpha', 'closed'],
+          ['bravo', 'closed'],
+        ],
+      );
+      assert.equal(d.mcp.sessions, 1);
+      const alphaServer = d.mcp.servers.find((s) => s.provider === 'alpha');
+      assert.equal(alphaServer?.tools, 6);
+      assert.equal(alphaServer?.problem, null);
+      assert.equal(typeof alphaServer?.refreshed_age_s, 'number');
+
+      // bravo stops listing weather: its route stays, but nothing offers or calls it.
+      bravo.mcpTools({ remove: ['weather'] });
+      let weather: ToolPageData['tools'][number] | undefined;
+      await waitUntil(async () => {
+        weather = (await pageData()).d.tools.find((t) => t.tool === 'weather');
+        return weather?.listed === false;
+      }, 'weather is shown unlisted');
+      assert.deepEqual([weather?.routed, weather?.admits_new], [true, false]);
+      assert.deepEqual(
+        weather?.candidates.map((c) => [c.provider, c.listed]),
+        [['bravo', false]],
+      );
+      assert.equal((await pageData()).d.mcp.servers.find((s) => s.provider === 'bravo')?.tools, 5);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('overlay mode: a tool candidate on an unknown cluster shows unroutable, and a tool whose every candidate is withdrawn shows unrouted', async () => {
+    const alpha = await r.startMock({ name: 'alpha', protocol: 'mcp' });
+    const dir = r.tempDir();
+    const overlayFile = join(dir, 'routing-overlay.json');
+    const tool = (name: string, cluster: string, extra: Record<string, unknown> = {}) =>
+      candidate(name, cluster, { kind: 'mcp_tool', ...extra });
+    writeFileSync(
+      overlayFile,
+      JSON.stringify(envelope([tool('echo', 'alpha'), tool('echo', 'nowhere'), tool('weather', 'alpha', { admission_state: 'none' })])),
+    );
+    const config = overlayConfig({}, { file: overlayFile }, { mcp: { catalog_recheck_ms: 0 } });
+    config.providers = { alpha: { type: 'mcp', base_url: `${alpha.origin}/mcp`, timeout_ms: 2000 } };
+    const gw = await r.startGw(config);
+    await waitUntil(() => gw.logs().some((l) => l.msg === 'MCP server catalog listed'), 'the catalog is listed');
+    const d = (await (await fetch(`${gw.adminUrl}/admin/status/page-data`)).json()) as ToolPageData;
+    const echo = d.tools.find((t) => t.tool === 'echo');
+    assert.deepEqual([echo?.routed, echo?.listed, echo?.admits_new], [true, true, true]);
+    assert.deepEqual(
+      echo?.candidates.map((c) => [c.provider, c.state, c.upstream_tool, c.listed, c.breaker]),
+      [
+        ['alpha', 'serving', 'echo', true, 'closed'],
+        ['nowhere', 'unroutable', null, false, null],
+      ],
+    );
+    const weather = d.tools.find((t) => t.tool === 'weather');
+    assert.deepEqual([weather?.routed, weather?.listed, weather?.admits_new, weather?.policy], [false, false, false, null]);
+    assert.deepEqual(
+      weather?.candidates.map((c) => [c.provider, c.state, c.breaker]),
+      [['alpha', 'withdrawn', 'closed']],
+    );
+    assert.equal(d.tools.length, 2, 'only what the overlay names: no tools_from in overlay mode');
+  });
+
+  it('an MCP server that cannot be reached shows its problem without its address, and no catalog', async () => {
+    // A port that was free a moment ago: nothing listens there.
+    const spare = createServer();
+    await new Promise<void>((done) => spare.listen(0, '127.0.0.1', done));
+    const { port } = spare.address() as AddressInfo;
+    await new Promise((done) => spare.close(done));
+    const url = `http://127.0.0.1:${port}/mcp`;
+    const gw = await r.startGw({
+      server: { listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', drain_timeout_ms: 2000 },
+      log: { level: 'info', access: false },
+      providers: { gone: { type: 'mcp', base_url: url, timeout_ms: 1000 } },
+      routing: { routes: {}, tools: { echo: { candidates: [{ provider: 'gone' }] } } },
+    });
+    let text = '';
+    await waitUntil(async () => {
+      text = await (await fetch(`${gw.adminUrl}/admin/status/page-data`)).text();
+      return (JSON.parse(text) as ToolPageData).mcp.servers.some((s) => s.problem !== null);
+    }, 'the server has a problem');
+    assert.ok(!text.includes(`127.0.0.1:${port}`), text);
+    const d = JSON.parse(text) as ToolPageData;
+    assert.deepEqual(
+      d.mcp.servers.map((s) => [s.provider, s.tools, s.refreshed_age_s, s.stream_open]),
+      [['gone', null, null, false]],
+    );
+    assert.deepEqual(
+      d.tools.map((t) => [t.tool, t.routed, t.listed]),
+      [['echo', true, false]],
+    );
   });
 });

@@ -2,11 +2,14 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Browser, Page } from 'playwright-core';
 import { adminReload } from '../support/admin.js';
 import { browserMissing, launchBrowser, openPage, screenshot } from '../support/browser.js';
 import { baseConfig } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
+import { waitUntil } from '../support/observe.js';
 import { candidate, envelope } from '../support/overlay.js';
 import { overlayConfig, revisionOf, writeByRename } from '../support/overlay-gateway.js';
 import { fileResources } from '../support/resources.js';
@@ -103,6 +106,7 @@ describe('the status page in a browser', { skip: missing ?? false }, () => {
     await waitForText(page, '#serving-revision', 'static config');
     await waitForText(page, 'tr[data-team="research"]', '6 of 100');
     await waitForText(page, '#governance-store', 'Governance store (in memory): up');
+    assert.equal(await page.locator('#tools-section').isHidden(), true, 'no MCP tools, no tools section');
     await markDocument(page);
 
     // A reload puts south on gpt-4o.
@@ -218,5 +222,66 @@ describe('the status page in a browser', { skip: missing ?? false }, () => {
     );
     assert.ok(errors.length <= 1, errors.join('\n'));
     await page.close();
+  });
+
+  it('mcp: the tools table lists each tool with its candidates and traffic, and a tool its server withdraws as not offered', async () => {
+    const [alpha, bravo] = await Promise.all([
+      r.startMock({ name: 'alpha', protocol: 'mcp' }),
+      r.startMock({ name: 'bravo', protocol: 'mcp', mcpResponse: 'json' }),
+    ]);
+    const gw = await r.startGw({
+      server: { listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', drain_timeout_ms: 2000 },
+      log: { level: 'info', access: false },
+      providers: {
+        alpha: { type: 'mcp', base_url: `${alpha.origin}/mcp`, timeout_ms: 2000 },
+        bravo: { type: 'mcp', base_url: `${bravo.origin}/mcp`, timeout_ms: 2000 },
+      },
+      routing: {
+        routes: {},
+        tools: {
+          echo: { policy: 'ordered', candidates: [{ provider: 'alpha' }, { provider: 'bravo' }] },
+          weather: { candidates: [{ provider: 'bravo' }] },
+        },
+        tools_from: [{ provider: 'alpha', prefix: 'a_' }],
+      },
+      mcp: { catalog_recheck_ms: 0, list_changed_debounce_ms: 20 },
+    });
+    await waitUntil(() => gw.logs().filter((l) => l.msg === 'MCP server catalog listed').length >= 2, 'both catalogs are listed');
+    const client = new Client({ name: 'status-page-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', gw.url)));
+    try {
+      for (let i = 0; i < 2; i++) await client.callTool({ name: 'echo', arguments: { text: `hi ${i}` } });
+
+      const { page, errors } = await openPage(browser as Browser);
+      await page.goto(`${gw.adminUrl}/`);
+      const row = (tool: string, provider: string): string => `table[data-tool="${tool}"] tr[data-provider="${provider}"]`;
+      await waitForText(page, row('echo', 'alpha'), 'serving');
+      await waitForText(page, 'table[data-tool="echo"] caption', '2 calls served recently');
+      assert.match(
+        await text(page, 'table[data-tool="echo"] caption'),
+        /^echo — policy ordered, offered to new sessions — 2 calls served recently$/,
+      );
+      assert.equal(await badgeColour(page, `${row('echo', 'alpha')} .badge[data-state="closed"]`), 'green');
+      assert.match(await text(page, `${row('echo', 'alpha')} td:nth-child(8)`), /^2$/);
+      assert.match(await text(page, `${row('echo', 'bravo')} td:nth-child(8)`), /^0$/);
+      await waitForText(page, row('a_weather', 'alpha'), 'alpha/weather');
+      assert.equal(await page.locator('#tools-section').isHidden(), false);
+      await waitForText(page, '#tools-window', '1 client session open');
+      await waitForText(page, '#providers tr[data-provider="bravo"]', 'mcp');
+      assert.equal(await page.locator('#providers tr[data-provider="bravo"] [data-catalog]').getAttribute('data-catalog'), '6');
+      await markDocument(page);
+
+      bravo.mcpTools({ remove: ['weather'] });
+      await waitForText(page, 'table[data-tool="weather"] caption', 'no server lists it');
+      await waitForText(page, `${row('weather', 'bravo')} [data-listed="false"]`, 'not listed by its server');
+      assert.equal(await page.locator('#providers tr[data-provider="bravo"] [data-catalog]').getAttribute('data-catalog'), '5');
+
+      assert.ok(await stillTheSameDocument(page), 'the page was never reloaded');
+      await screenshot(page, 'status-page-tools');
+      assert.deepEqual(errors, []);
+      await page.close();
+    } finally {
+      await client.close();
+    }
   });
 });
