@@ -113,6 +113,8 @@ describe('tool allow-lists', () => {
 interface StoreFixture {
   /** A fresh store with no counters, or a reason to skip. */
   fresh(): Promise<GovernanceStore | string>;
+  /** Whether a team's tool-call counters are kept apart from its model counters. */
+  readonly teamCountersApart: boolean;
 }
 
 function toolCallSuite(name: string, fixture: StoreFixture): void {
@@ -198,6 +200,32 @@ function toolCallSuite(name: string, fixture: StoreFixture): void {
       admitted(await admitToolCall(store, policy, k, 'echo', NOW + 60_001));
     });
 
+    // The Redis store names a team's counters by its team alone (`{<team>}:t:…`), not by the
+    // scope id, so `<team>/tools` lands in the team's model counters there.
+    const sharedTeamKeys = fixture.teamCountersApart ? false : 'the Redis store keys a team scope by its team, not its id';
+
+    it("a team's rpm counts tool calls apart from its model requests", { todo: sharedTeamKeys }, async (t) => {
+      const store = await fixture.fresh();
+      if (typeof store === 'string') return t.skip(store);
+      const policy = policyOf([{ id: 'busy', limits: { rpm: 2 } }], [key('x', 'busy'), key('y', 'busy')]);
+      const x: Principal = { keyId: 'x', team: 'busy' };
+      const y: Principal = { keyId: 'y', team: 'busy' };
+      for (let i = 0; i < 2; i += 1) assert.equal((await modelRequest(store, policy, x, NOW + i)).ok, true);
+      assert.equal((await modelRequest(store, policy, y, NOW + 5)).ok, false, "the team's model window is full");
+      for (let i = 0; i < 2; i += 1) admitted(await admitToolCall(store, policy, y, 'echo', NOW + 10 + i));
+      const over = refused(await admitToolCall(store, policy, x, 'echo', NOW + 20));
+      assert.deepEqual([over.limit, over.scope], ['rpm', { kind: 'team', id: 'busy' }]);
+    });
+
+    it("a team's tool_calls_per_day is not used up by its model tokens", { todo: sharedTeamKeys }, async (t) => {
+      const store = await fixture.fresh();
+      if (typeof store === 'string') return t.skip(store);
+      const policy = policyOf(teams, [key('c', 'capped')]);
+      // A model request reserves (and counts for the day) 2 input + 4 output tokens, more than the 2 tool calls allowed.
+      assert.equal((await modelRequest(store, policy, c, NOW)).ok, true);
+      admitted(await admitToolCall(store, policy, c, 'echo', NOW + 1));
+    });
+
     it('a key with no tool limits, and the anonymous caller, are admitted with nothing to settle', async (t) => {
       const store = await fixture.fresh();
       if (typeof store === 'string') return t.skip(store);
@@ -214,7 +242,10 @@ function toolCallSuite(name: string, fixture: StoreFixture): void {
   });
 }
 
-toolCallSuite('memory', { fresh: async () => createGovernanceStore({ store: 'memory' }, { onFailure: () => undefined }) });
+toolCallSuite('memory', {
+  fresh: async () => createGovernanceStore({ store: 'memory' }, { onFailure: () => undefined }),
+  teamCountersApart: true,
+});
 
 const opened: RedisGovernanceStore[] = [];
 let redisReachable: boolean | undefined;
@@ -227,6 +258,7 @@ toolCallSuite('redis', {
     redisReachable = await store.ready(3000);
     return redisReachable ? store : `Redis at ${REDIS_URL} is not reachable`;
   },
+  teamCountersApart: false,
 });
 
 after(async () => {
