@@ -49,7 +49,9 @@ export const COUNTERS_TTL_MS = 62 * 24 * 3600 * 1000;
  * a Cluster hash tag, so every key of a team is in one slot and a batch may span its scopes.
  */
 export function scopeKeys(prefix: string, s: ScopeRef): ScopeKeys {
-  const who = s.kind === 'team' ? 't' : `k:${s.id}`;
+  // A team's own counters are `t`; its other scopes (its tool-call counters, `<team>/tools`)
+  // are named by their id, so they never share a team's model counters.
+  const who = s.kind === 'team' ? (s.id === s.team ? 't' : `t:${s.id}`) : `k:${s.id}`;
   const base = `${prefix}{${s.team}}:${who}`;
   return [`${base}:log`, `${base}:counters`, `${base}:resv`];
 }

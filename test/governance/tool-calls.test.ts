@@ -113,8 +113,6 @@ describe('tool allow-lists', () => {
 interface StoreFixture {
   /** A fresh store with no counters, or a reason to skip. */
   fresh(): Promise<GovernanceStore | string>;
-  /** Whether a team's tool-call counters are kept apart from its model counters. */
-  readonly teamCountersApart: boolean;
 }
 
 function toolCallSuite(name: string, fixture: StoreFixture): void {
@@ -200,11 +198,9 @@ function toolCallSuite(name: string, fixture: StoreFixture): void {
       admitted(await admitToolCall(store, policy, k, 'echo', NOW + 60_001));
     });
 
-    // The Redis store names a team's counters by its team alone (`{<team>}:t:…`), not by the
-    // scope id, so `<team>/tools` lands in the team's model counters there.
-    const sharedTeamKeys = fixture.teamCountersApart ? false : 'the Redis store keys a team scope by its team, not its id';
-
-    it("a team's rpm counts tool calls apart from its model requests", { todo: sharedTeamKeys }, async (t) => {
+    // Both stores keep `<team>/tools` in counters of its own (the Redis store names a team's
+    // other scopes by their id), never in the team's model counters.
+    it("a team's rpm counts tool calls apart from its model requests", async (t) => {
       const store = await fixture.fresh();
       if (typeof store === 'string') return t.skip(store);
       const policy = policyOf([{ id: 'busy', limits: { rpm: 2 } }], [key('x', 'busy'), key('y', 'busy')]);
@@ -217,7 +213,7 @@ function toolCallSuite(name: string, fixture: StoreFixture): void {
       assert.deepEqual([over.limit, over.scope], ['rpm', { kind: 'team', id: 'busy' }]);
     });
 
-    it("a team's tool_calls_per_day is not used up by its model tokens", { todo: sharedTeamKeys }, async (t) => {
+    it("a team's tool_calls_per_day is not used up by its model tokens", async (t) => {
       const store = await fixture.fresh();
       if (typeof store === 'string') return t.skip(store);
       const policy = policyOf(teams, [key('c', 'capped')]);
@@ -244,7 +240,6 @@ function toolCallSuite(name: string, fixture: StoreFixture): void {
 
 toolCallSuite('memory', {
   fresh: async () => createGovernanceStore({ store: 'memory' }, { onFailure: () => undefined }),
-  teamCountersApart: true,
 });
 
 const opened: RedisGovernanceStore[] = [];
@@ -258,7 +253,6 @@ toolCallSuite('redis', {
     redisReachable = await store.ready(3000);
     return redisReachable ? store : `Redis at ${REDIS_URL} is not reachable`;
   },
-  teamCountersApart: false,
 });
 
 after(async () => {
