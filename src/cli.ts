@@ -180,19 +180,22 @@ Details: docs/mock-provider.md.`,
     },
   },
   demo: {
-    summary: 'start three mock providers and a gateway on 127.0.0.1:8080 (what `npm start` runs)',
+    summary: 'start three mock providers, a mock MCP server and a gateway on 127.0.0.1:8080 (what `npm start` runs)',
     usage: `switchyard demo
 
-Starts mock providers east, west and central on 127.0.0.1:9001-9003 and a gateway on
-127.0.0.1:8080 (admin on 127.0.0.1:9090) with examples/demo.yaml. No credentials, no network.`,
+Starts mock providers east, west and central on 127.0.0.1:9001-9003, a mock MCP server
+(tools) on 127.0.0.1:9004 and a gateway on 127.0.0.1:8080 (admin on 127.0.0.1:9090) with
+examples/demo.yaml. No credentials, no network.`,
     options: { help },
     async run() {
-      const mocks = await Promise.all(
-        (['east', 'west', 'central'] as const).map((name, i) =>
+      const mocks = await Promise.all([
+        ...(['east', 'west', 'central'] as const).map((name, i) =>
           startMockProvider({ name, port: 9001 + i, streamChunkDelayMs: 150, streamChunks: 8 }),
         ),
-      ).catch((err: unknown) => {
-        throw new Error(`cannot start the demo's mock providers on ports 9001-9003: ${(err as Error).message}`);
+        // JSON answers, so that the printed curl commands show them plainly.
+        startMockProvider({ name: 'tools', port: 9004, protocol: 'mcp', mcpResponse: 'json' }),
+      ]).catch((err: unknown) => {
+        throw new Error(`cannot start the demo's mock providers on ports 9001-9004: ${(err as Error).message}`);
       });
       const configPath = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'examples', 'demo.yaml');
       const code = await serve(configPath, async () => {
@@ -341,7 +344,7 @@ async function serve(configPath: string, afterShutdown?: () => Promise<void>): P
 function demoText(pid: number): string {
   return `
 Switchyard demo: gateway on http://127.0.0.1:8080, admin on http://127.0.0.1:9090
-Mock providers: east :9001, west :9002, central :9003. Ctrl-C stops everything.
+Mock providers: east :9001, west :9002, central :9003; MCP server tools :9004. Ctrl-C stops everything.
 
 Try:
   curl -s http://127.0.0.1:8080/v1/chat/completions -H 'content-type: application/json' \\
@@ -364,6 +367,12 @@ Try:
   curl -s http://127.0.0.1:9090/admin/status
   curl -s -X POST http://127.0.0.1:9090/admin/reload     # or: kill -HUP ${pid}
   curl -s http://127.0.0.1:9090/metrics | grep switchyard_requests_total   # the admin listener: with keys, metrics stay there
+
+  # MCP: initialize a session (note its Mcp-Session-Id), then list and call the tools
+  curl -s -D - http://127.0.0.1:8080/mcp -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \\
+    -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}'
+  curl -s http://127.0.0.1:8080/mcp -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \\
+    -H "mcp-session-id: $SESSION" -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}'
 
 With the official openai client (top-level await: save as demo.mjs, run node demo.mjs):
   import OpenAI from 'openai';

@@ -11,7 +11,7 @@ import { tally, waitUntil } from '../support/observe.js';
 // test skips rather than fails when another program holds one of them.
 
 const CLI = resolve(import.meta.dirname, '../../dist/cli.js');
-const PORTS = [8080, 9090, 9001, 9002, 9003];
+const PORTS = [8080, 9090, 9001, 9002, 9003, 9004];
 
 function portFree(port: number): Promise<boolean> {
   return new Promise((res) => {
@@ -52,6 +52,42 @@ test('the demo serves round-robin over its three mocks, prints how to use it, an
     assert.deepEqual(tally(providers), { east: 2, west: 2, central: 2 });
     const status = (await (await fetch('http://127.0.0.1:9090/admin/status')).json()) as { generation: { number: number } };
     assert.equal(status.generation.number, 1);
+
+    // The MCP server's tools are served at /mcp, with the printed commands.
+    assert.match(output, /curl -s -D - http:\/\/127\.0\.0\.1:8080\/mcp/);
+    const mcp = (body: object, session?: string) =>
+      fetch('http://127.0.0.1:8080/mcp', {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...(session ? { 'mcp-session-id': session } : {}),
+        },
+        body: JSON.stringify(body),
+      });
+    const init = await mcp({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    });
+    const session = init.headers.get('mcp-session-id') ?? '';
+    assert.notEqual(session, '');
+    let echoed = '';
+    await waitUntil(
+      async () => {
+        const call = (await (
+          await mcp({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hi' } } }, session)
+        ).json()) as {
+          result?: { content: Array<{ text: string }> };
+        };
+        echoed = call.result?.content[0]?.text ?? '';
+        return echoed !== '';
+      },
+      'the MCP server s tools are listed',
+      10_000,
+    );
+    assert.equal(echoed, '[tools] hi');
 
     // The printed pid is the one that reloads: SIGHUP to it builds generation 2.
     process.kill(child.pid!, 'SIGHUP');
