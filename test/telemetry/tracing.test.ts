@@ -89,6 +89,7 @@ describe('OpenTelemetry traces', () => {
   let collector: Collector;
   let good: MockProvider;
   let bad: MockProvider;
+  let tools: MockProvider;
   let gw: GatewayProcess;
   let openai: OpenAI;
 
@@ -97,6 +98,7 @@ describe('OpenTelemetry traces', () => {
     const endpoint = await collector.listen();
     good = await startMockProvider({ name: 'good' });
     bad = await startMockProvider({ name: 'bad' });
+    tools = await startMockProvider({ name: 'tools', protocol: 'mcp', mcpResponse: 'json' });
     gw = await startGatewayProcess(
       {
         server: { listen: '127.0.0.1:0', drain_timeout_ms: 2000 },
@@ -104,6 +106,7 @@ describe('OpenTelemetry traces', () => {
         providers: {
           bad: { type: 'openai', base_url: bad.baseUrl, timeout_ms: 5000 },
           good: { type: 'anthropic', base_url: good.baseUrl, timeout_ms: 5000 },
+          tools: { type: 'mcp', base_url: `${tools.origin}/mcp`, timeout_ms: 5000 },
         },
         routing: {
           routes: {
@@ -114,6 +117,7 @@ describe('OpenTelemetry traces', () => {
               ],
             },
           },
+          tools_from: [{ provider: 'tools' }],
         },
         pricing: { models: { 'claude-haiku': { input_usd_per_mtok: 1, output_usd_per_mtok: 2 } } },
       },
@@ -126,7 +130,47 @@ describe('OpenTelemetry traces', () => {
     await gw?.stop();
     await good?.close();
     await bad?.close();
+    await tools?.close();
     await new Promise((r) => collector?.server.close(r));
+  });
+
+  it('traces a tools/call as an execute_tool span under the /mcp request, as the GenAI conventions name it', async () => {
+    const post = (body: object, session?: string) =>
+      fetch(`${gw.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...(session === undefined ? {} : { 'mcp-session-id': session }),
+        },
+        body: JSON.stringify(body),
+      });
+    const init = await post({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    });
+    const session = init.headers.get('mcp-session-id') as string;
+    let answered = false;
+    for (let i = 0; i < 100 && !answered; i++) {
+      const call = (await (
+        await post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x' } } }, session)
+      ).json()) as {
+        result?: unknown;
+      };
+      answered = call.result !== undefined;
+      if (!answered) await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(answered, 'the tool answered');
+    const tool = await collector.waitFor((s) => s.name === 'execute_tool echo');
+    assert.equal(attr(tool, 'gen_ai.operation.name'), 'execute_tool');
+    assert.equal(attr(tool, 'gen_ai.tool.name'), 'echo');
+    assert.equal(attr(tool, 'mcp.method.name'), 'tools/call');
+    assert.equal(attr(tool, 'mcp.session.id'), session);
+    assert.equal(attr(tool, 'switchyard.provider'), 'tools');
+    const server = await collector.waitFor((s) => s.spanId === tool.parentSpanId);
+    assert.equal(server.name, 'POST /mcp');
   });
 
   it('continues the client trace, with one client span per upstream attempt, each propagated upstream', async () => {
