@@ -7,6 +7,7 @@ import { readBodyThen } from './body.js';
 import type { Caller, Exchange } from './exchange.js';
 import { type CallReply, callTool } from './mcp-call.js';
 import {
+  type ClientMessage,
   errorText,
   gatewayError,
   INVALID_PARAMS,
@@ -88,24 +89,25 @@ export function mcpHandlers(svc: Services, settings: { readonly maxBodyBytes: nu
         sendHttpError(x.res, new SwitchyardError('invalid_request', 'Accept must list text/event-stream'), null, 406);
         return done(null);
       }
-      const session = sessionOf(svc, x, caller);
-      if (session === null) return done(null);
-      if (svc.mcp.draining) {
-        sendHttpError(x.res, new SwitchyardError('shutting_down', 'the gateway is shutting down; reconnect', null, { 'retry-after': '1' }));
-        return done(null);
-      }
-      openStream(svc, x, caller.gen, session);
-      done(null);
+      withSession(svc, x, caller, null, (session) => {
+        if (svc.mcp.draining) {
+          sendHttpError(
+            x.res,
+            new SwitchyardError('shutting_down', 'the gateway is shutting down; reconnect', null, { 'retry-after': '1' }),
+          );
+          return;
+        }
+        openStream(svc, x, caller.gen, session);
+      }).then(() => done(null), done);
     },
     delete: (x, _rest, done) => {
       const caller = checked(svc, x);
       if (caller === null) return done(null);
-      const session = sessionOf(svc, x, caller);
-      if (session === null) return done(null);
-      svc.mcp.sessions.close(session);
-      x.res.writeHead(200, { 'content-length': 0 });
-      x.res.end();
-      done(null);
+      withSession(svc, x, caller, null, (session) => {
+        svc.mcp.endSession(session);
+        x.res.writeHead(200, { 'content-length': 0 });
+        x.res.end();
+      }).then(() => done(null), done);
     },
   };
 }
@@ -160,8 +162,18 @@ function originAllowed(gen: Generation, origin: string): boolean {
   return host === 'localhost' || host === '127.0.0.1' || host === '[::1]';
 }
 
-/** The request's session: 400 without an Mcp-Session-Id, 404 for one that is unknown, expired or another key's. */
-function sessionOf(svc: Services, x: Exchange, caller: Caller, id: JsonRpcId | null = null): ClientSession | null {
+/**
+ * Runs `then` with the request's session: 400 without an Mcp-Session-Id, 404 for one that is
+ * unknown, expired or another key's. Found at once when this replica holds it; asked of the
+ * shared records (a redis governance store) when another replica opened it.
+ */
+async function withSession(
+  svc: Services,
+  x: Exchange,
+  caller: Caller,
+  id: JsonRpcId | null,
+  then: (session: ClientSession) => void | Promise<void>,
+): Promise<void> {
   const header = x.req.headers['mcp-session-id'];
   if (typeof header !== 'string' || header === '') {
     x.reason = 'invalid_request';
@@ -170,15 +182,16 @@ function sessionOf(svc: Services, x: Exchange, caller: Caller, id: JsonRpcId | n
       new SwitchyardError('invalid_request', 'Bad Request: Mcp-Session-Id header is required (send initialize first)'),
       id,
     );
-    return null;
+    return;
   }
-  const session = svc.mcp.sessions.find(header, caller.principal);
+  const found = svc.mcp.findSession(header, caller.principal);
+  const session = found instanceof Promise ? await found : found;
   if (session === undefined) {
     x.reason = 'mcp_session_not_found';
     sendHttpError(x.res, new SwitchyardError('mcp_session_not_found', 'Session not found: initialize a new session'), id);
-    return null;
+    return;
   }
-  return session;
+  await then(session);
 }
 
 async function onMessage(svc: Services, x: Exchange, caller: Caller, body: Buffer, serverInfo: string): Promise<void> {
@@ -199,8 +212,12 @@ async function onMessage(svc: Services, x: Exchange, caller: Caller, body: Buffe
     initialize(svc, x, caller, message.id, message.params, serverInfo);
     return;
   }
-  const session = sessionOf(svc, x, caller, message.kind === 'request' ? message.id : null);
-  if (session === null) return;
+  await withSession(svc, x, caller, message.kind === 'request' ? message.id : null, (session) =>
+    dispatch(svc, x, caller, session, message),
+  );
+}
+
+async function dispatch(svc: Services, x: Exchange, caller: Caller, session: ClientSession, message: ClientMessage): Promise<void> {
   if (message.kind !== 'request') {
     // notifications/initialized, notifications/cancelled, a response to nothing we asked: accepted.
     x.res.writeHead(202, { 'content-length': 0, 'mcp-session-id': session.id });
@@ -240,7 +257,7 @@ function initialize(svc: Services, x: Exchange, caller: Caller, id: JsonRpcId, p
   const version: McpProtocolVersion =
     typeof asked === 'string' && SUPPORTED.has(asked) ? (asked as McpProtocolVersion) : LATEST_MCP_PROTOCOL_VERSION;
   const info = params.clientInfo as { name?: unknown } | undefined;
-  const session = svc.mcp.sessions.open(caller.principal, version, typeof info?.name === 'string' ? info.name.slice(0, 128) : null);
+  const session = svc.mcp.openSession(caller.principal, version, typeof info?.name === 'string' ? info.name.slice(0, 128) : null);
   session.toldDigest = listingFor(svc.mcp.view(caller.gen), policyOf(caller.gen), caller.principal).digest;
   const result = `{"protocolVersion":${JSON.stringify(version)},"capabilities":{"tools":{"listChanged":true}},"serverInfo":${serverInfo}}`;
   sendJsonRpc(x.res, resultText(id, result), session.id);

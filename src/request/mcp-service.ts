@@ -1,11 +1,29 @@
 import type { McpConfig } from '../config/index.js';
+import type { Principal, SharedRecords } from '../governance/index.js';
 import type { Generation, GenerationHolder, McpServerRuntime, ToolCandidate } from '../live/index.js';
-import { McpUpstream, type McpUpstreamSettings, type ToolCatalog, type UpstreamEvent } from '../mcp/index.js';
+import {
+  MCP_PROTOCOL_VERSIONS,
+  type McpProtocolVersion,
+  McpUpstream,
+  type McpUpstreamSettings,
+  type ToolCatalog,
+  type UpstreamEvent,
+} from '../mcp/index.js';
 import { type Logger, type Metrics, RecentTraffic } from '../telemetry/index.js';
 import { sseMessage } from './mcp-messages.js';
 import { type ClientSession, ClientSessions } from './mcp-sessions.js';
 import { buildToolView, listingFor, type ToolView } from './mcp-tools.js';
 import { policyOf } from './policy.js';
+
+/** How often a held session is checked against the shared records at most (see findSession). */
+const SHARED_CHECK_MS = 30_000;
+
+/** Session ids are the gateway's UUIDs: anything else is not looked up in the shared records. */
+const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function sessionRecordKey(id: string): string {
+  return `mcp-session:${id}`;
+}
 
 /** A credentialed client's key: its server and where its credential came from (never the value). */
 function credentialKey(c: ToolCandidate): string {
@@ -59,8 +77,19 @@ export class McpService {
   /** Set by the drain: no new GET stream opens (it would hold the drain to its limit). */
   draining = false;
 
-  constructor(holder: GenerationHolder, logger: Logger, metrics: Metrics, settings: McpConfig, clientVersion: string) {
+  /** The replicas' shared records (a redis governance store): a session opened on one is known to every one. */
+  readonly #shared: SharedRecords | null;
+
+  constructor(
+    holder: GenerationHolder,
+    logger: Logger,
+    metrics: Metrics,
+    settings: McpConfig,
+    clientVersion: string,
+    shared: SharedRecords | null = null,
+  ) {
     this.#holder = holder;
+    this.#shared = shared;
     this.#logger = logger;
     this.#clientVersion = clientVersion;
     this.#recheckMs = settings.catalog_recheck_ms;
@@ -136,6 +165,82 @@ export class McpService {
     // Only the serving generation's view is kept: a request of an older one builds its own.
     if (!this.#holder.ready || this.#holder.current() === gen) this.#view = built;
     return built;
+  }
+
+  /**
+   * Opens a client session, and, with shared records, records it for the other replicas (who
+   * opened it, and its version), so that a load balancer without stickiness does not end it.
+   */
+  openSession(principal: Principal, version: McpProtocolVersion, clientName: string | null): ClientSession {
+    const session = this.sessions.open(principal, version, clientName);
+    this.#share(session);
+    return session;
+  }
+
+  /**
+   * The caller's session with this id: this replica's, or one another replica opened (from
+   * the shared records; a promise only then). Another key's session is not found.
+   */
+  findSession(id: string, principal: Principal): ClientSession | undefined | Promise<ClientSession | undefined> {
+    const local = this.sessions.find(id, principal);
+    const shared = this.#shared;
+    if (local !== undefined) {
+      if (shared === null || Date.now() - local.sharedAtMs <= Math.min(this.sessions.ttlMs / 4, SHARED_CHECK_MS)) return local;
+      // Now and then a held session is checked against the shared record: ended on another
+      // replica (DELETE), it ends here too; alive, its record's TTL is renewed.
+      return shared.get(sessionRecordKey(id)).then(
+        (text) => {
+          if (text !== null) {
+            this.#share(local);
+            return local;
+          }
+          this.sessions.close(local);
+          return undefined;
+        },
+        () => local,
+      );
+    }
+    if (shared === null || !SESSION_ID.test(id)) return undefined;
+    return shared.get(sessionRecordKey(id)).then(
+      (text) => this.#adopt(id, text, principal),
+      // The store's own policy has counted the failure; a session it cannot confirm is unknown.
+      () => undefined,
+    );
+  }
+
+  /** Ends a session here and for every replica. */
+  endSession(session: ClientSession): void {
+    this.sessions.close(session);
+    void this.#shared?.delete(sessionRecordKey(session.id)).catch(() => undefined);
+  }
+
+  #share(session: ClientSession): void {
+    if (this.#shared === null) return;
+    session.sharedAtMs = Date.now();
+    const record = JSON.stringify({ key: session.principal.keyId, team: session.principal.team, version: session.protocolVersion });
+    void this.#shared.set(sessionRecordKey(session.id), record, this.sessions.ttlMs).catch(() => undefined);
+  }
+
+  #adopt(id: string, text: string | null, principal: Principal): ClientSession | undefined {
+    if (text === null) return undefined;
+    let record: { key?: unknown; version?: unknown };
+    try {
+      record = JSON.parse(text) as typeof record;
+    } catch {
+      return undefined;
+    }
+    const version = MCP_PROTOCOL_VERSIONS.find((v) => v === record.version);
+    if (record.key !== principal.keyId || version === undefined) return undefined;
+    // Another request of the session may have adopted it meanwhile.
+    const known = this.sessions.find(id, principal);
+    if (known !== undefined) return known;
+    const session = this.sessions.open(principal, version, null, id);
+    session.sharedAtMs = Date.now();
+    if (this.#holder.ready) {
+      const gen = this.#holder.current();
+      session.toldDigest = listingFor(this.view(gen), policyOf(gen), principal).digest;
+    }
+    return session;
   }
 
   /** The MCP client of a configured server, if it is configured in the serving generation. */

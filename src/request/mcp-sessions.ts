@@ -22,6 +22,8 @@ export interface ClientSession {
   stream: ServerResponse | null;
   /** The last SSE event id sent on its GET streams. */
   eventSeq: number;
+  /** When its shared record (other replicas) was last written; 0 = never. */
+  sharedAtMs: number;
   /** The digest of the tool list the session was last given (initialize, tools/list, a list_changed): a change is announced once. */
   toldDigest: string | null;
 }
@@ -57,12 +59,16 @@ export class ClientSessions {
     return this.#sessions.size;
   }
 
-  open(principal: Principal, protocolVersion: McpProtocolVersion, clientName: string | null): ClientSession {
+  get ttlMs(): number {
+    return this.#limits.ttlMs;
+  }
+
+  open(principal: Principal, protocolVersion: McpProtocolVersion, clientName: string | null, id: string = randomUUID()): ClientSession {
     this.#evict();
     if (this.#sessions.size >= this.#limits.maxEntries) this.#dropIdlest();
     const now = this.#now();
     const session: ClientSession = {
-      id: randomUUID(),
+      id,
       principal,
       protocolVersion,
       clientName,
@@ -71,6 +77,7 @@ export class ClientSessions {
       bindings: new Map(),
       stream: null,
       eventSeq: 0,
+      sharedAtMs: 0,
       toldDigest: null,
     };
     this.#sessions.set(session.id, session);

@@ -229,7 +229,8 @@ async function buildServices(
     tracing: await startTracing(gen, options),
     accessLog: new AccessLog({ level: logger.level, destination: options.logDestination, flushMs: 200 }),
     random: options.random ?? randomSource(options.env ?? process.env, logger),
-    mcp: new McpService(holder, logger, metrics, config.mcp, options.version ?? 'dev'),
+    // Sessions shared by the replicas of a redis store, so that any of them serves a session.
+    mcp: new McpService(holder, logger, metrics, config.mcp, options.version ?? 'dev', governance.sharedRecords),
   };
 }
 
