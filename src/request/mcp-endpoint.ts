@@ -219,6 +219,11 @@ async function onMessage(svc: Services, x: Exchange, caller: Caller, body: Buffe
 
 async function dispatch(svc: Services, x: Exchange, caller: Caller, session: ClientSession, message: ClientMessage): Promise<void> {
   if (message.kind !== 'request') {
+    // A client that gives up on a call says so: the call in flight is aborted upstream too.
+    if (message.kind === 'notification' && message.method === 'notifications/cancelled') {
+      const requestId = message.params.requestId;
+      if (typeof requestId === 'string' || typeof requestId === 'number') session.inflight.get(requestId)?.abort();
+    }
     // notifications/initialized, notifications/cancelled, a response to nothing we asked: accepted.
     x.res.writeHead(202, { 'content-length': 0, 'mcp-session-id': session.id });
     x.res.end();
@@ -302,7 +307,17 @@ async function call(
     },
   };
   if (streamed) startSse(res, session.id);
-  await callTool(svc, x, caller.gen, caller.principal, session, id, params, reply, controller.signal);
+  session.inflight.set(id, controller);
+  try {
+    await callTool(svc, x, caller.gen, caller.principal, session, id, params, reply, controller.signal);
+  } finally {
+    if (session.inflight.get(id) === controller) session.inflight.delete(id);
+  }
+  if (controller.signal.aborted && !res.writableEnded && !reply.gone) {
+    // Cancelled by the client: the specification wants no answer, but the POST must end.
+    reply.answer(errorText(id, gatewayError('invalid_request', 'the client cancelled the call')));
+    return;
+  }
   if (!res.writableEnded && !reply.gone) {
     reply.answer(errorText(id, gatewayError('internal_error', 'the call ended without an answer')));
   }

@@ -22,7 +22,7 @@ export const UPSTREAM_FAILED = -32002;
 /** One message a client posted: a request (with an id), a notification, or a response to a server request. */
 export type ClientMessage =
   | { readonly kind: 'request'; readonly id: JsonRpcId; readonly method: string; readonly params: Record<string, unknown> }
-  | { readonly kind: 'notification'; readonly method: string }
+  | { readonly kind: 'notification'; readonly method: string; readonly params: Record<string, unknown> }
   | { readonly kind: 'response' };
 
 /** The body as a JSON-RPC message, or the error to answer it with (and the id, when one could be read). */
@@ -58,7 +58,7 @@ export function readClientMessage(
   if (m.params !== undefined && (m.params === null || typeof m.params !== 'object' || Array.isArray(m.params)))
     return invalid('params must be an object', id);
   const params = (m.params ?? {}) as Record<string, unknown>;
-  if (!('id' in m)) return { ok: true, message: { kind: 'notification', method: m.method } };
+  if (!('id' in m)) return { ok: true, message: { kind: 'notification', method: m.method, params } };
   if (id === null) return invalid('id must be a string or a number', null);
   return { ok: true, message: { kind: 'request', id, method: m.method, params } };
 }

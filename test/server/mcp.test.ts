@@ -172,6 +172,19 @@ describe('the MCP endpoint', () => {
     );
   });
 
+  it('cancels upstream a call the client cancels (notifications/cancelled)', async () => {
+    const { client } = await connect();
+    const ran = alpha.mcpStats().calls.slow ?? 0;
+    const controller = new AbortController();
+    const pending = client.callTool({ name: 'slow', arguments: { ms: 20_000 } }, undefined, { signal: controller.signal });
+    await waitUntil(() => (alpha.mcpStats().calls.slow ?? 0) > ran, 'the slow tool is running');
+    controller.abort();
+    await assert.rejects(pending);
+    const line = await gw.waitForLog((l) => l.mcp_method === 'tools/call' && l.tool === 'slow' && l.reason === 'client_closed');
+    assert.equal(line.provider, 'alpha');
+    assert.equal(text(await client.callTool({ name: 'echo', arguments: { text: 'after' } })), '[alpha] after', 'the session goes on');
+  });
+
   it('never sends the caller s key upstream: a server sees only its own configured credential', async () => {
     const { client } = await connect(KEY_B);
     await client.callTool({ name: 'echo', arguments: { text: 'x' } });
