@@ -4,8 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type ConfigResult, crossReferenceIssues, formatIssue, parseConfigText } from '../../src/config/index.js';
-import { buildGeneration, type Generation } from '../../src/live/index.js';
-import { PoolRegistry } from '../../src/providers/index.js';
+import { build, problems } from '../support/config-check.js';
 
 // Types bedrock and vertex in the config: what each needs, what only it may carry, the
 // addresses they default to, and what is checked when a generation is built (the secrets,
@@ -13,19 +12,6 @@ import { PoolRegistry } from '../../src/providers/index.js';
 
 function parse(providers: Record<string, unknown>, candidates: unknown[] = [{ provider: Object.keys(providers)[0] }]): ConfigResult {
   return parseConfigText(JSON.stringify({ server: { listen: '127.0.0.1:0' }, providers, routing: { routes: { m: { candidates } } } }));
-}
-
-function problems(result: ConfigResult): string[] {
-  assert.equal(result.ok, false, 'expected the config to be refused');
-  return (result as Extract<ConfigResult, { ok: false }>).issues.map(formatIssue);
-}
-
-const pools = new PoolRegistry();
-
-function build(result: ConfigResult, env: NodeJS.ProcessEnv = {}): { gen: Generation | null; issues: string[] } {
-  assert.ok(result.ok, JSON.stringify(result));
-  const built = buildGeneration({ config: result.config, sourceHash: 'x', number: 1, env, poolFor: (s) => pools.acquire(s) });
-  return built.ok ? { gen: built.generation, issues: [] } : { gen: null, issues: built.issues.map((i) => `${i.path}: ${i.message}`) };
 }
 
 const keys = { access_key_id: { env: 'AK' }, secret_access_key: { env: 'SK' } };

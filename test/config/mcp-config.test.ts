@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type ConfigResult, crossReferenceIssues, formatIssue, parseConfigText } from '../../src/config/index.js';
-import { buildGeneration, type Generation } from '../../src/live/index.js';
-import { PoolRegistry } from '../../src/providers/index.js';
+import { build, problems } from '../support/config-check.js';
 
 // MCP servers as providers (type: mcp) and the tool routes of /mcp in the config: what a
 // server may carry, what routing.tools and routing.tools_from take, the names they expose,
@@ -12,19 +11,6 @@ const server = { type: 'mcp', base_url: 'http://127.0.0.1:9/mcp' };
 
 function parse(doc: Record<string, unknown>): ConfigResult {
   return parseConfigText(JSON.stringify({ server: { listen: '127.0.0.1:0' }, ...doc }));
-}
-
-function problems(result: ConfigResult): string[] {
-  assert.equal(result.ok, false, 'expected the config to be refused');
-  return (result as Extract<ConfigResult, { ok: false }>).issues.map(formatIssue);
-}
-
-const pools = new PoolRegistry();
-
-function build(result: ConfigResult, env: NodeJS.ProcessEnv = {}): { gen: Generation | null; issues: string[] } {
-  assert.ok(result.ok, JSON.stringify(result));
-  const built = buildGeneration({ config: result.config, sourceHash: 'x', number: 1, env, poolFor: (s) => pools.acquire(s) });
-  return built.ok ? { gen: built.generation, issues: [] } : { gen: null, issues: built.issues.map((i) => `${i.path}: ${i.message}`) };
 }
 
 describe('providers of type: mcp', () => {

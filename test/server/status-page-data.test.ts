@@ -8,6 +8,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { StatusPageFiles } from '../../src/server/status-page.js';
 import { baseConfig } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
+import { catalogsListed, twoServerConfig } from '../support/mcp.js';
 import { waitUntil } from '../support/observe.js';
 import { candidate, envelope } from '../support/overlay.js';
 import { overlayConfig } from '../support/overlay-gateway.js';
@@ -167,25 +168,9 @@ describe('status page data for the /mcp tools', () => {
       r.startMock({ name: 'alpha', protocol: 'mcp', apiKey: upstreamKey }),
       r.startMock({ name: 'bravo', protocol: 'mcp', mcpResponse: 'json' }),
     ]);
-    const config = {
-      server: { listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', drain_timeout_ms: 2000 },
-      log: { level: 'info', access: false },
-      providers: {
-        alpha: { type: 'mcp', base_url: `${alpha.origin}/mcp`, api_key: { env: 'PAGE_MCP_KEY' }, timeout_ms: 2000 },
-        bravo: { type: 'mcp', base_url: `${bravo.origin}/mcp`, timeout_ms: 2000 },
-      },
-      routing: {
-        routes: {},
-        tools: {
-          echo: { policy: 'ordered', candidates: [{ provider: 'alpha' }, { provider: 'bravo' }] },
-          weather: { candidates: [{ provider: 'bravo' }] },
-        },
-        tools_from: [{ provider: 'alpha', prefix: 'a_' }],
-      },
-      mcp: { catalog_recheck_ms: 0, list_changed_debounce_ms: 20 },
-    };
+    const config = twoServerConfig(alpha, bravo, { api_key: { env: 'PAGE_MCP_KEY' } });
     const gw = await r.startGw(config, { env: { PAGE_MCP_KEY: upstreamKey } });
-    await waitUntil(() => gw.logs().filter((l) => l.msg === 'MCP server catalog listed').length >= 2, 'both catalogs are listed');
+    await catalogsListed(gw, 2);
     const pageData = async (): Promise<{ text: string; d: ToolPageData }> => {
       const text = await (await fetch(`${gw.adminUrl}/admin/status/page-data`)).text();
       return { text, d: JSON.parse(text) as ToolPageData };

@@ -9,7 +9,7 @@ import { adminReload } from '../support/admin.js';
 import { browserMissing, launchBrowser, openPage, screenshot } from '../support/browser.js';
 import { baseConfig } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
-import { waitUntil } from '../support/observe.js';
+import { catalogsListed, twoServerConfig } from '../support/mcp.js';
 import { candidate, envelope } from '../support/overlay.js';
 import { overlayConfig, revisionOf, writeByRename } from '../support/overlay-gateway.js';
 import { fileResources } from '../support/resources.js';
@@ -229,24 +229,8 @@ describe('the status page in a browser', { skip: missing ?? false }, () => {
       r.startMock({ name: 'alpha', protocol: 'mcp' }),
       r.startMock({ name: 'bravo', protocol: 'mcp', mcpResponse: 'json' }),
     ]);
-    const gw = await r.startGw({
-      server: { listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', drain_timeout_ms: 2000 },
-      log: { level: 'info', access: false },
-      providers: {
-        alpha: { type: 'mcp', base_url: `${alpha.origin}/mcp`, timeout_ms: 2000 },
-        bravo: { type: 'mcp', base_url: `${bravo.origin}/mcp`, timeout_ms: 2000 },
-      },
-      routing: {
-        routes: {},
-        tools: {
-          echo: { policy: 'ordered', candidates: [{ provider: 'alpha' }, { provider: 'bravo' }] },
-          weather: { candidates: [{ provider: 'bravo' }] },
-        },
-        tools_from: [{ provider: 'alpha', prefix: 'a_' }],
-      },
-      mcp: { catalog_recheck_ms: 0, list_changed_debounce_ms: 20 },
-    });
-    await waitUntil(() => gw.logs().filter((l) => l.msg === 'MCP server catalog listed').length >= 2, 'both catalogs are listed');
+    const gw = await r.startGw(twoServerConfig(alpha, bravo));
+    await catalogsListed(gw, 2);
     const client = new Client({ name: 'status-page-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', gw.url)));
     try {
