@@ -1,6 +1,7 @@
 import type { Scenario } from '../lib/scenario.js';
 import { governanceOverhead } from './governance-overhead.js';
 import { largeConfigReload } from './large-config-reload.js';
+import { mcp } from './mcp.js';
 import { overlayApplyLatency } from './overlay-apply-latency.js';
 import { overlayScale } from './overlay-scale.js';
 import { proxyOverhead } from './proxy-overhead.js';
@@ -18,4 +19,5 @@ export const scenarios: readonly Scenario[] = [
   governanceOverhead,
   publisher,
   translation,
+  mcp,
 ];

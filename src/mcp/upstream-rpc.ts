@@ -22,8 +22,10 @@ export interface RpcRoute {
   readonly path: string;
   readonly headers: Record<string, string>;
   readonly timeoutMs: number;
-  /** The upstream's lifetime and the caller's, together. */
+  /** The caller's signal (or the upstream's lifetime when the caller has none). */
   readonly signal: AbortSignal;
+  /** The upstream's lifetime, when `signal` is the caller's: either one ends the request. */
+  readonly stopSignal?: AbortSignal;
   /** Removes anything secret from a text the server sent, before it goes in a detail. */
   readonly redact: (text: string) => string;
 }
@@ -56,7 +58,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 /** Sends a notification or a response to the server: its answer is a 202 with no body. */
 export async function sendMessage(route: RpcRoute, message: Record<string, unknown>): Promise<RpcAnswer> {
-  const end = await exchange({ pool: route.pool, call: post(route, message), signal: route.signal }).done;
+  const end = await exchange({ pool: route.pool, call: post(route, message), signal: route.signal, stopSignal: route.stopSignal }).done;
   if (end.kind === 'failed') return { kind: 'failed', reason: end.reason, reached: end.reason !== 'refused', detail: end.detail };
   if (end.head.status === 202 || end.head.status === 200) return { kind: 'accepted', head: end.head };
   return statusAnswer(route, end.head, end.body);
@@ -100,7 +102,7 @@ export async function sendRequest(
 
   let call: UpstreamCall = post(route, { jsonrpc: '2.0', id, method, params });
   for (let resume = 0; ; resume += 1) {
-    const ongoing = exchange({ pool: route.pool, call, signal: route.signal, onHead, onEvent, onRetry });
+    const ongoing = exchange({ pool: route.pool, call, signal: route.signal, stopSignal: route.stopSignal, onHead, onEvent, onRetry });
     const end = await Promise.race([ongoing.done, respondedNow]);
     if (got.unreadable !== null) {
       ongoing.cancel();

@@ -360,8 +360,9 @@ export class McpUpstream {
   }
 
   #route(settings: McpUpstreamSettings, session: UpstreamSession | null, signal?: AbortSignal, withLifetime = true): RpcRoute {
-    const signals = [...(withLifetime ? [this.#lifetime.signal] : []), ...(signal === undefined ? [] : [signal])];
-    return routeOf(settings, session, signals.length === 1 ? (signals[0] as AbortSignal) : AbortSignal.any(signals));
+    if (signal === undefined) return routeOf(settings, session, this.#lifetime.signal);
+    const route = routeOf(settings, session, signal);
+    return withLifetime ? { ...route, stopSignal: this.#lifetime.signal } : route;
   }
 
   #emit(event: UpstreamEvent): void {

@@ -41,6 +41,8 @@ export interface McpHandlers {
 }
 
 const SUPPORTED: ReadonlySet<string> = new Set(MCP_PROTOCOL_VERSIONS);
+const CLIENT_LEFT = new Error('the client closed the connection');
+const STOPPED = new Error('the gateway stopped the call');
 /** How often an idle GET stream gets a comment, so that proxies and load balancers keep it open. */
 const KEEP_ALIVE_MS = 25_000;
 
@@ -222,7 +224,7 @@ async function dispatch(svc: Services, x: Exchange, caller: Caller, session: Cli
     // A client that gives up on a call says so: the call in flight is aborted upstream too.
     if (message.kind === 'notification' && message.method === 'notifications/cancelled') {
       const requestId = message.params.requestId;
-      if (typeof requestId === 'string' || typeof requestId === 'number') session.inflight.get(requestId)?.abort();
+      if (typeof requestId === 'string' || typeof requestId === 'number') session.inflight.get(requestId)?.abort(CLIENT_LEFT);
     }
     // notifications/initialized, notifications/cancelled, a response to nothing we asked: accepted.
     x.res.writeHead(202, { 'content-length': 0, 'mcp-session-id': session.id });
@@ -281,8 +283,12 @@ async function call(
   const meta = params._meta as Record<string, unknown> | undefined;
   const streamed = meta !== null && typeof meta === 'object' && meta.progressToken !== undefined;
   const controller = new AbortController();
-  x.running.clientClosed = () => controller.abort();
-  x.running.stopAttempt = () => controller.abort();
+  // The listener calls clientClosed when every response closes: only one that closed before
+  // its answer is a client leaving. A reason of our own spares a DOMException per abort.
+  x.running.clientClosed = () => {
+    if (!res.writableEnded) controller.abort(CLIENT_LEFT);
+  };
+  x.running.stopAttempt = () => controller.abort(STOPPED);
   x.stream = streamed;
   let gone = false;
   res.once('close', () => {
