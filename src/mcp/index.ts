@@ -8,6 +8,7 @@
  * protocol pieces know nothing of generations, governance or the listeners.
  */
 
+export { Stop, type StopSignal } from './stop.js';
 export {
   type CallFailureReason,
   type CallOutcome,

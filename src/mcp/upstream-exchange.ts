@@ -1,6 +1,7 @@
 import { TextDecoder } from 'node:util';
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
 import type { ProviderPool, UpstreamCall } from '../providers/index.js';
+import type { StopSignal } from './stop.js';
 
 // One HTTP exchange with an MCP server over its provider's pool, through undici's raw
 // handler protocol (no stream or fetch Response per message). An event-stream answer is
@@ -55,12 +56,12 @@ export interface ExchangeSpec {
   /** With `timeoutMs` 0 (a standing stream) the pool bounds nothing; `headersTimeoutMs` bounds the headers. */
   readonly call: UpstreamCall;
   readonly headersTimeoutMs?: number;
-  readonly signal: AbortSignal;
+  readonly signal: StopSignal;
   /**
    * A second signal that ends it too (the upstream's lifetime, beside the caller's): listened
    * to as it is, rather than joined with AbortSignal.any, which costs a signal per call.
    */
-  readonly stopSignal?: AbortSignal;
+  readonly stopSignal?: StopSignal;
   readonly onHead?: (head: AnswerHead) => void;
   readonly onEvent?: (event: EventSourceMessage) => void;
   readonly onRetry?: (retryMs: number) => void;
@@ -86,17 +87,26 @@ export function exchange(spec: ExchangeSpec): Exchange {
   const done = new Promise<ExchangeEnd>((resolve) => {
     settle = resolve;
   });
-  const handler = new ExchangeHandler(spec, (end) => settle(end));
+  const cancel = startExchange(spec, (end) => settle(end));
+  return { done, cancel };
+}
+
+/**
+ * The same, with its end handed to `settle` (once) rather than a promise: for a caller that
+ * waits on the end or on something sooner with one promise of its own. Returns `cancel`.
+ */
+export function startExchange(spec: ExchangeSpec, settle: (end: ExchangeEnd) => void): () => void {
+  const handler = new ExchangeHandler(spec, settle);
   if (spec.signal.aborted || spec.stopSignal?.aborted === true) {
     handler.stop(new ExchangeCancelled('aborted', 'aborted before it was sent'));
-    return { done, cancel: () => undefined };
+    return () => undefined;
   }
   try {
     spec.pool.dispatch(spec.call, handler);
   } catch (err) {
     handler.onError(err instanceof Error ? err : new Error(String(err)));
   }
-  return { done, cancel: () => handler.stop(new ExchangeCancelled('aborted', 'cancelled')) };
+  return () => handler.stop(new ExchangeCancelled('aborted', 'cancelled'));
 }
 
 class ExchangeHandler implements RawHandler {

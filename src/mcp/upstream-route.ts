@@ -1,4 +1,5 @@
 import type { Credential, ProviderPool } from '../providers/index.js';
+import type { StopSignal } from './stop.js';
 import type { RpcRoute } from './upstream-rpc.js';
 import type { UpstreamSession } from './upstream-session.js';
 
@@ -27,7 +28,7 @@ const PROTOCOL_HEADERS = new Set([
   'mcp-session-id',
 ]);
 
-export function routeOf(settings: RouteSettings, session: UpstreamSession | null, signal: AbortSignal): RpcRoute {
+export function routeOf(settings: RouteSettings, session: UpstreamSession | null, signal: StopSignal): RpcRoute {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(settings.headers)) {
     if (!PROTOCOL_HEADERS.has(name.toLowerCase())) headers[name.toLowerCase()] = value;

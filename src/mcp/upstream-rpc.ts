@@ -1,7 +1,8 @@
 import type { EventSourceMessage } from 'eventsource-parser';
 import type { ProviderPool, UpstreamCall } from '../providers/index.js';
+import type { StopSignal } from './stop.js';
 import type { CallFailureReason, CallOutcome, JsonRpcError, JsonRpcId, JsonRpcNotification } from './types.js';
-import { type AnswerHead, type ExchangeEnd, exchange } from './upstream-exchange.js';
+import { type AnswerHead, type ExchangeEnd, exchange, startExchange } from './upstream-exchange.js';
 
 // One JSON-RPC message to an MCP server over Streamable HTTP, and its answer. A request's
 // answer is one JSON body or an event stream: the server's notifications and requests,
@@ -23,9 +24,9 @@ export interface RpcRoute {
   readonly headers: Record<string, string>;
   readonly timeoutMs: number;
   /** The caller's signal (or the upstream's lifetime when the caller has none). */
-  readonly signal: AbortSignal;
+  readonly signal: StopSignal;
   /** The upstream's lifetime, when `signal` is the caller's: either one ends the request. */
-  readonly stopSignal?: AbortSignal;
+  readonly stopSignal?: StopSignal;
   /** Removes anything secret from a text the server sent, before it goes in a detail. */
   readonly redact: (text: string) => string;
 }
@@ -81,9 +82,6 @@ export async function sendRequest(
     retryMs: number | null;
   } = { response: null, unreadable: null, head: null, lastEventId: null, retryMs: null };
   let responded: () => void = () => undefined;
-  const respondedNow = new Promise<null>((resolve) => {
-    responded = () => resolve(null);
-  });
   const onEvent = (event: EventSourceMessage): void => {
     if (event.id !== undefined && event.id !== '') got.lastEventId = event.id;
     if (got.response !== null || got.unreadable !== null || event.data === '') return;
@@ -102,15 +100,28 @@ export async function sendRequest(
 
   let call: UpstreamCall = post(route, { jsonrpc: '2.0', id, method, params });
   for (let resume = 0; ; resume += 1) {
-    const ongoing = exchange({ pool: route.pool, call, signal: route.signal, stopSignal: route.stopSignal, onHead, onEvent, onRetry });
-    const end = await Promise.race([ongoing.done, respondedNow]);
+    // One promise per exchange: it settles at the exchange's end, or sooner when an event
+    // stream has delivered the response (its end is then not awaited, and cut if it lingers).
+    const step: { ended: boolean; cut: NodeJS.Timeout | null } = { ended: false, cut: null };
+    let cancel: () => void = () => undefined;
+    const end = await new Promise<ExchangeEnd | null>((resolve) => {
+      responded = () => resolve(null);
+      const spec = { pool: route.pool, call, signal: route.signal, stopSignal: route.stopSignal, onHead, onEvent, onRetry };
+      cancel = startExchange(spec, (ended) => {
+        step.ended = true;
+        if (step.cut !== null) clearTimeout(step.cut);
+        resolve(ended);
+      });
+    });
     if (got.unreadable !== null) {
-      ongoing.cancel();
+      cancel();
       return { kind: 'failed', reason: 'malformed', reached: true, detail: got.unreadable };
     }
     if (got.response !== null && got.head !== null) {
-      // The answer is in; the stream's end is not awaited, and cut if it lingers.
-      if (end === null) cutLater(ongoing);
+      if (end === null && !step.ended) {
+        step.cut = setTimeout(cancel, AFTER_RESPONSE_GRACE_MS);
+        step.cut.unref();
+      }
       return { kind: 'response', response: got.response, head: got.head };
     }
     const settled = end as ExchangeEnd;
@@ -190,14 +201,8 @@ export function get(route: RpcRoute): UpstreamCall {
   };
 }
 
-function cutLater(ongoing: { done: Promise<ExchangeEnd>; cancel(): void }): void {
-  const timer = setTimeout(() => ongoing.cancel(), AFTER_RESPONSE_GRACE_MS);
-  timer.unref();
-  void ongoing.done.then(() => clearTimeout(timer));
-}
-
 /** Waits, or less if the signal aborts; false when it aborted. */
-export function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+export function pause(ms: number, signal: StopSignal): Promise<boolean> {
   if (signal.aborted) return Promise.resolve(false);
   return new Promise((resolve) => {
     const onAbort = (): void => {

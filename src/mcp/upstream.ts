@@ -1,4 +1,5 @@
 import type { Credential, ProviderPool } from '../providers/index.js';
+import { Stop, type StopSignal } from './stop.js';
 import type { CallOutcome, JsonRpcNotification, ToolCatalog } from './types.js';
 import { catalogOf, listTools, sameTools } from './upstream-catalog.js';
 import { exchange } from './upstream-exchange.js';
@@ -50,7 +51,7 @@ export interface UpstreamCallRequest {
   readonly method: string;
   /** Sent as given. */
   readonly params: Record<string, unknown>;
-  readonly signal?: AbortSignal;
+  readonly signal?: StopSignal;
   /** The server's notifications on this call's stream, in order, before the outcome. */
   readonly onNotification?: (n: JsonRpcNotification) => void;
 }
@@ -60,7 +61,7 @@ const MAX_RETRY_MS = 30_000;
 const MAX_DELETE_MS = 2000;
 
 interface RequestOptions {
-  readonly signal?: AbortSignal;
+  readonly signal?: StopSignal;
   readonly onNotification?: (n: JsonRpcNotification) => void;
   /** After a re-initialization, list the tools again (not when the request is a listing). */
   readonly relistAfterReinit: boolean;
@@ -70,7 +71,7 @@ export class McpUpstream {
   #settings: McpUpstreamSettings;
   readonly #onEvent: (e: UpstreamEvent) => void;
   readonly #now: () => number;
-  readonly #lifetime = new AbortController();
+  readonly #lifetime = new Stop();
   #session: UpstreamSession | null = null;
   #establishing: Promise<SessionStart> | null = null;
   /** Bumped when the settings that identify a session change: an initialize begun before is stale. */
@@ -85,6 +86,7 @@ export class McpUpstream {
   #recheckTimer: NodeJS.Timeout | null = null;
   #failures = 0;
   #nextId = 1;
+  #lastRoute: { settings: McpUpstreamSettings; session: UpstreamSession | null; route: RpcRoute } | null = null;
   #started = false;
   #stopped = false;
 
@@ -205,7 +207,9 @@ export class McpUpstream {
   /** Sends a request in the current session, initializing one first when there is none. */
   async #request(method: string, params: Record<string, unknown>, options: RequestOptions): Promise<RpcAnswer> {
     if (this.#stopped) return { kind: 'failed', reason: 'session', reached: false, detail: 'the upstream is stopped' };
-    let start = await this.#sessionWithin(this.#settings.timeoutMs, options.signal);
+    // Almost always the session is there: no wait is set up for it.
+    let start: SessionStart =
+      this.#session !== null ? { ok: true, session: this.#session } : await this.#sessionWithin(this.#settings.timeoutMs, options.signal);
     if (!start.ok && options.signal?.aborted === true) {
       return { kind: 'failed', reason: 'aborted', reached: false, detail: 'aborted before the session was ready' };
     }
@@ -231,11 +235,14 @@ export class McpUpstream {
   }
 
   /** The session, initializing one if needed, within `ms` (or the caller's abort). */
-  async #sessionWithin(ms: number, signal?: AbortSignal): Promise<SessionStart> {
+  async #sessionWithin(ms: number, signal?: StopSignal): Promise<SessionStart> {
     if (this.#session !== null) return { ok: true, session: this.#session };
-    const waiting = new AbortController();
-    const stopWaiting = AbortSignal.any(signal === undefined ? [waiting.signal] : [waiting.signal, signal]);
-    const timedOut = pause(ms, stopWaiting).then(
+    // The wait ends at the session, the time limit or the caller's stop, whichever is first.
+    const waiting = new Stop();
+    const stopWaiting = (): void => waiting.abort();
+    signal?.addEventListener('abort', stopWaiting, { once: true });
+    if (signal?.aborted === true) waiting.abort();
+    const timedOut = pause(ms, waiting).then(
       (elapsed): SessionStart => ({
         ok: false,
         reason: 'session',
@@ -243,6 +250,7 @@ export class McpUpstream {
       }),
     );
     const result = await Promise.race([this.#ensureSession(), timedOut]);
+    signal?.removeEventListener('abort', stopWaiting);
     waiting.abort();
     return result;
   }
@@ -359,10 +367,16 @@ export class McpUpstream {
     await exchange({ pool: route.pool, call, signal: route.signal }).done;
   }
 
-  #route(settings: McpUpstreamSettings, session: UpstreamSession | null, signal?: AbortSignal, withLifetime = true): RpcRoute {
-    if (signal === undefined) return routeOf(settings, session, this.#lifetime.signal);
-    const route = routeOf(settings, session, signal);
-    return withLifetime ? { ...route, stopSignal: this.#lifetime.signal } : route;
+  #route(settings: McpUpstreamSettings, session: UpstreamSession | null, signal?: StopSignal, withLifetime = true): RpcRoute {
+    // Settings and sessions are replaced, never changed: the headers built for a pair hold
+    // until either is, so a call does not build them again.
+    let base = this.#lastRoute;
+    if (base === null || base.settings !== settings || base.session !== session) {
+      base = { settings, session, route: routeOf(settings, session, this.#lifetime.signal) };
+      this.#lastRoute = base;
+    }
+    if (signal === undefined) return base.route;
+    return withLifetime ? { ...base.route, signal, stopSignal: this.#lifetime.signal } : { ...base.route, signal };
   }
 
   #emit(event: UpstreamEvent): void {

@@ -1,7 +1,7 @@
 import type { ErrorCode } from '../errors.js';
 import * as governance from '../governance/index.js';
 import type { Generation, ToolCandidate } from '../live/index.js';
-import type { CallOutcome, JsonRpcError, JsonRpcId, JsonRpcNotification } from '../mcp/index.js';
+import type { CallOutcome, JsonRpcError, JsonRpcId, JsonRpcNotification, StopSignal } from '../mcp/index.js';
 import { select } from '../routing/index.js';
 import type { Span } from '../telemetry/index.js';
 import type { Exchange, ToolCallRecord } from './exchange.js';
@@ -43,7 +43,7 @@ export async function callTool(
   id: JsonRpcId,
   params: Record<string, unknown>,
   reply: CallReply,
-  signal: AbortSignal,
+  signal: StopSignal,
 ): Promise<void> {
   const name = params.name;
   if (typeof name !== 'string' || name === '') {
@@ -141,7 +141,7 @@ async function runChain(
   id: JsonRpcId,
   params: Record<string, unknown>,
   reply: CallReply,
-  signal: AbortSignal,
+  signal: StopSignal,
   span: Span | null,
 ): Promise<boolean> {
   const { breakers } = svc;

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { SwitchyardError } from '../errors.js';
 import type { Generation } from '../live/index.js';
-import { type JsonRpcId, LATEST_MCP_PROTOCOL_VERSION, MCP_PROTOCOL_VERSIONS, type McpProtocolVersion } from '../mcp/index.js';
+import { type JsonRpcId, LATEST_MCP_PROTOCOL_VERSION, MCP_PROTOCOL_VERSIONS, type McpProtocolVersion, Stop } from '../mcp/index.js';
 import { admitCaller } from './admission.js';
 import { readBodyThen } from './body.js';
 import type { Caller, Exchange } from './exchange.js';
@@ -282,18 +282,17 @@ async function call(
   const res = x.res;
   const meta = params._meta as Record<string, unknown> | undefined;
   const streamed = meta !== null && typeof meta === 'object' && meta.progressToken !== undefined;
-  const controller = new AbortController();
+  const controller = new Stop();
+  let gone = false;
   // The listener calls clientClosed when every response closes: only one that closed before
-  // its answer is a client leaving. A reason of our own spares a DOMException per abort.
+  // its answer is a client leaving.
   x.running.clientClosed = () => {
-    if (!res.writableEnded) controller.abort(CLIENT_LEFT);
+    if (res.writableEnded) return;
+    gone = true;
+    controller.abort(CLIENT_LEFT);
   };
   x.running.stopAttempt = () => controller.abort(STOPPED);
   x.stream = streamed;
-  let gone = false;
-  res.once('close', () => {
-    gone = !res.writableEnded;
-  });
   const reply: CallReply = {
     get gone() {
       return gone || res.destroyed;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Principal } from '../governance/index.js';
-import type { JsonRpcId, McpProtocolVersion } from '../mcp/index.js';
+import type { JsonRpcId, McpProtocolVersion, Stop } from '../mcp/index.js';
 
 /**
  * One client session of /mcp (`Mcp-Session-Id`): who opened it, the version it speaks, which
@@ -19,7 +19,7 @@ export interface ClientSession {
   /** Exposed tool -> the stable_id of the candidate that served it last. */
   readonly bindings: Map<string, string>;
   /** Its tools/call in flight by JSON-RPC id, for notifications/cancelled. */
-  readonly inflight: Map<JsonRpcId, AbortController>;
+  readonly inflight: Map<JsonRpcId, Stop>;
   /** The open GET stream, if any. */
   stream: ServerResponse | null;
   /** The last SSE event id sent on its GET streams. */
