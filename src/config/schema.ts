@@ -716,6 +716,8 @@ export const keySchema = z
     tpm: limitCount.optional(),
     tokens_per_day: limitCount.optional(),
     budget_usd_per_month: z.number().min(0).optional(),
+    /** Glob patterns over model names, within the team's; absent = the team's. */
+    allowed_models: z.array(z.string().min(1).max(256)).optional(),
     /** Glob patterns over exposed tool names, within the team's; absent = the team's. */
     allowed_tools: z.array(z.string().min(1).max(256)).optional(),
     /** tools/call a UTC day, for this key. */

@@ -9,10 +9,17 @@ export interface KeyRecord {
   /** Lowercase hex SHA-256 of the key; two while a key is rotated. */
   readonly sha256: readonly string[];
   readonly limits: Limits;
+  /** Globs over model names, within the team's; absent = the team's. */
+  readonly allowedModels?: readonly string[];
   /** Globs over exposed tool names, within the team's; absent = the team's. */
   readonly allowedTools?: readonly string[];
   /** Epoch ms; null = never expires. */
   readonly expiresAtMs: number | null;
+  /**
+   * A digest that stops working before the key does (epoch ms), by digest: the old secret
+   * of a key rotated with a grace period. The table needs no rebuild when the grace ends.
+   */
+  readonly digestUntilMs?: Readonly<Record<string, number>>;
 }
 
 /** The keys of one generation, indexed by digest. Built once per generation, then read-only. */
@@ -34,7 +41,7 @@ export function hashKey(presented: string): string {
 }
 
 export function buildKeyTable(records: readonly KeyRecord[]): KeyTable {
-  const byDigest = new Map<string, { record: KeyRecord; principal: Principal }>();
+  const byDigest = new Map<string, KeyEntry>();
   const byId = new Map<string, KeyRecord>();
   for (const record of records) {
     if (byId.has(record.id)) throw new Error(`duplicate key id "${record.id}"`);
@@ -46,7 +53,8 @@ export function buildKeyTable(records: readonly KeyRecord[]): KeyTable {
       const other = byDigest.get(lower);
       if (other !== undefined && other.record.id !== record.id)
         throw new Error(`keys "${other.record.id}" and "${record.id}" share a sha256`);
-      byDigest.set(lower, { record, principal: Object.freeze({ keyId: record.id, team: record.team }) });
+      const untilMs = record.digestUntilMs?.[lower] ?? null;
+      byDigest.set(lower, { record, principal: Object.freeze({ keyId: record.id, team: record.team }), untilMs });
     }
   }
   return { open: records.length === 0, byDigest, byId };
@@ -73,7 +81,7 @@ export function presentedKey(headers: Readonly<Record<string, HeaderValue>>): st
   return null;
 }
 
-type KeyEntry = { readonly record: KeyRecord; readonly principal: Principal };
+type KeyEntry = { readonly record: KeyRecord; readonly principal: Principal; readonly untilMs: number | null };
 
 /**
  * The last key one connection presented and what it resolved to in one key table, so that
@@ -126,6 +134,7 @@ export function authenticate(table: KeyTable, headers: Readonly<Record<string, H
   const entry = lookUp(table, presented, memo);
   if (entry === undefined) return refuse('unauthorized', 'invalid API key');
   const { record } = entry;
+  if (entry.untilMs !== null && nowMs >= entry.untilMs) return refuse('unauthorized', 'invalid API key (it was rotated)');
   if (record.expiresAtMs !== null && nowMs >= record.expiresAtMs) {
     return refuse('key_expired', `API key "${record.id}" expired at ${new Date(record.expiresAtMs).toISOString()}`);
   }

@@ -50,6 +50,8 @@ export interface GovernancePolicy {
   readonly toolScopesByKey: ReadonlyMap<string, readonly Scope[]>;
   /** Each key's own allowed_tools, compiled; a key without one has no entry. */
   readonly keyToolAllows: ReadonlyMap<string, ModelAllowList>;
+  /** Each key's own allowed_models, compiled; a key without one has no entry. */
+  readonly keyModelAllows: ReadonlyMap<string, ModelAllowList>;
 }
 
 export function buildGovernancePolicy(input: PolicyInput): GovernancePolicy {
@@ -69,14 +71,17 @@ export function buildGovernancePolicy(input: PolicyInput): GovernancePolicy {
   }
   const toolScopesByKey = new Map<string, readonly Scope[]>();
   const keyToolAllows = new Map<string, ModelAllowList>();
+  const keyModelAllows = new Map<string, ModelAllowList>();
   for (const k of input.keys) {
-    const team = input.teams.find((t) => t.id === k.team) as TeamRecord;
+    const team = (teams.get(k.team) as CompiledTeam).record;
     toolScopesByKey.set(k.id, Object.freeze([toolScope('team', team.id, team.id, team.limits), toolScope('key', k.id, k.team, k.limits)]));
     if (k.allowedTools !== undefined) keyToolAllows.set(k.id, compileModelAllowList(k.allowedTools));
+    if (k.allowedModels !== undefined) keyModelAllows.set(k.id, compileModelAllowList(k.allowedModels));
   }
   return Object.freeze({
     toolScopesByKey,
     keyToolAllows,
+    keyModelAllows,
     keys: buildKeyTable(input.keys),
     teams,
     defaultMaxTokens: input.defaultMaxTokens,
@@ -102,16 +107,22 @@ export function scopesOf(policy: GovernancePolicy, principal: Principal): readon
   return scopes;
 }
 
-/** `model_not_allowed` when the principal's team may not call `model`; null when it may. */
+/** `model_not_allowed` when the principal's team, or its key, may not call `model`; null when it may. */
 export function checkModel(policy: GovernancePolicy, principal: Principal, model: string): Refusal | null {
   if (principal.team === null) return null;
   const team = policy.teams.get(principal.team);
-  if (team === undefined || team.allows(model)) return null;
+  if (team !== undefined && !team.allows(model)) return modelRefusal('team', principal.team, `team "${principal.team}"`, model);
+  const key = principal.keyId === null ? undefined : policy.keyModelAllows.get(principal.keyId);
+  if (key !== undefined && !key(model)) return modelRefusal('key', principal.keyId as string, `key "${principal.keyId}"`, model);
+  return null;
+}
+
+function modelRefusal(kind: ScopeKind, id: string, who: string, model: string): Refusal {
   return {
     code: 'model_not_allowed',
-    message: `team "${principal.team}" may not use model "${model}"`,
+    message: `${who} may not use model "${model}"`,
     retryAfterS: null,
-    scope: { kind: 'team', id: principal.team },
+    scope: { kind, id },
     limit: null,
     rateLimit: NO_RATE_LIMIT,
   };

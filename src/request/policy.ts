@@ -35,6 +35,7 @@ function policyInput(gen: Generation) {
       budgetMicroUsdPerMonth: microUsd(k.budget_usd_per_month),
       toolCallsPerDay: k.tool_calls_per_day,
     },
+    allowedModels: k.allowed_models,
     allowedTools: k.allowed_tools,
     expiresAtMs: k.expires_at === undefined ? null : Date.parse(k.expires_at),
   }));

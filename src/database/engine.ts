@@ -1,0 +1,72 @@
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import pg from 'pg';
+import type { Tables } from './tables.js';
+
+// One query layer over two engines: SQLite (embedded, one replica) and Postgres (shared by
+// replicas). Kysely speaks both; what differs (LISTEN/NOTIFY, partitions) is asked of
+// `engine` where it is used.
+
+export type Engine = 'sqlite' | 'postgres';
+
+export interface DatabaseSettings {
+  /** `sqlite:<path>` or `postgres://user@host:port/db` (no password in it). */
+  readonly url: string;
+  /** Resolved from its secret reference; never logged. */
+  readonly password?: string;
+  /** Postgres TLS: a private CA, a client certificate, the name to verify (file contents, already read). */
+  readonly tls?: { readonly ca?: string; readonly cert?: string; readonly key?: string; readonly serverName?: string };
+}
+
+export interface Database {
+  readonly engine: Engine;
+  readonly db: Kysely<Tables>;
+  /** Postgres only: the connection settings, for a LISTEN connection of its own. */
+  readonly pgConfig: pg.ClientConfig | null;
+  close(): Promise<void>;
+}
+
+/** The engine a database URL names, or null when it names neither. */
+export function engineOf(url: string): Engine | null {
+  if (url.startsWith('sqlite:')) return 'sqlite';
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) return 'postgres';
+  return null;
+}
+
+/** The file a `sqlite:` URL names (`sqlite:path`, `sqlite://path`, or `sqlite::memory:`). */
+export function sqlitePath(url: string): string {
+  const rest = url.slice('sqlite:'.length);
+  return rest.startsWith('//') ? rest.slice(2) : rest;
+}
+
+export function openDatabase(settings: DatabaseSettings): Database {
+  const engine = engineOf(settings.url);
+  if (engine === null) throw new Error('database.url must start with sqlite: or postgres://');
+  if (engine === 'sqlite') {
+    const file = new BetterSqlite3(sqlitePath(settings.url));
+    // WAL: the ledger's batches and the admin API's writes do not block readers.
+    file.pragma('journal_mode = WAL');
+    file.pragma('foreign_keys = ON');
+    file.pragma('busy_timeout = 5000');
+    const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: file }) });
+    return { engine, db, pgConfig: null, close: () => db.destroy() };
+  }
+  const pgConfig: pg.ClientConfig = { connectionString: settings.url };
+  if (settings.password !== undefined) pgConfig.password = settings.password;
+  if (settings.tls !== undefined) {
+    const { ca, cert, key, serverName } = settings.tls;
+    pgConfig.ssl = {
+      rejectUnauthorized: true,
+      ...(ca === undefined ? {} : { ca }),
+      ...(cert === undefined ? {} : { cert }),
+      ...(key === undefined ? {} : { key }),
+      ...(serverName === undefined ? {} : { servername: serverName }),
+    };
+  }
+  const pool = new pg.Pool({ ...pgConfig, max: 4 });
+  // An idle connection the server closed must not become an uncaught error: the next query reconnects.
+  pool.on('error', () => undefined);
+  const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
+  return { engine, db, pgConfig, close: () => db.destroy() };
+}
+

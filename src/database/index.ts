@@ -1,0 +1,28 @@
+/**
+ * The database behind managed teams and keys and the usage ledger: one query layer
+ * (Kysely) over SQLite (one replica) and Postgres (replicas), numbered migrations applied at
+ * start-up, the teams and keys the admin API writes, and how a replica hears of another's
+ * writes. Never on the request path: a generation is built from a snapshot, and the ledger
+ * is written in batches.
+ *
+ * Boundary: imports no other folder; it stores teams and keys as the config file writes
+ * them (JSON), and the callers validate them with the config's own schema.
+ */
+
+export { ChangeWatch, type ChangeWatchOptions } from './changes.js';
+export { type Database, type DatabaseSettings, type Engine, engineOf, openDatabase, sqlitePath } from './engine.js';
+export {
+  CHANGES_CHANNEL,
+  ConstraintError,
+  type ManagedKey,
+  ManagedRecords,
+  type ManagedSnapshot,
+  type ManagedTeam,
+  ManagedWrites,
+  type NewKey,
+  type NewTeam,
+  type Page,
+  type WriteResult,
+} from './managed.js';
+export { type MigrationResult, migrate, SCHEMA_VERSION } from './migrations.js';
+export type { Tables, UsageDailyTable, UsageRequestsTable } from './tables.js';

@@ -1,0 +1,138 @@
+import { type Kysely, sql } from 'kysely';
+import type { Engine } from './engine.js';
+import type { Tables } from './tables.js';
+
+// Numbered schema changes, applied at start-up in one transaction (both engines run DDL in
+// a transaction) and recorded in switchyard_schema. A database whose schema is newer than
+// this gateway knows is refused: an older binary must not write to tables it does not know.
+
+interface Migration {
+  readonly version: number;
+  readonly name: string;
+  up(db: Kysely<Tables>, engine: Engine): Promise<void>;
+}
+
+const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'managed teams and keys, usage ledger',
+    async up(db, engine) {
+      await db.schema
+        .createTable('managed_state')
+        .addColumn('id', 'integer', (c) => c.primaryKey())
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .execute();
+      await db.insertInto('managed_state').values({ id: 1, version: 0 }).execute();
+      await db.schema
+        .createTable('teams')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('spec', 'text', (c) => c.notNull())
+        .addColumn('metadata', 'text', (c) => c.notNull())
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('keys')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        // A team with keys cannot be deleted, even by a write that raced the check.
+        .addColumn('team', 'text', (c) => c.notNull().references('teams.id').onDelete('restrict'))
+        .addColumn('sha256', 'text', (c) => c.notNull().unique())
+        .addColumn('prefix', 'text', (c) => c.notNull())
+        .addColumn('previous_sha256', 'text')
+        .addColumn('previous_until', 'text')
+        .addColumn('spec', 'text', (c) => c.notNull())
+        .addColumn('metadata', 'text', (c) => c.notNull())
+        .addColumn('expires_at', 'text')
+        .addColumn('revoked_at', 'text')
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .addColumn('last_used_at', 'text')
+        .execute();
+      await db.schema.createIndex('keys_team').on('keys').column('team').execute();
+
+      const usageColumns = (t: ReturnType<Kysely<Tables>['schema']['createTable']>) =>
+        t
+          .addColumn('at', 'text', (c) => c.notNull())
+          .addColumn('day', 'text', (c) => c.notNull())
+          .addColumn('request_id', 'text', (c) => c.notNull())
+          .addColumn('team', 'text', (c) => c.notNull())
+          .addColumn('key_id', 'text', (c) => c.notNull())
+          .addColumn('endpoint', 'text', (c) => c.notNull())
+          .addColumn('model', 'text', (c) => c.notNull())
+          .addColumn('provider', 'text', (c) => c.notNull())
+          .addColumn('candidate', 'text', (c) => c.notNull())
+          .addColumn('input_tokens', 'bigint', (c) => c.notNull())
+          .addColumn('output_tokens', 'bigint', (c) => c.notNull())
+          .addColumn('cache_read_tokens', 'bigint', (c) => c.notNull())
+          .addColumn('cache_write_tokens', 'bigint', (c) => c.notNull())
+          .addColumn('cost_micro_usd', 'bigint', (c) => c.notNull())
+          .addColumn('status', 'integer', (c) => c.notNull())
+          .addColumn('partial', 'integer', (c) => c.notNull())
+          .addColumn('duration_ms', 'real', (c) => c.notNull());
+      if (engine === 'postgres') {
+        // Raw rows by day: pruning a day is dropping its partition. Partitions are made
+        // ahead by the ledger; the default one takes a row whose day has none yet.
+        await usageColumns(db.schema.createTable('usage_requests')).modifyEnd(sql`partition by range (day)`).execute();
+        await sql`create table usage_requests_default partition of usage_requests default`.execute(db);
+      } else {
+        await usageColumns(db.schema.createTable('usage_requests')).execute();
+      }
+      await db.schema.createIndex('usage_requests_day_at').on('usage_requests').columns(['day', 'at']).execute();
+      await db.schema
+        .createTable('usage_daily')
+        .addColumn('day', 'text', (c) => c.notNull())
+        .addColumn('team', 'text', (c) => c.notNull())
+        .addColumn('key_id', 'text', (c) => c.notNull())
+        .addColumn('model', 'text', (c) => c.notNull())
+        .addColumn('provider', 'text', (c) => c.notNull())
+        .addColumn('requests', 'bigint', (c) => c.notNull())
+        .addColumn('input_tokens', 'bigint', (c) => c.notNull())
+        .addColumn('output_tokens', 'bigint', (c) => c.notNull())
+        .addColumn('cache_read_tokens', 'bigint', (c) => c.notNull())
+        .addColumn('cache_write_tokens', 'bigint', (c) => c.notNull())
+        .addColumn('cost_micro_usd', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('usage_daily_pk', ['day', 'team', 'key_id', 'model', 'provider'])
+        .execute();
+    },
+  },
+];
+
+/** The newest schema this gateway knows. */
+export const SCHEMA_VERSION = MIGRATIONS.reduce((v, m) => Math.max(v, m.version), 0);
+
+export type MigrationResult =
+  | { readonly ok: true; readonly from: number; readonly to: number; readonly applied: readonly string[] }
+  | { readonly ok: false; readonly message: string };
+
+/** Brings the schema to SCHEMA_VERSION, or refuses a newer one; all or nothing. */
+export async function migrate(db: Kysely<Tables>, engine: Engine, now: () => string = () => new Date().toISOString()): Promise<MigrationResult> {
+  return db.transaction().execute(async (tx) => {
+    // Two replicas starting together: the second waits here for the first's migrations.
+    if (engine === 'postgres') await sql`select pg_advisory_xact_lock(7234001)`.execute(tx);
+    await tx.schema
+      .createTable('switchyard_schema')
+      .ifNotExists()
+      .addColumn('version', 'integer', (c) => c.primaryKey())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('applied_at', 'text', (c) => c.notNull())
+      .execute();
+    const row = await tx.selectFrom('switchyard_schema').select((eb) => eb.fn.max('version').as('v')).executeTakeFirst();
+    const from = Number(row?.v ?? 0);
+    if (from > SCHEMA_VERSION) {
+      return {
+        ok: false,
+        message: `the database's schema is version ${from}, newer than this gateway knows (${SCHEMA_VERSION}): upgrade the gateway, or point it at another database`,
+      } as const;
+    }
+    const applied: string[] = [];
+    for (const m of MIGRATIONS) {
+      if (m.version <= from) continue;
+      await m.up(tx, engine);
+      await tx.insertInto('switchyard_schema').values({ version: m.version, name: m.name, applied_at: now() }).execute();
+      applied.push(`${m.version} ${m.name}`);
+    }
+    return { ok: true, from, to: SCHEMA_VERSION, applied } as const;
+  });
+}

@@ -1,0 +1,91 @@
+// The tables, as both engines hold them: text for ids, JSON and times (RFC 3339 UTC, which
+// sorts as it reads), integers for versions, counts and micro-USD. One shape for SQLite and
+// Postgres, so one query layer serves both.
+
+export interface SchemaVersionTable {
+  version: number;
+  name: string;
+  applied_at: string;
+}
+
+/** One row: the version every write bumps, so that a replica knows whether it is behind. */
+export interface ManagedStateTable {
+  id: number;
+  version: number;
+}
+
+export interface TeamsTable {
+  id: string;
+  /** The team's fields as the config file writes them (rate_limit, quota, budget, allowed_models, …), as JSON. */
+  spec: string;
+  /** Free-form JSON object. */
+  metadata: string;
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface KeysTable {
+  id: string;
+  team: string;
+  /** Lowercase hex SHA-256 of the secret: the secret itself is never stored. */
+  sha256: string;
+  /** The secret's first characters, not enough to use it: how a person recognises a key. */
+  prefix: string;
+  /** The secret a rotation replaced, while its grace lasts. */
+  previous_sha256: string | null;
+  previous_until: string | null;
+  /** The key's limits and lists as the config file writes them (rpm, tpm, allowed_models, …), as JSON. */
+  spec: string;
+  metadata: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+  version: number;
+  created_at: string;
+  updated_at: string;
+  last_used_at: string | null;
+}
+
+export interface UsageRequestsTable {
+  at: string;
+  /** UTC day of `at` (YYYY-MM-DD): what Postgres partitions by and retention prunes by. */
+  day: string;
+  request_id: string;
+  team: string;
+  key_id: string;
+  endpoint: string;
+  model: string;
+  provider: string;
+  candidate: string;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  cost_micro_usd: number;
+  status: number;
+  partial: number;
+  duration_ms: number;
+}
+
+export interface UsageDailyTable {
+  day: string;
+  team: string;
+  key_id: string;
+  model: string;
+  provider: string;
+  requests: number;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  cost_micro_usd: number;
+}
+
+export interface Tables {
+  switchyard_schema: SchemaVersionTable;
+  managed_state: ManagedStateTable;
+  teams: TeamsTable;
+  keys: KeysTable;
+  usage_requests: UsageRequestsTable;
+  usage_daily: UsageDailyTable;
+}
