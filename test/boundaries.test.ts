@@ -33,7 +33,10 @@ const allowed: Record<string, readonly string[]> = {
   // The audit writer continues an existing file's chain and verify reads it: both through
   // contract/'s bounded reader (readFileSlice), never a plain unbounded read.
   audit: ['contract'],
-  live: ['config', 'contract', 'providers', 'routing', 'mcp'],
+  // live/ -> database/, types only: a generation holds the snapshot of managed teams and keys it was built from.
+  live: ['config', 'contract', 'providers', 'routing', 'mcp', 'database'],
+  // The database layer stores teams and keys as JSON and knows nothing of their meaning.
+  database: [],
   // The parent-directory file watch: a leaf, so the gateway and the publisher share one
   // watcher without either depending on the other.
   watch: [],
@@ -58,6 +61,7 @@ const allowed: Record<string, readonly string[]> = {
     'watch',
     'request',
     'mcp',
+    'database',
   ],
   // cli.ts wires subcommands; it may import every folder's surface.
   '(root)': [
@@ -76,6 +80,7 @@ const allowed: Record<string, readonly string[]> = {
     'mock',
     'publisher',
     'watch',
+    'database',
   ],
 };
 

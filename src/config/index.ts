@@ -15,11 +15,13 @@ export {
   loadConfigFileOffThread,
   parseConfigText,
 } from './load.js';
+export { type Checked, checkKey, checkTeam } from './managed.js';
 export {
   type AuditConfig,
   type AwsAuthConfig,
   type BreakerConfig,
   configSchema,
+  type DatabaseConfig,
   type EntraAuthConfig,
   type GatewayConfig,
   type GcpAuthConfig,

@@ -30,11 +30,33 @@ const listenSchema = z
 // min(1) rather than positive(): "must be at least 1" reads better than "greater than 0".
 const positiveInt = z.number().int().min(1);
 
+/** What an admin token may do: everything, read everything, or one team's keys and usage. */
+const ADMIN_ROLE = /^(admin|read_only|team:[A-Za-z0-9][A-Za-z0-9_.-]{0,63})$/;
+const adminTokenSchema = z.strictObject({
+  id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'must be 1-64 of A-Z a-z 0-9 _ . - (starting with a letter or digit)'),
+  token: secretRefSchema,
+  role: z.string().regex(ADMIN_ROLE, 'must be "admin", "read_only" or "team:<team id>"'),
+});
+
 const serverSchema = z
   .strictObject({
     listen: listenSchema.default('127.0.0.1:8080'),
     admin_listen: listenSchema.optional(),
     admin_token: secretRefSchema.optional(),
+    /** Scoped admin tokens; `admin_token` is one more, with id "admin" and role admin. */
+    admin_tokens: z
+      .array(adminTokenSchema)
+      .max(1000)
+      .superRefine((tokens, ctx) => {
+        const seen = new Map<string, number>();
+        tokens.forEach((t, i) => {
+          const other = seen.get(t.id);
+          if (other !== undefined)
+            ctx.addIssue({ code: 'custom', path: [i, 'id'], message: `duplicate token id "${t.id}" (also admin_tokens[${other}])` });
+          else seen.set(t.id, i);
+        });
+      })
+      .optional(),
     max_body_bytes: positiveInt.max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
     /** The largest config file a reload reads (ADR 0013); the next reload uses the serving value. */
     max_config_bytes: positiveInt.max(64 * 1024 * 1024).default(4 * 1024 * 1024),
@@ -57,7 +79,7 @@ const serverSchema = z
      */
     public_metrics: z.boolean().default(false),
   })
-  .refine((s) => s.admin_token !== undefined || !adminTokenRequired(s.admin_listen), {
+  .refine((s) => s.admin_token !== undefined || (s.admin_tokens ?? []).length > 0 || !adminTokenRequired(s.admin_listen), {
     path: ['admin_token'],
     error: (issue) =>
       `required when server.admin_listen (${(issue.input as { admin_listen?: string }).admin_listen}) is not a loopback address`,
@@ -780,6 +802,37 @@ export const governanceSchema = z
       ctx.addIssue({ code: 'custom', path: ['redis_tls'], message: 'applies to a rediss:// URL only' });
   });
 
+/**
+ * Managed teams and keys and the usage ledger: SQLite for one replica, Postgres for several.
+ * The password and TLS files are references, as everywhere; a password in the URL is refused.
+ */
+export const databaseSchema = z
+  .strictObject({
+    url: z
+      .string()
+      .min(1)
+      .refine(
+        (u) => u.startsWith('sqlite:') || ((u.startsWith('postgres://') || u.startsWith('postgresql://')) && URL.canParse(u)),
+        'must be sqlite:<path> or postgres://user@host:port/database',
+      )
+      .refine(
+        (u) => !u.startsWith('postgres') || !URL.canParse(u) || new URL(u).password === '',
+        'must not contain a password: give it as database.password ({env: NAME} or {file: PATH})',
+      ),
+    password: secretRefSchema.optional(),
+    tls: tlsSchema.optional(),
+    /** How often a replica compares its version with the database's, for a notification it missed. */
+    recheck_ms: z.number().int().min(0).max(3_600_000).default(5000),
+    /** Ledger rows held in memory before they are written; past it rows are counted as lost. */
+    ledger_queue: positiveInt.max(10_000_000).default(100_000),
+    /** Raw ledger rows are kept this many days; the daily rollups are kept. */
+    usage_retention_days: positiveInt.max(3650).default(30),
+  })
+  .superRefine((d, ctx) => {
+    if (d.url.startsWith('sqlite:') && (d.password !== undefined || d.tls !== undefined))
+      ctx.addIssue({ code: 'custom', path: [d.password !== undefined ? 'password' : 'tls'], message: 'applies to a postgres:// URL only' });
+  });
+
 export const auditSchema = z.strictObject({
   /** Append-only JSONL, hash-chained; an existing file's chain is continued. */
   file: z.string().min(1, 'must be a file path'),
@@ -826,6 +879,7 @@ export const configSchema = z
     keys: z.array(keySchema).optional(),
     governance: governanceSchema.prefault({}),
     audit: auditSchema.optional(),
+    database: databaseSchema.optional(),
     mcp: mcpSchema.prefault({}),
   })
   .superRefine(checkGovernanceReferences);
@@ -840,6 +894,7 @@ export type TeamConfig = z.infer<typeof teamSchema>;
 export type KeyConfig = z.infer<typeof keySchema>;
 export type GovernanceConfig = GatewayConfig['governance'];
 export type AuditConfig = z.infer<typeof auditSchema>;
+export type DatabaseConfig = z.infer<typeof databaseSchema>;
 export type TelemetryConfig = GatewayConfig['telemetry'];
 export type McpConfig = GatewayConfig['mcp'];
 export type ToolRouteConfig = z.infer<typeof toolRouteSchema>;

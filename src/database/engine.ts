@@ -69,4 +69,3 @@ export function openDatabase(settings: DatabaseSettings): Database {
   const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
   return { engine, db, pgConfig, close: () => db.destroy() };
 }
-

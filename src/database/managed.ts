@@ -81,7 +81,8 @@ function keyOf(row: KeysTable): ManagedKey {
     team: row.team,
     sha256: row.sha256,
     prefix: row.prefix,
-    previous: row.previous_sha256 !== null && row.previous_until !== null ? { sha256: row.previous_sha256, until: row.previous_until } : null,
+    previous:
+      row.previous_sha256 !== null && row.previous_until !== null ? { sha256: row.previous_sha256, until: row.previous_until } : null,
     spec: json(row.spec),
     metadata: json(row.metadata),
     expiresAt: row.expires_at,
@@ -160,10 +161,20 @@ export class ManagedWrites {
       .execute();
   }
 
-  async updateTeam(id: string, ifVersion: number | null, spec: Record<string, unknown>, metadata: Record<string, unknown>): Promise<WriteResult> {
+  async updateTeam(
+    id: string,
+    ifVersion: number | null,
+    spec: Record<string, unknown>,
+    metadata: Record<string, unknown>,
+  ): Promise<WriteResult> {
     let q = this.#tx
       .updateTable('teams')
-      .set((eb) => ({ spec: JSON.stringify(spec), metadata: JSON.stringify(metadata), version: eb('version', '+', 1), updated_at: this.#now }))
+      .set((eb) => ({
+        spec: JSON.stringify(spec),
+        metadata: JSON.stringify(metadata),
+        version: eb('version', '+', 1),
+        updated_at: this.#now,
+      }))
       .where('id', '=', id);
     if (ifVersion !== null) q = q.where('version', '=', ifVersion);
     return this.#judged(await q.executeTakeFirst(), () => this.team(id));
@@ -290,7 +301,9 @@ export class ManagedRecords {
    * Runs `change` in one transaction; when it returns `commit: true` the shared version is
    * bumped (and, with Postgres, announced) in that transaction, else it is rolled back.
    */
-  async write<T>(change: (w: ManagedWrites) => Promise<{ readonly commit: boolean; readonly value: T }>): Promise<{ value: T; version: number | null }> {
+  async write<T>(
+    change: (w: ManagedWrites) => Promise<{ readonly commit: boolean; readonly value: T }>,
+  ): Promise<{ value: T; version: number | null }> {
     try {
       return await this.#db.transaction().execute(async (tx) => {
         const outcome = await change(new ManagedWrites(tx, new Date().toISOString()));
@@ -339,6 +352,7 @@ function constraintOf(err: unknown): ConstraintError | null {
   const code = (err as { code?: unknown })?.code;
   if (code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY')
     return new ConstraintError('unique', 'already exists');
-  if (code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY') return new ConstraintError('reference', 'is referenced, or references nothing');
+  if (code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY')
+    return new ConstraintError('reference', 'is referenced, or references nothing');
   return null;
 }

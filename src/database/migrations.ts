@@ -35,8 +35,8 @@ const MIGRATIONS: readonly Migration[] = [
       await db.schema
         .createTable('keys')
         .addColumn('id', 'text', (c) => c.primaryKey())
-        // A team with keys cannot be deleted, even by a write that raced the check.
-        .addColumn('team', 'text', (c) => c.notNull().references('teams.id').onDelete('restrict'))
+        // No foreign key: a managed key may belong to a team of the config file.
+        .addColumn('team', 'text', (c) => c.notNull())
         .addColumn('sha256', 'text', (c) => c.notNull().unique())
         .addColumn('prefix', 'text', (c) => c.notNull())
         .addColumn('previous_sha256', 'text')
@@ -107,7 +107,11 @@ export type MigrationResult =
   | { readonly ok: false; readonly message: string };
 
 /** Brings the schema to SCHEMA_VERSION, or refuses a newer one; all or nothing. */
-export async function migrate(db: Kysely<Tables>, engine: Engine, now: () => string = () => new Date().toISOString()): Promise<MigrationResult> {
+export async function migrate(
+  db: Kysely<Tables>,
+  engine: Engine,
+  now: () => string = () => new Date().toISOString(),
+): Promise<MigrationResult> {
   return db.transaction().execute(async (tx) => {
     // Two replicas starting together: the second waits here for the first's migrations.
     if (engine === 'postgres') await sql`select pg_advisory_xact_lock(7234001)`.execute(tx);
@@ -118,7 +122,10 @@ export async function migrate(db: Kysely<Tables>, engine: Engine, now: () => str
       .addColumn('name', 'text', (c) => c.notNull())
       .addColumn('applied_at', 'text', (c) => c.notNull())
       .execute();
-    const row = await tx.selectFrom('switchyard_schema').select((eb) => eb.fn.max('version').as('v')).executeTakeFirst();
+    const row = await tx
+      .selectFrom('switchyard_schema')
+      .select((eb) => eb.fn.max('version').as('v'))
+      .executeTakeFirst();
     const from = Number(row?.v ?? 0);
     if (from > SCHEMA_VERSION) {
       return {

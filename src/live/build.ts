@@ -14,6 +14,7 @@ import {
   toolReferenceIssues,
 } from '../config/index.js';
 import { type ParsedOverlay, readBoundedFileSync, sha256Hex } from '../contract/index.js';
+import type { ManagedSnapshot } from '../database/index.js';
 import {
   AwsSigner,
   type AwsSpec,
@@ -34,6 +35,7 @@ import {
 } from '../providers/index.js';
 import { stableIdTable } from '../routing/index.js';
 import {
+  type AdminToken,
   deepFreeze,
   deepFreezeSteps,
   type Generation,
@@ -70,6 +72,10 @@ export interface BuildInputs {
   readonly now?: () => Date;
   /** The serving generation's `modelsFirstSeen`: a model still routed keeps its time. */
   readonly modelsFirstSeen?: Readonly<Record<string, number>>;
+  /** With a database: the file's config before its teams and keys were joined (`config` holds both). */
+  readonly fileConfig?: GatewayConfig;
+  readonly managed?: ManagedSnapshot | null;
+  readonly keyDigestUntil?: Readonly<Record<string, Readonly<Record<string, number>>>>;
 }
 
 export type BuildResult =
@@ -325,12 +331,21 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
   }
 
   let adminToken: Credential | null = null;
+  const adminTokens: AdminToken[] = [];
   if (config.server.admin_token !== undefined) {
     const ref = config.server.admin_token;
     const secret = resolveSecret(ref, inputs.env);
     if (!secret.ok) issues.push({ path: 'server.admin_token', message: secret.message });
-    else adminToken = new Credential(secret.value, describeSecretRef(ref));
+    else {
+      adminToken = new Credential(secret.value, describeSecretRef(ref));
+      adminTokens.push({ id: 'admin', role: 'admin', credential: adminToken });
+    }
   }
+  (config.server.admin_tokens ?? []).forEach((t, i) => {
+    const secret = resolveSecret(t.token, inputs.env);
+    if (!secret.ok) issues.push({ path: `server.admin_tokens[${i}].token`, message: secret.message });
+    else adminTokens.push({ id: t.id, role: t.role, credential: new Credential(secret.value, describeSecretRef(t.token)) });
+  });
 
   // The governance store's credentials are read when the store is built, once at start;
   // resolved here as well (the values are dropped) so that validate and a reload report one
@@ -365,6 +380,16 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
       else keyDigests[k.id] = [sha256Hex(secret.value)];
     }
     yield;
+  }
+  // A key given by reference may resolve to another key's secret: two ids for one caller.
+  const holders = new Map<string, string>();
+  for (const [i, k] of (config.keys ?? []).entries()) {
+    for (const digest of keyDigests[k.id] ?? []) {
+      const other = holders.get(digest);
+      if (other !== undefined && other !== k.id)
+        issues.push({ path: `keys[${i}]`, message: `key "${k.id}" has the same secret as key "${other}"` });
+      else holders.set(digest, k.id);
+    }
   }
 
   const routeSpecs = config.routing.routes ?? {};
@@ -456,6 +481,10 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
     modelsBody: `{"object":"list","data":[${listed.join(',')}]}`,
     pricing,
     adminToken,
+    adminTokens,
+    fileConfig: inputs.fileConfig ?? config,
+    managed: inputs.managed ?? null,
+    keyDigestUntil: inputs.keyDigestUntil ?? {},
     otlpHeaders,
     keyDigests,
     overlay,

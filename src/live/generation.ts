@@ -1,5 +1,6 @@
 import type { GatewayConfig } from '../config/index.js';
 import type { ParsedOverlay } from '../contract/index.js';
+import type { ManagedSnapshot } from '../database/index.js';
 import type {
   AwsSigner,
   BearerTokenSource,
@@ -11,6 +12,14 @@ import type {
 } from '../providers/index.js';
 import type { CandidateGroup, RoutableCandidate, Route } from '../routing/index.js';
 import { runSteps, type Steps } from './steps.js';
+
+/** One admin API bearer token and what it may do. */
+export interface AdminToken {
+  readonly id: string;
+  /** `admin`, `read_only`, or `team:<id>` (that team's keys and usage). */
+  readonly role: string;
+  readonly credential: Credential;
+}
 
 /** A configured provider as one generation sees it. */
 export interface ProviderRuntime {
@@ -192,6 +201,14 @@ export interface Generation {
   readonly overlay: OverlaySnapshot | null;
   /** The admin API's bearer token (`server.admin_token`), or null when none is set. */
   readonly adminToken: Credential | null;
+  /** Every admin token with its role: `server.admin_tokens`, and `server.admin_token` as id "admin", role admin. */
+  readonly adminTokens: readonly AdminToken[];
+  /** The config file's own config: `config` is it with the database's teams and keys joined (live/managed.ts). */
+  readonly fileConfig: GatewayConfig;
+  /** The database's teams and keys this generation was built from; null without a database. */
+  readonly managed: ManagedSnapshot | null;
+  /** Per key id, digests that stop working before the key does (a rotation's grace), epoch ms. */
+  readonly keyDigestUntil: Readonly<Record<string, Readonly<Record<string, number>>>>;
   /** `telemetry.otlp.headers`, resolved; null when tracing is off. Read once, at start-up. */
   readonly otlpHeaders: Readonly<Record<string, Credential>> | null;
   /** Per API key id (`keys[].id`): the SHA-256 digests that authenticate it (two while rotated). */

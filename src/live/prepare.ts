@@ -1,17 +1,20 @@
 import {
   adminTokenRequired,
   type ConfigIssue,
+  type DatabaseConfig,
   formatIssue,
   type GatewayConfig,
   loadConfigFileOffThread,
   TOOL_NAME,
 } from '../config/index.js';
 import { checkSuccession, type ParsedOverlay, parseOverlay, readOverlayFile, sha256Hex } from '../contract/index.js';
+import type { ManagedSnapshot } from '../database/index.js';
 import type { CloudAuthSources, PoolSpec, ProviderPool } from '../providers/index.js';
 import { candidatesOf, type RoutableCandidate } from '../routing/index.js';
 import { buildGenerationInSlices } from './build.js';
 import { restartOnlyWarnings } from './diff.js';
 import type { Generation } from './generation.js';
+import { mergeManaged } from './managed.js';
 
 export interface PrepareInputs {
   readonly configPath: string;
@@ -39,6 +42,11 @@ export interface PrepareInputs {
   readonly poolFor: (spec: PoolSpec) => ProviderPool;
   /** The cloud credential sources (server/ passes its TokenSourceRegistry); none = sources that never fetch. */
   readonly cloudAuth?: CloudAuthSources;
+  /**
+   * With `database` configured: reads the database's teams and keys. Absent (validate
+   * without a connection) the generation has the file's only.
+   */
+  readonly managed?: (settings: DatabaseConfig) => Promise<ManagedSnapshot>;
 }
 
 /** A refused overlay file: the contract's reason category and its message. */
@@ -97,7 +105,7 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
   let configWarnings: readonly ConfigIssue[] = [];
   let configChanged = true;
   if (serving !== null && inputs.readConfig === false) {
-    config = serving.config;
+    config = serving.fileConfig;
     sourceHash = serving.sourceHash;
     configChanged = false;
   } else {
@@ -108,12 +116,22 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
     config = loaded.config;
     sourceHash = loaded.sourceHash;
     configWarnings = loaded.warnings;
-    if (noop && sourceHash === serving.sourceHash) {
+  }
+  const managed = await readManaged(inputs, config, serving);
+  if (!managed.ok) return { outcome: 'rejected', issues: [managed.issue] };
+  const snapshot = managed.snapshot;
+  const managedChanged = (snapshot?.version ?? null) !== (serving?.managed?.version ?? null);
+  if (configChanged && serving !== null) {
+    if (noop && sourceHash === serving.sourceHash && !managedChanged) {
       // The config file was rewritten with the same bytes: in static mode nothing can
       // have changed; in overlay mode the overlay still gets its look.
       if (config.routing.overlay === undefined) return { outcome: 'unchanged', overlayRead: false };
       configChanged = false;
     }
+  }
+  if (noop && !configChanged && !managedChanged && config.routing.overlay === undefined)
+    return { outcome: 'unchanged', overlayRead: false };
+  if (configChanged) {
     const refused = refuseSuccession(serving, startupConfig, config);
     if (refused !== null) return { outcome: 'rejected', issues: [refused] };
   }
@@ -134,7 +152,7 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
     const bytes = await readOverlayFile(file, overlaySettings.max_bytes);
     if (!bytes.ok) return overlayRejected(bytes.reason, bytes.message);
     read.overlay = sha256Hex(bytes.bytes);
-    if (noop && serving.overlay !== null && !configChanged && read.overlay === serving.overlay.rawSha256) {
+    if (noop && serving.overlay !== null && !configChanged && !managedChanged && read.overlay === serving.overlay.rawSha256) {
       return { outcome: 'unchanged', overlayRead: true };
     }
     const parsed = parseOverlay(bytes.bytes, { expectedScope: overlaySettings.expected_scope });
@@ -144,9 +162,13 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
     overlay = parsed.overlay;
   }
 
+  const merged = snapshot === null ? null : mergeManaged(config, snapshot, Date.now());
   // In slices: a generation of tens of thousands of routes takes a while to build and freeze.
   const built = await buildGenerationInSlices({
-    config,
+    config: merged?.config ?? config,
+    fileConfig: config,
+    managed: snapshot,
+    keyDigestUntil: merged?.digestUntil ?? {},
     sourceHash,
     number: (serving?.number ?? 0) + 1,
     env: inputs.env,
@@ -158,7 +180,7 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
   if (!built.ok) return { outcome: 'rejected', issues: built.issues, ...(overlay !== null ? { acceptedRevision: overlay.revision } : {}) };
   const next = built.generation;
   const warnings = startupConfig === null ? [] : restartOnlyWarnings(startupConfig, next.config);
-  warnings.push(...configWarnings.map(formatIssue));
+  warnings.push(...configWarnings.map(formatIssue), ...managed.warnings, ...(merged?.warnings ?? []));
   // Only an overlay candidate carries its own credential (static routes may have tens of
   // thousands of routes and no such problem to look for).
   const overlayRoutes = next.overlay === null ? [] : [...Object.values(next.routes), ...Object.values(next.tools.routes)];
@@ -176,6 +198,31 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
     );
   }
   return { outcome: 'built', generation: next, warnings };
+}
+
+type ManagedRead =
+  | { readonly ok: true; readonly snapshot: ManagedSnapshot | null; readonly warnings: readonly string[] }
+  | { readonly ok: false; readonly issue: ConfigIssue };
+
+/**
+ * The database's teams and keys for the next generation. A database that cannot be read
+ * keeps the serving generation's (an overlay or config change still applies); at start-up
+ * there is nothing to keep, and the gateway does not start on half its keys.
+ */
+async function readManaged(inputs: PrepareInputs, config: GatewayConfig, serving: Generation | null): Promise<ManagedRead> {
+  if (config.database === undefined || inputs.managed === undefined) return { ok: true, snapshot: null, warnings: [] };
+  try {
+    return { ok: true, snapshot: await inputs.managed(config.database), warnings: [] };
+  } catch (err) {
+    const reason = (err as Error)?.message ?? String(err);
+    if (serving?.managed == null)
+      return { ok: false, issue: { path: 'database', message: `cannot read the database's teams and keys: ${reason}` } };
+    return {
+      ok: true,
+      snapshot: serving.managed,
+      warnings: [`the database's teams and keys could not be read (${reason}): those of version ${serving.managed.version} are kept`],
+    };
+  }
 }
 
 function overlayRejected(reason: string, message: string): Prepared {
@@ -202,7 +249,7 @@ function refuseSuccession(serving: Generation | null, startupConfig: GatewayConf
   // loopback address (which itself takes a restart). The schema has already required the
   // token for a non-loopback admin_listen in this config.
   const adminListen = startupConfig?.server.admin_listen;
-  if (adminTokenRequired(adminListen) && config.server.admin_token === undefined) {
+  if (adminTokenRequired(adminListen) && config.server.admin_token === undefined && (config.server.admin_tokens ?? []).length === 0) {
     return {
       path: 'server.admin_token',
       message: `required: the admin listener started on ${adminListen}, not a loopback address, and a reload cannot remove its token`,

@@ -4,7 +4,16 @@
 // inputs. So a storm of N triggers costs at most two reloads, and no two builds race to
 // swap.
 
-export type ReloadTrigger = 'startup' | 'sighup' | 'admin' | 'config_watch' | 'config_recheck' | 'overlay_watch' | 'overlay_recheck';
+export type ReloadTrigger =
+  | 'startup'
+  | 'sighup'
+  | 'admin'
+  | 'config_watch'
+  | 'config_recheck'
+  | 'overlay_watch'
+  | 'overlay_recheck'
+  /** A write to the database's teams and keys: here, or on another replica (NOTIFY, or the version check). */
+  | 'database';
 
 /**
  * How much a trigger asks the reload to do. The coalesced reload does the most that any
@@ -18,6 +27,8 @@ const SCOPE: Record<ReloadTrigger, number> = {
   config_watch: 2,
   config_recheck: 2,
   overlay_watch: 1,
+  // The database is read by every reload; this one re-reads the overlay too, not the config file.
+  database: 1,
   overlay_recheck: 0,
 };
 

@@ -9,6 +9,7 @@
 export { readBody } from './body.js';
 export { type Caller, Exchange, type Failure, type ModelRequest, pathOf } from './exchange.js';
 export { type ModelHandler, type ModelHandlers, modelHandlers } from './handlers.js';
+export { KeysUsed } from './keys-used.js';
 export { type McpHandlers, mcpHandlers } from './mcp-endpoint.js';
 export { type McpServerStatus, McpService } from './mcp-service.js';
 export type { ExposedTool, ToolView } from './mcp-tools.js';

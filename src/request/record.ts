@@ -12,6 +12,8 @@ import type { Services } from './services.js';
  * client cannot mint series by inventing model names.
  */
 export function recordRequest(svc: Services, x: Exchange): void {
+  const keyId = x.principal?.keyId;
+  if (keyId != null) svc.keysUsed.seen(keyId, Date.now());
   if (x.toolCall !== null) return recordToolCall(svc, x, x.toolCall);
   const { metrics } = svc;
   const gen = x.gen;

@@ -5,6 +5,7 @@ import type { PoolRegistry, TokenSourceRegistry } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
 import type { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
 import type { AccessLog, Logger, Metrics, RecentTraffic, Tracing } from '../telemetry/index.js';
+import type { KeysUsed } from './keys-used.js';
 import type { McpService } from './mcp-service.js';
 import type { ResponseOwners } from './response-owners.js';
 
@@ -37,6 +38,8 @@ export interface Services {
   readonly random: () => number;
   /** The /mcp endpoint: client sessions, the MCP clients of the configured servers, the tool view. */
   readonly mcp: McpService;
+  /** When each key was last used (noted once a minute per key), for managed keys' last_used_at. */
+  readonly keysUsed: KeysUsed;
 }
 
 /** Settings fixed at start-up (changing them takes a restart). */

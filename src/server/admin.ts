@@ -14,6 +14,7 @@ import {
   sendJson,
 } from '../request/index.js';
 import { refusal, serveMetrics } from './answers.js';
+import type { DatabaseLink } from './database-link.js';
 import { answered, type Endpoint, EndpointTable } from './endpoints.js';
 import { pageData } from './page-data.js';
 import type { Reloader, ReloadResult } from './reload.js';
@@ -24,6 +25,10 @@ export interface AdminContext {
   readonly reloader: Reloader;
   readonly requestReload: () => Promise<ReloadResult>;
   readonly startedAt: number;
+  /** The database of managed teams and keys (its records are null without `database`). */
+  readonly database: DatabaseLink;
+  /** The reload a committed database write asks for (trigger `database`). */
+  readonly reloadForDatabase: () => Promise<ReloadResult>;
 }
 
 /** One admin request: what its handler and the error path need. */

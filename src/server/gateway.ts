@@ -16,7 +16,7 @@ import {
 import { governanceNow, governanceStatus, type PolicedStore } from '../governance/index.js';
 import { type Generation, GenerationHolder, prepareGeneration, ReloadCoordinator, type ReloadTrigger } from '../live/index.js';
 import { PoolRegistry, type TokenEvent, TokenSourceRegistry } from '../providers/index.js';
-import { McpService, policyOf, ResponseOwners, type Services } from '../request/index.js';
+import { KeysUsed, McpService, policyOf, ResponseOwners, type Services } from '../request/index.js';
 import { BreakerRegistry } from '../resilience/index.js';
 import { RoundRobinCounters, SessionAffinity, seededRandom } from '../routing/index.js';
 import {
@@ -33,6 +33,7 @@ import { FileWatch } from '../watch/index.js';
 import { type AdminContext, createAdminHandler } from './admin.js';
 import { createApiHandler, type TrafficState } from './api.js';
 import { logBreakerTransition } from './breaker-log.js';
+import { DatabaseLink } from './database-link.js';
 import { buildGovernanceStore, GovernanceStoreSettingsError } from './governance-store.js';
 import { OpenExchanges } from './open-exchanges.js';
 import { Reloader, type ReloadResult } from './reload.js';
@@ -86,6 +87,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const tokenEvents: TokenEvent[] = [];
   let tokenLog: (e: TokenEvent) => void = (e) => tokenEvents.push(e);
   const tokens = new TokenSourceRegistry((e) => tokenLog(e));
+  // Opened (and migrated) when the first generation reads its teams and keys, if the config has a database.
+  const database = new DatabaseLink(env);
   const first = await prepareGeneration({
     configPath: options.configPath,
     env,
@@ -93,18 +96,29 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     startupConfig: null,
     poolFor: (spec) => pools.acquire(spec),
     cloudAuth: tokens,
+    managed: database.snapshot,
   });
   if (first.outcome !== 'built') {
     tokens.stopAll();
     await pools.destroyAll();
+    await database.close();
     throw new StartupError(first.outcome === 'rejected' ? first.issues : []);
   }
   const config = first.generation.config;
   const svc = await buildServices(first.generation, pools, tokens, options).catch(async (err: unknown) => {
     tokens.stopAll();
     await pools.destroyAll();
+    await database.close();
     throw err;
   });
+  if (database.migration !== null && database.migration.ok && database.migration.applied.length > 0) {
+    svc.logger.info({
+      msg: 'database schema migrated',
+      from: database.migration.from,
+      to: database.migration.to,
+      applied: database.migration.applied,
+    });
+  }
   tokenLog = (e) => logTokenEvent(svc.logger, e);
   for (const e of tokenEvents.splice(0)) tokenLog(e);
   // Each fetch is bounded: an authority that is down delays the start by that much, and its
@@ -138,7 +152,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     });
   }
   // A caller that passes its own logger owns its level; otherwise `log.level` sets it.
-  const reloader = new Reloader(svc, options.configPath, env, options.logger === undefined);
+  const reloader = new Reloader(svc, options.configPath, env, options.logger === undefined, database.snapshot);
   reloader.adopt(first, started);
   const coordinator = new ReloadCoordinator(reloader.run);
 
@@ -152,10 +166,21 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       reloader,
       requestReload: () => coordinator.request('admin'),
       startedAt: Date.now(),
+      database,
+      reloadForDatabase: () => coordinator.request('database'),
     },
     options.version ?? 'dev',
   );
   const watches = await watchInputs(options.configPath, config, coordinator);
+  const lastUsed = database.records === null ? null : trackLastUsed(svc, database);
+  if (config.database !== undefined) {
+    database.watch({
+      recheckMs: config.database.recheck_ms,
+      servingVersion: () => svc.holder.current().managed?.version ?? null,
+      onChange: () => void coordinator.request('database').catch(() => undefined),
+      onProblem: (message) => svc.logger.warn({ msg: 'database', problem: message }),
+    });
+  }
 
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {
@@ -164,6 +189,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       for (const w of watches) w.close();
       await coordinator.stop();
       await drain(listeners, traffic, config.server, svc);
+      if (lastUsed !== null) {
+        clearInterval(lastUsed.timer);
+        await lastUsed.flush();
+      }
+      await database.close();
       signals?.uninstall();
     })();
     return closing;
@@ -188,6 +218,26 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     reload: (trigger = 'admin') => coordinator.request(trigger),
     close,
   };
+}
+
+/** Writes when keys were last used, once a minute, off the request path; a failed write is tried again next time. */
+function trackLastUsed(svc: Services, database: DatabaseLink): { timer: NodeJS.Timeout; flush: () => Promise<void> } {
+  const flush = async (): Promise<void> => {
+    const records = database.records;
+    const uses = svc.keysUsed.take();
+    if (records === null || uses.size === 0) return;
+    const managed = new Set(svc.holder.current().managed?.keys.map((k) => k.id) ?? []);
+    for (const id of uses.keys()) if (!managed.has(id)) uses.delete(id);
+    try {
+      await records.touchKeys(uses);
+    } catch (err) {
+      svc.keysUsed.restore(uses);
+      svc.logger.warn({ msg: 'database', problem: `last_used_at could not be written: ${(err as Error).message}` });
+    }
+  };
+  const timer = setInterval(() => void flush(), KeysUsed.EVERY_MS);
+  timer.unref();
+  return { timer, flush };
 }
 
 /** How long start-up waits for a remote governance store to connect. */
@@ -231,6 +281,7 @@ async function buildServices(
     random: options.random ?? randomSource(options.env ?? process.env, logger),
     // Sessions shared by the replicas of a redis store, so that any of them serves a session.
     mcp: new McpService(holder, logger, metrics, config.mcp, options.version ?? 'dev', governance.sharedRecords),
+    keysUsed: new KeysUsed(),
   };
 }
 

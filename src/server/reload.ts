@@ -1,5 +1,6 @@
 import { reload as auditReload } from '../audit/index.js';
-import { type ConfigIssue, type GatewayConfig, responsesDefaults } from '../config/index.js';
+import { type ConfigIssue, type DatabaseConfig, type GatewayConfig, responsesDefaults } from '../config/index.js';
+import type { ManagedSnapshot } from '../database/index.js';
 import {
   diffGenerations,
   diffGenerationsInSlices,
@@ -77,9 +78,17 @@ export class Reloader {
   #refusedOverlay: string | null = null;
 
   readonly #manageLogLevel: boolean;
+  readonly #managed: ((settings: DatabaseConfig) => Promise<ManagedSnapshot>) | undefined;
 
-  constructor(svc: Services, configPath: string, env: NodeJS.ProcessEnv, manageLogLevel = true) {
+  constructor(
+    svc: Services,
+    configPath: string,
+    env: NodeJS.ProcessEnv,
+    manageLogLevel = true,
+    managed?: (settings: DatabaseConfig) => Promise<ManagedSnapshot>,
+  ) {
     this.#manageLogLevel = manageLogLevel;
+    this.#managed = managed;
     this.#svc = svc;
     this.#configPath = configPath;
     this.#env = env;
@@ -137,6 +146,7 @@ export class Reloader {
       unchangedIsNoop: !explicit,
       poolFor: (spec) => this.#svc.pools.acquire(spec),
       cloudAuth: this.#svc.tokens,
+      ...(this.#managed === undefined ? {} : { managed: this.#managed }),
     });
   }
 

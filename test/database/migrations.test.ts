@@ -21,7 +21,10 @@ for (const { engine, open } of engines) {
       const second = await migrate(database.db, database.engine);
       assert.deepEqual(second, { ok: true, from: SCHEMA_VERSION, to: SCHEMA_VERSION, applied: [] });
       const state = await database.db.selectFrom('managed_state').selectAll().execute();
-      assert.deepEqual(state.map((r) => [Number(r.id), Number(r.version)]), [[1, 0]]);
+      assert.deepEqual(
+        state.map((r) => [Number(r.id), Number(r.version)]),
+        [[1, 0]],
+      );
     } finally {
       await database.close();
       await target.drop();
@@ -40,7 +43,10 @@ for (const { engine, open } of engines) {
         .execute();
       const refused = await migrate(database.db, database.engine);
       assert.equal(refused.ok, false);
-      assert.match(refused.ok ? '' : refused.message, new RegExp(`version ${SCHEMA_VERSION + 1}, newer than this gateway knows \\(${SCHEMA_VERSION}\\)`));
+      assert.match(
+        refused.ok ? '' : refused.message,
+        new RegExp(`version ${SCHEMA_VERSION + 1}, newer than this gateway knows \\(${SCHEMA_VERSION}\\)`),
+      );
       const rows = await sql<{ n: number }>`select count(*) as n from switchyard_schema`.execute(database.db);
       assert.equal(Number(rows.rows[0]?.n), SCHEMA_VERSION + 1);
     } finally {

@@ -12,7 +12,7 @@ import { PoolRegistry, TokenSourceRegistry } from '../../src/providers/index.js'
 import { preCheck } from '../../src/request/admission.js';
 import type { Attempt, AttemptRequest, AttemptResult } from '../../src/request/attempt.js';
 import { Exchange, type ModelRequest } from '../../src/request/exchange.js';
-import { McpService } from '../../src/request/index.js';
+import { KeysUsed, McpService } from '../../src/request/index.js';
 import { ResponseOwners } from '../../src/request/response-owners.js';
 import { type ChainRequest, serveChain } from '../../src/request/serve-chain.js';
 import type { Services } from '../../src/request/services.js';
@@ -156,6 +156,7 @@ export function servicesFor(gen: Generation, breakers: BreakerRegistry): Service
     tracing: null,
     random: () => 0.5,
     mcp: new McpService(holder, logger, metrics, gen.config.mcp, 'test'),
+    keysUsed: new KeysUsed(),
   };
 }
 

@@ -53,7 +53,9 @@ export async function postgresDatabase(): Promise<TestDatabase | { skip: string 
 }
 
 /** Both engines, for a test that must hold on each. */
-export async function eachEngine(): Promise<Array<{ engine: 'sqlite' | 'postgres'; open: () => Promise<TestDatabase | { skip: string }> }>> {
+export async function eachEngine(): Promise<
+  Array<{ engine: 'sqlite' | 'postgres'; open: () => Promise<TestDatabase | { skip: string }> }>
+> {
   return [
     { engine: 'sqlite', open: async () => sqliteDatabase() },
     { engine: 'postgres', open: postgresDatabase },

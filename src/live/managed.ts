@@ -1,0 +1,64 @@
+import { checkKey, checkTeam, type GatewayConfig, type KeyConfig, type TeamConfig } from '../config/index.js';
+import type { ManagedSnapshot } from '../database/index.js';
+
+// The database's teams and keys joined to the config file's, for one generation. The file's
+// entries win: the admin API refuses to write over them, and should the file later gain an
+// id the database also holds, the file's is used and the database's skipped with a warning.
+// A row the schema refuses (written by hand, or by a newer gateway) is skipped the same way,
+// so one bad row never stops every later reload.
+
+export interface Merged {
+  readonly config: GatewayConfig;
+  /** Per key id, digests that stop working before the key does: a rotation's grace. */
+  readonly digestUntil: Readonly<Record<string, Readonly<Record<string, number>>>>;
+  readonly warnings: readonly string[];
+}
+
+export function mergeManaged(config: GatewayConfig, snapshot: ManagedSnapshot, nowMs: number): Merged {
+  if (snapshot.teams.length === 0 && snapshot.keys.length === 0) return { config, digestUntil: {}, warnings: [] };
+  const warnings: string[] = [];
+  const teams: Record<string, TeamConfig> = { ...(config.teams ?? {}) };
+  for (const t of snapshot.teams) {
+    if (config.teams?.[t.id] !== undefined) {
+      warnings.push(`database team "${t.id}" is also in the config file: the file's is used`);
+      continue;
+    }
+    const checked = checkTeam(t.spec);
+    if (!checked.ok) {
+      warnings.push(`database team "${t.id}" is skipped: ${checked.issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`);
+      continue;
+    }
+    teams[t.id] = checked.value;
+  }
+  const keys: KeyConfig[] = [...(config.keys ?? [])];
+  const ids = new Set(keys.map((k) => k.id));
+  const digests = new Set(keys.flatMap((k) => k.sha256 ?? []));
+  const digestUntil: Record<string, Record<string, number>> = {};
+  for (const k of snapshot.keys) {
+    if (ids.has(k.id)) {
+      warnings.push(`database key "${k.id}" is also in the config file: the file's is used`);
+      continue;
+    }
+    if (teams[k.team] === undefined) {
+      warnings.push(`database key "${k.id}" is skipped: its team "${k.team}" does not exist`);
+      continue;
+    }
+    const untilMs = k.previous === null ? Number.NaN : Date.parse(k.previous.until);
+    const inGrace = k.previous !== null && untilMs > nowMs;
+    const sha256 = inGrace ? [k.sha256, (k.previous as { sha256: string }).sha256] : [k.sha256];
+    if (sha256.some((d) => digests.has(d))) {
+      warnings.push(`database key "${k.id}" is skipped: its secret's hash is another key's`);
+      continue;
+    }
+    const checked = checkKey({ ...k.spec, id: k.id, team: k.team, sha256, ...(k.expiresAt === null ? {} : { expires_at: k.expiresAt }) });
+    if (!checked.ok) {
+      warnings.push(`database key "${k.id}" is skipped: ${checked.issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`);
+      continue;
+    }
+    keys.push(checked.value);
+    ids.add(k.id);
+    for (const d of sha256) digests.add(d);
+    if (inGrace) digestUntil[k.id] = { [(k.previous as { sha256: string }).sha256]: untilMs };
+  }
+  return { config: { ...config, teams, keys }, digestUntil, warnings };
+}
