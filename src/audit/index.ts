@@ -6,9 +6,11 @@
 // See docs/decisions/0009-governance-limits-and-budgets.md.
 export { GENESIS_HASH, recordHash } from './chain.js';
 export {
+  type AdminWriteInput,
   type AnchorReason,
   type AuditEvent,
   type AuditUsage,
+  adminWrite,
   anchor,
   type GapInput,
   gap,

@@ -75,9 +75,26 @@ export interface ReloadInput {
   readonly reason: string | null;
 }
 
+export interface AdminWriteInput {
+  /** The admin token's id (`admin` for server.admin_token, `anonymous` on an open admin listener). */
+  readonly token: string;
+  readonly action: 'create' | 'update' | 'delete' | 'revoke' | 'rotate';
+  readonly object: 'team' | 'key';
+  readonly id: string;
+  /** The fields written, as sent (a key's secret is never among them), or null. */
+  readonly change: Readonly<Record<string, unknown>> | null;
+  /** The database version the write committed. */
+  readonly version: number;
+}
+
+/** A write through the admin API to a managed team or key: who, what, and the change. */
+export function adminWrite(x: AdminWriteInput): AuditEvent {
+  return { event: 'admin_write', token: x.token, action: x.action, object: x.object, id: x.id, change: x.change, version: x.version };
+}
+
 /** An event's own fields; the writer adds id, ts, instance, seq and prev_hash. */
 export type AuditEvent = {
-  readonly event: 'request_started' | 'request_completed' | 'tool_called' | 'reload' | 'gap' | 'anchor';
+  readonly event: 'request_started' | 'request_completed' | 'tool_called' | 'reload' | 'gap' | 'anchor' | 'admin_write';
 } & Readonly<Record<string, unknown>>;
 
 /**

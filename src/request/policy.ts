@@ -38,6 +38,7 @@ function policyInput(gen: Generation) {
     allowedModels: k.allowed_models,
     allowedTools: k.allowed_tools,
     expiresAtMs: k.expires_at === undefined ? null : Date.parse(k.expires_at),
+    ...(gen.keyDigestUntil[k.id] === undefined ? {} : { digestUntilMs: gen.keyDigestUntil[k.id] }),
   }));
   return {
     teams,

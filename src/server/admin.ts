@@ -13,6 +13,7 @@ import {
   sendBody,
   sendJson,
 } from '../request/index.js';
+import { type AdminCaller, serveV1 } from './admin-v1.js';
 import { refusal, serveMetrics } from './answers.js';
 import type { DatabaseLink } from './database-link.js';
 import { answered, type Endpoint, EndpointTable } from './endpoints.js';
@@ -34,7 +35,11 @@ export interface AdminContext {
 /** One admin request: what its handler and the error path need. */
 interface AdminRequest extends Answerable {
   readonly req: IncomingMessage;
+  /** Who presented which token (set before any authenticated endpoint runs). */
+  caller: AdminCaller;
 }
+
+const ANONYMOUS: AdminCaller = Object.freeze({ id: 'anonymous', role: 'admin' });
 
 /**
  * The operator listener (`server.admin_listen`): the status page, status, reload, audit reopen, metrics.
@@ -117,16 +122,23 @@ export function createAdminHandler(ctx: AdminContext) {
       }),
     },
     { method: 'GET', path: '/metrics', handle: answered((a) => serveMetrics(a.res, svc)) },
+    // Managed teams and keys; each of their endpoints judges the caller's role itself.
+    ...(['GET', 'POST', 'PATCH', 'DELETE'] as const).map((method) => ({
+      method,
+      path: '/admin/v1/*',
+      handle: answered<AdminRequest>((a, rest) => serveV1(ctx, a, method, rest)),
+    })),
   ];
   const table = new EndpointTable<AdminRequest>(endpoints);
   return (req: IncomingMessage, res: ServerResponse): void => {
-    const a: AdminRequest = { req, res, reason: null };
+    const a: AdminRequest = { req, res, reason: null, caller: ANONYMOUS };
     const path = pathOf(req);
     const match = table.match(req.method, path);
     try {
       // An unknown path is refused to a caller without the token the same way as a known one.
-      if (match.kind !== 'found' || match.endpoint.authenticated !== false) checkAdminToken(svc, req);
+      if (match.kind !== 'found' || match.endpoint.authenticated !== false) a.caller = adminCaller(svc, req);
       if (match.kind !== 'found') throw refusal(match, req.method, path);
+      if (match.endpoint.authenticated !== false && !path.startsWith('/admin/v1/')) mayOperate(a.caller, req.method);
       match.endpoint.handle(a, match.rest, (err) => {
         if (err !== null) failRequest(a, err, svc);
       });
@@ -136,16 +148,33 @@ export function createAdminHandler(ctx: AdminContext) {
   };
 }
 
-function checkAdminToken(svc: Services, req: IncomingMessage): void {
-  const token = svc.holder.ready ? svc.holder.current().adminToken : null;
-  if (token === null) return;
-  const header = req.headers.authorization;
-  const presented = bearerToken(header);
-  if (presented === null || !token.matches(presented)) {
-    throw new SwitchyardError('unauthorized', 'the admin API needs Authorization: Bearer <server.admin_token>', null, {
+/**
+ * The caller, by its bearer token: `server.admin_token` (id "admin") or one of
+ * `server.admin_tokens`. With no token configured the listener is open (loopback only, as
+ * the config requires), and every caller is an admin.
+ */
+function adminCaller(svc: Services, req: IncomingMessage): AdminCaller {
+  const tokens = svc.holder.ready ? svc.holder.current().adminTokens : [];
+  if (tokens.length === 0) return ANONYMOUS;
+  const presented = bearerToken(req.headers.authorization);
+  // Every token is compared (in constant time each), so the time taken does not say which one matched.
+  let found: AdminCaller | null = null;
+  if (presented !== null) for (const t of tokens) if (t.credential.matches(presented) && found === null) found = { id: t.id, role: t.role };
+  if (found === null) {
+    throw new SwitchyardError('unauthorized', 'the admin API needs Authorization: Bearer <an admin token>', null, {
       'www-authenticate': 'Bearer',
     });
   }
+  return found;
+}
+
+/** The operator endpoints (status, reload, audit, metrics): an admin token, or a read-only one to read. */
+function mayOperate(caller: AdminCaller, method: string | undefined): void {
+  if (caller.role === 'admin' || (caller.role === 'read_only' && method === 'GET')) return;
+  throw new SwitchyardError(
+    'forbidden',
+    `admin token "${caller.id}" (role ${caller.role}) may not ${method === 'GET' ? 'read this' : 'do this'}`,
+  );
 }
 
 /**

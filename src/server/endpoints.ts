@@ -2,7 +2,7 @@
 // endpoint, or the methods the path does accept (405 with Allow), or nothing (404); the
 // listener sends both refusals through the same error path as every other error.
 
-export type Method = 'GET' | 'POST' | 'DELETE';
+export type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
 /**
  * The one handler contract of both listeners: a handler answers the request and calls

@@ -111,7 +111,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     await database.close();
     throw err;
   });
-  if (database.migration !== null && database.migration.ok && database.migration.applied.length > 0) {
+  if (database.migration?.ok && database.migration.applied.length > 0) {
     svc.logger.info({
       msg: 'database schema migrated',
       from: database.migration.from,

@@ -1,0 +1,268 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { MockProvider } from '../../src/mock/index.js';
+import { adminStatusBody } from '../support/admin.js';
+import { postgresDatabase, sqliteDatabase, type TestDatabase } from '../support/databases.js';
+import { baseConfig, type GatewayProcess } from '../support/gateway-process.js';
+import { chatBody, postChat } from '../support/http.js';
+import { keyStatus, untilKeyStatus, v1 } from '../support/managed.js';
+import { fileResources } from '../support/resources.js';
+
+// Managed teams and keys through the admin API of real gateway processes, over a real
+// SQLite file and the machine's PostgreSQL: every verb and its refusals, writes applied by
+// a reload with trigger `database`, scoped tokens, rotation, and two replicas that learn of
+// each other's writes.
+
+const resources = fileResources('switchyard-managed-');
+const ADMIN = 'admin-token-for-the-managed-tests';
+const READER = 'read-only-token-for-the-managed-tests';
+const GROWTH = 'growth-team-token-for-the-managed-tests';
+const FILE_KEY = 'sy-the-config-file-key-of-team-platform';
+const TOKEN_ENV = { ADMIN_TOKEN: ADMIN, READER_TOKEN: READER, GROWTH_TOKEN: GROWTH, FILE_KEY };
+
+let east: MockProvider;
+before(async () => {
+  east = await resources.startMock({ name: 'east' });
+});
+
+function gatewayConfig(databaseUrl: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return baseConfig(
+    { east: east.baseUrl },
+    { m: { candidates: [{ provider: 'east' }] } },
+    {
+      server: {
+        admin_token: { env: 'ADMIN_TOKEN' },
+        admin_tokens: [
+          { id: 'reader', token: { env: 'READER_TOKEN' }, role: 'read_only' },
+          { id: 'growth-bot', token: { env: 'GROWTH_TOKEN' }, role: 'team:growth' },
+        ],
+      },
+      teams: { platform: { rate_limit: { rpm: 1000 } } },
+      keys: [{ id: 'platform-ci', team: 'platform', key: { env: 'FILE_KEY' } }],
+      database: { url: databaseUrl, recheck_ms: 500 },
+      ...extra,
+    },
+  );
+}
+
+async function chatWith(gw: GatewayProcess, key: string): Promise<number> {
+  return (await postChat(gw.url, chatBody('m'), { authorization: `Bearer ${key}` })).status;
+}
+
+describe('managed teams and keys on SQLite', () => {
+  let db: TestDatabase;
+  let gw: GatewayProcess;
+  let admin: string;
+
+  before(async () => {
+    db = sqliteDatabase();
+    const dir = resources.tempDir();
+    gw = await resources.startGw(gatewayConfig(db.url, { audit: { file: join(dir, 'audit.jsonl') } }), { dir, env: TOKEN_ENV });
+    admin = gw.adminUrl as string;
+  });
+  after(async () => {
+    await gw.stop();
+    await db.drop();
+  });
+
+  it('creates a team and a key whose secret is shown once and authenticates at once, and lists both beside the config file entries', async () => {
+    const team = await v1(admin, 'POST', 'teams', {
+      token: ADMIN,
+      body: { id: 'growth', rate_limit: { rpm: 100 }, allowed_models: ['m*'], metadata: { owner: 'growth@example.com' } },
+    });
+    assert.equal(team.status, 201, team.text);
+    assert.equal(team.headers.get('etag'), '"1"');
+    assert.equal(team.headers.get('x-switchyard-reload'), 'applied');
+    assert.deepEqual(team.body.rate_limit, { rpm: 100 });
+    assert.equal(team.body.managed_by, 'database');
+
+    const created = await v1(admin, 'POST', 'keys', { token: ADMIN, body: { id: 'growth-web', team: 'growth', rpm: 50 } });
+    assert.equal(created.status, 201, created.text);
+    const secret = created.body.key as string;
+    assert.match(secret, /^sy-[A-Za-z0-9_-]{43}$/);
+    assert.equal(created.body.prefix, secret.slice(0, 10));
+    assert.equal(await chatWith(gw, secret), 200, 'the new key works when its creation has answered');
+
+    const read = await v1(admin, 'GET', 'keys/growth-web', { token: ADMIN });
+    assert.equal(read.status, 200);
+    assert.equal(read.body.key, undefined, 'the secret is never shown again');
+    assert.equal(read.text.includes(secret), false);
+    assert.equal(read.body.rpm, 50);
+
+    const teams = await v1(admin, 'GET', 'teams', { token: ADMIN });
+    assert.deepEqual(
+      teams.body.data.map((t: { id: string; managed_by: string }) => [t.id, t.managed_by]),
+      [
+        ['growth', 'database'],
+        ['platform', 'config'],
+      ],
+    );
+    const keys = await v1(admin, 'GET', 'keys?limit=1', { token: ADMIN });
+    assert.equal(keys.body.data.length, 1);
+    assert.equal(keys.body.next, 'growth-web');
+    const rest = await v1(admin, 'GET', `keys?limit=1&after=${keys.body.next}`, { token: ADMIN });
+    assert.deepEqual(
+      rest.body.data.map((k: { id: string }) => k.id),
+      ['platform-ci'],
+    );
+    assert.equal(rest.body.next, null);
+    assert.equal(await chatWith(gw, FILE_KEY), 200, 'the config file key still works');
+  });
+
+  it('refuses a body the config schema refuses, naming each field, and commits nothing', async () => {
+    const bad = await v1(admin, 'POST', 'teams', { token: ADMIN, body: { id: 'broken', rate_limit: { rpm: -1 }, colour: 'red' } });
+    assert.equal(bad.status, 400, bad.text);
+    assert.equal(bad.body.error.code, 'invalid_request');
+    assert.deepEqual(bad.body.error.errors.map((e: { path: string }) => e.path).sort(), ['colour']);
+    const badLimit = await v1(admin, 'POST', 'teams', { token: ADMIN, body: { id: 'broken', rate_limit: { rpm: -1 } } });
+    assert.equal(badLimit.status, 400);
+    assert.deepEqual(
+      badLimit.body.error.errors.map((e: { path: string }) => e.path),
+      ['rate_limit.rpm'],
+    );
+    assert.equal((await v1(admin, 'GET', 'teams/broken', { token: ADMIN })).status, 404, 'nothing was committed');
+    const orphan = await v1(admin, 'POST', 'keys', { token: ADMIN, body: { team: 'nobody' } });
+    assert.equal(orphan.status, 400);
+    assert.deepEqual(orphan.body.error.errors, [{ path: 'team', message: 'unknown team "nobody"' }]);
+    const expiry = await v1(admin, 'POST', 'keys', { token: ADMIN, body: { team: 'growth', expires_at: 'tomorrow' } });
+    assert.equal(expiry.status, 400);
+    assert.equal(expiry.body.error.errors[0].path, 'expires_at');
+  });
+
+  it('keeps the config file read-only (409), refuses a stale ETag (412) and a team that still has keys (409)', async () => {
+    const fileTeam = await v1(admin, 'PATCH', 'teams/platform', { token: ADMIN, body: { rate_limit: { rpm: 1 } } });
+    assert.equal(fileTeam.status, 409);
+    assert.equal(fileTeam.body.error.code, 'managed_by_config');
+    assert.equal((await v1(admin, 'POST', 'keys/platform-ci/revoke', { token: ADMIN })).body.error.code, 'managed_by_config');
+    assert.equal((await v1(admin, 'POST', 'teams', { token: ADMIN, body: { id: 'platform' } })).status, 409);
+
+    const current = await v1(admin, 'GET', 'teams/growth', { token: ADMIN });
+    const etag = current.headers.get('etag') as string;
+    const first = await v1(admin, 'PATCH', 'teams/growth', { token: ADMIN, ifMatch: etag, body: { quota: { tokens_per_day: 1_000_000 } } });
+    assert.equal(first.status, 200, first.text);
+    assert.notEqual(first.headers.get('etag'), etag);
+    assert.deepEqual(first.body.rate_limit, { rpm: 100 }, 'a patch keeps the fields it does not name');
+    const stale = await v1(admin, 'PATCH', 'teams/growth', { token: ADMIN, ifMatch: etag, body: { quota: null } });
+    assert.equal(stale.status, 412);
+    assert.deepEqual((await v1(admin, 'GET', 'teams/growth', { token: ADMIN })).body.quota, { tokens_per_day: 1_000_000 });
+
+    const busy = await v1(admin, 'DELETE', 'teams/growth', { token: ADMIN });
+    assert.equal(busy.status, 409);
+    assert.match(busy.body.error.message, /still has 1 key/);
+    assert.equal((await v1(admin, 'POST', 'teams', { token: ADMIN, body: { id: 'empty' } })).status, 201);
+    assert.equal((await v1(admin, 'DELETE', 'teams/empty', { token: ADMIN })).status, 204);
+    assert.equal((await v1(admin, 'GET', 'teams/empty', { token: ADMIN })).status, 404);
+  });
+
+  it('gives a team token its own team only, and a read-only token reads but never writes', async () => {
+    const own = await v1(admin, 'POST', 'keys', { token: GROWTH, body: { team: 'growth', metadata: { app: 'batch' } } });
+    assert.equal(own.status, 201, own.text);
+    assert.match(own.body.id, /^key-[0-9a-f]{12}$/);
+    const elsewhere = await v1(admin, 'POST', 'keys', { token: GROWTH, body: { team: 'platform' } });
+    assert.equal(elsewhere.status, 403);
+    assert.equal(elsewhere.body.error.code, 'forbidden');
+    assert.equal((await v1(admin, 'GET', 'keys/platform-ci', { token: GROWTH })).status, 403);
+    assert.equal((await v1(admin, 'POST', 'teams', { token: GROWTH, body: { id: 'mine' } })).status, 403);
+    const listed = await v1(admin, 'GET', 'keys', { token: GROWTH });
+    assert.ok(listed.body.data.length >= 2);
+    assert.ok(listed.body.data.every((k: { team: string }) => k.team === 'growth'));
+    assert.equal((await v1(admin, 'GET', 'keys?team=platform', { token: GROWTH })).status, 403);
+    assert.equal((await fetch(`${admin}/admin/status`, { headers: { authorization: `Bearer ${GROWTH}` } })).status, 403);
+
+    assert.equal((await v1(admin, 'GET', 'keys', { token: READER })).status, 200);
+    assert.equal((await v1(admin, 'POST', 'keys', { token: READER, body: { team: 'growth' } })).status, 403);
+    assert.equal((await fetch(`${admin}/admin/status`, { headers: { authorization: `Bearer ${READER}` } })).status, 200);
+    assert.equal((await fetch(`${admin}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${READER}` } })).status, 403);
+    assert.equal((await v1(admin, 'GET', 'keys')).status, 401, 'no token, no answer');
+  });
+
+  it('revokes a key at once, and rotates one with a grace period in which both secrets work', async () => {
+    const made = await v1(admin, 'POST', 'keys', { token: ADMIN, body: { team: 'growth' } });
+    const secret = made.body.key as string;
+    assert.equal(await chatWith(gw, secret), 200);
+    const revoked = await v1(admin, 'POST', `keys/${made.body.id}/revoke`, { token: ADMIN });
+    assert.equal(revoked.status, 200, revoked.text);
+    assert.ok(revoked.body.revoked_at);
+    assert.equal(await chatWith(gw, secret), 401, 'a revoked key stops when the revoke has answered');
+    assert.equal((await v1(admin, 'POST', `keys/${made.body.id}/revoke`, { token: ADMIN })).status, 200, 'a second revoke changes nothing');
+    assert.equal((await v1(admin, 'POST', `keys/${made.body.id}/rotate`, { token: ADMIN })).status, 409);
+
+    const rotating = await v1(admin, 'POST', 'keys', { token: ADMIN, body: { team: 'growth' } });
+    const old = rotating.body.key as string;
+    const rotated = await v1(admin, 'POST', `keys/${rotating.body.id}/rotate`, { token: ADMIN, body: { grace_s: 2 } });
+    assert.equal(rotated.status, 200, rotated.text);
+    const fresh = rotated.body.key as string;
+    assert.notEqual(fresh, old);
+    assert.ok(rotated.body.previous_secret_valid_until);
+    assert.equal(await chatWith(gw, fresh), 200);
+    assert.equal(await chatWith(gw, old), 200, 'the old secret works during the grace');
+    await untilKeyStatus(gw.url, old, 401, 10_000);
+    assert.equal(await chatWith(gw, fresh), 200);
+
+    const immediate = await v1(admin, 'POST', `keys/${rotating.body.id}/rotate`, { token: ADMIN, body: {} });
+    assert.equal(await keyStatus(gw.url, fresh), 401, 'without a grace the replaced secret stops at once');
+    assert.equal(await keyStatus(gw.url, immediate.body.key), 200);
+    assert.equal((await v1(admin, 'POST', `keys/${rotating.body.id}/rotate`, { token: ADMIN, body: { grace_s: -1 } })).status, 400);
+  });
+
+  it('shows every write as a reload with trigger database, and as an audit record naming the token, without a secret', async () => {
+    const status = await adminStatusBody(gw, ADMIN);
+    assert.ok(status.reloads.some((r) => r.trigger === 'database' && r.result === 'applied'));
+    const metrics = await (await fetch(`${admin}/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } })).text();
+    assert.match(metrics, /switchyard_reload_total\{trigger="database",result="applied"\} [1-9]/);
+    const audit = readFileSync(join(gw.dir, 'audit.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const writes = audit.filter((r) => r.event === 'admin_write');
+    assert.ok(writes.some((w) => w.token === 'admin' && w.object === 'team' && w.action === 'create' && w.id === 'growth'));
+    assert.ok(writes.some((w) => w.token === 'growth-bot' && w.object === 'key' && w.action === 'create'));
+    assert.ok(writes.some((w) => w.action === 'rotate'));
+    assert.equal(/"key":"sy-/.test(readFileSync(join(gw.dir, 'audit.jsonl'), 'utf8')), false, 'no secret in the audit log');
+    assert.equal(
+      gw.output.some((line) => /sy-[A-Za-z0-9_-]{43}/.test(line)),
+      false,
+      'no secret in the logs',
+    );
+  });
+});
+
+describe('managed keys on PostgreSQL, shared by two replicas', () => {
+  it('a key created on one replica authenticates on the other, and stops there after a revoke; counters survive the reloads', async (t) => {
+    const db = await postgresDatabase();
+    if ('skip' in db) return t.skip(db.skip);
+    try {
+      const a = await resources.startGw(gatewayConfig(db.url), { env: TOKEN_ENV });
+      const b = await resources.startGw(gatewayConfig(db.url), { env: TOKEN_ENV });
+      await v1(a.adminUrl as string, 'POST', 'teams', { token: ADMIN, body: { id: 'growth' } });
+      const made = await v1(a.adminUrl as string, 'POST', 'keys', { token: ADMIN, body: { team: 'growth', rpm: 3 } });
+      assert.equal(made.status, 201, made.text);
+      const secret = made.body.key as string;
+      const learnt = await untilKeyStatus(b.url, secret, 200, 10_000);
+      t.diagnostic(`the other replica authenticated the new key after ${Math.round(learnt)} ms`);
+
+      // rpm 3 over both replicas? No: each replica counts in its own memory store. On one replica,
+      // the key's window survives the reloads that other writes cause.
+      assert.equal(await chatWith(b, secret), 200);
+      assert.equal(await chatWith(b, secret), 200);
+      await v1(a.adminUrl as string, 'POST', 'keys', { token: ADMIN, body: { team: 'growth' } });
+      await sleep(200);
+      const seenVersion = async () => (await adminStatusBody(b, ADMIN)).reloads.filter((r) => r.trigger === 'database').length;
+      for (let i = 0; i < 100 && (await seenVersion()) < 2; i++) await sleep(50);
+      assert.equal(await chatWith(b, secret), 200);
+      assert.equal(await chatWith(b, secret), 429, 'the fourth request in the minute is over rpm 3, across the reloads');
+
+      const revoked = await v1(a.adminUrl as string, 'POST', `keys/${made.body.id}/revoke`, { token: ADMIN });
+      assert.equal(revoked.status, 200);
+      const stopped = await untilKeyStatus(b.url, secret, 401, 10_000);
+      t.diagnostic(`the other replica refused the revoked key after ${Math.round(stopped)} ms`);
+      await a.stop();
+      await b.stop();
+    } finally {
+      await db.drop();
+    }
+  });
+});
