@@ -43,6 +43,8 @@ export function restartOnlyWarnings(serving: Generation['config'], next: Generat
   )
     changed.push('governance (store settings)');
   if (!isDeepStrictEqual(serving.audit, next.audit)) changed.push('audit');
+  // The connection, its change watch and the ledger are made once, at start.
+  if (!isDeepStrictEqual(serving.database, next.database)) changed.push('database');
   if (!isDeepStrictEqual(serving.telemetry, next.telemetry)) changed.push('telemetry');
   const before = serving.routing.overlay;
   const after = next.routing.overlay;

@@ -137,6 +137,7 @@ const common = {
     listen: '127.0.0.1:8080',
     admin_listen: '127.0.0.1:9090',
     admin_token: { env: 'ADMIN_TOKEN' },
+    admin_tokens: [{ id: 'ops', token: { env: 'OPS_TOKEN' }, role: 'read_only' }],
     max_body_bytes: 1024,
     max_config_bytes: 4096,
     drain_timeout_ms: 1000,
@@ -227,6 +228,7 @@ const common = {
       tokens_per_day: 1,
       budget_usd_per_month: 1,
       expires_at: '2030-01-01T00:00:00Z',
+      allowed_models: ['m*'],
       allowed_tools: ['search'],
       tool_calls_per_day: 1,
     },
@@ -249,6 +251,14 @@ const common = {
     cap_output: true,
   },
   audit: { file: '/var/audit.jsonl', max_bytes: 104857600 },
+  database: {
+    url: 'postgres://switchyard@db.example:5432/switchyard',
+    password: { env: 'DB_PASSWORD' },
+    tls: { ca: { file: '/db-ca.pem' }, cert: { file: '/db-c.pem' }, key: { file: '/db-k.pem' }, server_name: 'db.example' },
+    recheck_ms: 1000,
+    ledger_queue: 1000,
+    usage_retention_days: 7,
+  },
   telemetry: {
     otlp: {
       endpoint: 'http://127.0.0.1:4318/v1/traces',
