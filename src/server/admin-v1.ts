@@ -70,7 +70,14 @@ export async function serveV1(ctx: AdminContext, a: V1Request, method: string, r
   } catch (caught) {
     // Two writes raced past the checks: the database's own constraint decided.
     const err =
-      caught instanceof ConstraintError ? new SwitchyardError('conflict', `that id or secret is taken (${caught.message})`) : caught;
+      caught instanceof ConstraintError
+        ? new SwitchyardError('conflict', `that id or secret is taken (${caught.message})`)
+        : isDatabaseFailure(caught)
+          ? new SwitchyardError(
+              'database_unavailable',
+              `the database did not answer (${(caught as { code: string }).code}); nothing was written`,
+            )
+          : caught;
     if (!(err instanceof SwitchyardError) || a.res.headersSent) throw err;
     // The catalog's OpenAI shape, as the rest of the admin API answers, with every field at fault.
     const error: Record<string, unknown> = { message: err.message, type: errorCatalog[err.code].openai, param: err.param, code: err.code };
@@ -114,6 +121,13 @@ async function route(ctx: AdminContext, a: V1Request, method: string, rest: stri
   if (action !== 'revoke' && action !== 'rotate') throw new SwitchyardError('not_found', `no such admin endpoint: /admin/v1/${rest}`);
   if (method !== 'POST') throw notAllowed('POST');
   return action === 'revoke' ? revokeKey(ctx, a, records, gen, id) : rotateKey(ctx, a, records, gen, id);
+}
+
+/** A driver's failure to reach or use the database (a connection refused or cut, a locked or read-only file). */
+function isDatabaseFailure(err: unknown): boolean {
+  if (err instanceof SwitchyardError) return false;
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^(E[A-Z]+|08...|57P0.|53...|SQLITE_(BUSY|LOCKED|READONLY|CANTOPEN|IOERR|FULL).*)$/.test(code);
 }
 
 const notAllowed = (allow: string): SwitchyardError =>
