@@ -3,7 +3,7 @@ import type { Engine } from './engine.js';
 import type { Tables } from './tables.js';
 
 // Numbered schema changes, applied at start-up in one transaction (both engines run DDL in
-// a transaction) and recorded in switchyard_schema. A database whose schema is newer than
+// a transaction) and recorded in schema_version. A database whose schema is newer than
 // this gateway knows is refused: an older binary must not write to tables it does not know.
 
 interface Migration {
@@ -116,14 +116,14 @@ export async function migrate(
     // Two replicas starting together: the second waits here for the first's migrations.
     if (engine === 'postgres') await sql`select pg_advisory_xact_lock(7234001)`.execute(tx);
     await tx.schema
-      .createTable('switchyard_schema')
+      .createTable('schema_version')
       .ifNotExists()
       .addColumn('version', 'integer', (c) => c.primaryKey())
       .addColumn('name', 'text', (c) => c.notNull())
       .addColumn('applied_at', 'text', (c) => c.notNull())
       .execute();
     const row = await tx
-      .selectFrom('switchyard_schema')
+      .selectFrom('schema_version')
       .select((eb) => eb.fn.max('version').as('v'))
       .executeTakeFirst();
     const from = Number(row?.v ?? 0);
@@ -137,7 +137,7 @@ export async function migrate(
     for (const m of MIGRATIONS) {
       if (m.version <= from) continue;
       await m.up(tx, engine);
-      await tx.insertInto('switchyard_schema').values({ version: m.version, name: m.name, applied_at: now() }).execute();
+      await tx.insertInto('schema_version').values({ version: m.version, name: m.name, applied_at: now() }).execute();
       applied.push(`${m.version} ${m.name}`);
     }
     return { ok: true, from, to: SCHEMA_VERSION, applied } as const;

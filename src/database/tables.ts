@@ -82,7 +82,7 @@ export interface UsageDailyTable {
 }
 
 export interface Tables {
-  switchyard_schema: SchemaVersionTable;
+  schema_version: SchemaVersionTable;
   managed_state: ManagedStateTable;
   teams: TeamsTable;
   keys: KeysTable;

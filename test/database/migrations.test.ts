@@ -38,7 +38,7 @@ for (const { engine, open } of engines) {
     try {
       assert.equal((await migrate(database.db, database.engine)).ok, true);
       await database.db
-        .insertInto('switchyard_schema')
+        .insertInto('schema_version')
         .values({ version: SCHEMA_VERSION + 1, name: 'from a newer gateway', applied_at: new Date().toISOString() })
         .execute();
       const refused = await migrate(database.db, database.engine);
@@ -47,7 +47,7 @@ for (const { engine, open } of engines) {
         refused.ok ? '' : refused.message,
         new RegExp(`version ${SCHEMA_VERSION + 1}, newer than this gateway knows \\(${SCHEMA_VERSION}\\)`),
       );
-      const rows = await sql<{ n: number }>`select count(*) as n from switchyard_schema`.execute(database.db);
+      const rows = await sql<{ n: number }>`select count(*) as n from schema_version`.execute(database.db);
       assert.equal(Number(rows.rows[0]?.n), SCHEMA_VERSION + 1);
     } finally {
       await database.close();
