@@ -1,14 +1,13 @@
 #!/usr/bin/env node
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { describeIntact, verifyAuditFile, verifyAuditSet } from './audit/index.js';
 import { type Command, help, UsageError } from './cli-command.js';
+import { managedCommands } from './cli-managed.js';
 import { publisherCommands } from './cli-publisher.js';
 import { type ConfigIssue, formatIssue } from './config/index.js';
-import { hashKey } from './governance/index.js';
 import { type OverlaySnapshot, prepareGeneration } from './live/index.js';
 import { MOCK_PROTOCOLS, type MockProtocol, startMockProvider } from './mock/index.js';
 import { PoolRegistry } from './providers/index.js';
@@ -206,34 +205,6 @@ examples/demo.yaml. No credentials, no network.`,
       return code;
     },
   },
-  keys: {
-    summary: 'create an API key (printed once) and the config line holding its hash',
-    usage: `switchyard keys create --team TEAM [--id ID]
-
-Prints a new random API key ONCE, and the line to add under "keys:" in the gateway config,
-which holds only the key's SHA-256. The gateway never stores the key itself; a lost key is
-replaced, not recovered. ID defaults to a random one.`,
-    options: { team: { type: 'string', short: 't' }, id: { type: 'string' }, help },
-    positionals: true,
-    async run(values, positionals) {
-      if (positionals.length !== 1 || positionals[0] !== 'create') throw new UsageError('expected "keys create"');
-      const team = requireString(values.team, '--team');
-      const id = typeof values.id === 'string' ? values.id : `key-${randomBytes(4).toString('hex')}`;
-      for (const [flag, value] of [
-        ['--team', team],
-        ['--id', id],
-      ] as const) {
-        if (!CONFIG_ID.test(value)) throw new UsageError(`${flag} must be 1-64 of A-Z a-z 0-9 _ . - (starting with a letter or digit)`);
-      }
-      const key = `sy-${randomBytes(32).toString('base64url')}`;
-      process.stdout.write(
-        `# API key "${id}" for team "${team}". Shown once: the gateway keeps only its SHA-256.\n${key}\n` +
-          `# Add under "keys:" in the gateway config (team "${team}" must be under "teams:"):\n` +
-          `- { id: ${JSON.stringify(id)}, team: ${JSON.stringify(team)}, sha256: "${hashKey(key)}" }\n`,
-      );
-      return 0;
-    },
-  },
   audit: {
     summary: "check an audit log's hash chain",
     usage: `switchyard audit verify FILE... [--head SEQ:HASH]
@@ -280,6 +251,7 @@ the file before it. A missing file, or one whose end was cut, breaks that link.
       return 0;
     },
   },
+  ...managedCommands(),
   ...publisherCommands(() => packageVersion()),
 };
 
@@ -289,9 +261,6 @@ function parseHead(text: string): { seq: number; hash: string } {
   if (m === null) throw new UsageError('--head must be SEQ:HASH (a seq from 1, a colon, the 64 hex digits of its SHA-256)');
   return { seq: Number(m[1]), hash: m[2] as string };
 }
-
-/** Key and team ids, as config accepts them. */
-const CONFIG_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 /**
  * What serve would do at start-up with this config (overlay included), without listening:

@@ -21,5 +21,6 @@ export type {
   ToolRoute,
 } from './generation.js';
 export { GenerationHolder } from './holder.js';
+export { type Merged, mergeManaged } from './managed.js';
 export { type InputsRead, type OverlayRejection, type Preparation, type PrepareInputs, prepareGeneration } from './prepare.js';
 export { ReloadCoordinator, type ReloadTrigger } from './reload-coordinator.js';
