@@ -138,6 +138,11 @@ export function pageData(ctx: PageContext, nowMs: number): Record<string, unknow
           },
     recent_window_s: RECENT_MS / 1000,
     teams: teamsView(ctx.governance),
+    // The "Teams and keys" view reads /admin/v1/ itself; this says whether there is one, and at which version.
+    database:
+      gen?.config.database === undefined
+        ? null
+        : { engine: gen.config.database.url.startsWith('sqlite:') ? 'sqlite' : 'postgres', version: gen.managed?.version ?? null },
     traffic: { slot_s: SLOT_MS / 1000, points: svc.recent.series(nowMs).map((p) => pointView(p, nowMs)) },
   };
 }

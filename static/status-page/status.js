@@ -534,6 +534,220 @@ function renderReloads(d) {
   );
 }
 
+// ---------------------------------------------------------------- teams and keys
+
+/** The managed view polls less often: it reads the database, not the serving generation. */
+const MANAGED_POLL_MS = 10_000;
+const DAY_MS = 86_400_000;
+let managedTimer = null;
+let managedShown = false;
+
+function authHeaders(json) {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  const headers = token ? { authorization: `Bearer ${token}` } : {};
+  if (json) headers['content-type'] = 'application/json';
+  return headers;
+}
+
+/** One admin API call: its JSON, or an Error with the gateway's message. */
+async function adminCall(method, path, body) {
+  const res = await fetch(`admin/v1/${path}`, {
+    method,
+    headers: authHeaders(body !== undefined),
+    cache: 'no-store',
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  const data = text === '' ? {} : JSON.parse(text);
+  if (!res.ok) throw new Error(data.error?.message ?? `HTTP ${res.status}`);
+  return data;
+}
+
+async function allPages(path) {
+  const out = [];
+  let after = null;
+  for (;;) {
+    const page = await adminCall(
+      'GET',
+      `${path}${path.includes('?') ? '&' : '?'}limit=500${after === null ? '' : `&after=${encodeURIComponent(after)}`}`,
+    );
+    out.push(...page.data);
+    if (page.next === null) return out;
+    after = page.next;
+  }
+}
+
+/** The day (UTC, YYYY-MM-DD) `daysAgo` days before today. */
+function utcDay(daysAgo) {
+  return new Date(Date.now() - daysAgo * DAY_MS).toISOString().slice(0, 10);
+}
+
+/** Cost per day of each team over the last 30 days, from the ledger's rollups; null when the ledger does not answer. */
+async function spendByTeam() {
+  try {
+    const usage = await adminCall('GET', `usage?from=${utcDay(29)}&to=${utcDay(-1)}&group_by=day,team`);
+    const byTeam = new Map();
+    for (const row of usage.rows) {
+      if (!byTeam.has(row.team)) byTeam.set(row.team, new Map());
+      byTeam.get(row.team).set(row.day, row.cost_usd);
+    }
+    return byTeam;
+  } catch {
+    return null;
+  }
+}
+
+function spendChart(team, days) {
+  const values = [];
+  for (let i = 29; i >= 0; i--) values.push(days?.get(utcDay(i)) ?? 0);
+  const top = Math.max(...values, 0) || 1;
+  const svg = document.createElementNS(SVG, 'svg');
+  svg.setAttribute('viewBox', '0 0 300 40');
+  svg.setAttribute('preserveAspectRatio', 'none');
+  svg.setAttribute('class', 'spend-chart');
+  svg.setAttribute('role', 'img');
+  svg.setAttribute('aria-label', `spend of team ${team} per day, last 30 days`);
+  values.forEach((v, i) => {
+    const h = (v / top) * 38;
+    const bar = document.createElementNS(SVG, 'rect');
+    bar.setAttribute('x', String(i * 10 + 1));
+    bar.setAttribute('width', '8');
+    bar.setAttribute('y', String(40 - h));
+    bar.setAttribute('height', String(h));
+    bar.setAttribute('data-day', utcDay(29 - i));
+    svg.append(bar);
+  });
+  return svg;
+}
+
+function limitsText(t) {
+  const parts = [];
+  if (t.rate_limit?.rpm !== undefined) parts.push(`${num(t.rate_limit.rpm)} rpm`);
+  if (t.rate_limit?.tpm !== undefined) parts.push(`${num(t.rate_limit.tpm)} tpm`);
+  if (t.quota?.tokens_per_day !== undefined) parts.push(`${num(t.quota.tokens_per_day)} tokens/day`);
+  if (t.budget?.usd_per_month !== undefined) parts.push(`${num(t.budget.usd_per_month, 2)} USD/month (${t.budget.on_exceeded ?? 'block'})`);
+  if (t.allowed_models !== undefined) parts.push(`models ${t.allowed_models.join(', ')}`);
+  return parts.length === 0 ? 'no limits' : parts.join(' · ');
+}
+
+function showSecret(title, secret) {
+  $('new-secret-title').textContent = title;
+  $('new-secret-value').textContent = secret;
+  $('new-secret').hidden = false;
+}
+
+function showManagedProblem(message) {
+  $('managed-problem').hidden = message === '';
+  $('managed-problem').textContent = message;
+}
+
+/** A button that runs an admin write, then redraws; a refusal is shown above the teams. */
+function action(label, attrs, run) {
+  const b = el('button', { type: 'button', ...attrs, text: label });
+  b.addEventListener('click', async () => {
+    b.disabled = true;
+    try {
+      await run();
+      showManagedProblem('');
+    } catch (err) {
+      showManagedProblem(`${label}: ${err.message}`);
+    }
+    b.disabled = false;
+    refreshManaged();
+  });
+  return b;
+}
+
+function keyRow(k) {
+  const managed = k.managed_by === 'database';
+  const actions =
+    managed && k.revoked_at === null
+      ? [
+          action('Rotate', { 'data-action': 'rotate', 'data-key': k.id }, async () => {
+            const r = await adminCall('POST', `keys/${encodeURIComponent(k.id)}/rotate`, { grace_s: 0 });
+            showSecret(`New secret of key ${k.id}`, r.key);
+          }),
+          action('Revoke', { 'data-action': 'revoke', 'data-key': k.id }, async () => {
+            if (!window.confirm(`Revoke key ${k.id}? It stops working at once.`)) throw new Error('not revoked');
+            await adminCall('POST', `keys/${encodeURIComponent(k.id)}/revoke`, {});
+          }),
+        ]
+      : [];
+  return el(
+    'tr',
+    { 'data-key': k.id, 'data-revoked': k.revoked_at !== null },
+    el('td', { class: 'mono', text: k.id }),
+    el('td', { class: 'mono', text: k.prefix === null ? '–' : `${k.prefix}…` }),
+    el('td', { text: k.last_used_at ? time(k.last_used_at) : 'never' }),
+    el('td', { text: k.expires_at ? time(k.expires_at) : 'never' }),
+    el(
+      'td',
+      {},
+      k.revoked_at !== null
+        ? badge('red', 'revoked')
+        : badge(managed ? 'green' : 'grey', managed ? 'managed' : 'config file', k.managed_by),
+    ),
+    el('td', {}, ...actions),
+  );
+}
+
+function renderManaged(teams, keys, spend) {
+  const month = new Date().toISOString().slice(0, 7);
+  $('managed-hint').textContent = spend === null ? '(no usage ledger data)' : '(spend from the usage ledger, UTC days)';
+  const cards = teams.map((t) => {
+    const days = spend?.get(t.id) ?? null;
+    let monthSpend = 0;
+    for (const [day, usd] of days ?? []) if (day.startsWith(month)) monthSpend += usd;
+    const own = keys.filter((k) => k.team === t.id);
+    return el(
+      'article',
+      { class: 'team-card', 'data-team': t.id },
+      el(
+        'h3',
+        {},
+        t.id,
+        ' ',
+        badge(t.managed_by === 'database' ? 'green' : 'grey', t.managed_by === 'database' ? 'managed' : 'config file', t.managed_by),
+      ),
+      el('p', { class: 'hint', text: limitsText(t) }),
+      el('p', { 'data-spend': monthSpend.toFixed(6) }, `Spend this month: ${num(monthSpend, 2)} USD`),
+      spendChart(t.id, days),
+      table(null, [['Key'], ['Prefix'], ['Last used'], ['Expires'], ['Kind'], ['']], own.map(keyRow)),
+      action('Create key', { 'data-action': 'create-key', 'data-team': t.id }, async () => {
+        const r = await adminCall('POST', 'keys', { team: t.id });
+        showSecret(`Secret of new key ${r.id}`, r.key);
+      }),
+    );
+  });
+  replace('managed', cards.length === 0 ? el('p', { class: 'muted', text: 'No teams.' }) : cards);
+}
+
+async function refreshManaged() {
+  if (managedTimer !== null) clearTimeout(managedTimer);
+  try {
+    const [teams, keys, spend] = await Promise.all([allPages('teams'), allPages('keys'), spendByTeam()]);
+    renderManaged(teams, keys, spend);
+  } catch (err) {
+    showManagedProblem(`Cannot read the teams and keys: ${err.message}`);
+  }
+  managedTimer = setTimeout(refreshManaged, MANAGED_POLL_MS);
+}
+
+/** The view exists when the gateway has a database; it is drawn on its own timer. */
+function renderManagedSection(d) {
+  const on = d.database !== null && d.database !== undefined;
+  $('managed-section').hidden = !on;
+  if (on && !managedShown) {
+    managedShown = true;
+    refreshManaged();
+  }
+}
+
+$('new-secret-done').addEventListener('click', () => {
+  $('new-secret-value').textContent = '';
+  $('new-secret').hidden = true;
+});
+
 // ---------------------------------------------------------------- polling
 
 function render(d) {
@@ -546,6 +760,7 @@ function render(d) {
   renderTools(d);
   renderProviders(d);
   renderTeams(d);
+  renderManagedSection(d);
   renderReloads(d);
 }
 
