@@ -75,7 +75,7 @@ export async function serveV1(ctx: AdminContext, a: V1Request, method: string, r
         : isDatabaseFailure(caught)
           ? new SwitchyardError(
               'database_unavailable',
-              `the database did not answer (${(caught as { code: string }).code}); nothing was written`,
+              `the database did not answer (${(caught as { code?: string }).code ?? (caught as Error).message}); nothing was written`,
             )
           : caught;
     if (!(err instanceof SwitchyardError) || a.res.headersSent) throw err;
@@ -127,7 +127,9 @@ async function route(ctx: AdminContext, a: V1Request, method: string, rest: stri
 function isDatabaseFailure(err: unknown): boolean {
   if (err instanceof SwitchyardError) return false;
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^(E[A-Z]+|08...|57P0.|53...|SQLITE_(BUSY|LOCKED|READONLY|CANTOPEN|IOERR|FULL).*)$/.test(code);
+  if (typeof code === 'string') return /^(E[A-Z]+|08...|55000|57P0.|53...|SQLITE_(BUSY|LOCKED|READONLY|CANTOPEN|IOERR|FULL).*)$/.test(code);
+  // pg's own, for a connection that ended under a query.
+  return err instanceof Error && /^Connection terminated|^timeout exceeded when trying to connect/.test(err.message);
 }
 
 const notAllowed = (allow: string): SwitchyardError =>

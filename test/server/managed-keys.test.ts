@@ -266,3 +266,104 @@ describe('managed keys on PostgreSQL, shared by two replicas', () => {
     }
   });
 });
+
+describe('the database at start-up and while it is away', () => {
+  it('a gateway refuses to start against a schema newer than it knows, and says so', async () => {
+    const db = sqliteDatabase();
+    try {
+      const first = await resources.startGw(gatewayConfig(db.url), { env: TOKEN_ENV });
+      await first.stop();
+      const { openDatabase, SCHEMA_VERSION } = await import('../../src/database/index.js');
+      const database = openDatabase({ url: db.url });
+      await database.db
+        .insertInto('schema_version')
+        .values({ version: SCHEMA_VERSION + 1, name: 'from a newer gateway', applied_at: new Date().toISOString() })
+        .execute();
+      await database.close();
+      const { runCli } = await import('../support/gateway-process.js');
+      const dir = resources.tempDir();
+      const configPath = join(dir, 'gateway.yaml');
+      const { writeFileSync } = await import('node:fs');
+      const { stringify } = await import('yaml');
+      writeFileSync(configPath, stringify(gatewayConfig(db.url)));
+      const refused = await runCli(['serve', '--config', configPath], TOKEN_ENV);
+      assert.equal(refused.code, 1);
+      assert.match(refused.stdout + refused.stderr, /database: .*schema is version 2, newer than this gateway knows \(1\)/);
+    } finally {
+      await db.drop();
+    }
+  });
+
+  it('writes when each key was last used, off the request path (at the latest when the gateway stops)', async () => {
+    const db = sqliteDatabase();
+    try {
+      const gw = await resources.startGw(gatewayConfig(db.url), { env: TOKEN_ENV });
+      await v1(gw.adminUrl as string, 'POST', 'teams', { token: ADMIN, body: { id: 'growth' } });
+      const made = await v1(gw.adminUrl as string, 'POST', 'keys', { token: ADMIN, body: { id: 'used', team: 'growth' } });
+      await v1(gw.adminUrl as string, 'POST', 'keys', { token: ADMIN, body: { id: 'unused', team: 'growth' } });
+      const before = Date.now();
+      assert.equal(await chatWith(gw, made.body.key), 200);
+      assert.equal(
+        (await v1(gw.adminUrl as string, 'GET', 'keys/used', { token: ADMIN })).body.last_used_at,
+        null,
+        'not written on the request path',
+      );
+      await gw.stop();
+      const { openDatabase, ManagedRecords } = await import('../../src/database/index.js');
+      const database = openDatabase({ url: db.url });
+      const records = new ManagedRecords(database);
+      const used = await records.key('used');
+      const unused = await records.key('unused');
+      await database.close();
+      assert.ok(used?.lastUsedAt !== null && Date.parse(used?.lastUsedAt as string) >= before - 1000, String(used?.lastUsedAt));
+      assert.equal(unused?.lastUsedAt, null);
+    } finally {
+      await db.drop();
+    }
+  });
+
+  it('while Postgres is away, requests keep their keys, a reload keeps the last teams and keys, and a write is 503 with nothing written', async (t) => {
+    const db = await postgresDatabase();
+    if ('skip' in db) return t.skip(db.skip);
+    const name = new URL(db.url).pathname.slice(1);
+    const pg = (await import('pg')).default;
+    const { POSTGRES_ADMIN_URL } = await import('../support/databases.js');
+    const control = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+    await control.connect();
+    try {
+      const gw = await resources.startGw(gatewayConfig(db.url), { env: TOKEN_ENV });
+      const admin = gw.adminUrl as string;
+      await v1(admin, 'POST', 'teams', { token: ADMIN, body: { id: 'growth' } });
+      const made = await v1(admin, 'POST', 'keys', { token: ADMIN, body: { team: 'growth' } });
+      await control.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
+      await control.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
+
+      assert.equal(await chatWith(gw, made.body.key), 200, 'the generation holds the keys: no database on the request path');
+      const reload = await fetch(`${admin}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } });
+      const result = (await reload.json()) as { result: string; warnings: string[] };
+      assert.equal(result.result, 'applied');
+      assert.ok(
+        result.warnings.some((w) => /teams and keys could not be read .* those of version \d+ are kept/.test(w)),
+        result.warnings.join('\n'),
+      );
+      assert.equal(await chatWith(gw, made.body.key), 200);
+      const refused = await v1(admin, 'POST', 'teams', { token: ADMIN, body: { id: 'while-away' } });
+      assert.equal(refused.status, 503, refused.text);
+      assert.equal(refused.body.error.code, 'database_unavailable');
+
+      await control.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
+      let back = 0;
+      for (let i = 0; i < 100 && back !== 201; i++) {
+        back = (await v1(admin, 'POST', 'teams', { token: ADMIN, body: { id: 'after' } })).status;
+        if (back !== 201) await sleep(100);
+      }
+      assert.equal(back, 201, 'writes work again once the database is back');
+      assert.equal((await v1(admin, 'GET', 'teams/while-away', { token: ADMIN })).status, 404, 'the refused write left nothing');
+      await gw.stop();
+    } finally {
+      await control.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`).catch(() => undefined);
+      await control.end();
+      await db.drop();
+    }
+  });
+});
