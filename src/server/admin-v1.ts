@@ -7,7 +7,7 @@ import { errorCatalog, SwitchyardError } from '../errors.js';
 import { hashKey } from '../governance/index.js';
 import type { Generation } from '../live/index.js';
 import { readBody, type Services } from '../request/index.js';
-import type { AdminContext } from './admin.js';
+import type { DatabaseLink } from './database-link.js';
 import type { ReloadResult } from './reload.js';
 
 // The managed teams and keys, under /admin/v1/: list, read, create, change, delete (a team)
@@ -17,6 +17,14 @@ import type { ReloadResult } from './reload.js';
 // the new key works on this replica when the client reads it. Teams and keys of the config
 // file are listed too, and read-only (409 managed_by_config). Every object has an ETag; a
 // write with a stale If-Match is 412 and changes nothing.
+
+/** What the managed endpoints need of the admin listener's context. */
+export interface V1Context {
+  readonly svc: Services;
+  readonly database: DatabaseLink;
+  /** The reload a committed write asks for (trigger `database`). */
+  readonly reloadForDatabase: () => Promise<ReloadResult>;
+}
 
 /** Who is calling the admin API, by the token it presented. */
 export interface AdminCaller {
@@ -64,7 +72,7 @@ const fieldsError = (issues: readonly ConfigIssue[]): FieldsError =>
   new FieldsError(issues.map((i) => (i.path === '' ? i.message : `${i.path}: ${i.message}`)).join('; '), issues);
 
 /** Answers one /admin/v1/ request; `rest` is the path after /admin/v1/. */
-export async function serveV1(ctx: AdminContext, a: V1Request, method: string, rest: string): Promise<void> {
+export async function serveV1(ctx: V1Context, a: V1Request, method: string, rest: string): Promise<void> {
   try {
     await route(ctx, a, method, rest);
   } catch (caught) {
@@ -86,7 +94,7 @@ export async function serveV1(ctx: AdminContext, a: V1Request, method: string, r
   }
 }
 
-async function route(ctx: AdminContext, a: V1Request, method: string, rest: string): Promise<void> {
+async function route(ctx: V1Context, a: V1Request, method: string, rest: string): Promise<void> {
   const parts = rest.split('/').map((p) => decodeURIComponent(p));
   const [collection, id, action] = parts;
   if (parts.length > 3 || (collection !== 'teams' && collection !== 'keys')) {
@@ -197,7 +205,7 @@ async function getTeam(a: V1Request, records: ManagedRecords, gen: Generation, i
   sendObject(a.res, 200, teamView(team), tagOf(team.version));
 }
 
-async function createTeam(ctx: AdminContext, a: V1Request, records: ManagedRecords, gen: Generation): Promise<void> {
+async function createTeam(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation): Promise<void> {
   mayWrite(a.caller, null);
   const body = await jsonBody(a.req);
   const id = idOf(body, true) as string;
@@ -215,7 +223,7 @@ async function createTeam(ctx: AdminContext, a: V1Request, records: ManagedRecor
   sendObject(a.res, 201, teamView(team), tagOf(team.version), reload);
 }
 
-async function patchTeam(ctx: AdminContext, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
+async function patchTeam(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
   mayWrite(a.caller, null);
   if (gen.fileConfig.teams?.[id] !== undefined) throw managedByConfig('team', id);
   const expected = ifMatch(a.req);
@@ -238,7 +246,7 @@ async function patchTeam(ctx: AdminContext, a: V1Request, records: ManagedRecord
   sendObject(a.res, 200, teamView(team), tagOf(team.version), reload);
 }
 
-async function deleteTeam(ctx: AdminContext, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
+async function deleteTeam(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
   mayWrite(a.caller, null);
   if (gen.fileConfig.teams?.[id] !== undefined) throw managedByConfig('team', id);
   const expected = ifMatch(a.req);
@@ -319,7 +327,7 @@ async function getKey(a: V1Request, records: ManagedRecords, gen: Generation, id
   sendObject(a.res, 200, keyView(key), tagOf(key.version));
 }
 
-async function createKey(ctx: AdminContext, a: V1Request, records: ManagedRecords, gen: Generation): Promise<void> {
+async function createKey(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation): Promise<void> {
   const body = await jsonBody(a.req);
   const id = idOf(body, false) ?? `key-${randomBytes(6).toString('hex')}`;
   if (typeof body.team !== 'string') throw fieldsError([{ path: 'team', message: 'required: the id of the team the key belongs to' }]);
@@ -347,7 +355,7 @@ async function createKey(ctx: AdminContext, a: V1Request, records: ManagedRecord
   sendObject(a.res, 201, { ...keyView(key), key: secret.key }, tagOf(key.version), reload);
 }
 
-async function patchKey(ctx: AdminContext, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
+async function patchKey(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
   if ((gen.fileConfig.keys ?? []).some((k) => k.id === id)) throw managedByConfig('key', id);
   const expected = ifMatch(a.req);
   const body = await jsonBody(a.req);
@@ -386,7 +394,7 @@ async function patchKey(ctx: AdminContext, a: V1Request, records: ManagedRecords
   sendObject(a.res, 200, keyView(key), tagOf(key.version), reload);
 }
 
-async function revokeKey(ctx: AdminContext, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
+async function revokeKey(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
   if ((gen.fileConfig.keys ?? []).some((k) => k.id === id)) throw managedByConfig('key', id);
   const expected = ifMatch(a.req);
   await readBody(a.req, MAX_BODY_BYTES);
@@ -406,7 +414,7 @@ async function revokeKey(ctx: AdminContext, a: V1Request, records: ManagedRecord
   sendObject(a.res, 200, keyView(key), tagOf(key.version), reload);
 }
 
-async function rotateKey(ctx: AdminContext, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
+async function rotateKey(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
   if ((gen.fileConfig.keys ?? []).some((k) => k.id === id)) throw managedByConfig('key', id);
   const expected = ifMatch(a.req);
   const body = await jsonBody(a.req, true);
@@ -450,7 +458,7 @@ function expiryOf(value: unknown): string | null {
 
 /** The write is committed: audited, then applied here by a reload, so the answer reflects it. */
 async function applied(
-  ctx: AdminContext,
+  ctx: V1Context,
   a: V1Request,
   write: Omit<AdminWriteInput, 'token' | 'version'> & { readonly version: number | null },
 ): Promise<ReloadResult | null> {
