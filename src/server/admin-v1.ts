@@ -8,6 +8,7 @@ import { hashKey } from '../governance/index.js';
 import type { Generation } from '../live/index.js';
 import { readBody, type Services } from '../request/index.js';
 import type { AdminContext } from './admin.js';
+import { serveUsage } from './admin-usage.js';
 import type { ReloadResult } from './reload.js';
 
 // The managed teams and keys, under /admin/v1/: list, read, create, change, delete (a team)
@@ -82,6 +83,8 @@ export async function serveV1(ctx: AdminContext, a: V1Request, method: string, r
 async function route(ctx: AdminContext, a: V1Request, method: string, rest: string): Promise<void> {
   const parts = rest.split('/').map((p) => decodeURIComponent(p));
   const [collection, id, action] = parts;
+  // The usage ledger: its own file, its own parameters.
+  if (collection === 'usage') return serveUsage(ctx.database.database, a, method, parts.slice(1));
   if (parts.length > 3 || (collection !== 'teams' && collection !== 'keys')) {
     throw new SwitchyardError('not_found', `no such admin endpoint: /admin/v1/${rest}`);
   }
