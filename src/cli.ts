@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import { describeIntact, verifyAuditFile, verifyAuditSet } from './audit/index.js';
 import { type Command, help, UsageError } from './cli-command.js';
 import { publisherCommands } from './cli-publisher.js';
+import { usageCommand } from './cli-usage.js';
 import { type ConfigIssue, formatIssue } from './config/index.js';
 import { hashKey } from './governance/index.js';
 import { type OverlaySnapshot, prepareGeneration } from './live/index.js';
@@ -234,6 +235,7 @@ replaced, not recovered. ID defaults to a random one.`,
       return 0;
     },
   },
+  usage: usageCommand,
   audit: {
     summary: "check an audit log's hash chain",
     usage: `switchyard audit verify FILE... [--head SEQ:HASH]
