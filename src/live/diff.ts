@@ -44,6 +44,10 @@ export function restartOnlyWarnings(serving: Generation['config'], next: Generat
     changed.push('governance (store settings)');
   if (!isDeepStrictEqual(serving.audit, next.audit)) changed.push('audit');
   if (!isDeepStrictEqual(serving.telemetry, next.telemetry)) changed.push('telemetry');
+  // The usage ledger's writer is built once, with its queue and retention.
+  for (const key of ['ledger_queue', 'usage_retention_days'] as const) {
+    if (serving.database?.[key] !== next.database?.[key]) changed.push(`database.${key}`);
+  }
   const before = serving.routing.overlay;
   const after = next.routing.overlay;
   if (before !== undefined && after !== undefined) {

@@ -281,6 +281,7 @@ const fixtures: Record<string, unknown>[] = [
       tools: { search: { policy: 'round_robin', retry_safe: true, candidates: [{ provider: 'docs', tool: 'search_docs', weight: 2 }] } },
       tools_from: [{ provider: 'docs', prefix: 'docs_' }],
     },
+    database: { url: 'sqlite:/var/lib/switchyard/switchyard.db', ledger_queue: 1000, usage_retention_days: 7 },
     mcp: {
       allowed_origins: ['https://app.example.com'],
       sessions: { ttl_s: 60, max_entries: 10 },
