@@ -7,6 +7,7 @@ import { describeIntact, verifyAuditFile, verifyAuditSet } from './audit/index.j
 import { type Command, help, UsageError } from './cli-command.js';
 import { managedCommands } from './cli-managed.js';
 import { publisherCommands } from './cli-publisher.js';
+import { usageCommand } from './cli-usage.js';
 import { type ConfigIssue, formatIssue } from './config/index.js';
 import { type OverlaySnapshot, prepareGeneration } from './live/index.js';
 import { MOCK_PROTOCOLS, type MockProtocol, startMockProvider } from './mock/index.js';
@@ -205,6 +206,7 @@ examples/demo.yaml. No credentials, no network.`,
       return code;
     },
   },
+  usage: usageCommand,
   audit: {
     summary: "check an audit log's hash chain",
     usage: `switchyard audit verify FILE... [--head SEQ:HASH]

@@ -1,6 +1,7 @@
 import type { Scenario } from '../lib/scenario.js';
 import { governanceOverhead } from './governance-overhead.js';
 import { largeConfigReload } from './large-config-reload.js';
+import { ledger } from './ledger.js';
 import { mcp } from './mcp.js';
 import { overlayApplyLatency } from './overlay-apply-latency.js';
 import { overlayScale } from './overlay-scale.js';
@@ -20,4 +21,5 @@ export const scenarios: readonly Scenario[] = [
   publisher,
   translation,
   mcp,
+  ledger,
 ];

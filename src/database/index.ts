@@ -11,6 +11,9 @@
 
 export { ChangeWatch, type ChangeWatchOptions } from './changes.js';
 export { type Database, type DatabaseSettings, type Engine, engineOf, openDatabase, sqlitePath } from './engine.js';
+export { BATCH_ROWS, Ledger, type LedgerOptions } from './ledger.js';
+export { type LedgerRow, LOSS_ENDPOINT, LOSS_PREFIX } from './ledger-rows.js';
+export { dayPartitions, type PruneResult, partitionName, preparePartitions, pruneUsage, utcDay } from './ledger-upkeep.js';
 export {
   CHANGES_CHANNEL,
   ConstraintError,
@@ -26,3 +29,13 @@ export {
 } from './managed.js';
 export { type MigrationResult, migrate, SCHEMA_VERSION } from './migrations.js';
 export type { Tables, UsageDailyTable, UsageRequestsTable } from './tables.js';
+export {
+  USAGE_GROUPS,
+  type UsageCursor,
+  type UsageFilter,
+  type UsageGroup,
+  type UsageRecord,
+  type UsageTotals,
+  usageRecords,
+  usageTotals,
+} from './usage-query.js';

@@ -72,7 +72,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  * connection's request and response, and the one record of the request, which each step
  * fills in as it learns its part:
  *
- * - the listener: `recorded`, `protocol`, `operation`, `span`;
+ * - the listener: `recorded`, `protocol`, `operation`, `endpoint`, `span`;
  * - admission: `gen` (captured once), `principal`, then `model`, `stream` and `bodyBytes`
  *   from the parsed request, and `admitted` after the pre-check;
  * - the failover chain: `candidate`, `failures`, `outcome` and the relay's timings, usage
@@ -94,6 +94,8 @@ export class Exchange {
   /** The protocol the client speaks, set by the endpoint before anything can fail. */
   protocol: ChatProtocol = 'openai';
   operation: Operation = 'chat';
+  /** The path of the endpoint the listener matched (a fixed set, so a metrics label), or `none`. */
+  endpoint = 'none';
   /** The request's server span, when tracing is on; ended by the record. */
   span: Span | null = null;
   gen: Generation | null = null;

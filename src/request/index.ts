@@ -19,3 +19,4 @@ export { recordRequest } from './record.js';
 export { type Answerable, failRequest, sendBody, sendJson } from './respond.js';
 export { type ResponseOwner, ResponseOwners } from './response-owners.js';
 export type { ListenerSettings, Services } from './services.js';
+export type { UsageLedger, UsageRow } from './usage-row.js';

@@ -1,5 +1,6 @@
 import { requestCompleted, toolCalled } from '../audit/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
+import type { TokenUsage } from '../providers/index.js';
 import { genAiOperation, genAiSystem, type Tracing } from '../telemetry/index.js';
 import { type Exchange, type Failure, pathOf, type ToolCallRecord } from './exchange.js';
 import type { Services } from './services.js';
@@ -23,7 +24,31 @@ export function recordRequest(svc: Services, x: Exchange): void {
   const routed = x.model !== undefined && gen !== null && gen.routes[x.model] !== undefined;
   const model = routed ? (x.model as string) : 'none';
   const provider = c?.provider.name ?? 'none';
-  metrics.requests.series(model, provider, String(status)).inc();
+  const principal = x.principal;
+  const team = principal?.team ?? 'none';
+  metrics.requests.series(model, provider, String(status), team, x.endpoint).inc();
+  const usage = x.usage;
+  if (usage !== null) countTokens(svc, team, model, provider, usage);
+  if (svc.ledger !== null && principal !== null) {
+    svc.ledger.record({
+      atMs: Date.now(),
+      requestId: x.requestId,
+      team,
+      keyId: principal.keyId ?? 'none',
+      endpoint: x.endpoint,
+      model,
+      provider,
+      candidate: c?.stableId ?? 'none',
+      inputTokens: usage?.inputTokens ?? 0,
+      outputTokens: usage?.outputTokens ?? 0,
+      cacheReadTokens: usage?.cacheReadTokens ?? 0,
+      cacheWriteTokens: usage?.cacheWriteTokens ?? 0,
+      costMicroUsd: x.costMicroUsd ?? 0,
+      status: status === 'partial' ? x.res.statusCode : status,
+      partial: isPartial(x, status),
+      durationMs,
+    });
+  }
   metrics.requestDuration.series(model).observe(durationMs / 1000);
   if (c !== null && x.headersAt !== null) metrics.upstreamDuration.series(provider).observe((x.headersAt - x.attemptStartedAt) / 1000);
   if (x.stream && c !== null && x.firstByteAt !== null)
@@ -46,6 +71,22 @@ export function recordRequest(svc: Services, x: Exchange): void {
   svc.accessLog.writeFields(accessLine(x, status, durationMs, x.model, provider));
 }
 
+/** `switchyard_tokens_total`, for every request with usage, priced or not (a kind with no tokens is left alone). */
+function countTokens(svc: Services, team: string, model: string, provider: string, usage: TokenUsage): void {
+  const tokens = svc.metrics.tokens;
+  if (usage.inputTokens > 0) tokens.series(team, model, provider, 'input').inc(usage.inputTokens);
+  if (usage.outputTokens > 0) tokens.series(team, model, provider, 'output').inc(usage.outputTokens);
+  const cacheRead = usage.cacheReadTokens ?? 0;
+  if (cacheRead > 0) tokens.series(team, model, provider, 'cache_read').inc(cacheRead);
+  const cacheWrite = usage.cacheWriteTokens ?? 0;
+  if (cacheWrite > 0) tokens.series(team, model, provider, 'cache_write').inc(cacheWrite);
+}
+
+/** Cut midway, by the upstream or by the client leaving after the response began. */
+function isPartial(x: Exchange, status: number | 'partial'): boolean {
+  return status === 'partial' || (x.outcome === 'aborted' && x.headersAt !== null);
+}
+
 /**
  * A tools/call's record: its metrics (the tool a label only when the generation routes it),
  * its audit record (who, which tool, where, how long, isError; never the arguments or the
@@ -61,6 +102,27 @@ function recordToolCall(svc: Services, x: Exchange, call: ToolCallRecord): void 
   svc.metrics.mcpToolCallDuration.series(tool).observe(durationMs / 1000);
   const gen = x.gen;
   const status = x.status;
+  const principal = x.principal;
+  if (svc.ledger !== null && principal !== null) {
+    svc.ledger.record({
+      atMs: Date.now(),
+      requestId: x.requestId,
+      team: principal.team ?? 'none',
+      keyId: principal.keyId ?? 'none',
+      endpoint: x.endpoint,
+      model: tool,
+      provider,
+      candidate: answered ? (c?.stableId ?? 'none') : 'none',
+      inputTokens: 0,
+      outputTokens: 0,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      costMicroUsd: 0,
+      status: status === 'partial' ? x.res.statusCode : status,
+      partial: status === 'partial',
+      durationMs,
+    });
+  }
   svc.mcp.recent.record(
     Date.now(),
     durationMs,
@@ -161,8 +223,7 @@ function auditCompleted(svc: Services, x: Exchange, status: number | 'partial', 
       revision: x.gen?.overlay?.revision ?? null,
       status,
       fallback: x.failures.map(fallbackEntry),
-      // Cut midway, by the upstream or by the client leaving after the response began.
-      partial: status === 'partial' || (x.outcome === 'aborted' && x.headersAt !== null),
+      partial: isPartial(x, status),
       usageEstimated: x.usageEstimated,
       usage: x.usage,
       costMicroUsd: x.costMicroUsd,

@@ -8,6 +8,7 @@ import type { AccessLog, Logger, Metrics, RecentTraffic, Tracing } from '../tele
 import type { KeysUsed } from './keys-used.js';
 import type { McpService } from './mcp-service.js';
 import type { ResponseOwners } from './response-owners.js';
+import type { UsageLedger } from './usage-row.js';
 
 /**
  * The stateful services, built once by the composition root and never rebuilt by a
@@ -40,6 +41,8 @@ export interface Services {
   readonly mcp: McpService;
   /** When each key was last used (noted once a minute per key), for managed keys' last_used_at. */
   readonly keysUsed: KeysUsed;
+  /** The usage ledger (one row per finished request of an authenticated caller), or null without a database. */
+  readonly ledger: UsageLedger | null;
 }
 
 /** Settings fixed at start-up (changing them takes a restart). */

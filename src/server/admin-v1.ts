@@ -7,6 +7,7 @@ import { errorCatalog, SwitchyardError } from '../errors.js';
 import { hashKey } from '../governance/index.js';
 import type { Generation } from '../live/index.js';
 import { readBody, type Services } from '../request/index.js';
+import { serveUsage } from './admin-usage.js';
 import type { DatabaseLink } from './database-link.js';
 import type { ReloadResult } from './reload.js';
 
@@ -97,6 +98,8 @@ export async function serveV1(ctx: V1Context, a: V1Request, method: string, rest
 async function route(ctx: V1Context, a: V1Request, method: string, rest: string): Promise<void> {
   const parts = rest.split('/').map((p) => decodeURIComponent(p));
   const [collection, id, action] = parts;
+  // The usage ledger: its own file, its own parameters.
+  if (collection === 'usage') return serveUsage(ctx.database.database, a, method, parts.slice(1));
   if (parts.length > 3 || (collection !== 'teams' && collection !== 'keys')) {
     throw new SwitchyardError('not_found', `no such admin endpoint: /admin/v1/${rest}`);
   }

@@ -70,6 +70,7 @@ export function createApiHandler(svc: Services, settings: ListenerSettings, traf
     // Set before anything can fail, so every answer, a refusal included, is in the client's shape.
     if (endpoint.operation !== undefined) x.operation = endpoint.operation;
     if (endpoint.protocol !== undefined) x.protocol = endpoint.protocol;
+    x.endpoint = endpoint.path;
     x.recorded = endpoint.recorded !== false;
     if (tracing !== null && x.recorded) x.span = tracing.startServer(endpoint.method, endpoint.path, path, req.headers);
     try {

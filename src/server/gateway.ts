@@ -13,6 +13,7 @@ import {
   sessionAffinityDefaults,
   splitHostPort,
 } from '../config/index.js';
+import { Ledger } from '../database/index.js';
 import { governanceNow, governanceStatus, type PolicedStore } from '../governance/index.js';
 import { type Generation, GenerationHolder, prepareGeneration, ReloadCoordinator, type ReloadTrigger } from '../live/index.js';
 import { PoolRegistry, type TokenEvent, TokenSourceRegistry } from '../providers/index.js';
@@ -105,7 +106,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     throw new StartupError(first.outcome === 'rejected' ? first.issues : []);
   }
   const config = first.generation.config;
-  const svc = await buildServices(first.generation, pools, tokens, options).catch(async (err: unknown) => {
+  const svc = await buildServices(first.generation, pools, tokens, options, database).catch(async (err: unknown) => {
     tokens.stopAll();
     await pools.destroyAll();
     await database.close();
@@ -173,6 +174,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   );
   const watches = await watchInputs(options.configPath, config, coordinator);
   const lastUsed = database.records === null ? null : trackLastUsed(svc, database);
+  const ledger = svc.ledger instanceof Ledger ? svc.ledger : null;
   if (config.database !== undefined) {
     database.watch({
       recheckMs: config.database.recheck_ms,
@@ -193,6 +195,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         clearInterval(lastUsed.timer);
         await lastUsed.flush();
       }
+      // After the drain: every request's row is queued by now.
+      await ledger?.close(LEDGER_CLOSE_MS);
       await database.close();
       signals?.uninstall();
     })();
@@ -240,6 +244,9 @@ function trackLastUsed(svc: Services, database: DatabaseLink): { timer: NodeJS.T
   return { timer, flush };
 }
 
+/** How long shutdown gives the usage ledger to write what it still holds. */
+const LEDGER_CLOSE_MS = 5000;
+
 /** How long start-up waits for a remote governance store to connect. */
 const STORE_READY_TIMEOUT_MS = 5000;
 
@@ -249,6 +256,7 @@ async function buildServices(
   pools: PoolRegistry,
   tokens: TokenSourceRegistry,
   options: GatewayOptions,
+  database: DatabaseLink,
 ): Promise<Services> {
   const config = gen.config;
   const holder = new GenerationHolder();
@@ -262,6 +270,7 @@ async function buildServices(
   // Before the audit file is opened: a credential that cannot be read stops the start first.
   const governance = governanceStore(config, logger, metrics, options.env ?? process.env);
   const audit = config.audit === undefined ? null : await openAudit(config.audit, logger, metrics);
+  const ledger = await startLedger(database, config, logger, metrics);
   return {
     holder,
     breakers,
@@ -282,7 +291,23 @@ async function buildServices(
     // Sessions shared by the replicas of a redis store, so that any of them serves a session.
     mcp: new McpService(holder, logger, metrics, config.mcp, options.version ?? 'dev', governance.sharedRecords),
     keysUsed: new KeysUsed(),
+    ledger,
   };
+}
+
+/** The usage ledger's writer, when a database is configured: its partitions made ahead before the first request. */
+async function startLedger(database: DatabaseLink, config: GatewayConfig, logger: Logger, metrics: Metrics): Promise<Ledger | null> {
+  const settings = config.database;
+  const db = database.database;
+  if (settings === undefined || db === null) return null;
+  const ledger = new Ledger(db, {
+    queueRows: settings.ledger_queue,
+    retentionDays: settings.usage_retention_days,
+    onLost: (rows) => metrics.ledgerRowsLost.inc(rows),
+    onProblem: (problem) => logger.warn({ msg: 'usage ledger', problem }),
+  });
+  await ledger.start();
+  return ledger;
 }
 
 /** Traces when `telemetry.otlp` is set; its headers were resolved with the generation. */

@@ -17,8 +17,10 @@ export type BreakerStateCode = 0 | 1 | 2;
 export class Metrics {
   readonly registry = new Registry();
   // Updated for every request: series bound once per label values (see series.ts).
-  /** model, provider, status */
+  /** model, provider, status, team, endpoint */
   readonly requests: CounterFamily;
+  /** team, model, provider, kind (input, output, cache_read, cache_write) */
+  readonly tokens: CounterFamily;
   /** model */
   readonly requestDuration: HistogramFamily;
   /** provider */
@@ -40,6 +42,7 @@ export class Metrics {
   readonly auditFailures: Counter;
   readonly auditRecordsLost: Counter;
   readonly auditHeadSequence: Gauge;
+  readonly ledgerRowsLost: Counter;
   /** The audit writer's last seq, read at each scrape; null without an audit log. */
   auditHead: (() => number) | null = null;
   readonly reloads: Counter<'trigger' | 'result'>;
@@ -61,8 +64,14 @@ export class Metrics {
     this.requests = new CounterFamily(
       r,
       'switchyard_requests_total',
-      'Requests by model, serving provider and outcome status (HTTP status, "partial" for a stream cut after its first byte, 499 when the client left). Requests for a model the gateway does not route count under model "none".',
-      ['model', 'provider', 'status'],
+      'Requests by model, serving provider, outcome status (HTTP status, "partial" for a stream cut after its first byte, 499 when the client left), team ("none" for an anonymous or unauthenticated caller) and endpoint (the path of the route it matched, "none" for a path the listener does not serve). Requests for a model the gateway does not route count under model "none".',
+      ['model', 'provider', 'status', 'team', 'endpoint'],
+    );
+    this.tokens = new CounterFamily(
+      r,
+      'switchyard_tokens_total',
+      'Tokens of every request with usage, priced or not, by team ("none" for an anonymous caller), model, serving provider and kind: input, output, cache_read, cache_write.',
+      ['team', 'model', 'provider', 'kind'],
     );
     this.requestDuration = new HistogramFamily(
       r,
@@ -143,6 +152,11 @@ export class Metrics {
       r,
       'switchyard_audit_records_lost_total',
       'Audit records never written (dropped when the backlog is full, or unwritten at shutdown); a gap record in the file counts them.',
+    );
+    this.ledgerRowsLost = counter(
+      r,
+      'switchyard_ledger_rows_lost_total',
+      'Usage ledger rows never written: dropped when the queue (database.ledger_queue) was full, or unwritten at shutdown. A row with endpoint "ledger" in the ledger counts those it could record.',
     );
     const metrics = this;
     this.auditHeadSequence = gauge(

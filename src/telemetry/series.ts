@@ -16,7 +16,7 @@ interface Sample {
 }
 
 /**
- * Series keyed by up to three label values through nested maps: a lookup is one Map.get
+ * Series keyed by up to five label values through nested maps: a lookup is one Map.get
  * per label with strings the caller already holds.
  */
 abstract class Family<S> {
@@ -28,7 +28,7 @@ abstract class Family<S> {
   protected readonly all: Array<{ readonly labels: LabelValues; readonly series: S }> = [];
 
   constructor(registry: Registry, name: string, help: string, labelNames: readonly string[]) {
-    if (labelNames.length < 1 || labelNames.length > 3) throw new Error(`${name}: 1 to 3 labels`);
+    if (labelNames.length < 1 || labelNames.length > 5) throw new Error(`${name}: 1 to 5 labels`);
     this.name = name;
     this.help = help;
     this.#labelNames = labelNames;
@@ -37,15 +37,17 @@ abstract class Family<S> {
   }
 
   /** The series for these label values (one per label name, in order). */
-  series(a: string, b = '', c = ''): S {
+  series(a: string, b = '', c = '', d = '', e = ''): S {
     const depth = this.#labelNames.length;
     if (depth === 1) return (this.#root.get(a) as S | undefined) ?? this.#add(this.#root, a, [a]);
-    let level2 = this.#root.get(a) as Map<string, unknown> | undefined;
-    if (level2 === undefined) this.#root.set(a, (level2 = new Map()));
+    const level2 = level(this.#root, a);
     if (depth === 2) return (level2.get(b) as S | undefined) ?? this.#add(level2, b, [a, b]);
-    let level3 = level2.get(b) as Map<string, unknown> | undefined;
-    if (level3 === undefined) level2.set(b, (level3 = new Map()));
-    return (level3.get(c) as S | undefined) ?? this.#add(level3, c, [a, b, c]);
+    const level3 = level(level2, b);
+    if (depth === 3) return (level3.get(c) as S | undefined) ?? this.#add(level3, c, [a, b, c]);
+    const level4 = level(level3, c);
+    if (depth === 4) return (level4.get(d) as S | undefined) ?? this.#add(level4, d, [a, b, c, d]);
+    const level5 = level(level4, d);
+    return (level5.get(e) as S | undefined) ?? this.#add(level5, e, [a, b, c, d, e]);
   }
 
   protected abstract create(): S;
@@ -70,6 +72,12 @@ abstract class Family<S> {
     }
     return { name: this.name, help: this.help, type: this.type, aggregator: 'sum', values };
   }
+}
+
+function level(map: Map<string, unknown>, key: string): Map<string, unknown> {
+  let next = map.get(key) as Map<string, unknown> | undefined;
+  if (next === undefined) map.set(key, (next = new Map()));
+  return next;
 }
 
 export class CounterSeries {

@@ -157,6 +157,7 @@ export function servicesFor(gen: Generation, breakers: BreakerRegistry): Service
     random: () => 0.5,
     mcp: new McpService(holder, logger, metrics, gen.config.mcp, 'test'),
     keysUsed: new KeysUsed(),
+    ledger: null,
   };
 }
 

@@ -94,7 +94,10 @@ describe('one record per finished request', () => {
     await send('POST', '/v1/chat/completions', chatBody('invented-model-name-42'), `label-${Date.now()}`);
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
     assert.ok(!metrics.includes('invented-model-name-42'), 'the invented model name became a label');
-    assert.match(metrics, /switchyard_requests_total\{model="none",provider="none",status="404"\} \d+/);
+    assert.match(
+      metrics,
+      /switchyard_requests_total\{model="none",provider="none",status="404",team="none",endpoint="\/v1\/chat\/completions"\} \d+/,
+    );
   });
 
   it('a hostile model name stays inside its JSON string: one valid access line', async () => {

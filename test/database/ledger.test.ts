@@ -1,0 +1,222 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import {
+  type Database,
+  dayPartitions,
+  Ledger,
+  type LedgerRow,
+  migrate,
+  openDatabase,
+  partitionName,
+  usageRecords,
+  usageTotals,
+} from '../../src/database/index.js';
+import { POSTGRES_ADMIN_URL, postgresDatabase, sqliteDatabase, type TestDatabase } from '../support/databases.js';
+
+// The usage ledger's writer against a real SQLite file and the machine's PostgreSQL: the
+// rollups equal the raw rows they came from, a full queue drops and counts rows and one row
+// summarizes them, a database that refuses connections keeps its batch and loses nothing,
+// and retention removes old raw rows (a whole day partition on Postgres) but keeps the rollups.
+
+const DAY_MS = 86_400_000;
+const EVERYTHING = { fromDay: '2000-01-01', toDay: '2100-01-01' };
+const ALL_TIME = { from: '2000-01-01T00:00:00.000Z', to: '2100-01-01T00:00:00.000Z' };
+
+function row(i: number, atMs: number, extra: Partial<LedgerRow> = {}): LedgerRow {
+  return {
+    atMs,
+    requestId: `req-${String(i).padStart(6, '0')}`,
+    team: `team-${i % 3}`,
+    keyId: `key-${i % 5}`,
+    endpoint: '/v1/chat/completions',
+    model: i % 2 === 0 ? 'gpt-even' : 'gpt-odd',
+    provider: 'east',
+    candidate: 'east-1',
+    inputTokens: 10 + (i % 7),
+    outputTokens: 3 + (i % 4),
+    cacheReadTokens: i % 2,
+    cacheWriteTokens: 0,
+    costMicroUsd: 100 + i,
+    status: 200,
+    partial: false,
+    durationMs: 1.25,
+    ...extra,
+  };
+}
+
+async function allRecords(database: Database) {
+  const rows = [];
+  let after: { at: string; requestId: string } | undefined;
+  for (;;) {
+    const page = await usageRecords(database, ALL_TIME, {}, after === undefined ? { limit: 1000 } : { limit: 1000, after });
+    rows.push(...page.rows);
+    if (page.next === null) return rows;
+    after = page.next;
+  }
+}
+
+for (const engine of ['sqlite', 'postgres'] as const) {
+  describe(`the usage ledger on ${engine}`, () => {
+    let test: TestDatabase | null = null;
+    let skip: string | false = false;
+    const opened: Database[] = [];
+
+    before(async () => {
+      const made = engine === 'sqlite' ? sqliteDatabase() : await postgresDatabase();
+      if ('skip' in made) skip = made.skip;
+      else test = made;
+    });
+    after(async () => {
+      for (const d of opened) await d.close().catch(() => undefined);
+      await test?.drop();
+    });
+
+    async function fresh(): Promise<Database> {
+      const database = openDatabase({ url: (test as TestDatabase).url });
+      opened.push(database);
+      const m = await migrate(database.db, database.engine);
+      assert.equal(m.ok, true);
+      await database.db.deleteFrom('usage_requests').execute();
+      await database.db.deleteFrom('usage_daily').execute();
+      return database;
+    }
+
+    it('writes every row once and adds each batch to the daily rollups, across batches and statement chunks', async (t) => {
+      if (skip) return t.skip(skip);
+      const database = await fresh();
+      const ledger = new Ledger(database, { queueRows: 100_000, retentionDays: 30 });
+      await ledger.start();
+      const now = Date.now();
+      const rows = Array.from({ length: 5000 }, (_, i) => row(i, now - (i % 2) * DAY_MS));
+      for (const r of rows.slice(0, 4500)) ledger.record(r);
+      await ledger.flush();
+      for (const r of rows.slice(4500)) ledger.record(r);
+      await ledger.close();
+      assert.equal(ledger.lost, 0);
+      assert.equal(ledger.depth, 0);
+
+      const written = await allRecords(database);
+      assert.equal(written.length, rows.length);
+      assert.deepEqual(new Set(written.map((w) => w.requestId)).size, rows.length, 'no row twice');
+      const byTeam = await usageTotals(database, EVERYTHING, {}, ['team']);
+      for (const total of byTeam) {
+        const mine = rows.filter((r) => r.team === total.group.team);
+        assert.equal(total.requests, mine.length);
+        assert.equal(
+          total.inputTokens,
+          mine.reduce((s, r) => s + r.inputTokens, 0),
+        );
+        assert.equal(
+          total.costMicroUsd,
+          mine.reduce((s, r) => s + r.costMicroUsd, 0),
+        );
+        assert.equal(
+          total.cacheReadTokens,
+          mine.reduce((s, r) => s + r.cacheReadTokens, 0),
+        );
+      }
+      const byDay = await usageTotals(database, EVERYTHING, { team: 'team-1' }, ['day', 'model']);
+      assert.equal(
+        byDay.reduce((s, t) => s + t.requests, 0),
+        rows.filter((r) => r.team === 'team-1').length,
+      );
+      assert.ok(byDay.every((t) => t.group.day !== undefined && t.group.model !== undefined));
+    });
+
+    it('drops and counts rows past a full queue without waiting, and writes one row that says how many were lost', async (t) => {
+      if (skip) return t.skip(skip);
+      const database = await fresh();
+      const lostCounts: number[] = [];
+      const ledger = new Ledger(database, { queueRows: 10, retentionDays: 30, onLost: (n) => lostCounts.push(n) });
+      const now = Date.now();
+      for (let i = 0; i < 15; i++) ledger.record(row(i, now));
+      assert.equal(ledger.depth, 10);
+      assert.equal(ledger.lost, 5);
+      assert.equal(
+        lostCounts.reduce((s, n) => s + n, 0),
+        5,
+      );
+      await ledger.flush();
+      await ledger.close();
+      const written = await allRecords(database);
+      const loss = written.filter((w) => w.endpoint === 'ledger');
+      assert.equal(loss.length, 1);
+      assert.equal(loss[0]?.requestId, 'lost-5');
+      assert.equal(loss[0]?.status, 0);
+      assert.equal(written.length, 11);
+      const [total] = await usageTotals(database, EVERYTHING, {}, []);
+      assert.equal(total?.requests, 10, 'the loss row is not a request');
+    });
+
+    it('prunes raw rows past the retention and keeps the rollups', async (t) => {
+      if (skip) return t.skip(skip);
+      const database = await fresh();
+      const realNow = Date.now();
+      let clock = realNow - 40 * DAY_MS;
+      // A ledger that started 40 days ago made that day's partition (Postgres), and wrote a row then.
+      const past = new Ledger(database, { queueRows: 1000, retentionDays: 30, now: () => clock });
+      await past.start();
+      for (let i = 0; i < 20; i++) past.record(row(i, clock));
+      // A day with no partition of its own: its rows are in the default partition.
+      for (let i = 20; i < 30; i++) past.record(row(i, realNow - 50 * DAY_MS));
+      for (let i = 30; i < 35; i++) past.record(row(i, realNow));
+      await past.close();
+      const oldDay = new Date(realNow - 40 * DAY_MS).toISOString().slice(0, 10);
+      if (engine === 'postgres') assert.ok((await dayPartitions(database)).includes(partitionName(oldDay)));
+      assert.equal((await allRecords(database)).length, 35);
+
+      clock = realNow;
+      const today = new Ledger(database, { queueRows: 1000, retentionDays: 30, now: () => clock });
+      await today.upkeep();
+      await today.close();
+      const left = await allRecords(database);
+      assert.deepEqual(
+        left.map((r) => r.requestId),
+        Array.from({ length: 5 }, (_, i) => row(30 + i, realNow).requestId),
+      );
+      const [total] = await usageTotals(database, EVERYTHING, {}, []);
+      assert.equal(total?.requests, 35, 'the rollups keep every day');
+      if (engine === 'postgres') {
+        const partitions = await dayPartitions(database);
+        assert.equal(partitions.includes(partitionName(oldDay)), false, 'the old day partition is dropped');
+        assert.ok(partitions.includes(partitionName(new Date(realNow).toISOString().slice(0, 10))));
+      }
+    });
+
+    if (engine === 'postgres') {
+      it('keeps a batch the database refused and writes it once connections are allowed again, losing nothing', async (t) => {
+        if (skip) return t.skip(skip);
+        const database = await fresh();
+        const name = new URL((test as TestDatabase).url).pathname.slice(1);
+        const problems: string[] = [];
+        const ledger = new Ledger(database, { queueRows: 1000, retentionDays: 30, onProblem: (p) => problems.push(p) });
+        await ledger.start();
+        const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+        await admin.connect();
+        try {
+          await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
+          await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [
+            name,
+          ]);
+          const now = Date.now();
+          for (let i = 0; i < 50; i++) ledger.record(row(i, now));
+          await ledger.flush();
+          assert.equal(ledger.depth, 50, 'the refused batch is still queued');
+          assert.ok(problems.length > 0, 'the failure is reported');
+        } finally {
+          await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
+          await admin.end();
+        }
+        const deadline = Date.now() + 30_000;
+        while (ledger.depth > 0 && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 100));
+          await ledger.flush();
+        }
+        await ledger.close();
+        assert.equal(ledger.lost, 0);
+        assert.equal((await allRecords(database)).length, 50);
+      });
+    }
+  });
+}
