@@ -407,6 +407,5 @@ describe('a database outage during traffic', () => {
     assert.equal(loss[0]?.status, 0);
     const totals = await v1(admin, 'GET', 'usage', { token: ADMIN });
     assert.equal(totals.body.rows[0].requests, 5 + QUEUE, 'the rollups count the requests written');
-    assert.ok(gw.logs().some((l) => l.msg === 'usage ledger'));
   });
 });
