@@ -47,7 +47,8 @@ const allowed: Record<string, readonly string[]> = {
   // The request path: from an admitted caller to its record. It reads the generation (live/),
   // routes (routing/), relays (providers/), admits and bills (governance/), audits and
   // records; it never reaches the listeners or the composition root (server/).
-  request: ['config', 'live', 'routing', 'providers', 'resilience', 'governance', 'audit', 'telemetry', 'mcp'],
+  // request/ -> database/, types only: a ledger row is the database's own row type; the writer is handed in.
+  request: ['config', 'live', 'routing', 'providers', 'resilience', 'governance', 'audit', 'telemetry', 'mcp', 'database'],
   server: [
     'config',
     'contract',

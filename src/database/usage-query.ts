@@ -1,4 +1,5 @@
 import type { Database } from './engine.js';
+import type { LedgerRow } from './ledger-rows.js';
 
 // Reading the ledger: totals from the daily rollups (one row per day, team, key, model and
 // provider, so a month is a few thousand rows whatever the traffic), and the raw rows page
@@ -64,24 +65,8 @@ export async function usageTotals(
     }));
 }
 
-export interface UsageRecord {
-  readonly at: string;
-  readonly requestId: string;
-  readonly team: string;
-  readonly keyId: string;
-  readonly endpoint: string;
-  readonly model: string;
-  readonly provider: string;
-  readonly candidate: string;
-  readonly inputTokens: number;
-  readonly outputTokens: number;
-  readonly cacheReadTokens: number;
-  readonly cacheWriteTokens: number;
-  readonly costMicroUsd: number;
-  readonly status: number;
-  readonly partial: boolean;
-  readonly durationMs: number;
-}
+/** A raw row as the usage API reads it back: the ledger's row, with its time as written (RFC 3339). */
+export type UsageRecord = Omit<LedgerRow, 'atMs'> & { readonly at: string };
 
 /** Where a page of raw rows starts: after this row, in (at, request_id) order. */
 export interface UsageCursor {

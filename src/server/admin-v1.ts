@@ -341,7 +341,7 @@ async function createKey(ctx: V1Context, a: V1Request, records: ManagedRecords, 
   const secret = newSecret();
   const checked = checkKey({ ...spec, id, team, sha256: secret.sha256, ...(expiresAt === null ? {} : { expires_at: expiresAt }) });
   if (!checked.ok) throw fieldsError(checked.issues);
-  if ((gen.fileConfig.keys ?? []).some((k) => k.id === id)) throw managedByConfig('key', id);
+  refuseFileKey(gen, id);
   // The team must exist for the next generation: the file's, or one in the database now.
   const { version } = await records.write(async (w) => {
     if (gen.fileConfig.teams?.[team] === undefined && (await w.team(team)) === undefined) {
@@ -359,7 +359,7 @@ async function createKey(ctx: V1Context, a: V1Request, records: ManagedRecords, 
 }
 
 async function patchKey(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
-  if ((gen.fileConfig.keys ?? []).some((k) => k.id === id)) throw managedByConfig('key', id);
+  refuseFileKey(gen, id);
   const expected = ifMatch(a.req);
   const body = await jsonBody(a.req);
   if (body.id !== undefined && body.id !== id) throw fieldsError([{ path: 'id', message: 'cannot be changed' }]);
@@ -398,7 +398,7 @@ async function patchKey(ctx: V1Context, a: V1Request, records: ManagedRecords, g
 }
 
 async function revokeKey(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
-  if ((gen.fileConfig.keys ?? []).some((k) => k.id === id)) throw managedByConfig('key', id);
+  refuseFileKey(gen, id);
   const expected = ifMatch(a.req);
   await readBody(a.req, MAX_BODY_BYTES);
   const { value: outcome, version } = await records.write(async (w) => {
@@ -418,7 +418,7 @@ async function revokeKey(ctx: V1Context, a: V1Request, records: ManagedRecords, 
 }
 
 async function rotateKey(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
-  if ((gen.fileConfig.keys ?? []).some((k) => k.id === id)) throw managedByConfig('key', id);
+  refuseFileKey(gen, id);
   const expected = ifMatch(a.req);
   const body = await jsonBody(a.req, true);
   const unknown = Object.keys(body).filter((k) => k !== 'grace_s');
@@ -479,6 +479,11 @@ function judge(outcome: WriteResult, object: 'team' | 'key', id: string): void {
   if (outcome === 'stale') {
     throw new SwitchyardError('precondition_failed', `${object} "${id}" has changed since that ETag: read it again, then write`);
   }
+}
+
+/** A key of the config file is read-only here. */
+function refuseFileKey(gen: Generation, id: string): void {
+  if ((gen.fileConfig.keys ?? []).some((k) => k.id === id)) throw managedByConfig('key', id);
 }
 
 const managedByConfig = (object: 'team' | 'key', id: string): SwitchyardError =>
