@@ -63,7 +63,17 @@ export function openDatabase(settings: DatabaseSettings): Database {
       ...(serverName === undefined ? {} : { servername: serverName }),
     };
   }
-  const pool = new pg.Pool({ ...pgConfig, max: 4 });
+  // Bounded waits: a connection that cannot be made, or a statement the network swallowed,
+  // fails and is retried by its caller (the ledger keeps its queue, a write answers 503)
+  // rather than holding a pool slot, and the ledger writer behind it, for ever.
+  const pool = new pg.Pool({
+    ...pgConfig,
+    max: 4,
+    connectionTimeoutMillis: 5_000,
+    query_timeout: 30_000,
+    statement_timeout: 30_000,
+    keepAlive: true,
+  });
   // An idle connection the server closed must not become an uncaught error: the next query reconnects.
   pool.on('error', () => undefined);
   const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });

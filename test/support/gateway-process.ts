@@ -85,7 +85,14 @@ export async function startGatewayProcess(
       if (found !== undefined) return found;
       if (exitCode !== undefined) throw new Error(`gateway exited (${exitCode}) before the expected log line:\n${output.join('\n')}`);
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`timed out waiting for a log line:\n${output.slice(-20).join('\n')}`);
+      if (left <= 0) {
+        // A busy test process may reach its deadline before reading what the child has
+        // already written: let one round of I/O in before giving up.
+        await new Promise<void>((r) => setImmediate(r));
+        const late = logs().find(match);
+        if (late !== undefined) return late;
+        throw new Error(`timed out waiting for a log line:\n${output.slice(-20).join('\n')}`);
+      }
       await new Promise<void>((r) => {
         const t = setTimeout(r, Math.min(left, 200));
         waiters.push(() => {
@@ -95,7 +102,12 @@ export async function startGatewayProcess(
       });
     }
   };
-  const listening = await waitForLog((l) => l.msg === 'listening', 15_000);
+  // A start that never reaches "listening" must not leave its process behind: a live child
+  // keeps the test file's process (and so the whole run) from ever exiting.
+  const listening = await waitForLog((l) => l.msg === 'listening', 30_000).catch((err: unknown) => {
+    child.kill('SIGKILL');
+    throw err;
+  });
   return {
     url: listening.url as string,
     adminUrl: (listening.admin_url as string | null) ?? null,
