@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Ledger, type LedgerRow, migrate, openDatabase, usageTotals } from '../../src/database/index.js';
@@ -6,6 +7,7 @@ import { alternate, roundsFor } from '../lib/alternation.js';
 import { BENCH_MODEL, CHAT_BODY, gatewayConfig, mockProvider } from '../lib/gateway-config.js';
 import { failuresOf, loadFigures, runLoad } from '../lib/load.js';
 import { median, round } from '../lib/percentiles.js';
+import { cpuMsOf, cpuUsedDuring } from '../lib/proc-cpu.js';
 import { checkTarget, type Scenario, type ScenarioContext, type ScenarioReport, type TargetCheck } from '../lib/scenario.js';
 import { renderTable } from '../lib/table.js';
 
@@ -49,19 +51,16 @@ export const ledger: Scenario = {
         pricing: { models: { [BENCH_MODEL]: { input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.6 } } },
         ...(database === null ? {} : { database: { url: database } }),
       });
-      const gateways: Partial<Record<Key, string>> = {
-        off: (await ctx.fleet.startGateway('ledger-off', config(null), { cpuProfileDir: ctx.cpuProfileDir })).url,
-        sqlite: (
-          await ctx.fleet.startGateway('ledger-sqlite', config(`sqlite:${join(ctx.fleet.dir, 'gateway.db')}`), {
-            cpuProfileDir: ctx.cpuProfileDir,
-          })
-        ).url,
+      const started: Partial<Record<Key, { url: string; pid: number }>> = {
+        off: await ctx.fleet.startGateway('ledger-off', config(null), { cpuProfileDir: ctx.cpuProfileDir }),
+        sqlite: await ctx.fleet.startGateway('ledger-sqlite', config(`sqlite:${join(ctx.fleet.dir, 'gateway.db')}`), {
+          cpuProfileDir: ctx.cpuProfileDir,
+        }),
       };
       if (postgres !== null) {
-        gateways.postgres = (
-          await ctx.fleet.startGateway('ledger-postgres', config(postgres.url), { cpuProfileDir: ctx.cpuProfileDir })
-        ).url;
+        started.postgres = await ctx.fleet.startGateway('ledger-postgres', config(postgres.url), { cpuProfileDir: ctx.cpuProfileDir });
       }
+      const gateways = Object.fromEntries(Object.entries(started).map(([k, g]) => [k, g.url])) as Partial<Record<Key, string>>;
       const keys = Object.keys(gateways) as Key[];
       const spec = (k: Key, durationS: number) => ({
         url: `${gateways[k]}/v1/chat/completions`,
@@ -74,12 +73,32 @@ export const ledger: Scenario = {
       for (const k of keys) await runLoad(spec(k, ctx.warmupS));
       const rounds = roundsFor(ctx.durationS * 2);
       ctx.progress(`c=32: ${keys.length} gateways x ${rounds} slices of ${(ctx.durationS * 2) / rounds} s, order A-B-C-C-B-A-…`);
-      const runs = await alternate(keys, (k) => runLoad(spec(k, (ctx.durationS * 2) / rounds)), rounds);
+      // CPU each side spent during its own slices: the gateway process, and the Postgres
+      // server's processes (SQLite works inside the gateway). On this machine the database
+      // shares the cores with the gateway, so its CPU is taken from the gateway's throughput.
+      const cpu = Object.fromEntries(keys.map((k) => [k, { gatewayMs: 0, serverMs: 0 }])) as Record<
+        Key,
+        { gatewayMs: number; serverMs: number }
+      >;
+      const runs = await alternate(
+        keys,
+        async (k) => {
+          const server = postgresServerCpuMs();
+          const { result, cpuMs } = await cpuUsedDuring([started[k]?.pid ?? null], () => runLoad(spec(k, (ctx.durationS * 2) / rounds)));
+          cpu[k].gatewayMs += cpuMs[0] ?? 0;
+          cpu[k].serverMs += cpuSince(server);
+          return result;
+        },
+        rounds,
+      );
       const load = Object.fromEntries(keys.map((k) => [k, loadFigures(runs[k])])) as Record<Key, ReturnType<typeof loadFigures>>;
       for (const k of keys) {
         const problem = failuresOf(`gateway, ledger ${k}`, load[k]);
         if (problem !== null) problems.push(problem);
       }
+      const perRequest = (k: Key, ms: number) => (load[k].ok > 0 ? round((ms * 1000) / load[k].ok, 1) : null);
+      const gatewayUs = (k: Key) => perRequest(k, cpu[k].gatewayMs);
+      const serverUs = (k: Key) => perRequest(k, cpu[k].serverMs);
       const ratio = (k: Engine) => (load[k] === undefined ? Number.NaN : round(load[k].req_per_s / load.off.req_per_s, 3));
       const targets: TargetCheck[] = (['sqlite', 'postgres'] as const)
         .filter((k) => load[k] !== undefined)
@@ -93,16 +112,23 @@ export const ledger: Scenario = {
         ingest[engine] = await measureIngest(url, problems);
       }
       return {
-        figures: { load, ratios: { sqlite: ratio('sqlite'), postgres: ratio('postgres') }, ingest },
+        figures: {
+          load,
+          ratios: { sqlite: ratio('sqlite'), postgres: ratio('postgres') },
+          cpu_us_per_request: Object.fromEntries(keys.map((k) => [k, { gateway: gatewayUs(k), postgres_server: serverUs(k) }])),
+          ingest,
+        },
         targets,
         tables: [
           renderTable(
             'gateway with the usage ledger, c=32 (ms)',
-            ['ledger', 'req/s', '/off', 'p50', 'p99', '2xx', 'failed'],
+            ['ledger', 'req/s', '/off', 'gateway CPU us/req', 'postgres CPU us/req', 'p50', 'p99', '2xx', 'failed'],
             keys.map((k) => [
               k,
               load[k].req_per_s,
               k === 'off' ? 1 : ratio(k),
+              gatewayUs(k) ?? '-',
+              k === 'postgres' ? (serverUs(k) ?? '-') : '-',
               load[k].latency_ms.p50Ms,
               load[k].latency_ms.p99Ms,
               load[k].ok,
@@ -223,4 +249,32 @@ async function postgresDatabase(name: string): Promise<{ url: string; drop(): Pr
   const url = new URL(POSTGRES_ADMIN_URL);
   url.pathname = `/${name}`;
   return { url: url.href, drop: () => admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined) };
+}
+
+/** CPU used so far by each running Postgres server process (by pid), from /proc. */
+function postgresServerCpuMs(): Map<number, number> {
+  const used = new Map<number, number>();
+  let pids: string[] = [];
+  try {
+    pids = readdirSync('/proc').filter((p) => /^\d+$/.test(p));
+  } catch {
+    return used;
+  }
+  for (const p of pids) {
+    try {
+      if (!readFileSync(`/proc/${p}/comm`, 'utf8').startsWith('postgres')) continue;
+    } catch {
+      continue;
+    }
+    const ms = cpuMsOf(Number(p));
+    if (ms !== null) used.set(Number(p), ms);
+  }
+  return used;
+}
+
+/** CPU the Postgres processes used since `before`; a backend that started meanwhile counts from zero. */
+function cpuSince(before: Map<number, number>): number {
+  let ms = 0;
+  for (const [pid, now] of postgresServerCpuMs()) ms += now - (before.get(pid) ?? 0);
+  return ms;
 }

@@ -1,5 +1,5 @@
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect, type SqliteStatement } from 'kysely';
 import pg from 'pg';
 import type { Tables } from './tables.js';
 
@@ -48,7 +48,7 @@ export function openDatabase(settings: DatabaseSettings): Database {
     file.pragma('journal_mode = WAL');
     file.pragma('foreign_keys = ON');
     file.pragma('busy_timeout = 5000');
-    const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: file }) });
+    const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: withStatementCache(file) }) });
     return { engine, db, pgConfig: null, close: () => db.destroy() };
   }
   const pgConfig: pg.ClientConfig = { connectionString: settings.url };
@@ -78,4 +78,27 @@ export function openDatabase(settings: DatabaseSettings): Database {
   pool.on('error', () => undefined);
   const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
   return { engine, db, pgConfig, close: () => db.destroy() };
+}
+
+/** Prepared statements kept at most; past it the oldest is dropped (SQLite finalizes it when collected). */
+const STATEMENT_CACHE = 256;
+
+/**
+ * Kysely prepares every statement it runs; better-sqlite3 statements can be reused, and
+ * preparing is much of a small query's cost (and of each ledger batch's: its statement
+ * text does not change). Statements are cached by their SQL text.
+ */
+function withStatementCache(file: BetterSqlite3.Database): SqliteDatabase {
+  const cache = new Map<string, SqliteStatement>();
+  return {
+    close: () => file.close(),
+    prepare(text) {
+      const hit = cache.get(text);
+      if (hit !== undefined) return hit;
+      const statement = file.prepare(text);
+      if (cache.size >= STATEMENT_CACHE) cache.delete(cache.keys().next().value as string);
+      cache.set(text, statement);
+      return statement;
+    },
+  };
 }

@@ -109,7 +109,3 @@ export function rollupsOf(raw: readonly UsageRequestsTable[]): UsageDailyTable[]
   }
   return [...byKey.values()];
 }
-
-export function* chunks<T>(items: readonly T[], size: number): Generator<T[]> {
-  for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
-}

@@ -1,8 +1,8 @@
-import { sql } from 'kysely';
+import { CompiledQuery, sql, type Transaction } from 'kysely';
 import type { Database } from './engine.js';
-import { chunks, type LedgerRow, lossRow, rawRow, rollupsOf } from './ledger-rows.js';
+import { type LedgerRow, lossRow, rawRow, rollupsOf } from './ledger-rows.js';
 import { preparePartitions, pruneUsage, utcDay } from './ledger-upkeep.js';
-import type { UsageDailyTable, UsageRequestsTable } from './tables.js';
+import type { Tables, UsageDailyTable, UsageRequestsTable } from './tables.js';
 
 // The usage ledger's writer. The request path pushes one row into a bounded in-memory
 // queue and never waits; a loop writes the queue in batches, each batch's raw rows and its
@@ -27,12 +27,12 @@ export interface LedgerOptions {
 
 /** Rows waiting that start a write before the next tick. */
 export const BATCH_ROWS = 1000;
-/** Rows per transaction at most: a long outage's backlog is written in steps, not one huge commit. */
-const MAX_TRANSACTION_ROWS = 8000;
-/** Bound parameters per statement: SQLite's limit (32766 since 3.32; better-sqlite3 12 bundles 3.5x) and Postgres's (65535). */
-const MAX_PARAMETERS = { sqlite: 32_766, postgres: 65_535 } as const;
-const RAW_COLUMNS = 17;
-const ROLLUP_COLUMNS = 11;
+/**
+ * Rows per transaction at most: a long outage's backlog is written in steps, not one huge
+ * commit. SQLite's steps are small because each one runs on the event loop (better-sqlite3
+ * is synchronous): about 1.5 ms per 250 rows, then requests get their turn before the next.
+ */
+const MAX_TRANSACTION_ROWS = { sqlite: 250, postgres: 8000 } as const;
 const BACKOFF_FIRST_MS = 250;
 const BACKOFF_MAX_MS = 10_000;
 const UPKEEP_EVERY_MS = 3_600_000;
@@ -186,7 +186,7 @@ export class Ledger {
   async #writeAll(): Promise<void> {
     while (this.depth > 0 || (this.#unsummarized > 0 && !this.#closed)) {
       if (performance.now() < this.#retryAtMs) return;
-      const take = Math.min(this.depth, MAX_TRANSACTION_ROWS);
+      const take = Math.min(this.depth, MAX_TRANSACTION_ROWS[this.#database.engine]);
       const rows = this.#queue.slice(this.#head, this.#head + take);
       const summarized = this.#unsummarized;
       try {
@@ -210,71 +210,105 @@ export class Ledger {
         this.#queue = this.#queue.slice(this.#head);
         this.#head = 0;
       }
+      // Let the requests that arrived during a synchronous SQLite step in before the next.
+      if (this.#database.engine === 'sqlite' && this.depth > 0) await new Promise((r) => setImmediate(r));
     }
   }
 
-  /** One transaction: the raw rows (and a loss row), and their rollups added to the days' totals. */
+  /**
+   * One transaction: the raw rows (and a loss row), and their rollups added to the days'
+   * totals. Each statement's text is one of a few that never change, whatever the batch
+   * size: Postgres gets one INSERT … SELECT over a single JSON parameter per table (no
+   * VALUES list of thousands of rows to parse and plan, and JSON.stringify where pg would
+   * escape array elements one by one in JavaScript); SQLite gets fixed-size multi-row
+   * statements, each prepared once (the statement cache in engine.ts) and run with plain
+   * parameters, since its json_each reparses each element per field and costs more than it saves.
+   */
   async #write(rows: readonly LedgerRow[], lost: number): Promise<void> {
     const raw = rows.map(rawRow);
     if (lost > 0) raw.push(lossRow(this.#now(), lost));
     const rollups = rollupsOf(raw);
-    if (this.#database.engine === 'postgres') return this.#writeArrays(raw, rollups);
-    const limit = MAX_PARAMETERS[this.#database.engine];
     await this.#database.db.transaction().execute(async (tx) => {
-      for (const chunk of chunks(raw, Math.floor(limit / RAW_COLUMNS))) await tx.insertInto('usage_requests').values(chunk).execute();
-      for (const chunk of chunks(rollups, Math.floor(limit / ROLLUP_COLUMNS))) {
-        await tx
-          .insertInto('usage_daily')
-          .values(chunk)
-          .onConflict((oc) =>
-            oc.columns(['day', 'team', 'key_id', 'model', 'provider']).doUpdateSet((eb) => ({
-              requests: eb('usage_daily.requests', '+', eb.ref('excluded.requests')),
-              input_tokens: eb('usage_daily.input_tokens', '+', eb.ref('excluded.input_tokens')),
-              output_tokens: eb('usage_daily.output_tokens', '+', eb.ref('excluded.output_tokens')),
-              cache_read_tokens: eb('usage_daily.cache_read_tokens', '+', eb.ref('excluded.cache_read_tokens')),
-              cache_write_tokens: eb('usage_daily.cache_write_tokens', '+', eb.ref('excluded.cache_write_tokens')),
-              cost_micro_usd: eb('usage_daily.cost_micro_usd', '+', eb.ref('excluded.cost_micro_usd')),
-            })),
-          )
-          .execute();
+      if (this.#database.engine === 'postgres') {
+        await sql`insert into usage_requests (${RAW_LIST}) ${jsonRows('usage_requests', RAW_FIELDS, raw)}`.execute(tx);
+        if (rollups.length === 0) return;
+        await sql`insert into usage_daily (${ROLLUP_LIST}) ${jsonRows('usage_daily', ROLLUP_FIELDS, rollups)}
+          on conflict (${ROLLUP_KEY_LIST}) do update set ${ROLLUP_SUMS}`.execute(tx);
+        return;
       }
+      await insertChunks(tx, 'usage_requests', RAW_FIELDS, raw, '');
+      await insertChunks(
+        tx,
+        'usage_daily',
+        ROLLUP_FIELDS,
+        rollups,
+        ` on conflict (${ROLLUP_KEY.join(', ')}) do update set ${ROLLUP_SUMS_TEXT}`,
+      );
     });
   }
+}
 
-  /**
-   * Postgres: each table's batch as one INSERT … SELECT FROM unnest() of one array per column,
-   * so the statement has 17 parameters whatever the batch size: a VALUES list of thousands of
-   * rows is mostly parse and plan work, on the database's CPU.
-   */
-  async #writeArrays(raw: readonly UsageRequestsTable[], rollups: readonly UsageDailyTable[]): Promise<void> {
-    const column = <R, K extends keyof R>(rows: readonly R[], key: K): R[K][] => rows.map((r) => r[key]);
-    await this.#database.db.transaction().execute(async (tx) => {
-      await sql`insert into usage_requests (at, day, request_id, team, key_id, endpoint, model, provider, candidate,
-          input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, status, partial, duration_ms)
-        select * from unnest(${column(raw, 'at')}::text[], ${column(raw, 'day')}::text[], ${column(raw, 'request_id')}::text[],
-          ${column(raw, 'team')}::text[], ${column(raw, 'key_id')}::text[], ${column(raw, 'endpoint')}::text[],
-          ${column(raw, 'model')}::text[], ${column(raw, 'provider')}::text[], ${column(raw, 'candidate')}::text[],
-          ${column(raw, 'input_tokens')}::bigint[], ${column(raw, 'output_tokens')}::bigint[],
-          ${column(raw, 'cache_read_tokens')}::bigint[], ${column(raw, 'cache_write_tokens')}::bigint[],
-          ${column(raw, 'cost_micro_usd')}::bigint[], ${column(raw, 'status')}::integer[], ${column(raw, 'partial')}::integer[],
-          ${column(raw, 'duration_ms')}::real[])`.execute(tx);
-      if (rollups.length === 0) return;
-      await sql`insert into usage_daily (day, team, key_id, model, provider, requests, input_tokens, output_tokens,
-          cache_read_tokens, cache_write_tokens, cost_micro_usd)
-        select * from unnest(${column(rollups, 'day')}::text[], ${column(rollups, 'team')}::text[], ${column(rollups, 'key_id')}::text[],
-          ${column(rollups, 'model')}::text[], ${column(rollups, 'provider')}::text[], ${column(rollups, 'requests')}::bigint[],
-          ${column(rollups, 'input_tokens')}::bigint[], ${column(rollups, 'output_tokens')}::bigint[],
-          ${column(rollups, 'cache_read_tokens')}::bigint[], ${column(rollups, 'cache_write_tokens')}::bigint[],
-          ${column(rollups, 'cost_micro_usd')}::bigint[])
-        on conflict (day, team, key_id, model, provider) do update set
-          requests = usage_daily.requests + excluded.requests,
-          input_tokens = usage_daily.input_tokens + excluded.input_tokens,
-          output_tokens = usage_daily.output_tokens + excluded.output_tokens,
-          cache_read_tokens = usage_daily.cache_read_tokens + excluded.cache_read_tokens,
-          cache_write_tokens = usage_daily.cache_write_tokens + excluded.cache_write_tokens,
-          cost_micro_usd = usage_daily.cost_micro_usd + excluded.cost_micro_usd`.execute(tx);
-    });
-  }
+const RAW_FIELDS = [
+  'at',
+  'day',
+  'request_id',
+  'team',
+  'key_id',
+  'endpoint',
+  'model',
+  'provider',
+  'candidate',
+  'input_tokens',
+  'output_tokens',
+  'cache_read_tokens',
+  'cache_write_tokens',
+  'cost_micro_usd',
+  'status',
+  'partial',
+  'duration_ms',
+] as const satisfies ReadonlyArray<keyof UsageRequestsTable>;
+const ROLLUP_KEY = ['day', 'team', 'key_id', 'model', 'provider'] as const;
+const ROLLUP_COUNTS = ['requests', 'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cost_micro_usd'] as const;
+const ROLLUP_FIELDS = [...ROLLUP_KEY, ...ROLLUP_COUNTS] as const satisfies ReadonlyArray<keyof UsageDailyTable>;
+const RAW_LIST = sql.raw(RAW_FIELDS.join(', '));
+const ROLLUP_LIST = sql.raw(ROLLUP_FIELDS.join(', '));
+const ROLLUP_KEY_LIST = sql.raw(ROLLUP_KEY.join(', '));
+const ROLLUP_SUMS_TEXT = ROLLUP_COUNTS.map((c) => `${c} = usage_daily.${c} + excluded.${c}`).join(', ');
+const ROLLUP_SUMS = sql.raw(ROLLUP_SUMS_TEXT);
+
+/** Postgres: `SELECT <fields> FROM` the rows of one JSON array parameter, read as records of the table's own row type. */
+function jsonRows(table: 'usage_requests' | 'usage_daily', fields: readonly string[], rows: readonly object[]) {
+  return sql`select ${sql.raw(fields.join(', '))} from json_populate_recordset(null::${sql.raw(table)}, ${JSON.stringify(rows)}::json)`;
+}
+
+/** SQLite rows per multi-row statement: 64 x 17 parameters is far below its limit of 32766. */
+const SQLITE_CHUNK = 64;
+
+/**
+ * SQLite: `rows` as statements of SQLITE_CHUNK rows, the rest one row each, so only two
+ * statement texts per table ever exist; `tail` follows VALUES (an upsert's ON CONFLICT).
+ */
+async function insertChunks<R extends object>(
+  tx: Transaction<Tables>,
+  table: string,
+  fields: ReadonlyArray<keyof R & string>,
+  rows: readonly R[],
+  tail: string,
+): Promise<void> {
+  const head = `insert into ${table} (${fields.join(', ')}) values `;
+  const one = `(${fields.map(() => '?').join(', ')})`;
+  const run = async (from: number, count: number): Promise<void> => {
+    const parameters: unknown[] = [];
+    for (let i = from; i < from + count; i++) {
+      const row = rows[i] as R;
+      for (const f of fields) parameters.push(row[f]);
+    }
+    const text = `${head}${Array.from({ length: count }, () => one).join(', ')}${tail}`;
+    await tx.executeQuery(CompiledQuery.raw(text, parameters));
+  };
+  let at = 0;
+  for (; at + SQLITE_CHUNK <= rows.length; at += SQLITE_CHUNK) await run(at, SQLITE_CHUNK);
+  for (; at < rows.length; at++) await run(at, 1);
 }
 
 const DAY_MS = 86_400_000;
