@@ -23,6 +23,8 @@ export interface Database {
   readonly db: Kysely<Tables>;
   /** Postgres only: the connection settings, for a LISTEN connection of its own. */
   readonly pgConfig: pg.ClientConfig | null;
+  /** Postgres only: the pool Kysely runs on, for what Kysely does not speak (COPY). */
+  readonly pgPool: pg.Pool | null;
   close(): Promise<void>;
 }
 
@@ -49,7 +51,7 @@ export function openDatabase(settings: DatabaseSettings): Database {
     file.pragma('foreign_keys = ON');
     file.pragma('busy_timeout = 5000');
     const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: withStatementCache(file) }) });
-    return { engine, db, pgConfig: null, close: () => db.destroy() };
+    return { engine, db, pgConfig: null, pgPool: null, close: () => db.destroy() };
   }
   const pgConfig: pg.ClientConfig = { connectionString: settings.url };
   if (settings.password !== undefined) pgConfig.password = settings.password;
@@ -77,7 +79,7 @@ export function openDatabase(settings: DatabaseSettings): Database {
   // An idle connection the server closed must not become an uncaught error: the next query reconnects.
   pool.on('error', () => undefined);
   const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
-  return { engine, db, pgConfig, close: () => db.destroy() };
+  return { engine, db, pgConfig, pgPool: pool, close: () => db.destroy() };
 }
 
 /** Prepared statements kept at most; past it the oldest is dropped (SQLite finalizes it when collected). */

@@ -1,4 +1,8 @@
-import { CompiledQuery, sql, type Transaction } from 'kysely';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { CompiledQuery, type Transaction } from 'kysely';
+import type pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
 import type { Database } from './engine.js';
 import { type LedgerRow, lossRow, rawRow, rollupsOf } from './ledger-rows.js';
 import { preparePartitions, pruneUsage, utcDay } from './ledger-upkeep.js';
@@ -217,25 +221,19 @@ export class Ledger {
 
   /**
    * One transaction: the raw rows (and a loss row), and their rollups added to the days'
-   * totals. Each statement's text is one of a few that never change, whatever the batch
-   * size: Postgres gets one INSERT … SELECT over a single JSON parameter per table (no
-   * VALUES list of thousands of rows to parse and plan, and JSON.stringify where pg would
-   * escape array elements one by one in JavaScript); SQLite gets fixed-size multi-row
-   * statements, each prepared once (the statement cache in engine.ts) and run with plain
-   * parameters, since its json_each reparses each element per field and costs more than it saves.
+   * totals. Postgres takes the raw rows by COPY, its cheapest way in for both sides (no
+   * statement to parse and plan, a compact text stream), and the rollups as one INSERT …
+   * SELECT over a single JSON parameter. SQLite gets fixed-size multi-row statements, each
+   * prepared once (the statement cache in engine.ts); its json_each would reparse each
+   * element per field and cost more than it saves.
    */
   async #write(rows: readonly LedgerRow[], lost: number): Promise<void> {
     const raw = rows.map(rawRow);
     if (lost > 0) raw.push(lossRow(this.#now(), lost));
     const rollups = rollupsOf(raw);
+    const pool = this.#database.pgPool;
+    if (pool !== null) return copyBatch(pool, raw, rollups);
     await this.#database.db.transaction().execute(async (tx) => {
-      if (this.#database.engine === 'postgres') {
-        await sql`insert into usage_requests (${RAW_LIST}) ${jsonRows('usage_requests', RAW_FIELDS, raw)}`.execute(tx);
-        if (rollups.length === 0) return;
-        await sql`insert into usage_daily (${ROLLUP_LIST}) ${jsonRows('usage_daily', ROLLUP_FIELDS, rollups)}
-          on conflict (${ROLLUP_KEY_LIST}) do update set ${ROLLUP_SUMS}`.execute(tx);
-        return;
-      }
       await insertChunks(tx, 'usage_requests', RAW_FIELDS, raw, '');
       await insertChunks(
         tx,
@@ -270,15 +268,53 @@ const RAW_FIELDS = [
 const ROLLUP_KEY = ['day', 'team', 'key_id', 'model', 'provider'] as const;
 const ROLLUP_COUNTS = ['requests', 'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cost_micro_usd'] as const;
 const ROLLUP_FIELDS = [...ROLLUP_KEY, ...ROLLUP_COUNTS] as const satisfies ReadonlyArray<keyof UsageDailyTable>;
-const RAW_LIST = sql.raw(RAW_FIELDS.join(', '));
-const ROLLUP_LIST = sql.raw(ROLLUP_FIELDS.join(', '));
-const ROLLUP_KEY_LIST = sql.raw(ROLLUP_KEY.join(', '));
 const ROLLUP_SUMS_TEXT = ROLLUP_COUNTS.map((c) => `${c} = usage_daily.${c} + excluded.${c}`).join(', ');
-const ROLLUP_SUMS = sql.raw(ROLLUP_SUMS_TEXT);
 
-/** Postgres: `SELECT <fields> FROM` the rows of one JSON array parameter, read as records of the table's own row type. */
-function jsonRows(table: 'usage_requests' | 'usage_daily', fields: readonly string[], rows: readonly object[]) {
-  return sql`select ${sql.raw(fields.join(', '))} from json_populate_recordset(null::${sql.raw(table)}, ${JSON.stringify(rows)}::json)`;
+const COPY_RAW = `copy usage_requests (${RAW_FIELDS.join(', ')}) from stdin`;
+const UPSERT_ROLLUPS = `insert into usage_daily (${ROLLUP_FIELDS.join(', ')})
+  select ${ROLLUP_FIELDS.join(', ')} from json_populate_recordset(null::usage_daily, $1::json)
+  on conflict (${ROLLUP_KEY.join(', ')}) do update set ${ROLLUP_SUMS_TEXT}`;
+
+/** Postgres: one transaction on a connection of its own, the raw rows by COPY, the rollups by one upsert. */
+async function copyBatch(pool: pg.Pool, raw: readonly UsageRequestsTable[], rollups: readonly UsageDailyTable[]): Promise<void> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  // A checked-out client that loses its server emits 'error' as well as failing its query:
+  // the failed query is what counts, the event must not become an uncaught exception.
+  const onError = (err: Error): void => {
+    broken = err;
+  };
+  client.on('error', onError);
+  try {
+    await client.query('begin');
+    await pipeline(Readable.from([copyText(raw)]), client.query(copyFrom(COPY_RAW)));
+    if (rollups.length > 0) await client.query(UPSERT_ROLLUPS, [JSON.stringify(rollups)]);
+    await client.query('commit');
+  } catch (err) {
+    broken = err as Error;
+    await client.query('rollback').catch(() => undefined);
+    throw err;
+  } finally {
+    client.off('error', onError);
+    // A connection that failed mid-COPY is not given back for reuse.
+    client.release(broken);
+  }
+}
+
+/** COPY's text format: a line per row, tab between fields; backslash, tab and line ends in a text escaped. */
+function copyText(rows: readonly UsageRequestsTable[]): string {
+  let text = '';
+  for (const r of rows) {
+    text += `${r.at}\t${r.day}\t${copyField(r.request_id)}\t${copyField(r.team)}\t${copyField(r.key_id)}\t${copyField(r.endpoint)}\t${copyField(r.model)}\t${copyField(r.provider)}\t${copyField(r.candidate)}\t${r.input_tokens}\t${r.output_tokens}\t${r.cache_read_tokens}\t${r.cache_write_tokens}\t${r.cost_micro_usd}\t${r.status}\t${r.partial}\t${r.duration_ms}\n`;
+  }
+  return text;
+}
+
+const COPY_SPECIAL = /[\\\t\n\r]/;
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+
+function copyField(value: string): string {
+  return COPY_SPECIAL.test(value) ? value.replace(/[\\\t\n\r]/g, (c) => COPY_ESCAPES[c] as string) : value;
 }
 
 /** SQLite rows per multi-row statement: 64 x 17 parameters is far below its limit of 32766. */

@@ -124,6 +124,60 @@ for (const engine of ['sqlite', 'postgres'] as const) {
       assert.ok(byDay.every((t) => t.group.day !== undefined && t.group.model !== undefined));
     });
 
+    it('keeps every field of a row exactly, names with a tab, a line end, a backslash or a quote included', async (t) => {
+      if (skip) return t.skip(skip);
+      const database = await fresh();
+      const ledger = new Ledger(database, { queueRows: 100, retentionDays: 30 });
+      await ledger.start();
+      const atMs = Date.parse('2026-11-30T23:59:59.123Z');
+      const odd = row(1, atMs, {
+        requestId: 'req\twith\ttabs',
+        team: 'team\\back\\slash',
+        keyId: 'key\nline\r\nends',
+        model: 'model "quoted" \'and\' \\N',
+        provider: 'prov,ider',
+        candidate: 'cand\u00e9-\u{1f600}',
+        inputTokens: 12_345_678_901,
+        outputTokens: 0,
+        cacheReadTokens: 7,
+        cacheWriteTokens: 9,
+        costMicroUsd: 4_000_000_000_123,
+        status: 499,
+        partial: true,
+        durationMs: 12.5,
+      });
+      ledger.record(odd);
+      await ledger.close();
+      const [got] = await allRecords(database);
+      assert.deepEqual(
+        { ...got },
+        {
+          at: '2026-11-30T23:59:59.123Z',
+          requestId: odd.requestId,
+          team: odd.team,
+          keyId: odd.keyId,
+          endpoint: odd.endpoint,
+          model: odd.model,
+          provider: odd.provider,
+          candidate: odd.candidate,
+          inputTokens: odd.inputTokens,
+          outputTokens: 0,
+          cacheReadTokens: 7,
+          cacheWriteTokens: 9,
+          costMicroUsd: odd.costMicroUsd,
+          status: 499,
+          partial: true,
+          durationMs: 12.5,
+        },
+      );
+      const [total] = await usageTotals(database, EVERYTHING, {}, ['team', 'key', 'model', 'day']);
+      assert.deepEqual(
+        [total?.group.team, total?.group.key, total?.group.model, total?.group.day],
+        [odd.team, odd.keyId, odd.model, '2026-11-30'],
+      );
+      assert.equal(total?.costMicroUsd, odd.costMicroUsd);
+    });
+
     it('drops and counts rows past a full queue without waiting, and writes one row that says how many were lost', async (t) => {
       if (skip) return t.skip(skip);
       const database = await fresh();
