@@ -49,7 +49,10 @@ export function openDatabase(settings: DatabaseSettings): Database {
     // WAL: the ledger's batches and the admin API's writes do not block readers.
     file.pragma('journal_mode = WAL');
     file.pragma('foreign_keys = ON');
-    file.pragma('busy_timeout = 5000');
+    // better-sqlite3 waits for a lock on the event loop: another process writing the file
+    // (an operator's sqlite3 shell) must cost requests at most this, not seconds. A write that
+    // finds the file locked fails: the ledger retries it, an admin write answers 503.
+    file.pragma('busy_timeout = 200');
     const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: withStatementCache(file) }) });
     return { engine, db, pgConfig: null, pgPool: null, close: () => db.destroy() };
   }

@@ -322,6 +322,40 @@ describe('the database at start-up and while it is away', () => {
     }
   });
 
+  it('while another process holds the SQLite file locked, requests are served and ledgered later, and a write is 503 with nothing written', async () => {
+    const db = sqliteDatabase();
+    const BetterSqlite3 = (await import('better-sqlite3')).default;
+    try {
+      const gw = await resources.startGw(gatewayConfig(db.url), { env: TOKEN_ENV });
+      const admin = gw.adminUrl as string;
+      await v1(admin, 'POST', 'teams', { token: ADMIN, body: { id: 'growth' } });
+      const made = await v1(admin, 'POST', 'keys', { token: ADMIN, body: { team: 'growth' } });
+      const other = new BetterSqlite3(db.url.slice('sqlite:'.length));
+      try {
+        other.exec('BEGIN IMMEDIATE');
+        for (let i = 0; i < 5; i++) assert.equal(await chatWith(gw, made.body.key), 200, 'no database on the request path');
+        const refused = await v1(admin, 'POST', 'teams', { token: ADMIN, body: { id: 'while-locked' } });
+        assert.equal(refused.status, 503, refused.text);
+        assert.equal(refused.body.error.code, 'database_unavailable');
+      } finally {
+        other.exec('ROLLBACK');
+        other.close();
+      }
+      assert.equal((await v1(admin, 'POST', 'teams', { token: ADMIN, body: { id: 'after' } })).status, 201);
+      assert.equal((await v1(admin, 'GET', 'teams/while-locked', { token: ADMIN })).status, 404, 'the refused write left nothing');
+      let rows = 0;
+      for (let i = 0; i < 100 && rows < 5; i++) {
+        const page = await v1(admin, 'GET', 'usage/requests?limit=100', { token: ADMIN });
+        rows = (page.body.rows as unknown[]).length;
+        if (rows < 5) await sleep(100);
+      }
+      assert.equal(rows, 5, 'the rows of the locked spell are written once the lock is gone');
+      await gw.stop();
+    } finally {
+      await db.drop();
+    }
+  });
+
   it('while Postgres is away, requests keep their keys, a reload keeps the last teams and keys, and a write is 503 with nothing written', async (t) => {
     const db = await postgresDatabase();
     if ('skip' in db) return t.skip(db.skip);
