@@ -138,7 +138,8 @@ async function route(ctx: V1Context, a: V1Request, method: string, rest: string)
 function isDatabaseFailure(err: unknown): boolean {
   if (err instanceof SwitchyardError) return false;
   const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === 'string') return /^(E[A-Z]+|08...|55000|57014|57P0.|53...|SQLITE_(BUSY|LOCKED|READONLY|CANTOPEN|IOERR|FULL).*)$/.test(code);
+  if (typeof code === 'string')
+    return /^(E[A-Z]+|08...|55000|57014|57P0.|53...|SQLITE_(BUSY|LOCKED|READONLY|CANTOPEN|IOERR|FULL).*)$/.test(code);
   // pg's own: a connection that ended under a query, could not be made in time, or a
   // statement that outlived the client-side query timeout (57014 is the server's).
   return err instanceof Error && /^Connection terminated|^timeout exceeded when trying to connect|^Query read timeout/.test(err.message);
