@@ -16,6 +16,18 @@ export interface GenerationChanges {
   readonly revisionChanged: boolean;
   readonly candidatesAdded: readonly string[];
   readonly candidatesRemoved: readonly string[];
+  /** Tool routes of /mcp by exposed name: `routing.tools`, or the overlay's mcp_tool candidates. */
+  readonly toolsAdded: readonly string[];
+  readonly toolsRemoved: readonly string[];
+  readonly toolsChanged: readonly string[];
+  /** Teams and keys (by id, never a secret), the config file's and the database's together. */
+  readonly teamsAdded: readonly string[];
+  readonly teamsRemoved: readonly string[];
+  readonly teamsChanged: readonly string[];
+  readonly keysAdded: readonly string[];
+  readonly keysRemoved: readonly string[];
+  /** Limits, models, expiry or secret changed (a rotation, a revoke that keeps the record). */
+  readonly keysChanged: readonly string[];
 }
 
 /** Keys whose new value takes a restart; a reload reports them and applies the rest. */
@@ -114,9 +126,27 @@ function* diffSteps(previous: Generation | null, next: Generation): Steps<Genera
     if (!idsAfter.has(id)) candidatesRemoved.push(id);
     yield;
   }
+  const tools = named(previous === null ? {} : toolViews(previous), toolViews(next));
+  const teams = named(before?.teams ?? {}, after.teams ?? {});
+  const keys = named(byId(before?.keys ?? []), byId(after.keys ?? []));
   return {
     providersAdded: Object.keys(after.providers).filter((n) => providersBefore[n] === undefined),
-    ...capped({ routesAdded, routesRemoved, routesChanged, candidatesAdded, candidatesRemoved }),
+    ...capped({
+      routesAdded,
+      routesRemoved,
+      routesChanged,
+      candidatesAdded,
+      candidatesRemoved,
+      toolsAdded: tools.added,
+      toolsRemoved: tools.removed,
+      toolsChanged: tools.changed,
+      teamsAdded: teams.added,
+      teamsRemoved: teams.removed,
+      teamsChanged: teams.changed,
+      keysAdded: keys.added,
+      keysRemoved: keys.removed,
+      keysChanged: keys.changed,
+    }),
     providersRemoved: Object.keys(providersBefore).filter((n) => after.providers[n] === undefined),
     providersChanged: Object.keys(after.providers).filter(
       (n) => providersBefore[n] !== undefined && !isDeepStrictEqual(providersBefore[n], after.providers[n]),
@@ -124,6 +154,34 @@ function* diffSteps(previous: Generation | null, next: Generation): Steps<Genera
     pricingChanged: before !== undefined && !isDeepStrictEqual(before.pricing, after.pricing),
     revisionChanged: (previous?.overlay?.revision ?? null) !== (next.overlay?.revision ?? null),
   };
+}
+
+/** The names only in `after`, only in `before`, and in both with another value. */
+function named(before: Readonly<Record<string, unknown>>, after: Readonly<Record<string, unknown>>) {
+  const added: string[] = [];
+  const changed: string[] = [];
+  for (const [name, value] of Object.entries(after)) {
+    if (!Object.hasOwn(before, name)) added.push(name);
+    else if (!isDeepStrictEqual(before[name], value)) changed.push(name);
+  }
+  const removed = Object.keys(before).filter((name) => !Object.hasOwn(after, name));
+  return { added, removed, changed };
+}
+
+function byId(keys: ReadonlyArray<{ readonly id: string }>): Record<string, unknown> {
+  return Object.fromEntries(keys.map((k) => [k.id, k]));
+}
+
+/** A tool route as a reload compares it: its candidates (server and tool) and whether calls may be repeated. */
+function toolViews(gen: Generation): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, route] of Object.entries(gen.tools.routes)) {
+    out[name] = {
+      retrySafe: route.retrySafe,
+      candidates: [...candidatesOf(route)].map((c) => `${c.stableId}:${c.server.name}:${c.upstreamTool}`),
+    };
+  }
+  return out;
 }
 
 /**

@@ -194,6 +194,15 @@ export function describeChanges(c: GenerationChanges): string[] {
   if (c.revisionChanged) out.push('overlay revision changed');
   list('candidates added', c.candidatesAdded);
   list('candidates removed', c.candidatesRemoved);
+  list('tools added', c.toolsAdded);
+  list('tools removed', c.toolsRemoved);
+  list('tools changed', c.toolsChanged);
+  list('teams added', c.teamsAdded);
+  list('teams removed', c.teamsRemoved);
+  list('teams changed', c.teamsChanged);
+  list('keys added', c.keysAdded);
+  list('keys removed', c.keysRemoved);
+  list('keys changed', c.keysChanged);
   return out;
 }
 

@@ -10,11 +10,17 @@ import { PoolRegistry } from '../../src/providers/index.js';
 const pools = new PoolRegistry();
 after(() => pools.destroyAll());
 
-function generation(routes: Record<string, unknown>, number: number): Generation {
+function generation(routes: Record<string, unknown>, number: number, extra: Record<string, unknown> = {}): Generation {
   const checked = checkConfig({
     server: { listen: '127.0.0.1:0' },
-    providers: { east: { type: 'openai', base_url: 'http://127.0.0.1:9001' }, west: { type: 'openai', base_url: 'http://127.0.0.1:9002' } },
-    routing: { routes },
+    providers: {
+      east: { type: 'openai', base_url: 'http://127.0.0.1:9001' },
+      west: { type: 'openai', base_url: 'http://127.0.0.1:9002' },
+      tools: { type: 'mcp', base_url: 'http://127.0.0.1:9003/mcp' },
+    },
+    routing: { routes, ...((extra.tools as object | undefined) === undefined ? {} : { tools: extra.tools }) },
+    ...(extra.teams === undefined ? {} : { teams: extra.teams }),
+    ...(extra.keys === undefined ? {} : { keys: extra.keys }),
   });
   assert.ok(checked.ok, JSON.stringify(checked));
   const built = buildGeneration({ config: checked.config, sourceHash: `h${number}`, number, env: {}, poolFor: (s) => pools.acquire(s) });
@@ -44,5 +50,34 @@ describe('diffGenerations', () => {
     assert.ok(changes.candidatesRemoved.includes('east/m0') && changes.candidatesRemoved.includes('east/m5'));
     assert.deepStrictEqual(await diffGenerationsInSlices(previous, next, 0), changes);
     assert.deepStrictEqual(await diffGenerationsInSlices(null, next, 0), diffGenerations(null, next));
+  });
+
+  it('names the tool routes, teams and keys that came, went and changed, by name and id only', () => {
+    const sha = (c: string) => c.repeat(64);
+    const routes = { m: { candidates: [{ provider: 'east' }] } };
+    const previous = generation(routes, 1, {
+      tools: { echo: { candidates: [{ provider: 'tools' }] }, gone: { candidates: [{ provider: 'tools' }] } },
+      teams: { platform: {}, growth: {}, old: {} },
+      keys: [
+        { id: 'k-kept', team: 'platform', sha256: sha('a') },
+        { id: 'k-rotated', team: 'platform', sha256: sha('b') },
+        { id: 'k-removed', team: 'growth', sha256: sha('c') },
+      ],
+    });
+    const next = generation(routes, 2, {
+      tools: { echo: { candidates: [{ provider: 'tools', tool: 'echo2' }] }, fresh: { candidates: [{ provider: 'tools' }] } },
+      teams: { platform: {}, growth: { allowed_models: ['m'] }, new: {} },
+      keys: [
+        { id: 'k-kept', team: 'platform', sha256: sha('a') },
+        { id: 'k-rotated', team: 'platform', sha256: sha('d') },
+        { id: 'k-new', team: 'new', sha256: sha('e') },
+      ],
+    });
+    const changes = diffGenerations(previous, next);
+    assert.deepEqual([changes.toolsAdded, changes.toolsRemoved, changes.toolsChanged], [['fresh'], ['gone'], ['echo']]);
+    assert.deepEqual([changes.teamsAdded, changes.teamsRemoved, changes.teamsChanged], [['new'], ['old'], ['growth']]);
+    assert.deepEqual([changes.keysAdded, changes.keysRemoved, changes.keysChanged], [['k-new'], ['k-removed'], ['k-rotated']]);
+    assert.doesNotMatch(JSON.stringify(changes), /aaaa|dddd/, 'no digest in the changes');
+    assert.deepEqual(diffGenerations(next, next).keysChanged, []);
   });
 });
