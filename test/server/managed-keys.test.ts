@@ -211,6 +211,11 @@ describe('managed teams and keys on SQLite', () => {
   it('shows every write as a reload with trigger database, and as an audit record naming the token, without a secret', async () => {
     const status = await adminStatusBody(gw, ADMIN);
     assert.ok(status.reloads.some((r) => r.trigger === 'database' && r.result === 'applied'));
+    const named = (list: string) =>
+      status.reloads.filter((r) => r.trigger === 'database').flatMap((r) => ((r.changes ?? {}) as Record<string, string[]>)[list] ?? []);
+    assert.ok(named('teamsAdded').includes('growth'), 'the reload history names the team a write added');
+    assert.ok(named('keysAdded').length > 0 && named('keysChanged').length > 0, 'and the keys it added and changed (a rotation)');
+    assert.equal(JSON.stringify(status.reloads).includes('sy-'), false, 'by id: no secret in the reload history');
     const metrics = await (await fetch(`${admin}/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } })).text();
     assert.match(metrics, /switchyard_reload_total\{trigger="database",result="applied"\} [1-9]/);
     const audit = readFileSync(join(gw.dir, 'audit.jsonl'), 'utf8')
