@@ -178,31 +178,38 @@ function reloadView(r: ReloadResult, ageS: number | null): Record<string, unknow
   };
 }
 
-/** A reload's changes as short sentences, for the timeline. */
+/** A reload's changes as short sentences, for the timeline, in this order. */
+const CHANGE_SENTENCES: ReadonlyArray<readonly [label: string, key: keyof GenerationChanges]> = [
+  ['providers added', 'providersAdded'],
+  ['providers removed', 'providersRemoved'],
+  ['providers changed', 'providersChanged'],
+  ['routes added', 'routesAdded'],
+  ['routes removed', 'routesRemoved'],
+  ['routes changed', 'routesChanged'],
+  ['pricing changed', 'pricingChanged'],
+  ['overlay revision changed', 'revisionChanged'],
+  ['candidates added', 'candidatesAdded'],
+  ['candidates removed', 'candidatesRemoved'],
+  ['tools added', 'toolsAdded'],
+  ['tools removed', 'toolsRemoved'],
+  ['tools changed', 'toolsChanged'],
+  ['teams added', 'teamsAdded'],
+  ['teams removed', 'teamsRemoved'],
+  ['teams changed', 'teamsChanged'],
+  ['keys added', 'keysAdded'],
+  ['keys removed', 'keysRemoved'],
+  ['keys changed', 'keysChanged'],
+];
+
 export function describeChanges(c: GenerationChanges): string[] {
   const out: string[] = [];
-  const list = (label: string, names: readonly string[]): void => {
-    if (names.length > 0) out.push(`${label}: ${names.slice(0, 5).join(', ')}${names.length > 5 ? ` and ${names.length - 5} more` : ''}`);
-  };
-  list('providers added', c.providersAdded);
-  list('providers removed', c.providersRemoved);
-  list('providers changed', c.providersChanged);
-  list('routes added', c.routesAdded);
-  list('routes removed', c.routesRemoved);
-  list('routes changed', c.routesChanged);
-  if (c.pricingChanged) out.push('pricing changed');
-  if (c.revisionChanged) out.push('overlay revision changed');
-  list('candidates added', c.candidatesAdded);
-  list('candidates removed', c.candidatesRemoved);
-  list('tools added', c.toolsAdded);
-  list('tools removed', c.toolsRemoved);
-  list('tools changed', c.toolsChanged);
-  list('teams added', c.teamsAdded);
-  list('teams removed', c.teamsRemoved);
-  list('teams changed', c.teamsChanged);
-  list('keys added', c.keysAdded);
-  list('keys removed', c.keysRemoved);
-  list('keys changed', c.keysChanged);
+  for (const [label, key] of CHANGE_SENTENCES) {
+    const value = c[key];
+    if (value === true) out.push(label);
+    else if (Array.isArray(value) && value.length > 0) {
+      out.push(`${label}: ${value.slice(0, 5).join(', ')}${value.length > 5 ? ` and ${value.length - 5} more` : ''}`);
+    }
+  }
   return out;
 }
 
