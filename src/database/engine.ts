@@ -81,6 +81,13 @@ export function openDatabase(settings: DatabaseSettings): Database {
   });
   // An idle connection the server closed must not become an uncaught error: the next query reconnects.
   pool.on('error', () => undefined);
+  // A client checked out but between queries (a Kysely transaction awaiting its next
+  // statement) that loses its server emits 'error' with no query to hand it to, and pg-pool
+  // listens only on idle clients: without a listener of its own that event ends the
+  // process. The next query on that client fails instead, and the pool drops it.
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+  });
   const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
   return { engine, db, pgConfig, pgPool: pool, close: () => db.destroy() };
 }

@@ -142,7 +142,12 @@ function isDatabaseFailure(err: unknown): boolean {
     return /^(E[A-Z]+|08...|55000|57014|57P0.|53...|SQLITE_(BUSY|LOCKED|READONLY|CANTOPEN|IOERR|FULL).*)$/.test(code);
   // pg's own: a connection that ended under a query, could not be made in time, or a
   // statement that outlived the client-side query timeout (57014 is the server's).
-  return err instanceof Error && /^Connection terminated|^timeout exceeded when trying to connect|^Query read timeout/.test(err.message);
+  return (
+    err instanceof Error &&
+    /^Connection terminated|^timeout exceeded when trying to connect|^Query read timeout|^Client has encountered a connection error/.test(
+      err.message,
+    )
+  );
 }
 
 const notAllowed = (allow: string): SwitchyardError =>
