@@ -279,12 +279,6 @@ const UPSERT_ROLLUPS = `insert into usage_daily (${ROLLUP_FIELDS.join(', ')})
 async function copyBatch(pool: pg.Pool, raw: readonly UsageRequestsTable[], rollups: readonly UsageDailyTable[]): Promise<void> {
   const client = await pool.connect();
   let broken: Error | undefined;
-  // A checked-out client that loses its server emits 'error' as well as failing its query:
-  // the failed query is what counts, the event must not become an uncaught exception.
-  const onError = (err: Error): void => {
-    broken = err;
-  };
-  client.on('error', onError);
   try {
     await client.query('begin');
     await pipeline(Readable.from([copyText(raw)]), client.query(copyFrom(COPY_RAW)));
@@ -295,27 +289,28 @@ async function copyBatch(pool: pg.Pool, raw: readonly UsageRequestsTable[], roll
     await client.query('rollback').catch(() => undefined);
     throw err;
   } finally {
-    client.off('error', onError);
-    // A connection that failed mid-COPY is not given back for reuse.
+    // A connection that failed mid-COPY is not given back for reuse. (Its 'error' event is
+    // heard by the listener every pooled client gets in engine.ts.)
     client.release(broken);
   }
 }
 
-/** COPY's text format: a line per row, tab between fields; backslash, tab and line ends in a text escaped. */
+/** COPY's text format: a line per row, RAW_FIELDS in order, tab between; backslash, tab and line ends in a text escaped. */
 function copyText(rows: readonly UsageRequestsTable[]): string {
   let text = '';
   for (const r of rows) {
-    text += `${r.at}\t${r.day}\t${copyField(r.request_id)}\t${copyField(r.team)}\t${copyField(r.key_id)}\t${copyField(r.endpoint)}\t${copyField(r.model)}\t${copyField(r.provider)}\t${copyField(r.candidate)}\t${r.input_tokens}\t${r.output_tokens}\t${r.cache_read_tokens}\t${r.cache_write_tokens}\t${r.cost_micro_usd}\t${r.status}\t${r.partial}\t${r.duration_ms}\n`;
+    for (let i = 0; i < RAW_FIELDS.length; i++) {
+      const value = r[RAW_FIELDS[i] as (typeof RAW_FIELDS)[number]];
+      if (i > 0) text += '\t';
+      text += typeof value === 'string' ? value.replace(COPY_SPECIAL, (c) => COPY_ESCAPES[c] as string) : String(value);
+    }
+    text += '\n';
   }
   return text;
 }
 
-const COPY_SPECIAL = /[\\\t\n\r]/;
+const COPY_SPECIAL = /[\\\t\n\r]/g;
 const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
-
-function copyField(value: string): string {
-  return COPY_SPECIAL.test(value) ? value.replace(/[\\\t\n\r]/g, (c) => COPY_ESCAPES[c] as string) : value;
-}
 
 /** SQLite rows per multi-row statement: 64 x 17 parameters is far below its limit of 32766. */
 const SQLITE_CHUNK = 64;
@@ -331,16 +326,16 @@ async function insertChunks<R extends object>(
   rows: readonly R[],
   tail: string,
 ): Promise<void> {
-  const head = `insert into ${table} (${fields.join(', ')}) values `;
   const one = `(${fields.map(() => '?').join(', ')})`;
+  const text = (count: number) => `insert into ${table} (${fields.join(', ')}) values ${Array(count).fill(one).join(', ')}${tail}`;
+  const statements = { [SQLITE_CHUNK]: text(SQLITE_CHUNK), 1: text(1) } as Record<number, string>;
   const run = async (from: number, count: number): Promise<void> => {
     const parameters: unknown[] = [];
     for (let i = from; i < from + count; i++) {
       const row = rows[i] as R;
       for (const f of fields) parameters.push(row[f]);
     }
-    const text = `${head}${Array.from({ length: count }, () => one).join(', ')}${tail}`;
-    await tx.executeQuery(CompiledQuery.raw(text, parameters));
+    await tx.executeQuery(CompiledQuery.raw(statements[count] as string, parameters));
   };
   let at = 0;
   for (; at + SQLITE_CHUNK <= rows.length; at += SQLITE_CHUNK) await run(at, SQLITE_CHUNK);
