@@ -621,14 +621,16 @@ function reloadHeaders(reload: ReloadResult | null): Record<string, string> {
   return { 'x-switchyard-reload': reload.result, 'x-switchyard-generation': String(reload.generation) };
 }
 
+/** A write's answer (`reload` given, null when none ran) carries the warnings of the reload that applied it. */
 function sendObject(
   res: ServerResponse,
   status: number,
   view: Record<string, unknown>,
   etag: string,
-  reload: ReloadResult | null = null,
+  reload?: ReloadResult | null,
 ): void {
-  send(res, status, view, { etag, ...reloadHeaders(reload) });
+  const body = reload === undefined ? view : { ...view, warnings: reload?.warnings ?? [] };
+  send(res, status, body, { etag, ...reloadHeaders(reload ?? null) });
 }
 
 function send(res: ServerResponse, status: number, value: unknown, headers: Readonly<Record<string, string>> = {}): void {

@@ -106,6 +106,13 @@ function renderGeneration(d) {
   facts('generation-facts', [
     g && ['built', `${ago(g.age_s)} (${time(g.built_at)})`, { id: 'generation-age' }],
     ['gateway up for', duration(d.uptime_s)],
+    d.access && [
+      'access',
+      d.access.open
+        ? 'open: no API key is configured, so every request is served without one'
+        : `an API key is required (${d.access.keys} key${d.access.keys === 1 ? '' : 's'}); a request without one gets 401`,
+      { id: 'access', class: d.access.open ? 'warn-text' : 'ok-text' },
+    ],
   ]);
 }
 

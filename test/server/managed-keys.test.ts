@@ -308,6 +308,61 @@ describe('managed teams and keys on SQLite', () => {
   });
 });
 
+describe('an open gateway and its first managed key', () => {
+  it('says in the write answer, the reload result, a warning line and the page data that the first key closes the gateway, and that revoking the last opens it', async () => {
+    const db = sqliteDatabase();
+    try {
+      const gw = await resources.startGw(
+        baseConfig(
+          { east: east.baseUrl },
+          { m: { candidates: [{ provider: 'east' }] } },
+          { server: { admin_token: { env: 'ADMIN_TOKEN' } }, database: { url: db.url } },
+        ),
+        { env: TOKEN_ENV },
+      );
+      const admin = gw.adminUrl as string;
+      const pageData = async () =>
+        (await (await fetch(`${admin}/admin/status/page-data`, { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as {
+          access: { open: boolean; keys: number };
+        };
+      assert.equal((await postChat(gw.url, chatBody('m'))).status, 200, 'open: served without a key');
+      assert.deepEqual((await pageData()).access, { open: true, keys: 0 });
+
+      const team = await v1(admin, 'POST', 'teams', { token: ADMIN, body: { id: 'growth' } });
+      assert.deepEqual(team.body.warnings, [], 'a write that changes no access warns of nothing');
+      const made = await v1(admin, 'POST', 'keys', { token: ADMIN, body: { id: 'first', team: 'growth' } });
+      assert.equal(made.status, 201, made.text);
+      const closing = (made.body.warnings as string[]).find((w) => /was open and now requires an API key/.test(w));
+      assert.ok(closing, `the answer warns: ${made.text}`);
+      assert.match(closing, /key first/);
+      assert.match(closing, /401/);
+      assert.equal((await postChat(gw.url, chatBody('m'))).status, 401, 'closed: a request without a key is refused');
+      assert.equal(await chatWith(gw, made.body.key), 200);
+
+      const status = await adminStatusBody(gw, ADMIN);
+      assert.ok(
+        status.reloads.some((r) => r.trigger === 'database' && r.warnings.some((w) => w === closing)),
+        'the reload result says so',
+      );
+      const line = await gw.waitForLog((l) => l.msg === 'access changed');
+      assert.equal(line.level, 'warn');
+      assert.equal(line.change, closing);
+      assert.deepEqual((await pageData()).access, { open: false, keys: 1 });
+
+      const revoked = await v1(admin, 'POST', 'keys/first/revoke', { token: ADMIN });
+      assert.ok(
+        (revoked.body.warnings as string[]).some((w) => /the gateway is now open/.test(w)),
+        `revoking the last key warns: ${revoked.text}`,
+      );
+      assert.equal((await postChat(gw.url, chatBody('m'))).status, 200);
+      assert.deepEqual((await pageData()).access, { open: true, keys: 0 });
+      await gw.stop();
+    } finally {
+      await db.drop();
+    }
+  });
+});
+
 describe('managed keys on PostgreSQL, shared by two replicas', () => {
   it('a key created on one replica authenticates on the other, and stops there after a revoke; counters survive the reloads', async (t) => {
     const db = await postgresDatabase();

@@ -124,4 +124,47 @@ describe('the status page shows teams and keys, and manages keys', { skip: missi
       [],
     );
   });
+
+  it('says in words that the gateway is open, and that its first managed key closed it', async () => {
+    const openDb = sqliteDatabase();
+    const east = await r.startMock({ name: 'east-open' });
+    const open = await r.startGw(
+      baseConfig(
+        { east: east.baseUrl },
+        { m: { candidates: [{ provider: 'east' }] } },
+        { server: { admin_token: { env: 'ADMIN_TOKEN' } }, database: { url: openDb.url } },
+      ),
+      { env: { ADMIN_TOKEN } },
+    );
+    try {
+      const { page, errors } = await openPage(browser as Browser);
+      await page.goto(`${open.adminUrl as string}/`);
+      await page.waitForSelector('#token-form:not([hidden])');
+      await page.fill('#token', ADMIN_TOKEN);
+      await page.click('#token-form button[type="submit"]');
+      await page.waitForSelector('#access', { timeout: 15_000 });
+      assert.match((await page.locator('#access').textContent()) ?? '', /^open: no API key is configured/);
+
+      await v1(open.adminUrl as string, 'POST', 'teams', { token: ADMIN_TOKEN, body: { id: 'growth' } });
+      await v1(open.adminUrl as string, 'POST', 'keys', { token: ADMIN_TOKEN, body: { id: 'first', team: 'growth' } });
+      await page.waitForFunction(
+        () => (document.querySelector('#access')?.textContent ?? '').startsWith('an API key is required (1 key)'),
+        undefined,
+        { timeout: 15_000 },
+      );
+      await page.waitForFunction(
+        () => (document.querySelector('#reloads')?.textContent ?? '').includes('the gateway was open and now requires an API key'),
+        undefined,
+        { timeout: 15_000 },
+      );
+      await screenshot(page, 'status-page-first-key-closes-the-gateway');
+      assert.deepEqual(
+        errors.filter((e) => !(e.includes('status of 401') && e.includes('page-data'))),
+        [],
+      );
+    } finally {
+      await open.stop();
+      await openDb.drop();
+    }
+  });
 });
