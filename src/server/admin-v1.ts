@@ -622,13 +622,7 @@ function reloadHeaders(reload: ReloadResult | null): Record<string, string> {
 }
 
 /** A write's answer (`reload` given, null when none ran) carries the warnings of the reload that applied it. */
-function sendObject(
-  res: ServerResponse,
-  status: number,
-  view: Record<string, unknown>,
-  etag: string,
-  reload?: ReloadResult | null,
-): void {
+function sendObject(res: ServerResponse, status: number, view: Record<string, unknown>, etag: string, reload?: ReloadResult | null): void {
   const body = reload === undefined ? view : { ...view, warnings: reload?.warnings ?? [] };
   send(res, status, body, { etag, ...reloadHeaders(reload ?? null) });
 }

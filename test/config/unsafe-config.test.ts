@@ -81,7 +81,9 @@ describe('database.url carries no secret: neither in its userinfo nor in its que
   for (const param of ['password', 'sslpassword', 'sslkey', 'sslcert', 'sslrootcert', 'PassWord']) {
     it(`${param}= in the query is refused at database.url, pointing at database.password and database.tls, without echoing it`, () => {
       const value = 'query-secret-never-echoed';
-      const issues = issuesOf(checkConfig(withDatabase(`postgres://switchyard@127.0.0.1:5432/switchyard?sslmode=require&${param}=${value}`)));
+      const issues = issuesOf(
+        checkConfig(withDatabase(`postgres://switchyard@127.0.0.1:5432/switchyard?sslmode=require&${param}=${value}`)),
+      );
       const issue = issueAt(issues, 'database.url');
       assert.match(issue.message, new RegExp(`must not carry ${param} in its query`));
       assert.match(issue.message, /database\.password .*database\.tls/);
