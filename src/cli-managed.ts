@@ -1,12 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parseDocument } from 'yaml';
 import { type Command, help, UsageError } from './cli-command.js';
-import { formatIssue, loadConfigFile } from './config/index.js';
+import { exportConfig } from './cli-export.js';
 import { hashKey } from './governance/index.js';
-import { mergeManaged } from './live/index.js';
-import { DatabaseLink } from './server/index.js';
 
 // The managed teams and keys from a shell: against a running gateway's admin API (the
 // token from SWITCHYARD_ADMIN_TOKEN), or offline (a key's config line; the effective config
@@ -246,43 +242,6 @@ async function everyPage(values: Values, path: string): Promise<Array<Json>> {
 
 /** A command that ran and failed (the gateway refused, or could not be reached): its message, exit 1. */
 export class CliFailure extends Error {}
-
-async function exportConfig(configPath: string): Promise<number> {
-  const loaded = loadConfigFile(configPath, process.env);
-  if (!loaded.ok) {
-    for (const issue of loaded.issues) process.stderr.write(`${formatIssue(issue)}\n`);
-    return 1;
-  }
-  const document = parseDocument(readFileSync(configPath, 'utf8'));
-  const config = loaded.config;
-  if (config.database === undefined) {
-    process.stdout.write(document.toString());
-    return 0;
-  }
-  const link = new DatabaseLink(process.env);
-  try {
-    const snapshot = await link.snapshot(config.database);
-    const merged = mergeManaged(config, snapshot, Date.now());
-    for (const warning of merged.warnings) process.stderr.write(`warning: ${warning}\n`);
-    const fileTeams = new Set(Object.keys(config.teams ?? {}));
-    const fileKeys = new Set((config.keys ?? []).map((k) => k.id));
-    for (const [id, team] of Object.entries(merged.config.teams ?? {})) if (!fileTeams.has(id)) document.setIn(['teams', id], team);
-    const keys = (merged.config.keys ?? []).filter((k) => !fileKeys.has(k.id));
-    if (keys.length > 0 && !document.has('keys')) document.set('keys', []);
-    for (const k of keys) document.addIn(['keys'], k);
-    process.stdout.write(
-      `# The effective config of ${configPath}: its database's teams and keys (version ${snapshot.version}) joined in, keys as SHA-256.\n` +
-        '# Served against the same database, the entries from it become read-only there (the file wins).\n' +
-        document.toString(),
-    );
-    return 0;
-  } catch (err) {
-    process.stderr.write(`database: ${(err as Error).message}\n`);
-    return 1;
-  } finally {
-    await link.close();
-  }
-}
 
 function printTable(head: readonly string[], rows: ReadonlyArray<ReadonlyArray<unknown>>): void {
   const cells = [head, ...rows.map((r) => r.map((c) => String(c)))];

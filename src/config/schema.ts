@@ -803,6 +803,19 @@ export const governanceSchema = z
   });
 
 /**
+ * The query parameters of a postgres:// URL that the driver would take a secret from (a
+ * password, or a TLS key, certificate or CA read from a path), by the name the URL gives.
+ * Config holds references only, and these would bypass them.
+ */
+const SECRET_QUERY_PARAMS = new Set(['password', 'sslpassword', 'sslkey', 'sslcert', 'sslrootcert']);
+
+function secretQueryParams(url: string): string[] {
+  if (!url.startsWith('postgres') || !URL.canParse(url)) return [];
+  const names = [...new URL(url).searchParams.keys()].filter((name) => SECRET_QUERY_PARAMS.has(name.toLowerCase()));
+  return [...new Set(names)];
+}
+
+/**
  * Managed teams and keys and the usage ledger: SQLite for one replica, Postgres for several.
  * The password and TLS files are references, as everywhere; a password in the URL is refused.
  */
@@ -818,7 +831,15 @@ export const databaseSchema = z
       .refine(
         (u) => !u.startsWith('postgres') || !URL.canParse(u) || new URL(u).password === '',
         'must not contain a password: give it as database.password ({env: NAME} or {file: PATH})',
-      ),
+      )
+      .superRefine((u, ctx) => {
+        const refused = secretQueryParams(u);
+        if (refused.length > 0)
+          ctx.addIssue({
+            code: 'custom',
+            message: `must not carry ${refused.join(', ')} in its query: give the password as database.password ({env: NAME} or {file: PATH}) and the TLS files as database.tls`,
+          });
+      }),
     password: secretRefSchema.optional(),
     tls: tlsSchema.optional(),
     /** How often a replica compares its version with the database's, for a notification it missed. */

@@ -15,6 +15,16 @@ export class KeysUsed {
     this.#pending.set(keyId, nowMs);
   }
 
+  /**
+   * When this process last noted the key in use (to the minute), as an RFC 3339 time; null
+   * when it has not. The keys of the config file have no row to write it to: this is their
+   * last_used_at, per process.
+   */
+  lastUsed(keyId: string): string | null {
+    const ms = this.#noted.get(keyId);
+    return ms === undefined ? null : new Date(ms).toISOString();
+  }
+
   /** The uses noted since the last take, as RFC 3339 times by key id. */
   take(): Map<string, string> {
     const out = new Map<string, string>();

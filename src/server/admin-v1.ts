@@ -9,6 +9,7 @@ import type { Generation } from '../live/index.js';
 import { readBody, type Services } from '../request/index.js';
 import { serveUsage } from './admin-usage.js';
 import type { DatabaseLink } from './database-link.js';
+import { loosenedLimits } from './key-limits.js';
 import type { ReloadResult } from './reload.js';
 
 // The managed teams and keys, under /admin/v1/: list, read, create, change, delete (a team)
@@ -63,14 +64,14 @@ const PREFIX_LENGTH = 10;
 /** A refusal naming the fields at fault: the error body lists each with its path. */
 class FieldsError extends SwitchyardError {
   readonly issues: readonly ConfigIssue[];
-  constructor(message: string, issues: readonly ConfigIssue[]) {
-    super('invalid_request', message, issues[0]?.path ?? null);
+  constructor(message: string, issues: readonly ConfigIssue[], code: 'invalid_request' | 'forbidden') {
+    super(code, message, issues[0]?.path ?? null);
     this.issues = issues;
   }
 }
 
-const fieldsError = (issues: readonly ConfigIssue[]): FieldsError =>
-  new FieldsError(issues.map((i) => (i.path === '' ? i.message : `${i.path}: ${i.message}`)).join('; '), issues);
+const fieldsError = (issues: readonly ConfigIssue[], code: 'invalid_request' | 'forbidden' = 'invalid_request'): FieldsError =>
+  new FieldsError(issues.map((i) => (i.path === '' ? i.message : `${i.path}: ${i.message}`)).join('; '), issues, code);
 
 /** Answers one /admin/v1/ request; `rest` is the path after /admin/v1/. */
 export async function serveV1(ctx: V1Context, a: V1Request, method: string, rest: string): Promise<void> {
@@ -120,12 +121,12 @@ async function route(ctx: V1Context, a: V1Request, method: string, rest: string)
   }
   if (id === undefined) {
     if (action !== undefined) throw new SwitchyardError('not_found', `no such admin endpoint: /admin/v1/${rest}`);
-    if (method === 'GET') return listKeys(a, records, gen);
+    if (method === 'GET') return listKeys(ctx.svc, a, records, gen);
     if (method === 'POST') return createKey(ctx, a, records, gen);
     throw notAllowed('GET, POST');
   }
   if (action === undefined) {
-    if (method === 'GET') return getKey(a, records, gen, id);
+    if (method === 'GET') return getKey(ctx.svc, a, records, gen, id);
     if (method === 'PATCH') return patchKey(ctx, a, records, gen, id);
     throw notAllowed('GET, PATCH');
   }
@@ -176,6 +177,17 @@ function mayRead(caller: AdminCaller, team: string): void {
   const own = teamOfRole(caller);
   if (own !== null && own !== team) throw new SwitchyardError('forbidden', `admin token "${caller.id}" may read team "${own}" only`);
 }
+
+/**
+ * To a team token, another team's key does not exist: the same 404 as a key that does not,
+ * so that a team cannot learn which ids the others use.
+ */
+function seeKey(caller: AdminCaller, id: string, team: string): void {
+  const own = teamOfRole(caller);
+  if (own !== null && own !== team) throw noKey(id);
+}
+
+const noKey = (id: string): SwitchyardError => new SwitchyardError('not_found', `no key "${id}"`);
 
 // --- Teams ---
 
@@ -296,13 +308,21 @@ function keyView(k: ManagedKey): Record<string, unknown> {
   };
 }
 
-function configKeyView(k: KeyConfig): Record<string, unknown> {
+/** A key of the config file: never revoked (it is removed from the file), its last use as this process saw it. */
+function configKeyView(svc: Services, k: KeyConfig): Record<string, unknown> {
   const out: Record<string, unknown> = { id: k.id, team: k.team, prefix: null };
   for (const field of KEY_FIELDS) if (k[field] !== undefined) out[field] = k[field];
-  return { ...out, expires_at: k.expires_at ?? null, metadata: {}, managed_by: 'config' };
+  return {
+    ...out,
+    expires_at: k.expires_at ?? null,
+    metadata: {},
+    managed_by: 'config',
+    last_used_at: svc.keysUsed.lastUsed(k.id),
+    revoked_at: null,
+  };
 }
 
-async function listKeys(a: V1Request, records: ManagedRecords, gen: Generation): Promise<void> {
+async function listKeys(svc: Services, a: V1Request, records: ManagedRecords, gen: Generation): Promise<void> {
   const { limit, after } = pageOf(a.req);
   const url = new URL(a.req.url ?? '/', 'http://admin');
   const own = teamOfRole(a.caller);
@@ -313,7 +333,7 @@ async function listKeys(a: V1Request, records: ManagedRecords, gen: Generation):
   const fromConfig = (gen.fileConfig.keys ?? [])
     .filter((k) => (after === undefined || k.id > after) && (team === undefined || k.team === team))
     .sort((x, y) => (x.id < y.id ? -1 : 1))
-    .map((k) => ({ id: k.id, view: configKeyView(k) }));
+    .map((k) => ({ id: k.id, view: configKeyView(svc, k) }));
   const fromDatabase = (
     await records.listKeys({
       limit: limit + 1,
@@ -325,15 +345,15 @@ async function listKeys(a: V1Request, records: ManagedRecords, gen: Generation):
   sendPage(a.res, [...fromConfig, ...fromDatabase], limit);
 }
 
-async function getKey(a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
+async function getKey(svc: Services, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
   const fromConfig = (gen.fileConfig.keys ?? []).find((k) => k.id === id);
   if (fromConfig !== undefined) {
-    mayRead(a.caller, fromConfig.team);
-    return sendObject(a.res, 200, configKeyView(fromConfig), configTag(gen));
+    seeKey(a.caller, id, fromConfig.team);
+    return sendObject(a.res, 200, configKeyView(svc, fromConfig), configTag(gen));
   }
   const key = await records.key(id);
-  if (key === undefined) throw new SwitchyardError('not_found', `no key "${id}"`);
-  mayRead(a.caller, key.team);
+  if (key === undefined) throw noKey(id);
+  seeKey(a.caller, id, key.team);
   sendObject(a.res, 200, keyView(key), tagOf(key.version));
 }
 
@@ -348,7 +368,7 @@ async function createKey(ctx: V1Context, a: V1Request, records: ManagedRecords, 
   const secret = newSecret();
   const checked = checkKey({ ...spec, id, team, sha256: secret.sha256, ...(expiresAt === null ? {} : { expires_at: expiresAt }) });
   if (!checked.ok) throw fieldsError(checked.issues);
-  refuseFileKey(gen, id);
+  refuseFileKey(gen, null, id);
   // The team must exist for the next generation: the file's, or one in the database now.
   const { version } = await records.write(async (w) => {
     if (gen.fileConfig.teams?.[team] === undefined && (await w.team(team)) === undefined) {
@@ -366,7 +386,7 @@ async function createKey(ctx: V1Context, a: V1Request, records: ManagedRecords, 
 }
 
 async function patchKey(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
-  refuseFileKey(gen, id);
+  refuseFileKey(gen, a.caller, id);
   const expected = ifMatch(a.req);
   const body = await jsonBody(a.req);
   if (body.id !== undefined && body.id !== id) throw fieldsError([{ path: 'id', message: 'cannot be changed' }]);
@@ -375,6 +395,7 @@ async function patchKey(ctx: V1Context, a: V1Request, records: ManagedRecords, g
   const { value: outcome, version } = await records.write(async (w) => {
     const current = await w.key(id);
     if (current === undefined) return { commit: false, value: 'missing' as WriteResult };
+    seeKey(a.caller, id, current.team);
     mayWrite(a.caller, current.team);
     if (body.team !== undefined && body.team !== current.team)
       throw fieldsError([{ path: 'team', message: 'cannot be changed: create a key in the other team' }]);
@@ -382,6 +403,10 @@ async function patchKey(ctx: V1Context, a: V1Request, records: ManagedRecords, g
     if (expected !== null && current.version !== expected) return { commit: false, value: 'stale' as WriteResult };
     const spec = merged(current.spec, patch.spec);
     const expiry = expiresAt === undefined ? current.expiresAt : expiresAt;
+    if (teamOfRole(a.caller) !== null) {
+      const loosened = loosenedLimits({ spec: current.spec, expiresAt: current.expiresAt }, { spec, expiresAt: expiry });
+      if (loosened.length > 0) throw fieldsError(loosened, 'forbidden');
+    }
     const checked = checkKey({
       ...spec,
       id,
@@ -405,12 +430,13 @@ async function patchKey(ctx: V1Context, a: V1Request, records: ManagedRecords, g
 }
 
 async function revokeKey(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
-  refuseFileKey(gen, id);
+  refuseFileKey(gen, a.caller, id);
   const expected = ifMatch(a.req);
   await readBody(a.req, MAX_BODY_BYTES);
   const { value: outcome, version } = await records.write(async (w) => {
     const current = await w.key(id);
     if (current === undefined) return { commit: false, value: 'missing' as WriteResult };
+    seeKey(a.caller, id, current.team);
     mayWrite(a.caller, current.team);
     if (expected !== null && current.version !== expected) return { commit: false, value: 'stale' as WriteResult };
     // Revoking twice is the same as once.
@@ -425,7 +451,7 @@ async function revokeKey(ctx: V1Context, a: V1Request, records: ManagedRecords, 
 }
 
 async function rotateKey(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
-  refuseFileKey(gen, id);
+  refuseFileKey(gen, a.caller, id);
   const expected = ifMatch(a.req);
   const body = await jsonBody(a.req, true);
   const unknown = Object.keys(body).filter((k) => k !== 'grace_s');
@@ -438,6 +464,7 @@ async function rotateKey(ctx: V1Context, a: V1Request, records: ManagedRecords, 
   const { value: outcome, version } = await records.write(async (w) => {
     const current = await w.key(id);
     if (current === undefined) return { commit: false, value: 'missing' as WriteResult };
+    seeKey(a.caller, id, current.team);
     mayWrite(a.caller, current.team);
     if (current.revokedAt !== null) throw new SwitchyardError('conflict', `key "${id}" is revoked`);
     if (expected !== null && current.version !== expected) return { commit: false, value: 'stale' as WriteResult };
@@ -482,15 +509,18 @@ function audit(svc: Services, write: AdminWriteInput): void {
 }
 
 function judge(outcome: WriteResult, object: 'team' | 'key', id: string): void {
-  if (outcome === 'missing') throw new SwitchyardError('not_found', `no ${object} "${id}"`);
+  if (outcome === 'missing') throw object === 'key' ? noKey(id) : new SwitchyardError('not_found', `no team "${id}"`);
   if (outcome === 'stale') {
     throw new SwitchyardError('precondition_failed', `${object} "${id}" has changed since that ETag: read it again, then write`);
   }
 }
 
-/** A key of the config file is read-only here. */
-function refuseFileKey(gen: Generation, id: string): void {
-  if ((gen.fileConfig.keys ?? []).some((k) => k.id === id)) throw managedByConfig('key', id);
+/** A key of the config file is read-only here (and, to another team's token, not there at all). */
+function refuseFileKey(gen: Generation, caller: AdminCaller | null, id: string): void {
+  const key = (gen.fileConfig.keys ?? []).find((k) => k.id === id);
+  if (key === undefined) return;
+  if (caller !== null) seeKey(caller, id, key.team);
+  throw managedByConfig('key', id);
 }
 
 const managedByConfig = (object: 'team' | 'key', id: string): SwitchyardError =>
@@ -591,14 +621,10 @@ function reloadHeaders(reload: ReloadResult | null): Record<string, string> {
   return { 'x-switchyard-reload': reload.result, 'x-switchyard-generation': String(reload.generation) };
 }
 
-function sendObject(
-  res: ServerResponse,
-  status: number,
-  view: Record<string, unknown>,
-  etag: string,
-  reload: ReloadResult | null = null,
-): void {
-  send(res, status, view, { etag, ...reloadHeaders(reload) });
+/** A write's answer (`reload` given, null when none ran) carries the warnings of the reload that applied it. */
+function sendObject(res: ServerResponse, status: number, view: Record<string, unknown>, etag: string, reload?: ReloadResult | null): void {
+  const body = reload === undefined ? view : { ...view, warnings: reload?.warnings ?? [] };
+  send(res, status, body, { etag, ...reloadHeaders(reload ?? null) });
 }
 
 function send(res: ServerResponse, status: number, value: unknown, headers: Readonly<Record<string, string>> = {}): void {

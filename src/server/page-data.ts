@@ -1,6 +1,6 @@
 import type { ScopeStatus } from '../governance/index.js';
 import type { Generation, GenerationChanges, GenerationRoute } from '../live/index.js';
-import type { ExposedTool, Services } from '../request/index.js';
+import { type ExposedTool, policyOf, type Services } from '../request/index.js';
 import type { BreakerState } from '../resilience/index.js';
 import type { RoutableCandidate } from '../routing/index.js';
 import { type RecentModel, SLOT_MS, type TrafficPoint } from '../telemetry/index.js';
@@ -94,6 +94,8 @@ export function pageData(ctx: PageContext, nowMs: number): Record<string, unknow
     now: new Date(nowMs).toISOString(),
     uptime_s: Math.round((nowMs - ctx.startedAt) / 1000),
     generation: gen === null ? null : { number: gen.number, built_at: gen.builtAt, age_s: ageS(gen.builtAt) },
+    // With no key (from the file or the database) the gateway is open: every caller is anonymous.
+    access: gen === null ? null : { open: policyOf(gen).keys.open, keys: policyOf(gen).keys.byId.size },
     overlay:
       gen === null || gen.config.routing.overlay === undefined
         ? null

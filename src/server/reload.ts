@@ -176,13 +176,16 @@ export class Reloader {
       this.acceptedRevision = next.overlay.revision;
       metrics.overlayReloads.inc({ result: 'applied', reason: '' });
     }
+    const access = accessChange(this.#svc.holder.ready ? this.#svc.holder.current() : null, next);
     this.#swap(next);
     this.#startupConfig ??= next.config;
+    // Callers that worked a second ago are refused from now on (or anyone is served): never silently.
+    if (access !== null) this.#svc.logger.warn({ msg: 'access changed', generation: next.number, change: access });
     return finish('applied', {
       generation: next.number,
       revision: next.overlay?.revision ?? null,
       changes,
-      warnings: [...prepared.warnings],
+      warnings: access === null ? [...prepared.warnings] : [access, ...prepared.warnings],
     });
   }
 
@@ -328,6 +331,24 @@ export class Reloader {
     else if (routine) logger.debug(line);
     else logger.info(line);
   }
+}
+
+/**
+ * A gateway with no key is open (every caller is anonymous); one key, from the file or the
+ * database, closes it. The sentence for a reload that crosses that line, or null.
+ */
+export function accessChange(serving: Generation | null, next: Generation): string | null {
+  if (serving === null) return null;
+  const wasOpen = policyOf(serving).keys.open;
+  const keys = policyOf(next).keys;
+  if (wasOpen && !keys.open) {
+    const ids = [...keys.byId.keys()];
+    const named = `${ids.slice(0, 5).join(', ')}${ids.length > 5 ? ` and ${ids.length - 5} more` : ''}`;
+    return `the gateway was open and now requires an API key (key${ids.length === 1 ? '' : 's'} ${named}): a request without a valid key, which was served until now, gets 401 unauthorized`;
+  }
+  if (!wasOpen && keys.open)
+    return 'no API key is configured any more: the gateway is now open, and serves every request without a key, as anonymous';
+  return null;
 }
 
 function summarize(c: GenerationChanges): Record<string, unknown> {

@@ -66,6 +66,15 @@ function num(x, digits = 0) {
   return x.toLocaleString(undefined, { maximumFractionDigits: digits, minimumFractionDigits: digits });
 }
 
+/**
+ * An amount of USD: cents at least, and down to the micro-dollar the books are kept in, so
+ * that a budget of 0.00005 USD reads as such rather than as 0.00.
+ */
+function usd(x) {
+  if (x === null || x === undefined) return '–';
+  return `${x.toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 6 })} USD`;
+}
+
 function facts(id, pairs) {
   replace(
     id,
@@ -97,6 +106,13 @@ function renderGeneration(d) {
   facts('generation-facts', [
     g && ['built', `${ago(g.age_s)} (${time(g.built_at)})`, { id: 'generation-age' }],
     ['gateway up for', duration(d.uptime_s)],
+    d.access && [
+      'access',
+      d.access.open
+        ? 'open: no API key is configured, so every request is served without one'
+        : `an API key is required (${d.access.keys} key${d.access.keys === 1 ? '' : 's'}); a request without one gets 401`,
+      { id: 'access', class: d.access.open ? 'warn-text' : 'ok-text' },
+    ],
   ]);
 }
 
@@ -441,7 +457,6 @@ function renderTeams(d) {
     replace('teams', store, el('p', { class: 'problem', text: `The governance store did not answer: ${t.error}` }));
     return;
   }
-  const usd = (v) => `${num(v, 2)} USD`;
   const rows = t.teams.map((s) =>
     el(
       'tr',
@@ -625,7 +640,7 @@ function limitsText(t) {
   if (t.rate_limit?.rpm !== undefined) parts.push(`${num(t.rate_limit.rpm)} rpm`);
   if (t.rate_limit?.tpm !== undefined) parts.push(`${num(t.rate_limit.tpm)} tpm`);
   if (t.quota?.tokens_per_day !== undefined) parts.push(`${num(t.quota.tokens_per_day)} tokens/day`);
-  if (t.budget?.usd_per_month !== undefined) parts.push(`${num(t.budget.usd_per_month, 2)} USD/month (${t.budget.on_exceeded ?? 'block'})`);
+  if (t.budget?.usd_per_month !== undefined) parts.push(`${usd(t.budget.usd_per_month)}/month (${t.budget.on_exceeded ?? 'block'})`);
   if (t.allowed_models !== undefined) parts.push(`models ${t.allowed_models.join(', ')}`);
   return parts.length === 0 ? 'no limits' : parts.join(' · ');
 }
@@ -660,8 +675,10 @@ function action(label, attrs, run) {
 
 function keyRow(k) {
   const managed = k.managed_by === 'database';
+  // A key of the config file is never revoked: it is removed from the file instead.
+  const revoked = k.revoked_at !== null && k.revoked_at !== undefined;
   const actions =
-    managed && k.revoked_at === null
+    managed && !revoked
       ? [
           action('Rotate', { 'data-action': 'rotate', 'data-key': k.id }, async () => {
             const r = await adminCall('POST', `keys/${encodeURIComponent(k.id)}/rotate`, { grace_s: 0 });
@@ -675,18 +692,12 @@ function keyRow(k) {
       : [];
   return el(
     'tr',
-    { 'data-key': k.id, 'data-revoked': k.revoked_at !== null },
+    { 'data-key': k.id, 'data-revoked': revoked },
     el('td', { class: 'mono', text: k.id }),
     el('td', { class: 'mono', text: k.prefix === null ? '–' : `${k.prefix}…` }),
     el('td', { text: k.last_used_at ? time(k.last_used_at) : 'never' }),
     el('td', { text: k.expires_at ? time(k.expires_at) : 'never' }),
-    el(
-      'td',
-      {},
-      k.revoked_at !== null
-        ? badge('red', 'revoked')
-        : badge(managed ? 'green' : 'grey', managed ? 'managed' : 'config file', k.managed_by),
-    ),
+    el('td', {}, revoked ? badge('red', 'revoked') : badge(managed ? 'green' : 'grey', managed ? 'managed' : 'config file', k.managed_by)),
     el('td', {}, ...actions),
   );
 }
@@ -697,7 +708,7 @@ function renderManaged(teams, keys, spend) {
   const cards = teams.map((t) => {
     const days = spend?.get(t.id) ?? null;
     let monthSpend = 0;
-    for (const [day, usd] of days ?? []) if (day.startsWith(month)) monthSpend += usd;
+    for (const [day, cost] of days ?? []) if (day.startsWith(month)) monthSpend += cost;
     const own = keys.filter((k) => k.team === t.id);
     return el(
       'article',
@@ -710,7 +721,7 @@ function renderManaged(teams, keys, spend) {
         badge(t.managed_by === 'database' ? 'green' : 'grey', t.managed_by === 'database' ? 'managed' : 'config file', t.managed_by),
       ),
       el('p', { class: 'hint', text: limitsText(t) }),
-      el('p', { 'data-spend': monthSpend.toFixed(6) }, `Spend this month: ${num(monthSpend, 2)} USD`),
+      el('p', { 'data-spend': monthSpend.toFixed(6) }, `Spend this month: ${usd(monthSpend)}`),
       spendChart(t.id, days),
       table(null, [['Key'], ['Prefix'], ['Last used'], ['Expires'], ['Kind'], ['']], own.map(keyRow)),
       action('Create key', { 'data-action': 'create-key', 'data-team': t.id }, async () => {

@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parse } from 'yaml';
-import { sqliteDatabase, type TestDatabase } from '../support/databases.js';
+import { postgresDatabase, sqliteDatabase, type TestDatabase } from '../support/databases.js';
 import { baseConfig, type GatewayProcess, runCli } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import { fileResources } from '../support/resources.js';
@@ -116,5 +116,70 @@ describe('switchyard config export', () => {
     writeFileSync(exported, out.stdout);
     const valid = await runCli(['validate', '--config', exported], env);
     assert.equal(valid.code, 0, valid.stderr);
+  });
+
+  /** Exports `text` (a config file), checks that it is block style throughout and that validate accepts it. */
+  async function exportOf(text: string): Promise<string> {
+    const dir = resources.tempDir();
+    const file = join(dir, 'gateway.yaml');
+    writeFileSync(file, text);
+    const out = await cli('config', 'export', '--config', file);
+    assert.equal(out.code, 0, out.stderr);
+    const body = out.stdout
+      .split('\n')
+      .filter((line) => !line.trimStart().startsWith('#'))
+      .map((line) => line.replace(/ #.*$/, ''));
+    assert.deepEqual(
+      body.filter((line) => /[{}[\]]/.test(line)),
+      [],
+      `block style throughout:\n${out.stdout}`,
+    );
+    const exported = join(dir, 'exported.yaml');
+    writeFileSync(exported, out.stdout);
+    const valid = await runCli(['validate', '--config', exported], env);
+    assert.equal(valid.code, 0, valid.stderr);
+    return out.stdout;
+  }
+
+  const FLOW_ROUTING = `providers: { east: { type: openai, base_url: "http://127.0.0.1:9/v1" } }
+routing: { routes: { m: { candidates: [ { provider: east } ] } } }
+`;
+
+  it("exports a file with no teams: and no keys:, joining the database's in, in block style, which validate accepts", async () => {
+    const out = await exportOf(`# the gateway of the export test\n${FLOW_ROUTING}database: { url: "${db.url}" }\n`);
+    const doc = parse(out) as { teams: Record<string, unknown>; keys: Array<{ id: string }> };
+    assert.deepEqual(doc.teams.exported, { rate_limit: { tpm: 1000 } }, "the database's teams are joined in");
+    assert.ok(
+      doc.keys.some((k) => k.id === 'exported-1'),
+      'and its keys whose team is in the export',
+    );
+    assert.match(out, /# the gateway of the export test/, "the file's comments stay");
+  });
+
+  it('exports a file without a database, in block style', async () => {
+    const out = await exportOf(
+      `${FLOW_ROUTING}teams: { platform: { rate_limit: { rpm: 5 } } }\nkeys: [ { id: ci, team: platform, sha256: "${'c'.repeat(64)}" } ]\n`,
+    );
+    const doc = parse(out) as { teams: Record<string, unknown>; keys: Array<{ id: string }> };
+    assert.deepEqual(doc.teams.platform, { rate_limit: { rpm: 5 } });
+    assert.deepEqual(
+      doc.keys.map((k) => k.id),
+      ['ci'],
+    );
+  });
+
+  it("never prints a database URL's query", async (t) => {
+    const pgDb = await postgresDatabase();
+    if ('skip' in pgDb) return t.skip(pgDb.skip);
+    try {
+      const url = `${pgDb.url}?application_name=switchyard-export-test&sslmode=disable`;
+      const out = await exportOf(`${FLOW_ROUTING}database: { url: "${url}" }\n`);
+      assert.equal(out.includes('application_name'), false, out);
+      assert.equal(out.includes('sslmode'), false, out);
+      assert.equal((parse(out) as { database: { url: string } }).database.url, pgDb.url);
+      assert.match(out, /query is not printed/);
+    } finally {
+      await pgDb.drop();
+    }
   });
 });

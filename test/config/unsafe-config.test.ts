@@ -71,6 +71,36 @@ describe('providers.<name>.base_url carries no userinfo, query or fragment', () 
 
 // ---------------------------------------------------------------------------------------
 
+describe('database.url carries no secret: neither in its userinfo nor in its query', () => {
+  const withDatabase = (url: string) => ({ ...withProvider({}), database: { url } });
+
+  it('a postgres:// URL with harmless query parameters (sslmode, application_name) is accepted', () => {
+    accepted(checkConfig(withDatabase('postgres://switchyard@127.0.0.1:5432/switchyard?sslmode=require&application_name=gw')));
+  });
+
+  for (const param of ['password', 'sslpassword', 'sslkey', 'sslcert', 'sslrootcert', 'PassWord']) {
+    it(`${param}= in the query is refused at database.url, pointing at database.password and database.tls, without echoing it`, () => {
+      const value = 'query-secret-never-echoed';
+      const issues = issuesOf(
+        checkConfig(withDatabase(`postgres://switchyard@127.0.0.1:5432/switchyard?sslmode=require&${param}=${value}`)),
+      );
+      const issue = issueAt(issues, 'database.url');
+      assert.match(issue.message, new RegExp(`must not carry ${param} in its query`));
+      assert.match(issue.message, /database\.password .*database\.tls/);
+      assertNotEchoed(issues, value);
+    });
+  }
+
+  it('a password in the userinfo is refused at database.url too, without echoing it', () => {
+    const value = 'userinfo-secret-never-echoed';
+    const issues = issuesOf(checkConfig(withDatabase(`postgresql://switchyard:${value}@127.0.0.1:5432/switchyard`)));
+    assert.match(issueAt(issues, 'database.url').message, /must not contain a password: give it as database\.password/);
+    assertNotEchoed(issues, value);
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+
 describe('providers.<name>.headers cannot carry credentials or hop-by-hop headers', () => {
   it('an ordinary header (OpenAI-Organization: org-1) is accepted', () => {
     accepted(checkConfig(withProvider({ headers: { 'OpenAI-Organization': 'org-1' } })));

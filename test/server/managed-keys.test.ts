@@ -164,7 +164,7 @@ describe('managed teams and keys on SQLite', () => {
     const elsewhere = await v1(admin, 'POST', 'keys', { token: GROWTH, body: { team: 'platform' } });
     assert.equal(elsewhere.status, 403);
     assert.equal(elsewhere.body.error.code, 'forbidden');
-    assert.equal((await v1(admin, 'GET', 'keys/platform-ci', { token: GROWTH })).status, 403);
+    assert.equal((await v1(admin, 'GET', 'keys/platform-ci', { token: GROWTH })).status, 404, "another team's key is not there to it");
     assert.equal((await v1(admin, 'POST', 'teams', { token: GROWTH, body: { id: 'mine' } })).status, 403);
     const listed = await v1(admin, 'GET', 'keys', { token: GROWTH });
     assert.ok(listed.body.data.length >= 2);
@@ -177,6 +177,79 @@ describe('managed teams and keys on SQLite', () => {
     assert.equal((await fetch(`${admin}/admin/status`, { headers: { authorization: `Bearer ${READER}` } })).status, 200);
     assert.equal((await fetch(`${admin}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${READER}` } })).status, 403);
     assert.equal((await v1(admin, 'GET', 'keys')).status, 401, 'no token, no answer');
+  });
+
+  it('lets a team token tighten the limits of its key but not raise or remove one (403 naming the field, nothing stored)', async () => {
+    const made = await v1(admin, 'POST', 'keys', {
+      token: ADMIN,
+      body: { id: 'capped', team: 'growth', rpm: 10, allowed_models: ['m', 'n'], expires_at: '2030-01-01T00:00:00Z' },
+    });
+    assert.equal(made.status, 201, made.text);
+    const loosen: Array<[Record<string, unknown>, string]> = [
+      [{ rpm: null }, 'rpm'],
+      [{ rpm: 11 }, 'rpm'],
+      [{ allowed_models: null }, 'allowed_models'],
+      [{ allowed_models: ['m*'] }, 'allowed_models'],
+      [{ expires_at: null }, 'expires_at'],
+      [{ expires_at: '2031-01-01T00:00:00Z' }, 'expires_at'],
+    ];
+    for (const [body, field] of loosen) {
+      const refused = await v1(admin, 'PATCH', 'keys/capped', { token: GROWTH, body });
+      assert.equal(refused.status, 403, `${JSON.stringify(body)}: ${refused.text}`);
+      assert.equal(refused.body.error.code, 'forbidden');
+      assert.equal(refused.body.error.param, field);
+      assert.deepEqual(
+        refused.body.error.errors.map((e: { path: string }) => e.path),
+        [field],
+      );
+    }
+    const unchanged = await v1(admin, 'GET', 'keys/capped', { token: ADMIN });
+    assert.equal(unchanged.body.version, 1, 'no refused change was stored');
+    assert.equal(unchanged.body.rpm, 10);
+
+    const tightened = await v1(admin, 'PATCH', 'keys/capped', {
+      token: GROWTH,
+      body: { rpm: 5, tpm: 5000, allowed_models: ['m'], expires_at: '2029-01-01T00:00:00Z' },
+    });
+    assert.equal(tightened.status, 200, tightened.text);
+    assert.equal(tightened.body.rpm, 5);
+    assert.deepEqual(tightened.body.allowed_models, ['m']);
+    const lifted = await v1(admin, 'PATCH', 'keys/capped', { token: ADMIN, body: { rpm: null, allowed_models: null } });
+    assert.equal(lifted.status, 200, 'an admin token may lift a limit');
+    assert.equal(lifted.body.rpm, undefined);
+  });
+
+  it("answers a team token the same 404 for another team's key, managed or from the file, and for a key that does not exist", async () => {
+    const theirs = await v1(admin, 'POST', 'keys', { token: ADMIN, body: { id: 'platform-managed', team: 'platform', rpm: 10 } });
+    assert.equal(theirs.status, 201, theirs.text);
+    const calls: Array<[string, string, unknown]> = [
+      ['GET', '', undefined],
+      ['PATCH', '', { rpm: 1 }],
+      ['POST', '/revoke', undefined],
+      ['POST', '/rotate', {}],
+    ];
+    for (const [method, action, body] of calls) {
+      for (const id of ['platform-managed', 'platform-ci', 'no-such-key']) {
+        const reply = await v1(admin, method, `keys/${id}${action}`, { token: GROWTH, body });
+        assert.equal(reply.status, 404, `${method} keys/${id}${action}: ${reply.text}`);
+        assert.deepEqual(
+          { code: reply.body.error.code, message: reply.body.error.message },
+          { code: 'not_found', message: `no key "${id}"` },
+          `${method} keys/${id}${action}`,
+        );
+      }
+    }
+    const after = await v1(admin, 'GET', 'keys/platform-managed', { token: ADMIN });
+    assert.equal(after.body.version, 1);
+    assert.equal(after.body.revoked_at, null);
+    assert.equal(await chatWith(gw, FILE_KEY), 200);
+    const fileKey = await v1(admin, 'GET', 'keys/platform-ci', { token: ADMIN });
+    assert.equal(fileKey.body.revoked_at, null, 'a config file key is not revoked');
+    assert.ok(!Number.isNaN(Date.parse(fileKey.body.last_used_at)), `its last use is shown: ${fileKey.text}`);
+    const listed = await v1(admin, 'GET', 'keys', { token: ADMIN });
+    const row = listed.body.data.find((k: { id: string }) => k.id === 'platform-ci');
+    assert.equal(row.revoked_at, null);
+    assert.equal(row.last_used_at, fileKey.body.last_used_at);
   });
 
   it('revokes a key at once, and rotates one with a grace period in which both secrets work', async () => {
@@ -232,6 +305,61 @@ describe('managed teams and keys on SQLite', () => {
       false,
       'no secret in the logs',
     );
+  });
+});
+
+describe('an open gateway and its first managed key', () => {
+  it('says in the write answer, the reload result, a warning line and the page data that the first key closes the gateway, and that revoking the last opens it', async () => {
+    const db = sqliteDatabase();
+    try {
+      const gw = await resources.startGw(
+        baseConfig(
+          { east: east.baseUrl },
+          { m: { candidates: [{ provider: 'east' }] } },
+          { server: { admin_token: { env: 'ADMIN_TOKEN' } }, database: { url: db.url } },
+        ),
+        { env: TOKEN_ENV },
+      );
+      const admin = gw.adminUrl as string;
+      const pageData = async () =>
+        (await (await fetch(`${admin}/admin/status/page-data`, { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as {
+          access: { open: boolean; keys: number };
+        };
+      assert.equal((await postChat(gw.url, chatBody('m'))).status, 200, 'open: served without a key');
+      assert.deepEqual((await pageData()).access, { open: true, keys: 0 });
+
+      const team = await v1(admin, 'POST', 'teams', { token: ADMIN, body: { id: 'growth' } });
+      assert.deepEqual(team.body.warnings, [], 'a write that changes no access warns of nothing');
+      const made = await v1(admin, 'POST', 'keys', { token: ADMIN, body: { id: 'first', team: 'growth' } });
+      assert.equal(made.status, 201, made.text);
+      const closing = (made.body.warnings as string[]).find((w) => /was open and now requires an API key/.test(w));
+      assert.ok(closing, `the answer warns: ${made.text}`);
+      assert.match(closing, /key first/);
+      assert.match(closing, /401/);
+      assert.equal((await postChat(gw.url, chatBody('m'))).status, 401, 'closed: a request without a key is refused');
+      assert.equal(await chatWith(gw, made.body.key), 200);
+
+      const status = await adminStatusBody(gw, ADMIN);
+      assert.ok(
+        status.reloads.some((r) => r.trigger === 'database' && r.warnings.some((w) => w === closing)),
+        'the reload result says so',
+      );
+      const line = await gw.waitForLog((l) => l.msg === 'access changed');
+      assert.equal(line.level, 'warn');
+      assert.equal(line.change, closing);
+      assert.deepEqual((await pageData()).access, { open: false, keys: 1 });
+
+      const revoked = await v1(admin, 'POST', 'keys/first/revoke', { token: ADMIN });
+      assert.ok(
+        (revoked.body.warnings as string[]).some((w) => /the gateway is now open/.test(w)),
+        `revoking the last key warns: ${revoked.text}`,
+      );
+      assert.equal((await postChat(gw.url, chatBody('m'))).status, 200);
+      assert.deepEqual((await pageData()).access, { open: true, keys: 0 });
+      await gw.stop();
+    } finally {
+      await db.drop();
+    }
   });
 });
 

@@ -17,6 +17,7 @@ declare const document: { querySelector(selector: string): { textContent: string
 const missing = browserMissing();
 const r = fileResources('switchyard-status-managed-');
 const ADMIN_TOKEN = `tok-${'managedPAGE0123456789'}`;
+const FILE_KEY = `sy-${'managedPAGEconfigFILEkey0123456789'}`;
 let browser: Browser | null = null;
 let db: TestDatabase;
 let gw: GatewayProcess;
@@ -33,11 +34,12 @@ before(async () => {
       {
         server: { admin_token: { env: 'ADMIN_TOKEN' } },
         pricing: { models: { m: { input_usd_per_mtok: 1000, output_usd_per_mtok: 1000 } } },
-        teams: { platform: { rate_limit: { rpm: 600 } } },
+        teams: { platform: { rate_limit: { rpm: 600 } }, tiny: { budget: { usd_per_month: 0.00005 } } },
+        keys: [{ id: 'platform-ci', team: 'platform', key: { env: 'FILE_KEY' } }],
         database: { url: db.url },
       },
     ),
-    { env: { ADMIN_TOKEN } },
+    { env: { ADMIN_TOKEN, FILE_KEY } },
   );
 });
 after(async () => {
@@ -95,5 +97,74 @@ describe('the status page shows teams and keys, and manages keys', { skip: missi
       errors.filter((e) => !(e.includes('status of 401') && e.includes('page-data'))),
       [],
     );
+  });
+
+  it('shows a config file key as in use, never as revoked, and amounts below a cent as they are', async () => {
+    assert.equal((await postChat(gw.url, chatBody('m'), { authorization: `Bearer ${FILE_KEY}` })).status, 200);
+    const { page, errors } = await openPage(browser as Browser);
+    await page.goto(`${gw.adminUrl as string}/`);
+    await page.waitForSelector('#token-form:not([hidden])');
+    await page.fill('#token', ADMIN_TOKEN);
+    await page.click('#token-form button[type="submit"]');
+    await page.waitForSelector('#managed-section:not([hidden]) tr[data-key="platform-ci"]', { timeout: 15_000 });
+
+    const row = page.locator('tr[data-key="platform-ci"]');
+    assert.equal(await row.getAttribute('data-revoked'), null, 'not marked revoked');
+    const cells = (await row.locator('td').allTextContents()).map((c) => c.trim());
+    assert.equal(cells[4], 'config file', 'its kind, not "revoked"');
+    assert.notEqual(cells[2], 'never', 'its last use, as this gateway saw it');
+    assert.notEqual(cells[2], '');
+
+    assert.match((await page.locator('article[data-team="tiny"] .hint').textContent()) ?? '', /0\.00005 USD\/month/);
+    await page.waitForSelector('#teams tr[data-team="tiny"]', { timeout: 15_000 });
+    assert.match((await page.locator('#teams tr[data-team="tiny"]').textContent()) ?? '', /0\.00 USD of 0\.00005 USD/);
+    await screenshot(page, 'status-page-config-key-and-small-budget');
+    assert.deepEqual(
+      errors.filter((e) => !(e.includes('status of 401') && e.includes('page-data'))),
+      [],
+    );
+  });
+
+  it('says in words that the gateway is open, and that its first managed key closed it', async () => {
+    const openDb = sqliteDatabase();
+    const east = await r.startMock({ name: 'east-open' });
+    const open = await r.startGw(
+      baseConfig(
+        { east: east.baseUrl },
+        { m: { candidates: [{ provider: 'east' }] } },
+        { server: { admin_token: { env: 'ADMIN_TOKEN' } }, database: { url: openDb.url } },
+      ),
+      { env: { ADMIN_TOKEN } },
+    );
+    try {
+      const { page, errors } = await openPage(browser as Browser);
+      await page.goto(`${open.adminUrl as string}/`);
+      await page.waitForSelector('#token-form:not([hidden])');
+      await page.fill('#token', ADMIN_TOKEN);
+      await page.click('#token-form button[type="submit"]');
+      await page.waitForSelector('#access', { timeout: 15_000 });
+      assert.match((await page.locator('#access').textContent()) ?? '', /^open: no API key is configured/);
+
+      await v1(open.adminUrl as string, 'POST', 'teams', { token: ADMIN_TOKEN, body: { id: 'growth' } });
+      await v1(open.adminUrl as string, 'POST', 'keys', { token: ADMIN_TOKEN, body: { id: 'first', team: 'growth' } });
+      await page.waitForFunction(
+        () => (document.querySelector('#access')?.textContent ?? '').startsWith('an API key is required (1 key)'),
+        undefined,
+        { timeout: 15_000 },
+      );
+      await page.waitForFunction(
+        () => (document.querySelector('#reloads')?.textContent ?? '').includes('the gateway was open and now requires an API key'),
+        undefined,
+        { timeout: 15_000 },
+      );
+      await screenshot(page, 'status-page-first-key-closes-the-gateway');
+      assert.deepEqual(
+        errors.filter((e) => !(e.includes('status of 401') && e.includes('page-data'))),
+        [],
+      );
+    } finally {
+      await open.stop();
+      await openDb.drop();
+    }
   });
 });
