@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { McpConfig } from '../config/index.js';
 import type { Principal, SharedRecords } from '../governance/index.js';
 import type { Generation, GenerationHolder, McpServerRuntime, ToolCandidate } from '../live/index.js';
@@ -326,11 +327,19 @@ export class McpService {
   #onEvent(e: UpstreamEvent): void {
     if (this.#closed || !this.#upstreams.has(e.provider)) return;
     if (e.kind === 'catalog') {
-      const first = !this.#catalogs.has(e.provider);
+      const previous = this.#catalogs.get(e.provider);
+      const first = previous === undefined;
       this.#catalogs.set(e.provider, e.catalog);
       if (first || e.changed) {
         this.#catalogVersion += 1;
         this.#logger.info({ msg: 'MCP server catalog listed', provider: e.provider, tools: e.catalog.tools.size, changed: e.changed });
+        // Once per new set of repeated names, not at every listing that changed something else.
+        if (e.catalog.duplicates.length > 0 && !isDeepStrictEqual(e.catalog.duplicates, previous?.duplicates ?? []))
+          this.#logger.warn({
+            msg: 'MCP server lists a tool name more than once: the first definition is kept (see mcp.skipped in /admin/status)',
+            provider: e.provider,
+            tools: e.catalog.duplicates,
+          });
         this.#changed();
       }
     } else if (e.kind === 'session') {

@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { hashKey } from '../../src/governance/index.js';
+import type { MockProvider } from '../../src/mock/index.js';
+import { adminStatusBody } from '../support/admin.js';
+import type { GatewayProcess } from '../support/gateway-process.js';
+import { catalogsListed, mcpProvider } from '../support/mcp.js';
+import { waitUntil } from '../support/observe.js';
+import { fileResources } from '../support/resources.js';
+
+// /mcp between tenants and against a server that never finishes, through real gateway
+// processes and mock MCP servers: one key's sessions are capped without touching another
+// key's, a revoked or expired key's open GET stream ends (on every replica), a call that
+// its server keeps talking on ends at mcp.call_timeout_ms and is cancelled upstream, and a
+// tool name a server lists twice is reported.
+
+const resources = fileResources('switchyard-mcp-tenants-');
+const KEY_A = 'sk-mcp-tenant-alpha-0123456789abcdef';
+const KEY_B = 'sk-mcp-tenant-bravo-0123456789abcdef';
+const _ADMIN = 'admin-token-for-the-mcp-tenant-tests';
+
+const INIT = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+};
+
+function gatewayConfig(alpha: MockProvider, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    server: { listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', drain_timeout_ms: 1000 },
+    log: { level: 'info', access: false },
+    providers: { alpha: mcpProvider(alpha, { timeout_ms: 1500 }) },
+    routing: { routes: {}, tools: { echo: { candidates: [{ provider: 'alpha' }] }, slow: { candidates: [{ provider: 'alpha' }] } } },
+    mcp: { catalog_recheck_ms: 0, list_changed_debounce_ms: 20 },
+    teams: { eng: {} },
+    keys: [
+      { id: 'a', team: 'eng', sha256: hashKey(KEY_A) },
+      { id: 'b', team: 'eng', sha256: hashKey(KEY_B) },
+    ],
+    ...extra,
+  };
+}
+
+function post(gw: GatewayProcess, key: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) {
+  return fetch(new URL('/mcp', gw.url), {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${key}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-06-18',
+      ...headers,
+    },
+    body: JSON.stringify(body),
+    ...(signal === undefined ? {} : { signal }),
+  });
+}
+
+/** A raw initialize: the new session's id. */
+async function _openSession(gw: GatewayProcess, key: string): Promise<string> {
+  const res = await post(gw, key, INIT);
+  assert.equal(res.status, 200, await res.clone().text());
+  await res.arrayBuffer();
+  return res.headers.get('mcp-session-id') as string;
+}
+
+async function _ping(gw: GatewayProcess, key: string, session: string): Promise<number> {
+  const res = await post(gw, key, { jsonrpc: '2.0', id: 9, method: 'ping' }, { 'mcp-session-id': session });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+/** Opens the session's GET stream; `ended` settles when the gateway ends it. */
+async function _openStream(gw: GatewayProcess, key: string, session: string): Promise<{ ended: Promise<void>; abort: () => void }> {
+  const controller = new AbortController();
+  const res = await fetch(new URL('/mcp', gw.url), {
+    headers: {
+      authorization: `Bearer ${key}`,
+      accept: 'text/event-stream',
+      'mcp-session-id': session,
+      'mcp-protocol-version': '2025-06-18',
+    },
+    signal: controller.signal,
+  });
+  assert.equal(res.status, 200);
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+  const ended = (async () => {
+    for (;;) if ((await reader.read()).done) return;
+  })();
+  ended.catch(() => undefined);
+  return { ended, abort: () => controller.abort() };
+}
+
+/** Whether `p` settles within `ms` (a generous bound that only catches a hang). */
+async function _settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const hang = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  const done = p.then(
+    () => true,
+    () => true,
+  );
+  try {
+    return await Promise.race([done, hang]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+describe('a tool name listed twice by one server', () => {
+  it('keeps the first definition, and reports the name in /admin/status mcp.skipped and in one warning line', async () => {
+    const alpha = await resources.startMock({ name: 'alpha', protocol: 'mcp' });
+    const gw = await resources.startGw(gatewayConfig(alpha));
+    await catalogsListed(gw, 1);
+    alpha.mcpTools({ add: [{ name: 'echo', description: 'the second echo' }] });
+    type Skipped = { provider: string; tool: string; reason: string };
+    const skipped = async (): Promise<Skipped[]> => ((await adminStatusBody(gw)) as unknown as { mcp: { skipped: Skipped[] } }).mcp.skipped;
+    await waitUntil(async () => (await skipped()).length > 0, 'the duplicate is reported');
+    assert.deepEqual(await skipped(), [{ provider: 'alpha', tool: 'echo', reason: 'duplicate_name' }]);
+    // Another change to the listing is no new duplicate: no second warning.
+    alpha.mcpTools({ add: [{ name: 'extra' }] });
+    await catalogsListed(gw, 3);
+    const warnings = gw.logs().filter((l) => l.level === 'warn' && String(l.msg).includes('more than once'));
+    assert.equal(warnings.length, 1, JSON.stringify(warnings));
+    assert.equal(warnings[0]?.provider, 'alpha');
+    assert.deepEqual(warnings[0]?.tools, ['echo']);
+
+    const transport = new StreamableHTTPClientTransport(new URL('/mcp', gw.url), {
+      requestInit: { headers: { authorization: `Bearer ${KEY_A}` } },
+    });
+    const client = new Client({ name: 'duplicate-test', version: '1.0.0' });
+    await client.connect(transport);
+    const echo = (await client.listTools()).tools.filter((t) => t.name === 'echo');
+    assert.equal(echo.length, 1);
+    assert.notEqual(echo[0]?.description, 'the second echo', 'the first definition is listed');
+    await client.close();
+  });
+});
