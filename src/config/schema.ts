@@ -629,6 +629,11 @@ const mcpSchema = z.strictObject({
   catalog_recheck_ms: z.number().int().min(0).max(86_400_000).default(60_000),
   /** Changes closer together than this reach client sessions as one notifications/tools/list_changed. */
   list_changed_debounce_ms: z.number().int().min(0).max(60_000).default(100),
+  /**
+   * The longest a tools/call may take, failovers included: at the limit the upstream call is
+   * cancelled (notifications/cancelled) and the client gets `upstream_timeout`.
+   */
+  call_timeout_ms: positiveInt.max(86_400_000).default(300_000),
 });
 
 /** USD per million tokens; so tokens x price is micro-USD exactly. */

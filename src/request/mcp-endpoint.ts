@@ -43,6 +43,7 @@ export interface McpHandlers {
 const SUPPORTED: ReadonlySet<string> = new Set(MCP_PROTOCOL_VERSIONS);
 const CLIENT_LEFT = new Error('the client closed the connection');
 const STOPPED = new Error('the gateway stopped the call');
+const DEADLINE = new Error('the call ran past mcp.call_timeout_ms');
 /** How often an idle GET stream gets a comment, so that proxies and load balancers keep it open. */
 const KEEP_ALIVE_MS = 25_000;
 
@@ -313,10 +314,32 @@ async function call(
   };
   if (streamed) startSse(res, session.id);
   session.inflight.set(id, controller);
+  // The whole call, failovers included, has one deadline: an upstream that keeps talking
+  // (progress, log messages) but never answers would otherwise hold the call, its rpm
+  // reservation and both connections for as long as the client waits. The abort cancels
+  // the upstream call (notifications/cancelled) like a client's own cancel.
+  const timeoutMs = caller.gen.config.mcp.call_timeout_ms;
+  const deadline = setTimeout(() => controller.abort(DEADLINE), timeoutMs);
+  deadline.unref();
   try {
     await callTool(svc, x, caller.gen, caller.principal, session, id, params, reply, controller.signal);
   } finally {
+    clearTimeout(deadline);
     if (session.inflight.get(id) === controller) session.inflight.delete(id);
+  }
+  if (controller.reason === DEADLINE) {
+    if (x.toolCall !== null) {
+      x.toolCall.outcome = 'failed';
+      x.toolCall.reason = 'upstream_timeout';
+    }
+    const name = typeof params.name === 'string' ? params.name : null;
+    reply.answer(
+      errorText(
+        id,
+        gatewayError('upstream_timeout', `tool ${name}: no answer within mcp.call_timeout_ms (${timeoutMs} ms)`, { tool: name }),
+      ),
+    );
+    return;
   }
   if (controller.signal.aborted && !res.writableEnded && !reply.gone) {
     // Cancelled by the client: the specification wants no answer, but the POST must end.

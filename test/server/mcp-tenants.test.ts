@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { hashKey } from '../../src/governance/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
 import { adminStatusBody } from '../support/admin.js';
@@ -110,6 +111,44 @@ async function _settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean>
     clearTimeout(timer);
   }
 }
+
+describe('a tools/call deadline (mcp.call_timeout_ms)', () => {
+  it('a server that sends notifications every 2 ms and never answers is cancelled at the deadline, and the client gets upstream_timeout', async () => {
+    const alpha = await resources.startMock({ name: 'alpha', protocol: 'mcp', mcpTools: ['echo', 'chatter'] });
+    const gw = await resources.startGw(
+      gatewayConfig(alpha, {
+        routing: { routes: {}, tools: { chatter: { candidates: [{ provider: 'alpha' }] } } },
+        mcp: { catalog_recheck_ms: 0, call_timeout_ms: 500 },
+        teams: { eng: { rate_limit: { rpm: 1000 } } },
+      }),
+    );
+    await catalogsListed(gw, 1);
+    const transport = new StreamableHTTPClientTransport(new URL('/mcp', gw.url), {
+      requestInit: { headers: { authorization: `Bearer ${KEY_A}` } },
+    });
+    const client = new Client({ name: 'deadline-test', version: '1.0.0' });
+    await client.connect(transport);
+    try {
+      for (const progress of [false, true]) {
+        const error = await client
+          .callTool({ name: 'chatter', arguments: { interval_ms: 2 } }, undefined, {
+            timeout: 15_000,
+            ...(progress ? { onprogress: () => undefined } : {}),
+          })
+          .then(
+            () => null,
+            (err: unknown) => err,
+          );
+        assert.ok(error instanceof McpError, `an McpError (progress: ${progress}): ${String(error)}`);
+        assert.equal((error.data as { code: string }).code, 'upstream_timeout');
+        assert.match(error.message, /call_timeout_ms/);
+      }
+      await waitUntil(() => (alpha.mcpStats().cancelled.chatter ?? 0) === 2, 'the server saw both calls cancelled');
+    } finally {
+      await client.close();
+    }
+  });
+});
 
 describe('a tool name listed twice by one server', () => {
   it('keeps the first definition, and reports the name in /admin/status mcp.skipped and in one warning line', async () => {
