@@ -623,6 +623,8 @@ const mcpSchema = z.strictObject({
     .strictObject({
       ttl_s: positiveInt.max(7 * 24 * 3600).default(3600),
       max_entries: positiveInt.max(1_000_000).default(10_000),
+      /** One key's sessions at most: at its cap a key's own idlest session goes (429 when every one is busy). */
+      max_per_key: positiveInt.max(1_000_000).default(100),
     })
     .prefault({}),
   /** Each upstream's tools are listed again this often (besides its list_changed notifications); 0 = only on notifications. */

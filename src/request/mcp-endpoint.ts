@@ -19,7 +19,7 @@ import {
   sendJsonRpc,
   sseMessage,
 } from './mcp-messages.js';
-import type { ClientSession } from './mcp-sessions.js';
+import { type ClientSession, KeySessionsFull } from './mcp-sessions.js';
 import { listingFor } from './mcp-tools.js';
 import { policyOf } from './policy.js';
 import type { ServeCallback } from './serve-chain.js';
@@ -194,7 +194,13 @@ async function withSession(
     sendHttpError(x.res, new SwitchyardError('mcp_session_not_found', 'Session not found: initialize a new session'), id);
     return;
   }
-  await then(session);
+  // A session with a request in flight is busy: its key's cap never evicts it.
+  session.requests += 1;
+  try {
+    await then(session);
+  } finally {
+    session.requests -= 1;
+  }
 }
 
 async function onMessage(svc: Services, x: Exchange, caller: Caller, body: Buffer, serverInfo: string): Promise<void> {
@@ -265,7 +271,15 @@ function initialize(svc: Services, x: Exchange, caller: Caller, id: JsonRpcId, p
   const version: McpProtocolVersion =
     typeof asked === 'string' && SUPPORTED.has(asked) ? (asked as McpProtocolVersion) : LATEST_MCP_PROTOCOL_VERSION;
   const info = params.clientInfo as { name?: unknown } | undefined;
-  const session = svc.mcp.openSession(caller.principal, version, typeof info?.name === 'string' ? info.name.slice(0, 128) : null);
+  let session: ClientSession;
+  try {
+    session = svc.mcp.openSession(caller.principal, version, typeof info?.name === 'string' ? info.name.slice(0, 128) : null);
+  } catch (err) {
+    if (!(err instanceof KeySessionsFull)) throw err;
+    x.reason = 'rate_limit_exceeded';
+    sendHttpError(x.res, new SwitchyardError('rate_limit_exceeded', err.message, null, { 'retry-after': '1' }), id);
+    return;
+  }
   session.toldDigest = listingFor(svc.mcp.view(caller.gen), policyOf(caller.gen), caller.principal).digest;
   const result = `{"protocolVersion":${JSON.stringify(version)},"capabilities":{"tools":{"listChanged":true}},"serverInfo":${serverInfo}}`;
   sendJsonRpc(x.res, resultText(id, result), session.id);

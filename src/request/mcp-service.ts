@@ -12,7 +12,7 @@ import {
 } from '../mcp/index.js';
 import { type Logger, type Metrics, RecentTraffic } from '../telemetry/index.js';
 import { sseMessage } from './mcp-messages.js';
-import { type ClientSession, ClientSessions } from './mcp-sessions.js';
+import { type ClientSession, ClientSessions, KeySessionsFull, type SessionLimits } from './mcp-sessions.js';
 import { buildToolView, listingFor, type ToolView } from './mcp-tools.js';
 import { policyOf } from './policy.js';
 
@@ -29,6 +29,10 @@ function sessionRecordKey(id: string): string {
 /** A credentialed client's key: its server and where its credential came from (never the value). */
 function credentialKey(c: ToolCandidate): string {
   return `${c.server.name}\u0000${c.credential?.source ?? ''}`;
+}
+
+function sessionLimits(settings: McpConfig): SessionLimits {
+  return { ttlMs: settings.sessions.ttl_s * 1000, maxEntries: settings.sessions.max_entries, maxPerKey: settings.sessions.max_per_key };
 }
 
 const LIST_CHANGED = '{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}';
@@ -95,7 +99,7 @@ export class McpService {
     this.#clientVersion = clientVersion;
     this.#recheckMs = settings.catalog_recheck_ms;
     this.#debounceMs = settings.list_changed_debounce_ms;
-    this.sessions = new ClientSessions({ ttlMs: settings.sessions.ttl_s * 1000, maxEntries: settings.sessions.max_entries });
+    this.sessions = new ClientSessions(sessionLimits(settings));
     metrics.mcpGauges = {
       sessions: () => this.sessions.size,
       catalogs: () => [...this.#catalogs.values()].map((c) => [c.provider, c.tools.size] as const),
@@ -112,7 +116,7 @@ export class McpService {
     const settings = gen.config.mcp;
     this.#recheckMs = settings.catalog_recheck_ms;
     this.#debounceMs = settings.list_changed_debounce_ms;
-    this.sessions.configure({ ttlMs: settings.sessions.ttl_s * 1000, maxEntries: settings.sessions.max_entries });
+    this.sessions.configure(sessionLimits(settings));
     const servers = gen.tools.servers;
     for (const [name, held] of this.#upstreams) {
       if (servers[name] !== undefined) continue;
@@ -235,7 +239,14 @@ export class McpService {
     // Another request of the session may have adopted it meanwhile.
     const known = this.sessions.find(id, principal);
     if (known !== undefined) return known;
-    const session = this.sessions.open(principal, version, null, id);
+    let session: ClientSession;
+    try {
+      session = this.sessions.open(principal, version, null, id);
+    } catch (err) {
+      // The key holds its cap here, every session busy: the session is not taken on now.
+      if (err instanceof KeySessionsFull) return undefined;
+      throw err;
+    }
     session.sharedAtMs = Date.now();
     if (this.#holder.ready) {
       const gen = this.#holder.current();

@@ -61,14 +61,14 @@ function post(gw: GatewayProcess, key: string, body: unknown, headers: Record<st
 }
 
 /** A raw initialize: the new session's id. */
-async function _openSession(gw: GatewayProcess, key: string): Promise<string> {
+async function openSession(gw: GatewayProcess, key: string): Promise<string> {
   const res = await post(gw, key, INIT);
   assert.equal(res.status, 200, await res.clone().text());
   await res.arrayBuffer();
   return res.headers.get('mcp-session-id') as string;
 }
 
-async function _ping(gw: GatewayProcess, key: string, session: string): Promise<number> {
+async function ping(gw: GatewayProcess, key: string, session: string): Promise<number> {
   const res = await post(gw, key, { jsonrpc: '2.0', id: 9, method: 'ping' }, { 'mcp-session-id': session });
   await res.arrayBuffer();
   return res.status;
@@ -111,6 +111,54 @@ async function _settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean>
     clearTimeout(timer);
   }
 }
+
+describe('MCP sessions per key (mcp.sessions.max_per_key)', () => {
+  it('one key flooding initialize ends only its own idlest sessions; another key s sessions survive a full table', async () => {
+    const alpha = await resources.startMock({ name: 'alpha', protocol: 'mcp' });
+    const gw = await resources.startGw(
+      gatewayConfig(alpha, { mcp: { catalog_recheck_ms: 0, sessions: { max_entries: 6, max_per_key: 3 } } }),
+    );
+    await catalogsListed(gw, 1);
+    const bSessions = [await openSession(gw, KEY_B), await openSession(gw, KEY_B)];
+    const aSessions: string[] = [];
+    for (let i = 0; i < 20; i += 1) aSessions.push(await openSession(gw, KEY_A));
+    for (const s of bSessions) assert.equal(await ping(gw, KEY_B, s), 200, 'key b s session is still open');
+    const aOpen: string[] = [];
+    for (const s of aSessions) if ((await ping(gw, KEY_A, s)) === 200) aOpen.push(s);
+    assert.deepEqual(aOpen, aSessions.slice(-3), 'key a keeps its three newest sessions');
+  });
+
+  it('a key whose every session has a call in flight gets 429 rate_limit_exceeded for another, and evicts nothing', async () => {
+    const alpha = await resources.startMock({ name: 'alpha', protocol: 'mcp' });
+    const gw = await resources.startGw(gatewayConfig(alpha, { mcp: { catalog_recheck_ms: 0, sessions: { max_per_key: 2 } } }));
+    await catalogsListed(gw, 1);
+    const sessions = [await openSession(gw, KEY_A), await openSession(gw, KEY_A)];
+    const stop = new AbortController();
+    const calls = sessions.map((s, i) =>
+      post(
+        gw,
+        KEY_A,
+        { jsonrpc: '2.0', id: 100 + i, method: 'tools/call', params: { name: 'slow', arguments: { ms: 30_000 } } },
+        { 'mcp-session-id': s },
+        stop.signal,
+      ).catch(() => undefined),
+    );
+    try {
+      await waitUntil(() => (alpha.mcpStats().calls.slow ?? 0) >= 2, 'both calls run at the server');
+      const refused = await post(gw, KEY_A, INIT);
+      assert.equal(refused.status, 429);
+      assert.ok(refused.headers.get('retry-after'));
+      const body = (await refused.json()) as { id: number; error: { message: string; data: { code: string } } };
+      assert.equal(body.id, 1);
+      assert.equal(body.error.data.code, 'rate_limit_exceeded');
+      assert.match(body.error.message, /max_per_key/);
+      assert.equal(await openSession(gw, KEY_B).then(() => 'opened'), 'opened', 'another key is not held by a s cap');
+    } finally {
+      stop.abort();
+      await Promise.all(calls);
+    }
+  });
+});
 
 describe('a tools/call deadline (mcp.call_timeout_ms)', () => {
   it('a server that sends notifications every 2 ms and never answers is cancelled at the deadline, and the client gets upstream_timeout', async () => {
