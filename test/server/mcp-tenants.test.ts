@@ -6,7 +6,9 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { hashKey } from '../../src/governance/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
 import { adminStatusBody } from '../support/admin.js';
+import { postgresDatabase, sqliteDatabase } from '../support/databases.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
+import { v1 } from '../support/managed.js';
 import { catalogsListed, mcpProvider } from '../support/mcp.js';
 import { waitUntil } from '../support/observe.js';
 import { fileResources } from '../support/resources.js';
@@ -20,7 +22,7 @@ import { fileResources } from '../support/resources.js';
 const resources = fileResources('switchyard-mcp-tenants-');
 const KEY_A = 'sk-mcp-tenant-alpha-0123456789abcdef';
 const KEY_B = 'sk-mcp-tenant-bravo-0123456789abcdef';
-const _ADMIN = 'admin-token-for-the-mcp-tenant-tests';
+const ADMIN = 'admin-token-for-the-mcp-tenant-tests';
 
 const INIT = {
   jsonrpc: '2.0',
@@ -75,7 +77,7 @@ async function ping(gw: GatewayProcess, key: string, session: string): Promise<n
 }
 
 /** Opens the session's GET stream; `ended` settles when the gateway ends it. */
-async function _openStream(gw: GatewayProcess, key: string, session: string): Promise<{ ended: Promise<void>; abort: () => void }> {
+async function openStream(gw: GatewayProcess, key: string, session: string): Promise<{ ended: Promise<void>; abort: () => void }> {
   const controller = new AbortController();
   const res = await fetch(new URL('/mcp', gw.url), {
     headers: {
@@ -96,7 +98,7 @@ async function _openStream(gw: GatewayProcess, key: string, session: string): Pr
 }
 
 /** Whether `p` settles within `ms` (a generous bound that only catches a hang). */
-async function _settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const hang = new Promise<false>((resolve) => {
     timer = setTimeout(() => resolve(false), ms);
@@ -156,6 +158,73 @@ describe('MCP sessions per key (mcp.sessions.max_per_key)', () => {
     } finally {
       stop.abort();
       await Promise.all(calls);
+    }
+  });
+});
+
+describe('a key that stops being accepted ends its MCP streams', () => {
+  it('a managed key revoked through the admin API ends its open GET stream; an expired key s stream ends at its expires_at', async () => {
+    const alpha = await resources.startMock({ name: 'alpha', protocol: 'mcp' });
+    const db = sqliteDatabase();
+    try {
+      const gw = await resources.startGw(
+        gatewayConfig(alpha, {
+          server: { listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', admin_token: { env: 'ADMIN_TOKEN' } },
+          database: { url: db.url },
+        }),
+        { env: { ADMIN_TOKEN: ADMIN } },
+      );
+      const admin = gw.adminUrl as string;
+      await catalogsListed(gw, 1);
+      const made = await v1(admin, 'POST', 'keys', { token: ADMIN, body: { team: 'eng' } });
+      assert.equal(made.status, 201, made.text);
+      const secret = made.body.key as string;
+      const session = await openSession(gw, secret);
+      const stream = await openStream(gw, secret, session);
+      const other = await openStream(gw, KEY_B, await openSession(gw, KEY_B));
+
+      assert.equal((await v1(admin, 'POST', `keys/${made.body.id}/revoke`, { token: ADMIN })).status, 200);
+      assert.ok(await settlesWithin(stream.ended, 10_000), 'the revoked key s stream ended');
+      assert.equal(await settlesWithin(other.ended, 200), false, 'another key s stream stays open');
+
+      const expiring = await v1(admin, 'POST', 'keys', {
+        token: ADMIN,
+        body: { team: 'eng', expires_at: new Date(Date.now() + 3000).toISOString() },
+      });
+      assert.equal(expiring.status, 201, expiring.text);
+      const short = expiring.body.key as string;
+      const shortStream = await openStream(gw, short, await openSession(gw, short));
+      assert.ok(await settlesWithin(shortStream.ended, 10_000), 'the expired key s stream ended');
+      assert.equal(await settlesWithin(other.ended, 200), false, 'another key s stream is still open');
+      other.abort();
+    } finally {
+      await db.drop();
+    }
+  });
+
+  it('on PostgreSQL, a key revoked on one replica ends its stream on the other', async (t) => {
+    const db = await postgresDatabase();
+    if ('skip' in db) return t.skip(db.skip);
+    try {
+      const alpha = await resources.startMock({ name: 'alpha', protocol: 'mcp' });
+      const config = gatewayConfig(alpha, {
+        server: { listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', admin_token: { env: 'ADMIN_TOKEN' } },
+        database: { url: db.url, recheck_ms: 500 },
+      });
+      const a = await resources.startGw(config, { env: { ADMIN_TOKEN: ADMIN } });
+      const b = await resources.startGw(config, { env: { ADMIN_TOKEN: ADMIN } });
+      await catalogsListed(b, 1);
+      const made = await v1(a.adminUrl as string, 'POST', 'keys', { token: ADMIN, body: { team: 'eng' } });
+      assert.equal(made.status, 201, made.text);
+      const secret = made.body.key as string;
+      await waitUntil(async () => (await post(b, secret, INIT)).status === 200, 'the other replica knows the new key');
+      const stream = await openStream(b, secret, await openSession(b, secret));
+      assert.equal((await v1(a.adminUrl as string, 'POST', `keys/${made.body.id}/revoke`, { token: ADMIN })).status, 200);
+      assert.ok(await settlesWithin(stream.ended, 10_000), 'the stream on the other replica ended');
+      await a.stop();
+      await b.stop();
+    } finally {
+      await db.drop();
     }
   });
 });
