@@ -341,7 +341,8 @@ async function call(
     clearTimeout(deadline);
     if (session.inflight.get(id) === controller) session.inflight.delete(id);
   }
-  if (controller.reason === DEADLINE) {
+  // The deadline may pass after the answer, while the books settle: only an unanswered call is timed out.
+  if (controller.reason === DEADLINE && !res.writableEnded && !reply.gone) {
     if (x.toolCall !== null) {
       x.toolCall.outcome = 'failed';
       x.toolCall.reason = 'upstream_timeout';
