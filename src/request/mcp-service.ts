@@ -12,6 +12,7 @@ import {
 } from '../mcp/index.js';
 import { type Logger, type Metrics, RecentTraffic } from '../telemetry/index.js';
 import { sseMessage } from './mcp-messages.js';
+import { SessionKeyWatch } from './mcp-session-keys.js';
 import { type ClientSession, ClientSessions, KeySessionsFull, type SessionLimits } from './mcp-sessions.js';
 import { buildToolView, listingFor, type ToolView } from './mcp-tools.js';
 import { policyOf } from './policy.js';
@@ -78,9 +79,8 @@ export class McpService {
   #recheckMs: number;
   #debounceMs: number;
   #announce: NodeJS.Timeout | null = null;
-  /** Fires at the next expires_at of a key that holds a session (see #endUnauthorized). */
-  #expiry: NodeJS.Timeout | null = null;
-  #expiryAtMs = Number.POSITIVE_INFINITY;
+  /** Ends a key's sessions when the key stops being accepted or expires. */
+  readonly #keys: SessionKeyWatch;
   #closed = false;
   /** Set by the drain: no new GET stream opens (it would hold the drain to its limit). */
   draining = false;
@@ -103,6 +103,7 @@ export class McpService {
     this.#recheckMs = settings.catalog_recheck_ms;
     this.#debounceMs = settings.list_changed_debounce_ms;
     this.sessions = new ClientSessions(sessionLimits(settings));
+    this.#keys = new SessionKeyWatch(this.sessions, holder, (s) => this.endSession(s));
     metrics.mcpGauges = {
       sessions: () => this.sessions.size,
       catalogs: () => [...this.#catalogs.values()].map((c) => [c.provider, c.tools.size] as const),
@@ -120,7 +121,7 @@ export class McpService {
     this.#recheckMs = settings.catalog_recheck_ms;
     this.#debounceMs = settings.list_changed_debounce_ms;
     this.sessions.configure(sessionLimits(settings));
-    this.#endUnauthorized(gen);
+    this.#keys.check(gen);
     const servers = gen.tools.servers;
     for (const [name, held] of this.#upstreams) {
       if (servers[name] !== undefined) continue;
@@ -183,56 +184,8 @@ export class McpService {
   openSession(principal: Principal, version: McpProtocolVersion, clientName: string | null): ClientSession {
     const session = this.sessions.open(principal, version, clientName);
     this.#share(session);
-    this.#watchExpiry(principal);
+    this.#keys.watch(principal);
     return session;
-  }
-
-  /**
-   * Ends every session (and so its GET stream) of a key that `gen` no longer accepts: revoked
-   * or deleted (a reload, trigger `database` for a managed key, on every replica) or past its
-   * expires_at. A key that expires later is watched by one timer, set to the earliest such
-   * time, so an open stream ends when its key does, not at its next request.
-   */
-  #endUnauthorized(gen: Generation): void {
-    const keys = policyOf(gen).keys;
-    const now = Date.now();
-    let next = Number.POSITIVE_INFINITY;
-    for (const session of [...this.sessions.values()]) {
-      const keyId = session.principal.keyId;
-      if (keyId === null) continue;
-      const record = keys.byId.get(keyId);
-      const expiresAtMs = record?.expiresAtMs ?? null;
-      if (record === undefined || (expiresAtMs !== null && expiresAtMs <= now)) {
-        this.endSession(session);
-        continue;
-      }
-      if (expiresAtMs !== null) next = Math.min(next, expiresAtMs);
-    }
-    this.#armExpiry(next, true);
-  }
-
-  /** A new session's key: watched if it expires before the timer fires. */
-  #watchExpiry(principal: Principal): void {
-    if (principal.keyId === null || !this.#holder.ready) return;
-    const expiresAtMs = policyOf(this.#holder.current()).keys.byId.get(principal.keyId)?.expiresAtMs ?? null;
-    if (expiresAtMs !== null) this.#armExpiry(expiresAtMs, false);
-  }
-
-  /** Sets the expiry timer to `atMs` (replacing it, or only when sooner). */
-  #armExpiry(atMs: number, replace: boolean): void {
-    if (this.#closed || (!replace && atMs >= this.#expiryAtMs)) return;
-    if (this.#expiry !== null) clearTimeout(this.#expiry);
-    this.#expiry = null;
-    this.#expiryAtMs = atMs;
-    if (atMs === Number.POSITIVE_INFINITY) return;
-    // setTimeout holds at most 2^31-1 ms; a timer that fires early only re-checks.
-    const delayMs = Math.min(Math.max(0, atMs - Date.now()) + 1, 2 ** 31 - 1);
-    this.#expiry = setTimeout(() => {
-      this.#expiry = null;
-      this.#expiryAtMs = Number.POSITIVE_INFINITY;
-      if (this.#holder.ready) this.#endUnauthorized(this.#holder.current());
-    }, delayMs);
-    this.#expiry.unref();
   }
 
   /**
@@ -301,7 +254,7 @@ export class McpService {
       throw err;
     }
     session.sharedAtMs = Date.now();
-    this.#watchExpiry(principal);
+    this.#keys.watch(principal);
     if (this.#holder.ready) {
       const gen = this.#holder.current();
       session.toldDigest = listingFor(this.view(gen), policyOf(gen), principal).digest;
@@ -347,7 +300,7 @@ export class McpService {
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#announce !== null) clearTimeout(this.#announce);
-    if (this.#expiry !== null) clearTimeout(this.#expiry);
+    this.#keys.close();
     this.sessions.closeAll();
     const stops = [...[...this.#upstreams.values()].map((h) => h.upstream), ...this.#credentialed.values()].map((u) => u.stop());
     this.#upstreams.clear();
