@@ -112,7 +112,7 @@ an unknown key id is a 403 UnrecognizedClientException, a bad or stale (> 5 min)
 puts an exception event (default throttlingException) inside a 200 converse-stream.
 --protocol mcp serves an MCP server alone: POST|GET|DELETE /mcp (Streamable HTTP, stateful
 sessions, a resumable GET stream) with tools echo, slow, fail, weather, progress and write;
---mcp-tools picks some, --mcp-tool-prefix renames them P<name>, --mcp-page-size N pages
+--mcp-tools picks some (or adds chatter, a call that notifies and never ends), --mcp-tool-prefix renames them P<name>, --mcp-page-size N pages
 tools/list (default 0: one page), --mcp-response json answers POSTs with JSON (default sse).
 With --api-key, /mcp wants Authorization: Bearer KEY (else 401). Faults apply to tools/call
 only; cut_stream runs the tool, then drops the connection before its answer. Control:

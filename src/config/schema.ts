@@ -623,12 +623,19 @@ const mcpSchema = z.strictObject({
     .strictObject({
       ttl_s: positiveInt.max(7 * 24 * 3600).default(3600),
       max_entries: positiveInt.max(1_000_000).default(10_000),
+      /** One key's sessions at most: at its cap a key's own idlest session goes (429 when every one is busy). */
+      max_per_key: positiveInt.max(1_000_000).default(100),
     })
     .prefault({}),
   /** Each upstream's tools are listed again this often (besides its list_changed notifications); 0 = only on notifications. */
   catalog_recheck_ms: z.number().int().min(0).max(86_400_000).default(60_000),
   /** Changes closer together than this reach client sessions as one notifications/tools/list_changed. */
   list_changed_debounce_ms: z.number().int().min(0).max(60_000).default(100),
+  /**
+   * The longest a tools/call may take, failovers included: at the limit the upstream call is
+   * cancelled (notifications/cancelled) and the client gets `upstream_timeout`.
+   */
+  call_timeout_ms: positiveInt.max(86_400_000).default(300_000),
 });
 
 /** USD per million tokens; so tokens x price is micro-USD exactly. */

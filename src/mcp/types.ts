@@ -53,6 +53,8 @@ export interface ToolCatalog {
   readonly provider: string;
   /** Tools by upstream name, in the server's order. */
   readonly tools: ReadonlyMap<string, McpToolDefinition>;
+  /** Names the server listed more than once: only the first definition is in `tools`. */
+  readonly duplicates: readonly string[];
   /** When it was listed (ISO 8601). */
   readonly refreshedAt: string;
   /** The upstream's protocol version and serverInfo from its initialize answer. */

@@ -20,9 +20,17 @@ export type PageReader = (cursor: string | null) => Promise<Record<string, unkno
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Walks every page: the tools by name, in the server's order. */
-export async function listTools(readPage: PageReader): Promise<Map<string, McpToolDefinition>> {
+/** A server's listing: its tools by name, in its order, and the names it listed more than once. */
+export interface ToolListing {
+  readonly tools: Map<string, McpToolDefinition>;
+  /** Names listed again after their first definition (kept): in first-repeat order, each once. */
+  readonly duplicates: string[];
+}
+
+/** Walks every page: the tools by name, in the server's order; a repeated name keeps its first definition. */
+export async function listTools(readPage: PageReader): Promise<ToolListing> {
   const tools = new Map<string, McpToolDefinition>();
+  const duplicates: string[] = [];
   const seen = new Set<string>();
   let cursor: string | null = null;
   for (let page = 0; ; page += 1) {
@@ -32,29 +40,31 @@ export async function listTools(readPage: PageReader): Promise<Map<string, McpTo
     for (const tool of result.tools) {
       if (!isObject(tool) || typeof tool.name !== 'string' || !isObject(tool.inputSchema)) continue;
       if (!tools.has(tool.name)) tools.set(tool.name, tool as McpToolDefinition);
+      else if (!duplicates.includes(tool.name)) duplicates.push(tool.name);
     }
     const next = result.nextCursor;
-    if (typeof next !== 'string') return tools;
+    if (typeof next !== 'string') return { tools, duplicates };
     if (seen.has(next)) throw new Error('tools/list: a cursor came back twice');
     seen.add(next);
     cursor = next;
   }
 }
 
-export function catalogOf(source: CatalogSource, tools: ReadonlyMap<string, McpToolDefinition>, atMs: number): ToolCatalog {
+export function catalogOf(source: CatalogSource, listing: ToolListing, atMs: number): ToolCatalog {
   return {
     provider: source.provider,
-    tools,
+    tools: listing.tools,
+    duplicates: listing.duplicates,
     refreshedAt: new Date(atMs).toISOString(),
     protocolVersion: source.protocolVersion,
     serverInfo: source.serverInfo,
   };
 }
 
-/** Whether two catalogs list the same tools, in the same order, with the same definitions. */
+/** Whether two catalogs list the same tools, in the same order, with the same definitions (and the same repeated names). */
 export function sameTools(a: ToolCatalog | null, b: ToolCatalog): boolean {
   if (a === null) return false;
-  return isDeepStrictEqual([...a.tools.values()], [...b.tools.values()]);
+  return isDeepStrictEqual([...a.tools.values()], [...b.tools.values()]) && isDeepStrictEqual(a.duplicates, b.duplicates);
 }
 
 /** The serverInfo of an initialize result, when it has the spec's shape. */

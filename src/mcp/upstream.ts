@@ -227,7 +227,10 @@ export class McpUpstream {
         continue;
       }
       if (answer.kind === 'failed' && answer.reason === 'aborted' && !this.#stopped) {
-        const cancelled = { requestId: id, reason: 'the gateway caller went away' };
+        const cancelled = {
+          requestId: id,
+          reason: 'the gateway stopped the call (its caller went away, cancelled it, or its deadline passed)',
+        };
         void sendMessage(this.#route(this.#settings, session), { jsonrpc: '2.0', method: 'notifications/cancelled', params: cancelled });
       }
       return answer;

@@ -2,9 +2,12 @@ import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 
 /** The tools the mock MCP server can offer, by their unprefixed names. */
-export const MCP_TOOL_NAMES = ['echo', 'slow', 'fail', 'weather', 'progress', 'write'] as const;
+export const MCP_TOOL_NAMES = ['echo', 'slow', 'fail', 'weather', 'progress', 'write', 'chatter'] as const;
 
 export type McpToolName = (typeof MCP_TOOL_NAMES)[number];
+
+/** The tools served when none are chosen: every one but `chatter`, which only a test of a call that never ends asks for. */
+export const DEFAULT_MCP_TOOLS: readonly McpToolName[] = MCP_TOOL_NAMES.filter((n) => n !== 'chatter');
 
 /** A plain text tool added at run time (`POST /__mock/mcp/tools`). */
 export interface McpAddedTool {
@@ -22,6 +25,8 @@ export interface McpToolCall {
   readonly signal: AbortSignal;
   /** Sends `notifications/progress` when the request carried a progress token; a no-op otherwise. */
   progress(progress: number, total: number, message: string): Promise<void>;
+  /** Sends `notifications/message` (a log message, level info) on the call's stream. */
+  log(data: string): Promise<void>;
   /** Counts one write of `key` and returns its count so far. */
   write(key: string): number;
 }
@@ -38,6 +43,7 @@ interface McpToolEntry {
 // Bounds a `slow` call so a mistaken argument cannot hold a connection (and close()) for long.
 const maxSlowMs = 60_000;
 const maxProgressDelayMs = 10_000;
+const maxChatterMs = 60_000;
 
 function text(value: string): CallToolResult {
   return { content: [{ type: 'text', text: value }] };
@@ -159,6 +165,24 @@ const catalog: Readonly<Record<McpToolName, { readonly tool: Omit<Tool, 'name'>;
         await call.progress(i, steps, `step ${i} of ${steps}`);
       }
       return text(`done ${steps}`);
+    },
+  },
+  chatter: {
+    tool: {
+      description: `Sends notifications/message every interval_ms and answers only after ${maxChatterMs} ms (or when cancelled): a call that talks but never ends.`,
+      inputSchema: object({ interval_ms: { type: 'integer', minimum: 1, maximum: 1000 } }, []),
+      annotations: { readOnlyHint: true },
+    },
+    run: async (args, call) => {
+      const intervalMs = intArg(args, 'interval_ms', 1, 1000, 2);
+      const started = Date.now();
+      let sent = 0;
+      while (!call.signal.aborted && Date.now() - started < maxChatterMs) {
+        sent += 1;
+        await call.log(`chatter ${sent}`).catch(() => undefined);
+        await sleep(intervalMs, call.signal);
+      }
+      return text(`chattered ${sent}`);
     },
   },
   write: {

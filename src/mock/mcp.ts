@@ -23,6 +23,8 @@ export interface McpStats {
   get_streams_open: number;
   /** Tool calls that ran, by served tool name. */
   calls: Record<string, number>;
+  /** Tool calls the client cancelled (`notifications/cancelled`) while they ran, by served tool name. */
+  cancelled: Record<string, number>;
   /** The `write` tool's count per key. */
   writes: Record<string, number>;
   /** Distinct `Authorization` values seen on /mcp, first seen first, at most 20. */
@@ -102,6 +104,7 @@ export class McpMock {
   #initializes = 0;
   #lists = 0;
   #calls = new Map<string, number>();
+  #cancelled = new Map<string, number>();
   #writes = new Map<string, number>();
   #authorizations: string[] = [];
   #versions: string[] = [];
@@ -122,6 +125,7 @@ export class McpMock {
       list_count: this.#lists,
       get_streams_open: streams,
       calls: Object.fromEntries(this.#calls),
+      cancelled: Object.fromEntries(this.#cancelled),
       writes: Object.fromEntries(this.#writes),
       authorization_seen: [...this.#authorizations],
       last_call_headers: this.#lastCallHeaders === null ? null : { ...this.#lastCallHeaders },
@@ -155,6 +159,7 @@ export class McpMock {
     this.#initializes = 0;
     this.#lists = 0;
     this.#calls = new Map();
+    this.#cancelled = new Map();
     this.#writes = new Map();
     this.#authorizations = [];
     this.#versions = [];
@@ -270,7 +275,7 @@ export class McpMock {
         this.#sessions.set(id, session);
       },
     });
-    const server = new Server({ name: this.#opts.name, version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
+    const server = new Server({ name: this.#opts.name, version: '1.0.0' }, { capabilities: { tools: { listChanged: true }, logging: {} } });
     const session: McpSession = { transport, server, events, cuts: new Map() };
     this.#live.add(session);
     transport.onclose = () => {
@@ -310,6 +315,9 @@ export class McpMock {
             if (token === undefined) return;
             await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, total, message } });
           },
+          log: async (data) => {
+            await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', logger: this.#opts.name, data } });
+          },
           write: (key) => {
             const count = (this.#writes.get(key) ?? 0) + 1;
             this.#writes.set(key, count);
@@ -317,6 +325,8 @@ export class McpMock {
           },
         });
       } finally {
+        // The SDK aborts a request's signal when its client sends notifications/cancelled for it.
+        if (extra.signal.aborted && !this.#shutdown.signal.aborted) this.#cancelled.set(name, (this.#cancelled.get(name) ?? 0) + 1);
         const cut = session.cuts.get(String(extra.requestId));
         if (cut !== undefined) {
           session.cuts.delete(String(extra.requestId));

@@ -16,7 +16,7 @@ import { GEMINI_PATH, handleGemini } from './gemini.js';
 import type { McpStats, McpToolChange } from './mcp.js';
 import { McpMock } from './mcp.js';
 import type { McpToolName } from './mcp-tools.js';
-import { MCP_TOOL_NAMES } from './mcp-tools.js';
+import { DEFAULT_MCP_TOOLS, MCP_TOOL_NAMES } from './mcp-tools.js';
 import { handleCountTokens, handleMessages } from './messages.js';
 import type { MockContext } from './provider-context.js';
 import { createContext } from './provider-context.js';
@@ -68,7 +68,7 @@ export interface MockProviderOptions {
    */
   awsAccessKeyId?: string;
   awsSecretAccessKey?: string;
-  /** MCP: the built-in tools served (default all of `MCP_TOOL_NAMES`). */
+  /** MCP: the built-in tools served (default all of `MCP_TOOL_NAMES` but `chatter`). */
   mcpTools?: readonly McpToolName[];
   /** MCP: prepended to every built-in tool's name, so two mocks can serve different names. Default ''. */
   mcpToolPrefix?: string;
@@ -324,7 +324,7 @@ export function startMockProvider(opts: MockProviderOptions): Promise<MockProvid
     opts.protocol === 'mcp'
       ? new McpMock({
           name: opts.name,
-          tools: opts.mcpTools ?? MCP_TOOL_NAMES,
+          tools: opts.mcpTools ?? DEFAULT_MCP_TOOLS,
           prefix: opts.mcpToolPrefix ?? '',
           pageSize: opts.mcpPageSize ?? 0,
           response: opts.mcpResponse ?? 'sse',

@@ -223,7 +223,8 @@ async function runChain(
   }
   record.outcome = 'failed';
   record.reason = 'upstream_unavailable';
-  if (!reply.gone)
+  // A stopped call (the client's cancel, the call's deadline) is answered by whoever stopped it.
+  if (!reply.gone && !signal.aborted)
     reply.answer(
       errorText(
         id,

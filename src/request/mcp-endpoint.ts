@@ -19,7 +19,7 @@ import {
   sendJsonRpc,
   sseMessage,
 } from './mcp-messages.js';
-import type { ClientSession } from './mcp-sessions.js';
+import { type ClientSession, KeySessionsFull } from './mcp-sessions.js';
 import { listingFor } from './mcp-tools.js';
 import { policyOf } from './policy.js';
 import type { ServeCallback } from './serve-chain.js';
@@ -43,6 +43,7 @@ export interface McpHandlers {
 const SUPPORTED: ReadonlySet<string> = new Set(MCP_PROTOCOL_VERSIONS);
 const CLIENT_LEFT = new Error('the client closed the connection');
 const STOPPED = new Error('the gateway stopped the call');
+const DEADLINE = new Error('the call ran past mcp.call_timeout_ms');
 /** How often an idle GET stream gets a comment, so that proxies and load balancers keep it open. */
 const KEEP_ALIVE_MS = 25_000;
 
@@ -193,7 +194,13 @@ async function withSession(
     sendHttpError(x.res, new SwitchyardError('mcp_session_not_found', 'Session not found: initialize a new session'), id);
     return;
   }
-  await then(session);
+  // A session with a request in flight is busy: its key's cap never evicts it.
+  session.requests += 1;
+  try {
+    await then(session);
+  } finally {
+    session.requests -= 1;
+  }
 }
 
 async function onMessage(svc: Services, x: Exchange, caller: Caller, body: Buffer, serverInfo: string): Promise<void> {
@@ -264,7 +271,15 @@ function initialize(svc: Services, x: Exchange, caller: Caller, id: JsonRpcId, p
   const version: McpProtocolVersion =
     typeof asked === 'string' && SUPPORTED.has(asked) ? (asked as McpProtocolVersion) : LATEST_MCP_PROTOCOL_VERSION;
   const info = params.clientInfo as { name?: unknown } | undefined;
-  const session = svc.mcp.openSession(caller.principal, version, typeof info?.name === 'string' ? info.name.slice(0, 128) : null);
+  let session: ClientSession;
+  try {
+    session = svc.mcp.openSession(caller.principal, version, typeof info?.name === 'string' ? info.name.slice(0, 128) : null);
+  } catch (err) {
+    if (!(err instanceof KeySessionsFull)) throw err;
+    x.reason = 'rate_limit_exceeded';
+    sendHttpError(x.res, new SwitchyardError('rate_limit_exceeded', err.message, null, { 'retry-after': '1' }), id);
+    return;
+  }
   session.toldDigest = listingFor(svc.mcp.view(caller.gen), policyOf(caller.gen), caller.principal).digest;
   const result = `{"protocolVersion":${JSON.stringify(version)},"capabilities":{"tools":{"listChanged":true}},"serverInfo":${serverInfo}}`;
   sendJsonRpc(x.res, resultText(id, result), session.id);
@@ -313,10 +328,33 @@ async function call(
   };
   if (streamed) startSse(res, session.id);
   session.inflight.set(id, controller);
+  // The whole call, failovers included, has one deadline: an upstream that keeps talking
+  // (progress, log messages) but never answers would otherwise hold the call, its rpm
+  // reservation and both connections for as long as the client waits. The abort cancels
+  // the upstream call (notifications/cancelled) like a client's own cancel.
+  const timeoutMs = caller.gen.config.mcp.call_timeout_ms;
+  const deadline = setTimeout(() => controller.abort(DEADLINE), timeoutMs);
+  deadline.unref();
   try {
     await callTool(svc, x, caller.gen, caller.principal, session, id, params, reply, controller.signal);
   } finally {
+    clearTimeout(deadline);
     if (session.inflight.get(id) === controller) session.inflight.delete(id);
+  }
+  // The deadline may pass after the answer, while the books settle: only an unanswered call is timed out.
+  if (controller.reason === DEADLINE && !res.writableEnded && !reply.gone) {
+    if (x.toolCall !== null) {
+      x.toolCall.outcome = 'failed';
+      x.toolCall.reason = 'upstream_timeout';
+    }
+    const name = typeof params.name === 'string' ? params.name : null;
+    reply.answer(
+      errorText(
+        id,
+        gatewayError('upstream_timeout', `tool ${name}: no answer within mcp.call_timeout_ms (${timeoutMs} ms)`, { tool: name }),
+      ),
+    );
+    return;
   }
   if (controller.signal.aborted && !res.writableEnded && !reply.gone) {
     // Cancelled by the client: the specification wants no answer, but the POST must end.

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { McpConfig } from '../config/index.js';
 import type { Principal, SharedRecords } from '../governance/index.js';
 import type { Generation, GenerationHolder, McpServerRuntime, ToolCandidate } from '../live/index.js';
@@ -11,7 +12,8 @@ import {
 } from '../mcp/index.js';
 import { type Logger, type Metrics, RecentTraffic } from '../telemetry/index.js';
 import { sseMessage } from './mcp-messages.js';
-import { type ClientSession, ClientSessions } from './mcp-sessions.js';
+import { SessionKeyWatch } from './mcp-session-keys.js';
+import { type ClientSession, ClientSessions, KeySessionsFull, type SessionLimits } from './mcp-sessions.js';
 import { buildToolView, listingFor, type ToolView } from './mcp-tools.js';
 import { policyOf } from './policy.js';
 
@@ -28,6 +30,10 @@ function sessionRecordKey(id: string): string {
 /** A credentialed client's key: its server and where its credential came from (never the value). */
 function credentialKey(c: ToolCandidate): string {
   return `${c.server.name}\u0000${c.credential?.source ?? ''}`;
+}
+
+function sessionLimits(settings: McpConfig): SessionLimits {
+  return { ttlMs: settings.sessions.ttl_s * 1000, maxEntries: settings.sessions.max_entries, maxPerKey: settings.sessions.max_per_key };
 }
 
 const LIST_CHANGED = '{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}';
@@ -73,6 +79,8 @@ export class McpService {
   #recheckMs: number;
   #debounceMs: number;
   #announce: NodeJS.Timeout | null = null;
+  /** Ends a key's sessions when the key stops being accepted or expires. */
+  readonly #keys: SessionKeyWatch;
   #closed = false;
   /** Set by the drain: no new GET stream opens (it would hold the drain to its limit). */
   draining = false;
@@ -94,7 +102,8 @@ export class McpService {
     this.#clientVersion = clientVersion;
     this.#recheckMs = settings.catalog_recheck_ms;
     this.#debounceMs = settings.list_changed_debounce_ms;
-    this.sessions = new ClientSessions({ ttlMs: settings.sessions.ttl_s * 1000, maxEntries: settings.sessions.max_entries });
+    this.sessions = new ClientSessions(sessionLimits(settings));
+    this.#keys = new SessionKeyWatch(this.sessions, holder, (s) => this.endSession(s));
     metrics.mcpGauges = {
       sessions: () => this.sessions.size,
       catalogs: () => [...this.#catalogs.values()].map((c) => [c.provider, c.tools.size] as const),
@@ -111,7 +120,8 @@ export class McpService {
     const settings = gen.config.mcp;
     this.#recheckMs = settings.catalog_recheck_ms;
     this.#debounceMs = settings.list_changed_debounce_ms;
-    this.sessions.configure({ ttlMs: settings.sessions.ttl_s * 1000, maxEntries: settings.sessions.max_entries });
+    this.sessions.configure(sessionLimits(settings));
+    this.#keys.check(gen);
     const servers = gen.tools.servers;
     for (const [name, held] of this.#upstreams) {
       if (servers[name] !== undefined) continue;
@@ -174,6 +184,7 @@ export class McpService {
   openSession(principal: Principal, version: McpProtocolVersion, clientName: string | null): ClientSession {
     const session = this.sessions.open(principal, version, clientName);
     this.#share(session);
+    this.#keys.watch(principal);
     return session;
   }
 
@@ -234,8 +245,16 @@ export class McpService {
     // Another request of the session may have adopted it meanwhile.
     const known = this.sessions.find(id, principal);
     if (known !== undefined) return known;
-    const session = this.sessions.open(principal, version, null, id);
+    let session: ClientSession;
+    try {
+      session = this.sessions.open(principal, version, null, id);
+    } catch (err) {
+      // The key holds its cap here, every session busy: the session is not taken on now.
+      if (err instanceof KeySessionsFull) return undefined;
+      throw err;
+    }
     session.sharedAtMs = Date.now();
+    this.#keys.watch(principal);
     if (this.#holder.ready) {
       const gen = this.#holder.current();
       session.toldDigest = listingFor(this.view(gen), policyOf(gen), principal).digest;
@@ -281,6 +300,7 @@ export class McpService {
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#announce !== null) clearTimeout(this.#announce);
+    this.#keys.close();
     this.sessions.closeAll();
     const stops = [...[...this.#upstreams.values()].map((h) => h.upstream), ...this.#credentialed.values()].map((u) => u.stop());
     this.#upstreams.clear();
@@ -326,11 +346,19 @@ export class McpService {
   #onEvent(e: UpstreamEvent): void {
     if (this.#closed || !this.#upstreams.has(e.provider)) return;
     if (e.kind === 'catalog') {
-      const first = !this.#catalogs.has(e.provider);
+      const previous = this.#catalogs.get(e.provider);
+      const first = previous === undefined;
       this.#catalogs.set(e.provider, e.catalog);
       if (first || e.changed) {
         this.#catalogVersion += 1;
         this.#logger.info({ msg: 'MCP server catalog listed', provider: e.provider, tools: e.catalog.tools.size, changed: e.changed });
+        // Once per new set of repeated names, not at every listing that changed something else.
+        if (e.catalog.duplicates.length > 0 && !isDeepStrictEqual(e.catalog.duplicates, previous?.duplicates ?? []))
+          this.#logger.warn({
+            msg: 'MCP server lists a tool name more than once: the first definition is kept (see mcp.skipped in /admin/status)',
+            provider: e.provider,
+            tools: e.catalog.duplicates,
+          });
         this.#changed();
       }
     } else if (e.kind === 'session') {

@@ -32,7 +32,10 @@ export interface ToolView {
   readonly tools: ReadonlyMap<string, ExposedTool>;
   /** Exposed names in code-point order: the order tools/list answers in. */
   readonly names: readonly string[];
-  /** tools_from names a static route or another source already took, or that break the name rules: left out, reported. */
+  /**
+   * Tool names a server listed more than once (`duplicate_name`: the first definition serves), and tools_from
+   * names a static route or another source already took, or that break the name rules: left out, reported.
+   */
   readonly skipped: ReadonlyArray<{ readonly provider: string; readonly tool: string; readonly reason: string }>;
   /** Per key id (`''` = anonymous): the tools/list result's JSON and its digest, built when first asked. */
   readonly listings: Map<string, { readonly json: string; readonly digest: string }>;
@@ -42,6 +45,9 @@ export interface ToolView {
 export function buildToolView(gen: Generation, catalogs: ReadonlyMap<string, ToolCatalog>, catalogVersion: number): ToolView {
   const tools = new Map<string, ExposedTool>();
   const skipped: Array<{ provider: string; tool: string; reason: string }> = [];
+  // A name a server lists twice is routed to its first definition; the others are reported.
+  for (const provider of Object.keys(gen.tools.servers))
+    for (const tool of catalogs.get(provider)?.duplicates ?? []) skipped.push({ provider, tool, reason: 'duplicate_name' });
   for (const name of Object.keys(gen.tools.routes)) {
     const exposed = exposedTool(name, gen.tools.routes[name] as ToolRoute, catalogs);
     if (exposed !== null) tools.set(name, exposed);

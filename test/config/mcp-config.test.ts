@@ -183,9 +183,10 @@ describe('the mcp block and tool governance', () => {
     assert.ok(result.ok);
     assert.deepEqual(result.config.mcp, {
       allowed_origins: [],
-      sessions: { ttl_s: 3600, max_entries: 10_000 },
+      sessions: { ttl_s: 3600, max_entries: 10_000, max_per_key: 100 },
       catalog_recheck_ms: 60_000,
       list_changed_debounce_ms: 100,
+      call_timeout_ms: 300_000,
     });
     assert.deepEqual(
       problems(
@@ -196,6 +197,16 @@ describe('the mcp block and tool governance', () => {
         }),
       ),
       ['mcp.allowed_origins[0]: must be an origin (scheme://host[:port], no path) or *', 'mcp.sessions.ttl_s: must be at least 1'],
+    );
+    assert.deepEqual(
+      problems(
+        parse({
+          providers: { t: server },
+          routing: { tools_from: [{ provider: 't' }] },
+          mcp: { sessions: { max_per_key: 0 }, call_timeout_ms: 1.5 },
+        }),
+      ),
+      ['mcp.sessions.max_per_key: must be at least 1', 'mcp.call_timeout_ms: must be a whole number'],
     );
   });
 

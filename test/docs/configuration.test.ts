@@ -293,9 +293,10 @@ const fixtures: Record<string, unknown>[] = [
     },
     mcp: {
       allowed_origins: ['https://app.example.com'],
-      sessions: { ttl_s: 60, max_entries: 10 },
+      sessions: { ttl_s: 60, max_entries: 10, max_per_key: 5 },
       catalog_recheck_ms: 1000,
       list_changed_debounce_ms: 10,
+      call_timeout_ms: 1000,
     },
   },
   {

@@ -447,7 +447,19 @@ describe('listTools', () => {
 
   test('leaves out entries without a string name or an object input schema, keeping the order of the rest', async () => {
     const page = { tools: [tool('z'), { name: 1, inputSchema: {} }, { name: 'bad', inputSchema: [] }, 'junk', tool('a')] };
-    const tools = await listTools(async () => page);
+    const { tools } = await listTools(async () => page);
     assert.deepEqual([...tools.keys()], ['z', 'a']);
+  });
+
+  test('keeps the first definition of a name listed twice, across pages, and reports the name once', async () => {
+    const first = { ...tool('echo'), description: 'first' };
+    const pages: Record<string, Record<string, unknown>> = {
+      start: { tools: [first, tool('b'), { ...tool('echo'), description: 'second' }], nextCursor: 'x' },
+      x: { tools: [{ ...tool('echo'), description: 'third' }, tool('b')] },
+    };
+    const { tools, duplicates } = await listTools(async (cursor) => pages[cursor ?? 'start'] ?? {});
+    assert.deepEqual([...tools.keys()], ['echo', 'b']);
+    assert.deepEqual(tools.get('echo'), first);
+    assert.deepEqual(duplicates, ['echo', 'b']);
   });
 });

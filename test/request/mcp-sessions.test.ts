@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { describe, it } from 'node:test';
 import { ANONYMOUS, type Principal } from '../../src/governance/index.js';
-import { type ClientSession, ClientSessions } from '../../src/request/mcp-sessions.js';
+import { type ClientSession, ClientSessions, KeySessionsFull } from '../../src/request/mcp-sessions.js';
 
 // The /mcp client sessions on an injected clock: found only by the key that opened them,
 // expired after their TTL unless their GET stream is open, bounded by max_entries (the
@@ -41,8 +41,8 @@ function attach(session: ClientSession, stream: FakeStream): void {
   session.stream = stream as unknown as ServerResponse;
 }
 
-function sessions(limits: { ttlMs: number; maxEntries: number }, clock: Clock): ClientSessions {
-  return new ClientSessions(limits, clock.now);
+function sessions(limits: { ttlMs: number; maxEntries: number; maxPerKey?: number }, clock: Clock): ClientSessions {
+  return new ClientSessions({ maxPerKey: 1_000_000, ...limits }, clock.now);
 }
 
 describe('client sessions', () => {
@@ -133,7 +133,7 @@ describe('client sessions', () => {
       opened.push(all.open(ALICE, '2025-06-18', `client-${i}`));
       clock.advance(1);
     }
-    all.configure({ ttlMs: 600_000, maxEntries: 2 });
+    all.configure({ ttlMs: 600_000, maxEntries: 2, maxPerKey: 1_000_000 });
     assert.equal(all.size, 2);
     assert.deepEqual(
       [...all.values()].map((s) => s.clientName),
@@ -147,7 +147,7 @@ describe('client sessions', () => {
     const all = sessions({ ttlMs: 600_000, maxEntries: 5 }, clock);
     const s = all.open(ALICE, '2025-06-18', null);
     clock.advance(30_000);
-    all.configure({ ttlMs: 10_000, maxEntries: 5 });
+    all.configure({ ttlMs: 10_000, maxEntries: 5, maxPerKey: 1_000_000 });
     assert.equal(all.size, 0);
     assert.equal(all.find(s.id, ALICE), undefined);
     all.closeAll();
@@ -188,5 +188,53 @@ describe('client sessions', () => {
       [1, 1],
     );
     for (const s of opened) assert.equal(all.find(s.id, s.principal), undefined);
+  });
+});
+
+describe('client sessions per key (max_per_key)', () => {
+  it('a key at its cap gives up its own idlest session, never another key s, even when the table is full', () => {
+    const clock = new Clock();
+    const all = sessions({ ttlMs: 600_000, maxEntries: 5, maxPerKey: 3 }, clock);
+    const bobs = [all.open(BOB, '2025-06-18', 'bob-0'), all.open(BOB, '2025-06-18', 'bob-1')];
+    clock.advance(1);
+    const alices = [0, 1, 2].map((i) => all.open(ALICE, '2025-06-18', `alice-${i}`));
+    clock.advance(1);
+    all.find((alices[0] as ClientSession).id, ALICE);
+    for (let i = 3; i < 20; i += 1) all.open(ALICE, '2025-06-18', `alice-${i}`);
+    for (const b of bobs) assert.equal(all.find(b.id, BOB), b, `${b.clientName} survives alice's flood`);
+    const left = [...all.values()].filter((s) => s.principal === ALICE).map((s) => s.clientName);
+    assert.deepEqual(left, ['alice-17', 'alice-18', 'alice-19']);
+    all.closeAll();
+  });
+
+  it('a key whose every session is busy is refused; a session that is not busy goes first, idlest first', () => {
+    const clock = new Clock();
+    const all = sessions({ ttlMs: 600_000, maxEntries: 100, maxPerKey: 3 }, clock);
+    const [a, b, c] = [0, 1, 2].map((i) => all.open(ALICE, '2025-06-18', `alice-${i}`)) as [ClientSession, ClientSession, ClientSession];
+    a.requests = 1;
+    attach(b, fakeStream());
+    c.inflight.set(7, { abort() {} } as never);
+    assert.throws(() => all.open(ALICE, '2025-06-18', 'alice-3'), KeySessionsFull);
+    assert.equal(all.size, 3, 'nothing was evicted for the refused session');
+    assert.ok(all.open(BOB, '2025-06-18', 'bob'), 'another key is not held by alice s cap');
+    assert.ok(all.open(ANONYMOUS, '2025-06-18', null) && all.open(ANONYMOUS, '2025-06-18', null), 'anonymous callers are not capped');
+    a.requests = 0;
+    all.open(ALICE, '2025-06-18', 'alice-3');
+    assert.equal(all.find(a.id, ALICE), undefined, 'the session with nothing in flight went');
+    assert.equal(all.find(b.id, ALICE), b);
+    all.closeAll();
+  });
+
+  it('configure with a smaller max_per_key ends each key s excess idle sessions at once', () => {
+    const clock = new Clock();
+    const all = sessions({ ttlMs: 600_000, maxEntries: 100, maxPerKey: 10 }, clock);
+    for (let i = 0; i < 4; i += 1) all.open(ALICE, '2025-06-18', `alice-${i}`);
+    all.open(BOB, '2025-06-18', 'bob');
+    all.configure({ ttlMs: 600_000, maxEntries: 100, maxPerKey: 2 });
+    assert.deepEqual(
+      [...all.values()].map((s) => s.clientName),
+      ['alice-2', 'alice-3', 'bob'],
+    );
+    all.closeAll();
   });
 });
