@@ -25,7 +25,11 @@ type Counter = (text: string) => number;
 let loading: Promise<Counter> | null = null;
 
 function counter(): Promise<Counter> {
-  loading ??= import('gpt-tokenizer/encoding/o200k_base').then((m) => m.countTokens as Counter);
+  // A tokenizer that cannot be loaded (a broken install) leaves the old estimate, a token per four characters: never a 500.
+  loading ??= import('gpt-tokenizer/encoding/o200k_base').then(
+    (m) => m.countTokens as Counter,
+    () => (text: string) => Math.ceil(text.length / 4),
+  );
   return loading;
 }
 
