@@ -117,6 +117,8 @@ export class AuditWriter {
   #preamble: AuditEvent[] = [];
   /** Records dropped since the last write, for the next gap record. */
   #lost = 0;
+  /** Records written to the open file after it was deleted (its last write raced the deletion), for the gap in the next file. */
+  #orphaned = { records: 0, afterSeq: Number.MAX_SAFE_INTEGER };
   /** Records at the head of the queue that the write in flight holds (a drop never takes them). */
   #inFlight = 0;
   #queue: Pending[] = [];
@@ -363,6 +365,7 @@ export class AuditWriter {
         return;
       }
       this.#inFlight = 0;
+      const afterSeq = this.#seq;
       this.#lastHash = hash;
       this.#seq = seq;
       if (this.#size !== null) this.#size += bytes.length;
@@ -370,6 +373,22 @@ export class AuditWriter {
       this.#lost -= lost;
       this.#preamble = this.#preamble.slice(preamble.length);
       this.#queue.splice(0, batch.length);
+      if (await this.#unlinked()) {
+        // Deleted between the check before this write and the write: these records went to an
+        // inode nobody can read. Say so in the next file, at once (not at the next append).
+        this.#orphaned = { records: this.#orphaned.records + fit, afterSeq: Math.min(this.#orphaned.afterSeq, afterSeq) };
+        this.#reopenWanted = true;
+      }
+    }
+  }
+
+  /** The open file has no name left (deleted, not renamed): what was written to it is gone. False when it cannot tell. */
+  async #unlinked(): Promise<boolean> {
+    if (this.#path === null || this.#file === null) return false;
+    try {
+      return (await this.#file.stat()).nlink === 0;
+    } catch {
+      return false;
     }
   }
 
@@ -542,9 +561,21 @@ export class AuditWriter {
         message: `audit file ${JSON.stringify(path)} was ${reason === 'file_deleted' ? 'deleted' : 'replaced'} under the writer; reopened the path and anchored it to the last record written (seq ${previous.previousSeq})`,
       });
     // A torn-tail gap not yet written belonged to the old file: it says what was cut there, so it stays, after the anchor.
-    this.#preamble = [anchor({ reason, ...previous }), ...this.#preamble.filter((e) => e.event !== 'anchor')];
+    this.#preamble = [anchor({ reason, ...previous }), ...this.#orphanedGap(), ...this.#preamble.filter((e) => e.event !== 'anchor')];
     this.#continueWith(next.continued);
     return true;
+  }
+
+  /**
+   * The gap for records the old file took after it was deleted: they have seqs (the anchor
+   * names the last of them) but no file holds them. Reported as dropped, like a queue overflow.
+   */
+  #orphanedGap(): AuditEvent[] {
+    const { records, afterSeq } = this.#orphaned;
+    if (records === 0) return [];
+    this.#orphaned = { records: 0, afterSeq: Number.MAX_SAFE_INTEGER };
+    this.#drop(records, `audit file was deleted under the writer: ${records} record(s) after seq ${afterSeq} went to the deleted file`);
+    return [gap({ reason: 'records_lost', records, afterSeq })];
   }
 
   #stamp(event: AuditEvent): Pending {

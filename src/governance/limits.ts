@@ -74,6 +74,8 @@ export interface Refusal {
   readonly scope: { readonly kind: ScopeKind; readonly id: string } | null;
   readonly limit: LimitKind | null;
   readonly rateLimit: RateLimitView;
+  /** A budget refusal's numbers: the scope's monthly budget, and what was left of it (budget − spent − reserved; may be below 0). */
+  readonly budget?: { readonly limitMicroUsd: number; readonly leftMicroUsd: number };
 }
 
 export const WINDOW_MS = 60_000;

@@ -334,9 +334,13 @@ export class MemoryGovernanceStore implements GovernanceStore {
       }
       if (budgetMicroUsdPerMonth !== undefined) {
         const m = c.months.get(month);
-        if ((m?.spent ?? 0) + (m?.open.reserved ?? 0) + costMicroUsd > budgetMicroUsdPerMonth) {
+        const taken = (m?.spent ?? 0) + (m?.open.reserved ?? 0);
+        if (taken + costMicroUsd > budgetMicroUsdPerMonth) {
           if (s.limits.budgetOnExceeded === 'warn') (warnings ??= []).push(scopeRef(s));
-          else return { ok: false, refusal: limitRefusal(s, 'budget', 0, nowMs, viewOf(scopes, counters, nowMs)) };
+          else {
+            const left = budgetMicroUsdPerMonth - taken;
+            return { ok: false, refusal: limitRefusal(s, 'budget', 0, nowMs, viewOf(scopes, counters, nowMs), left) };
+          }
         }
       }
     }

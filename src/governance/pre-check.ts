@@ -1,7 +1,17 @@
 import type { LimitKind, Principal, RateLimitView, Refusal, Scope } from './limits.js';
 import { NO_RATE_LIMIT } from './limits.js';
 import { checkModel, type GovernancePolicy, scopesOf } from './policy.js';
-import { costMicroUsd, isPriced, outputCeiling, type PricedTarget, type PriceTable, reservationMicroUsd, type Usage } from './pricing.js';
+import {
+  budgetFit,
+  costMicroUsd,
+  isPriced,
+  outputCeiling,
+  type PricedTarget,
+  type PriceTable,
+  reservationMicroUsd,
+  type Usage,
+} from './pricing.js';
+import { budgetRefusalMessage } from './refusal.js';
 import type { GovernanceStore, MaybePromise, Reservation, ReserveResult, ScopeRef } from './store.js';
 
 /** What a request asks for, as the pre-check prices and counts it. */
@@ -120,7 +130,30 @@ export function preCheck(
   });
   const unpriced = priced.missing;
   const cap = sendsCap ? estimate.maxOutputTokens : null;
-  return reserved instanceof Promise ? reserved.then((r) => admissionOf(r, unpriced, cap)) : admissionOf(reserved, unpriced, cap);
+  const refused = (r: ReserveResult): ReserveResult =>
+    r.ok || r.refusal.budget === undefined
+      ? r
+      : { ok: false, refusal: explainBudgetRefusal(r.refusal, r.refusal.budget.leftMicroUsd, demand, estimate, priced.costMicroUsd) };
+  return reserved instanceof Promise
+    ? reserved.then((r) => admissionOf(refused(r), unpriced, cap))
+    : admissionOf(refused(reserved), unpriced, cap);
+}
+
+/**
+ * A budget refusal that says what happened: the request's reservation (its worst case at
+ * the dearest candidate's price) is more than what is left, and the output cap that would
+ * fit. "No budget left" only when nothing is.
+ */
+function explainBudgetRefusal(
+  refusal: Refusal,
+  leftMicroUsd: number,
+  demand: Demand,
+  estimate: TokenEstimate,
+  costMicroUsd: number,
+): Refusal {
+  if (leftMicroUsd <= 0 || refusal.scope === null) return refusal;
+  const fit = budgetFit(demand.pricing, demand.targets, estimate.inputTokens, estimate.maxOutputTokens, leftMicroUsd);
+  return { ...refusal, message: budgetRefusalMessage(refusal.scope, leftMicroUsd, costMicroUsd, estimate, demand.maxTokens === null, fit) };
 }
 
 /**

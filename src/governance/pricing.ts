@@ -99,6 +99,44 @@ export function reservationMicroUsd(
 
 const NONE_MISSING: readonly PricedTarget[] = Object.freeze([]);
 
+/** What a refused reservation was priced at, and what would have fitted. */
+export interface BudgetFit {
+  /** The target whose price the reservation took (the dearest for this request); null when none is priced. */
+  readonly dearest: PricedTarget | null;
+  /**
+   * The most output tokens whose reservation fits what is left at every priced target: -1
+   * when the input alone is more, 0 when not one output token fits; null when output is free.
+   */
+  readonly outputTokens: number | null;
+}
+
+/** For a budget refusal's message: reservationMicroUsd's dearest target, and the output cap that would fit `leftMicroUsd`. Off the request path (refusals only). */
+export function budgetFit(
+  table: PriceTable,
+  targets: readonly PricedTarget[],
+  inputTokens: number,
+  maxOutputTokens: number,
+  leftMicroUsd: number,
+): BudgetFit {
+  let dearest: PricedTarget | null = null;
+  let worstPico = -1;
+  let fit = Number.POSITIVE_INFINITY;
+  for (const t of targets) {
+    const price = priceOf(table, t.provider, t.model);
+    if (price === undefined) continue;
+    const pico = exactPicoUsd(price, { inputTokens, outputTokens: maxOutputTokens });
+    if (pico > worstPico) {
+      worstPico = pico;
+      dearest = t;
+    }
+    // A reservation is rounded up to whole micro-USD: it fits when its pico-USD are at most what is left.
+    const room = leftMicroUsd * 1e6 - exactPicoUsd(price, { inputTokens, outputTokens: 0 });
+    const perOutput = picoPerToken(price.output_usd_per_mtok);
+    fit = Math.min(fit, room < 0 ? -1 : perOutput === 0 ? Number.POSITIVE_INFINITY : Math.floor(room / perOutput));
+  }
+  return { dearest, outputTokens: Number.isFinite(fit) ? fit : null };
+}
+
 /**
  * The most output tokens a request that sets no cap may be answered with, over every target
  * that may serve it: each target's `max_output_tokens`, or `fallback` (governance.

@@ -152,7 +152,7 @@ export function decodeReserves(reply: unknown, entries: readonly ReserveEntry[])
 
 /**
  * One reservation's answer, at `at` in the reply: {1, warnMask, 0, 0} or {0, scope, limit,
- * retryMs}, then its windows.
+ * retryMs (for a budget: micro-USD left)}, then its windows.
  */
 function reserved(
   e: ReserveEntry,
@@ -172,9 +172,13 @@ function reserved(
     return { ok: true, reservation, rateLimit: rateLimitView(scopes, windows, nowMs), budgetWarnings };
   }
   const scope = scopes[Number(out[at + 1]) - 1] as Scope;
+  const limit = out[at + 2] as LimitKind;
+  // The last field is the retry time, or for a budget what was left of it.
+  const n = Number(out[at + 3]);
+  const view = rateLimitView(scopes, windows, nowMs);
   return {
     ok: false,
-    refusal: limitRefusal(scope, out[at + 2] as LimitKind, Number(out[at + 3]), nowMs, rateLimitView(scopes, windows, nowMs)),
+    refusal: limit === 'budget' ? limitRefusal(scope, limit, 0, nowMs, view, n) : limitRefusal(scope, limit, n, nowMs, view),
   };
 }
 

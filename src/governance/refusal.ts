@@ -1,5 +1,7 @@
 import { SwitchyardError } from '../errors.js';
-import type { RateLimitView, Refusal } from './limits.js';
+import type { RateLimitView, Refusal, ScopeKind } from './limits.js';
+import type { BudgetFit } from './pricing.js';
+import { formatUsd } from './store.js';
 
 /**
  * `x-ratelimit-{limit,remaining,reset}-{requests,tokens}` as OpenAI sends them (reset as a
@@ -51,4 +53,34 @@ export function refusalError(refusal: Refusal): SwitchyardError {
   const headers = rateLimitHeaders(refusal.rateLimit);
   if (refusal.retryAfterS !== null) headers['retry-after'] = String(refusal.retryAfterS);
   return new SwitchyardError(refusal.code, refusal.message, refusal.code === 'model_not_allowed' ? 'model' : null, headers);
+}
+
+/**
+ * A budget refusal while something is left: the reservation (up to its cost, at the dearest
+ * candidate's price, of the input estimate and the output cap) against what is left, and how
+ * to make the request fit.
+ */
+export function budgetRefusalMessage(
+  scope: { readonly kind: ScopeKind; readonly id: string },
+  leftMicroUsd: number,
+  costMicroUsd: number,
+  estimate: { readonly inputTokens: number; readonly maxOutputTokens: number },
+  capDefaulted: boolean,
+  fit: BudgetFit,
+): string {
+  const at = fit.dearest === null ? '' : `, at the price of its dearest candidate (${fit.dearest.provider}/${fit.dearest.model})`;
+  const cap = capDefaulted
+    ? `${estimate.maxOutputTokens} output tokens, the most its models may write, as it sets no output cap (max_tokens)`
+    : `${estimate.maxOutputTokens} output tokens, its max_tokens`;
+  const room = fit.outputTokens;
+  const renew = 'wait for the budget to renew at the start of the next UTC month';
+  const fix =
+    room === null
+      ? renew
+      : room < 0
+        ? `its input alone costs more than that: shorten it, or ${renew}`
+        : room === 0
+          ? `not even one output token fits: ${renew}`
+          : `a max_tokens of at most ${room} would fit, or ${renew}`;
+  return `this request reserves up to ${formatUsd(costMicroUsd)} (about ${estimate.inputTokens} input tokens and ${cap}${at}), more than the ${formatUsd(leftMicroUsd)} ${scope.kind} "${scope.id}" has left of its monthly budget; ${fix}`;
 }

@@ -147,24 +147,42 @@ function resetOf(oldestAt: number | null, nowMs: number): number {
 
 /**
  * The refusal for scope `scope` and limit `limit`. `retryMs` is when the sliding window
- * frees enough (rpm/tpm); days and months reset at UTC midnight.
+ * frees enough (rpm/tpm); days and months reset at UTC midnight. A budget refusal takes
+ * `leftMicroUsd`, what the scope had left (budget − spent − reserved): its message says how
+ * that compares with the request (the pre-check, which knows the request, says more).
  */
-export function limitRefusal(scope: Scope, limit: LimitKind, retryMs: number, nowMs: number, rateLimit: RateLimitView): Refusal {
+export function limitRefusal(
+  scope: Scope,
+  limit: LimitKind,
+  retryMs: number,
+  nowMs: number,
+  rateLimit: RateLimitView,
+  leftMicroUsd = 0,
+): Refusal {
   const who = `${scope.kind} "${scope.id}"`;
   const l = scope.limits;
+  const scopeRef = { kind: scope.kind, id: scope.id };
+  if (limit === 'budget') {
+    const budget = { limitMicroUsd: l.budgetMicroUsdPerMonth ?? 0, leftMicroUsd };
+    const message =
+      leftMicroUsd > 0
+        ? `${who} has ${formatUsd(leftMicroUsd)} left of its budget of ${formatUsd(budget.limitMicroUsd)} this UTC month, less than this request reserves`
+        : spentMessage(who, budget.limitMicroUsd);
+    const retryAfterS = secondsCeil(msUntilNextUtcMonth(nowMs));
+    return { code: 'budget_exceeded', message, retryAfterS, scope: scopeRef, limit, rateLimit, budget };
+  }
   const [code, message, waitMs]: [Refusal['code'], string, number] =
     limit === 'rpm'
       ? ['rate_limit_exceeded', `${who} is over its limit of ${l.rpm} requests per minute`, retryMs]
       : limit === 'tpm'
         ? ['rate_limit_exceeded', `${who} is over its limit of ${l.tpm} tokens per minute`, retryMs]
-        : limit === 'tokens_per_day'
-          ? ['quota_exceeded', `${who} has used its quota of ${l.tokensPerDay} tokens for this UTC day`, msUntilNextUtcDay(nowMs)]
-          : [
-              'budget_exceeded',
-              `${who} has no budget left this UTC month for this request (limit ${formatUsd(l.budgetMicroUsdPerMonth ?? 0)})`,
-              msUntilNextUtcMonth(nowMs),
-            ];
-  return { code, message, retryAfterS: secondsCeil(waitMs), scope: { kind: scope.kind, id: scope.id }, limit, rateLimit };
+        : ['quota_exceeded', `${who} has used its quota of ${l.tokensPerDay} tokens for this UTC day`, msUntilNextUtcDay(nowMs)];
+  return { code, message, retryAfterS: secondsCeil(waitMs), scope: scopeRef, limit, rateLimit };
+}
+
+/** Nothing left: spent, or held by requests still in flight (their reservations come back as they settle). */
+export function spentMessage(who: string, limitMicroUsd: number): string {
+  return `${who} has no budget left this UTC month: its budget of ${formatUsd(limitMicroUsd)} is spent or reserved by requests in flight; it renews at the start of the next UTC month`;
 }
 
 export function formatUsd(microUsd: number): string {

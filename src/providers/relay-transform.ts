@@ -111,10 +111,12 @@ export function responsesMetering(onResponseId: (id: string) => void): BodyTrans
       return '';
     },
     fail(message, code = 'stream_interrupted') {
-      // The Responses API's own error event (type, code, message), with OpenAI's `error`
-      // object beside it: the OpenAI SDKs raise an APIError for any event data holding one.
+      // The Responses API's own error event (type, code, message, and the sequence_number
+      // after the last relayed event's), with OpenAI's `error` object beside it: the OpenAI
+      // SDKs raise an APIError for any event data holding one.
       const error = { message, type: errorCatalog[code].openai, param: null, code };
-      return `event: error\ndata: ${JSON.stringify({ type: 'error', code, message, param: null, error })}\n\n`;
+      const sequence_number = reader.nextSequenceNumber;
+      return `event: error\ndata: ${JSON.stringify({ type: 'error', sequence_number, code, message, param: null, error })}\n\n`;
     },
     get usage() {
       return reader.usage;

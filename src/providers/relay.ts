@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { openaiErrorBody } from '../errors.js';
 import { answerClassOf, type FallbackClass, isFailoverStatus } from '../resilience/index.js';
-import { EventStreamFrames, holdsExceptionFrame } from './canonical/bedrock-stream.js';
+import { EventStreamFrames, holdsFailedFrame } from './canonical/bedrock-stream.js';
 import type { TokenUsage } from './metering.js';
 import { usageFromJson } from './openai-adapter.js';
 import type { ProviderPool, RawHandler, UpstreamCall } from './provider-pool.js';
@@ -389,7 +389,7 @@ class Relay implements RawHandler {
 
   /** Whole events of a stream, to the client (through the transform, if it has `chunk`). */
   #relayEvents(events: Buffer): boolean {
-    if (!this.#upstreamError) this.#upstreamError = this.#isEventStream ? holdsExceptionFrame(events) : holdsErrorEvent(events);
+    if (!this.#upstreamError) this.#upstreamError = this.#isEventStream ? holdsFailedFrame(events) : holdsErrorEvent(events);
     const body = this.#body;
     // Set only for a stream whose transform has `chunk` (onHeaders).
     if (body !== undefined) return this.#write(body.chunk!(events));

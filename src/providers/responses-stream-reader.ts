@@ -9,6 +9,8 @@ const HEAD_BYTES = 160;
 const MAX_EVENT_BYTES = 16 * 1024 * 1024;
 
 const EVENT_LINE = /^event: ?([^\r\n]*)\r?\n/m;
+/** OpenAI writes `sequence_number` right after `type`, within the head of every event. */
+const SEQUENCE = /"sequence_number"\s*:\s*(\d{1,15})\b/;
 const DATA_TYPE = /^data: ?\{\s*"type"\s*:\s*"([^"\\]+)"/m;
 
 /**
@@ -31,6 +33,12 @@ export class ResponsesStreamReader {
   #lastByte = -1;
   #id: string | null = null;
   #usage: TokenUsage | null = null;
+  /** The sequence_number the next event takes: one after the last event's (counted when an event's head does not show it). */
+  #nextSequence = 0;
+  /** The current event's sequence_number, once its head showed it. */
+  #sequence: number | null = null;
+  /** The current block has a type or data: an event, not a comment. */
+  #isEvent = false;
 
   constructor(onId: (id: string) => void) {
     this.#onId = onId;
@@ -42,6 +50,14 @@ export class ResponsesStreamReader {
 
   get usage(): TokenUsage | null {
     return this.#usage;
+  }
+
+  /**
+   * The sequence_number for an event the gateway adds after those relayed (its error event):
+   * the Responses API numbers every event of a stream, and a client's schema requires it.
+   */
+  get nextSequenceNumber(): number {
+    return this.#nextSequence;
   }
 
   push(chunk: Buffer): void {
@@ -82,6 +98,9 @@ export class ResponsesStreamReader {
     const first = this.#parts[0] as Buffer;
     const head = (first.length >= HEAD_BYTES ? first : Buffer.concat(this.#parts)).toString('latin1', 0, HEAD_BYTES);
     const type = EVENT_LINE.exec(head)?.[1] ?? DATA_TYPE.exec(head)?.[1];
+    const sequence = SEQUENCE.exec(head)?.[1];
+    if (sequence !== undefined) this.#sequence = Number(sequence);
+    this.#isEvent = type !== undefined || head.includes('data:');
     if (type === undefined || WANTED.has(type.trim())) this.#state = 'keep';
     else this.#drop();
   }
@@ -92,11 +111,16 @@ export class ResponsesStreamReader {
   }
 
   #finish(): void {
+    // A blank line after a blank line ends no event.
+    if (this.#bytes === 0 && this.#state === 'head') return;
     if (this.#state === 'head') this.#decide();
     if (this.#state === 'keep') this.#read(Buffer.concat(this.#parts, this.#bytes).toString('utf8'));
+    if (this.#isEvent) this.#nextSequence = (this.#sequence ?? this.#nextSequence) + 1;
     this.#state = 'head';
     this.#parts = [];
     this.#bytes = 0;
+    this.#sequence = null;
+    this.#isEvent = false;
   }
 
   #read(block: string): void {
@@ -107,13 +131,14 @@ export class ResponsesStreamReader {
       if (text.startsWith('data:')) data += data === '' ? fieldValue(text, 5) : `\n${fieldValue(text, 5)}`;
       else if (text.startsWith('event:')) event = fieldValue(text, 6);
     }
-    let parsed: { type?: unknown; response?: { id?: unknown; usage?: unknown } };
+    let parsed: { type?: unknown; sequence_number?: unknown; response?: { id?: unknown; usage?: unknown } };
     try {
       parsed = JSON.parse(data) as typeof parsed;
     } catch {
       return;
     }
     if (parsed === null || typeof parsed !== 'object') return;
+    if (Number.isSafeInteger(parsed.sequence_number)) this.#sequence = parsed.sequence_number as number;
     const type = event !== '' ? event : parsed.type;
     if (typeof type !== 'string' || !WANTED.has(type)) return;
     const response = parsed.response;

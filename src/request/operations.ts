@@ -40,6 +40,7 @@ import {
 } from './chat-request.js';
 import type { Exchange, ModelRequest } from './exchange.js';
 import { sendJson } from './respond.js';
+import { countInputTokens } from './token-count.js';
 
 // What differs between the model endpoints, in one table: how a request is parsed, what
 // the pre-check reserves for, what goes upstream for a candidate (method, path, body) with
@@ -100,7 +101,7 @@ export interface OperationSpec {
    * The gateway's own answer when no candidate of the route serves the operation, or all
    * of them failed; without one, the first is a 400 and the second the chain's error.
    */
-  answerUnserved?(x: Exchange, request: ModelRequest): void;
+  answerUnserved?(x: Exchange, request: ModelRequest): void | Promise<void>;
 }
 
 export const operations: Readonly<Record<Operation, OperationSpec>> = {
@@ -162,11 +163,13 @@ export const operations: Readonly<Record<Operation, OperationSpec>> = {
 
 /**
  * A count for a route no Anthropic provider answered (another protocol has no such
- * endpoint): a token per four body bytes, marked as an estimate.
+ * endpoint): the request's text counted with o200k (token-count.ts), marked as an estimate.
  */
-function estimateTokens(x: Exchange, request: ModelRequest): void {
+async function estimateTokens(x: Exchange, request: ModelRequest): Promise<void> {
+  const inputTokens = await countInputTokens(request.parsed);
+  if (x.res.destroyed) return;
   x.res.setHeader('x-switchyard-estimated', 'true');
-  sendJson(x.res, 200, { input_tokens: Math.ceil(request.raw.length / 4) });
+  sendJson(x.res, 200, { input_tokens: inputTokens });
 }
 
 function post(r: ModelRequest, c: GenerationCandidate, body: Buffer | string, transform: RelayTransform | undefined): UpstreamRequest {

@@ -1,4 +1,5 @@
 import { requestCompleted, toolCalled } from '../audit/index.js';
+import type { Principal } from '../governance/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
 import type { TokenUsage } from '../providers/index.js';
 import { genAiOperation, genAiSystem, type Tracing } from '../telemetry/index.js';
@@ -160,7 +161,7 @@ function recordToolCall(svc: Services, x: Exchange, call: ToolCallRecord): void 
     x.span.end();
   }
   if ((gen !== null && !gen.config.log.access) || !svc.accessLog.enabled) return;
-  let s = `,"request_id":"${x.requestId}","method":"POST","mcp_method":"tools/call","tool":${q(call.tool)},"provider":${q(c?.server.name ?? 'none')}`;
+  let s = `,"request_id":"${x.requestId}","method":"POST"${callerMembers(x.principal)},"mcp_method":"tools/call","tool":${q(call.tool)},"provider":${q(c?.server.name ?? 'none')}`;
   if (c !== null) s += `,"upstream_tool":${q(c.upstreamTool)},"candidate":${q(c.stableId)}`;
   if (gen !== null) s += `,"generation":${gen.number}`;
   s += `,"status":${typeof status === 'number' ? status : '"partial"'},"outcome":"${call.outcome}"`;
@@ -241,6 +242,23 @@ function fallbackEntry(f: Failure): string {
   return f.reason === 'unable' ? `${f.provider}:unable:${f.detail}` : `${f.provider}:${f.reason}`;
 }
 
+/** The access line's caller members, per principal (the keyring's principals are frozen and shared by every request of a key). */
+const callers = new WeakMap<Principal, string>();
+
+/**
+ * `,"team":…,"key":…` for an authenticated caller: the key's id, never its secret. Nothing
+ * for a request refused before it had a caller (401), nor for the open gateway's anonymous one.
+ */
+function callerMembers(p: Principal | null): string {
+  if (p === null) return '';
+  let members = callers.get(p);
+  if (members === undefined) {
+    members = `${p.team === null ? '' : `,"team":${q(p.team)}`}${p.keyId === null ? '' : `,"key":${q(p.keyId)}`}`;
+    callers.set(p, members);
+  }
+  return members;
+}
+
 /** The access line's members that are the same for every request a candidate serves under a model, per generation. */
 const servedBy = new WeakMap<GenerationCandidate, { readonly gen: Generation; readonly model: string; readonly members: string }>();
 
@@ -262,7 +280,7 @@ function servedByMembers(gen: Generation, c: GenerationCandidate, model: string)
 function accessLine(x: Exchange, status: number | 'partial', durationMs: number, model: string | undefined, provider: string): string {
   const c = x.candidate;
   const gen = x.gen;
-  let s = `,"request_id":"${x.requestId}","method":"${x.req.method ?? ''}"`;
+  let s = `,"request_id":"${x.requestId}","method":"${x.req.method ?? ''}"${callerMembers(x.principal)}`;
   if (c !== null && gen !== null && model !== undefined) s += servedByMembers(gen, c, model);
   else {
     s += model === undefined ? `,"path":${q(pathOf(x.req))}` : `,"model":${q(model)}`;

@@ -259,8 +259,13 @@ class Failover {
     if (x.stopped !== null) return this.#end(new SwitchyardError('shutting_down', `the gateway is shutting down: ${x.stopped}`));
     const answer = operations[req.request.operation].answerUnserved;
     if (answer !== undefined && !x.res.destroyed) {
-      answer(x, req.request);
-      return this.#end(null);
+      const answered = answer(x, req.request);
+      if (answered === undefined) return this.#end(null);
+      answered.then(
+        () => this.#end(null),
+        (err: unknown) => this.#end(err),
+      );
+      return;
     }
     const unable = this.#unable;
     // No candidate could take the request: the client's 400, naming the field.

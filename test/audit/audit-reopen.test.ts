@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { type AuditNotice, AuditWriter, recordHash, verifyAuditFile, verifyAuditSet } from '../../src/audit/index.js';
+import { type AuditFailure, type AuditNotice, AuditWriter, recordHash, verifyAuditFile, verifyAuditSet } from '../../src/audit/index.js';
 import { type MockProvider, startMockProvider } from '../../src/mock/index.js';
 import { baseConfig, runCli, startGatewayProcess } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
@@ -333,5 +334,68 @@ describe('a gateway rotated by logrotate (create, then postrotate)', () => {
     const malformed = await runCli(['audit', 'verify', file, '--head', '7']);
     assert.notEqual(malformed.code, 0);
     assert.match(malformed.stderr, /--head must be SEQ:HASH/);
+  });
+});
+
+describe('a live audit file deleted under the writer', () => {
+  it('records written to the deleted file are declared in a records_lost gap after the anchor of the new file, and reported as dropped', async () => {
+    const path = fresh();
+    const failures: AuditFailure[] = [];
+    const w = await AuditWriter.open({ path, instance: 't', clock: () => NOW, onFailure: (f) => failures.push(f) });
+    for (let i = 1; i <= 3; i += 1) w.append(started(i));
+    await w.flush();
+    // The deletion lands between the writer's look at the path and its next write: the
+    // write goes to the unlinked inode. Only the next write is made to race.
+    const handle = await open(path, 'r');
+    const proto = Object.getPrototypeOf(handle) as { write: (...a: unknown[]) => Promise<unknown> };
+    await handle.close();
+    const write = proto.write;
+    let raced = false;
+    proto.write = function (this: unknown, ...args: unknown[]) {
+      if (!raced) {
+        raced = true;
+        unlinkSync(path);
+      }
+      return write.apply(this, args);
+    };
+    try {
+      for (let i = 4; i <= 6; i += 1) w.append(started(i));
+      await w.flush();
+    } finally {
+      proto.write = write;
+    }
+    assert.ok(raced);
+    w.append(started(7));
+    await w.close();
+    const [anchorLine, gapLine, ...rest] = lines(path).map(record);
+    assert.deepEqual([anchorLine?.event, anchorLine?.reason, anchorLine?.previous_seq], ['anchor', 'file_deleted', 6]);
+    assert.deepEqual([gapLine?.event, gapLine?.reason, gapLine?.after_seq], ['gap', 'records_lost', 3]);
+    assert.ok((gapLine?.records as number) >= 3, `the gap counts the 3 records the deleted file took: ${JSON.stringify(gapLine)}`);
+    assert.deepEqual(
+      rest.map((r) => r.request_id),
+      ['r7'],
+    );
+    const dropped = failures.filter((f) => f.kind === 'dropped');
+    assert.equal(dropped.length, 1);
+    assert.equal(dropped[0]?.records, gapLine?.records);
+    assert.equal(w.dropped, gapLine?.records);
+    assert.ok((await verifyAuditFile(path)).ok);
+  });
+
+  it('a renamed file keeps its records: no gap, only the anchor', async () => {
+    const path = fresh();
+    const failures: AuditFailure[] = [];
+    const w = await AuditWriter.open({ path, instance: 't', clock: () => NOW, onFailure: (f) => failures.push(f) });
+    for (let i = 1; i <= 3; i += 1) w.append(started(i));
+    await w.flush();
+    renameSync(path, `${path}.1`);
+    w.append(started(4));
+    await w.close();
+    assert.deepEqual(
+      lines(path).map((l) => record(l).event),
+      ['anchor', 'request_started'],
+    );
+    assert.equal(lines(`${path}.1`).length, 3);
+    assert.deepEqual(failures, []);
   });
 });

@@ -118,6 +118,34 @@ describe('pre-check, settle and release', () => {
     assert.equal(status.teams.research?.requestsThisMinute.used, 0);
   });
 
+  it('a budget refusal with something left says what the request reserves, at which price, what is left, and the max_tokens that fits', async () => {
+    const scant = buildGovernancePolicy({
+      teams: [{ id: 'scant', limits: { budgetMicroUsdPerMonth: 50 } }],
+      keys: [{ id: 'scant-bot', team: 'scant', sha256: [hashKey('s')], limits: {}, expiresAtMs: null }],
+      defaultMaxTokens: 4096,
+      onMissingPrice: 'allow',
+    });
+    const who: Principal = { keyId: 'scant-bot', team: 'scant' };
+    const store = new MemoryGovernanceStore();
+    const ask = (maxTokens: number | null, bodyBytes = 40) =>
+      preCheck(store, scant, who, { model: 'gpt-4o-mini', bodyBytes, maxTokens, targets, pricing }, NOW);
+    const capped = await ask(100);
+    assert.ok(!capped.ok);
+    // 10 input x 0.3 + 100 output x 1.2 at west, the dearer, = 123 µUSD; 50 left fits (50e6 - 10 x 0.3e6) / 1.2e6 = 39 output tokens.
+    assert.equal(
+      capped.refusal.message,
+      'this request reserves up to 0.000123 USD (about 10 input tokens and 100 output tokens, its max_tokens, at the price of its dearest candidate (west/gpt-4o-mini)), more than the 0.00005 USD team "scant" has left of its monthly budget; a max_tokens of at most 39 would fit, or wait for the budget to renew at the start of the next UTC month',
+    );
+    assert.equal(refusalError(capped.refusal).code, 'budget_exceeded');
+    const uncapped = await ask(null);
+    assert.ok(!uncapped.ok);
+    assert.match(uncapped.refusal.message, /4096 output tokens, the most its models may write, as it sets no output cap \(max_tokens\)/);
+    const hugeInput = await ask(1, 4 * 200);
+    assert.ok(!hugeInput.ok);
+    assert.match(hugeInput.refusal.message, /its input alone costs more than that: shorten it/);
+    assert.ok((await ask(39)).ok, 'the max_tokens it named fits');
+  });
+
   it('a budget refusal is 402 budget_exceeded; a rate refusal is 429 with retry-after and x-ratelimit headers', async () => {
     const store = new MemoryGovernanceStore();
     const p = policy();

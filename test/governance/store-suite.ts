@@ -124,6 +124,30 @@ export function storeSuite(name: string, fixture: StoreFixture): void {
       if (!budget.ok) assert.deepEqual([budget.refusal.code, budget.refusal.limit], ['budget_exceeded', 'budget']);
     });
 
+    it('a budget refusal says how much was left (budget minus spent minus reserved), and "no budget left" only when nothing is', async () => {
+      const store = await fixture.fresh();
+      const scopes = [team({ budgetMicroUsdPerMonth: 1000 }, 'left')];
+      const spent = await store.reserve({ scopes, tokens: 1, costMicroUsd: 200, nowMs: T0 });
+      assert.ok(spent.ok);
+      await store.settle(spent.reservation, { tokens: 1, costMicroUsd: 150 }, T0 + 1);
+      assert.ok((await store.reserve({ scopes, tokens: 1, costMicroUsd: 300, nowMs: T0 + 2 })).ok, 'held in flight');
+      const over = await store.reserve({ scopes, tokens: 1, costMicroUsd: 600, nowMs: T0 + 3 });
+      assert.ok(!over.ok);
+      assert.deepEqual(over.refusal.budget, { limitMicroUsd: 1000, leftMicroUsd: 550 });
+      assert.equal(
+        over.refusal.message,
+        'team "left" has 0.00055 USD left of its budget of 0.001 USD this UTC month, less than this request reserves',
+      );
+      assert.ok((await store.reserve({ scopes, tokens: 1, costMicroUsd: 550, nowMs: T0 + 4 })).ok, 'what was left fits exactly');
+      const none = await store.reserve({ scopes, tokens: 1, costMicroUsd: 1, nowMs: T0 + 5 });
+      assert.ok(!none.ok);
+      assert.deepEqual(none.refusal.budget, { limitMicroUsd: 1000, leftMicroUsd: 0 });
+      assert.match(
+        none.refusal.message,
+        /^team "left" has no budget left this UTC month: its budget of 0\.001 USD is spent or reserved by requests in flight/,
+      );
+    });
+
     it('settle replaces the worst-case reservation with the actual cost and tokens; release gives it back', async () => {
       const store = await fixture.fresh();
       const scopes = [team({ budgetMicroUsdPerMonth: 1000 })];

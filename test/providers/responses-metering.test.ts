@@ -103,6 +103,38 @@ describe('Responses API streams read while relayed untouched', () => {
   });
 });
 
+describe('the sequence_number of an event the gateway adds to a Responses stream', () => {
+  it('is one after the last whole event relayed, however the stream is split; a cut event and a comment take none', () => {
+    const text = stream();
+    for (const cuts of [[], [7], [Math.floor(text.length / 2)], Array.from({ length: text.length - 1 }, (_, i) => i + 1)]) {
+      assert.equal(read(text, cuts).reader.nextSequenceNumber, 10, `cut at ${cuts.length} place(s)`);
+    }
+    // Cut inside response.completed, after a comment and an extra blank line: the relay never ends the reader then.
+    const reader = new ResponsesStreamReader(() => undefined);
+    const cut = text.slice(0, text.indexOf('event: response.completed\ndata'));
+    reader.push(Buffer.from(`${cut}: keep-alive\n\n\nevent: response.completed\ndata: {"type":"response.completed","seq`));
+    assert.equal(reader.nextSequenceNumber, 6);
+  });
+
+  it('counts events whose head does not show it, from where the last one that did left off', () => {
+    const unnumbered = event('response.output_text.delta', { item_id: 'msg_1', delta: 'x' });
+    assert.equal(read(unnumbered + unnumbered, []).reader.nextSequenceNumber, 2);
+    const big = event('response.completed', {
+      response: { id: 'resp_abc', output: [{ text: 'y'.repeat(500) }], usage },
+      sequence_number: 41,
+    });
+    assert.equal(read(big + unnumbered, []).reader.nextSequenceNumber, 43, 'an event read whole gives its own, even past the head');
+  });
+
+  it("the gateway's error event carries it, beside OpenAI's error object", () => {
+    const metering = responsesMetering(() => undefined);
+    metering.chunk(Buffer.from(stream().slice(0, stream().indexOf('event: response.output_text.delta'))));
+    const written = metering.fail('the upstream stream was interrupted');
+    const data = JSON.parse(written.slice(written.indexOf('data: ') + 6)) as Record<string, unknown>;
+    assert.deepEqual([data.type, data.sequence_number, data.code], ['error', 2, 'stream_interrupted']);
+  });
+});
+
 describe('Responses API bodies', () => {
   it('report the top-level id, not a nested one, and bill the top-level usage; bytes are untouched', () => {
     const body = Buffer.from(

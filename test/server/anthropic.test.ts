@@ -373,6 +373,14 @@ describe('Anthropic Messages and provider types through the gateway', () => {
       assert.ok(data.input_tokens > 0);
       assert.equal(response.headers.get('x-switchyard-estimated'), 'true');
     });
+
+    it('count_tokens on a route with no anthropic candidate counts the text with o200k: one user message "hello world" is at most 5 tokens', async () => {
+      const { data, response } = await anthropic.messages
+        .countTokens({ model: 'gpt', messages: [{ role: 'user', content: 'hello world' }] })
+        .withResponse();
+      assert.ok(data.input_tokens >= 2 && data.input_tokens <= 5, `${data.input_tokens} tokens`);
+      assert.equal(response.headers.get('x-switchyard-estimated'), 'true');
+    });
   });
 
   describe('embeddings', () => {

@@ -95,6 +95,8 @@ function governedConfig(extra: Record<string, unknown> = {}): Record<string, unk
         llamas: { allowed_models: ['llama-*'] },
         budget: { budget: { usd_per_month: budgetFitsTen, on_exceeded: 'block' } },
         warned: { budget: { usd_per_month: 0, on_exceeded: 'warn' } },
+        // Room for 5 output tokens at OUTPUT_PRICE (input is free), and nothing spent.
+        scant: { budget: { usd_per_month: 0.005, on_exceeded: 'block' } },
       },
       keys: [
         key('free', 'free'),
@@ -104,11 +106,29 @@ function governedConfig(extra: Record<string, unknown> = {}): Record<string, unk
         key('llamas', 'llamas'),
         key('budget', 'budget'),
         key('warned', 'warned'),
+        key('scant', 'scant'),
         key('expired', 'free', { expires_at: '2020-01-01T00:00:00Z' }),
       ],
       ...extra,
     },
   );
+}
+
+/**
+ * Team `scant` (0.005 USD, nothing spent) asks for 100 output tokens: the refusal says what
+ * the request reserves, what is left, and the max_tokens that fits; that max_tokens is served.
+ */
+async function scantBudgetRefusal(gw: GatewayProcess): Promise<void> {
+  const client = clientFor(gw, 'scant');
+  const err = await refusal(client.chat.completions.create({ model: MODEL, messages, max_tokens: 100 }));
+  assert.deepEqual([err.status, err.code], [402, 'budget_exceeded']);
+  assert.match(
+    err.message,
+    /^402 this request reserves up to 0\.1 USD \(about \d+ input tokens and 100 output tokens, its max_tokens, at the price of its dearest candidate \(east\/gpt-4o-mini\)\), more than the 0\.005 USD team "scant" has left of its monthly budget; a max_tokens of at most 5 would fit, or wait for the budget to renew at the start of the next UTC month$/,
+  );
+  assert.doesNotMatch(err.message, /no budget left/);
+  const fits = await client.chat.completions.create({ model: MODEL, messages, max_tokens: 5 });
+  assert.ok(fits.choices.length > 0, 'the max_tokens the refusal named is served');
 }
 
 describe('governance on the request path', () => {
@@ -282,6 +302,10 @@ describe('governance on the request path', () => {
     }
   });
 
+  it('a budget refusal with budget left says the reservation is more than what is left, and the max_tokens that fits', async () => {
+    await scantBudgetRefusal(gw);
+  });
+
   it('/admin/status and the budget gauges show each team against its limits, with key ids and no keys', async () => {
     const res = await fetch(`${gw.adminUrl}/admin/status`);
     const text = await res.text();
@@ -378,6 +402,10 @@ describe('two gateway processes sharing one Redis', () => {
     const statuses = results.map((r) => r.status);
     assert.equal(statuses.filter((s) => s === 200).length, 30, JSON.stringify(statuses));
     assert.equal(statuses.filter((s) => s === 429).length, 30);
+  });
+
+  it('a budget refusal with budget left says the reservation is more than what is left, and the max_tokens that fits', async () => {
+    await scantBudgetRefusal(a);
   });
 });
 

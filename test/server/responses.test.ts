@@ -218,6 +218,25 @@ describe('POST /v1/completions and the Responses API through the gateway', () =>
       assert.equal((await logLine(opts.headers['x-request-id'])).status, 'partial');
     });
 
+    it('every event of a cut stream carries sequence_number, the gateway error event the next one after the last relayed', async () => {
+      east.addFault({ mode: 'cut_stream', after_chunks: 2, count: 1 });
+      // The official client's raw response, so that the error event it raises on is read too.
+      const res = await openai.responses.create({ model: 'text', input: 'hello', stream: true }).asResponse();
+      const events = (await res.text())
+        .split('\n\n')
+        .map((block) => block.split('\n').find((l) => l.startsWith('data: ')))
+        .filter((l) => l !== undefined)
+        .map((l) => JSON.parse(l.slice(6)) as OpenAI.Responses.ResponseStreamEvent);
+      assert.ok(events.length >= 3, JSON.stringify(events));
+      assert.deepEqual(
+        events.map((e) => e.sequence_number),
+        events.map((_, i) => i),
+        JSON.stringify(events.map((e) => [e.type, e.sequence_number])),
+      );
+      const last = events.at(-1) as OpenAI.Responses.ResponseErrorEvent;
+      assert.deepEqual([last.type, last.code], ['error', 'stream_interrupted']);
+    });
+
     it('previous_response_id goes to the provider that created the response, though the route would choose another first', async () => {
       const id = await createdOnWest();
       const eastBefore = east.stats().total;

@@ -116,7 +116,8 @@ for r = 1, m do
       s.looked = true
     end
     if c.bud >= 0 and s.spent + s.reserved + cost > c.bud then
-      if c.warn then warn = warn + 2 ^ (i - 1) else refusal = {0, i, 'budget', 0}; break end
+      -- A budget refusal's last field is what was left (micro-USD), for its message.
+      if c.warn then warn = warn + 2 ^ (i - 1) else refusal = {0, i, 'budget', c.bud - s.spent - s.reserved}; break end
     end
   end
   if refusal == nil then

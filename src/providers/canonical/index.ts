@@ -11,7 +11,7 @@ export { type AnthropicRequestOptions, canonicalToAnthropicRequest, DEFAULT_MAX_
 export { AnthropicUsageReader } from './anthropic-usage-reader.js';
 export { type BedrockRequestOptions, canonicalToBedrockRequest, isClaudeModel } from './bedrock-request-writer.js';
 export { bedrockPart, bedrockResponseToCanonical } from './bedrock-response.js';
-export { BedrockStreamDecoder, EventStreamFrames, holdsExceptionFrame } from './bedrock-stream.js';
+export { BedrockStreamDecoder, EventStreamFrames, holdsFailedFrame } from './bedrock-stream.js';
 export {
   bedrockErrorMessage,
   bedrockErrorType,
