@@ -389,6 +389,13 @@ function int(value: string | boolean | undefined, flag: string, fallback: number
   return n;
 }
 
+/** A publisher error; several issues (an inventory's) one a line, as `validate` prints a config's. */
+function publishFailure(err: PublishError): string {
+  if (err.issues.length < 2) return `${err.code}: ${err.message}`;
+  const lines = err.issues.map((i) => `\n  ${i.path}: ${i.message}`).join('');
+  return `${err.code}: ${err.subject}: ${err.issues.length} errors${lines}`;
+}
+
 /** From package.json next to dist/ (or src/ under tsx): the one place the version is written. */
 function packageVersion(): string {
   const path = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'package.json');
@@ -436,7 +443,7 @@ async function main(argv: string[]): Promise<number | 'running'> {
     }
     return await command.run(values as Record<string, string | boolean | undefined>, positionals);
   } catch (err) {
-    const message = err instanceof PublishError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
+    const message = err instanceof PublishError ? publishFailure(err) : err instanceof Error ? err.message : String(err);
     const isUsage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true;
     process.stderr.write(`switchyard ${name}: ${message}\n${isUsage ? `\n${command.usage}\n` : ''}`);
     return 1;

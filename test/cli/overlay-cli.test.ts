@@ -149,6 +149,16 @@ describe('switchyard overlay', () => {
     assert.match(out, /"msg":"grid stopped"/);
   });
 
+  it('a bad inventory gets every error in one run, one a line with its path, as validate prints a config', async () => {
+    const bad = inventory(5000).replace('network: prod\n', '').replace('region: us-west,', 'region: us-west, colour: blue,');
+    const r = await runCli(['overlay', 'render', '--inventory', file('many-bad.yaml', bad)]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /inventory_invalid: inventory file ".*many-bad\.yaml": 3 errors\n/);
+    assert.match(r.stderr, /\n {2}network: required\n/);
+    assert.match(r.stderr, /\n {2}providers\[0\]\.weight: must be a whole number 1-1000\n/);
+    assert.match(r.stderr, /\n {2}providers\[1\]\.colour: unknown key\n/);
+  });
+
   it('grid refuses to start on an invalid inventory: exit 1 with the code and the path', async () => {
     const r = await runCli([
       'grid',
