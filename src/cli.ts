@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { describeIntact, verifyAuditFile, verifyAuditSet } from './audit/index.js';
 import { type Command, help, UsageError } from './cli-command.js';
+import { demoCommand } from './cli-demo.js';
 import { managedCommands } from './cli-managed.js';
 import { publisherCommands } from './cli-publisher.js';
 import { usageCommand } from './cli-usage.js';
@@ -179,33 +180,7 @@ Details: docs/mock-provider.md.`,
       return 'running';
     },
   },
-  demo: {
-    summary: 'start three mock providers, a mock MCP server and a gateway on 127.0.0.1:8080 (what `npm start` runs)',
-    usage: `switchyard demo
-
-Starts mock providers east, west and central on 127.0.0.1:9001-9003, a mock MCP server
-(tools) on 127.0.0.1:9004 and a gateway on 127.0.0.1:8080 (admin on 127.0.0.1:9090) with
-examples/demo.yaml. No credentials, no network.`,
-    options: { help },
-    async run() {
-      const mocks = await Promise.all([
-        ...(['east', 'west', 'central'] as const).map((name, i) =>
-          startMockProvider({ name, port: 9001 + i, streamChunkDelayMs: 150, streamChunks: 8 }),
-        ),
-        // JSON answers, so that the printed curl commands show them plainly.
-        startMockProvider({ name: 'tools', port: 9004, protocol: 'mcp', mcpResponse: 'json' }),
-      ]).catch((err: unknown) => {
-        throw new Error(`cannot start the demo's mock providers on ports 9001-9004: ${(err as Error).message}`);
-      });
-      const configPath = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'examples', 'demo.yaml');
-      const code = await serve(configPath, async () => {
-        await Promise.all(mocks.map((m) => m.close()));
-      });
-      if (code === 'running') process.stdout.write(demoText(process.pid));
-      else await Promise.all(mocks.map((m) => m.close()));
-      return code;
-    },
-  },
+  demo: demoCommand(serve),
   usage: usageCommand,
   audit: {
     summary: "check an audit log's hash chain",
@@ -290,7 +265,12 @@ async function validateConfig(
   }
 }
 
-async function serve(configPath: string, afterShutdown?: () => Promise<void>): Promise<number | 'running'> {
+/** `hint`, for a refusal: a line on what to do about these issues (the demo's --port), or null. */
+async function serve(
+  configPath: string,
+  afterShutdown?: () => Promise<void>,
+  hint?: (issues: readonly ConfigIssue[]) => string | null,
+): Promise<number | 'running'> {
   try {
     await startGateway({
       configPath,
@@ -305,52 +285,12 @@ async function serve(configPath: string, afterShutdown?: () => Promise<void>): P
     if (err instanceof StartupError) {
       process.stderr.write(`switchyard: cannot start with ${configPath}:\n`);
       for (const issue of err.issues) process.stderr.write(`  ${formatIssue(issue)}\n`);
+      const advice = hint?.(err.issues) ?? null;
+      if (advice !== null) process.stderr.write(`${advice}\n`);
       return 1;
     }
     throw err;
   }
-}
-
-/** The demo runs the gateway in this process, so its pid is the one SIGHUP reloads. */
-function demoText(pid: number): string {
-  return `
-Switchyard demo: gateway on http://127.0.0.1:8080, admin on http://127.0.0.1:9090
-Mock providers: east :9001, west :9002, central :9003; MCP server tools :9004. Ctrl-C stops everything.
-
-Try:
-  curl -s http://127.0.0.1:8080/v1/chat/completions -H 'content-type: application/json' \\
-    -d '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hello"}]}' -D - 
-
-  # round-robin over east, west, central: watch x-switchyard-provider
-  for i in 1 2 3; do curl -s -o /dev/null -D - http://127.0.0.1:8080/v1/chat/completions \\
-    -d '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}' | grep -i x-switchyard-provider; done
-
-  # streaming
-  curl -sN http://127.0.0.1:8080/v1/chat/completions \\
-    -d '{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"hi"}]}'
-
-  # make east fail, then watch gpt-4o fail over to west (x-switchyard-fallback: east)
-  curl -s http://127.0.0.1:9001/__mock/faults -d '{"mode":"status","status":500,"count":1}'
-  curl -s -D - -o /dev/null http://127.0.0.1:8080/v1/chat/completions \\
-    -d '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}'
-
-  curl -s http://127.0.0.1:8080/v1/models
-  curl -s http://127.0.0.1:9090/admin/status
-  curl -s -X POST http://127.0.0.1:9090/admin/reload     # or: kill -HUP ${pid}
-  curl -s http://127.0.0.1:9090/metrics | grep switchyard_requests_total   # the admin listener: with keys, metrics stay there
-
-  # MCP: initialize a session (note its Mcp-Session-Id), then list and call the tools
-  curl -s -D - http://127.0.0.1:8080/mcp -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \\
-    -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}'
-  curl -s http://127.0.0.1:8080/mcp -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \\
-    -H "mcp-session-id: $SESSION" -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}'
-
-With the official openai client (top-level await: save as demo.mjs, run node demo.mjs):
-  import OpenAI from 'openai';
-  const client = new OpenAI({ baseURL: 'http://127.0.0.1:8080/v1', apiKey: 'unused' });
-  const r = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
-  console.log(r.choices[0].message.content);
-`;
 }
 
 function requireString(value: string | boolean | undefined, flag: string): string {
