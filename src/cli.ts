@@ -11,7 +11,14 @@ import { publisherCommands } from './cli-publisher.js';
 import { usageCommand } from './cli-usage.js';
 import { type ConfigIssue, formatIssue } from './config/index.js';
 import { type OverlaySnapshot, prepareGeneration } from './live/index.js';
-import { MOCK_PROTOCOLS, type MockProtocol, startMockProvider } from './mock/index.js';
+import {
+  MOCK_PROTOCOLS,
+  type MockProtocol,
+  type MockProvider,
+  type MockServiceAccount,
+  mockServiceAccount,
+  startMockProvider,
+} from './mock/index.js';
 import { PoolRegistry } from './providers/index.js';
 import { PublishError } from './publisher/index.js';
 import { StartupError, startGateway } from './server/index.js';
@@ -70,11 +77,13 @@ an overlay candidate naming no configured provider). Otherwise prints every erro
     summary:
       'run a mock OpenAI, Anthropic and Gemini provider, or Bedrock, Vertex AI or an MCP server alone (for demos, tests and benchmarks)',
     usage: `switchyard mock-provider --port N --name NAME [--latency-ms N] [--stream-chunk-delay-ms N] [--stream-chunks N] [--host HOST]
-                         [--api-key KEY] [--protocol bedrock|vertex|gemini|mcp] [--token-ttl-s N] [--gcp-public-key FILE]
+                         [--api-key KEY] [--protocol bedrock|vertex|gemini|mcp] [--token-ttl-s N]
+                         [--gcp-public-key FILE | --write-service-account FILE]
                          [--aws-access-key-id AKID --aws-secret-access-key SECRET]
                          [--mcp-tools a,b,...] [--mcp-tool-prefix P] [--mcp-page-size N] [--mcp-response json|sse]
 
-Serves on HOST (default 127.0.0.1):
+Prints "listening on URL": the URL is what a provider's base_url takes (the protocol's own, with
+--protocol). Serves on HOST (default 127.0.0.1):
   POST /v1/chat/completions        OpenAI chat, plain and streamed, with tool calls
   POST /v1/messages                Anthropic messages, plain and streamed, tool use, cache_control usage
   POST /v1/messages/count_tokens   Anthropic token count
@@ -101,6 +110,8 @@ models/{m}:rawPredict|streamRawPredict, each wanting a bearer token the mock iss
   POST /token                      a service account's JWT (jwt-bearer grant) for a token;
                                    with --gcp-public-key FILE (PEM) its signature is verified
   GET  /computeMetadata/v1/...     the GCE metadata server (Metadata-Flavor: Google)
+--write-service-account FILE writes a service account key file (0600) whose JWTs the token endpoint
+verifies: a vertex provider's gcp.service_account. A FILE that exists already is used as it is.
 Tokens live --token-ttl-s seconds (default 3600); GET /__mock/tokens counts them, and
 GET|POST|DELETE /__mock/token-faults takes faults for the token routes.
 --protocol serves one cloud's API alone (and the control API). With --protocol bedrock:
@@ -132,6 +143,7 @@ Details: docs/mock-provider.md.`,
       protocol: { type: 'string' },
       'token-ttl-s': { type: 'string' },
       'gcp-public-key': { type: 'string' },
+      'write-service-account': { type: 'string' },
       'aws-access-key-id': { type: 'string' },
       'aws-secret-access-key': { type: 'string' },
       'mcp-tools': { type: 'string' },
@@ -156,6 +168,7 @@ Details: docs/mock-provider.md.`,
         ...(values['mcp-page-size'] === undefined ? {} : { mcpPageSize: int(values['mcp-page-size'], '--mcp-page-size', 0) }),
         ...(mcpResponse === undefined ? {} : { mcpResponse }),
       };
+      const account = serviceAccountOf(values);
       const mock = await startMockProvider({
         ...mcp,
         ...(typeof values.protocol === 'string' ? { protocol: mockProtocol(values.protocol) } : {}),
@@ -164,6 +177,7 @@ Details: docs/mock-provider.md.`,
         ...(typeof values['gcp-public-key'] === 'string'
           ? { gcpPublicKeyPem: readFileSync(requireString(values['gcp-public-key'], '--gcp-public-key'), 'utf8') }
           : {}),
+        ...(account === null ? {} : { gcpPublicKeyPem: account.key.publicKeyPem }),
         ...awsKeyPair(values),
         name: requireString(values.name, '--name'),
         port: int(values.port, '--port', 0),
@@ -172,8 +186,19 @@ Details: docs/mock-provider.md.`,
         streamChunkDelayMs: int(values['stream-chunk-delay-ms'], '--stream-chunk-delay-ms', 0),
         streamChunks: int(values['stream-chunks'], '--stream-chunks', 5),
       });
-      const url = values.protocol === 'mcp' ? `${mock.origin}/mcp` : mock.baseUrl;
-      process.stdout.write(`mock provider ${mock.name} listening on ${url}\n`);
+      if (account !== null) {
+        try {
+          account.key.write(mock.origin);
+        } catch (err) {
+          await mock.close();
+          throw new Error(`cannot write ${account.file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+        }
+      }
+      process.stdout.write(`mock provider ${mock.name} listening on ${listeningLine(values.protocol, mock)}\n`);
+      if (account !== null) {
+        const how = account.key.reused ? 'read' : 'written';
+        process.stdout.write(`service account key ${how}: ${account.file} (gcp.service_account; its JWTs are verified)\n`);
+      }
       const stop = (): void => void mock.close().then(() => process.exit(0));
       process.once('SIGTERM', stop);
       process.once('SIGINT', stop);
@@ -314,6 +339,36 @@ function awsKeyPair(values: Record<string, string | boolean | undefined>): { aws
     );
   }
   return { awsAccessKeyId: id, awsSecretAccessKey: secret };
+}
+
+/**
+ * The URL a provider's base_url takes for what the mock serves, and for whom: a cloud's API
+ * (Bedrock, Vertex, Gemini) wants the bare origin, as its client adds the API's own path.
+ */
+function listeningLine(protocol: string | boolean | undefined, mock: MockProvider): string {
+  switch (protocol) {
+    case 'bedrock':
+      return `${mock.origin} (base_url for a bedrock provider)`;
+    case 'vertex':
+      return `${mock.origin} (base_url for a vertex provider; gcp.token_url: ${mock.origin}/token)`;
+    case 'gemini':
+      return `${mock.origin} (base_url for a gemini provider)`;
+    case 'mcp':
+      return `${mock.origin}/mcp (base_url for an mcp provider)`;
+    default:
+      return `${mock.baseUrl} (base_url for openai and anthropic providers; gemini and azure_openai: ${mock.origin})`;
+  }
+}
+
+/** --write-service-account FILE: vertex only, and instead of --gcp-public-key (it brings its own key). */
+function serviceAccountOf(values: Record<string, string | boolean | undefined>): { file: string; key: MockServiceAccount } | null {
+  const flag = values['write-service-account'];
+  if (flag === undefined) return null;
+  if (values.protocol !== 'vertex') throw new UsageError('--write-service-account only applies with --protocol vertex');
+  if (values['gcp-public-key'] !== undefined)
+    throw new UsageError('--write-service-account and --gcp-public-key both name the key JWTs are verified by: give one');
+  const file = resolve(requireString(flag, '--write-service-account'));
+  return { file, key: mockServiceAccount(file) };
 }
 
 function mockProtocol(value: string): MockProtocol {
