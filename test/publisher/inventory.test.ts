@@ -126,13 +126,16 @@ describe('the inventory', () => {
         .replace('models:', 'weight: 0\n    state: paused\n    models:'),
     );
     assert.equal(err.code, 'inventory_invalid');
-    assert.deepEqual([...err.issues].sort((a, b) => a.path.localeCompare(b.path)), [
-      { path: 'network', message: 'required' },
-      { path: 'providers[0].colour', message: 'unknown key' },
-      { path: 'providers[0].state', message: 'must be one of: active, drain, withdrawn' },
-      { path: 'providers[0].weight', message: 'must be a whole number 1-1000' },
-      { path: 'providers[0].wieght', message: 'unknown key' },
-    ]);
+    assert.deepEqual(
+      [...err.issues].sort((a, b) => a.path.localeCompare(b.path)),
+      [
+        { path: 'network', message: 'required' },
+        { path: 'providers[0].colour', message: 'unknown key' },
+        { path: 'providers[0].state', message: 'must be one of: active, drain, withdrawn' },
+        { path: 'providers[0].weight', message: 'must be a whole number 1-1000' },
+        { path: 'providers[0].wieght', message: 'unknown key' },
+      ],
+    );
     for (const { path } of err.issues) assert.ok(err.message.includes(`${path}: `), `the message names ${path}: ${err.message}`);
   });
 
