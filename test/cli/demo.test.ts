@@ -7,9 +7,10 @@ import { test } from 'node:test';
 import OpenAI from 'openai';
 import { tally, waitUntil } from '../support/observe.js';
 
-// What `npm start` runs: `switchyard demo`, on its fixed ports, with its example config.
+// What `npm start` runs: `switchyard demo`, on its default ports, with its example config.
 // The demo's ports are part of its promise (the printed curl commands use them), so the
-// test skips rather than fails when another program holds one of them.
+// first test skips rather than fails when another program holds one of them; the others
+// choose ports with --port, as a user whose 8080 is taken does.
 
 const CLI = resolve(import.meta.dirname, '../../dist/cli.js');
 const PORTS = [8080, 9090, 9001, 9002, 9003, 9004];
