@@ -18,6 +18,7 @@ import {
   readInventory,
   renderOverlay,
   serveGrid,
+  writeByRename,
 } from './publisher/index.js';
 import { createLogger, flushLogger } from './telemetry/index.js';
 
@@ -30,8 +31,8 @@ switchyard overlay publish --inventory FILE --dir DIR --layout kubelet|rename
 switchyard overlay verify  FILE [--expected-scope network=N,gateway=G,namespace=NS,local_site=S]
 switchyard overlay diff    OLD NEW
 
-render   prints the v1 envelope for the inventory (source_generation 1 when printed), or
-         publishes it to --out FILE by rename, keeping its generation in a state file beside it.
+render   prints the v1 envelope for the inventory, or writes it to --out FILE (by rename). It only
+         renders: source_generation is 1 and no state file is kept; publish counts generations.
 publish  writes DIR/${OVERLAY_KEY}: "kubelet" as the kubelet updates a ConfigMap volume
          (timestamped folder, ..data swapped by one rename, key symlink), "rename" as a temp
          file renamed over the target. The same revision already published: nothing is written.
@@ -90,25 +91,39 @@ revision stays. --listen serves GET /metrics and GET /status. SIGTERM or SIGINT 
 
 type Values = Record<string, string | boolean | undefined>;
 
+/**
+ * Rendering stops at the rendered envelope (docs/overlay-format.md, the lifecycle): printed, or
+ * written to --out FILE by rename, never published. It keeps no state, so it is always
+ * generation 1 under a uid named for the scope; `overlay publish` counts generations.
+ */
 async function render(values: Values, args: readonly string[], version: string): Promise<number> {
   noArgs(args, 'overlay render');
   const inventory = await readInventory(resolve(requireString(values.inventory, '--inventory')));
   const rendered = renderOverlay(inventory);
+  const uid = `preview-${inventory.network}-${inventory.gateway}`.replace(/[^A-Za-z0-9_.:-]/g, '-').slice(0, 128);
+  const envelope = envelopeFor(inventory, rendered, {
+    sourceUid: uid,
+    sourceGeneration: 1,
+    producerVersion: version,
+    renderedAt: new Date(),
+  });
+  const text = `${JSON.stringify(envelope, null, 2)}\n`;
   if (typeof values.out !== 'string') {
-    // A preview: no state file to continue, so generation 1 under a uid named for the scope.
-    const uid = `preview-${inventory.network}-${inventory.gateway}`.replace(/[^A-Za-z0-9_.:-]/g, '-').slice(0, 128);
-    const envelope = envelopeFor(inventory, rendered, {
-      sourceUid: uid,
-      sourceGeneration: 1,
-      producerVersion: version,
-      renderedAt: new Date(),
-    });
-    process.stdout.write(`${JSON.stringify(envelope, null, 2)}\n`);
+    process.stdout.write(text);
     return 0;
   }
-  return reportPublish(
-    await publishOverlay(inventory, rendered, { layout: 'rename', file: resolve(values.out) }, { producerVersion: version }),
-  );
+  const out = resolve(requireString(values.out, '--out'));
+  try {
+    await writeByRename(out, text);
+  } catch (err) {
+    throw new PublishError(
+      'write_failed',
+      `cannot write ${JSON.stringify(out)}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
+  }
+  const count = rendered.payload.candidates.length;
+  process.stdout.write(`${out}: rendered revision ${rendered.revision}, ${count} candidate(s); not published (see "overlay publish")\n`);
+  return 0;
 }
 
 async function publish(values: Values, args: readonly string[], version: string): Promise<number> {

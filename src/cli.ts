@@ -5,12 +5,20 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { describeIntact, verifyAuditFile, verifyAuditSet } from './audit/index.js';
 import { type Command, help, UsageError } from './cli-command.js';
+import { demoCommand } from './cli-demo.js';
 import { managedCommands } from './cli-managed.js';
 import { publisherCommands } from './cli-publisher.js';
 import { usageCommand } from './cli-usage.js';
 import { type ConfigIssue, formatIssue } from './config/index.js';
 import { type OverlaySnapshot, prepareGeneration } from './live/index.js';
-import { MOCK_PROTOCOLS, type MockProtocol, startMockProvider } from './mock/index.js';
+import {
+  MOCK_PROTOCOLS,
+  type MockProtocol,
+  type MockProvider,
+  type MockServiceAccount,
+  mockServiceAccount,
+  startMockProvider,
+} from './mock/index.js';
 import { PoolRegistry } from './providers/index.js';
 import { PublishError } from './publisher/index.js';
 import { StartupError, startGateway } from './server/index.js';
@@ -69,11 +77,13 @@ an overlay candidate naming no configured provider). Otherwise prints every erro
     summary:
       'run a mock OpenAI, Anthropic and Gemini provider, or Bedrock, Vertex AI or an MCP server alone (for demos, tests and benchmarks)',
     usage: `switchyard mock-provider --port N --name NAME [--latency-ms N] [--stream-chunk-delay-ms N] [--stream-chunks N] [--host HOST]
-                         [--api-key KEY] [--protocol bedrock|vertex|gemini|mcp] [--token-ttl-s N] [--gcp-public-key FILE]
+                         [--api-key KEY] [--protocol bedrock|vertex|gemini|mcp] [--token-ttl-s N]
+                         [--gcp-public-key FILE | --write-service-account FILE]
                          [--aws-access-key-id AKID --aws-secret-access-key SECRET]
                          [--mcp-tools a,b,...] [--mcp-tool-prefix P] [--mcp-page-size N] [--mcp-response json|sse]
 
-Serves on HOST (default 127.0.0.1):
+Prints "listening on URL": the URL is what a provider's base_url takes (the protocol's own, with
+--protocol). Serves on HOST (default 127.0.0.1):
   POST /v1/chat/completions        OpenAI chat, plain and streamed, with tool calls
   POST /v1/messages                Anthropic messages, plain and streamed, tool use, cache_control usage
   POST /v1/messages/count_tokens   Anthropic token count
@@ -100,6 +110,8 @@ models/{m}:rawPredict|streamRawPredict, each wanting a bearer token the mock iss
   POST /token                      a service account's JWT (jwt-bearer grant) for a token;
                                    with --gcp-public-key FILE (PEM) its signature is verified
   GET  /computeMetadata/v1/...     the GCE metadata server (Metadata-Flavor: Google)
+--write-service-account FILE writes a service account key file (0600) whose JWTs the token endpoint
+verifies: a vertex provider's gcp.service_account. A FILE that exists already is used as it is.
 Tokens live --token-ttl-s seconds (default 3600); GET /__mock/tokens counts them, and
 GET|POST|DELETE /__mock/token-faults takes faults for the token routes.
 --protocol serves one cloud's API alone (and the control API). With --protocol bedrock:
@@ -131,6 +143,7 @@ Details: docs/mock-provider.md.`,
       protocol: { type: 'string' },
       'token-ttl-s': { type: 'string' },
       'gcp-public-key': { type: 'string' },
+      'write-service-account': { type: 'string' },
       'aws-access-key-id': { type: 'string' },
       'aws-secret-access-key': { type: 'string' },
       'mcp-tools': { type: 'string' },
@@ -155,6 +168,7 @@ Details: docs/mock-provider.md.`,
         ...(values['mcp-page-size'] === undefined ? {} : { mcpPageSize: int(values['mcp-page-size'], '--mcp-page-size', 0) }),
         ...(mcpResponse === undefined ? {} : { mcpResponse }),
       };
+      const account = serviceAccountOf(values);
       const mock = await startMockProvider({
         ...mcp,
         ...(typeof values.protocol === 'string' ? { protocol: mockProtocol(values.protocol) } : {}),
@@ -163,6 +177,7 @@ Details: docs/mock-provider.md.`,
         ...(typeof values['gcp-public-key'] === 'string'
           ? { gcpPublicKeyPem: readFileSync(requireString(values['gcp-public-key'], '--gcp-public-key'), 'utf8') }
           : {}),
+        ...(account === null ? {} : { gcpPublicKeyPem: account.key.publicKeyPem }),
         ...awsKeyPair(values),
         name: requireString(values.name, '--name'),
         port: int(values.port, '--port', 0),
@@ -171,41 +186,26 @@ Details: docs/mock-provider.md.`,
         streamChunkDelayMs: int(values['stream-chunk-delay-ms'], '--stream-chunk-delay-ms', 0),
         streamChunks: int(values['stream-chunks'], '--stream-chunks', 5),
       });
-      const url = values.protocol === 'mcp' ? `${mock.origin}/mcp` : mock.baseUrl;
-      process.stdout.write(`mock provider ${mock.name} listening on ${url}\n`);
+      if (account !== null) {
+        try {
+          account.key.write(mock.origin);
+        } catch (err) {
+          await mock.close();
+          throw new Error(`cannot write ${account.file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+        }
+      }
+      process.stdout.write(`mock provider ${mock.name} listening on ${listeningLine(values.protocol, mock)}\n`);
+      if (account !== null) {
+        const how = account.key.reused ? 'read' : 'written';
+        process.stdout.write(`service account key ${how}: ${account.file} (gcp.service_account; its JWTs are verified)\n`);
+      }
       const stop = (): void => void mock.close().then(() => process.exit(0));
       process.once('SIGTERM', stop);
       process.once('SIGINT', stop);
       return 'running';
     },
   },
-  demo: {
-    summary: 'start three mock providers, a mock MCP server and a gateway on 127.0.0.1:8080 (what `npm start` runs)',
-    usage: `switchyard demo
-
-Starts mock providers east, west and central on 127.0.0.1:9001-9003, a mock MCP server
-(tools) on 127.0.0.1:9004 and a gateway on 127.0.0.1:8080 (admin on 127.0.0.1:9090) with
-examples/demo.yaml. No credentials, no network.`,
-    options: { help },
-    async run() {
-      const mocks = await Promise.all([
-        ...(['east', 'west', 'central'] as const).map((name, i) =>
-          startMockProvider({ name, port: 9001 + i, streamChunkDelayMs: 150, streamChunks: 8 }),
-        ),
-        // JSON answers, so that the printed curl commands show them plainly.
-        startMockProvider({ name: 'tools', port: 9004, protocol: 'mcp', mcpResponse: 'json' }),
-      ]).catch((err: unknown) => {
-        throw new Error(`cannot start the demo's mock providers on ports 9001-9004: ${(err as Error).message}`);
-      });
-      const configPath = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'examples', 'demo.yaml');
-      const code = await serve(configPath, async () => {
-        await Promise.all(mocks.map((m) => m.close()));
-      });
-      if (code === 'running') process.stdout.write(demoText(process.pid));
-      else await Promise.all(mocks.map((m) => m.close()));
-      return code;
-    },
-  },
+  demo: demoCommand(serve),
   usage: usageCommand,
   audit: {
     summary: "check an audit log's hash chain",
@@ -290,7 +290,12 @@ async function validateConfig(
   }
 }
 
-async function serve(configPath: string, afterShutdown?: () => Promise<void>): Promise<number | 'running'> {
+/** `hint`, for a refusal: a line on what to do about these issues (the demo's --port), or null. */
+async function serve(
+  configPath: string,
+  afterShutdown?: () => Promise<void>,
+  hint?: (issues: readonly ConfigIssue[]) => string | null,
+): Promise<number | 'running'> {
   try {
     await startGateway({
       configPath,
@@ -305,52 +310,12 @@ async function serve(configPath: string, afterShutdown?: () => Promise<void>): P
     if (err instanceof StartupError) {
       process.stderr.write(`switchyard: cannot start with ${configPath}:\n`);
       for (const issue of err.issues) process.stderr.write(`  ${formatIssue(issue)}\n`);
+      const advice = hint?.(err.issues) ?? null;
+      if (advice !== null) process.stderr.write(`${advice}\n`);
       return 1;
     }
     throw err;
   }
-}
-
-/** The demo runs the gateway in this process, so its pid is the one SIGHUP reloads. */
-function demoText(pid: number): string {
-  return `
-Switchyard demo: gateway on http://127.0.0.1:8080, admin on http://127.0.0.1:9090
-Mock providers: east :9001, west :9002, central :9003; MCP server tools :9004. Ctrl-C stops everything.
-
-Try:
-  curl -s http://127.0.0.1:8080/v1/chat/completions -H 'content-type: application/json' \\
-    -d '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hello"}]}' -D - 
-
-  # round-robin over east, west, central: watch x-switchyard-provider
-  for i in 1 2 3; do curl -s -o /dev/null -D - http://127.0.0.1:8080/v1/chat/completions \\
-    -d '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}' | grep -i x-switchyard-provider; done
-
-  # streaming
-  curl -sN http://127.0.0.1:8080/v1/chat/completions \\
-    -d '{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"hi"}]}'
-
-  # make east fail, then watch gpt-4o fail over to west (x-switchyard-fallback: east)
-  curl -s http://127.0.0.1:9001/__mock/faults -d '{"mode":"status","status":500,"count":1}'
-  curl -s -D - -o /dev/null http://127.0.0.1:8080/v1/chat/completions \\
-    -d '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}'
-
-  curl -s http://127.0.0.1:8080/v1/models
-  curl -s http://127.0.0.1:9090/admin/status
-  curl -s -X POST http://127.0.0.1:9090/admin/reload     # or: kill -HUP ${pid}
-  curl -s http://127.0.0.1:9090/metrics | grep switchyard_requests_total   # the admin listener: with keys, metrics stay there
-
-  # MCP: initialize a session (note its Mcp-Session-Id), then list and call the tools
-  curl -s -D - http://127.0.0.1:8080/mcp -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \\
-    -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}'
-  curl -s http://127.0.0.1:8080/mcp -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \\
-    -H "mcp-session-id: $SESSION" -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}'
-
-With the official openai client (top-level await: save as demo.mjs, run node demo.mjs):
-  import OpenAI from 'openai';
-  const client = new OpenAI({ baseURL: 'http://127.0.0.1:8080/v1', apiKey: 'unused' });
-  const r = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
-  console.log(r.choices[0].message.content);
-`;
 }
 
 function requireString(value: string | boolean | undefined, flag: string): string {
@@ -376,6 +341,36 @@ function awsKeyPair(values: Record<string, string | boolean | undefined>): { aws
   return { awsAccessKeyId: id, awsSecretAccessKey: secret };
 }
 
+/**
+ * The URL a provider's base_url takes for what the mock serves, and for whom: a cloud's API
+ * (Bedrock, Vertex, Gemini) wants the bare origin, as its client adds the API's own path.
+ */
+function listeningLine(protocol: string | boolean | undefined, mock: MockProvider): string {
+  switch (protocol) {
+    case 'bedrock':
+      return `${mock.origin} (base_url for a bedrock provider)`;
+    case 'vertex':
+      return `${mock.origin} (base_url for a vertex provider; gcp.token_url: ${mock.origin}/token)`;
+    case 'gemini':
+      return `${mock.origin} (base_url for a gemini provider)`;
+    case 'mcp':
+      return `${mock.origin}/mcp (base_url for an mcp provider)`;
+    default:
+      return `${mock.baseUrl} (base_url for openai and anthropic providers; gemini and azure_openai: ${mock.origin})`;
+  }
+}
+
+/** --write-service-account FILE: vertex only, and instead of --gcp-public-key (it brings its own key). */
+function serviceAccountOf(values: Record<string, string | boolean | undefined>): { file: string; key: MockServiceAccount } | null {
+  const flag = values['write-service-account'];
+  if (flag === undefined) return null;
+  if (values.protocol !== 'vertex') throw new UsageError('--write-service-account only applies with --protocol vertex');
+  if (values['gcp-public-key'] !== undefined)
+    throw new UsageError('--write-service-account and --gcp-public-key both name the key JWTs are verified by: give one');
+  const file = resolve(requireString(flag, '--write-service-account'));
+  return { file, key: mockServiceAccount(file) };
+}
+
 function mockProtocol(value: string): MockProtocol {
   const protocol = MOCK_PROTOCOLS.find((p) => p === value);
   if (protocol === undefined) throw new UsageError(`--protocol must be one of ${MOCK_PROTOCOLS.join(', ')}`);
@@ -387,6 +382,13 @@ function int(value: string | boolean | undefined, flag: string, fallback: number
   const n = Number(value);
   if (typeof value !== 'string' || !Number.isInteger(n) || n < 0) throw new UsageError(`${flag} must be a whole number >= 0`);
   return n;
+}
+
+/** A publisher error; several issues (an inventory's) one a line, as `validate` prints a config's. */
+function publishFailure(err: PublishError): string {
+  if (err.issues.length < 2) return `${err.code}: ${err.message}`;
+  const lines = err.issues.map((i) => `\n  ${i.path}: ${i.message}`).join('');
+  return `${err.code}: ${err.subject}: ${err.issues.length} errors${lines}`;
 }
 
 /** From package.json next to dist/ (or src/ under tsx): the one place the version is written. */
@@ -436,7 +438,7 @@ async function main(argv: string[]): Promise<number | 'running'> {
     }
     return await command.run(values as Record<string, string | boolean | undefined>, positionals);
   } catch (err) {
-    const message = err instanceof PublishError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
+    const message = err instanceof PublishError ? publishFailure(err) : err instanceof Error ? err.message : String(err);
     const isUsage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true;
     process.stderr.write(`switchyard ${name}: ${message}\n${isUsage ? `\n${command.usage}\n` : ''}`);
     return 1;

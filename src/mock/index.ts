@@ -15,6 +15,7 @@
  */
 
 export type { MockFault, MockFaultMode } from './fault-queue.js';
+export { MOCK_SERVICE_ACCOUNT, type MockServiceAccount, mockServiceAccount } from './gcp-service-account.js';
 export type { MockTokenStats } from './gcp-tokens.js';
 export type { McpStats, McpToolChange } from './mcp.js';
 export type { McpAddedTool, McpToolName } from './mcp-tools.js';

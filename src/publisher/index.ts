@@ -14,7 +14,7 @@ export { Grid, type GridOptions, type GridStatus } from './grid.js';
 export { serveGrid } from './grid-http.js';
 export { type HealthVerdict, ProviderHealth } from './health.js';
 export { type Inventory, MAX_INVENTORY_BYTES, parseInventory, readInventory } from './inventory.js';
-export { PUBLISH_ISSUE_CODES, PublishError, type PublishIssueCode } from './issues.js';
+export { PUBLISH_ISSUE_CODES, PublishError, type PublishIssue, type PublishIssueCode } from './issues.js';
 export { LAYOUTS, type Layout, type Output, statePathFor, visiblePath, writeByRename, writeKubelet } from './output.js';
 export { checkEnvelope, type PublishOutcome, publishOverlay, readPublished } from './publish.js';
 export {

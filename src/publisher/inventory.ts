@@ -3,7 +3,7 @@
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { formatPath, readFileSlice } from '../contract/index.js';
-import { PublishError } from './issues.js';
+import { PublishError, type PublishIssue } from './issues.js';
 
 /** An inventory is a hand-edited list; a megabyte is far beyond any real one. */
 export const MAX_INVENTORY_BYTES = 1024 * 1024;
@@ -115,14 +115,21 @@ export type Inventory = z.infer<typeof inventorySchema>;
 export type InventoryProvider = Inventory['providers'][number];
 export type HealthCheck = NonNullable<InventoryProvider['health']>;
 
-/** Parses inventory text (YAML, or JSON, which YAML reads too). Throws a PublishError naming the path. */
+/**
+ * Parses inventory text (YAML, or JSON, which YAML reads too). Throws a PublishError holding
+ * every problem found, each at its path, so one run reports them all.
+ */
 export function parseInventory(source: string, where = 'inventory'): Inventory {
   if (source.trim() === '') throw new PublishError('inventory_invalid', `${where}: the file is empty`);
   const doc = parseDocument(source, { uniqueKeys: true });
-  const syntax = doc.errors[0];
-  if (syntax !== undefined) {
-    const at = syntax.linePos ? ` at line ${syntax.linePos[0].line}, column ${syntax.linePos[0].col}` : '';
-    throw new PublishError('inventory_invalid', `${where}: YAML syntax error${at}: ${syntax.code}`);
+  if (doc.errors.length > 0) {
+    throw invalid(
+      where,
+      doc.errors.map((e) => ({
+        path: e.linePos ? `line ${e.linePos[0].line}, column ${e.linePos[0].col}` : '(document)',
+        message: `YAML syntax error: ${e.code}`,
+      })),
+    );
   }
   let value: unknown;
   try {
@@ -132,16 +139,25 @@ export function parseInventory(source: string, where = 'inventory'): Inventory {
   }
   const parsed = inventorySchema.safeParse(value);
   if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  if (issue === undefined) throw new PublishError('inventory_invalid', `${where}: invalid`);
-  const path = issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0] ?? ''] : issue.path;
-  const message =
-    issue.code === 'unrecognized_keys'
-      ? 'unknown key'
-      : issue.input === undefined && issue.code === 'invalid_type'
-        ? 'required'
-        : issue.message;
-  throw new PublishError('inventory_invalid', `${where}: ${formatPath(path) || '(top level)'}: ${message}`);
+  const issues = parsed.error.issues.flatMap((issue): PublishIssue[] => {
+    // One issue names every unknown key of an object: each is its own error, at its own path.
+    if (issue.code === 'unrecognized_keys') return issue.keys.map((k) => ({ path: pathOf([...issue.path, k]), message: 'unknown key' }));
+    const message = issue.input === undefined && issue.code === 'invalid_type' ? 'required' : issue.message;
+    return [{ path: pathOf(issue.path), message }];
+  });
+  throw invalid(where, issues.length > 0 ? issues : [{ path: '(top level)', message: 'invalid' }]);
+}
+
+function pathOf(path: readonly PropertyKey[]): string {
+  return formatPath(path) || '(top level)';
+}
+
+/** One line for logs and `last_error` (every issue, `; ` apart); the CLI prints `issues` one a line. */
+function invalid(where: string, issues: readonly PublishIssue[]): PublishError {
+  return new PublishError('inventory_invalid', `${where}: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, {
+    subject: where,
+    issues,
+  });
 }
 
 /** Reads (bounded, through the contract's reader) and parses an inventory file. */

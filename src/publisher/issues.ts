@@ -20,11 +20,23 @@ export const PUBLISH_ISSUE_CODES = [
 ] as const;
 export type PublishIssueCode = (typeof PUBLISH_ISSUE_CODES)[number];
 
+/** One thing wrong with an input, at its field path (`providers[0].weight`), as `validate` reports the gateway's. */
+export interface PublishIssue {
+  readonly path: string;
+  readonly message: string;
+}
+
 export class PublishError extends Error {
   readonly code: PublishIssueCode;
-  constructor(code: PublishIssueCode, message: string) {
+  /** Every problem found, each with its path, when the input was checked as a whole (an inventory); else empty. */
+  readonly issues: readonly PublishIssue[];
+  /** What the issues are about (`inventory file "/x.yaml"`); the message starts with it. */
+  readonly subject: string;
+  constructor(code: PublishIssueCode, message: string, found?: { subject: string; issues: readonly PublishIssue[] }) {
     super(message);
     this.name = 'PublishError';
     this.code = code;
+    this.issues = found?.issues ?? [];
+    this.subject = found?.subject ?? '';
   }
 }

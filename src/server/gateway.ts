@@ -154,7 +154,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   }
   // A caller that passes its own logger owns its level; otherwise `log.level` sets it.
   const reloader = new Reloader(svc, options.configPath, env, options.logger === undefined, database.snapshot);
-  reloader.adopt(first, started);
+  const announce = reloader.adopt(first, started);
   const coordinator = new ReloadCoordinator(reloader.run);
 
   const traffic: TrafficState = { inflight: 0, draining: false, open: new OpenExchanges() };
@@ -171,7 +171,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       reloadForDatabase: () => coordinator.request('database'),
     },
     options.version ?? 'dev',
-  );
+  ).catch(async (err: unknown) => {
+    // Nothing served: what was built is let go, so the process can exit with the reason.
+    await releaseServices(svc, database);
+    throw err;
+  });
+  // Only now, bound: a start that cannot listen reports that, not a generation that never served.
+  announce();
   const watches = await watchInputs(options.configPath, config, coordinator);
   const lastUsed = database.records === null ? null : trackLastUsed(svc, database);
   const ledger = svc.ledger instanceof Ledger ? svc.ledger : null;
@@ -222,6 +228,20 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     reload: (trigger = 'admin') => coordinator.request(trigger),
     close,
   };
+}
+
+/** A start that failed after the services were built: each is closed, as a drain would, with no listener to drain. */
+async function releaseServices(svc: Services, database: DatabaseLink): Promise<void> {
+  await svc.mcp.close();
+  svc.tokens.stopAll();
+  await svc.pools.destroyAll();
+  await svc.governance.close();
+  await svc.audit?.close();
+  if (svc.ledger instanceof Ledger) await svc.ledger.close(LEDGER_CLOSE_MS);
+  await database.close();
+  await svc.tracing?.shutdown().catch(() => undefined);
+  svc.accessLog.close();
+  flushLogger(svc.logger);
 }
 
 /** Writes when keys were last used, once a minute, off the request path; a failed write is tried again next time. */
@@ -393,10 +413,10 @@ async function startListeners(
     createServer(serverOptions(server), createApiHandler(svc, { maxBodyBytes: server.max_body_bytes, version }, traffic)),
     server,
   );
-  const url = await listen(api, server.listen);
+  const url = await listen(api, server.listen, 'server.listen');
   if (server.admin_listen === undefined) return { api, admin: null, url, adminUrl: null };
   const adminServer = limited(createServer(serverOptions(server), createAdminHandler(admin)), server);
-  const adminUrl = await listen(adminServer, server.admin_listen).catch(async (err: unknown) => {
+  const adminUrl = await listen(adminServer, server.admin_listen, 'server.admin_listen').catch(async (err: unknown) => {
     await closeServer(api);
     throw err;
   });
@@ -564,15 +584,23 @@ function limited(s: Server, server: ServerConfig): Server {
   return s;
 }
 
-function listen(server: Server, hostPort: string): Promise<string> {
+/** Why a listener could not bind, in words, with the system's code for a search. */
+function why(err: Error): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  const words: Record<string, string> = {
+    EADDRINUSE: 'the address is already in use by another process',
+    EACCES: 'permission denied (a port below 1024 needs privileges)',
+    EADDRNOTAVAIL: 'no network interface here has that address',
+  };
+  const said = code === undefined ? undefined : words[code];
+  return said === undefined ? (code ?? err.message) : `${said} (${code})`;
+}
+
+/** `key` is the config key that names the address, for the error's path. */
+function listen(server: Server, hostPort: string, key: 'server.listen' | 'server.admin_listen'): Promise<string> {
   const { host, port } = splitHostPort(hostPort);
   return new Promise((resolve, reject) => {
-    const onError = (err: Error): void =>
-      reject(
-        new StartupError([
-          { path: 'server', message: `cannot listen on ${hostPort}: ${(err as NodeJS.ErrnoException).code ?? err.message}` },
-        ]),
-      );
+    const onError = (err: Error): void => reject(new StartupError([{ path: key, message: `cannot listen on ${hostPort}: ${why(err)}` }]));
     server.once('error', onError);
     server.listen(port, host, () => {
       server.off('error', onError);

@@ -100,12 +100,16 @@ export class Reloader {
 
   /**
    * Puts the first generation in service: the one start-up prepared with the same
-   * prepareGeneration() every reload runs, before the services existed. Recorded in the
-   * history and metrics as the `startup` reload.
+   * prepareGeneration() every reload runs, before the services existed. The swap happens now,
+   * so a request never meets an empty holder; its `startup` record (log line, history,
+   * metrics, audit) is made by the returned announce(), which start-up calls once the listeners
+   * are bound: a start that cannot bind reports only that failure, never a generation that did
+   * not serve.
    */
-  adopt(prepared: Preparation & { readonly outcome: 'built' }, started: number): ReloadResult {
-    const changes = diffGenerations(null, prepared.generation);
-    return this.#conclude(prepared, changes, (result, extra) => this.#finish('startup', started, null, result, extra));
+  adopt(prepared: Preparation & { readonly outcome: 'built' }, started: number): () => ReloadResult {
+    this.#inputs = prepared.read;
+    const details = this.#apply(prepared, diffGenerations(null, prepared.generation));
+    return () => this.#finish('startup', started, null, 'applied', details);
   }
 
   readonly run = async (trigger: ReloadTrigger): Promise<ReloadResult> => {
@@ -171,22 +175,27 @@ export class Reloader {
       if (prepared.overlay !== undefined) return this.#rejectOverlay(finish, prepared.overlay.reason, prepared.overlay.message);
       return finish('rejected', { errors: prepared.issues });
     }
+    return finish('applied', this.#apply(prepared, changes));
+  }
+
+  /** Swaps a built generation in; what its record will say. */
+  #apply(prepared: Preparation & { readonly outcome: 'built' }, changes: GenerationChanges | null): Partial<ReloadResult> {
     const next = prepared.generation;
     if (next.overlay !== null) {
       this.acceptedRevision = next.overlay.revision;
-      metrics.overlayReloads.inc({ result: 'applied', reason: '' });
+      this.#svc.metrics.overlayReloads.inc({ result: 'applied', reason: '' });
     }
     const access = accessChange(this.#svc.holder.ready ? this.#svc.holder.current() : null, next);
     this.#swap(next);
     this.#startupConfig ??= next.config;
     // Callers that worked a second ago are refused from now on (or anyone is served): never silently.
     if (access !== null) this.#svc.logger.warn({ msg: 'access changed', generation: next.number, change: access });
-    return finish('applied', {
+    return {
       generation: next.number,
       revision: next.overlay?.revision ?? null,
       changes,
       warnings: access === null ? [...prepared.warnings] : [access, ...prepared.warnings],
-    });
+    };
   }
 
   #finish(

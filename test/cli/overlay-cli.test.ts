@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -49,12 +49,19 @@ describe('switchyard overlay', () => {
     assert.equal(parsed.overlay.provenance?.producer, 'switchyard-publisher');
   });
 
-  it('render --out writes the file and keeps its generation beside it', async () => {
+  it('render --out only renders: it writes the envelope, publishes nothing and keeps no state file', async () => {
     const out = join(dir, 'rendered', 'overlay.json');
-    const r = await runCli(['overlay', 'render', '--inventory', file('inv.yaml', inventory(50)), '--out', out]);
-    assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /published revision [0-9a-f]{64} \(source_generation 1\)/);
-    assert.ok(parseOverlay(readFileSync(out)).ok);
+    const inv = file('inv.yaml', inventory(50));
+    for (let run = 0; run < 2; run++) {
+      const r = await runCli(['overlay', 'render', '--inventory', inv, '--out', out]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /rendered revision [0-9a-f]{64}, 3 candidate\(s\); not published/);
+      assert.doesNotMatch(r.stdout, /published revision|source_generation/);
+      const parsed = parseOverlay(readFileSync(out));
+      assert.ok(parsed.ok);
+      assert.equal(parsed.overlay.provenance?.source_generation, 1, 'a render counts no generations');
+    }
+    assert.deepEqual(readdirSync(join(dir, 'rendered')), ['overlay.json'], 'no state file beside it');
   });
 
   it('publish writes once, then says the same revision is already published and writes nothing', async () => {
@@ -147,6 +154,16 @@ describe('switchyard overlay', () => {
     }
     assert.equal(await exited, 0);
     assert.match(out, /"msg":"grid stopped"/);
+  });
+
+  it('a bad inventory gets every error in one run, one a line with its path, as validate prints a config', async () => {
+    const bad = inventory(5000).replace('network: prod\n', '').replace('region: us-west,', 'region: us-west, colour: blue,');
+    const r = await runCli(['overlay', 'render', '--inventory', file('many-bad.yaml', bad)]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /inventory_invalid: inventory file ".*many-bad\.yaml": 3 errors\n/);
+    assert.match(r.stderr, /\n {2}network: required\n/);
+    assert.match(r.stderr, /\n {2}providers\[0\]\.weight: must be a whole number 1-1000\n/);
+    assert.match(r.stderr, /\n {2}providers\[1\]\.colour: unknown key\n/);
   });
 
   it('grid refuses to start on an invalid inventory: exit 1 with the code and the path', async () => {

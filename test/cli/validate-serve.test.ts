@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -230,4 +231,39 @@ describe('switchyard validate and switchyard serve agree', () => {
       }
     });
   }
+});
+
+describe('switchyard serve on an address another process holds', () => {
+  let holder: Server;
+  let busy: string;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'switchyard-vs-bind-'));
+    holder = createServer();
+    await new Promise<void>((res) => holder.listen(0, '127.0.0.1', res));
+    busy = `127.0.0.1:${(holder.address() as AddressInfo).port}`;
+  });
+  after(() => {
+    holder.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('prints the failure first, naming server.listen and the address, announces no generation, and exits 1', async () => {
+    const path = file('busy-listen.yaml', staticConfig().replace('listen: 127.0.0.1:0', `listen: ${busy}`));
+    const r = await runCli(['serve', '--config', path]);
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assert.equal(r.stdout, '', 'nothing is announced before the failure');
+    const [first, second] = r.stderr.split('\n');
+    assert.equal(first, `switchyard: cannot start with ${path}:`);
+    assert.equal(second, `  server.listen: cannot listen on ${busy}: the address is already in use by another process (EADDRINUSE)`);
+  });
+
+  it('with the admin address taken and a Redis store connected, releases what it built and exits 1 naming server.admin_listen', async () => {
+    const server = `, admin_listen: ${busy} }\ngovernance: { store: redis, redis_url: "redis://127.0.0.1:6379", key_prefix: "sy-bind-${process.pid}:"`;
+    const path = file('busy-admin.yaml', staticConfig({ server }));
+    // runCli kills a process still running after 20 s: one that hangs on its Redis connection gets code null.
+    const r = await runCli(['serve', '--config', path]);
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assert.doesNotMatch(r.stdout, /"generation"|"msg":"listening"/, 'no generation is announced and nothing says listening');
+    assert.match(r.stderr, new RegExp(`\\n {2}server\\.admin_listen: cannot listen on ${busy.replaceAll('.', '\\.')}: .*\\(EADDRINUSE\\)`));
+  });
 });

@@ -21,6 +21,8 @@ type Schema = z.core.$ZodType;
 interface KeySpec {
   readonly type: string;
   readonly default: string;
+  /** An enum's values (or a list of one's), as the schema spells them. */
+  readonly values?: readonly string[];
 }
 
 function defOf(s: Schema): Record<string, unknown> & { type: string } {
@@ -77,8 +79,12 @@ function typeName(s: Schema, path: string): string {
       return (def.values as unknown[]).map(String).join(' or ');
     case 'enum':
       return `one of ${Object.values(def.entries as Record<string, string>).join(', ')}`;
-    case 'array':
-      return `list of ${typeName(unwrap(def.element as Schema).inner, path)}s`;
+    case 'array': {
+      const element = unwrap(def.element as Schema).inner;
+      // "list of one of a, bs" would misspell the last value: an enum's values stay as written.
+      if (defOf(element).type === 'enum') return `list, each ${typeName(element, path)}`;
+      return `list of ${typeName(element, path)}s`;
+    }
     case 'record':
       return `map of ${typeName(unwrap(def.valueType as Schema).inner, path)}s`;
     case 'union':
@@ -100,9 +106,18 @@ function schemaKeys(schema: Schema, path = '', out = new Map<string, KeySpec>())
   } else if (def.type === 'array' && isObject(unwrap(def.element as Schema).inner)) {
     into(def.element as Schema, `${path}[]`);
   } else {
-    out.set(path, { type: typeName(inner, path), default: fallback });
+    const values = enumValues(inner);
+    out.set(path, { type: typeName(inner, path), default: fallback, ...(values === null ? {} : { values }) });
   }
   return out;
+}
+
+/** The values of an enum, or of a list of one; null for any other type. */
+function enumValues(s: Schema): string[] | null {
+  const def = defOf(s);
+  if (def.type === 'enum') return Object.values(def.entries as Record<string, string>);
+  if (def.type === 'array') return enumValues(unwrap(def.element as Schema).inner);
+  return null;
 }
 
 interface Row extends KeySpec {
@@ -409,6 +424,20 @@ describe(`${DOC} against the config schema`, () => {
       const actual = { type: row.type, default: row.default.replace(/ \(.*\)$/, ''), reload: row.reload };
       if (!isDeepEqual(expected, actual))
         wrong.push(`${DOC}:${row.line}: ${row.key}: want | ${expected.type} | ${expected.default} | ${expected.reload} |`);
+    }
+    assert.deepEqual(wrong, []);
+  });
+});
+
+describe(`${DOC}: enum values`, () => {
+  it('spells every value of an enum key exactly as the schema does, no more and no fewer', () => {
+    const wrong: string[] = [];
+    for (const row of rows) {
+      const values = keys.get(row.key)?.values;
+      if (values === undefined) continue;
+      const listed = row.type.replace(/^.*one of /, '').split(/,\s*/);
+      if (!isDeepEqual([...listed].sort(), [...values].sort()))
+        wrong.push(`${DOC}:${row.line}: ${row.key}: lists ${listed.join(', ')}; the schema takes ${values.join(', ')}`);
     }
     assert.deepEqual(wrong, []);
   });

@@ -468,7 +468,8 @@ describe('the mock Bedrock options and CLI flags', () => {
         let out = '';
         child.stdout.on('data', (c: Buffer) => {
           out += c.toString();
-          const m = /listening on (http:\/\/\S+)\/v1/.exec(out);
+          // What a bedrock provider's base_url takes: the bare origin, never .../v1.
+          const m = /listening on (http:\/\/127\.0\.0\.1:\d+) \(base_url for a bedrock provider\)/.exec(out);
           if (m !== null) res(m[1] as string);
         });
         void exited.then((code) => rej(new Error(`mock-provider exited (${code}) before listening:\n${out}`)));

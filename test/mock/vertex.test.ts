@@ -508,7 +508,8 @@ describe('the mock Vertex AI otherwise', () => {
         let out = '';
         child.stdout.on('data', (c: Buffer) => {
           out += c.toString();
-          const m = /listening on (http:\/\/\S+)\/v1/.exec(out);
+          // What a vertex provider's base_url takes: the bare origin, never .../v1.
+          const m = /listening on (http:\/\/127\.0\.0\.1:\d+) \(base_url for a vertex provider/.exec(out);
           if (m !== null) res(m[1] as string);
         });
         void exited.then((code) => rej(new Error(`mock-provider exited (${code}) before listening`)));

@@ -118,6 +118,27 @@ describe('the inventory', () => {
     assert.match(refusal(valid.replace('models: [gpt-4o-mini]', 'models: [m, m]')).message, /providers\[0\]\.models\[1\]: listed twice/);
   });
 
+  it('reports every problem of an inventory in one refusal, each at its path', () => {
+    const err = refusal(
+      valid
+        .replace('network: prod\n', '')
+        .replace('region: us-east', 'region: us-east\n    wieght: 3\n    colour: red')
+        .replace('models:', 'weight: 0\n    state: paused\n    models:'),
+    );
+    assert.equal(err.code, 'inventory_invalid');
+    assert.deepEqual(
+      [...err.issues].sort((a, b) => a.path.localeCompare(b.path)),
+      [
+        { path: 'network', message: 'required' },
+        { path: 'providers[0].colour', message: 'unknown key' },
+        { path: 'providers[0].state', message: 'must be one of: active, drain, withdrawn' },
+        { path: 'providers[0].weight', message: 'must be a whole number 1-1000' },
+        { path: 'providers[0].wieght', message: 'unknown key' },
+      ],
+    );
+    for (const { path } of err.issues) assert.ok(err.message.includes(`${path}: `), `the message names ${path}: ${err.message}`);
+  });
+
   it('reads files through the bounded reader: a missing or oversized file is a coded error', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'switchyard-inventory-'));
     await assert.rejects(readInventory(join(dir, 'nope.yaml')), { code: 'inventory_missing' });
