@@ -80,7 +80,8 @@ export interface AdminWriteInput {
   readonly token: string;
   readonly action: 'create' | 'update' | 'delete' | 'revoke' | 'rotate';
   readonly object: 'team' | 'key';
-  readonly id: string;
+  /** The team's or key's id (the record's own `id` is its ULID). */
+  readonly objectId: string;
   /** The fields written, as sent (a key's secret is never among them), or null. */
   readonly change: Readonly<Record<string, unknown>> | null;
   /** The database version the write committed. */
@@ -89,7 +90,15 @@ export interface AdminWriteInput {
 
 /** A write through the admin API to a managed team or key: who, what, and the change. */
 export function adminWrite(x: AdminWriteInput): AuditEvent {
-  return { event: 'admin_write', token: x.token, action: x.action, object: x.object, id: x.id, change: x.change, version: x.version };
+  return {
+    event: 'admin_write',
+    token: x.token,
+    action: x.action,
+    object: x.object,
+    object_id: x.objectId,
+    change: x.change,
+    version: x.version,
+  };
 }
 
 /** An event's own fields; the writer adds id, ts, instance, seq and prev_hash. */

@@ -228,7 +228,13 @@ async function createTeam(ctx: V1Context, a: V1Request, records: ManagedRecords,
     await w.insertTeam({ id, spec, metadata: metadata ?? {} });
     return { commit: true, value: null };
   });
-  const reload = await applied(ctx, a, { action: 'create', object: 'team', id, change: { ...spec, metadata: metadata ?? {} }, version });
+  const reload = await applied(ctx, a, {
+    action: 'create',
+    object: 'team',
+    objectId: id,
+    change: { ...spec, metadata: metadata ?? {} },
+    version,
+  });
   const team = (await records.team(id)) as ManagedTeam;
   sendObject(a.res, 201, teamView(team), tagOf(team.version), reload);
 }
@@ -251,7 +257,13 @@ async function patchTeam(ctx: V1Context, a: V1Request, records: ManagedRecords, 
     return { commit: result === 'ok', value: result };
   });
   judge(outcome, 'team', id);
-  const reload = await applied(ctx, a, { action: 'update', object: 'team', id, change: patchChange(patch), version: version as number });
+  const reload = await applied(ctx, a, {
+    action: 'update',
+    object: 'team',
+    objectId: id,
+    change: patchChange(patch),
+    version: version as number,
+  });
   const team = (await records.team(id)) as ManagedTeam;
   sendObject(a.res, 200, teamView(team), tagOf(team.version), reload);
 }
@@ -271,7 +283,7 @@ async function deleteTeam(ctx: V1Context, a: V1Request, records: ManagedRecords,
     return { commit: result === 'ok', value: result };
   });
   judge(outcome, 'team', id);
-  const reload = await applied(ctx, a, { action: 'delete', object: 'team', id, change: null, version: version as number });
+  const reload = await applied(ctx, a, { action: 'delete', object: 'team', objectId: id, change: null, version: version as number });
   a.res.writeHead(204, reloadHeaders(reload));
   a.res.end();
 }
@@ -359,7 +371,7 @@ async function createKey(ctx: V1Context, a: V1Request, records: ManagedRecords, 
     return { commit: true, value: null };
   });
   const change = { team, ...spec, expires_at: expiresAt, metadata: metadata ?? {} };
-  const reload = await applied(ctx, a, { action: 'create', object: 'key', id, change, version });
+  const reload = await applied(ctx, a, { action: 'create', object: 'key', objectId: id, change, version });
   const key = (await records.key(id)) as ManagedKey;
   // The secret is in this answer and nowhere else: the database keeps its SHA-256.
   sendObject(a.res, 201, { ...keyView(key), key: secret.key }, tagOf(key.version), reload);
@@ -399,7 +411,7 @@ async function patchKey(ctx: V1Context, a: V1Request, records: ManagedRecords, g
   });
   judge(outcome, 'key', id);
   const change = { ...patchChange(patch), ...(expiresAt === undefined ? {} : { expires_at: expiresAt }) };
-  const reload = await applied(ctx, a, { action: 'update', object: 'key', id, change, version: version as number });
+  const reload = await applied(ctx, a, { action: 'update', object: 'key', objectId: id, change, version: version as number });
   const key = (await records.key(id)) as ManagedKey;
   sendObject(a.res, 200, keyView(key), tagOf(key.version), reload);
 }
@@ -419,7 +431,7 @@ async function revokeKey(ctx: V1Context, a: V1Request, records: ManagedRecords, 
     return { commit: result === 'ok', value: result };
   });
   judge(outcome, 'key', id);
-  const reload = version === null ? null : await applied(ctx, a, { action: 'revoke', object: 'key', id, change: null, version });
+  const reload = version === null ? null : await applied(ctx, a, { action: 'revoke', object: 'key', objectId: id, change: null, version });
   const key = (await records.key(id)) as ManagedKey;
   sendObject(a.res, 200, keyView(key), tagOf(key.version), reload);
 }
@@ -446,7 +458,13 @@ async function rotateKey(ctx: V1Context, a: V1Request, records: ManagedRecords, 
     return { commit: result === 'ok', value: result };
   });
   judge(outcome, 'key', id);
-  const reload = await applied(ctx, a, { action: 'rotate', object: 'key', id, change: { grace_s: grace }, version: version as number });
+  const reload = await applied(ctx, a, {
+    action: 'rotate',
+    object: 'key',
+    objectId: id,
+    change: { grace_s: grace },
+    version: version as number,
+  });
   const key = (await records.key(id)) as ManagedKey;
   sendObject(a.res, 200, { ...keyView(key), key: secret.key }, tagOf(key.version), reload);
 }

@@ -223,7 +223,7 @@ describe('managed teams and keys on SQLite', () => {
       .split('\n')
       .map((l) => JSON.parse(l) as Record<string, unknown>);
     const writes = audit.filter((r) => r.event === 'admin_write');
-    assert.ok(writes.some((w) => w.token === 'admin' && w.object === 'team' && w.action === 'create' && w.id === 'growth'));
+    assert.ok(writes.some((w) => w.token === 'admin' && w.object === 'team' && w.action === 'create' && w.object_id === 'growth'));
     assert.ok(writes.some((w) => w.token === 'growth-bot' && w.object === 'key' && w.action === 'create'));
     assert.ok(writes.some((w) => w.action === 'rotate'));
     assert.equal(/"key":"sy-/.test(readFileSync(join(gw.dir, 'audit.jsonl'), 'utf8')), false, 'no secret in the audit log');
