@@ -293,7 +293,10 @@ describe('the database at start-up and while it is away', () => {
       writeFileSync(configPath, stringify(gatewayConfig(db.url)));
       const refused = await runCli(['serve', '--config', configPath], TOKEN_ENV);
       assert.equal(refused.code, 1);
-      assert.match(refused.stdout + refused.stderr, /database: .*schema is version 2, newer than this gateway knows \(1\)/);
+      assert.match(
+        refused.stdout + refused.stderr,
+        new RegExp(`database: .*schema is version ${SCHEMA_VERSION + 1}, newer than this gateway knows \\(${SCHEMA_VERSION}\\)`),
+      );
     } finally {
       await db.drop();
     }
