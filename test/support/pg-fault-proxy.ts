@@ -17,8 +17,10 @@ export interface LostCommit {
 
 export class PgFaultProxy {
   readonly #server: Server;
-  readonly #sockets = new Set<Socket>();
-  #armed: { match: (statements: readonly string[]) => boolean; resolve: (cut: LostCommit) => void } | null = null;
+  /** Each connection's end: destroys its client and server sockets. */
+  readonly #connections = new Map<Socket, () => void>();
+  #armed: { match: (statements: readonly string[]) => boolean; refuse: boolean; resolve: (cut: LostCommit) => void } | null = null;
+  #refusing = false;
 
   private constructor(server: Server) {
     this.#server = server;
@@ -48,29 +50,38 @@ export class PgFaultProxy {
 
   /**
    * Arms the proxy once: the first COMMIT of a transaction whose statements `match` accepts
-   * is forwarded and its answer lost. Resolves when that happened.
+   * is forwarded and its answer lost. With `refuse`, at that moment every other connection is
+   * cut too and new ones are refused until accept(): the client cannot ask the database what
+   * happened. Resolves when the COMMIT was forwarded.
    */
-  loseCommitAnswer(match: (statements: readonly string[]) => boolean): Promise<LostCommit> {
+  loseCommitAnswer(match: (statements: readonly string[]) => boolean, options: { refuse?: boolean } = {}): Promise<LostCommit> {
     return new Promise((resolve) => {
-      this.#armed = { match, resolve };
+      this.#armed = { match, refuse: options.refuse ?? false, resolve };
     });
   }
 
+  /** New connections pass through again. */
+  accept(): void {
+    this.#refusing = false;
+  }
+
   async close(): Promise<void> {
-    for (const s of this.#sockets) s.destroy();
+    for (const end of [...this.#connections.values()]) end();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
 
   #pipe(client: Socket, host: string, port: number): void {
+    if (this.#refusing) {
+      client.destroy();
+      return;
+    }
     const server = new Socket();
-    this.#sockets.add(client);
-    this.#sockets.add(server);
     const end = () => {
       client.destroy();
       server.destroy();
-      this.#sockets.delete(client);
-      this.#sockets.delete(server);
+      this.#connections.delete(client);
     };
+    this.#connections.set(client, end);
     client.on('error', end).on('close', end);
     server.on('error', end).on('close', end);
     server.connect(port, host);
@@ -111,6 +122,10 @@ export class PgFaultProxy {
             this.#armed = null;
             cutting = true;
             server.write(message);
+            if (armed.refuse) {
+              this.#refusing = true;
+              for (const [other, endOther] of [...this.#connections]) if (other !== client) endOther();
+            }
             // Whatever the server answers, or after a moment if it says nothing, the connection is gone.
             setTimeout(end, 2000).unref();
             armed.resolve({ statements });
