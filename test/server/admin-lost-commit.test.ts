@@ -98,6 +98,16 @@ describe('admin writes whose commit answer is lost, on PostgreSQL', () => {
     assert.equal(typeof record?.version, 'number');
   });
 
+  it('a new key the database committed answers 201 with its secret, which authenticates, and is audited as applied', async (t) => {
+    if (skip !== null) return t.skip(skip);
+    const lost = proxy.loseCommitAnswer((statements) => statements.some((s) => /^insert into "keys"/i.test(s.trim())));
+    const made = await v1(admin, 'POST', 'keys', { token: ADMIN, body: { id: 'made-in-the-dark', team: 'growth' } });
+    await lost;
+    assert.equal(made.status, 201, made.text);
+    await untilKeyStatus(gw.url, made.body.key as string, 200, 10_000);
+    assert.equal((await auditedWrite((w) => w.object_id === 'made-in-the-dark' && w.action === 'create'))?.outcome, 'applied');
+  });
+
   it('a revoke the database committed answers 200 revoked, not 503 "nothing was written"', async (t) => {
     if (skip !== null) return t.skip(skip);
     const key = await newKey();
