@@ -214,6 +214,10 @@ export class Ledger {
       try {
         await this.#write(rows, this.#headEntry, loss);
       } catch (err) {
+        // Nothing of a batch that failed before its COMMIT was sent is written: its retry
+        // summarizes every loss so far in one row. After a COMMIT whose answer was lost, the
+        // retry must carry the same loss row, or it would count the loss twice.
+        if (!(err instanceof CommitAnswerLost)) this.#loss = null;
         this.#backoffMs = Math.min(BACKOFF_MAX_MS, this.#backoffMs === 0 ? BACKOFF_FIRST_MS : this.#backoffMs * 2);
         this.#retryAtMs = performance.now() + this.#backoffMs;
         this.#onProblem(
@@ -312,18 +316,25 @@ const MOVE_NEW_ROWS = `with added as (
   from added where endpoint <> '${LOSS_ENDPOINT}' group by ${ROLLUP_KEY.join(', ')}
   on conflict (${ROLLUP_KEY.join(', ')}) do update set ${ROLLUP_SUMS_TEXT}`;
 
+/** A batch whose COMMIT was sent but not answered: the database may hold it. */
+class CommitAnswerLost extends Error {}
+
 /** Postgres: one transaction on a connection of its own, the raw rows by COPY to staging, then the new ones and their rollups by one statement. */
 async function copyBatch(pool: pg.Pool, raw: readonly UsageRequestsTable[]): Promise<void> {
   const client = await pool.connect();
   let broken: Error | undefined;
+  let committing = false;
   try {
     await client.query(BEGIN_BATCH);
     await pipeline(Readable.from([copyText(raw)]), client.query(copyFrom(COPY_RAW)));
     await client.query(MOVE_NEW_ROWS);
+    committing = true;
     await client.query('commit');
   } catch (err) {
     broken = err as Error;
     await client.query('rollback').catch(() => undefined);
+    // A server that answered the COMMIT with an error (it has a severity) rolled back.
+    if (committing && (err as { severity?: unknown }).severity === undefined) throw new CommitAnswerLost((err as Error).message);
     throw err;
   } finally {
     // A connection that failed mid-COPY is not given back for reuse. (Its 'error' event is
