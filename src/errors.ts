@@ -46,6 +46,7 @@ export const errorCatalog = {
   credential_unavailable: { status: 503, openai: 'server_error', anthropic: 'api_error' },
   governance_unavailable: { status: 503, openai: 'server_error', anthropic: 'overloaded_error' },
   database_unavailable: { status: 503, openai: 'server_error', anthropic: 'overloaded_error' },
+  outcome_unknown: { status: 503, openai: 'server_error', anthropic: 'api_error' },
   shutting_down: { status: 503, openai: 'server_error', anthropic: 'overloaded_error' },
   upstream_timeout: { status: 504, openai: 'server_error', anthropic: 'api_error' },
   stream_interrupted: { status: 502, openai: 'server_error', anthropic: 'api_error' },

@@ -80,16 +80,35 @@ export interface AdminWriteInput {
   readonly token: string;
   readonly action: 'create' | 'update' | 'delete' | 'revoke' | 'rotate';
   readonly object: 'team' | 'key';
-  readonly id: string;
+  /** The team's or key's id (the record's own `id` is its ULID); null when the request named none that could be read. */
+  readonly objectId: string | null;
+  /**
+   * `applied`: committed. `refused`: answered 4xx after the token was authenticated, nothing
+   * written. `failed`: the database failed before the commit, nothing written. `unknown`: the
+   * commit was sent, its answer lost, and the database could not be asked again.
+   */
+  readonly outcome: 'applied' | 'refused' | 'failed' | 'unknown';
+  /** The error code of an attempt that was not applied (`forbidden`, `outcome_unknown`, ...); null when applied. */
+  readonly reason: string | null;
   /** The fields written, as sent (a key's secret is never among them), or null. */
   readonly change: Readonly<Record<string, unknown>> | null;
-  /** The database version the write committed. */
-  readonly version: number;
+  /** The database version the write committed; null when it did not (or it is unknown). */
+  readonly version: number | null;
 }
 
-/** A write through the admin API to a managed team or key: who, what, and the change. */
+/** A write attempt through the admin API to a managed team or key: who, what, the change and how it ended. */
 export function adminWrite(x: AdminWriteInput): AuditEvent {
-  return { event: 'admin_write', token: x.token, action: x.action, object: x.object, id: x.id, change: x.change, version: x.version };
+  return {
+    event: 'admin_write',
+    token: x.token,
+    action: x.action,
+    object: x.object,
+    object_id: x.objectId,
+    outcome: x.outcome,
+    reason: x.reason,
+    change: x.change,
+    version: x.version,
+  };
 }
 
 /** An event's own fields; the writer adds id, ts, instance, seq and prev_hash. */

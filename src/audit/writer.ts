@@ -325,7 +325,10 @@ export class AuditWriter {
       const hashes: string[] = [];
       for (const p of entries) {
         seq += 1;
-        const line = JSON.stringify({ id: p.id, ts: p.ts, instance: this.#instance, seq, ...p.event, prev_hash: hash });
+        // The writer's fields go first (the line's shape) and again after the event's, so no
+        // event field can replace the record's id, ts, instance, seq or prev_hash.
+        const own = { id: p.id, ts: p.ts, instance: this.#instance, seq };
+        const line = JSON.stringify({ ...own, ...p.event, ...own, prev_hash: hash });
         hash = recordHash(Buffer.from(line, 'utf8'));
         lines.push(line);
         hashes.push(hash);

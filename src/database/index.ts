@@ -16,6 +16,7 @@ export { type LedgerRow, LOSS_ENDPOINT, LOSS_PREFIX } from './ledger-rows.js';
 export { dayPartitions, type PruneResult, partitionName, preparePartitions, pruneUsage, utcDay } from './ledger-upkeep.js';
 export {
   CHANGES_CHANNEL,
+  CommitUnknownError,
   ConstraintError,
   type ManagedKey,
   ManagedRecords,

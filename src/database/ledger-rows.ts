@@ -29,12 +29,14 @@ export interface LedgerRow {
   readonly durationMs: number;
 }
 
-export function rawRow(r: LedgerRow): UsageRequestsTable {
+/** The table's row for `r`; `entryId` is the writer's id for it, the same on every retry of its batch. */
+export function rawRow(r: LedgerRow, entryId: string): UsageRequestsTable {
   const at = new Date(r.atMs).toISOString();
   return {
     at,
     day: at.slice(0, 10),
     request_id: r.requestId,
+    entry_id: entryId,
     team: r.team,
     key_id: r.keyId,
     endpoint: r.endpoint,
@@ -53,32 +55,50 @@ export function rawRow(r: LedgerRow): UsageRequestsTable {
 }
 
 /** The row that stands for `count` rows the ledger could not keep; it is not a request, so no rollup counts it. */
-export function lossRow(nowMs: number, count: number): UsageRequestsTable {
-  return rawRow({
-    atMs: nowMs,
-    requestId: `${LOSS_PREFIX}${count}`,
-    team: 'none',
-    keyId: 'none',
-    endpoint: LOSS_ENDPOINT,
-    model: 'none',
-    provider: 'none',
-    candidate: 'none',
-    inputTokens: 0,
-    outputTokens: 0,
-    cacheReadTokens: 0,
-    cacheWriteTokens: 0,
-    costMicroUsd: 0,
-    status: 0,
-    partial: false,
-    durationMs: 0,
-  });
+export function lossRow(nowMs: number, count: number, entryId: string): UsageRequestsTable {
+  return rawRow(
+    {
+      atMs: nowMs,
+      requestId: `${LOSS_PREFIX}${count}`,
+      team: 'none',
+      keyId: 'none',
+      endpoint: LOSS_ENDPOINT,
+      model: 'none',
+      provider: 'none',
+      candidate: 'none',
+      inputTokens: 0,
+      outputTokens: 0,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      costMicroUsd: 0,
+      status: 0,
+      partial: false,
+      durationMs: 0,
+    },
+    entryId,
+  );
 }
 
 /** A loss row's endpoint, and its request_id's prefix before the count of rows lost. */
 export const LOSS_ENDPOINT = 'ledger';
 export const LOSS_PREFIX = 'lost-';
 
-export function rollupsOf(raw: readonly UsageRequestsTable[]): UsageDailyTable[] {
+/** What a rollup is made of: the raw fields it groups by and sums, and the endpoint (loss rows are not requests). */
+export type RollupSource = Pick<UsageRequestsTable, 'endpoint' | (typeof ROLLUP_SOURCE_FIELDS)[number]>;
+export const ROLLUP_SOURCE_FIELDS = [
+  'day',
+  'team',
+  'key_id',
+  'model',
+  'provider',
+  'input_tokens',
+  'output_tokens',
+  'cache_read_tokens',
+  'cache_write_tokens',
+  'cost_micro_usd',
+] as const;
+
+export function rollupsOf(raw: readonly RollupSource[]): UsageDailyTable[] {
   const byKey = new Map<string, UsageDailyTable>();
   for (const r of raw) {
     if (r.endpoint === LOSS_ENDPOINT) continue;

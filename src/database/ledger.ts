@@ -1,10 +1,11 @@
+import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { CompiledQuery, type Transaction } from 'kysely';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Database } from './engine.js';
-import { type LedgerRow, lossRow, rawRow, rollupsOf } from './ledger-rows.js';
+import { type LedgerRow, LOSS_ENDPOINT, lossRow, ROLLUP_SOURCE_FIELDS, type RollupSource, rawRow, rollupsOf } from './ledger-rows.js';
 import { preparePartitions, pruneUsage, utcDay } from './ledger-upkeep.js';
 import type { Tables, UsageDailyTable, UsageRequestsTable } from './tables.js';
 
@@ -14,6 +15,12 @@ import type { Tables, UsageDailyTable, UsageRequestsTable } from './tables.js';
 // from. A database that fails keeps its batch queued and is retried with backoff; when the
 // queue is full a row is dropped and counted, and once writing works again one row (endpoint
 // `ledger`, request_id `lost-<count>`) says how many were lost.
+//
+// A batch whose COMMIT reached the database but whose answer did not (a crash, a failover,
+// a cut connection) is retried, and must not count twice: each row carries an entry_id this
+// writer gives it once (its random name and the row's place in the queue), the same on every
+// retry, and is inserted only if its (day, entry_id) is new; the rollups add only the rows
+// actually inserted, in the same transaction.
 
 export interface LedgerOptions {
   /** Rows held in memory at most (`database.ledger_queue`); past it a row is dropped and counted. */
@@ -55,6 +62,12 @@ export class Ledger {
   // failed batch is still there for the retry.
   #queue: LedgerRow[] = [];
   #head = 0;
+  /** This writer's name in entry ids, and the number of the row at #queue[#head]. */
+  readonly #writer = randomBytes(6).toString('base64url');
+  #headEntry = 0;
+  /** The loss row a failed batch carried, carried again unchanged by its retry. */
+  #loss: { readonly count: number; readonly entryId: string } | null = null;
+  #losses = 0;
   /** Lost rows no loss row has counted yet. */
   #unsummarized = 0;
   #lost = 0;
@@ -175,6 +188,7 @@ export class Ledger {
     const left = this.depth;
     this.#queue = [];
     this.#head = 0;
+    this.#headEntry += left;
     if (left > 0) {
       this.#lost += left;
       this.#onLost(left);
@@ -192,10 +206,18 @@ export class Ledger {
       if (performance.now() < this.#retryAtMs) return;
       const take = Math.min(this.depth, MAX_TRANSACTION_ROWS[this.#database.engine]);
       const rows = this.#queue.slice(this.#head, this.#head + take);
-      const summarized = this.#unsummarized;
+      if (this.#loss === null && this.#unsummarized > 0) {
+        this.#losses += 1;
+        this.#loss = { count: this.#unsummarized, entryId: `${this.#writer}-lost-${this.#losses.toString(36)}` };
+      }
+      const loss = this.#loss;
       try {
-        await this.#write(rows, summarized);
+        await this.#write(rows, this.#headEntry, loss);
       } catch (err) {
+        // Nothing of a batch that failed before its COMMIT was sent is written: its retry
+        // summarizes every loss so far in one row. After a COMMIT whose answer was lost, the
+        // retry must carry the same loss row, or it would count the loss twice.
+        if (!(err instanceof CommitAnswerLost)) this.#loss = null;
         this.#backoffMs = Math.min(BACKOFF_MAX_MS, this.#backoffMs === 0 ? BACKOFF_FIRST_MS : this.#backoffMs * 2);
         this.#retryAtMs = performance.now() + this.#backoffMs;
         this.#onProblem(
@@ -205,8 +227,10 @@ export class Ledger {
       }
       this.#backoffMs = 0;
       this.#head += take;
-      this.#unsummarized -= summarized;
-      this.#written += take + (summarized > 0 ? 1 : 0);
+      this.#headEntry += take;
+      this.#loss = null;
+      this.#unsummarized -= loss?.count ?? 0;
+      this.#written += take + (loss === null ? 0 : 1);
       if (this.#head === this.#queue.length) {
         this.#queue = [];
         this.#head = 0;
@@ -220,26 +244,32 @@ export class Ledger {
   }
 
   /**
-   * One transaction: the raw rows (and a loss row), and their rollups added to the days'
-   * totals. Postgres takes the raw rows by COPY, its cheapest way in for both sides (no
-   * statement to parse and plan, a compact text stream), and the rollups as one INSERT …
-   * SELECT over a single JSON parameter. SQLite gets fixed-size multi-row statements, each
-   * prepared once (the statement cache in engine.ts); its json_each would reparse each
+   * One transaction: the raw rows (and a loss row) that are new, and the rollups of those
+   * added to the days' totals. Postgres takes the raw rows by COPY, its cheapest way in for
+   * both sides (no statement to parse and plan, a compact text stream), into a temporary
+   * table (COPY has no ON CONFLICT); one statement then moves the new ones in and adds their
+   * rollups. SQLite gets fixed-size multi-row statements, each prepared once (the statement
+   * cache in engine.ts), returning what they inserted; its json_each would reparse each
    * element per field and cost more than it saves.
    */
-  async #write(rows: readonly LedgerRow[], lost: number): Promise<void> {
-    const raw = rows.map(rawRow);
-    if (lost > 0) raw.push(lossRow(this.#now(), lost));
-    const rollups = rollupsOf(raw);
+  async #write(rows: readonly LedgerRow[], firstEntry: number, loss: { count: number; entryId: string } | null): Promise<void> {
+    const raw = rows.map((r, i) => rawRow(r, `${this.#writer}-${(firstEntry + i).toString(36)}`));
+    if (loss !== null) raw.push(lossRow(this.#now(), loss.count, loss.entryId));
     const pool = this.#database.pgPool;
-    if (pool !== null) return copyBatch(pool, raw, rollups);
+    if (pool !== null) return copyBatch(pool, raw);
     await this.#database.db.transaction().execute(async (tx) => {
-      await insertChunks(tx, 'usage_requests', RAW_FIELDS, raw, '');
+      const added = await insertChunks<UsageRequestsTable, RollupSource>(
+        tx,
+        'usage_requests',
+        RAW_FIELDS,
+        raw,
+        ` on conflict (day, entry_id) do nothing returning endpoint, ${ROLLUP_SOURCE_FIELDS.join(', ')}`,
+      );
       await insertChunks(
         tx,
         'usage_daily',
         ROLLUP_FIELDS,
-        rollups,
+        rollupsOf(added),
         ` on conflict (${ROLLUP_KEY.join(', ')}) do update set ${ROLLUP_SUMS_TEXT}`,
       );
     });
@@ -250,6 +280,7 @@ const RAW_FIELDS = [
   'at',
   'day',
   'request_id',
+  'entry_id',
   'team',
   'key_id',
   'endpoint',
@@ -270,23 +301,40 @@ const ROLLUP_COUNTS = ['requests', 'input_tokens', 'output_tokens', 'cache_read_
 const ROLLUP_FIELDS = [...ROLLUP_KEY, ...ROLLUP_COUNTS] as const satisfies ReadonlyArray<keyof UsageDailyTable>;
 const ROLLUP_SUMS_TEXT = ROLLUP_COUNTS.map((c) => `${c} = usage_daily.${c} + excluded.${c}`).join(', ');
 
-const COPY_RAW = `copy usage_requests (${RAW_FIELDS.join(', ')}) from stdin`;
-const UPSERT_ROLLUPS = `insert into usage_daily (${ROLLUP_FIELDS.join(', ')})
-  select ${ROLLUP_FIELDS.join(', ')} from json_populate_recordset(null::usage_daily, $1::json)
+// The batch's staging table: one per connection, emptied by every commit (and rollback).
+const BEGIN_BATCH = `begin; create temp table if not exists usage_batch (like usage_requests) on commit delete rows`;
+const COPY_RAW = `copy usage_batch (${RAW_FIELDS.join(', ')}) from stdin`;
+const MOVE_NEW_ROWS = `with added as (
+    insert into usage_requests (${RAW_FIELDS.join(', ')})
+    select ${RAW_FIELDS.join(', ')} from usage_batch
+    on conflict (day, entry_id) do nothing
+    returning endpoint, ${ROLLUP_SOURCE_FIELDS.join(', ')})
+  insert into usage_daily (${ROLLUP_FIELDS.join(', ')})
+  select ${ROLLUP_KEY.join(', ')}, count(*), ${ROLLUP_COUNTS.slice(1)
+    .map((c) => `sum(${c})`)
+    .join(', ')}
+  from added where endpoint <> '${LOSS_ENDPOINT}' group by ${ROLLUP_KEY.join(', ')}
   on conflict (${ROLLUP_KEY.join(', ')}) do update set ${ROLLUP_SUMS_TEXT}`;
 
-/** Postgres: one transaction on a connection of its own, the raw rows by COPY, the rollups by one upsert. */
-async function copyBatch(pool: pg.Pool, raw: readonly UsageRequestsTable[], rollups: readonly UsageDailyTable[]): Promise<void> {
+/** A batch whose COMMIT was sent but not answered: the database may hold it. */
+class CommitAnswerLost extends Error {}
+
+/** Postgres: one transaction on a connection of its own, the raw rows by COPY to staging, then the new ones and their rollups by one statement. */
+async function copyBatch(pool: pg.Pool, raw: readonly UsageRequestsTable[]): Promise<void> {
   const client = await pool.connect();
   let broken: Error | undefined;
+  let committing = false;
   try {
-    await client.query('begin');
+    await client.query(BEGIN_BATCH);
     await pipeline(Readable.from([copyText(raw)]), client.query(copyFrom(COPY_RAW)));
-    if (rollups.length > 0) await client.query(UPSERT_ROLLUPS, [JSON.stringify(rollups)]);
+    await client.query(MOVE_NEW_ROWS);
+    committing = true;
     await client.query('commit');
   } catch (err) {
     broken = err as Error;
     await client.query('rollback').catch(() => undefined);
+    // A server that answered the COMMIT with an error (it has a severity) rolled back.
+    if (committing && (err as { severity?: unknown }).severity === undefined) throw new CommitAnswerLost((err as Error).message);
     throw err;
   } finally {
     // A connection that failed mid-COPY is not given back for reuse. (Its 'error' event is
@@ -302,7 +350,8 @@ function copyText(rows: readonly UsageRequestsTable[]): string {
     for (let i = 0; i < RAW_FIELDS.length; i++) {
       const value = r[RAW_FIELDS[i] as (typeof RAW_FIELDS)[number]];
       if (i > 0) text += '\t';
-      text += typeof value === 'string' ? value.replace(COPY_SPECIAL, (c) => COPY_ESCAPES[c] as string) : String(value);
+      text +=
+        value === null ? '\\N' : typeof value === 'string' ? value.replace(COPY_SPECIAL, (c) => COPY_ESCAPES[c] as string) : String(value);
     }
     text += '\n';
   }
@@ -317,15 +366,17 @@ const SQLITE_CHUNK = 64;
 
 /**
  * SQLite: `rows` as statements of SQLITE_CHUNK rows, the rest one row each, so only two
- * statement texts per table ever exist; `tail` follows VALUES (an upsert's ON CONFLICT).
+ * statement texts per table ever exist; `tail` follows VALUES (an upsert's ON CONFLICT, a
+ * RETURNING). Resolves to the rows the statements returned.
  */
-async function insertChunks<R extends object>(
+async function insertChunks<R extends object, Back = never>(
   tx: Transaction<Tables>,
   table: string,
   fields: ReadonlyArray<keyof R & string>,
   rows: readonly R[],
   tail: string,
-): Promise<void> {
+): Promise<Back[]> {
+  const back: Back[] = [];
   const one = `(${fields.map(() => '?').join(', ')})`;
   const text = (count: number) => `insert into ${table} (${fields.join(', ')}) values ${Array(count).fill(one).join(', ')}${tail}`;
   const statements = { [SQLITE_CHUNK]: text(SQLITE_CHUNK), 1: text(1) } as Record<number, string>;
@@ -335,11 +386,13 @@ async function insertChunks<R extends object>(
       const row = rows[i] as R;
       for (const f of fields) parameters.push(row[f]);
     }
-    await tx.executeQuery(CompiledQuery.raw(statements[count] as string, parameters));
+    const result = await tx.executeQuery<Back>(CompiledQuery.raw(statements[count] as string, parameters));
+    for (const r of result.rows) back.push(r);
   };
   let at = 0;
   for (; at + SQLITE_CHUNK <= rows.length; at += SQLITE_CHUNK) await run(at, SQLITE_CHUNK);
   for (; at < rows.length; at++) await run(at, 1);
+  return back;
 }
 
 const DAY_MS = 86_400_000;

@@ -56,6 +56,21 @@ export class ConstraintError extends Error {
   }
 }
 
+/**
+ * A write whose COMMIT was sent but whose answer never came (the connection died under it):
+ * the database may or may not have committed it. `at` is the write's time, which the rows it
+ * wrote carry in updated_at; `version` is the shared version it would have committed.
+ */
+export class CommitUnknownError extends Error {
+  readonly at: string;
+  readonly version: number;
+  constructor(at: string, version: number, cause: unknown) {
+    super(`the database did not answer the commit (${(cause as Error)?.message ?? String(cause)})`, { cause });
+    this.at = at;
+    this.version = version;
+  }
+}
+
 export interface Page {
   readonly limit: number;
   /** Ids after this one (the previous page's last). */
@@ -304,9 +319,12 @@ export class ManagedRecords {
   async write<T>(
     change: (w: ManagedWrites) => Promise<{ readonly commit: boolean; readonly value: T }>,
   ): Promise<{ value: T; version: number | null }> {
+    const at = new Date().toISOString();
+    // Set when the callback is done: Kysely sends COMMIT next, so a failure after it is the commit's.
+    let committing: number | null = null;
     try {
       return await this.#db.transaction().execute(async (tx) => {
-        const outcome = await change(new ManagedWrites(tx, new Date().toISOString()));
+        const outcome = await change(new ManagedWrites(tx, at));
         if (!outcome.commit) throw new Rollback(outcome.value);
         const state = await tx
           .updateTable('managed_state')
@@ -316,10 +334,17 @@ export class ManagedRecords {
           .executeTakeFirstOrThrow();
         const version = Number(state.version);
         if (this.#engine === 'postgres') await sql`select pg_notify(${CHANGES_CHANNEL}, ${String(version)})`.execute(tx);
+        committing = version;
         return { value: outcome.value, version };
       });
     } catch (err) {
       if (err instanceof Rollback) return { value: err.value as T, version: null };
+      // A server that answered the COMMIT with an error (it has a severity) rolled back; a
+      // connection that died under it leaves the outcome with the server. SQLite's commit
+      // is in process: its answer is never lost.
+      if (committing !== null && this.#engine === 'postgres' && (err as { severity?: unknown })?.severity === undefined) {
+        throw new CommitUnknownError(at, committing, err);
+      }
       throw constraintOf(err) ?? err;
     }
   }

@@ -97,6 +97,19 @@ const MIGRATIONS: readonly Migration[] = [
         .execute();
     },
   },
+  {
+    version: 2,
+    name: 'usage ledger rows unique per writer entry',
+    async up(db) {
+      // Rows already written keep a null entry_id, which never conflicts: a database that
+      // holds a batch twice (the duplicates this prevents) still migrates. Those copies
+      // cannot be told apart from two requests that sent the same x-request-id, so they
+      // stay. The index includes day, the partition key, as a unique index on a
+      // partitioned table must; each day partition gets its own.
+      await db.schema.alterTable('usage_requests').addColumn('entry_id', 'text').execute();
+      await db.schema.createIndex('usage_requests_day_entry').unique().on('usage_requests').columns(['day', 'entry_id']).execute();
+    },
+  },
 ];
 
 /** The newest schema this gateway knows. */

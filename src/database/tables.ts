@@ -51,6 +51,12 @@ export interface UsageRequestsTable {
   /** UTC day of `at` (YYYY-MM-DD): what Postgres partitions by and retention prunes by. */
   day: string;
   request_id: string;
+  /**
+   * The ledger writer's own id for the row, unique per day: a retried batch (its commit's
+   * answer lost) inserts nothing twice. `request_id` cannot be the key: a client may send
+   * the same x-request-id twice. Null in rows written before schema version 2.
+   */
+  entry_id: string | null;
   team: string;
   key_id: string;
   endpoint: string;

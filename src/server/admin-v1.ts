@@ -8,6 +8,7 @@ import { hashKey } from '../governance/index.js';
 import type { Generation } from '../live/index.js';
 import { readBody, type Services } from '../request/index.js';
 import { serveUsage } from './admin-usage.js';
+import { type LostCommitCheck, OutcomeUnknownError, writeSettled, writeTargetOf } from './admin-write.js';
 import type { DatabaseLink } from './database-link.js';
 import { loosenedLimits } from './key-limits.js';
 import type { ReloadResult } from './reload.js';
@@ -85,15 +86,35 @@ export async function serveV1(ctx: V1Context, a: V1Request, method: string, rest
         : isDatabaseFailure(caught)
           ? new SwitchyardError(
               'database_unavailable',
-              `the database did not answer (${(caught as { code?: string }).code ?? (caught as Error).message}); nothing was written`,
+              `the database did not answer (${(caught as { code?: string }).code ?? (caught as Error).message}); ${auditedWrites.has(a) ? 'the write was committed, but reading it back failed: read it again' : 'nothing was written'}`,
             )
           : caught;
+    if (err instanceof SwitchyardError) auditAttempt(ctx.svc, a, method, rest, err);
     if (!(err instanceof SwitchyardError) || a.res.headersSent) throw err;
     // The catalog's OpenAI shape, as the rest of the admin API answers, with every field at fault.
     const error: Record<string, unknown> = { message: err.message, type: errorCatalog[err.code].openai, param: err.param, code: err.code };
     if (err instanceof FieldsError) error.errors = err.issues;
     send(a.res, err.status, { error }, err.headers);
   }
+}
+
+/** Write attempts whose `applied` record is written: a later failure (reading the object back) is not another attempt. */
+const auditedWrites = new WeakSet<V1Request>();
+
+/** A write attempt that was not applied: refused (4xx), failed (nothing written) or unknown. */
+function auditAttempt(svc: Services, a: V1Request, method: string, rest: string, err: SwitchyardError): void {
+  if (auditedWrites.has(a)) return;
+  let parts: string[];
+  try {
+    parts = rest.split('/').map((p) => decodeURIComponent(p));
+  } catch {
+    parts = rest.split('/');
+  }
+  const known = err instanceof OutcomeUnknownError ? err.target : writeTargetOf(method, parts);
+  if (known === null) return;
+  const outcome = err instanceof OutcomeUnknownError ? 'unknown' : err.status < 500 ? 'refused' : 'failed';
+  const change = err instanceof OutcomeUnknownError ? err.change : null;
+  audit(svc, { ...known, token: a.caller.id, outcome, reason: err.code, change, version: null });
 }
 
 async function route(ctx: V1Context, a: V1Request, method: string, rest: string): Promise<void> {
@@ -235,12 +256,24 @@ async function createTeam(ctx: V1Context, a: V1Request, records: ManagedRecords,
   const checked = checkTeam(spec);
   if (!checked.ok) throw fieldsError(checked.issues);
   if (gen.fileConfig.teams?.[id] !== undefined) throw managedByConfig('team', id);
-  const { version } = await records.write(async (w) => {
+  const settle: LostCommitCheck<null> = {
+    target: { action: 'create', object: 'team', objectId: id },
+    change: { ...spec, metadata: metadata ?? {} },
+    read: () => records.team(id),
+    appliedValue: null,
+  };
+  const { version } = await writeSettled(records, settle, async (w) => {
     if ((await w.team(id)) !== undefined) throw new SwitchyardError('conflict', `team "${id}" already exists`);
     await w.insertTeam({ id, spec, metadata: metadata ?? {} });
     return { commit: true, value: null };
   });
-  const reload = await applied(ctx, a, { action: 'create', object: 'team', id, change: { ...spec, metadata: metadata ?? {} }, version });
+  const reload = await applied(ctx, a, {
+    action: 'create',
+    object: 'team',
+    objectId: id,
+    change: { ...spec, metadata: metadata ?? {} },
+    version,
+  });
   const team = (await records.team(id)) as ManagedTeam;
   sendObject(a.res, 201, teamView(team), tagOf(team.version), reload);
 }
@@ -252,7 +285,13 @@ async function patchTeam(ctx: V1Context, a: V1Request, records: ManagedRecords, 
   const body = await jsonBody(a.req);
   if (body.id !== undefined && body.id !== id) throw fieldsError([{ path: 'id', message: 'cannot be changed' }]);
   const patch = splitFields(body, TEAM_FIELDS, ['id']);
-  const { value: outcome, version } = await records.write(async (w) => {
+  const settle: LostCommitCheck<WriteResult> = {
+    target: { action: 'update', object: 'team', objectId: id },
+    change: patchChange(patch),
+    read: () => records.team(id),
+    appliedValue: 'ok',
+  };
+  const { value: outcome, version } = await writeSettled(records, settle, async (w) => {
     const current = await w.team(id);
     if (current === undefined) return { commit: false, value: 'missing' as WriteResult };
     if (expected !== null && current.version !== expected) return { commit: false, value: 'stale' as WriteResult };
@@ -263,7 +302,13 @@ async function patchTeam(ctx: V1Context, a: V1Request, records: ManagedRecords, 
     return { commit: result === 'ok', value: result };
   });
   judge(outcome, 'team', id);
-  const reload = await applied(ctx, a, { action: 'update', object: 'team', id, change: patchChange(patch), version: version as number });
+  const reload = await applied(ctx, a, {
+    action: 'update',
+    object: 'team',
+    objectId: id,
+    change: patchChange(patch),
+    version: version as number,
+  });
   const team = (await records.team(id)) as ManagedTeam;
   sendObject(a.res, 200, teamView(team), tagOf(team.version), reload);
 }
@@ -275,7 +320,13 @@ async function deleteTeam(ctx: V1Context, a: V1Request, records: ManagedRecords,
   await readBody(a.req, MAX_BODY_BYTES);
   // A key of the config file may name a managed team too: it keeps the team as much as a managed key does.
   const configKeys = (gen.fileConfig.keys ?? []).filter((k) => k.team === id).length;
-  const { value: outcome, version } = await records.write(async (w) => {
+  const settle: LostCommitCheck<WriteResult> = {
+    target: { action: 'delete', object: 'team', objectId: id },
+    change: null,
+    read: () => records.team(id),
+    appliedValue: 'ok',
+  };
+  const { value: outcome, version } = await writeSettled(records, settle, async (w) => {
     const keys = (await w.keyCount(id)) + configKeys;
     if (keys > 0 && (await w.team(id)) !== undefined)
       throw new SwitchyardError('conflict', `team "${id}" still has ${keys} key${keys === 1 ? '' : 's'}: revoke or move them first`);
@@ -283,7 +334,7 @@ async function deleteTeam(ctx: V1Context, a: V1Request, records: ManagedRecords,
     return { commit: result === 'ok', value: result };
   });
   judge(outcome, 'team', id);
-  const reload = await applied(ctx, a, { action: 'delete', object: 'team', id, change: null, version: version as number });
+  const reload = await applied(ctx, a, { action: 'delete', object: 'team', objectId: id, change: null, version: version as number });
   a.res.writeHead(204, reloadHeaders(reload));
   a.res.end();
 }
@@ -370,7 +421,14 @@ async function createKey(ctx: V1Context, a: V1Request, records: ManagedRecords, 
   if (!checked.ok) throw fieldsError(checked.issues);
   refuseFileKey(gen, null, id);
   // The team must exist for the next generation: the file's, or one in the database now.
-  const { version } = await records.write(async (w) => {
+  const settle: LostCommitCheck<null> = {
+    target: { action: 'create', object: 'key', objectId: id },
+    change: { team, ...spec, expires_at: expiresAt, metadata: metadata ?? {} },
+    read: () => records.key(id),
+    appliedValue: null,
+    hint: 'if it exists, revoke it: its secret was only in this answer',
+  };
+  const { version } = await writeSettled(records, settle, async (w) => {
     if (gen.fileConfig.teams?.[team] === undefined && (await w.team(team)) === undefined) {
       throw fieldsError([{ path: 'team', message: `unknown team "${team}"` }]);
     }
@@ -379,7 +437,7 @@ async function createKey(ctx: V1Context, a: V1Request, records: ManagedRecords, 
     return { commit: true, value: null };
   });
   const change = { team, ...spec, expires_at: expiresAt, metadata: metadata ?? {} };
-  const reload = await applied(ctx, a, { action: 'create', object: 'key', id, change, version });
+  const reload = await applied(ctx, a, { action: 'create', object: 'key', objectId: id, change, version });
   const key = (await records.key(id)) as ManagedKey;
   // The secret is in this answer and nowhere else: the database keeps its SHA-256.
   sendObject(a.res, 201, { ...keyView(key), key: secret.key }, tagOf(key.version), reload);
@@ -392,7 +450,13 @@ async function patchKey(ctx: V1Context, a: V1Request, records: ManagedRecords, g
   if (body.id !== undefined && body.id !== id) throw fieldsError([{ path: 'id', message: 'cannot be changed' }]);
   const patch = splitFields(body, KEY_FIELDS, ['id', 'team', 'expires_at']);
   const expiresAt = body.expires_at === undefined ? undefined : expiryOf(body.expires_at);
-  const { value: outcome, version } = await records.write(async (w) => {
+  const settle: LostCommitCheck<WriteResult> = {
+    target: { action: 'update', object: 'key', objectId: id },
+    change: { ...patchChange(patch), ...(expiresAt === undefined ? {} : { expires_at: expiresAt }) },
+    read: () => records.key(id),
+    appliedValue: 'ok',
+  };
+  const { value: outcome, version } = await writeSettled(records, settle, async (w) => {
     const current = await w.key(id);
     if (current === undefined) return { commit: false, value: 'missing' as WriteResult };
     seeKey(a.caller, id, current.team);
@@ -424,7 +488,7 @@ async function patchKey(ctx: V1Context, a: V1Request, records: ManagedRecords, g
   });
   judge(outcome, 'key', id);
   const change = { ...patchChange(patch), ...(expiresAt === undefined ? {} : { expires_at: expiresAt }) };
-  const reload = await applied(ctx, a, { action: 'update', object: 'key', id, change, version: version as number });
+  const reload = await applied(ctx, a, { action: 'update', object: 'key', objectId: id, change, version: version as number });
   const key = (await records.key(id)) as ManagedKey;
   sendObject(a.res, 200, keyView(key), tagOf(key.version), reload);
 }
@@ -433,7 +497,13 @@ async function revokeKey(ctx: V1Context, a: V1Request, records: ManagedRecords, 
   refuseFileKey(gen, a.caller, id);
   const expected = ifMatch(a.req);
   await readBody(a.req, MAX_BODY_BYTES);
-  const { value: outcome, version } = await records.write(async (w) => {
+  const settle: LostCommitCheck<WriteResult> = {
+    target: { action: 'revoke', object: 'key', objectId: id },
+    change: null,
+    read: () => records.key(id),
+    appliedValue: 'ok',
+  };
+  const { value: outcome, version } = await writeSettled(records, settle, async (w) => {
     const current = await w.key(id);
     if (current === undefined) return { commit: false, value: 'missing' as WriteResult };
     seeKey(a.caller, id, current.team);
@@ -445,7 +515,8 @@ async function revokeKey(ctx: V1Context, a: V1Request, records: ManagedRecords, 
     return { commit: result === 'ok', value: result };
   });
   judge(outcome, 'key', id);
-  const reload = version === null ? null : await applied(ctx, a, { action: 'revoke', object: 'key', id, change: null, version });
+  // Revoking a revoked key commits nothing (version null), and is audited as applied all the same.
+  const reload = await applied(ctx, a, { action: 'revoke', object: 'key', objectId: id, change: null, version });
   const key = (await records.key(id)) as ManagedKey;
   sendObject(a.res, 200, keyView(key), tagOf(key.version), reload);
 }
@@ -461,7 +532,14 @@ async function rotateKey(ctx: V1Context, a: V1Request, records: ManagedRecords, 
     throw fieldsError([{ path: 'grace_s', message: `must be a whole number of seconds, 0-${MAX_GRACE_S}` }]);
   }
   const secret = newSecret();
-  const { value: outcome, version } = await records.write(async (w) => {
+  const settle: LostCommitCheck<WriteResult> = {
+    target: { action: 'rotate', object: 'key', objectId: id },
+    change: { grace_s: grace },
+    read: () => records.key(id),
+    appliedValue: 'ok',
+    hint: `if its prefix is now ${secret.prefix}, the rotation took effect: rotate again to get a secret you hold`,
+  };
+  const { value: outcome, version } = await writeSettled(records, settle, async (w) => {
     const current = await w.key(id);
     if (current === undefined) return { commit: false, value: 'missing' as WriteResult };
     seeKey(a.caller, id, current.team);
@@ -473,7 +551,13 @@ async function rotateKey(ctx: V1Context, a: V1Request, records: ManagedRecords, 
     return { commit: result === 'ok', value: result };
   });
   judge(outcome, 'key', id);
-  const reload = await applied(ctx, a, { action: 'rotate', object: 'key', id, change: { grace_s: grace }, version: version as number });
+  const reload = await applied(ctx, a, {
+    action: 'rotate',
+    object: 'key',
+    objectId: id,
+    change: { grace_s: grace },
+    version: version as number,
+  });
   const key = (await records.key(id)) as ManagedKey;
   sendObject(a.res, 200, { ...keyView(key), key: secret.key }, tagOf(key.version), reload);
 }
@@ -497,10 +581,11 @@ function expiryOf(value: unknown): string | null {
 async function applied(
   ctx: V1Context,
   a: V1Request,
-  write: Omit<AdminWriteInput, 'token' | 'version'> & { readonly version: number | null },
+  write: Omit<AdminWriteInput, 'token' | 'version' | 'outcome' | 'reason'> & { readonly version: number | null },
 ): Promise<ReloadResult | null> {
+  auditedWrites.add(a);
+  audit(ctx.svc, { ...write, token: a.caller.id, outcome: 'applied', reason: null, version: write.version });
   if (write.version === null) return null;
-  audit(ctx.svc, { ...write, token: a.caller.id, version: write.version });
   return ctx.reloadForDatabase().catch(() => null);
 }
 

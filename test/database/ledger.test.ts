@@ -13,6 +13,7 @@ import {
   usageTotals,
 } from '../../src/database/index.js';
 import { POSTGRES_ADMIN_URL, postgresDatabase, sqliteDatabase, type TestDatabase } from '../support/databases.js';
+import { PgFaultProxy } from '../support/pg-fault-proxy.js';
 
 // The usage ledger's writer against a real SQLite file and the machine's PostgreSQL: the
 // rollups equal the raw rows they came from, a full queue drops and counts rows and one row
@@ -270,6 +271,73 @@ for (const engine of ['sqlite', 'postgres'] as const) {
         await ledger.close();
         assert.equal(ledger.lost, 0);
         assert.equal((await allRecords(database)).length, 50);
+      });
+
+      it('summarizes every row lost while the database refused in one row, however many retries failed', async (t) => {
+        if (skip) return t.skip(skip);
+        const database = await fresh();
+        const name = new URL((test as TestDatabase).url).pathname.slice(1);
+        const ledger = new Ledger(database, { queueRows: 10, retentionDays: 30 });
+        const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+        await admin.connect();
+        try {
+          await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
+          await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [
+            name,
+          ]);
+          const now = Date.now();
+          for (let i = 0; i < 15; i++) ledger.record(row(i, now));
+          await ledger.flush();
+          for (let i = 15; i < 20; i++) ledger.record(row(i, now));
+          assert.equal(ledger.lost, 10);
+        } finally {
+          await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
+          await admin.end();
+        }
+        await ledger.close(30_000);
+        const loss = (await allRecords(database)).filter((w) => w.endpoint === 'ledger');
+        assert.deepEqual(
+          loss.map((w) => w.requestId),
+          ['lost-10'],
+        );
+      });
+
+      it('writes a batch whose commit answer was lost once, its loss row included, and the losses after it in a row of their own', async (t) => {
+        if (skip) return t.skip(skip);
+        await fresh();
+        const proxy = await PgFaultProxy.start((test as TestDatabase).url);
+        const database = openDatabase({ url: proxy.via((test as TestDatabase).url) });
+        opened.push(database);
+        try {
+          const ledger = new Ledger(database, { queueRows: 10, retentionDays: 30 });
+          const now = Date.now();
+          for (let i = 0; i < 15; i++) ledger.record(row(i, now));
+          const lost = proxy.loseCommitAnswer((statements) => statements.some((s) => /^copy usage_/i.test(s.trim())));
+          await ledger.flush();
+          await lost;
+          assert.equal(ledger.depth, 10, 'the batch whose answer was lost is kept for a retry');
+          for (let i = 15; i < 18; i++) ledger.record(row(i, now));
+          // The retry waits out its backoff; then the 10 rows and two loss rows are in.
+          for (let i = 0; i < 300 && ledger.written < 12; i++) {
+            await new Promise((r) => setTimeout(r, 100));
+            await ledger.flush();
+          }
+          await ledger.close();
+          assert.equal(ledger.depth, 0);
+          const written = await allRecords(database);
+          assert.equal(written.filter((w) => w.endpoint !== 'ledger').length, 10, 'each request once');
+          assert.deepEqual(
+            written
+              .filter((w) => w.endpoint === 'ledger')
+              .map((w) => w.requestId)
+              .sort(),
+            ['lost-3', 'lost-5'],
+          );
+          const [total] = await usageTotals(database, EVERYTHING, {}, []);
+          assert.equal(total?.requests, 10, 'the rollups count each request once');
+        } finally {
+          await proxy.close();
+        }
       });
     }
   });

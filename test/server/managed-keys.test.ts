@@ -296,7 +296,7 @@ describe('managed teams and keys on SQLite', () => {
       .split('\n')
       .map((l) => JSON.parse(l) as Record<string, unknown>);
     const writes = audit.filter((r) => r.event === 'admin_write');
-    assert.ok(writes.some((w) => w.token === 'admin' && w.object === 'team' && w.action === 'create' && w.id === 'growth'));
+    assert.ok(writes.some((w) => w.token === 'admin' && w.object === 'team' && w.action === 'create' && w.object_id === 'growth'));
     assert.ok(writes.some((w) => w.token === 'growth-bot' && w.object === 'key' && w.action === 'create'));
     assert.ok(writes.some((w) => w.action === 'rotate'));
     assert.equal(/"key":"sy-/.test(readFileSync(join(gw.dir, 'audit.jsonl'), 'utf8')), false, 'no secret in the audit log');
@@ -421,7 +421,10 @@ describe('the database at start-up and while it is away', () => {
       writeFileSync(configPath, stringify(gatewayConfig(db.url)));
       const refused = await runCli(['serve', '--config', configPath], TOKEN_ENV);
       assert.equal(refused.code, 1);
-      assert.match(refused.stdout + refused.stderr, /database: .*schema is version 2, newer than this gateway knows \(1\)/);
+      assert.match(
+        refused.stdout + refused.stderr,
+        new RegExp(`database: .*schema is version ${SCHEMA_VERSION + 1}, newer than this gateway knows \\(${SCHEMA_VERSION}\\)`),
+      );
     } finally {
       await db.drop();
     }

@@ -1,0 +1,109 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { AdminWriteInput } from '../audit/index.js';
+import { CommitUnknownError, type ManagedRecords, type ManagedWrites } from '../database/index.js';
+import { SwitchyardError } from '../errors.js';
+
+// How an admin write ends when the database's answer to its COMMIT is lost (the connection
+// died after COMMIT was sent): the write may have taken effect, so "nothing was written" would
+// be a guess. The database is asked again, once it answers, what is true; only when it cannot
+// say is the answer 503 outcome_unknown. And which admin requests are write attempts, so each
+// one is audited however it ends.
+
+/** Re-reads after a lost commit answer: the pool reconnects between them; bounded (~2 s). */
+const RE_READ_ATTEMPTS = 6;
+const RE_READ_PAUSE_MS = 400;
+
+type WriteTarget = Pick<AdminWriteInput, 'action' | 'object' | 'objectId'>;
+
+/** A write whose outcome nobody can know yet: what it was, so its audit record says so. */
+export class OutcomeUnknownError extends SwitchyardError {
+  readonly target: WriteTarget;
+  readonly change: Readonly<Record<string, unknown>> | null;
+  constructor(message: string, target: WriteTarget, change: Readonly<Record<string, unknown>> | null) {
+    super('outcome_unknown', message);
+    this.target = target;
+    this.change = change;
+  }
+}
+
+export interface LostCommitCheck<T> {
+  readonly target: WriteTarget;
+  readonly change: Readonly<Record<string, unknown>> | null;
+  /** Reads the object again (undefined: it does not exist). */
+  readonly read: () => Promise<{ readonly updatedAt: string } | undefined>;
+  /** The write's `value` when it turns out to have been applied. */
+  readonly appliedValue: T;
+  /** Said in the outcome_unknown answer: how the caller can tell for itself. */
+  readonly hint?: string;
+}
+
+/**
+ * `records.write(change)`, except that a lost commit answer is settled: the object is read
+ * again and the write counts as applied when the object carries the write's time (or, for a
+ * delete, is gone); as not written when the shared version never reached the write's; and
+ * otherwise, or when the database does not answer, as unknown (503 outcome_unknown).
+ */
+export async function writeSettled<T>(
+  records: ManagedRecords,
+  check: LostCommitCheck<T>,
+  change: (w: ManagedWrites) => Promise<{ readonly commit: boolean; readonly value: T }>,
+): Promise<{ value: T; version: number | null }> {
+  try {
+    return await records.write(change);
+  } catch (err) {
+    if (!(err instanceof CommitUnknownError)) throw err;
+    const truth = await reRead(records, err, check);
+    if (truth === 'applied') return { value: check.appliedValue, version: err.version };
+    const what = `${check.target.object} "${check.target.objectId}"`;
+    if (truth === 'not_applied') {
+      throw new SwitchyardError(
+        'database_unavailable',
+        `the database lost the connection at the commit; it did not take the write to ${what}: nothing was written`,
+      );
+    }
+    throw new OutcomeUnknownError(
+      `the database lost the connection after the write to ${what} was committed or not, and could not be asked again: it may have taken effect. Read ${what} before writing again${check.hint === undefined ? '' : ` (${check.hint})`}`,
+      check.target,
+      check.change,
+    );
+  }
+}
+
+async function reRead<T>(
+  records: ManagedRecords,
+  lost: CommitUnknownError,
+  check: LostCommitCheck<T>,
+): Promise<'applied' | 'not_applied' | 'unknown'> {
+  const deleting = check.target.action === 'delete';
+  for (let attempt = 0; attempt < RE_READ_ATTEMPTS; attempt++) {
+    if (attempt > 0) await sleep(RE_READ_PAUSE_MS);
+    try {
+      const object = await check.read();
+      if (deleting ? object === undefined : object?.updatedAt === lost.at) return 'applied';
+      // Versions only grow: below the write's, nothing of it was committed.
+      if ((await records.version()) < lost.version) return 'not_applied';
+      // Someone else's write took that version, or ours was overwritten since: no telling.
+      return 'unknown';
+    } catch {
+      // The database is still away: ask again after a pause.
+    }
+  }
+  return 'unknown';
+}
+
+/** The write a request attempts, from its method and path under /admin/v1/; null for a read or no endpoint. */
+export function writeTargetOf(method: string, parts: readonly string[]): WriteTarget | null {
+  const [collection, id, action] = parts;
+  const objectId = id ?? null;
+  if (collection === 'teams' && action === undefined) {
+    if (method === 'POST' && id === undefined) return { action: 'create', object: 'team', objectId };
+    if (method === 'PATCH' && id !== undefined) return { action: 'update', object: 'team', objectId };
+    if (method === 'DELETE' && id !== undefined) return { action: 'delete', object: 'team', objectId };
+  }
+  if (collection === 'keys') {
+    if (method === 'POST' && id === undefined && action === undefined) return { action: 'create', object: 'key', objectId };
+    if (method === 'PATCH' && id !== undefined && action === undefined) return { action: 'update', object: 'key', objectId };
+    if (method === 'POST' && id !== undefined && (action === 'revoke' || action === 'rotate')) return { action, object: 'key', objectId };
+  }
+  return null;
+}
