@@ -34,8 +34,12 @@ export {
   type UsageCursor,
   type UsageFilter,
   type UsageGroup,
+  type UsagePage,
+  type UsagePageRequest,
   type UsageRecord,
   type UsageTotals,
   usageRecords,
+  usageRecordsPage,
   usageTotals,
+  usageTotalsPage,
 } from './usage-query.js';
