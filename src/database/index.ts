@@ -43,3 +43,4 @@ export {
   usageTotals,
   usageTotalsPage,
 } from './usage-query.js';
+export { csvField, csvHeader, renderRows, type TextColumn, type TextFormat } from './usage-text.js';

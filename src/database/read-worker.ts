@@ -1,18 +1,19 @@
 import { Worker } from 'node:worker_threads';
 import type { ReadJob, ReadReply } from './read-worker-thread.js';
+import type { TextColumn, TextFormat } from './usage-text.js';
 
 // better-sqlite3 steps a statement on the thread that calls it: a ledger query over months
 // of rollups would hold the gateway's event loop, and every request with it, for as long as
 // it runs. The usage API's reads go to one worker thread with a read-only connection of its
-// own instead; the rows come back in batches, so the caller can serialize and send each one
-// and yield in between. Started at the first read, so a gateway nobody asks for usage never
+// own instead; the rows come back in batches (or already rendered as text, so that the loop
+// only writes them out), and the caller yields in between. Started at the first read, so a gateway nobody asks for usage never
 // starts it.
 
 /** Rows per message: small enough that handling one batch costs the loop well under a millisecond or two. */
 export const READ_BATCH_ROWS = 500;
 
 interface Pending {
-  readonly batches: Array<readonly Record<string, unknown>[]>;
+  readonly batches: unknown[];
   done: boolean;
   error: Error | null;
   wake: (() => void) | null;
@@ -29,16 +30,24 @@ export class ReadWorker {
   }
 
   /** The rows of one compiled SELECT, batch by batch. */
-  async *rows(sql: string, parameters: readonly unknown[]): AsyncGenerator<readonly Record<string, unknown>[]> {
+  rows(sql: string, parameters: readonly unknown[]): AsyncGenerator<readonly Record<string, unknown>[]> {
+    return this.#read({ sql, parameters });
+  }
+
+  /** The rows of one compiled SELECT rendered by `renderRows`, batch by batch. */
+  text(sql: string, parameters: readonly unknown[], columns: readonly TextColumn[], format: TextFormat): AsyncGenerator<string> {
+    return this.#read({ sql, parameters, render: { columns, format } });
+  }
+
+  async *#read<T>(job: Omit<ReadJob, 'id' | 'batchRows'>): AsyncGenerator<T> {
     const id = this.#nextId++;
     const pending: Pending = { batches: [], done: false, error: null, wake: null };
     this.#pending.set(id, pending);
     try {
-      this.#start().postMessage({ id, sql, parameters, batchRows: READ_BATCH_ROWS } satisfies ReadJob);
+      this.#start().postMessage({ ...job, id, batchRows: READ_BATCH_ROWS } satisfies ReadJob);
       for (;;) {
-        const batch = pending.batches.shift();
-        if (batch !== undefined) {
-          yield batch;
+        if (pending.batches.length > 0) {
+          yield pending.batches.shift() as T;
           continue;
         }
         if (pending.done) return;
@@ -68,7 +77,7 @@ export class ReadWorker {
     worker.on('message', (reply: ReadReply) => {
       const pending = this.#pending.get(reply.id);
       if (pending === undefined) return;
-      if ('rows' in reply) pending.batches.push(reply.rows as Record<string, unknown>[]);
+      if ('batch' in reply) pending.batches.push(reply.batch);
       else if ('done' in reply) pending.done = true;
       else pending.error = Object.assign(new Error(reply.error.message), reply.error.code === undefined ? {} : { code: reply.error.code });
       pending.wake?.();

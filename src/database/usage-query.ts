@@ -3,13 +3,15 @@ import { type Compilable, type Expression, type SqlBool, sql } from 'kysely';
 import type { Database } from './engine.js';
 import type { LedgerRow } from './ledger-rows.js';
 import { READ_BATCH_ROWS } from './read-worker.js';
+import { renderRows, type TextColumn, type TextFormat } from './usage-text.js';
 
 // Reading the ledger: totals from the daily rollups (one row per day, team, key, model and
 // provider), and the raw rows, both page by page with a keyset cursor (the last row's
 // sort key), so no answer is larger than a page whatever the range. A page is found in two
 // steps: its bound (the key of its last row, and whether a row follows: the next cursor,
 // known before the first row is sent, so a CSV answer can carry it in a header), then its
-// rows, batch by batch. On SQLite both run on the read worker, off the event loop.
+// rows, batch by batch. On SQLite both run on the read worker, off the event loop, which
+// also renders the rows as the usage API writes them.
 
 export type UsageGroup = 'day' | 'team' | 'key' | 'model' | 'provider';
 export const USAGE_GROUPS: readonly UsageGroup[] = ['day', 'team', 'key', 'model', 'provider'];
@@ -38,8 +40,41 @@ export interface UsageTotals {
 /** A page of one query: the cursor after it (null on the last page), and its rows as they are read. */
 export interface UsagePage<T> {
   readonly next: readonly string[] | null;
-  readonly rows: AsyncIterable<readonly T[]>;
+  /** The fields each row has on the wire, in order. */
+  readonly columns: readonly TextColumn[];
+  /** The rows, batch by batch. */
+  rows(): AsyncIterable<readonly T[]>;
+  /** The rows as the usage API writes them, batch by batch (see renderRows). */
+  text(format: TextFormat): AsyncIterable<string>;
 }
+
+const TOTAL_FIELDS: readonly TextColumn[] = [
+  { name: 'requests', from: 'requests', kind: 'number' },
+  { name: 'input_tokens', from: 'input_tokens', kind: 'number' },
+  { name: 'output_tokens', from: 'output_tokens', kind: 'number' },
+  { name: 'cache_read_tokens', from: 'cache_read_tokens', kind: 'number' },
+  { name: 'cache_write_tokens', from: 'cache_write_tokens', kind: 'number' },
+  { name: 'cost_usd', from: 'cost_micro_usd', kind: 'usd' },
+];
+
+const RECORD_FIELDS: readonly TextColumn[] = [
+  { name: 'at', from: 'at', kind: 'text' },
+  { name: 'request_id', from: 'request_id', kind: 'text' },
+  { name: 'team', from: 'team', kind: 'text' },
+  { name: 'key', from: 'key_id', kind: 'text' },
+  { name: 'endpoint', from: 'endpoint', kind: 'text' },
+  { name: 'model', from: 'model', kind: 'text' },
+  { name: 'provider', from: 'provider', kind: 'text' },
+  { name: 'candidate', from: 'candidate', kind: 'text' },
+  { name: 'input_tokens', from: 'input_tokens', kind: 'number' },
+  { name: 'output_tokens', from: 'output_tokens', kind: 'number' },
+  { name: 'cache_read_tokens', from: 'cache_read_tokens', kind: 'number' },
+  { name: 'cache_write_tokens', from: 'cache_write_tokens', kind: 'number' },
+  { name: 'cost_usd', from: 'cost_micro_usd', kind: 'usd' },
+  { name: 'status', from: 'status', kind: 'number' },
+  { name: 'partial', from: 'partial', kind: 'boolean' },
+  { name: 'duration_ms', from: 'duration_ms', kind: 'number' },
+];
 
 /** Where a page starts: after the row with this sort key (the grouped fields in `groupBy` order, or a raw row's at and request id). */
 export interface UsagePageRequest {
@@ -83,19 +118,20 @@ export async function usageTotalsPage(
     eb.fn.sum<string | number>('cost_micro_usd').as('cost_micro_usd'),
   ]);
   for (const c of columns) q = q.select(c).groupBy(c).orderBy(c);
+  // With no group, an empty range still makes one row of nulls: no row is the answer.
+  if (columns.length === 0) q = q.having(sql`count(*)`, '>', 0);
   const totalsOf = (batch: readonly Row[]): UsageTotals[] =>
-    batch
-      .filter((r) => r.requests !== null)
-      .map((r) => ({
-        group: Object.fromEntries(groupBy.map((g) => [g, String(r[COLUMN_OF[g]])])),
-        requests: Number(r.requests),
-        inputTokens: Number(r.input_tokens),
-        outputTokens: Number(r.output_tokens),
-        cacheReadTokens: Number(r.cache_read_tokens),
-        cacheWriteTokens: Number(r.cache_write_tokens),
-        costMicroUsd: Number(r.cost_micro_usd),
-      }));
-  return { next, rows: mapBatches(readRows(database, q), totalsOf) };
+    batch.map((r) => ({
+      group: Object.fromEntries(groupBy.map((g) => [g, String(r[COLUMN_OF[g]])])),
+      requests: Number(r.requests),
+      inputTokens: Number(r.input_tokens),
+      outputTokens: Number(r.output_tokens),
+      cacheReadTokens: Number(r.cache_read_tokens),
+      cacheWriteTokens: Number(r.cache_write_tokens),
+      costMicroUsd: Number(r.cost_micro_usd),
+    }));
+  const wire: TextColumn[] = [...groupBy.map((g): TextColumn => ({ name: g, from: COLUMN_OF[g], kind: 'text' })), ...TOTAL_FIELDS];
+  return pageOf(database, q, next, wire, totalsOf);
 }
 
 /** Every total of the range at once: for callers in process (tests, the bench) that know the range is small. */
@@ -116,7 +152,7 @@ export async function usageTotals(
       groupBy,
       after === undefined ? { limit: 10_000 } : { limit: 10_000, after },
     );
-    for await (const batch of page.rows) all.push(...batch);
+    for await (const batch of page.rows()) all.push(...batch);
     if (page.next === null) return all;
     after = page.next;
   }
@@ -180,7 +216,7 @@ export async function usageRecordsPage(
       partial: Number(r.partial) === 1,
       durationMs: Number(r.duration_ms),
     }));
-  return { next, rows: mapBatches(readRows(database, base(next).selectAll()), recordsOf) };
+  return pageOf(database, base(next).selectAll(), next, RECORD_FIELDS, recordsOf);
 }
 
 /** One page of raw rows at once; `next` is the cursor after the page, or null. */
@@ -198,7 +234,7 @@ export async function usageRecords(
     after === undefined ? { limit: page.limit } : { limit: page.limit, after: [after.at, after.requestId] },
   );
   const rows: UsageRecord[] = [];
-  for await (const batch of found.rows) rows.push(...batch);
+  for await (const batch of found.rows()) rows.push(...batch);
   const next = found.next === null ? null : { at: found.next[0] as string, requestId: found.next[1] as string };
   return { rows, next };
 }
@@ -238,6 +274,26 @@ async function* readRows(database: Database, query: Compilable): AsyncGenerator<
   }
 }
 
-async function* mapBatches<A, B>(batches: AsyncIterable<readonly A[]>, map: (batch: readonly A[]) => B[]): AsyncGenerator<readonly B[]> {
-  for await (const batch of batches) yield map(batch);
+function pageOf<T>(
+  database: Database,
+  query: Compilable,
+  next: readonly string[] | null,
+  columns: readonly TextColumn[],
+  map: (batch: readonly Row[]) => T[],
+): UsagePage<T> {
+  return {
+    next,
+    columns,
+    async *rows() {
+      for await (const batch of readRows(database, query)) yield map(batch);
+    },
+    async *text(format) {
+      if (database.readWorker !== null) {
+        const compiled = query.compile();
+        yield* database.readWorker.text(compiled.sql, compiled.parameters, columns, format);
+        return;
+      }
+      for await (const batch of readRows(database, query)) yield renderRows(batch, columns, format);
+    },
+  };
 }

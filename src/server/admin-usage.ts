@@ -1,16 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import {
-  type Database,
-  USAGE_GROUPS,
-  type UsageFilter,
-  type UsageGroup,
-  type UsageRecord,
-  type UsageTotals,
-  usageRecordsPage,
-  usageTotalsPage,
-} from '../database/index.js';
+import { type Database, USAGE_GROUPS, type UsageFilter, type UsageGroup, usageRecordsPage, usageTotalsPage } from '../database/index.js';
 import { SwitchyardError } from '../errors.js';
-import { type ExportRow, sendPage } from './usage-export.js';
+import { sendPage } from './usage-export.js';
 
 // The usage ledger under /admin/v1/usage: totals from the daily rollups, grouped as asked,
 // and the raw rows, both page by page (JSON or CSV, written as the rows are read). An admin
@@ -37,26 +28,6 @@ const RECORDS_PAGE = { default: 100, max: 1000 } as const;
 const DAY_MS = 86_400_000;
 /** RFC 3339: a full-date, or a date-time with its offset. */
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:[Zz]|[+-](\d{2}):(\d{2})))?$/;
-const TOTAL_COLUMNS = ['requests', 'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cost_usd'] as const;
-const RECORD_COLUMNS = [
-  'at',
-  'request_id',
-  'team',
-  'key',
-  'endpoint',
-  'model',
-  'provider',
-  'candidate',
-  'input_tokens',
-  'output_tokens',
-  'cache_read_tokens',
-  'cache_write_tokens',
-  'cost_usd',
-  'status',
-  'partial',
-  'duration_ms',
-] as const;
-
 /** GET /admin/v1/usage and /admin/v1/usage/requests; `path` is what follows `usage`. */
 export async function serveUsage(
   database: Database | null,
@@ -89,17 +60,8 @@ export async function serveUsage(
       groupBy,
       after === undefined ? { limit } : { limit, after },
     );
-    const view = (t: UsageTotals): ExportRow => ({
-      ...Object.fromEntries(groupBy.map((g) => [g, t.group[g] ?? ''])),
-      requests: t.requests,
-      input_tokens: t.inputTokens,
-      output_tokens: t.outputTokens,
-      cache_read_tokens: t.cacheReadTokens,
-      cache_write_tokens: t.cacheWriteTokens,
-      cost_usd: t.costMicroUsd / 1e6,
-    });
     const next = page.next === null ? null : cursorText(page.next, groupBy);
-    return sendPage(call.res, format, [...groupBy, ...TOTAL_COLUMNS], views(page.rows, view), next);
+    return sendPage(call.res, format, page.columns, page.text(format), next);
   }
   const limit = limitOf(query.get('limit'), RECORDS_PAGE);
   const after = cursorOf(query.get('after'), null);
@@ -110,11 +72,7 @@ export async function serveUsage(
     after === undefined ? { limit } : { limit, after },
   );
   const next = page.next === null ? null : cursorText(page.next, null);
-  return sendPage(call.res, format, RECORD_COLUMNS, views(page.rows, recordView), next);
-}
-
-async function* views<T>(batches: AsyncIterable<readonly T[]>, view: (row: T) => ExportRow): AsyncGenerator<readonly ExportRow[]> {
-  for await (const batch of batches) yield batch.map(view);
+  return sendPage(call.res, format, page.columns, page.text(format), next);
 }
 
 function checkNames(query: URLSearchParams, allowed: ReadonlySet<string>): void {
@@ -263,27 +221,6 @@ function cursorOf(value: string | null, groupBy: readonly UsageGroup[] | null): 
     return key;
   }
   throw invalid('after', `after must be a previous page's next${groupBy === null ? '' : ', asked with the same group_by'}`);
-}
-
-function recordView(r: UsageRecord): Record<(typeof RECORD_COLUMNS)[number], string | number | boolean> {
-  return {
-    at: r.at,
-    request_id: r.requestId,
-    team: r.team,
-    key: r.keyId,
-    endpoint: r.endpoint,
-    model: r.model,
-    provider: r.provider,
-    candidate: r.candidate,
-    input_tokens: r.inputTokens,
-    output_tokens: r.outputTokens,
-    cache_read_tokens: r.cacheReadTokens,
-    cache_write_tokens: r.cacheWriteTokens,
-    cost_usd: r.costMicroUsd / 1e6,
-    status: r.status,
-    partial: r.partial,
-    duration_ms: r.durationMs,
-  };
 }
 
 const day = (ms: number): string => new Date(ms).toISOString().slice(0, 10);

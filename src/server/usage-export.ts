@@ -1,22 +1,22 @@
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import { csvHeader, type TextColumn, type TextFormat } from '../database/index.js';
 
 // A usage page on the wire, written as its rows are read: JSON (`{"rows":[…],"next":…}`) or
-// CSV (RFC 4180, the next cursor in a header). Each batch is serialized and written on its
-// own, then the loop is given back (or the socket drained), so a page of ten thousand rows
-// never holds the event loop, nor the whole answer in memory.
-
-export type ExportRow = Readonly<Record<string, string | number | boolean>>;
+// CSV (RFC 4180, the next cursor in a header). The rows come already rendered, batch by
+// batch (on the read worker, for SQLite); each batch is written on its own, then the loop is
+// given back (or the socket drained), so a page of ten thousand rows never holds the event
+// loop, nor the whole answer in memory.
 
 /** The response header that carries a CSV page's next cursor. */
 export const NEXT_HEADER = 'x-switchyard-next';
 
 export async function sendPage(
   res: ServerResponse,
-  format: 'json' | 'csv',
-  columns: readonly string[],
-  rows: AsyncIterable<readonly ExportRow[]>,
+  format: TextFormat,
+  columns: readonly TextColumn[],
+  batches: AsyncIterable<string>,
   next: string | null,
 ): Promise<void> {
   const csv = format === 'csv';
@@ -27,16 +27,12 @@ export async function sendPage(
   });
   let first = true;
   try {
-    if (!(await write(res, csv ? `${columns.map(csvField).join(',')}\r\n` : '{"rows":['))) return;
-    for await (const batch of rows) {
-      if (batch.length === 0) continue;
-      let text: string;
-      if (csv) {
-        text = batch.map((r) => `${columns.map((c) => csvField(r[c])).join(',')}\r\n`).join('');
-      } else {
-        text = `${first ? '' : ','}${batch.map((r) => JSON.stringify(r)).join(',')}`;
-        first = false;
-      }
+    if (!(await write(res, csv ? csvHeader(columns) : '{"rows":['))) return;
+    for await (const batch of batches) {
+      if (batch === '') continue;
+      // JSON batches are objects joined by commas: one more comma joins two batches.
+      const text = csv || first ? batch : `,${batch}`;
+      first = false;
       // The client went away: stop reading (the rest of the page is dropped as it arrives).
       if (!(await write(res, text))) return;
     }
@@ -61,15 +57,4 @@ async function write(res: ServerResponse, text: string): Promise<boolean> {
     }
   }
   return !res.destroyed;
-}
-
-/**
- * RFC 4180 quoting, after OWASP's guard against formula injection: a text field that a
- * spreadsheet would read as a formula (it begins with =, +, -, @, a tab or a carriage
- * return) is prefixed with a single quote. Numbers are written as numbers.
- */
-export function csvField(value: unknown): string {
-  let text = String(value ?? '');
-  if (typeof value === 'string' && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
