@@ -3,7 +3,7 @@ import { before, describe, it } from 'node:test';
 import { migrate, openDatabase, type UsageDailyTable } from '../../src/database/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
 import { eachEngine } from '../support/databases.js';
-import { baseConfig, type GatewayProcess } from '../support/gateway-process.js';
+import { baseConfig, type GatewayProcess, runCli } from '../support/gateway-process.js';
 import { v1 } from '../support/managed.js';
 import { fileResources } from '../support/resources.js';
 
@@ -20,6 +20,8 @@ const TEAMS = ['alpha', 'beta', 'gamma'];
 const MODELS = ['m-large', 'm-small'];
 const RANGE = 'from=2026-01-01&to=2026-01-31';
 /** Names a spreadsheet would run as formulas, each in its own rollup row on a day of their own. */
+/** More groups than one page holds (10,000), on a day of their own: what `switchyard usage` must walk. */
+const MANY_KEYS = 10_050;
 const FORMULAS = ['=HYPERLINK("http://x","y")', '+1+1', '-2+3', '@SUM(A1)', '\tcmd', '\rcmd'];
 
 type Row = Record<string, any>;
@@ -55,6 +57,21 @@ function rollups(): UsageDailyTable[] {
       model: name,
       provider: 'east',
       requests: i + 1,
+      input_tokens: 1,
+      output_tokens: 1,
+      cache_read_tokens: 0,
+      cache_write_tokens: 0,
+      cost_micro_usd: 1,
+    });
+  }
+  for (let k = 0; k < MANY_KEYS; k++) {
+    rows.push({
+      day: '2025-11-15',
+      team: 'many',
+      key_id: `many-key-${String(k).padStart(5, '0')}`,
+      model: 'm',
+      provider: 'east',
+      requests: 1,
       input_tokens: 1,
       output_tokens: 1,
       cache_read_tokens: 0,
@@ -99,7 +116,13 @@ for (const { engine, open } of await eachEngine()) {
       try {
         const migrated = await migrate(database.db, database.engine);
         assert.ok(migrated.ok);
-        await database.db.insertInto('usage_daily').values(rollups()).execute();
+        const rows = rollups();
+        // In slices: SQLite takes at most 32,766 bound values in one statement.
+        for (let i = 0; i < rows.length; i += 1000)
+          await database.db
+            .insertInto('usage_daily')
+            .values(rows.slice(i, i + 1000))
+            .execute();
       } finally {
         await database.close();
       }
@@ -114,7 +137,7 @@ for (const { engine, open } of await eachEngine()) {
     it('walks the totals page by page, as JSON and as CSV, to exactly the groups in order', async (t) => {
       if (skip) return t.skip(skip);
       const admin = gw.adminUrl as string;
-      const all = rollups().filter((r) => r.team !== 'formulas');
+      const all = rollups().filter((r) => TEAMS.includes(r.team));
       const expected = all.map((r) => `${r.day}|${r.team}|${r.model}|${r.requests}`);
       const walked = await walkJson(admin, `${RANGE}&group_by=day,team,model&limit=7`);
       assert.equal(walked.pages, Math.ceil(expected.length / 7));
@@ -229,6 +252,25 @@ for (const { engine, open } of await eachEngine()) {
       // The same names as JSON are data, not cells: untouched.
       const json = await v1(gw.adminUrl as string, 'GET', 'usage?from=2025-12-20&to=2025-12-21&group_by=model&team=formulas');
       assert.deepEqual((json.body.rows as Row[]).map((r) => r.model).sort(), [...FORMULAS].sort());
+    });
+
+    // The CLI reads what the API answers: once, on one engine, is enough.
+    const cliIt = engine === 'sqlite' ? it : it.skip;
+    cliIt('walks every page with switchyard usage, as CSV, JSON and a table', async (t) => {
+      if (skip) return t.skip(skip);
+      const args = ['usage', '--admin-url', gw.adminUrl as string, '--from', '2025-11-15', '--to', '2025-11-16', '--group-by', 'key'];
+      const csv = await runCli([...args, '--format', 'csv']);
+      assert.equal(csv.code, 0, csv.stderr);
+      const lines = csv.stdout.trimEnd().split('\r\n');
+      assert.equal(lines[0], 'key,requests,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cost_usd');
+      assert.equal(lines.length, 1 + MANY_KEYS, 'one header, then every group once');
+      assert.equal(new Set(lines.slice(1).map((l) => l.split(',')[0])).size, MANY_KEYS);
+      const json = await runCli([...args, '--format', 'json']);
+      assert.equal(json.code, 0, json.stderr);
+      assert.equal((JSON.parse(json.stdout) as { rows: Row[] }).rows.length, MANY_KEYS);
+      const table = await runCli(args);
+      assert.equal(table.code, 0, table.stderr);
+      assert.equal(table.stdout.trimEnd().split('\n').length, 1 + MANY_KEYS);
     });
   });
 }
