@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
 import { migrate, openDatabase } from '../../src/database/index.js';
 
 // A large usage ledger, fast: a migrated SQLite file filled straight through one prepared
@@ -92,6 +93,58 @@ export async function fillSqliteLedger(
     file.close();
   }
   return { rollupRows, rawRows: options.rawRows, fromDay: day(todayMs - (options.days - 1) * DAY_MS), toDay: day(todayMs + DAY_MS) };
+}
+
+/**
+ * The same ledger on Postgres, made by the server itself (generate_series), so that filling
+ * a million rows costs seconds. Raw rows end yesterday: today's and tomorrow's day partitions
+ * are the gateway's to make, and could not be once the default partition held rows of those days.
+ */
+export async function fillPostgresLedger(
+  url: string,
+  options: { rawRows: number; rawDays: number; days: number; keysPerTeam: number },
+): Promise<FilledLedger> {
+  const database = openDatabase({ url });
+  try {
+    const migrated = await migrate(database.db, database.engine);
+    if (!migrated.ok) throw new Error(migrated.message);
+  } finally {
+    await database.close();
+  }
+  const todayMs = Date.parse(`${day(Date.now())}T00:00:00Z`);
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const spanMs = options.rawDays * DAY_MS;
+    await client.query(
+      `insert into usage_requests (at, day, request_id, team, key_id, endpoint, model, provider, candidate, input_tokens,
+         output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, status, partial, duration_ms)
+       select to_char(t, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), to_char(t, 'YYYY-MM-DD'), 'req-' || i, 'team-' || (i % 10),
+         'team-' || (i % 10) || '-key-' || (i % $4::int), '/v1/chat/completions', 'model-' || chr(97 + (i % 5)),
+         case when i % 2 = 0 then 'east' else 'west' end, 'east', 100, 20, 0, 0, 450, 200, 0, 12.5
+       from generate_series(0, $1::int - 1) as i,
+         lateral (select to_timestamp(($2::bigint + floor(i::float8 / $1 * $3::bigint)) / 1000.0) at time zone 'UTC' as t) as at_time`,
+      [options.rawRows, todayMs - DAY_MS - spanMs, spanMs, options.keysPerTeam],
+    );
+    const inserted = await client.query(
+      `insert into usage_daily (day, team, key_id, model, provider, requests, input_tokens, output_tokens, cache_read_tokens,
+         cache_write_tokens, cost_micro_usd)
+       select to_char(to_timestamp(($1::bigint - d::bigint * ${DAY_MS}) / 1000.0) at time zone 'UTC', 'YYYY-MM-DD'),
+         'team-' || t, 'team-' || t || '-key-' || k, 'model-' || chr(97 + m), p, 7, 700, 140, 0, 0, 3150
+       from generate_series(0, $2::int - 1) as d, generate_series(0, 9) as t, generate_series(0, $3::int - 1) as k,
+         generate_series(0, 4) as m, (values ('east'), ('west')) as providers(p)`,
+      [todayMs, options.days, options.keysPerTeam],
+    );
+    await client.query('analyze usage_daily');
+    return {
+      rollupRows: inserted.rowCount ?? 0,
+      rawRows: options.rawRows,
+      fromDay: day(todayMs - (options.days - 1) * DAY_MS),
+      toDay: day(todayMs + DAY_MS),
+    };
+  } finally {
+    await client.end();
+  }
 }
 
 /** Milliseconds each probe took, in the order they were sent. */
