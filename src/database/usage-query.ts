@@ -93,33 +93,36 @@ export async function usageTotalsPage(
   page: UsagePageRequest,
 ): Promise<UsagePage<UsageTotals>> {
   const columns = groupBy.map((g) => COLUMN_OF[g]);
-  const base = (upTo: readonly string[] | null) => {
+  const base = (after: readonly string[] | undefined, upTo: readonly string[] | null) => {
     let q = database.db.selectFrom('usage_daily').where('day', '>=', range.fromDay).where('day', '<', range.toDay);
     if (filter.team !== undefined) q = q.where('team', '=', filter.team);
     if (filter.keyId !== undefined) q = q.where('key_id', '=', filter.keyId);
     if (filter.model !== undefined) q = q.where('model', '=', filter.model);
     // The group's fields are plain columns, so the keyset bounds apply before grouping.
-    if (page.after !== undefined && columns.length > 0) q = q.where(keyCompare(columns, '>', page.after));
+    if (after !== undefined && columns.length > 0) q = q.where(keyCompare(columns, '>', after));
     if (upTo !== null) q = q.where(keyCompare(columns, '<=', upTo));
     return q;
   };
   let next: readonly string[] | null = null;
   if (columns.length > 0) {
-    let q = base(null).select(columns);
+    let q = base(page.after, null).select(columns);
     for (const c of columns) q = q.groupBy(c).orderBy(c);
     next = await pageBound(database, q.limit(2).offset(page.limit - 1), columns);
   }
-  let q = base(next).select((eb) => [
-    eb.fn.sum<string | number>('requests').as('requests'),
-    eb.fn.sum<string | number>('input_tokens').as('input_tokens'),
-    eb.fn.sum<string | number>('output_tokens').as('output_tokens'),
-    eb.fn.sum<string | number>('cache_read_tokens').as('cache_read_tokens'),
-    eb.fn.sum<string | number>('cache_write_tokens').as('cache_write_tokens'),
-    eb.fn.sum<string | number>('cost_micro_usd').as('cost_micro_usd'),
-  ]);
-  for (const c of columns) q = q.select(c).groupBy(c).orderBy(c);
-  // With no group, an empty range still makes one row of nulls: no row is the answer.
-  if (columns.length === 0) q = q.having(sql`count(*)`, '>', 0);
+  const rowsFrom = (after: readonly string[] | undefined, limit: number | null) => {
+    let q = base(after, next).select((eb) => [
+      eb.fn.sum<string | number>('requests').as('requests'),
+      eb.fn.sum<string | number>('input_tokens').as('input_tokens'),
+      eb.fn.sum<string | number>('output_tokens').as('output_tokens'),
+      eb.fn.sum<string | number>('cache_read_tokens').as('cache_read_tokens'),
+      eb.fn.sum<string | number>('cache_write_tokens').as('cache_write_tokens'),
+      eb.fn.sum<string | number>('cost_micro_usd').as('cost_micro_usd'),
+    ]);
+    for (const c of columns) q = q.select(c).groupBy(c).orderBy(c);
+    // With no group, an empty range still makes one row of nulls: no row is the answer.
+    if (columns.length === 0) q = q.having(sql`count(*)`, '>', 0);
+    return limit === null ? q : q.limit(limit);
+  };
   const totalsOf = (batch: readonly Row[]): UsageTotals[] =>
     batch.map((r) => ({
       group: Object.fromEntries(groupBy.map((g) => [g, String(r[COLUMN_OF[g]])])),
@@ -131,7 +134,7 @@ export async function usageTotalsPage(
       costMicroUsd: Number(r.cost_micro_usd),
     }));
   const wire: TextColumn[] = [...groupBy.map((g): TextColumn => ({ name: g, from: COLUMN_OF[g], kind: 'text' })), ...TOTAL_FIELDS];
-  return pageOf(database, q, next, wire, totalsOf);
+  return pageOf(database, { keys: columns, from: rowsFrom }, page, next, wire, totalsOf);
 }
 
 /** Every total of the range at once: for callers in process (tests, the bench) that know the range is small. */
@@ -174,7 +177,7 @@ export async function usageRecordsPage(
   filter: UsageFilter,
   page: UsagePageRequest,
 ): Promise<UsagePage<UsageRecord>> {
-  const base = (upTo: readonly string[] | null) => {
+  const base = (after: readonly string[] | undefined, upTo: readonly string[] | null) => {
     // The day bounds let Postgres skip the partitions outside the range.
     let q = database.db
       .selectFrom('usage_requests')
@@ -185,13 +188,13 @@ export async function usageRecordsPage(
     if (filter.team !== undefined) q = q.where('team', '=', filter.team);
     if (filter.keyId !== undefined) q = q.where('key_id', '=', filter.keyId);
     if (filter.model !== undefined) q = q.where('model', '=', filter.model);
-    if (page.after !== undefined) q = q.where(keyCompare(RECORD_KEY, '>', page.after));
+    if (after !== undefined) q = q.where(keyCompare(RECORD_KEY, '>', after));
     if (upTo !== null) q = q.where(keyCompare(RECORD_KEY, '<=', upTo));
     return q.orderBy('at').orderBy('request_id');
   };
   const next = await pageBound(
     database,
-    base(null)
+    base(page.after, null)
       .select([...RECORD_KEY])
       .limit(2)
       .offset(page.limit - 1),
@@ -216,7 +219,11 @@ export async function usageRecordsPage(
       partial: Number(r.partial) === 1,
       durationMs: Number(r.duration_ms),
     }));
-  return pageOf(database, base(next).selectAll(), next, RECORD_FIELDS, recordsOf);
+  const rowsFrom = (after: readonly string[] | undefined, limit: number | null) => {
+    const q = base(after, next).selectAll();
+    return limit === null ? q : q.limit(limit);
+  };
+  return pageOf(database, { keys: RECORD_KEY, from: rowsFrom }, page, next, RECORD_FIELDS, recordsOf);
 }
 
 /** One page of raw rows at once; `next` is the cursor after the page, or null. */
@@ -256,44 +263,67 @@ async function pageBound(database: Database, query: Compilable, columns: readonl
   return keys.length < 2 || last === undefined ? null : columns.map((c) => String(last[c]));
 }
 
-/**
- * A query's rows in batches: from the read worker on a SQLite file; otherwise (Postgres,
- * where the query runs on the server, or SQLite in memory) read here and handed on a batch
- * at a time, yielding to the event loop between batches.
- */
+/** A query's rows, from the read worker on a SQLite file, else read here. */
 async function* readRows(database: Database, query: Compilable): AsyncGenerator<readonly Row[]> {
   const compiled = query.compile();
   if (database.readWorker !== null) {
     yield* database.readWorker.rows(compiled.sql, compiled.parameters);
     return;
   }
-  const { rows } = await database.db.executeQuery<Row>(compiled);
-  for (let i = 0; i < rows.length; i += READ_BATCH_ROWS) {
-    if (i > 0) await yieldToLoop();
-    yield rows.slice(i, i + READ_BATCH_ROWS);
-  }
+  yield (await database.db.executeQuery<Row>(compiled)).rows;
+}
+
+/** A page's rows: `from(after, limit)` is the page's query (its upper bound included) from after a sort key, at most `limit` rows. */
+interface PageQuery {
+  readonly keys: readonly string[];
+  from(after: readonly string[] | undefined, limit: number | null): Compilable;
 }
 
 function pageOf<T>(
   database: Database,
-  query: Compilable,
+  query: PageQuery,
+  page: UsagePageRequest,
   next: readonly string[] | null,
   columns: readonly TextColumn[],
   map: (batch: readonly Row[]) => T[],
 ): UsagePage<T> {
+  const worker = database.readWorker;
   return {
     next,
     columns,
     async *rows() {
-      for await (const batch of readRows(database, query)) yield map(batch);
+      const batches = worker === null ? inSlices(database, query, page) : readRows(database, query.from(page.after, null));
+      for await (const batch of batches) yield map(batch);
     },
     async *text(format) {
-      if (database.readWorker !== null) {
-        const compiled = query.compile();
-        yield* database.readWorker.text(compiled.sql, compiled.parameters, columns, format);
+      if (worker !== null) {
+        const compiled = query.from(page.after, null).compile();
+        yield* worker.text(compiled.sql, compiled.parameters, columns, format);
         return;
       }
-      for await (const batch of readRows(database, query)) yield renderRows(batch, columns, format);
+      for await (const batch of inSlices(database, query, page)) yield renderRows(batch, columns, format);
     },
   };
+}
+
+/**
+ * A page read on the event loop (Postgres, where the query runs on the server; SQLite in
+ * memory) in slices of READ_BATCH_ROWS rows, each its own keyset query, the loop given back
+ * between them: the driver parses a slice, never a whole page, at once.
+ */
+async function* inSlices(database: Database, query: PageQuery, page: UsagePageRequest): AsyncGenerator<readonly Row[]> {
+  if (query.keys.length === 0) {
+    yield* readRows(database, query.from(undefined, null));
+    return;
+  }
+  let after = page.after;
+  // Bounded: a page holds at most page.limit rows, so at most this many full slices and one short one.
+  for (let slice = 0; slice <= Math.ceil(page.limit / READ_BATCH_ROWS); slice++) {
+    if (slice > 0) await yieldToLoop();
+    const { rows } = await database.db.executeQuery<Row>(query.from(after, READ_BATCH_ROWS).compile());
+    if (rows.length > 0) yield rows;
+    const last = rows[rows.length - 1];
+    if (rows.length < READ_BATCH_ROWS || last === undefined) return;
+    after = query.keys.map((k) => String(last[k]));
+  }
 }
