@@ -28,6 +28,7 @@ const RECORDS_PAGE = { default: 100, max: 1000 } as const;
 const DAY_MS = 86_400_000;
 /** RFC 3339: a full-date, or a date-time with its offset. */
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:[Zz]|[+-](\d{2}):(\d{2})))?$/;
+
 /** GET /admin/v1/usage and /admin/v1/usage/requests; `path` is what follows `usage`. */
 export async function serveUsage(
   database: Database | null,
