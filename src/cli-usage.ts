@@ -1,12 +1,16 @@
 import { type Command, help, UsageError } from './cli-command.js';
 
 // `switchyard usage`: the usage ledger's totals through a gateway's admin API
-// (GET /admin/v1/usage), as a table, CSV or JSON. The token comes from the environment,
-// never from an argument, so that it stays out of the shell history and the process list.
+// (GET /admin/v1/usage), as a table, CSV or JSON, every page of them. The token comes from
+// the environment, never from an argument, so that it stays out of the shell history and
+// the process list.
 
 const FORMATS = ['table', 'csv', 'json'] as const;
-type Format = (typeof FORMATS)[number];
 const TOKEN_ENV = 'SWITCHYARD_ADMIN_TOKEN';
+/** Groups per page: the most the API gives. */
+const PAGE_LIMIT = 10_000;
+/** A walk that would take more pages than this is a cursor that does not move: stop rather than loop. */
+const MAX_PAGES = 100_000;
 
 export const usageCommand: Command = {
   summary: "print the usage ledger's totals (GET /admin/v1/usage) as a table, CSV or JSON",
@@ -17,7 +21,8 @@ Asks the gateway's admin listener at URL (e.g. http://127.0.0.1:9090) for the us
 the UTC days from --from (inclusive, default the first of this month) to --to (exclusive,
 default tomorrow), each an RFC 3339 date or date-time, grouped by FIELDS (a comma-separated
 list of day, team, key, model, provider; default team,model). The admin token is read from
-${TOKEN_ENV}; a team:<id> token sees its own team only.`,
+${TOKEN_ENV}; a team:<id> token sees its own team only. Every page is fetched
+(${PAGE_LIMIT} groups each); CSV is printed page by page, as it arrives.`,
   options: {
     'admin-url': { type: 'string' },
     from: { type: 'string' },
@@ -47,24 +52,37 @@ ${TOKEN_ENV}; a team:<id> token sees its own team only.`,
       if (typeof value === 'string') url.searchParams.set(param, value);
     }
     if (format === 'csv') url.searchParams.set('format', 'csv');
+    url.searchParams.set('limit', String(PAGE_LIMIT));
     const token = process.env[TOKEN_ENV];
-    const res = await fetch(url, { headers: token === undefined || token === '' ? {} : { authorization: `Bearer ${token}` } });
-    const text = await res.text();
-    if (res.status !== 200) {
-      process.stderr.write(`switchyard usage: the gateway answered ${res.status}: ${errorMessage(text)}\n`);
-      return 1;
+    const headers: Record<string, string> = token === undefined || token === '' ? {} : { authorization: `Bearer ${token}` };
+    const rows: Array<Record<string, string | number>> = [];
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const res = await fetch(url, { headers });
+      const text = await res.text();
+      if (res.status !== 200) {
+        process.stderr.write(`switchyard usage: the gateway answered ${res.status}: ${errorMessage(text)}\n`);
+        return 1;
+      }
+      let next: string | null;
+      if (format === 'csv') {
+        // Every page starts with the header line: printed once.
+        process.stdout.write(page === 0 ? text : text.slice(text.indexOf('\r\n') + 2));
+        next = res.headers.get('x-switchyard-next');
+      } else {
+        const body = JSON.parse(text) as { rows: Array<Record<string, string | number>>; next?: string | null };
+        rows.push(...body.rows);
+        next = body.next ?? null;
+      }
+      if (next === null) {
+        if (format !== 'csv') process.stdout.write(format === 'json' ? `${JSON.stringify({ rows }, null, 2)}\n` : table(rows));
+        return 0;
+      }
+      url.searchParams.set('after', next);
     }
-    process.stdout.write(render(format, text));
-    return 0;
+    process.stderr.write(`switchyard usage: stopped after ${MAX_PAGES} pages: the gateway's cursor does not move\n`);
+    return 1;
   },
 };
-
-function render(format: Format, text: string): string {
-  if (format === 'csv') return text;
-  const body = JSON.parse(text) as { rows: Array<Record<string, string | number>> };
-  if (format === 'json') return `${JSON.stringify(body, null, 2)}\n`;
-  return table(body.rows);
-}
 
 /** Columns padded to their widest cell; numbers right-aligned. */
 function table(rows: ReadonlyArray<Record<string, string | number>>): string {

@@ -1,4 +1,5 @@
 import type { Scenario } from '../lib/scenario.js';
+import { adminIsolation } from './admin-isolation.js';
 import { governanceOverhead } from './governance-overhead.js';
 import { largeConfigReload } from './large-config-reload.js';
 import { ledger } from './ledger.js';
@@ -22,4 +23,5 @@ export const scenarios: readonly Scenario[] = [
   translation,
   mcp,
   ledger,
+  adminIsolation,
 ];

@@ -855,6 +855,8 @@ export const databaseSchema = z
     ledger_queue: positiveInt.max(10_000_000).default(100_000),
     /** Raw ledger rows are kept this many days; the daily rollups are kept. */
     usage_retention_days: positiveInt.max(3650).default(30),
+    /** The longest range one usage API query may cover: it bounds what a cursor walk scans. */
+    usage_max_range_days: positiveInt.max(36_500).default(400),
   })
   .superRefine((d, ctx) => {
     if (d.url.startsWith('sqlite:') && (d.password !== undefined || d.tls !== undefined))

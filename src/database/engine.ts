@@ -1,6 +1,7 @@
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect, type SqliteStatement } from 'kysely';
 import pg from 'pg';
+import { ReadWorker } from './read-worker.js';
 import type { Tables } from './tables.js';
 
 // One query layer over two engines: SQLite (embedded, one replica) and Postgres (shared by
@@ -25,6 +26,8 @@ export interface Database {
   readonly pgConfig: pg.ClientConfig | null;
   /** Postgres only: the pool Kysely runs on, for what Kysely does not speak (COPY). */
   readonly pgPool: pg.Pool | null;
+  /** SQLite on a file only: the thread the usage API's reads run on, off the event loop. */
+  readonly readWorker: ReadWorker | null;
   close(): Promise<void>;
 }
 
@@ -45,7 +48,8 @@ export function openDatabase(settings: DatabaseSettings): Database {
   const engine = engineOf(settings.url);
   if (engine === null) throw new Error('database.url must start with sqlite: or postgres://');
   if (engine === 'sqlite') {
-    const file = new BetterSqlite3(sqlitePath(settings.url));
+    const path = sqlitePath(settings.url);
+    const file = new BetterSqlite3(path);
     // WAL: the ledger's batches and the admin API's writes do not block readers.
     file.pragma('journal_mode = WAL');
     file.pragma('foreign_keys = ON');
@@ -54,7 +58,12 @@ export function openDatabase(settings: DatabaseSettings): Database {
     // finds the file locked fails: the ledger retries it, an admin write answers 503.
     file.pragma('busy_timeout = 200');
     const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: withStatementCache(file) }) });
-    return { engine, db, pgConfig: null, pgPool: null, close: () => db.destroy() };
+    const readWorker = path === '' || path === ':memory:' ? null : new ReadWorker(path);
+    const close = async (): Promise<void> => {
+      await readWorker?.close();
+      await db.destroy();
+    };
+    return { engine, db, pgConfig: null, pgPool: null, readWorker, close };
   }
   const pgConfig: pg.ClientConfig = { connectionString: settings.url };
   if (settings.password !== undefined) pgConfig.password = settings.password;
@@ -89,7 +98,7 @@ export function openDatabase(settings: DatabaseSettings): Database {
     client.on('error', () => undefined);
   });
   const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
-  return { engine, db, pgConfig, pgPool: pool, close: () => db.destroy() };
+  return { engine, db, pgConfig, pgPool: pool, readWorker: null, close: () => db.destroy() };
 }
 
 /** Prepared statements kept at most; past it the oldest is dropped (SQLite finalizes it when collected). */

@@ -35,8 +35,13 @@ export {
   type UsageCursor,
   type UsageFilter,
   type UsageGroup,
+  type UsagePage,
+  type UsagePageRequest,
   type UsageRecord,
   type UsageTotals,
   usageRecords,
+  usageRecordsPage,
   usageTotals,
+  usageTotalsPage,
 } from './usage-query.js';
+export { csvField, csvHeader, renderRows, type TextColumn, type TextFormat } from './usage-text.js';

@@ -118,10 +118,14 @@ function auditAttempt(svc: Services, a: V1Request, method: string, rest: string,
 }
 
 async function route(ctx: V1Context, a: V1Request, method: string, rest: string): Promise<void> {
-  const parts = rest.split('/').map((p) => decodeURIComponent(p));
+  const parts = rest.split('/').map(pathSegment);
   const [collection, id, action] = parts;
   // The usage ledger: its own file, its own parameters.
-  if (collection === 'usage') return serveUsage(ctx.database.database, a, method, parts.slice(1));
+  if (collection === 'usage') {
+    const settings = ctx.database.settings;
+    const usage = settings === null ? null : { maxRangeDays: settings.usage_max_range_days };
+    return serveUsage(ctx.database.database, usage, a, method, parts.slice(1));
+  }
   if (parts.length > 3 || (collection !== 'teams' && collection !== 'keys')) {
     throw new SwitchyardError('not_found', `no such admin endpoint: /admin/v1/${rest}`);
   }
@@ -154,6 +158,26 @@ async function route(ctx: V1Context, a: V1Request, method: string, rest: string)
   if (action !== 'revoke' && action !== 'rotate') throw new SwitchyardError('not_found', `no such admin endpoint: /admin/v1/${rest}`);
   if (method !== 'POST') throw notAllowed('POST');
   return action === 'revoke' ? revokeKey(ctx, a, records, gen, id) : rotateKey(ctx, a, records, gen, id);
+}
+
+/** What each position of /admin/v1/<collection>/<id>/<action> is called in a refusal. */
+const SEGMENT_NAMES = ['collection', 'id', 'action'] as const;
+
+/**
+ * One path segment, percent-decoded. Every admin path parameter passes here: a malformed
+ * escape (`%E0%A4%A`) or a NUL is the caller's mistake, a 400 naming the segment, never
+ * a thrown URIError (a 500) nor a NUL handed to the database.
+ */
+function pathSegment(raw: string, index: number): string {
+  const name = SEGMENT_NAMES[index] ?? 'path';
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(raw);
+  } catch {
+    throw new SwitchyardError('invalid_request', `the path's ${name} is not valid percent-encoded UTF-8`, name);
+  }
+  if (decoded.includes('\0')) throw new SwitchyardError('invalid_request', `the path's ${name} must not contain a NUL character`, name);
+  return decoded;
 }
 
 /** A driver's failure to reach or use the database (a connection refused or cut, a locked or read-only file). */

@@ -20,6 +20,7 @@ export class DatabaseLink {
   readonly #env: NodeJS.ProcessEnv;
   #opening: Promise<ManagedRecords> | null = null;
   #database: Database | null = null;
+  #settings: DatabaseConfig | null = null;
   #records: ManagedRecords | null = null;
   #watch: ChangeWatch | null = null;
   /** What start-up's migration did, for the log once the logger exists. */
@@ -35,6 +36,11 @@ export class DatabaseLink {
 
   get database(): Database | null {
     return this.#database;
+  }
+
+  /** The `database` settings the connection was opened with: a reload keeps them, as it keeps the connection. */
+  get settings(): DatabaseConfig | null {
+    return this.#settings;
   }
 
   get listening(): boolean {
@@ -67,6 +73,7 @@ export class DatabaseLink {
     }
     this.migration = result;
     this.#database = database;
+    this.#settings = settings;
     this.#records = new ManagedRecords(database);
     return this.#records;
   }

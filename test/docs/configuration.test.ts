@@ -273,6 +273,7 @@ const common = {
     recheck_ms: 1000,
     ledger_queue: 1000,
     usage_retention_days: 7,
+    usage_max_range_days: 90,
   },
   telemetry: {
     otlp: {
