@@ -4,8 +4,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { EventStreamCodec } from '@smithy/eventstream-codec';
 import OpenAI from 'openai';
+import { bedrockEventFrame } from '../support/bedrock-frames.js';
 import { sqliteDatabase, type TestDatabase } from '../support/databases.js';
 import { baseConfig, type GatewayProcess } from '../support/gateway-process.js';
 import { v1 } from '../support/managed.js';
@@ -24,23 +24,7 @@ const KEY = 'sy-bedrock-crc-key-of-team-platform-0000';
 const ADMIN = 'admin-token-for-the-bedrock-crc-tests';
 const PRICE = { input_usd_per_mtok: 1, output_usd_per_mtok: 1000 };
 
-const codec = new EventStreamCodec(
-  (bytes) => Buffer.from(bytes).toString('utf8'),
-  (text) => Buffer.from(text, 'utf8'),
-);
-
-function frame(type: string, payload: unknown): Buffer {
-  return Buffer.from(
-    codec.encode({
-      headers: {
-        ':message-type': { type: 'string', value: 'event' },
-        ':event-type': { type: 'string', value: type },
-        ':content-type': { type: 'string', value: 'application/json' },
-      },
-      body: Buffer.from(JSON.stringify(payload)),
-    }),
-  );
-}
+const frame = bedrockEventFrame;
 
 /** The frame with one bit of its prelude CRC (bytes 8-11) or its message CRC (the last 4) flipped. */
 function corrupt(f: Buffer, where: 'prelude' | 'message'): Buffer {

@@ -3,7 +3,6 @@ import { createServer, type Http2Server } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { BedrockRuntimeClient, ConverseCommand, type ConverseCommandInput, ConverseStreamCommand } from '@aws-sdk/client-bedrock-runtime';
-import { EventStreamCodec } from '@smithy/eventstream-codec';
 import {
   anthropicRequestToCanonical,
   canonicalToBedrockRequest,
@@ -12,6 +11,7 @@ import {
   StreamTranslator,
   translateErrorResponse,
 } from '../../src/providers/index.js';
+import { bedrockEventFrame } from '../support/bedrock-frames.js';
 
 // The AWS SDK as the authority on Converse's wire: the body the Bedrock writer makes must be
 // the body the SDK sends for the same input, since the SDK serialises only the fields of the
@@ -171,21 +171,7 @@ describe('the Bedrock writer against the AWS SDK', { timeout: 20_000 }, () => {
   });
 
   it('decodes a ConverseStream as the SDK does: the same text, tool call, stop reason and usage', async () => {
-    const codec = new EventStreamCodec(
-      (bytes) => Buffer.from(bytes).toString('utf8'),
-      (text) => Buffer.from(text, 'utf8'),
-    );
-    const frame = (type: string, payload: unknown) =>
-      Buffer.from(
-        codec.encode({
-          headers: {
-            ':message-type': { type: 'string', value: 'event' },
-            ':event-type': { type: 'string', value: type },
-            ':content-type': { type: 'string', value: 'application/json' },
-          },
-          body: Buffer.from(JSON.stringify(payload)),
-        }),
-      );
+    const frame = bedrockEventFrame;
     stream = Buffer.concat([
       frame('messageStart', { role: 'assistant' }),
       frame('contentBlockDelta', { contentBlockIndex: 0, delta: { text: 'Let me look.' } }),

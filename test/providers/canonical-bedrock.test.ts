@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { EventStreamCodec } from '@smithy/eventstream-codec';
 import {
   anthropicRequestToCanonical,
   bedrockResponseToCanonical,
@@ -15,6 +14,7 @@ import {
   translateErrorResponse,
   usageFromBedrock,
 } from '../../src/providers/index.js';
+import { bedrockCodec, bedrockEventFrame } from '../support/bedrock-frames.js';
 
 const CLAUDE = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
 const NOVA = 'amazon.nova-pro-v1:0';
@@ -396,23 +396,8 @@ describe('Bedrock Converse response -> canonical', () => {
   });
 });
 
-const codec = new EventStreamCodec(
-  (bytes) => Buffer.from(bytes).toString('utf8'),
-  (text) => Buffer.from(text, 'utf8'),
-);
-
-function event(type: string, payload: unknown): Buffer {
-  return Buffer.from(
-    codec.encode({
-      headers: {
-        ':message-type': { type: 'string', value: 'event' },
-        ':event-type': { type: 'string', value: type },
-        ':content-type': { type: 'string', value: 'application/json' },
-      },
-      body: Buffer.from(JSON.stringify(payload)),
-    }),
-  );
-}
+const codec = bedrockCodec;
+const event = bedrockEventFrame;
 
 function exception(type: string, message: string): Buffer {
   return Buffer.from(
