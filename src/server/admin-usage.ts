@@ -8,7 +8,7 @@ import { sendPage } from './usage-export.js';
 // or read_only token sees every team; a team:<id> token sees its own team only, and naming
 // another is 403. Every parameter is checked, and a bad one is a 400 that names it.
 
-/** What admin-v1.ts hands over of a call (its V1Request: this file may not import that one). */
+/** What admin-v1.ts hands over of a call: of its V1Request (admin-caller.ts), what this file reads. */
 interface UsageCall {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;

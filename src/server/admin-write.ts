@@ -1,13 +1,18 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { AdminWriteInput } from '../audit/index.js';
-import { CommitUnknownError, type ManagedRecords, type ManagedWrites } from '../database/index.js';
+import { type AdminWriteInput, adminWrite } from '../audit/index.js';
+import { CommitUnknownError, type ManagedRecords, type ManagedWrites, type WriteResult } from '../database/index.js';
 import { SwitchyardError } from '../errors.js';
+import type { Services } from '../request/index.js';
+import { noKey, type V1Context, type V1Request } from './admin-caller.js';
+import type { ReloadResult } from './reload.js';
 
 // How an admin write ends when the database's answer to its COMMIT is lost (the connection
 // died after COMMIT was sent): the write may have taken effect, so "nothing was written" would
 // be a guess. The database is asked again, once it answers, what is true; only when it cannot
-// say is the answer 503 outcome_unknown. And which admin requests are write attempts, so each
-// one is audited however it ends.
+// say is the answer 503 outcome_unknown. Which admin requests are write attempts, so each
+// one is audited however it ends (applied, refused, failed or unknown); a committed write is
+// then applied here by a reload. And the refusals a write ends in when its object is gone,
+// has changed since its ETag, or belongs to the config file.
 
 /** Re-reads after a lost commit answer: the pool reconnects between them; bounded (~2 s). */
 const RE_READ_ATTEMPTS = 6;
@@ -107,3 +112,52 @@ export function writeTargetOf(method: string, parts: readonly string[]): WriteTa
   }
   return null;
 }
+
+// --- Audit ---
+
+/** Write attempts whose `applied` record is written: a later failure (reading the object back) is not another attempt. */
+export const auditedWrites = new WeakSet<V1Request>();
+
+/** A write attempt that was not applied: refused (4xx), failed (nothing written) or unknown. */
+export function auditAttempt(svc: Services, a: V1Request, method: string, rest: string, err: SwitchyardError): void {
+  if (auditedWrites.has(a)) return;
+  let parts: string[];
+  try {
+    parts = rest.split('/').map((p) => decodeURIComponent(p));
+  } catch {
+    parts = rest.split('/');
+  }
+  const known = err instanceof OutcomeUnknownError ? err.target : writeTargetOf(method, parts);
+  if (known === null) return;
+  const outcome = err instanceof OutcomeUnknownError ? 'unknown' : err.status < 500 ? 'refused' : 'failed';
+  const change = err instanceof OutcomeUnknownError ? err.change : null;
+  audit(svc, { ...known, token: a.caller.id, outcome, reason: err.code, change, version: null });
+}
+
+/** The write is committed: audited, then applied here by a reload, so the answer reflects it. */
+export async function applied(
+  ctx: V1Context,
+  a: V1Request,
+  write: Omit<AdminWriteInput, 'token' | 'version' | 'outcome' | 'reason'> & { readonly version: number | null },
+): Promise<ReloadResult | null> {
+  auditedWrites.add(a);
+  audit(ctx.svc, { ...write, token: a.caller.id, outcome: 'applied', reason: null, version: write.version });
+  if (write.version === null) return null;
+  return ctx.reloadForDatabase().catch(() => null);
+}
+
+function audit(svc: Services, write: AdminWriteInput): void {
+  svc.audit?.append(adminWrite(write));
+}
+
+// --- Refusals ---
+
+export function judge(outcome: WriteResult, object: 'team' | 'key', id: string): void {
+  if (outcome === 'missing') throw object === 'key' ? noKey(id) : new SwitchyardError('not_found', `no team "${id}"`);
+  if (outcome === 'stale') {
+    throw new SwitchyardError('precondition_failed', `${object} "${id}" has changed since that ETag: read it again, then write`);
+  }
+}
+
+export const managedByConfig = (object: 'team' | 'key', id: string): SwitchyardError =>
+  new SwitchyardError('managed_by_config', `${object} "${id}" is written in the config file: change it there (it is read-only here)`);

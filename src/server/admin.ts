@@ -13,7 +13,8 @@ import {
   sendBody,
   sendJson,
 } from '../request/index.js';
-import { type AdminCaller, serveV1 } from './admin-v1.js';
+import type { AdminCaller } from './admin-caller.js';
+import { serveV1 } from './admin-v1.js';
 import { refusal, serveMetrics } from './answers.js';
 import type { DatabaseLink } from './database-link.js';
 import { answered, type Endpoint, EndpointTable } from './endpoints.js';
