@@ -19,8 +19,10 @@ import type { Tables, UsageDailyTable, UsageRequestsTable } from './tables.js';
 // A batch whose COMMIT reached the database but whose answer did not (a crash, a failover,
 // a cut connection) is retried, and must not count twice: each row carries an entry_id this
 // writer gives it once (its random name and the row's place in the queue), the same on every
-// retry, and is inserted only if its (day, entry_id) is new; the rollups add only the rows
-// actually inserted, in the same transaction.
+// retry, and a retry inserts it only if its (day, entry_id) is new; the rollups add only the
+// rows actually inserted, in the same transaction. A batch's first attempt cannot meet rows
+// of its own, so it takes the cheaper path (straight in, rollups summed here); only a retry
+// pays for the check (on Postgres a staging table, on SQLite a RETURNING per statement).
 
 export interface LedgerOptions {
   /** Rows held in memory at most (`database.ledger_queue`); past it a row is dropped and counted. */
@@ -68,6 +70,10 @@ export class Ledger {
   /** The loss row a failed batch carried, carried again unchanged by its retry. */
   #loss: { readonly count: number; readonly entryId: string } | null = null;
   #losses = 0;
+  /** A batch failed since the last one written: the next attempt must skip rows already there. */
+  #retrying = false;
+  /** A COMMIT was sent and not answered since the last batch written: the database may hold the head rows and #loss. */
+  #uncertain = false;
   /** Lost rows no loss row has counted yet. */
   #unsummarized = 0;
   #lost = 0;
@@ -212,12 +218,14 @@ export class Ledger {
       }
       const loss = this.#loss;
       try {
-        await this.#write(rows, this.#headEntry, loss);
+        await this.#write(rows, this.#headEntry, loss, this.#retrying);
       } catch (err) {
         // Nothing of a batch that failed before its COMMIT was sent is written: its retry
-        // summarizes every loss so far in one row. After a COMMIT whose answer was lost, the
-        // retry must carry the same loss row, or it would count the loss twice.
-        if (!(err instanceof CommitAnswerLost)) this.#loss = null;
+        // summarizes every loss so far in one row. After a COMMIT whose answer was lost, every
+        // retry until one is written must carry the same loss row, or the loss could count twice.
+        if (err instanceof CommitAnswerLost) this.#uncertain = true;
+        if (!this.#uncertain) this.#loss = null;
+        this.#retrying = true;
         this.#backoffMs = Math.min(BACKOFF_MAX_MS, this.#backoffMs === 0 ? BACKOFF_FIRST_MS : this.#backoffMs * 2);
         this.#retryAtMs = performance.now() + this.#backoffMs;
         this.#onProblem(
@@ -226,6 +234,8 @@ export class Ledger {
         return;
       }
       this.#backoffMs = 0;
+      this.#retrying = false;
+      this.#uncertain = false;
       this.#head += take;
       this.#headEntry += take;
       this.#loss = null;
@@ -244,27 +254,29 @@ export class Ledger {
   }
 
   /**
-   * One transaction: the raw rows (and a loss row) that are new, and the rollups of those
-   * added to the days' totals. Postgres takes the raw rows by COPY, its cheapest way in for
-   * both sides (no statement to parse and plan, a compact text stream), into a temporary
-   * table (COPY has no ON CONFLICT); one statement then moves the new ones in and adds their
-   * rollups. SQLite gets fixed-size multi-row statements, each prepared once (the statement
-   * cache in engine.ts), returning what they inserted; its json_each would reparse each
-   * element per field and cost more than it saves.
+   * One transaction: the raw rows (and a loss row), and their rollups added to the days'
+   * totals; on a retry only the rows that are new, and their rollups. Postgres takes the raw
+   * rows by COPY, its cheapest way in for both sides (no statement to parse and plan, a
+   * compact text stream), and the rollups by one upsert over a JSON parameter; a retry COPYs
+   * into a temporary table (COPY has no ON CONFLICT), and one statement moves the new rows in
+   * and adds their rollups. SQLite gets fixed-size multi-row statements, each prepared once
+   * (the statement cache in engine.ts), a retry's returning what they inserted; its json_each
+   * would reparse each element per field and cost more than it saves.
    */
-  async #write(rows: readonly LedgerRow[], firstEntry: number, loss: { count: number; entryId: string } | null): Promise<void> {
+  async #write(
+    rows: readonly LedgerRow[],
+    firstEntry: number,
+    loss: { count: number; entryId: string } | null,
+    retry: boolean,
+  ): Promise<void> {
     const raw = rows.map((r, i) => rawRow(r, `${this.#writer}-${(firstEntry + i).toString(36)}`));
     if (loss !== null) raw.push(lossRow(this.#now(), loss.count, loss.entryId));
     const pool = this.#database.pgPool;
-    if (pool !== null) return copyBatch(pool, raw);
+    if (pool !== null) return copyBatch(pool, raw, retry);
     await this.#database.db.transaction().execute(async (tx) => {
-      const added = await insertChunks<UsageRequestsTable, RollupSource>(
-        tx,
-        'usage_requests',
-        RAW_FIELDS,
-        raw,
-        ` on conflict (day, entry_id) do nothing returning endpoint, ${ROLLUP_SOURCE_FIELDS.join(', ')}`,
-      );
+      let added: readonly RollupSource[] = raw;
+      if (retry) added = await insertChunks<UsageRequestsTable, RollupSource>(tx, 'usage_requests', RAW_FIELDS, raw, SKIP_KNOWN_RETURNING);
+      else await insertChunks(tx, 'usage_requests', RAW_FIELDS, raw, '');
       await insertChunks(
         tx,
         'usage_daily',
@@ -303,7 +315,12 @@ const ROLLUP_SUMS_TEXT = ROLLUP_COUNTS.map((c) => `${c} = usage_daily.${c} + exc
 
 // The batch's staging table: one per connection, emptied by every commit (and rollback).
 const BEGIN_BATCH = `begin; create temp table if not exists usage_batch (like usage_requests) on commit delete rows`;
-const COPY_RAW = `copy usage_batch (${RAW_FIELDS.join(', ')}) from stdin`;
+const SKIP_KNOWN_RETURNING = ` on conflict (day, entry_id) do nothing returning endpoint, ${ROLLUP_SOURCE_FIELDS.join(', ')}`;
+const COPY_RAW = `copy usage_requests (${RAW_FIELDS.join(', ')}) from stdin`;
+const UPSERT_ROLLUPS = `insert into usage_daily (${ROLLUP_FIELDS.join(', ')})
+  select ${ROLLUP_FIELDS.join(', ')} from json_populate_recordset(null::usage_daily, $1::json)
+  on conflict (${ROLLUP_KEY.join(', ')}) do update set ${ROLLUP_SUMS_TEXT}`;
+const COPY_STAGED = `copy usage_batch (${RAW_FIELDS.join(', ')}) from stdin`;
 const MOVE_NEW_ROWS = `with added as (
     insert into usage_requests (${RAW_FIELDS.join(', ')})
     select ${RAW_FIELDS.join(', ')} from usage_batch
@@ -319,15 +336,26 @@ const MOVE_NEW_ROWS = `with added as (
 /** A batch whose COMMIT was sent but not answered: the database may hold it. */
 class CommitAnswerLost extends Error {}
 
-/** Postgres: one transaction on a connection of its own, the raw rows by COPY to staging, then the new ones and their rollups by one statement. */
-async function copyBatch(pool: pg.Pool, raw: readonly UsageRequestsTable[]): Promise<void> {
+/**
+ * Postgres: one transaction on a connection of its own. A first attempt: the raw rows by
+ * COPY, the rollups by one upsert. A retry: the raw rows by COPY to staging, then the new ones
+ * and their rollups by one statement.
+ */
+async function copyBatch(pool: pg.Pool, raw: readonly UsageRequestsTable[], retry: boolean): Promise<void> {
   const client = await pool.connect();
   let broken: Error | undefined;
   let committing = false;
   try {
-    await client.query(BEGIN_BATCH);
-    await pipeline(Readable.from([copyText(raw)]), client.query(copyFrom(COPY_RAW)));
-    await client.query(MOVE_NEW_ROWS);
+    if (retry) {
+      await client.query(BEGIN_BATCH);
+      await pipeline(Readable.from([copyText(raw)]), client.query(copyFrom(COPY_STAGED)));
+      await client.query(MOVE_NEW_ROWS);
+    } else {
+      await client.query('begin');
+      await pipeline(Readable.from([copyText(raw)]), client.query(copyFrom(COPY_RAW)));
+      const rollups = rollupsOf(raw);
+      if (rollups.length > 0) await client.query(UPSERT_ROLLUPS, [JSON.stringify(rollups)]);
+    }
     committing = true;
     await client.query('commit');
   } catch (err) {
