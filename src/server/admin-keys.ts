@@ -176,8 +176,13 @@ export async function patchKey(ctx: V1Context, a: V1Request, records: ManagedRec
     return { commit: result === 'ok', value: result };
   });
   judge(outcome, 'key', id);
-  const change = { ...patchChange(patch), ...(expiresAt === undefined ? {} : { expires_at: expiresAt }) };
-  const reload = await applied(ctx, a, { action: 'update', object: 'key', objectId: id, change, version: version as number });
+  const reload = await applied(ctx, a, {
+    action: 'update',
+    object: 'key',
+    objectId: id,
+    change: settle.change,
+    version: version as number,
+  });
   const key = (await records.key(id)) as ManagedKey;
   sendObject(a.res, 200, keyView(key), tagOf(key.version), reload);
 }

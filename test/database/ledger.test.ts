@@ -247,21 +247,15 @@ for (const engine of ['sqlite', 'postgres'] as const) {
         const problems: string[] = [];
         const ledger = new Ledger(database, { queueRows: 1000, retentionDays: 30, onProblem: (p) => problems.push(p) });
         await ledger.start();
-        const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-        await admin.connect();
+        const reopen = await refuseConnections(name);
         try {
-          await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
-          await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [
-            name,
-          ]);
           const now = Date.now();
           for (let i = 0; i < 50; i++) ledger.record(row(i, now));
           await ledger.flush();
           assert.equal(ledger.depth, 50, 'the refused batch is still queued');
           assert.ok(problems.length > 0, 'the failure is reported');
         } finally {
-          await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
-          await admin.end();
+          await reopen();
         }
         const deadline = Date.now() + 30_000;
         while (ledger.depth > 0 && Date.now() < deadline) {
@@ -278,21 +272,15 @@ for (const engine of ['sqlite', 'postgres'] as const) {
         const database = await fresh();
         const name = new URL((test as TestDatabase).url).pathname.slice(1);
         const ledger = new Ledger(database, { queueRows: 10, retentionDays: 30 });
-        const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-        await admin.connect();
+        const reopen = await refuseConnections(name);
         try {
-          await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
-          await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [
-            name,
-          ]);
           const now = Date.now();
           for (let i = 0; i < 15; i++) ledger.record(row(i, now));
           await ledger.flush();
           for (let i = 15; i < 20; i++) ledger.record(row(i, now));
           assert.equal(ledger.lost, 10);
         } finally {
-          await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
-          await admin.end();
+          await reopen();
         }
         await ledger.close(30_000);
         const loss = (await allRecords(database)).filter((w) => w.endpoint === 'ledger');
@@ -341,4 +329,16 @@ for (const engine of ['sqlite', 'postgres'] as const) {
       });
     }
   });
+}
+
+/** Ends every connection to database `name` and refuses new ones; the returned function lets them in again. */
+async function refuseConnections(name: string): Promise<() => Promise<void>> {
+  const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+  await admin.connect();
+  await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
+  await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]);
+  return async () => {
+    await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
+    await admin.end();
+  };
 }
