@@ -776,6 +776,10 @@ export const governanceSchema = z
         (u) => !URL.canParse(u) || new URL(u).password === '',
         'must not contain a password: give it as governance.redis_password ({env: NAME} or {file: PATH})',
       )
+      .refine(
+        (u) => secretQueryParams(u, 'redis').length === 0,
+        'must not carry a password in its query: give it as governance.redis_password ({env: NAME} or {file: PATH})',
+      )
       .optional(),
     /** The ACL user (Redis 6+); absent = the default user (or the URL's user). */
     redis_username: secretRefSchema.optional(),
@@ -810,15 +814,19 @@ export const governanceSchema = z
   });
 
 /**
- * The query parameters of a postgres:// URL that the driver would take a secret from (a
- * password, or a TLS key, certificate or CA read from a path), by the name the URL gives.
- * Config holds references only, and these would bypass them.
+ * The query parameters of a URL that its driver would take a secret from, by the name the URL
+ * gives: pg reads a password, or a TLS key, certificate or CA from a path; ioredis turns every
+ * query parameter into a connection option, a password among them. Config holds references
+ * only, and these would bypass them.
  */
-const SECRET_QUERY_PARAMS = new Set(['password', 'sslpassword', 'sslkey', 'sslcert', 'sslrootcert']);
+const SECRET_QUERY_PARAMS = {
+  postgres: new Set(['password', 'sslpassword', 'sslkey', 'sslcert', 'sslrootcert']),
+  redis: new Set(['password']),
+} as const;
 
-function secretQueryParams(url: string): string[] {
-  if (!url.startsWith('postgres') || !URL.canParse(url)) return [];
-  const names = [...new URL(url).searchParams.keys()].filter((name) => SECRET_QUERY_PARAMS.has(name.toLowerCase()));
+function secretQueryParams(url: string, driver: keyof typeof SECRET_QUERY_PARAMS): string[] {
+  if (!url.startsWith(driver) || !URL.canParse(url)) return [];
+  const names = [...new URL(url).searchParams.keys()].filter((name) => SECRET_QUERY_PARAMS[driver].has(name.toLowerCase()));
   return [...new Set(names)];
 }
 
@@ -840,7 +848,7 @@ export const databaseSchema = z
         'must not contain a password: give it as database.password ({env: NAME} or {file: PATH})',
       )
       .superRefine((u, ctx) => {
-        const refused = secretQueryParams(u);
+        const refused = secretQueryParams(u, 'postgres');
         if (refused.length > 0)
           ctx.addIssue({
             code: 'custom',

@@ -147,7 +147,7 @@ pricing: { on_missing: maybe }
     assert.ok(out.includes('pricing.on_missing: must be "allow" or "block"'), out.join('\n'));
   });
 
-  it('governance: redis needs redis_url, memory takes none, and a password in the URL is refused', () => {
+  it('governance: redis needs redis_url, memory takes none, and a password in the URL or its query is refused', () => {
     assert.deepEqual(lines(parseConfigText(`${BASE}\ngovernance: { store: redis }\n`)), [
       'governance.redis_url: is required when store is "redis"',
     ]);
@@ -158,6 +158,13 @@ pricing: { on_missing: maybe }
     assert.deepEqual(pw, [
       'governance.redis_url: must not contain a password: give it as governance.redis_password ({env: NAME} or {file: PATH})',
     ]);
+    // ioredis takes every query parameter as a connection option, a password among them.
+    const query = lines(parseConfigText(`${BASE}\ngovernance: { store: redis, redis_url: "redis://127.0.0.1:6379/0?Password=hunter2" }\n`));
+    assert.deepEqual(query, [
+      'governance.redis_url: must not carry a password in its query: give it as governance.redis_password ({env: NAME} or {file: PATH})',
+    ]);
+    assert.ok(!query.join('\n').includes('hunter2'), 'the refusal never echoes the value');
+    assert.equal(parseConfigText(`${BASE}\ngovernance: { store: redis, redis_url: "redis://127.0.0.1:6379/0?family=4" }\n`).ok, true);
     assert.deepEqual(
       lines(parseConfigText(`${BASE}\ngovernance: { store: redis, redis_url: "http://127.0.0.1:6379", on_store_error: ignore }\n`)),
       ['governance.redis_url: must be a redis:// or rediss:// URL', 'governance.on_store_error: must be "fail_closed" or "fail_open"'],
