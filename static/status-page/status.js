@@ -51,6 +51,11 @@ function time(iso) {
   return iso ? new Date(iso).toLocaleTimeString() : '';
 }
 
+// A key's last use or expiry may be days or months away: the date matters as much as the hour.
+function moment(iso) {
+  return new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+}
+
 function short(revision) {
   return revision ? revision.slice(0, 12) : 'none';
 }
@@ -695,8 +700,8 @@ function keyRow(k) {
     { 'data-key': k.id, 'data-revoked': revoked },
     el('td', { class: 'mono', text: k.id }),
     el('td', { class: 'mono', text: k.prefix === null ? '–' : `${k.prefix}…` }),
-    el('td', { text: k.last_used_at ? time(k.last_used_at) : 'never' }),
-    el('td', { text: k.expires_at ? time(k.expires_at) : 'never' }),
+    el('td', { title: k.last_used_at, text: k.last_used_at ? moment(k.last_used_at) : 'never' }),
+    el('td', { title: k.expires_at, text: k.expires_at ? moment(k.expires_at) : 'never' }),
     el('td', {}, revoked ? badge('red', 'revoked') : badge(managed ? 'green' : 'grey', managed ? 'managed' : 'config file', k.managed_by)),
     el('td', {}, ...actions),
   );

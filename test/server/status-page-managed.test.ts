@@ -114,6 +114,7 @@ describe('the status page shows teams and keys, and manages keys', { skip: missi
     assert.equal(cells[4], 'config file', 'its kind, not "revoked"');
     assert.notEqual(cells[2], 'never', 'its last use, as this gateway saw it');
     assert.notEqual(cells[2], '');
+    assert.match(cells[2] as string, new RegExp(String(new Date().getFullYear())), 'a last use shows its date, not only the hour');
 
     assert.match((await page.locator('article[data-team="tiny"] .hint').textContent()) ?? '', /0\.00005 USD\/month/);
     await page.waitForSelector('#teams tr[data-team="tiny"]', { timeout: 15_000 });
