@@ -125,8 +125,7 @@ export async function createKey(ctx: V1Context, a: V1Request, records: ManagedRe
     await w.insertKey({ id, team, sha256: secret.sha256, prefix: secret.prefix, spec, metadata: metadata ?? {}, expiresAt });
     return { commit: true, value: null };
   });
-  const change = { team, ...spec, expires_at: expiresAt, metadata: metadata ?? {} };
-  const reload = await applied(ctx, a, { action: 'create', object: 'key', objectId: id, change, version });
+  const reload = await applied(ctx, a, settle, version);
   const key = (await records.key(id)) as ManagedKey;
   // The secret is in this answer and nowhere else: the database keeps its SHA-256.
   sendObject(a.res, 201, { ...keyView(key), key: secret.key }, tagOf(key.version), reload);
@@ -176,13 +175,7 @@ export async function patchKey(ctx: V1Context, a: V1Request, records: ManagedRec
     return { commit: result === 'ok', value: result };
   });
   judge(outcome, 'key', id);
-  const reload = await applied(ctx, a, {
-    action: 'update',
-    object: 'key',
-    objectId: id,
-    change: settle.change,
-    version: version as number,
-  });
+  const reload = await applied(ctx, a, settle, version);
   const key = (await records.key(id)) as ManagedKey;
   sendObject(a.res, 200, keyView(key), tagOf(key.version), reload);
 }
@@ -210,7 +203,7 @@ export async function revokeKey(ctx: V1Context, a: V1Request, records: ManagedRe
   });
   judge(outcome, 'key', id);
   // Revoking a revoked key commits nothing (version null), and is audited as applied all the same.
-  const reload = await applied(ctx, a, { action: 'revoke', object: 'key', objectId: id, change: null, version });
+  const reload = await applied(ctx, a, settle, version);
   const key = (await records.key(id)) as ManagedKey;
   sendObject(a.res, 200, keyView(key), tagOf(key.version), reload);
 }
@@ -245,13 +238,7 @@ export async function rotateKey(ctx: V1Context, a: V1Request, records: ManagedRe
     return { commit: result === 'ok', value: result };
   });
   judge(outcome, 'key', id);
-  const reload = await applied(ctx, a, {
-    action: 'rotate',
-    object: 'key',
-    objectId: id,
-    change: { grace_s: grace },
-    version: version as number,
-  });
+  const reload = await applied(ctx, a, settle, version);
   const key = (await records.key(id)) as ManagedKey;
   sendObject(a.res, 200, { ...keyView(key), key: secret.key }, tagOf(key.version), reload);
 }

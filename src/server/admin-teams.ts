@@ -69,13 +69,7 @@ export async function createTeam(ctx: V1Context, a: V1Request, records: ManagedR
     await w.insertTeam({ id, spec, metadata: metadata ?? {} });
     return { commit: true, value: null };
   });
-  const reload = await applied(ctx, a, {
-    action: 'create',
-    object: 'team',
-    objectId: id,
-    change: { ...spec, metadata: metadata ?? {} },
-    version,
-  });
+  const reload = await applied(ctx, a, settle, version);
   const team = (await records.team(id)) as ManagedTeam;
   sendObject(a.res, 201, teamView(team), tagOf(team.version), reload);
 }
@@ -104,13 +98,7 @@ export async function patchTeam(ctx: V1Context, a: V1Request, records: ManagedRe
     return { commit: result === 'ok', value: result };
   });
   judge(outcome, 'team', id);
-  const reload = await applied(ctx, a, {
-    action: 'update',
-    object: 'team',
-    objectId: id,
-    change: patchChange(patch),
-    version: version as number,
-  });
+  const reload = await applied(ctx, a, settle, version);
   const team = (await records.team(id)) as ManagedTeam;
   sendObject(a.res, 200, teamView(team), tagOf(team.version), reload);
 }
@@ -136,7 +124,7 @@ export async function deleteTeam(ctx: V1Context, a: V1Request, records: ManagedR
     return { commit: result === 'ok', value: result };
   });
   judge(outcome, 'team', id);
-  const reload = await applied(ctx, a, { action: 'delete', object: 'team', objectId: id, change: null, version: version as number });
+  const reload = await applied(ctx, a, settle, version);
   a.res.writeHead(204, reloadHeaders(reload));
   a.res.end();
 }

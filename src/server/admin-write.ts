@@ -138,11 +138,12 @@ export function auditAttempt(svc: Services, a: V1Request, method: string, rest: 
 export async function applied(
   ctx: V1Context,
   a: V1Request,
-  write: Omit<AdminWriteInput, 'token' | 'version' | 'outcome' | 'reason'> & { readonly version: number | null },
+  write: Pick<LostCommitCheck<unknown>, 'target' | 'change'>,
+  version: number | null,
 ): Promise<ReloadResult | null> {
   auditedWrites.add(a);
-  audit(ctx.svc, { ...write, token: a.caller.id, outcome: 'applied', reason: null, version: write.version });
-  if (write.version === null) return null;
+  audit(ctx.svc, { ...write.target, change: write.change, token: a.caller.id, outcome: 'applied', reason: null, version });
+  if (version === null) return null;
   return ctx.reloadForDatabase().catch(() => null);
 }
 
