@@ -11,6 +11,7 @@ import { GoogleAuth, type JWT } from 'google-auth-library';
 import OpenAI from 'openai';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { startGatewayProcess } from '../support/gateway-process.js';
+import { tokensFromMock } from '../support/gcp-token-route.js';
 
 // docs/mock-provider.md's recipe, run as written: `mock-provider --protocol vertex
 // --write-service-account FILE` as a real process, the page's gateway config (its ports and
@@ -60,18 +61,6 @@ function recipeBlock(heading: string, lang: string): string {
   const m = new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``).exec(page.slice(from));
   assert.ok(m !== null, `a ${lang} block follows "${heading}"`);
   return m[1] as string;
-}
-
-/** google-auth-library posts to Google's fixed token URL; this one reaches the mock instead, as a proxy would. */
-function toMock(client: JWT, origin: string): JWT {
-  client.transporter.interceptors.request.add({
-    resolved: async (opts) => {
-      const url = String(opts.url);
-      if (url.startsWith('https://oauth2.googleapis.com/')) opts.url = new URL(url.replace('https://oauth2.googleapis.com', origin));
-      return opts;
-    },
-  });
-  return client;
 }
 
 const HEADING = "### A gateway's vertex provider on the mock";
@@ -127,7 +116,7 @@ describe('mock-provider --protocol vertex --write-service-account FILE', () => {
   it('is a key google-auth-library reads, and @google/genai and @anthropic-ai/vertex-sdk authenticate with it', async () => {
     const m = mock as NonNullable<typeof mock>;
     // GoogleAuth reads the key file as it reads GOOGLE_APPLICATION_CREDENTIALS: a JWT client for its account.
-    const jwt = async () => toMock((await new GoogleAuth({ keyFile: file, scopes: [SCOPE] }).getClient()) as JWT, m.origin);
+    const jwt = async () => tokensFromMock((await new GoogleAuth({ keyFile: file, scopes: [SCOPE] }).getClient()) as JWT, m.origin);
     const ai = new GoogleGenAI({
       vertexai: true,
       project: 'p1',
@@ -180,7 +169,7 @@ describe('mock-provider --protocol vertex --write-service-account FILE', () => {
       assert.ok(again.printed.includes(`service account key read: ${file}`), again.printed);
       assert.equal(readFileSync(file, 'utf8'), before);
       const client = (await new GoogleAuth({ keyFile: file, scopes: [SCOPE] }).getClient()) as JWT;
-      const token = await toMock(client, again.origin).getAccessToken();
+      const token = await tokensFromMock(client, again.origin).getAccessToken();
       assert.match(token.token ?? '', /^ya29\.mock-/);
     } finally {
       await stopMock(again);

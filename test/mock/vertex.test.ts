@@ -10,6 +10,7 @@ import { ApiError, GoogleGenAI, Type } from '@google/genai';
 import { GoogleAuth, JWT } from 'google-auth-library';
 import type { MockProvider } from '../../src/mock/index.js';
 import { startMockProvider } from '../../src/mock/index.js';
+import { tokensFromMock } from '../support/gcp-token-route.js';
 
 // The mock's Vertex AI, with Google's and Anthropic's own SDKs as its clients, each getting
 // its token the way it would from Google: a service account's signed JWT traded at the
@@ -39,15 +40,7 @@ let claude: AnthropicVertex;
  * read), so the test sends that one URL to the mock instead, as a proxy would.
  */
 function serviceAccount(origin: string, key = privatePem): JWT {
-  const client = new JWT({ email: ACCOUNT, key, scopes: [SCOPE] });
-  client.transporter.interceptors.request.add({
-    resolved: async (opts) => {
-      const url = String(opts.url);
-      if (url.startsWith('https://oauth2.googleapis.com/')) opts.url = new URL(url.replace('https://oauth2.googleapis.com', origin));
-      return opts;
-    },
-  });
-  return client;
+  return tokensFromMock(new JWT({ email: ACCOUNT, key, scopes: [SCOPE] }), origin);
 }
 
 function genai(origin: string, client = serviceAccount(origin)): GoogleGenAI {
