@@ -6,7 +6,7 @@ import type { BreakerRegistry } from '../resilience/index.js';
 import type { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
 import type { AccessLog, Logger, Metrics, RecentTraffic, Tracing } from '../telemetry/index.js';
 import type { KeysUsed } from './keys-used.js';
-import type { McpService } from './mcp-service.js';
+import type { McpService } from './mcp/service.js';
 import type { ResponseOwners } from './response-owners.js';
 import type { UsageLedger } from './usage-row.js';
 

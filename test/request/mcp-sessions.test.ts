@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { describe, it } from 'node:test';
 import { ANONYMOUS, type Principal } from '../../src/governance/index.js';
-import { type ClientSession, ClientSessions, KeySessionsFull } from '../../src/request/mcp-sessions.js';
+import { type ClientSession, ClientSessions, KeySessionsFull } from '../../src/request/mcp/sessions.js';
 
 // The /mcp client sessions on an injected clock: found only by the key that opened them,
 // expired after their TTL unless their GET stream is open, bounded by max_entries (the

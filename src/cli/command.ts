@@ -1,7 +1,7 @@
 import type { ParseArgsConfig } from 'node:util';
 
 // The shape of a `switchyard` subcommand, shared by cli.ts (the gateway's commands) and
-// cli-publisher.ts (the control-plane side's), so both tables are read by one dispatcher.
+// publisher.ts (the control-plane side's), so both tables are read by one dispatcher.
 
 /** A wrong invocation: printed with the command's usage, exit 2. */
 export class UsageError extends Error {}

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { type Document, isCollection, parseDocument, visit } from 'yaml';
-import { formatIssue, type GatewayConfig, loadConfigFile } from './config/index.js';
-import type { ManagedSnapshot } from './database/index.js';
-import { mergeManaged } from './live/index.js';
-import { DatabaseLink } from './server/index.js';
+import { formatIssue, type GatewayConfig, loadConfigFile } from '../config/index.js';
+import type { ManagedSnapshot } from '../database/index.js';
+import { mergeManaged } from '../live/index.js';
+import { DatabaseLink } from '../server/index.js';
 
 // `switchyard config export`: the config file as written (its comments kept), with the
 // database's teams and keys joined in, in block style throughout, for review in Git. It

@@ -1,4 +1,4 @@
-import { type Command, help, UsageError } from './cli-command.js';
+import { type Command, help, UsageError } from './command.js';
 
 // `switchyard usage`: the usage ledger's totals through a gateway's admin API
 // (GET /admin/v1/usage), as a table, CSV or JSON, every page of them. The token comes from

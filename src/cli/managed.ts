@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
-import { type Command, help, UsageError } from './cli-command.js';
-import { exportConfig } from './cli-export.js';
-import { hashKey } from './governance/index.js';
+import { hashKey } from '../governance/index.js';
+import { type Command, help, UsageError } from './command.js';
+import { exportConfig } from './export.js';
 
 // The managed teams and keys from a shell: against a running gateway's admin API (the
 // token from SWITCHYARD_ADMIN_TOKEN), or offline (a key's config line; the effective config

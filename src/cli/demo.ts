@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseDocument } from 'yaml';
-import { type Command, help, UsageError } from './cli-command.js';
-import type { ConfigIssue } from './config/index.js';
-import { type MockProvider, startMockProvider } from './mock/index.js';
+import type { ConfigIssue } from '../config/index.js';
+import { type MockProvider, startMockProvider } from '../mock/index.js';
+import { type Command, help, UsageError } from './command.js';
 
 // `switchyard demo` (what `npm start` runs): three mock providers, a mock MCP server and a
 // gateway on examples/demo.yaml, all on loopback. Its ports are one decision, made here:
@@ -18,7 +18,7 @@ export type Serve = (
   hint: (issues: readonly ConfigIssue[]) => string | null,
 ) => Promise<number | 'running'>;
 
-const EXAMPLE = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'examples', 'demo.yaml');
+const EXAMPLE = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'examples', 'demo.yaml');
 const MOCKS = ['east', 'west', 'central'] as const;
 /** The ports examples/demo.yaml names: the gateway, its admin listener, then the mocks. */
 const DEFAULT_PORTS: DemoPorts = { gateway: 8080, admin: 9090, east: 9001, west: 9002, central: 9003, tools: 9004 };

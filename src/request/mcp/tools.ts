@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
-import { TOOL_NAME } from '../config/index.js';
-import type { GovernancePolicy, Principal } from '../governance/index.js';
-import { mayUseTool } from '../governance/index.js';
-import type { Generation, McpServerRuntime, ToolCandidate, ToolRoute } from '../live/index.js';
-import type { McpToolDefinition, ToolCatalog } from '../mcp/index.js';
-import { type CandidateGroup, stableIdTable } from '../routing/index.js';
+import { TOOL_NAME } from '../../config/index.js';
+import type { GovernancePolicy, Principal } from '../../governance/index.js';
+import { mayUseTool } from '../../governance/index.js';
+import type { Generation, McpServerRuntime, ToolCandidate, ToolRoute } from '../../live/index.js';
+import type { McpToolDefinition, ToolCatalog } from '../../mcp/index.js';
+import { type CandidateGroup, stableIdTable } from '../../routing/index.js';
 
 // The tools a generation routes, as they are right now: its tool routes (routing.tools, or
 // the overlay's mcp_tool candidates) and its tools_from sources, joined with what each MCP

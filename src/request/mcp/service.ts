@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { McpConfig } from '../config/index.js';
-import type { Principal, SharedRecords } from '../governance/index.js';
-import type { Generation, GenerationHolder, McpServerRuntime, ToolCandidate } from '../live/index.js';
+import type { McpConfig } from '../../config/index.js';
+import type { Principal, SharedRecords } from '../../governance/index.js';
+import type { Generation, GenerationHolder, McpServerRuntime, ToolCandidate } from '../../live/index.js';
 import {
   MCP_PROTOCOL_VERSIONS,
   type McpProtocolVersion,
@@ -9,13 +9,13 @@ import {
   type McpUpstreamSettings,
   type ToolCatalog,
   type UpstreamEvent,
-} from '../mcp/index.js';
-import { type Logger, type Metrics, RecentTraffic } from '../telemetry/index.js';
-import { sseMessage } from './mcp-messages.js';
-import { SessionKeyWatch } from './mcp-session-keys.js';
-import { type ClientSession, ClientSessions, KeySessionsFull, type SessionLimits } from './mcp-sessions.js';
-import { buildToolView, listingFor, type ToolView } from './mcp-tools.js';
-import { policyOf } from './policy.js';
+} from '../../mcp/index.js';
+import { type Logger, type Metrics, RecentTraffic } from '../../telemetry/index.js';
+import { policyOf } from '../policy.js';
+import { sseMessage } from './messages.js';
+import { SessionKeyWatch } from './session-keys.js';
+import { type ClientSession, ClientSessions, KeySessionsFull, type SessionLimits } from './sessions.js';
+import { buildToolView, listingFor, type ToolView } from './tools.js';
 
 /** How often a held session is checked against the shared records at most (see findSession). */
 const SHARED_CHECK_MS = 30_000;

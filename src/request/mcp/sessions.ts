@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import type { Principal } from '../governance/index.js';
-import type { JsonRpcId, McpProtocolVersion, Stop } from '../mcp/index.js';
+import type { Principal } from '../../governance/index.js';
+import type { JsonRpcId, McpProtocolVersion, Stop } from '../../mcp/index.js';
 
 /**
  * One client session of /mcp (`Mcp-Session-Id`): who opened it, the version it speaks, which

@@ -2,8 +2,7 @@
 // holds the command table; these are its entries for the publisher, kept apart so the
 // gateway's commands and the publisher's read on their own.
 import { resolve } from 'node:path';
-import { type Command, help, UsageError } from './cli-command.js';
-import { type ExpectedScope, MAX_OVERLAY_BYTES, type ParsedOverlay, parseOverlay, readOverlayFile } from './contract/index.js';
+import { type ExpectedScope, MAX_OVERLAY_BYTES, type ParsedOverlay, parseOverlay, readOverlayFile } from '../contract/index.js';
 import {
   diffOverlays,
   envelopeFor,
@@ -19,8 +18,9 @@ import {
   renderOverlay,
   serveGrid,
   writeByRename,
-} from './publisher/index.js';
-import { createLogger, flushLogger } from './telemetry/index.js';
+} from '../publisher/index.js';
+import { createLogger, flushLogger } from '../telemetry/index.js';
+import { type Command, help, UsageError } from './command.js';
 
 export function publisherCommands(version: () => string): Record<string, Command> {
   return {

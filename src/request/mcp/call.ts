@@ -1,15 +1,15 @@
-import type { ErrorCode } from '../errors.js';
-import * as governance from '../governance/index.js';
-import type { Generation, ToolCandidate } from '../live/index.js';
-import type { CallOutcome, JsonRpcError, JsonRpcId, JsonRpcNotification, StopSignal } from '../mcp/index.js';
-import { select } from '../routing/index.js';
-import type { Span } from '../telemetry/index.js';
-import type { Exchange, ToolCallRecord } from './exchange.js';
-import { errorText, gatewayError, resultText } from './mcp-messages.js';
-import type { ClientSession } from './mcp-sessions.js';
-import { type ExposedTool, retrySafe, type ToolView } from './mcp-tools.js';
-import { policyOf } from './policy.js';
-import type { Services } from './services.js';
+import type { ErrorCode } from '../../errors.js';
+import * as governance from '../../governance/index.js';
+import type { Generation, ToolCandidate } from '../../live/index.js';
+import type { CallOutcome, JsonRpcError, JsonRpcId, JsonRpcNotification, StopSignal } from '../../mcp/index.js';
+import { select } from '../../routing/index.js';
+import type { Span } from '../../telemetry/index.js';
+import type { Exchange, ToolCallRecord } from '../exchange.js';
+import { policyOf } from '../policy.js';
+import type { Services } from '../services.js';
+import { errorText, gatewayError, resultText } from './messages.js';
+import type { ClientSession } from './sessions.js';
+import { type ExposedTool, retrySafe, type ToolView } from './tools.js';
 
 // One tools/call, routed by the tool's name: the view (generation and catalogs) captured
 // once, the caller admitted against its allow-lists and tool-call limits, a candidate chain

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
-import { type ErrorCode, type SwitchyardError, statusOf } from '../errors.js';
-import type { JsonRpcError, JsonRpcId } from '../mcp/index.js';
+import { type ErrorCode, type SwitchyardError, statusOf } from '../../errors.js';
+import type { JsonRpcError, JsonRpcId } from '../../mcp/index.js';
 
 // The /mcp endpoint's JSON-RPC: what a client's message is, and every answer's bytes. An
 // error the gateway makes names its stable code in `error.data.code`, beside the JSON-RPC

@@ -1,7 +1,7 @@
-import type { Principal } from '../governance/index.js';
-import type { Generation, GenerationHolder } from '../live/index.js';
-import type { ClientSession, ClientSessions } from './mcp-sessions.js';
-import { policyOf } from './policy.js';
+import type { Principal } from '../../governance/index.js';
+import type { Generation, GenerationHolder } from '../../live/index.js';
+import { policyOf } from '../policy.js';
+import type { ClientSession, ClientSessions } from './sessions.js';
 
 /** setTimeout holds at most 2^31-1 ms; a timer that fires early only checks again. */
 const MAX_TIMER_MS = 2 ** 31 - 1;

@@ -1,11 +1,14 @@
 import type { ServerResponse } from 'node:http';
-import { SwitchyardError } from '../errors.js';
-import type { Generation } from '../live/index.js';
-import { type JsonRpcId, LATEST_MCP_PROTOCOL_VERSION, MCP_PROTOCOL_VERSIONS, type McpProtocolVersion, Stop } from '../mcp/index.js';
-import { admitCaller } from './admission.js';
-import { readBodyThen } from './body.js';
-import type { Caller, Exchange } from './exchange.js';
-import { type CallReply, callTool } from './mcp-call.js';
+import { SwitchyardError } from '../../errors.js';
+import type { Generation } from '../../live/index.js';
+import { type JsonRpcId, LATEST_MCP_PROTOCOL_VERSION, MCP_PROTOCOL_VERSIONS, type McpProtocolVersion, Stop } from '../../mcp/index.js';
+import { admitCaller } from '../admission.js';
+import { readBodyThen } from '../body.js';
+import type { Caller, Exchange } from '../exchange.js';
+import { policyOf } from '../policy.js';
+import type { ServeCallback } from '../serve-chain.js';
+import type { Services } from '../services.js';
+import { type CallReply, callTool } from './call.js';
 import {
   type ClientMessage,
   errorText,
@@ -18,12 +21,9 @@ import {
   sendHttpError,
   sendJsonRpc,
   sseMessage,
-} from './mcp-messages.js';
-import { type ClientSession, KeySessionsFull } from './mcp-sessions.js';
-import { listingFor } from './mcp-tools.js';
-import { policyOf } from './policy.js';
-import type { ServeCallback } from './serve-chain.js';
-import type { Services } from './services.js';
+} from './messages.js';
+import { type ClientSession, KeySessionsFull } from './sessions.js';
+import { listingFor } from './tools.js';
 
 // The /mcp endpoint: the MCP Streamable HTTP transport, with the gateway as the server its
 // clients see. POST carries one JSON-RPC message (answered with JSON, or an SSE stream when
