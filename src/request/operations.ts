@@ -38,13 +38,12 @@ import {
   parseMessagesRequest,
   parseResponsesRequest,
 } from './chat-request.js';
-import type { Exchange, ModelRequest } from './exchange.js';
-import { sendJson } from './respond.js';
-import { countInputTokens } from './token-count.js';
+import type { ModelRequest } from './exchange.js';
 
 // What differs between the model endpoints, in one table: how a request is parsed, what
 // the pre-check reserves for, what goes upstream for a candidate (method, path, body) with
-// how its answer is relayed and metered, and which of the request path's steps apply.
+// how its answer is relayed and metered, and which of the request path's steps apply (its
+// request stages are in stages.ts).
 // Everything else (routing, governance, failover, breakers, settle, the record) is the one
 // request path of serve-model.ts and serve-chain.ts.
 
@@ -97,11 +96,6 @@ export interface OperationSpec {
   readonly metered: boolean;
   /** Its outcomes feed and obey the provider's breaker; false = a call that says little of serving health. */
   readonly guarded: boolean;
-  /**
-   * The gateway's own answer when no candidate of the route serves the operation, or all
-   * of them failed; without one, the first is a 400 and the second the chain's error.
-   */
-  answerUnserved?(x: Exchange, request: ModelRequest): void | Promise<void>;
 }
 
 export const operations: Readonly<Record<Operation, OperationSpec>> = {
@@ -157,20 +151,8 @@ export const operations: Readonly<Record<Operation, OperationSpec>> = {
     // Counting is free, and a count says little about serving health.
     metered: false,
     guarded: false,
-    answerUnserved: estimateTokens,
   },
 };
-
-/**
- * A count for a route no Anthropic provider answered (another protocol has no such
- * endpoint): the request's text counted with o200k (token-count.ts), marked as an estimate.
- */
-async function estimateTokens(x: Exchange, request: ModelRequest): Promise<void> {
-  const inputTokens = await countInputTokens(request.parsed);
-  if (x.res.destroyed) return;
-  x.res.setHeader('x-switchyard-estimated', 'true');
-  sendJson(x.res, 200, { input_tokens: inputTokens });
-}
 
 function post(r: ModelRequest, c: GenerationCandidate, body: Buffer | string, transform: RelayTransform | undefined): UpstreamRequest {
   return { method: 'POST', path: upstreamPathFor(c.provider, c.upstreamModel, r.operation, r.stream, c.protocol), body, transform };

@@ -33,6 +33,13 @@ export interface ChainRequest extends AdmittedRequest {
 export type ServeCallback = (err: unknown) => void;
 
 /**
+ * The chain's error when no candidate served the request (every one failed, or none could
+ * take it), rather than the deadline or the drain ending it: a request stage may answer in
+ * its place (stage.ts). Otherwise it is answered like any other SwitchyardError.
+ */
+export class Unserved extends SwitchyardError {}
+
+/**
  * Tries the chain, relays the committed answer, and settles, once, whatever happened; then
  * calls `done`. The first pass skips candidates whose breaker is open; when every breaker
  * was open the chain is tried anyway, in order: failing fast would turn a provider blip
@@ -257,22 +264,12 @@ class Failover {
     const x = req.x;
     if (pastDeadline(req)) return this.#end(outOfTime(req, req.candidates.length));
     if (x.stopped !== null) return this.#end(new SwitchyardError('shutting_down', `the gateway is shutting down: ${x.stopped}`));
-    const answer = operations[req.request.operation].answerUnserved;
-    if (answer !== undefined && !x.res.destroyed) {
-      const answered = answer(x, req.request);
-      if (answered === undefined) return this.#end(null);
-      answered.then(
-        () => this.#end(null),
-        (err: unknown) => this.#end(err),
-      );
-      return;
-    }
     const unable = this.#unable;
     // No candidate could take the request: the client's 400, naming the field.
-    if (unable !== null && this.#attempted === 0) return this.#end(new SwitchyardError('invalid_request', unable.message, unable.field));
+    if (unable !== null && this.#attempted === 0) return this.#end(new Unserved('invalid_request', unable.message, unable.field));
     const last = this.#lastFailed;
-    if (last?.r.answer !== undefined) return this.#upstreamAnswered(classCode(last.r.reason) ?? failureCode(tried(x.failures)));
-    this.#end(new SwitchyardError(failureCode(tried(x.failures)), `all ${this.#summary()}`));
+    if (last?.r.answer !== undefined) return this.#upstreamAnswered(classCode(last.r.reason) ?? failureCode(tried(x.failures)), Unserved);
+    this.#end(new Unserved(failureCode(tried(x.failures)), `all ${this.#summary()}`));
   }
 
   /** `N candidate(s) for model "m" failed (east: HTTP 429; …)`: what every failure was, for the client's error. */
@@ -286,13 +283,14 @@ class Failover {
    * The chain ends on an upstream's own HTTP answer (the last candidate's): the client is
    * told its status class, its `retry-after` and its message, after a prefix naming the
    * provider, so a client that backs off on a provider's 429 still can. The body is read as
-   * it drains, for at most a short wait (and never past the route's deadline).
+   * it drains, for at most a short wait (and never past the route's deadline). `As` is
+   * Unserved when the chain ran out of candidates, SwitchyardError when it stops early.
    */
-  #upstreamAnswered(chosen: ErrorCode): void {
+  #upstreamAnswered(chosen: ErrorCode, As: typeof SwitchyardError = SwitchyardError): void {
     const { r, c } = this.#lastFailed as { readonly r: FailedAttempt; readonly c: GenerationCandidate };
     const answer = r.answer;
     if (answer === undefined) {
-      this.#end(new SwitchyardError(chosen, `all ${this.#summary()}`));
+      this.#end(new As(chosen, `all ${this.#summary()}`));
       return;
     }
     const req = this.#req;
@@ -311,7 +309,7 @@ class Failover {
       const rest = failures.length > 1 ? ` (all ${this.#summary()})` : '';
       const status = statusOf(code);
       const headers = (status === 429 || status === 503) && answer.retryAfter !== null ? { 'retry-after': answer.retryAfter } : undefined;
-      this.#end(new SwitchyardError(code, `${said === null ? prefix : `${prefix}: ${said}`}${rest}`, null, headers));
+      this.#end(new As(code, `${said === null ? prefix : `${prefix}: ${said}`}${rest}`, null, headers));
     }, left);
   }
 

@@ -12,6 +12,8 @@ import { holderOf, type Ownership, ownerOf, type ResponseOwner, rememberResponse
 import { type ChainRequest, type ServeCallback, serveChain } from './serve-chain.js';
 import type { Services } from './services.js';
 import { sessionKeyOf } from './session.js';
+import { composeStages, type Serve } from './stage.js';
+import { stages } from './stages.js';
 
 /** What every model request shares, built once per listener: the services, the body limit, the two attempts. */
 export interface RequestPath {
@@ -27,7 +29,7 @@ export interface RequestPath {
  * count_tokens; the operation and the client protocol are set on the Exchange by the
  * endpoint before anything can fail, so every answer is in the client's shape), as the
  * steps of the request path after the caller is admitted: read and parse the body once,
- * route, pre-check, try the chain, settle. Failover happens only before the first response
+ * route, the operation's stages (stages.ts), pre-check, try the chain, settle. Failover happens only before the first response
  * byte; after that the response is relayed as it comes. The record of the request is
  * written by the listener when the response ends (see Exchange).
  *
@@ -74,45 +76,64 @@ function routeAndAdmit(path: RequestPath, x: Exchange, caller: Caller, raw: Buff
   const continued = asked.previousResponseId === undefined ? null : continuation(svc, request, asked.previousResponseId);
   if (continued instanceof Promise) {
     // The shared store is asked who holds the previous response (another replica created it).
-    continued.then((c) => admitAndServe(path, x, request, spec, route, raw, c, done)).catch(done);
+    continued.then((c) => admitAndServe(path, x, request, spec, route, c, done)).catch(done);
     return;
   }
-  admitAndServe(path, x, request, spec, route, raw, continued, done);
+  admitAndServe(path, x, request, spec, route, continued, done);
 }
 
-/** Chooses the chain (the holder of a continued response, else the route's selection), pre-checks and serves it. */
+/**
+ * Routing's last step: the chain (the holder of a continued response, else the route's
+ * selection less the candidates that cannot serve the operation), then the operation's
+ * stages around the pre-check and the chain.
+ */
 function admitAndServe(
   path: RequestPath,
   x: Exchange,
   request: ModelRequest,
   spec: OperationSpec,
   route: GenerationRoute,
-  raw: Buffer,
   continued: GenerationCandidate | null,
   done: ServeCallback,
 ): void {
   const { svc } = path;
   const gen = request.gen;
   const model = request.model;
-  let selected: readonly GenerationCandidate[];
+  let candidates: readonly GenerationCandidate[];
+  let unserved: SwitchyardError | null = null;
   let onCommit: ChainRequest['onCommit'] = null;
   if (continued !== null) {
     // Only the provider that holds the previous response can continue it: no failover.
-    selected = [continued];
+    candidates = [continued];
   } else {
     const sessionKey = sessionKeyOf(x.req, gen.config.routing.session_affinity);
     const bindingKey = sessionKey === undefined ? undefined : `${model}\u0000${sessionKey}`;
     const boundStableId = bindingKey === undefined ? undefined : svc.affinity.get(bindingKey);
-    selected = select(route, { counters: svc.counters, random: svc.random, boundStableId }).chain;
+    const selected = select(route, { counters: svc.counters, random: svc.random, boundStableId }).chain;
     if (selected.length === 0)
       throw new SwitchyardError('no_route', `model "${model}" has no candidate that can serve new requests right now`, 'model');
-    selected = servingCandidates(spec, x.operation, model, selected);
+    candidates = servingCandidates(x.operation, selected);
+    if (candidates.length === 0) unserved = unservedError(x.operation, model, selected);
     if (bindingKey !== undefined) {
       onCommit = (committed, c) => {
         if (committed.status < 300) svc.affinity.bind(bindingKey, c.stableId);
       };
     }
   }
+  const attempt = spec.guarded ? path.guarded : path.free;
+  pipelines[x.operation]({ x, request, svc, candidates, unserved, attempt, onCommit }, done);
+}
+
+/**
+ * The innermost step, after the stages: the pre-check (for a metered operation), then the
+ * chain. A request none of whose candidates serves the operation is refused here.
+ */
+export const preCheckAndChain: Serve = (r, done) => {
+  if (r.candidates.length === 0) throw r.unserved;
+  const { x, request, svc } = r;
+  const gen = request.gen;
+  const model = request.model;
+  const spec = operations[request.operation];
   const deadlineMs = deadlineOf(gen, model);
   const serve = (admitted: Admitted): void =>
     serveChain(
@@ -126,18 +147,27 @@ function admitAndServe(
         onResponseId: spec.remembersResponses ? (id, c) => rememberResponse(svc.responses, request, id, c) : null,
         svc,
         candidates: admitted.candidates,
-        attempt: spec.guarded ? path.guarded : path.free,
+        attempt: r.attempt,
         reservation: admitted.reservation,
-        onCommit,
+        onCommit: r.onCommit,
         usage: null,
       },
       done,
     );
-  if (!spec.metered) return serve({ candidates: selected, reservation: null, limitHeaders: null, outputCap: null });
-  const admitted = preCheck(x, svc, request, { bodyBytes: raw.length, maxTokens: spec.maxTokens(request.parsed) }, selected);
+  if (!spec.metered) return serve({ candidates: r.candidates, reservation: null, limitHeaders: null, outputCap: null });
+  const admitted = preCheck(x, svc, request, { bodyBytes: request.raw.length, maxTokens: spec.maxTokens(request.parsed) }, r.candidates);
   if (admitted instanceof Promise) admitted.then(serve, done);
   else serve(admitted);
-}
+};
+
+/** Each operation's stages around the pre-check and the chain, composed once. */
+const pipelines: Readonly<Record<Operation, Serve>> = {
+  chat: composeStages(preCheckAndChain, stages.chat),
+  embeddings: composeStages(preCheckAndChain, stages.embeddings),
+  completions: composeStages(preCheckAndChain, stages.completions),
+  responses: composeStages(preCheckAndChain, stages.responses),
+  count_tokens: composeStages(preCheckAndChain, stages.count_tokens),
+};
 
 /**
  * The candidate holding the response a request continues, or null when the gateway does
@@ -165,21 +195,18 @@ function holderFor(svc: Services, request: ModelRequest, id: string, owner: Owne
 }
 
 /**
- * The candidates whose provider type serves the operation (all of them, for chat); a
- * route with none left is refused, naming what would serve it, unless the operation has
- * its own answer for that.
+ * The candidates whose provider type serves the operation (all of them, for chat); none
+ * left is for a stage to answer (the count_tokens estimate), else unservedError's 400.
  */
-function servingCandidates(
-  spec: OperationSpec,
-  operation: Operation,
-  model: string,
-  chain: readonly GenerationCandidate[],
-): readonly GenerationCandidate[] {
+function servingCandidates(operation: Operation, chain: readonly GenerationCandidate[]): readonly GenerationCandidate[] {
   if (servedByAll(chain, operation)) return chain;
-  const left = chain.filter((c) => servesOperation(c.provider.type, operation));
-  if (left.length > 0 || spec.answerUnserved !== undefined) return left;
+  return chain.filter((c) => servesOperation(c.provider.type, operation));
+}
+
+/** A route none of whose candidates serves the operation: the refusal names what would. */
+function unservedError(operation: Operation, model: string, chain: readonly GenerationCandidate[]): SwitchyardError {
   const types = [...new Set(chain.map((c) => c.provider.type))].join(' and ');
-  throw new SwitchyardError(
+  return new SwitchyardError(
     'invalid_request',
     `model "${model}" is served only by ${types} providers, which have no ${operation} endpoint (${operations[operation].endpoint} is passed to ${operationProviders(operation).join(' and ')} providers)`,
     'model',

@@ -1,5 +1,9 @@
+import { sendJson } from './respond.js';
+import { Unserved } from './serve-chain.js';
+import type { RoutedRequest, Stage } from './stage.js';
+
 // The gateway's own answer to /v1/messages/count_tokens on a route no Anthropic provider
-// answers: the request's text counted with o200k_base (gpt-tokenizer), the encoding of
+// answers (none is routed, or every one failed), as a request stage: the request's text counted with o200k_base (gpt-tokenizer), the encoding of
 // OpenAI's current models; for another family's model it is an approximation (each has its
 // own tokenizer), documented as one and marked `x-switchyard-estimated`. Message framing is
 // not counted; an image or a document block counts as IMAGE_TOKENS.
@@ -70,4 +74,30 @@ export async function countInputTokens(parsed: Readonly<Record<string, unknown>>
     }
   }
   return tokens;
+}
+
+/**
+ * The count_tokens stage: a route with no candidate that counts is answered with the
+ * estimate at once, without the chain; one whose every candidate failed is answered with it
+ * in place of the chain's error, unless the client has gone (the error then stands, for
+ * the record).
+ */
+export const estimateUnserved: Stage = (next) => (r, done) => {
+  if (r.candidates.length === 0) return answerEstimate(r, done);
+  next(r, (err) => {
+    if (err instanceof Unserved && !r.x.res.destroyed) answerEstimate(r, done);
+    else done(err);
+  });
+};
+
+/** The request's text counted (token-count.ts), answered as Anthropic's count and marked as an estimate. */
+function answerEstimate(r: RoutedRequest, done: (err: unknown) => void): void {
+  countInputTokens(r.request.parsed).then((inputTokens) => {
+    const res = r.x.res;
+    if (!res.destroyed) {
+      res.setHeader('x-switchyard-estimated', 'true');
+      sendJson(res, 200, { input_tokens: inputTokens });
+    }
+    done(null);
+  }, done);
 }

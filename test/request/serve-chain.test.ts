@@ -496,40 +496,6 @@ describe('serveChain: a client that leaves', { timeout: 30_000 }, () => {
   });
 });
 
-describe('serveChain: count_tokens', { timeout: 30_000 }, () => {
-  const spec = operations.count_tokens;
-
-  it('is free, outside the breaker, and has its own answer for a route nobody served', () => {
-    assert.equal(spec.metered, false);
-    assert.equal(spec.guarded, false);
-    assert.equal(typeof spec.answerUnserved, 'function');
-  });
-
-  it('when every candidate fails, the operation’s own estimate is written and done(null); no breaker hears of it', async () => {
-    const w = world();
-    const r = request(w, always({ kind: 'failed', reason: 'status_5xx' }), { operation: 'count_tokens', protocol: 'anthropic' });
-    const served = await serve(r.chain);
-    assert.equal(served.err, null);
-    assert.equal(served.doneCalls, 1);
-    assert.deepEqual(r.upstream.providers, ['p0', 'p1', 'p2', 'p3']);
-    assert.equal(r.res.statusCode, 200);
-    assert.equal(r.res.headers.get('x-switchyard-estimated'), 'true');
-    // "hello there" in o200k: two tokens (the message's text; its framing is not counted).
-    assert.deepEqual(JSON.parse(r.res.body), { input_tokens: 2 });
-    for (const c of [p0, p1, p2, p3]) assert.equal(w.breakers.view(c.identity)?.consecutiveFailures, 0);
-    assert.deepEqual(w.transitions, []);
-  });
-
-  it('when every candidate fails and the client is gone, nothing is written: the chain’s error instead', async () => {
-    const w = world();
-    const r = request(w, always({ kind: 'failed', reason: 'status_5xx' }), { operation: 'count_tokens', protocol: 'anthropic' });
-    r.res.destroyed = true;
-    const served = await serve(r.chain);
-    assert.equal(codeOf(served), 'upstream_error');
-    assert.equal(r.res.body, '');
-  });
-});
-
 describe('serveChain: the drain and the deadline', { timeout: 30_000 }, () => {
   it('the drain stopping the attempt in flight ends the request shutting_down, and no next attempt starts', async () => {
     const w = world();
