@@ -56,6 +56,7 @@ export {
 } from './relay-transform.js';
 export type { ClientHeaders } from './response-headers.js';
 export { ResponsesStreamReader } from './responses-stream-reader.js';
+export { type AnswerTransform, composeTransforms, transformBody, transformEvents } from './transform-stack.js';
 export {
   type AnswerHeader,
   type AnswerReader,

@@ -19,9 +19,10 @@ import { ResponsesStreamReader } from './responses-stream-reader.js';
 
 // What the relay does to a response beyond relaying its bytes as they come: a translation
 // between protocols (ADR-0011), a response relayed as it is but metered by reading another
-// usage shape, a stream with an event taken out, headers computed from the usage. An
-// OpenAI response to an OpenAI client with none of these has no transform at all and keeps
-// the relay's pass-through path.
+// usage shape, a stream with an event taken out, headers computed from the usage. The
+// first three are the first layer of an answer's transform stack (transform-stack.ts),
+// whose later layers work in the client's protocol. An OpenAI response to an OpenAI client
+// with none of these has no transform at all and keeps the relay's pass-through path.
 
 /** Why a stream that started ends in an error event: it broke or was ended, or one of its events was over the bound. */
 export type StreamFailureCode = 'stream_interrupted' | 'stream_event_too_large';

@@ -56,7 +56,11 @@ export interface RelayRequest {
   readonly call: UpstreamCall;
   /** The gateway's headers on the client's response, and which upstream ones pass. */
   readonly clientHeaders: ClientHeaders;
-  /** What the response needs beyond its bytes as they are; without one, the pass-through path runs unchanged. */
+  /**
+   * What the response needs beyond its bytes as they are: the translation and the
+   * transforms in the client's protocol, composed into one (composeTransforms); without
+   * one, the pass-through path runs unchanged.
+   */
   readonly transform?: RelayTransform;
   /**
    * When this attempt must be over, as performance.now() ms: the provider's

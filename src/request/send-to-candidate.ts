@@ -1,14 +1,14 @@
 import { checkUsage, costMicroUsd, isPriced } from '../governance/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
 import {
+  type AnswerTransform,
   bedrockAnswerStatus,
+  composeTransforms,
   providerHeaders,
-  type RelayTransform,
   readBedrockAnswer,
   readGeminiAnswer,
   relay,
   type UsageHeadersOf,
-  withUsageHeaders,
 } from '../providers/index.js';
 import { usageBoundsOf } from './admission.js';
 import type { AdmittedRequest, Attempt } from './attempt.js';
@@ -82,7 +82,7 @@ export const sendToCandidate: Attempt = (a, done) => {
           expose: provider.exposeHeaders,
           limitsReplaced: limits !== null && hasRateLimitHeaders(limits),
         },
-        transform: withCost(fixed, upstream.transform, request),
+        transform: composeTransforms(upstream.transform, answerTransforms(fixed, request)),
         doneBy: doneBy(a.admitted, provider.requestTimeoutMs),
         streamMaxMs: request.stream ? (provider.streamMaxMs ?? undefined) : undefined,
         maxEventBytes: provider.maxEventBytes,
@@ -167,19 +167,22 @@ function costOf(gen: Generation, c: GenerationCandidate): UsageHeadersOf | null 
   };
 }
 
+const NO_TRANSFORMS: readonly AnswerTransform[] = Object.freeze([]);
+
 /**
- * The upstream's transform with the cost added, for a priced candidate: a header on a
- * buffered response, a trailer on a stream (its cost is known only after its body).
- * Unpriced, the transform is left as it is (none: the pass-through).
+ * The transforms in the client's protocol, after the upstream's own (its translation):
+ * the cost, for a priced candidate, as a header on a buffered response and a trailer on a
+ * stream (its cost is known only after its body). Unpriced, none: with no translation
+ * either, the relay's pass-through path.
  */
-function withCost(fixed: CandidateFixed, inner: RelayTransform | undefined, request: ModelRequest): RelayTransform | undefined {
+function answerTransforms(fixed: CandidateFixed, request: ModelRequest): readonly AnswerTransform[] {
   const cost = fixed.cost;
-  if (cost === null) return inner;
+  if (cost === null) return NO_TRANSFORMS;
   // The header shows what settle bills by: a usage settle would refuse as insane (and bill
   // as missing) gets no cost header, as a missing usage gets none.
   const bounds = usageBoundsOf(request);
   const saneCost: UsageHeadersOf = (usage) => (usage === null || !checkUsage(usage, bounds).ok ? null : cost(usage));
-  return withUsageHeaders(inner, saneCost, request.stream ? COST_HEADER : undefined);
+  return [{ usageHeaders: saneCost, trailers: request.stream ? COST_HEADER : undefined }];
 }
 
 /** Whether a gateway limit put its own `x-ratelimit-*` headers on the response (names are at even places). */
