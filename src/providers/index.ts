@@ -56,7 +56,13 @@ export {
 } from './relay-transform.js';
 export type { ClientHeaders } from './response-headers.js';
 export { ResponsesStreamReader } from './responses-stream-reader.js';
-export { type AnswerTransform, composeTransforms, transformBody, transformEvents } from './transform-stack.js';
+export {
+  type AnswerTransform,
+  composeTransforms,
+  transformBody,
+  transformEvents,
+  type UsageHeadersOf,
+} from './transform-stack.js';
 export {
   type AnswerHeader,
   type AnswerReader,
@@ -69,7 +75,6 @@ export {
   upstreamMessage,
 } from './upstream-failure.js';
 export { withoutUsageEvent } from './usage-event-filter.js';
-export { type UsageHeadersOf, withUsageHeaders } from './usage-headers.js';
 
 /**
  * A provider identity: type + base URL without a trailing slash, and the cloud scope its

@@ -13,6 +13,9 @@ import { keepTail, usageOfTail } from './usage-tail.js';
 // empty stack over no translation composes to none, and the relay's pass-through path
 // runs byte for byte.
 
+/** Headers computed from a response's usage (null when it reported none), or null for none. */
+export type UsageHeadersOf = (usage: TokenUsage | null) => Readonly<Record<string, string>> | null;
+
 /** A transform in the client's protocol. Each part is optional: one it leaves out passes that part on as it is. */
 export interface AnswerTransform {
   /** A whole plain answer (any status, the status the client gets): the body the client gets instead. */
@@ -20,7 +23,7 @@ export interface AnswerTransform {
   /** Whole events of a stream (one or more, never a part of one): the bytes the client gets instead (possibly none). */
   events?(events: Buffer | string): Buffer | string;
   /** Headers from the usage the answer reports: on a buffered answer, or as trailers of a stream that names them in `trailers`. */
-  usageHeaders?(usage: TokenUsage | null): Readonly<Record<string, string>> | null;
+  readonly usageHeaders?: UsageHeadersOf;
   /** For a stream: the names `usageHeaders` returns, announced in `Trailer` and sent after the body. */
   readonly trailers?: string;
 }

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { TokenUsage } from '../../src/providers/index.js';
+import { type AnswerTransform, composeTransforms, type RelayTransform, type TokenUsage } from '../../src/providers/index.js';
 import type { BodyTransform, PlainAnswer } from '../../src/providers/relay-transform.js';
 import { withoutUsageEvent } from '../../src/providers/usage-event-filter.js';
-import { withUsageHeaders } from '../../src/providers/usage-headers.js';
 
 const STREAM =
   'data: {"choices":[{"delta":{"content":"hi"}}],"usage":null}\n\n' +
@@ -13,6 +12,15 @@ const WITHOUT_USAGE = 'data: {"choices":[{"delta":{"content":"hi"}}],"usage":nul
 
 const cost = (usage: TokenUsage | null): Record<string, string> | null =>
   usage === null ? null : { 'x-cost': String(usage.inputTokens + usage.outputTokens) };
+
+/** Headers from the usage, as the request path adds them: a stack of one transform over the translation (composeTransforms). */
+function withUsageHeaders(
+  inner: RelayTransform | undefined,
+  usageHeaders: AnswerTransform['usageHeaders'],
+  trailers?: string,
+): RelayTransform {
+  return composeTransforms(inner, [{ usageHeaders, trailers }]) as RelayTransform;
+}
 
 /** Runs a stream through a transform's stream part in chunks of `size` bytes. */
 function streamed(t: { chunk?(c: Buffer): Buffer | string; end?(): string }, text: string, size: number): string {
@@ -52,7 +60,7 @@ describe('a stream whose client did not ask for usage (withoutUsageEvent)', () =
   });
 });
 
-describe('headers from the usage (withUsageHeaders)', () => {
+describe('headers from the usage (a stack of one transform)', () => {
   it('over the pass-through it has no body part, so the relay keeps its byte-for-byte path', () => {
     const t = withUsageHeaders(undefined, cost, 'x-cost');
     for (const part of ['plain', 'chunk', 'end', 'fail', 'usage'] as const) assert.equal(t[part], undefined, part);

@@ -3,6 +3,8 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import {
+  type AnswerTransform,
+  composeTransforms,
   type ProviderPool,
   type Relayed,
   type RelayResult,
@@ -10,7 +12,6 @@ import {
   relay,
   type TokenUsage,
   withoutUsageEvent,
-  withUsageHeaders,
 } from '../../src/providers/index.js';
 import type { RawHandler } from '../../src/providers/provider-pool.js';
 import type { FailedAttempt } from '../../src/providers/upstream-failure.js';
@@ -24,6 +25,15 @@ const SSE_TYPE = [b('content-type'), b('text/event-stream')];
 
 const cost = (usage: TokenUsage | null): Record<string, string> | null =>
   usage === null ? null : { 'x-switchyard-cost-usd': String(usage.inputTokens * 10 + usage.outputTokens) };
+
+/** Headers from the usage, as the request path adds them: a stack of one transform over the translation (composeTransforms). */
+function withUsageHeaders(
+  inner: RelayTransform | undefined,
+  usageHeaders: AnswerTransform['usageHeaders'],
+  trailers?: string,
+): RelayTransform {
+  return composeTransforms(inner, [{ usageHeaders, trailers }]) as RelayTransform;
+}
 
 /** A pool that answers every call with `script`, a turn after dispatch (as undici does). */
 function scripted(script: (h: RawHandler) => void): ProviderPool {
