@@ -41,17 +41,16 @@ export function composeTransforms(
   stack: readonly AnswerTransform[] = EMPTY_STACK,
 ): RelayTransform | undefined {
   if (stack.length === 0) return translation;
+  if (stack.length === 1 && translation === undefined) {
+    // Headers alone over the pass-through (a priced answer's cost): the one transform is itself the relay's, with no body part.
+    const only = stack[0] as AnswerTransform;
+    if (only.body === undefined && only.events === undefined) return only;
+  }
   let rewritesBody = false;
   let rewritesEvents = false;
-  let headerParts = 0;
   for (const t of stack) {
     if (t.body !== undefined) rewritesBody = true;
     if (t.events !== undefined) rewritesEvents = true;
-    if (t.usageHeaders !== undefined) headerParts += 1;
-  }
-  // Headers alone over the pass-through: the one header transform is itself the relay's (no body part).
-  if (!rewritesBody && !rewritesEvents && translation === undefined && stack.length === 1 && headerParts === 1) {
-    return stack[0] as RelayTransform;
   }
   const headers = headersOf(translation, stack);
   const plain = rewritesBody ? plainThrough(translation, stack) : translation?.plain?.bind(translation);
