@@ -52,7 +52,7 @@ export function serveModel(path: RequestPath, x: Exchange, caller: Caller, done:
   );
 }
 
-/** Parse, route, pre-check; then the chain is tried (at once, unless a remote store is still answering). */
+/** Parse and route; then the stages, the pre-check and the chain (at once, unless a remote store is still answering). */
 function routeAndAdmit(path: RequestPath, x: Exchange, caller: Caller, raw: Buffer, done: ServeCallback): void {
   const { svc } = path;
   const { gen } = caller;
@@ -76,10 +76,10 @@ function routeAndAdmit(path: RequestPath, x: Exchange, caller: Caller, raw: Buff
   const continued = asked.previousResponseId === undefined ? null : continuation(svc, request, asked.previousResponseId);
   if (continued instanceof Promise) {
     // The shared store is asked who holds the previous response (another replica created it).
-    continued.then((c) => admitAndServe(path, x, request, spec, route, c, done)).catch(done);
+    continued.then((c) => chooseAndServe(path, x, request, spec, route, c, done)).catch(done);
     return;
   }
-  admitAndServe(path, x, request, spec, route, continued, done);
+  chooseAndServe(path, x, request, spec, route, continued, done);
 }
 
 /**
@@ -87,7 +87,7 @@ function routeAndAdmit(path: RequestPath, x: Exchange, caller: Caller, raw: Buff
  * selection less the candidates that cannot serve the operation), then the operation's
  * stages around the pre-check and the chain.
  */
-function admitAndServe(
+function chooseAndServe(
   path: RequestPath,
   x: Exchange,
   request: ModelRequest,
