@@ -43,8 +43,7 @@ export function recordTo(sinks: readonly RecordSink[], metrics: Metrics, logger:
     warned.set(sink.name, { atMs: now, suppressed: 0 });
   };
   return (record) => {
-    for (let i = 0; i < sinks.length; i++) {
-      const sink = sinks[i] as RecordSink;
+    for (const sink of sinks) {
       try {
         sink.write(record);
       } catch (err) {
