@@ -15,7 +15,7 @@ export function keysUsedSink(keysUsed: KeysUsed): RecordSink {
     name: 'keys_used',
     write(r) {
       const keyId = r.principal?.keyId;
-      if (keyId != null) keysUsed.seen(keyId, Date.now());
+      if (keyId != null) keysUsed.seen(keyId, r.endedAtMs);
     },
   };
 }
@@ -86,7 +86,7 @@ export function ledgerSink(ledger: UsageLedger): RecordSink {
       if (call !== null) {
         const ok = answered(call);
         ledger.record({
-          atMs: Date.now(),
+          atMs: r.endedAtMs,
           requestId: r.requestId,
           team: principal.team ?? 'none',
           keyId: principal.keyId ?? 'none',
@@ -108,7 +108,7 @@ export function ledgerSink(ledger: UsageLedger): RecordSink {
       const c = r.candidate;
       const usage = r.usage;
       ledger.record({
-        atMs: Date.now(),
+        atMs: r.endedAtMs,
         requestId: r.requestId,
         team: principal.team ?? 'none',
         keyId: principal.keyId ?? 'none',
@@ -138,7 +138,7 @@ export function recentSink(models: RecentTraffic, tools: RecentTraffic): RecordS
       if (call !== null) {
         const ok = answered(call);
         tools.record(
-          Date.now(),
+          r.endedAtMs,
           r.durationMs,
           call.outcome === 'failed',
           ok || call.fallback.length > 0,
@@ -152,7 +152,7 @@ export function recentSink(models: RecentTraffic, tools: RecentTraffic): RecordS
       const c = r.candidate;
       const status = r.status;
       models.record(
-        Date.now(),
+        r.endedAtMs,
         r.durationMs,
         status === 'partial' || status >= 500,
         c !== null || r.failures.length > 0,

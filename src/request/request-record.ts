@@ -143,6 +143,7 @@ export class RequestRecord {
   #status: number | 'partial' = 0;
   #statusCode = 0;
   #durationMs = 0;
+  #endedAtMs = 0;
   #routedModel: string | null = null;
 
   constructor(req: IncomingMessage) {
@@ -300,6 +301,7 @@ export class RequestRecord {
     this.#status = status;
     this.#statusCode = statusCode;
     this.#durationMs = performance.now() - this.startedAt;
+    this.#endedAtMs = Date.now();
     const model = this.#model;
     if (model !== undefined && this.#gen !== null && this.#gen.routes[model] !== undefined) this.#routedModel = model;
   }
@@ -419,6 +421,10 @@ export class RequestRecord {
    */
   get routedModel(): string | null {
     return this.#routedModel;
+  }
+  /** Once ended: when, in epoch ms (one clock read for every sink). */
+  get endedAtMs(): number {
+    return this.#endedAtMs;
   }
   get ended(): boolean {
     return this.#phase === ENDED;
