@@ -1,8 +1,9 @@
 // request/: the request path, from an admitted caller to the one record of the request.
-// The Exchange (what the listener holds of a request, and its record), admission
+// The Exchange (what the listener holds of a request: its record, written once per phase,
+// and its control slot), admission
 // (authenticate, pre-check, settle), the operations table, one attempt at one candidate
 // and its wraps (credential check, breaker, Entra ID token check, tracing), the failover chain, stored-response
-// ownership, session keys, the error path in the client's protocol, and the record. It
+// ownership, session keys, the error path in the client's protocol, and the record's sinks. It
 // never imports server/: the composition root hands it the services (Services), built once
 // and never rebuilt by a reload. See docs/decisions/0019-request-path-on-callbacks.md and
 // docs/architecture.md.
