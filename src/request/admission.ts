@@ -21,14 +21,14 @@ import type { Services } from './services.js';
  */
 export function admitCaller(x: Exchange, svc: Services): Caller {
   const gen = svc.holder.current();
-  x.gen = gen;
+  x.captured(gen);
   const keys = policyOf(gen).keys;
   const auth = governance.authenticate(keys, x.req.headers, Date.now(), keys.open ? undefined : keyMemoOf(x.req.socket));
   if (!auth.ok) {
     auditStarted(x, svc, gen, auth.refusal.code);
     throw governance.refusalError(auth.refusal);
   }
-  x.principal = auth.principal;
+  x.authenticated(auth.principal);
   return { gen, principal: auth.principal };
 }
 
@@ -148,7 +148,7 @@ function admittedBy(
 }
 
 function admit(x: Exchange, svc: Services, gen: Generation, admitted: Admitted): Admitted {
-  x.admitted = true;
+  x.admitted();
   auditStarted(x, svc, gen, null);
   return admitted;
 }
@@ -168,8 +168,9 @@ export function settle(x: Exchange, svc: Services, request: ModelRequest, reserv
     return governance.release(svc.governance, reservation, now);
   }
   const provider = c.provider.name;
-  if (x.usage !== null) x.usage = saneUsage(x, svc, request, provider);
-  let usage = x.usage;
+  const sane = x.usage === null ? null : saneUsage(x, svc, request, provider);
+  let usage = sane;
+  let estimated = false;
   if (usage === null && x.res.statusCode >= 300) {
     // The upstream's refusal or redirect (its 5xx and 429 fail over before committing), or
     // the gateway's 502 for a success it could not read: the client got no answer, so it
@@ -179,9 +180,11 @@ export function settle(x: Exchange, svc: Services, request: ModelRequest, reserv
   } else if (usage === null && x.stream && x.outcome !== 'complete') {
     // A stream cut midway, or left by its client, before its usage arrived: bill what was
     // seen (the input estimate, about one token per relayed event), not the worst case.
-    usage = x.usage = governance.seenUsage(x.bodyBytes, x.events);
-    x.usageEstimated = true;
+    usage = governance.seenUsage(x.bodyBytes, x.events);
+    estimated = true;
   }
+  // What the record reports as billed: the sane usage, or the estimate (never NOTHING_USED, which is no usage).
+  x.metered(usage === NOTHING_USED ? null : usage, estimated);
   const settled = governance.settle(svc.governance, reservation, { provider, model: c.upstreamModel }, usage, request.gen.pricing, now);
   if (settled instanceof Promise) return settled.then((s) => billed(x, svc, s));
   billed(x, svc, settled);
@@ -238,8 +241,7 @@ function choicesOf(parsed: Record<string, unknown>): number {
 }
 
 function billed(x: Exchange, svc: Services, settled: governance.Settlement): void {
-  x.costMicroUsd = settled.costMicroUsd;
-  x.pricingMissing = settled.pricingMissing;
+  x.settled(settled.costMicroUsd, settled.pricingMissing);
   if (settled.pricingMissing) svc.metrics.pricingMissing.inc();
   // A success whose usage could not be read (none reported, or none sane) is billed its
   // reservation: counted, so that a provider that stops reporting usage shows.

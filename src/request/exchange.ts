@@ -1,19 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ErrorCode } from '../errors.js';
 import type { Principal } from '../governance/index.js';
-import type { Generation, GenerationCandidate, ToolCandidate } from '../live/index.js';
-import type { ChatProtocol, Operation, StopSlot, TokenUsage } from '../providers/index.js';
-import type { FailureReason } from '../resilience/index.js';
-import type { Span } from '../telemetry/index.js';
+import type { Generation } from '../live/index.js';
+import type { ChatProtocol, Operation, StopSlot } from '../providers/index.js';
+import { RequestRecord } from './request-record.js';
 
-export interface Failure {
-  readonly provider: string;
-  /** The stable_id of the candidate that failed. */
-  readonly candidate: string;
-  readonly reason: FailureReason;
-  readonly detail: string;
-}
+export type { Failure, MatchedEndpoint, ToolCallRecord } from './request-record.js';
 
 /**
  * The caller of a model endpoint, once authenticated: the generation captured for the
@@ -22,22 +13,6 @@ export interface Failure {
 export interface Caller {
   readonly gen: Generation;
   readonly principal: Principal;
-}
-
-/** One tools/call on /mcp, as its record needs it (filled as the call goes). */
-export interface ToolCallRecord {
-  /** The exposed tool name asked for. */
-  readonly tool: string;
-  /** The generation routes the name (so it may be a metrics label). */
-  routed: boolean;
-  /** The candidate that answered, or the last one tried. */
-  candidate: ToolCandidate | null;
-  outcome: 'result' | 'tool_error' | 'error' | 'refused' | 'failed';
-  /** The error's stable code, or the upstream's JSON-RPC error code as text. */
-  reason: string | null;
-  /** `provider:reason` of each candidate given up on, and those candidates' stable_ids. */
-  readonly fallback: string[];
-  readonly failedCandidates: string[];
 }
 
 /** `GET` / `DELETE /v1/responses/{id}`: the stored response asked for, and the client's query string. */
@@ -65,124 +40,69 @@ export interface ModelRequest extends Caller {
   readonly stored: StoredResponse | null;
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
 /**
- * One request as its listener holds it, from arrival to the end of the response: the
- * connection's request and response, and the one record of the request, which each step
- * fills in as it learns its part:
- *
- * - the listener: `recorded`, `protocol`, `operation`, `endpoint`, `span`;
- * - admission: `gen` (captured once), `principal`, then `model`, `stream` and `bodyBytes`
- *   from the parsed request, and `admitted` after the pre-check;
- * - the failover chain: `candidate`, `failures`, `outcome` and the relay's timings, usage
- *   and events;
- * - settle: `costMicroUsd`, `pricingMissing`, `usageEstimated`;
- * - the error path: `reason`; the drain: `stopped`.
- *
- * No step reads its own inputs back from here: they travel as immutable values (Caller,
- * ModelRequest, the chain's request). The record is written exactly once, when both the
- * response has closed and the handler is done (whichever is last), so it sees the final
- * status and the settled cost whatever refused or ended the request.
+ * The control slot of a request in progress, owned by its listener: the running attempt
+ * registers how to stop it, the listener tells it that the client closed, and the drain
+ * stops it. Kept apart from the record: it steers the request, the record only says what
+ * happened to it.
  */
-export class Exchange {
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
-  readonly startedAt = performance.now();
-  /** Whether this request gets a record (metrics, access line); probes and scrapes do not. */
-  recorded = true;
-  /** The protocol the client speaks, set by the endpoint before anything can fail. */
-  protocol: ChatProtocol = 'openai';
-  operation: Operation = 'chat';
-  /** The path of the endpoint the listener matched (a fixed set, so a metrics label), or `none`. */
-  endpoint = 'none';
-  /** The request's server span, when tracing is on; ended by the record. */
-  span: Span | null = null;
-  gen: Generation | null = null;
-  principal: Principal | null = null;
-  model: string | undefined = undefined;
-  stream = false;
-  /** The request body's size, once read: a cut stream's input estimate. */
-  bodyBytes = 0;
-  /** Passed authentication and the pre-check: its completion is audited. */
-  admitted = false;
-  /** The candidate the response committed to. */
-  candidate: GenerationCandidate | null = null;
-  failures: Failure[] = [];
-  /** Request fields the last attempt's translation dropped or clamped (`x-switchyard-dropped`); null = none. */
-  dropped: readonly string[] | null = null;
-  /** Set when the relayed response was cut after its first byte, or the client left. */
-  outcome: 'complete' | 'partial' | 'aborted' = 'complete';
-  attemptStartedAt = 0;
-  headersAt: number | null = null;
-  firstByteAt: number | null = null;
-  usage: TokenUsage | null = null;
-  /** Server-sent events relayed to the client. */
-  events = 0;
-  /**
-   * The usage was estimated, not reported: a stream cut (or left by its client) before its
-   * usage arrived is billed on what was seen (see admission.ts settle).
-   */
-  usageEstimated = false;
-  costMicroUsd: number | null = null;
-  pricingMissing = false;
-  /** The error code of a refusal, or of an answer the gateway wrote itself. */
-  reason: ErrorCode | null = null;
-  /** Why the gateway stopped this request (the drain ran out), or null. */
-  stopped: string | null = null;
-  /** A tools/call on /mcp: its own record (metrics, audit, access line) instead of a model request's. */
-  toolCall: ToolCallRecord | null = null;
-  /**
-   * The running attempt's controls, which the relay fills while it runs: the listener tells
-   * it that the client closed, and the drain stops it.
-   */
-  readonly running: StopSlot = { stopAttempt: null, clientClosed: null };
-  /** Neighbours in the listener's list of requests in progress. */
-  prevOpen: Exchange | null = null;
-  nextOpen: Exchange | null = null;
-  #requestId: string | null = null;
-  #pending = 2;
-  readonly #onRecord: (x: Exchange) => void;
+export class ControlSlot implements StopSlot {
+  stopAttempt: ((why: string) => void) | null = null;
+  clientClosed: (() => void) | null = null;
+  #stopped: string | null = null;
 
-  constructor(req: IncomingMessage, res: ServerResponse, onRecord: (x: Exchange) => void) {
-    this.req = req;
-    this.res = res;
-    this.#onRecord = onRecord;
+  /** Why the gateway stopped this request (the drain ran out), or null. */
+  get stopped(): string | null {
+    return this.#stopped;
   }
 
   /** Ends the request from outside (the drain's limit): the attempt in flight stops, and no other starts. */
   interrupt(why: string): void {
-    this.stopped = why;
-    this.running.stopAttempt?.(why);
+    this.#stopped = why;
+    this.stopAttempt?.(why);
+  }
+}
+
+/**
+ * One request as its listener holds it, from arrival to the end of the response: the
+ * connection's request and response, its record (RequestRecord: written once per phase,
+ * then frozen and handed to the sinks) and its control slot. The record is ended exactly
+ * once, when both the response has closed and the handler is done (whichever is last), so
+ * it sees the final status and the settled cost whatever refused or ended the request.
+ */
+export class Exchange extends RequestRecord {
+  readonly res: ServerResponse;
+  /** The running attempt's controls (see ControlSlot): the listener's, which the relay fills while it runs. */
+  readonly running: ControlSlot;
+  #pending = 2;
+  readonly #onRecord: (x: Exchange) => void;
+
+  constructor(req: IncomingMessage, res: ServerResponse, onRecord: (x: Exchange) => void, control: ControlSlot = new ControlSlot()) {
+    super(req);
+    this.res = res;
+    this.#onRecord = onRecord;
+    this.running = control;
   }
 
-  /** The client's `x-request-id` when it is a sane token, or a new UUID. */
-  get requestId(): string {
-    if (this.#requestId === null) {
-      const given = this.req.headers['x-request-id'];
-      this.#requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    }
-    return this.#requestId;
+  /** Why the gateway stopped this request (the drain ran out), or null. */
+  get stopped(): string | null {
+    return this.running.stopped;
   }
 
   /** The status the record reports: what was sent, 'partial' for a cut stream, 499 when the client left first. */
-  get status(): number | 'partial' {
+  override get status(): number | 'partial' {
+    if (this.ended) return super.status;
     if (this.outcome === 'partial') return 'partial';
     if (this.outcome === 'aborted' || !this.res.writableFinished) return 499;
     return this.res.statusCode;
   }
 
-  /** Notes what the parsed request asks for: the record reports it whatever happens next. */
-  asked(request: ModelRequest): void {
-    this.model = request.model;
-    this.stream = request.stream;
-    this.bodyBytes = request.raw.length;
-  }
-
   /** Called once by the response's 'close' and once when the handler is done. */
   readonly done = (): void => {
     this.#pending -= 1;
-    if (this.#pending === 0 && this.recorded) this.#onRecord(this);
+    if (this.#pending !== 0) return;
+    this.end(this.status, this.res.statusCode);
+    if (this.recorded) this.#onRecord(this);
   };
 }
 

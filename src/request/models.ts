@@ -113,6 +113,6 @@ function anthropicModel(id: string, createdEpochS: number): { type: 'model'; id:
  */
 function speaksAnthropic(x: Exchange): boolean {
   if (x.req.headers['anthropic-version'] === undefined) return false;
-  x.protocol = 'anthropic';
+  x.speaks('anthropic');
   return true;
 }

@@ -38,7 +38,7 @@ export function sendBody(res: ServerResponse, status: number, body: string, cont
 /** What failRequest needs of a request: its response, and where to note the refusal's code. */
 export interface Answerable {
   readonly res: ServerResponse;
-  reason: ErrorCode | null;
+  failed(code: ErrorCode): void;
   /** The client's protocol; absent = OpenAI's (and the admin API's) shape. */
   readonly protocol?: ChatProtocol;
   /** The request's id, sent as `x-switchyard-request-id` on the error as on any answer, so a client can quote it; absent = none. */
@@ -57,13 +57,13 @@ export function failRequest(x: Answerable, err: unknown, svc: Services): void {
     return;
   }
   if (err instanceof SwitchyardError) {
-    x.reason = err.code;
+    x.failed(err.code);
     // The client may still be sending a body we refused: close rather than read it all.
     const closing = err.code === 'body_too_large' ? { ...err.headers, connection: 'close' } : err.headers;
     sendError(x.res, x.protocol ?? 'openai', err.code, err.message, err.param, withRequestId(x, closing));
     return;
   }
-  x.reason = 'internal_error';
+  x.failed('internal_error');
   svc.logger.error({
     msg: 'unexpected error while handling a request',
     err: { message: (err as Error)?.message, stack: (err as Error)?.stack },

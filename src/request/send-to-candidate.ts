@@ -57,12 +57,12 @@ export const sendToCandidate: Attempt = (a, done) => {
   else forwardTraceContext(x, headers);
   if (x.failures.length > 0) own.push('x-switchyard-fallback', x.failures.map((f) => f.provider).join(','));
   // The fields this candidate's translation left out: the answer says so, as the access line does.
-  x.dropped = upstream.dropped ?? null;
-  if (x.dropped !== null) own.push(DROPPED_HEADER, x.dropped.join(','));
+  const dropped = upstream.dropped ?? null;
+  if (dropped !== null) own.push(DROPPED_HEADER, dropped.join(','));
   // A gateway limit's headers replace the upstream's of the same names.
   if (limits !== null) for (const v of limits) own.push(v);
   const fixed = fixedOf(gen, c);
-  x.attemptStartedAt = performance.now();
+  x.attemptStarted(dropped);
   const send = (): void =>
     relay(
       {

@@ -122,7 +122,7 @@ class Failover {
     this.#unable ??= err;
     (this.#unableSet ??= new Set()).add(c);
     const { x, svc } = this.#req;
-    x.failures.push({ provider: c.provider.name, candidate: c.stableId, reason: 'unable', detail: err.field });
+    x.failedOver({ provider: c.provider.name, candidate: c.stableId, reason: 'unable', detail: err.field });
     svc.metrics.fallbacks.inc({ provider: c.provider.name, reason: 'unable' });
   }
 
@@ -139,7 +139,7 @@ class Failover {
     this.#attempted += 1;
     const { x, svc } = this.#req;
     if (r.kind === 'failed') {
-      x.failures.push({ provider: c.provider.name, candidate: c.stableId, reason: r.reason, detail: r.detail });
+      x.failedOver({ provider: c.provider.name, candidate: c.stableId, reason: r.reason, detail: r.detail });
       this.#lastFailed = { r, c };
       if (r.answer?.status !== 503) this.#every503 = false;
       if (r.reason === 'status_auth') {
@@ -152,13 +152,13 @@ class Failover {
       svc.metrics.fallbacks.inc({ provider: c.provider.name, reason: r.reason });
       return true;
     }
-    x.candidate = c;
+    x.committed(c);
     if (r.kind === 'aborted') {
-      x.outcome = 'aborted';
+      x.clientLeft();
       this.#end(null);
       return false;
     }
-    x.headersAt = r.headersAt;
+    x.headersArrived(r.headersAt);
     try {
       this.#req.onCommit?.(r, c);
     } catch (err) {
@@ -230,7 +230,7 @@ class Failover {
     const req = this.#req;
     const x = req.x;
     if (x.res.destroyed) {
-      x.outcome = 'aborted';
+      x.clientLeft();
       this.#end(null);
       return;
     }
@@ -246,12 +246,8 @@ class Failover {
 
   readonly #onFinished = (relayed: Relayed): void => {
     const x = this.#req.x;
-    x.outcome = relayed.outcome;
-    x.firstByteAt = relayed.firstByteAt;
-    x.usage = this.#req.usage ?? relayed.usage;
-    x.events = relayed.events;
-    // An error event in the stream, or an event over the bound: the access line says which.
-    if (relayed.reason !== undefined) x.reason = relayed.reason;
+    // An error event in the stream, or an event over the bound (relayed.reason): the access line says which.
+    x.relayed(relayed, this.#req.usage ?? relayed.usage);
     this.#end(null);
   };
 

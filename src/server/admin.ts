@@ -42,6 +42,9 @@ interface AdminRequest extends Answerable {
 
 const ANONYMOUS: AdminCaller = Object.freeze({ id: 'anonymous', role: 'admin' });
 
+/** The admin listener keeps no record of its requests: a refusal's code is not noted. */
+const unrecorded = (): void => undefined;
+
 /**
  * The operator listener (`server.admin_listen`): the status page, status, reload, audit reopen, metrics.
  * When `server.admin_token` is set every admin endpoint needs it as a bearer token but
@@ -132,7 +135,7 @@ export function createAdminHandler(ctx: AdminContext) {
   ];
   const table = new EndpointTable<AdminRequest>(endpoints);
   return (req: IncomingMessage, res: ServerResponse): void => {
-    const a: AdminRequest = { req, res, reason: null, caller: ANONYMOUS };
+    const a: AdminRequest = { req, res, failed: unrecorded, caller: ANONYMOUS };
     const path = pathOf(req);
     const match = table.match(req.method, path);
     try {

@@ -13,10 +13,13 @@ export function refusal(match: Exclude<Match<unknown>, { kind: 'found' }>, metho
   });
 }
 
+/** A scrape keeps no record: a failed one's code is not noted. */
+const unrecorded = (): void => undefined;
+
 /** GET /metrics, on both listeners. */
 export function serveMetrics(res: ServerResponse, svc: Services): void {
   svc.metrics.render().then(
     (text) => sendBody(res, 200, text, svc.metrics.contentType),
-    (err: unknown) => failRequest({ res, reason: null }, err, svc),
+    (err: unknown) => failRequest({ res, failed: unrecorded }, err, svc),
   );
 }

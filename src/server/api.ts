@@ -3,17 +3,25 @@ import { SwitchyardError } from '../errors.js';
 import { bearerToken } from '../governance/index.js';
 import type { ChatProtocol, Operation } from '../providers/index.js';
 import {
+  accessLogSink,
+  auditSink,
   Exchange,
   failRequest,
+  keysUsedSink,
   type ListenerSettings,
+  ledgerSink,
   listModels,
   mcpHandlers,
+  metricsSink,
   modelHandlers,
   pathOf,
-  recordRequest,
+  type RecordSink,
+  recentSink,
+  recordTo,
   retrieveModel,
   type Services,
   sendBody,
+  spanSink,
 } from '../request/index.js';
 import { refusal, serveMetrics } from './answers.js';
 import { answered, type Endpoint, EndpointTable, type Handler } from './endpoints.js';
@@ -29,6 +37,23 @@ export interface TrafficState {
 
 const HEALTHY = '{"status":"ok"}';
 
+/** A path the listener does not serve: recorded under endpoint `none`. */
+const UNMATCHED = { path: 'none' } as const;
+
+/**
+ * Where every finished request's record goes, in order; built once per listener. A sink
+ * whose service is not configured (no database, no audit log, no tracing) is left out.
+ */
+export function recordSinks(svc: Services): RecordSink[] {
+  const sinks = [keysUsedSink(svc.keysUsed), metricsSink(svc.metrics)];
+  if (svc.ledger !== null) sinks.push(ledgerSink(svc.ledger));
+  sinks.push(recentSink(svc.recent, svc.mcp.recent));
+  if (svc.audit !== null) sinks.push(auditSink(svc.audit));
+  if (svc.tracing !== null) sinks.push(spanSink(svc.tracing));
+  sinks.push(accessLogSink(svc.accessLog));
+  return sinks;
+}
+
 /** An API endpoint: what the client asks for and the protocol it speaks, known before anything can fail. */
 interface ApiEndpoint extends Endpoint<Exchange> {
   readonly operation?: Operation;
@@ -38,15 +63,14 @@ interface ApiEndpoint extends Endpoint<Exchange> {
 /** The client-facing listener (`server.listen`): its endpoints, and one error path for all of them. */
 export function createApiHandler(svc: Services, settings: ListenerSettings, traffic: TrafficState) {
   const table = new EndpointTable<Exchange, ApiEndpoint>(apiEndpoints(svc, settings, traffic));
-  const record = (x: Exchange): void => recordRequest(svc, x);
+  const record = recordTo(recordSinks(svc), svc.metrics, svc.logger);
   const tracing = svc.tracing;
   return (req: IncomingMessage, res: ServerResponse): void => {
     traffic.inflight += 1;
-    const x = new Exchange(req, res, record);
-    traffic.open.add(x);
+    const x = new Exchange(req, res, record, traffic.open.add());
     res.on('close', () => {
       traffic.inflight -= 1;
-      traffic.open.delete(x);
+      traffic.open.delete(x.running);
       x.running.clientClosed?.();
       x.done();
     });
@@ -62,17 +86,14 @@ export function createApiHandler(svc: Services, settings: ListenerSettings, traf
     const path = pathOf(req);
     const match = table.match(req.method, path);
     if (match.kind !== 'found') {
-      if (tracing !== null) x.span = tracing.startServer(req.method ?? 'GET', null, path, req.headers);
+      x.matched(UNMATCHED, tracing === null ? null : tracing.startServer(req.method ?? 'GET', null, path, req.headers));
       finish(refusal(match, req.method, path));
       return;
     }
     const endpoint = match.endpoint;
-    // Set before anything can fail, so every answer, a refusal included, is in the client's shape.
-    if (endpoint.operation !== undefined) x.operation = endpoint.operation;
-    if (endpoint.protocol !== undefined) x.protocol = endpoint.protocol;
-    x.endpoint = endpoint.path;
-    x.recorded = endpoint.recorded !== false;
-    if (tracing !== null && x.recorded) x.span = tracing.startServer(endpoint.method, endpoint.path, path, req.headers);
+    // Before anything can fail, so every answer, a refusal included, is in the client's shape.
+    const traced = tracing !== null && endpoint.recorded !== false;
+    x.matched(endpoint, traced ? tracing.startServer(endpoint.method, endpoint.path, path, req.headers) : null);
     try {
       endpoint.handle(x, match.rest, finish);
     } catch (err) {

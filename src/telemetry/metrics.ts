@@ -43,6 +43,7 @@ export class Metrics {
   readonly auditRecordsLost: Counter;
   readonly auditHeadSequence: Gauge;
   readonly ledgerRowsLost: Counter;
+  readonly recordSinkErrors: Counter<'sink'>;
   /** The audit writer's last seq, read at each scrape; null without an audit log. */
   auditHead: (() => number) | null = null;
   readonly reloads: Counter<'trigger' | 'result'>;
@@ -157,6 +158,12 @@ export class Metrics {
       r,
       'switchyard_ledger_rows_lost_total',
       'Usage ledger rows never written: dropped when the queue (database.ledger_queue) was full, or unwritten at shutdown. A row with endpoint "ledger" in the ledger counts those it could record.',
+    );
+    this.recordSinkErrors = counter(
+      r,
+      'switchyard_record_sink_errors_total',
+      "Finished requests' records a sink failed to take (it threw); the other sinks and the client are not affected.",
+      ['sink'],
     );
     const metrics = this;
     this.auditHeadSequence = gauge(

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { msText } from '../../src/request/record.js';
+import { msText } from '../../src/request/access-line.js';
 
 // The access line formats its durations from integers (record.ts); a reader of the log must
 // see exactly what printing the duration rounded to the microsecond would show.

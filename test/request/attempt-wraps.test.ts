@@ -15,7 +15,7 @@ import {
 } from '../../src/request/attempt.js';
 import { withTracing } from '../../src/request/attempt-tracing.js';
 import type { BreakerOptions, BreakerRegistry, BreakerTransition } from '../../src/resilience/index.js';
-import { Tracing } from '../../src/telemetry/index.js';
+import { type Span, Tracing } from '../../src/telemetry/index.js';
 import {
   always,
   breakersFor,
@@ -42,8 +42,8 @@ before(async () => {
 });
 after(() => pools.destroyAll());
 
-function attemptRequest(c: GenerationCandidate, pass: 0 | 1 = 0, g: Generation = gen): AttemptRequest {
-  const { x } = exchangeFor(g);
+function attemptRequest(c: GenerationCandidate, pass: 0 | 1 = 0, g: Generation = gen, span?: Span): AttemptRequest {
+  const { x } = exchangeFor(g, undefined, { span });
   const request = modelRequest(g, 'm');
   return {
     admitted: { x, request, limitHeaders: null, deadlineAt: null, fallbackOn: null, outputCap: null, onResponseId: null },
@@ -372,12 +372,11 @@ describe('withTracing', { timeout: 30_000 }, () => {
         n === 0 ? FAIL_5XX : n === 1 ? { kind: 'aborted' } : { kind: 'committed', relayed: { usage: { inputTokens: 3, outputTokens: 4 } } },
       );
       const attempt = withTracing(tracing)(upstream.attempt);
-      const a = attemptRequest(p0);
-      const x = a.admitted.x;
-      x.span = tracing.startServer('POST', '/v1/chat/completions', '/v1/chat/completions', {});
+      const span = tracing.startServer('POST', '/v1/chat/completions', '/v1/chat/completions', {});
+      const a = attemptRequest(p0, 0, gen, span);
       for (let i = 0; i < 3; i++) assert.equal((await attemptOnce(attempt, a)).afterReturn, true);
       await turns(2);
-      x.span.end();
+      span.end();
       await tracing.shutdown();
 
       const server = spans.find((s) => s.name === 'POST /v1/chat/completions');

@@ -18,7 +18,7 @@ import { type ChainRequest, serveChain } from '../../src/request/serve-chain.js'
 import type { Services } from '../../src/request/services.js';
 import { type BreakerOptions, BreakerRegistry, type FailureReason } from '../../src/resilience/index.js';
 import { candidatesOf, RoundRobinCounters, SessionAffinity } from '../../src/routing/index.js';
-import { AccessLog, createLogger, Metrics, RecentTraffic } from '../../src/telemetry/index.js';
+import { AccessLog, createLogger, Metrics, RecentTraffic, type Span } from '../../src/telemetry/index.js';
 import { candidate, envelope } from '../support/overlay.js';
 
 // What the chain and wrap tests share: a real generation, real services (metrics, the
@@ -200,12 +200,17 @@ export interface Exchanged {
 }
 
 /** An Exchange for one request, over a request with no headers and a response double. */
-export function exchangeFor(gen: Generation, principal: Principal = { keyId: null, team: null }): Exchanged {
+export function exchangeFor(
+  gen: Generation,
+  principal: Principal = { keyId: null, team: null },
+  matched: { readonly operation?: Operation; readonly span?: Span } = {},
+): Exchanged {
   const res = new ResponseDouble();
   const req = { headers: {}, url: '/v1/chat/completions', method: 'POST' } as unknown as IncomingMessage;
   const x = new Exchange(req, res as unknown as ServerResponse, () => undefined);
-  x.gen = gen;
-  x.principal = principal;
+  x.matched({ path: 'none', operation: matched.operation }, matched.span ?? null);
+  x.captured(gen);
+  x.authenticated(principal);
   return { x, res };
 }
 
@@ -242,7 +247,7 @@ export interface ChainSetup {
 }
 
 export function chainRequest(s: ChainSetup): ChainRequest {
-  s.x.asked(s.request);
+  if (s.x.model === undefined) s.x.asked(s.request);
   return {
     x: s.x,
     request: s.request,
@@ -280,6 +285,8 @@ export function serve(req: ChainRequest): Promise<Served> {
 
 /** The reservation the pre-check takes for team `acme`'s key `k1` on route `m`. */
 export function reserveFor(x: Exchange, svc: Services, request: ModelRequest, candidates: readonly GenerationCandidate[]): Reservation {
+  // As serve-model does: the request is noted before its pre-check.
+  x.asked(request);
   const admitted = preCheck(x, svc, request, { bodyBytes: request.raw.length, maxTokens: 100 }, candidates);
   assert.ok(!(admitted instanceof Promise), 'the memory store answers at once');
   assert.ok(admitted.reservation !== null, 'a team caller is counted');

@@ -108,7 +108,7 @@ describe('serveChain: retries of one candidate', { timeout: 30_000 }, () => {
     const t = setup(gen, (_a, n) => (n === 0 ? TIMEOUT : COMMIT));
     const served = serve(t.chain);
     for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
-    t.x.interrupt('the drain timed out');
+    t.x.running.interrupt('the drain timed out');
     const done = await served;
     assert.ok(done.err instanceof SwitchyardError);
     assert.equal(done.err.code, 'shutting_down');

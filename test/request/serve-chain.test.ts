@@ -95,8 +95,7 @@ function request(w: World, script: (a: AttemptRequest, n: number) => Step, o: Re
   const upstream = new ScriptedUpstream(script);
   const wraps = operations[operation].guarded ? [withCredentialCheck, withBreaker(w.breakers)] : [withCredentialCheck];
   const watched = watchReturns(composeAttempt(upstream.attempt, ...wraps));
-  const { x, res } = exchangeFor(w.gen, principal);
-  x.operation = operation;
+  const { x, res } = exchangeFor(w.gen, principal, { operation });
   const model = o.model ?? 'm';
   const req = modelRequest(w.gen, model, { operation, protocol: o.protocol, stream: o.stream, principal });
   const candidates = o.candidates ?? chainOf(w.gen, model);
@@ -506,7 +505,7 @@ describe('serveChain: the drain and the deadline', { timeout: 30_000 }, () => {
     const call = r.upstream.calls[0];
     assert.ok(call !== undefined);
     r.x.running.stopAttempt = (why) => call.report({ kind: 'failed', reason: 'timeout', detail: `stopped: ${why}` });
-    r.x.interrupt('the drain timed out');
+    r.x.running.interrupt('the drain timed out');
     const done = await served;
     assert.equal(codeOf(done), 'shutting_down');
     assert.match((done.err as Error).message, /the drain timed out/);
@@ -517,7 +516,7 @@ describe('serveChain: the drain and the deadline', { timeout: 30_000 }, () => {
   it('a request stopped before its chain begins tries no candidate', async () => {
     const w = world();
     const r = request(w, always(COMMIT));
-    r.x.interrupt('draining');
+    r.x.running.interrupt('draining');
     assert.equal(codeOf(await serve(r.chain)), 'shutting_down');
     assert.equal(r.upstream.calls.length, 0);
   });
@@ -528,7 +527,7 @@ describe('serveChain: the drain and the deadline', { timeout: 30_000 }, () => {
     const r = request(w, always({ kind: 'held' }), { candidates: last });
     const served = serve(r.chain);
     await turns(2);
-    r.x.interrupt('draining');
+    r.x.running.interrupt('draining');
     r.upstream.calls[0]?.report({ kind: 'failed', reason: 'status_5xx', detail: 'upstream 502' });
     assert.equal(codeOf(await served), 'shutting_down');
   });

@@ -122,6 +122,17 @@ describe('one record per finished request', () => {
     const after = gw.logs().filter((l) => l.msg === 'request').length;
     assert.equal(after - before, 1, 'only the marker request was recorded');
   });
+
+  it('every sink took every record above: no sink failed, and no phase of a record was written out of order', async () => {
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    assert.doesNotMatch(metrics, /switchyard_record_sink_errors_total\{[^}]*\} [1-9]/);
+    const problems = gw
+      .logs()
+      .filter((l) => l.msg === 'a record sink failed; the request was answered and its other sinks took its record');
+    assert.deepEqual(problems, []);
+    const misordered = gw.logs().filter((l) => JSON.stringify(l).includes('request record: '));
+    assert.deepEqual(misordered, []);
+  });
 });
 
 describe('endpoint tables', () => {

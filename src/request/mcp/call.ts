@@ -59,7 +59,7 @@ export async function callTool(
     fallback: [],
     failedCandidates: [],
   };
-  x.toolCall = record;
+  x.toolCalled(record);
   if (
     params.arguments !== undefined &&
     (params.arguments === null || typeof params.arguments !== 'object' || Array.isArray(params.arguments))

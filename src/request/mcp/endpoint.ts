@@ -70,7 +70,7 @@ export function mcpHandlers(svc: Services, settings: { readonly maxBodyBytes: nu
         x.req,
         settings.maxBodyBytes,
         (body) => {
-          x.bodyBytes = body.length;
+          x.bodyRead(body.length);
           onMessage(svc, x, caller, body, serverInfo).then(
             () => done(null),
             (err: unknown) => done(err),
@@ -123,7 +123,7 @@ function checked(svc: Services, x: Exchange): Caller | null {
       x.res,
       new SwitchyardError('origin_not_allowed', `Origin ${JSON.stringify(origin)} is not allowed (mcp.allowed_origins)`),
     );
-    x.reason = 'origin_not_allowed';
+    x.failed('origin_not_allowed');
     return null;
   }
   let caller: Caller;
@@ -131,7 +131,7 @@ function checked(svc: Services, x: Exchange): Caller | null {
     caller = admitCaller(x, svc);
   } catch (err) {
     if (!(err instanceof SwitchyardError)) throw err;
-    x.reason = err.code;
+    x.failed(err.code);
     const headers =
       err.code === 'unauthorized' || err.code === 'key_expired' ? { ...err.headers, 'www-authenticate': 'Bearer' } : err.headers;
     sendHttpError(x.res, new SwitchyardError(err.code, err.message, null, headers));
@@ -139,7 +139,7 @@ function checked(svc: Services, x: Exchange): Caller | null {
   }
   const version = x.req.headers['mcp-protocol-version'];
   if (version !== undefined && !SUPPORTED.has(String(version))) {
-    x.reason = 'mcp_protocol_version_unsupported';
+    x.failed('mcp_protocol_version_unsupported');
     sendHttpError(
       x.res,
       new SwitchyardError(
@@ -179,7 +179,7 @@ async function withSession(
 ): Promise<void> {
   const header = x.req.headers['mcp-session-id'];
   if (typeof header !== 'string' || header === '') {
-    x.reason = 'invalid_request';
+    x.failed('invalid_request');
     sendHttpError(
       x.res,
       new SwitchyardError('invalid_request', 'Bad Request: Mcp-Session-Id header is required (send initialize first)'),
@@ -190,7 +190,7 @@ async function withSession(
   const found = svc.mcp.findSession(header, caller.principal);
   const session = found instanceof Promise ? await found : found;
   if (session === undefined) {
-    x.reason = 'mcp_session_not_found';
+    x.failed('mcp_session_not_found');
     sendHttpError(x.res, new SwitchyardError('mcp_session_not_found', 'Session not found: initialize a new session'), id);
     return;
   }
@@ -206,14 +206,14 @@ async function withSession(
 async function onMessage(svc: Services, x: Exchange, caller: Caller, body: Buffer, serverInfo: string): Promise<void> {
   const read = readClientMessage(body);
   if (!read.ok) {
-    x.reason = 'invalid_request';
+    x.failed('invalid_request');
     sendJsonRpc(x.res, errorText(read.id, read.error), null, 400);
     return;
   }
   const message = read.message;
   if (message.kind === 'request' && message.method === 'initialize') {
     if (x.req.headers['mcp-session-id'] !== undefined) {
-      x.reason = 'invalid_request';
+      x.failed('invalid_request');
       const error = { code: INVALID_REQUEST, message: 'Invalid Request: initialize opens a session; send it without Mcp-Session-Id' };
       sendJsonRpc(x.res, errorText(message.id, error), null, 400);
       return;
@@ -276,7 +276,7 @@ function initialize(svc: Services, x: Exchange, caller: Caller, id: JsonRpcId, p
     session = svc.mcp.openSession(caller.principal, version, typeof info?.name === 'string' ? info.name.slice(0, 128) : null);
   } catch (err) {
     if (!(err instanceof KeySessionsFull)) throw err;
-    x.reason = 'rate_limit_exceeded';
+    x.failed('rate_limit_exceeded');
     sendHttpError(x.res, new SwitchyardError('rate_limit_exceeded', err.message, null, { 'retry-after': '1' }), id);
     return;
   }
@@ -307,7 +307,7 @@ async function call(
     controller.abort(CLIENT_LEFT);
   };
   x.running.stopAttempt = () => controller.abort(STOPPED);
-  x.stream = streamed;
+  x.callStarted(streamed);
   const reply: CallReply = {
     get gone() {
       return gone || res.destroyed;
@@ -315,14 +315,14 @@ async function call(
     notify(json) {
       if (!streamed || this.gone) return;
       if (!res.headersSent) startSse(res, session.id);
-      x.events += 1;
+      x.eventSent();
       res.write(sseMessage(json));
     },
     answer(json) {
       if (this.gone) return;
       if (!streamed) return sendJsonRpc(res, json, session.id);
       if (!res.headersSent) startSse(res, session.id);
-      x.events += 1;
+      x.eventSent();
       res.end(sseMessage(json));
     },
   };
@@ -377,7 +377,7 @@ function startSse(res: ServerResponse, sessionId: string): void {
  * missed a change (Last-Event-ID, or a change while no stream was open) is told at once.
  */
 function openStream(svc: Services, x: Exchange, gen: Generation, session: ClientSession): void {
-  x.recorded = false;
+  x.unrecorded();
   const res = x.res;
   const previous = session.stream;
   session.stream = res;

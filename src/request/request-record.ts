@@ -1,0 +1,432 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { ErrorCode } from '../errors.js';
+import type { Principal } from '../governance/index.js';
+import type { Generation, GenerationCandidate, ToolCandidate } from '../live/index.js';
+import type { ChatProtocol, Operation, TokenUsage } from '../providers/index.js';
+import type { FailureReason } from '../resilience/index.js';
+import type { Span } from '../telemetry/index.js';
+
+export interface Failure {
+  readonly provider: string;
+  /** The stable_id of the candidate that failed. */
+  readonly candidate: string;
+  readonly reason: FailureReason;
+  readonly detail: string;
+}
+
+/** One tools/call on /mcp, as its record needs it (filled as the call goes). */
+export interface ToolCallRecord {
+  /** The exposed tool name asked for. */
+  readonly tool: string;
+  /** The generation routes the name (so it may be a metrics label). */
+  routed: boolean;
+  /** The candidate that answered, or the last one tried. */
+  candidate: ToolCandidate | null;
+  outcome: 'result' | 'tool_error' | 'error' | 'refused' | 'failed';
+  /** The error's stable code, or the upstream's JSON-RPC error code as text. */
+  reason: string | null;
+  /** `provider:reason` of each candidate given up on, and those candidates' stable_ids. */
+  readonly fallback: string[];
+  readonly failedCandidates: string[];
+}
+
+/** What the listener matched: the endpoint's path (a metrics label), and what it asks for in which protocol. */
+export interface MatchedEndpoint {
+  readonly path: string;
+  readonly operation?: Operation;
+  readonly protocol?: ChatProtocol;
+  /** False for probes and scrapes: no record (metrics, access line). */
+  readonly recorded?: boolean;
+}
+
+/** What the parsed request asks for, as the record keeps it. */
+interface Asked {
+  readonly model: string;
+  readonly stream: boolean;
+  readonly raw: Buffer;
+}
+
+/** What the relay reports when the committed response has ended. */
+interface Relayed {
+  readonly outcome: 'complete' | 'partial' | 'aborted';
+  readonly firstByteAt: number | null;
+  readonly events: number;
+  readonly reason?: ErrorCode;
+}
+
+// The phases, in the order a request goes through them. A phase method may run only when
+// no later phase has: a write out of order is a programming error, thrown where it happens.
+// The phases marked once may not run twice; the others repeat (an attempt per candidate).
+const MATCHED = 1;
+const CAPTURED = 2;
+const AUTHENTICATED = 3;
+const ASKED = 4;
+const ADMITTED = 5;
+const ROUTED = 6;
+const ATTEMPTED = 7;
+const COMMITTED = 8;
+const RELAYED = 9;
+const METERED = 10;
+const SETTLED = 11;
+const FAILED = 12;
+const ENDED = 13;
+
+const PHASE_NAMES = [
+  'new',
+  'matched',
+  'captured',
+  'authenticated',
+  'asked',
+  'admitted',
+  'routed',
+  'attempted',
+  'committed',
+  'relayed',
+  'metered',
+  'settled',
+  'failed',
+  'ended',
+] as const;
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * The one record of a request, which each step writes through the phase it owns:
+ *
+ * - the listener: `matched` (endpoint, operation, protocol, span);
+ * - admission: `captured` (the generation), `authenticated` (the principal), `asked`
+ *   (model, stream, body size), `admitted` (after the pre-check);
+ * - the failover chain: `attemptStarted`, `failedOver`, `committed`, `headersArrived`,
+ *   `clientLeft`, `relayed`;
+ * - settle: `metered` (the usage billed), `settled` (its cost);
+ * - the error path: `failed`; the listener again: `ended`, which freezes it.
+ *
+ * Every field is read-only outside: the phases write them, each once, in that order (a
+ * misordered write throws). After `ended` nothing changes, and the record goes to the
+ * sinks (metrics, ledger, recent traffic, audit, span, access log). No step reads its own
+ * inputs back from here: they travel as immutable values (Caller, ModelRequest, the
+ * chain's request).
+ */
+export class RequestRecord {
+  readonly req: IncomingMessage;
+  readonly startedAt = performance.now();
+  #phase = 0;
+  /** Bit per phase already written, for the phases that may run once. */
+  #once = 0;
+  #requestId: string | null = null;
+  #recorded = true;
+  #protocol: ChatProtocol = 'openai';
+  #operation: Operation = 'chat';
+  #endpoint = 'none';
+  #span: Span | null = null;
+  #gen: Generation | null = null;
+  #principal: Principal | null = null;
+  #model: string | undefined = undefined;
+  #stream = false;
+  #bodyBytes = 0;
+  #admitted = false;
+  #candidate: GenerationCandidate | null = null;
+  readonly #failures: Failure[] = [];
+  #dropped: readonly string[] | null = null;
+  #outcome: 'complete' | 'partial' | 'aborted' = 'complete';
+  #attemptStartedAt = 0;
+  #headersAt: number | null = null;
+  #firstByteAt: number | null = null;
+  #usage: TokenUsage | null = null;
+  #events = 0;
+  #usageEstimated = false;
+  #costMicroUsd: number | null = null;
+  #pricingMissing = false;
+  #reason: ErrorCode | null = null;
+  #toolCall: ToolCallRecord | null = null;
+  #status: number | 'partial' = 0;
+  #statusCode = 0;
+  #durationMs = 0;
+  #endedAtMs = 0;
+  #routedModel: string | null = null;
+
+  constructor(req: IncomingMessage) {
+    this.req = req;
+  }
+
+  /** Moves to `phase`, refusing a write after a later phase, or a second one of a phase that runs once. */
+  #at(phase: number, once: boolean): void {
+    if (this.#phase > phase || (once && (this.#once & (1 << phase)) !== 0)) {
+      throw new Error(
+        `request record: phase ${PHASE_NAMES[phase]} written ${this.#phase === phase ? 'twice' : `after ${PHASE_NAMES[this.#phase]}`}`,
+      );
+    }
+    this.#phase = phase;
+    if (once) this.#once |= 1 << phase;
+  }
+
+  /** For the writes that belong to no one phase: refused once the record has ended. */
+  #open(): void {
+    if (this.#phase === ENDED) throw new Error('request record: written after ended');
+  }
+
+  /** The listener matched an endpoint (or none: `path` is `none`); set before anything can fail, so every answer is in the client's shape. */
+  matched(endpoint: MatchedEndpoint, span: Span | null): void {
+    this.#at(MATCHED, true);
+    if (endpoint.operation !== undefined) this.#operation = endpoint.operation;
+    if (endpoint.protocol !== undefined) this.#protocol = endpoint.protocol;
+    this.#endpoint = endpoint.path;
+    this.#recorded = endpoint.recorded !== false;
+    this.#span = span;
+  }
+
+  /** An endpoint that serves both protocols learned from the headers which one the client speaks. */
+  speaks(protocol: ChatProtocol): void {
+    this.#open();
+    this.#protocol = protocol;
+  }
+
+  /** Not recorded after all (an MCP session's standing stream is not a request). */
+  unrecorded(): void {
+    this.#open();
+    this.#recorded = false;
+  }
+
+  captured(gen: Generation): void {
+    this.#at(CAPTURED, true);
+    this.#gen = gen;
+  }
+
+  authenticated(principal: Principal): void {
+    this.#at(AUTHENTICATED, true);
+    this.#principal = principal;
+  }
+
+  /** Notes what the parsed request asks for: the record reports it whatever happens next. */
+  asked(request: Asked): void {
+    this.#at(ASKED, true);
+    this.#model = request.model;
+    this.#stream = request.stream;
+    this.#bodyBytes = request.raw.length;
+  }
+
+  /** A body read whole (an MCP message): its size. */
+  bodyRead(bytes: number): void {
+    this.#at(ASKED, true);
+    this.#bodyBytes = bytes;
+  }
+
+  /** Passed authentication and the pre-check: its completion is audited. */
+  admitted(): void {
+    this.#at(ADMITTED, true);
+    this.#admitted = true;
+  }
+
+  /** An MCP call starts, answered as one JSON body or as a stream of events. */
+  callStarted(streamed: boolean): void {
+    this.#at(ADMITTED, true);
+    this.#stream = streamed;
+  }
+
+  /** A tools/call on /mcp: its own record (metrics, audit, access line) instead of a model request's. */
+  toolCalled(call: ToolCallRecord): void {
+    this.#at(ROUTED, true);
+    this.#toolCall = call;
+  }
+
+  /** An attempt goes to the upstream now, with the request fields its translation dropped or clamped (null = none). */
+  attemptStarted(dropped: readonly string[] | null): void {
+    this.#at(ATTEMPTED, false);
+    this.#dropped = dropped;
+    this.#attemptStartedAt = performance.now();
+  }
+
+  /** A candidate given up before the first byte (or one that could not take the request). */
+  failedOver(failure: Failure): void {
+    this.#at(ATTEMPTED, false);
+    this.#failures.push(failure);
+  }
+
+  /** The response committed to this candidate. */
+  committed(candidate: GenerationCandidate): void {
+    this.#at(COMMITTED, true);
+    this.#candidate = candidate;
+  }
+
+  headersArrived(atMs: number): void {
+    this.#at(COMMITTED, false);
+    this.#headersAt = atMs;
+  }
+
+  /** The client left before the answer began. */
+  clientLeft(): void {
+    this.#at(COMMITTED, false);
+    this.#outcome = 'aborted';
+  }
+
+  /** The relayed response ended: whole, cut, or left by its client; with an error code when the stream carried one. */
+  relayed(relayed: Relayed, usage: TokenUsage | null): void {
+    this.#at(RELAYED, true);
+    this.#outcome = relayed.outcome;
+    this.#firstByteAt = relayed.firstByteAt;
+    this.#usage = usage;
+    this.#events = relayed.events;
+    if (relayed.reason !== undefined) this.#reason = relayed.reason;
+  }
+
+  /** An event written to the client by the gateway itself (an MCP call's progress or answer). */
+  eventSent(): void {
+    this.#at(RELAYED, false);
+    this.#events += 1;
+  }
+
+  /** The usage billed: the reported one when sane (else null), or an estimate from what was seen. */
+  metered(usage: TokenUsage | null, estimated: boolean): void {
+    this.#at(METERED, true);
+    this.#usage = usage;
+    this.#usageEstimated = estimated;
+  }
+
+  settled(costMicroUsd: number | null, pricingMissing: boolean): void {
+    this.#at(SETTLED, true);
+    this.#costMicroUsd = costMicroUsd;
+    this.#pricingMissing = pricingMissing;
+  }
+
+  /** The error code of a refusal, or of an answer the gateway wrote itself. */
+  failed(code: ErrorCode): void {
+    this.#at(FAILED, true);
+    this.#reason = code;
+  }
+
+  /** The response has closed and the handler is done: the record is final from here on. */
+  protected end(status: number | 'partial', statusCode: number): void {
+    this.#at(ENDED, true);
+    this.#status = status;
+    this.#statusCode = statusCode;
+    this.#durationMs = performance.now() - this.startedAt;
+    this.#endedAtMs = Date.now();
+    const model = this.#model;
+    if (model !== undefined && this.#gen !== null && this.#gen.routes[model] !== undefined) this.#routedModel = model;
+  }
+
+  /** The client's `x-request-id` when it is a sane token, or a new UUID. */
+  get requestId(): string {
+    if (this.#requestId === null) {
+      const given = this.req.headers['x-request-id'];
+      this.#requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    }
+    return this.#requestId;
+  }
+
+  /** Whether this request gets a record (metrics, access line); probes and scrapes do not. */
+  get recorded(): boolean {
+    return this.#recorded;
+  }
+  /** The protocol the client speaks. */
+  get protocol(): ChatProtocol {
+    return this.#protocol;
+  }
+  get operation(): Operation {
+    return this.#operation;
+  }
+  /** The path of the endpoint the listener matched (a fixed set, so a metrics label), or `none`. */
+  get endpoint(): string {
+    return this.#endpoint;
+  }
+  /** The request's server span, when tracing is on; ended by its sink. */
+  get span(): Span | null {
+    return this.#span;
+  }
+  get gen(): Generation | null {
+    return this.#gen;
+  }
+  get principal(): Principal | null {
+    return this.#principal;
+  }
+  get model(): string | undefined {
+    return this.#model;
+  }
+  get stream(): boolean {
+    return this.#stream;
+  }
+  /** The request body's size, once read: a cut stream's input estimate. */
+  get bodyBytes(): number {
+    return this.#bodyBytes;
+  }
+  get isAdmitted(): boolean {
+    return this.#admitted;
+  }
+  /** The candidate the response committed to. */
+  get candidate(): GenerationCandidate | null {
+    return this.#candidate;
+  }
+  get failures(): readonly Failure[] {
+    return this.#failures;
+  }
+  /** Request fields the last attempt's translation dropped or clamped (`x-switchyard-dropped`); null = none. */
+  get dropped(): readonly string[] | null {
+    return this.#dropped;
+  }
+  /** Set when the relayed response was cut after its first byte, or the client left. */
+  get outcome(): 'complete' | 'partial' | 'aborted' {
+    return this.#outcome;
+  }
+  get attemptStartedAt(): number {
+    return this.#attemptStartedAt;
+  }
+  get headersAt(): number | null {
+    return this.#headersAt;
+  }
+  get firstByteAt(): number | null {
+    return this.#firstByteAt;
+  }
+  get usage(): TokenUsage | null {
+    return this.#usage;
+  }
+  /** Server-sent events relayed to the client. */
+  get events(): number {
+    return this.#events;
+  }
+  /**
+   * The usage was estimated, not reported: a stream cut (or left by its client) before its
+   * usage arrived is billed on what was seen (see admission.ts settle).
+   */
+  get usageEstimated(): boolean {
+    return this.#usageEstimated;
+  }
+  get costMicroUsd(): number | null {
+    return this.#costMicroUsd;
+  }
+  get pricingMissing(): boolean {
+    return this.#pricingMissing;
+  }
+  get reason(): ErrorCode | null {
+    return this.#reason;
+  }
+  get toolCall(): ToolCallRecord | null {
+    return this.#toolCall;
+  }
+  /** Once ended: the status the record reports (what was sent, 'partial' for a cut stream, 499 when the client left first). */
+  get status(): number | 'partial' {
+    return this.#status;
+  }
+  /** Once ended: the HTTP status the response carried (a cut stream's is its headers'). */
+  get statusCode(): number {
+    return this.#statusCode;
+  }
+  /** Once ended: from arrival to the end. */
+  get durationMs(): number {
+    return this.#durationMs;
+  }
+  /**
+   * Once ended: the model asked for when its generation routes it, else null. Only such a
+   * model may be a metrics label, so a client cannot mint series by inventing model names.
+   */
+  get routedModel(): string | null {
+    return this.#routedModel;
+  }
+  /** Once ended: when, in epoch ms (one clock read for every sink). */
+  get endedAtMs(): number {
+    return this.#endedAtMs;
+  }
+  get ended(): boolean {
+    return this.#phase === ENDED;
+  }
+}
