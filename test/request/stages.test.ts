@@ -68,8 +68,7 @@ function routed(
   const principal = o.principal ?? { keyId: null, team: null };
   const upstream = new ScriptedUpstream(script);
   const wraps = operations[operation].guarded ? [withCredentialCheck, withBreaker(w.breakers)] : [withCredentialCheck];
-  const { x, res } = exchangeFor(gen, principal);
-  x.operation = operation;
+  const { x, res } = exchangeFor(gen, principal, { operation });
   const request = modelRequest(gen, 'm', { operation, protocol: operation === 'count_tokens' ? 'anthropic' : 'openai', principal });
   x.asked(request);
   const candidates = o.candidates ?? chainOf(gen, 'm');
