@@ -8,7 +8,15 @@ import { BENCH_MODEL, CHAT_BODY, gatewayConfig, mockProvider } from '../lib/gate
 import { failuresOf, loadFigures, runLoad } from '../lib/load.js';
 import { median, round } from '../lib/percentiles.js';
 import { cpuMsOf, cpuUsedDuring } from '../lib/proc-cpu.js';
-import { checkTarget, type Scenario, type ScenarioContext, type ScenarioReport, type TargetCheck } from '../lib/scenario.js';
+import {
+  checkTarget,
+  monotonicUs,
+  type ProfileWindow,
+  type Scenario,
+  type ScenarioContext,
+  type ScenarioReport,
+  type TargetCheck,
+} from '../lib/scenario.js';
 import { renderTable } from '../lib/table.js';
 
 // The usage ledger's cost and capacity: a gateway with the ledger on (SQLite, Postgres)
@@ -80,11 +88,16 @@ export const ledger: Scenario = {
         Key,
         { gatewayMs: number; serverMs: number }
       >;
+      // Under --cpu-prof, each gateway's profile is read for its own slices only (per request).
+      const windows = Object.fromEntries(keys.map((k) => [k, { spansUs: [] as Array<readonly [number, number]>, requests: 0 }]));
       const runs = await alternate(
         keys,
         async (k) => {
           const server = postgresServerCpuMs();
+          const fromUs = monotonicUs();
           const { result, cpuMs } = await cpuUsedDuring([started[k]?.pid ?? null], () => runLoad(spec(k, (ctx.durationS * 2) / rounds)));
+          windows[k]?.spansUs.push([fromUs, monotonicUs()]);
+          if (windows[k] !== undefined) windows[k].requests += result.ok;
           cpu[k].gatewayMs += cpuMs[0] ?? 0;
           cpu[k].serverMs += cpuSince(server);
           return result;
@@ -142,6 +155,7 @@ export const ledger: Scenario = {
           ),
         ],
         problems,
+        profileWindows: Object.fromEntries(keys.map((k) => [`ledger-${k}`, windows[k] as ProfileWindow])),
       };
     } finally {
       await postgres?.drop();
