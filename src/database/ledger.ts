@@ -7,6 +7,7 @@ import { from as copyFrom } from 'pg-copy-streams';
 import type { Database } from './engine.js';
 import {
   type CopyBatch,
+  CopyText,
   copyLines,
   type LedgerRow,
   LOSS_ENDPOINT,
@@ -97,6 +98,8 @@ export class Ledger {
   #closed = false;
   #tick: NodeJS.Timeout | null = null;
   #upkeep: NodeJS.Timeout | null = null;
+  /** Postgres: where each batch's COPY text is encoded (one batch writes at a time). */
+  readonly #copyText = new CopyText();
 
   constructor(database: Database, options: LedgerOptions) {
     this.#database = database;
@@ -282,7 +285,9 @@ export class Ledger {
   ): Promise<void> {
     const entryIdOf = (i: number): string => `${this.#writer}-${(firstEntry + i).toString(36)}`;
     const pool = this.#database.pgPool;
-    if (pool !== null) return copyBatch(pool, copyLines(rows, entryIdOf, loss === null ? null : { ...loss, atMs: this.#now() }), retry);
+    if (pool !== null) {
+      return copyBatch(pool, copyLines(rows, entryIdOf, loss === null ? null : { ...loss, atMs: this.#now() }, this.#copyText), retry);
+    }
     const raw = rows.map((r, i) => rawRow(r, entryIdOf(i)));
     if (loss !== null) raw.push(lossRow(this.#now(), loss.count, loss.entryId));
     await this.#database.db.transaction().execute(async (tx) => {
