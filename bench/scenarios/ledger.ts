@@ -150,8 +150,16 @@ export const ledger: Scenario = {
           ),
           renderTable(
             `the writer alone: ${INGEST_ROWS} rows offered at ${INGEST_ROWS_PER_S} rows/s; a month's totals by team and model`,
-            ['engine', 'rows/s written', 'max queue depth', 'lost', 'rollup rows', 'query ms (median of 5)'],
-            Object.entries(ingest).map(([engine, f]) => [engine, f.rows_per_s, f.max_queue_depth, f.lost, f.rollup_rows, f.month_query_ms]),
+            ['engine', 'rows/s written', 'max queue depth', 'lost', 'writer CPU µs/row', 'rollup rows', 'query ms (median of 5)'],
+            Object.entries(ingest).map(([engine, f]) => [
+              engine,
+              f.rows_per_s,
+              f.max_queue_depth,
+              f.lost,
+              f.cpu_us_per_row,
+              f.rollup_rows,
+              f.month_query_ms,
+            ]),
           ),
         ],
         problems,
@@ -172,6 +180,11 @@ interface IngestFigures {
   readonly rollup_rows: number;
   readonly month_query_ms: number;
   readonly month_query_groups: number;
+  /**
+   * This process's CPU per row while the writer took the rows (the feed loop included): the
+   * writer's own cost, which on a shared machine swings far less than a gateway's throughput.
+   */
+  readonly cpu_us_per_row: number;
 }
 
 /**
@@ -187,6 +200,7 @@ async function measureIngest(url: string, problems: string[]): Promise<IngestFig
     await writer.start();
     const startMs = Date.now() - 30 * DAY_MS;
     const perTick = (INGEST_ROWS_PER_S * INGEST_TICK_MS) / 1000;
+    const cpu0 = process.cpuUsage();
     const started = performance.now();
     let sent = 0;
     while (sent < INGEST_ROWS) {
@@ -196,6 +210,7 @@ async function measureIngest(url: string, problems: string[]): Promise<IngestFig
     }
     await writer.close(60_000);
     const elapsedS = (performance.now() - started) / 1000;
+    const cpu = process.cpuUsage(cpu0);
     if (writer.lost > 0) problems.push(`ingest on ${database.engine}: ${writer.lost} rows lost`);
     const range = {
       fromDay: new Date(startMs).toISOString().slice(0, 10),
@@ -221,6 +236,7 @@ async function measureIngest(url: string, problems: string[]): Promise<IngestFig
       rollup_rows: Number(rollups?.n ?? 0),
       month_query_ms: round(median(times), 2),
       month_query_groups: groups,
+      cpu_us_per_row: round((cpu.user + cpu.system) / INGEST_ROWS, 2),
     };
   } finally {
     await database.close();
