@@ -66,7 +66,7 @@ async function runScenario(s: Scenario, durationS: number, cpuProf: boolean): Pr
   }
   const outcome: ScenarioOutcome = { name: s.name, elapsed_s: Math.round((performance.now() - started) / 100) / 10, report, error };
   if (cpuProfileDir === null) return outcome;
-  return { ...outcome, profile_dir: cpuProfileDir, profiles: summarizeProfiles(cpuProfileDir) };
+  return { ...outcome, profile_dir: cpuProfileDir, profiles: summarizeProfiles(cpuProfileDir, 15, report?.profileWindows) };
 }
 
 function gitDescription(): { commit: string | null; dirty: boolean | null } {
@@ -87,19 +87,21 @@ function gitDescription(): { commit: string | null; dirty: boolean | null } {
 function printProfiles(outcome: ScenarioOutcome): void {
   for (const p of outcome.profiles ?? []) {
     const busy = p.total_ms - p.idle_ms;
-    process.stdout.write(`\ncpu profile ${p.file}\n  busy ${busy.toFixed(0)} ms of ${p.total_ms.toFixed(0)} ms\n\n`);
+    const perRequest =
+      p.requests === undefined ? '' : `, in the measured slices only: ${p.requests} requests, ${p.busy_us_per_request} µs busy per request`;
+    process.stdout.write(`\ncpu profile ${p.file}\n  busy ${busy.toFixed(0)} ms of ${p.total_ms.toFixed(0)} ms${perRequest}\n\n`);
     process.stdout.write(
       `${renderTable(
         'top self time',
-        ['function', 'location', 'self ms', '% busy'],
-        p.top_functions.map((f) => [f.function, f.location, f.self_ms, f.busy_pct]),
+        ['function', 'location', 'self ms', '% busy', 'µs/request'],
+        p.top_functions.map((f) => [f.function, f.location, f.self_ms, f.busy_pct, f.self_us_per_request ?? '-']),
       )}\n\n`,
     );
     process.stdout.write(
       `${renderTable(
         'self time by area',
-        ['area', 'self ms', '% busy'],
-        p.by_area.slice(0, 15).map((a) => [a.area, a.self_ms, a.busy_pct]),
+        ['area', 'self ms', '% busy', 'µs/request'],
+        p.by_area.slice(0, 15).map((a) => [a.area, a.self_ms, a.busy_pct, a.self_us_per_request ?? '-']),
       )}\n`,
     );
   }

@@ -98,10 +98,21 @@ export class Fleet {
    * The bare Node proxy (bench/minimal-proxy.mjs) in front of `upstreamBaseUrl`. With `wire`
    * it sends those headers on both hops (the gateway's, read off a smoke request).
    */
-  async startMinimalProxy(upstreamBaseUrl: string, wire?: WireHeaders): Promise<MinimalProxyProcess> {
-    const args = [MINIMAL_PROXY, '--upstream', upstreamBaseUrl, '--port', String(nextPort())];
-    if (wire !== undefined) args.push('--wire', JSON.stringify(wire));
+  async startMinimalProxy(upstreamBaseUrl: string, wire?: WireHeaders, options: GatewayStartOptions = {}): Promise<MinimalProxyProcess> {
     const label = wire === undefined ? 'minimal proxy' : 'minimal proxy (same wire)';
+    // Profiled like the gateway, so that both profiles of one run can be set side by side.
+    const profile =
+      options.cpuProfileDir == null
+        ? []
+        : [
+            '--cpu-prof',
+            '--cpu-prof-dir',
+            options.cpuProfileDir,
+            '--cpu-prof-name',
+            `${wire === undefined ? 'minimal-proxy' : 'minimal-proxy-same-wire'}.cpuprofile`,
+          ];
+    const args = [...profile, MINIMAL_PROXY, '--upstream', upstreamBaseUrl, '--port', String(nextPort())];
+    if (wire !== undefined) args.push('--wire', JSON.stringify(wire));
     const member = this.#spawn(label, args, 'pipe');
     return { pid: member.child.pid!, url: await printedUrl(member, label) };
   }

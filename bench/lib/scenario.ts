@@ -31,6 +31,23 @@ export interface ScenarioReport {
   readonly tables: readonly string[];
   /** Something broke (failed requests, a rejected reload, a crash): the run exits 1. */
   readonly problems: readonly string[];
+  /**
+   * Under `--cpu-prof`, per profile (by file name without `.cpuprofile`): the measured slices
+   * and the requests they served, so the summary counts only those slices' samples and gives
+   * each function's self time per request, not the process's whole life (start-up included).
+   */
+  readonly profileWindows?: Readonly<Record<string, ProfileWindow>>;
+}
+
+/** Spans of the monotonic clock in µs (process.hrtime, the clock V8's profiles use) and the requests served in them. */
+export interface ProfileWindow {
+  readonly spansUs: ReadonlyArray<readonly [number, number]>;
+  readonly requests: number;
+}
+
+/** The monotonic clock in µs, as V8's CPU profiles stamp their samples. */
+export function monotonicUs(): number {
+  return Number(process.hrtime.bigint() / 1000n);
 }
 
 export interface Scenario {

@@ -8,7 +8,15 @@ import { BENCH_MODEL, CHAT_BODY, gatewayConfig, mockProvider } from '../lib/gate
 import { failuresOf, loadFigures, runLoad } from '../lib/load.js';
 import { median, round } from '../lib/percentiles.js';
 import { cpuMsOf, cpuUsedDuring } from '../lib/proc-cpu.js';
-import { checkTarget, type Scenario, type ScenarioContext, type ScenarioReport, type TargetCheck } from '../lib/scenario.js';
+import {
+  checkTarget,
+  monotonicUs,
+  type ProfileWindow,
+  type Scenario,
+  type ScenarioContext,
+  type ScenarioReport,
+  type TargetCheck,
+} from '../lib/scenario.js';
 import { renderTable } from '../lib/table.js';
 
 // The usage ledger's cost and capacity: a gateway with the ledger on (SQLite, Postgres)
@@ -80,11 +88,16 @@ export const ledger: Scenario = {
         Key,
         { gatewayMs: number; serverMs: number }
       >;
+      // Under --cpu-prof, each gateway's profile is read for its own slices only (per request).
+      const windows = Object.fromEntries(keys.map((k) => [k, { spansUs: [] as Array<readonly [number, number]>, requests: 0 }]));
       const runs = await alternate(
         keys,
         async (k) => {
           const server = postgresServerCpuMs();
+          const fromUs = monotonicUs();
           const { result, cpuMs } = await cpuUsedDuring([started[k]?.pid ?? null], () => runLoad(spec(k, (ctx.durationS * 2) / rounds)));
+          windows[k]?.spansUs.push([fromUs, monotonicUs()]);
+          if (windows[k] !== undefined) windows[k].requests += result.ok;
           cpu[k].gatewayMs += cpuMs[0] ?? 0;
           cpu[k].serverMs += cpuSince(server);
           return result;
@@ -137,11 +150,20 @@ export const ledger: Scenario = {
           ),
           renderTable(
             `the writer alone: ${INGEST_ROWS} rows offered at ${INGEST_ROWS_PER_S} rows/s; a month's totals by team and model`,
-            ['engine', 'rows/s written', 'max queue depth', 'lost', 'rollup rows', 'query ms (median of 5)'],
-            Object.entries(ingest).map(([engine, f]) => [engine, f.rows_per_s, f.max_queue_depth, f.lost, f.rollup_rows, f.month_query_ms]),
+            ['engine', 'rows/s written', 'max queue depth', 'lost', 'writer CPU µs/row', 'rollup rows', 'query ms (median of 5)'],
+            Object.entries(ingest).map(([engine, f]) => [
+              engine,
+              f.rows_per_s,
+              f.max_queue_depth,
+              f.lost,
+              f.cpu_us_per_row,
+              f.rollup_rows,
+              f.month_query_ms,
+            ]),
           ),
         ],
         problems,
+        profileWindows: Object.fromEntries(keys.map((k) => [`ledger-${k}`, windows[k] as ProfileWindow])),
       };
     } finally {
       await postgres?.drop();
@@ -158,6 +180,11 @@ interface IngestFigures {
   readonly rollup_rows: number;
   readonly month_query_ms: number;
   readonly month_query_groups: number;
+  /**
+   * This process's CPU per row while the writer took the rows (the feed loop included): the
+   * writer's own cost, which on a shared machine swings far less than a gateway's throughput.
+   */
+  readonly cpu_us_per_row: number;
 }
 
 /**
@@ -173,6 +200,7 @@ async function measureIngest(url: string, problems: string[]): Promise<IngestFig
     await writer.start();
     const startMs = Date.now() - 30 * DAY_MS;
     const perTick = (INGEST_ROWS_PER_S * INGEST_TICK_MS) / 1000;
+    const cpu0 = process.cpuUsage();
     const started = performance.now();
     let sent = 0;
     while (sent < INGEST_ROWS) {
@@ -182,6 +210,7 @@ async function measureIngest(url: string, problems: string[]): Promise<IngestFig
     }
     await writer.close(60_000);
     const elapsedS = (performance.now() - started) / 1000;
+    const cpu = process.cpuUsage(cpu0);
     if (writer.lost > 0) problems.push(`ingest on ${database.engine}: ${writer.lost} rows lost`);
     const range = {
       fromDay: new Date(startMs).toISOString().slice(0, 10),
@@ -207,6 +236,7 @@ async function measureIngest(url: string, problems: string[]): Promise<IngestFig
       rollup_rows: Number(rollups?.n ?? 0),
       month_query_ms: round(median(times), 2),
       month_query_groups: groups,
+      cpu_us_per_row: round((cpu.user + cpu.system) / INGEST_ROWS, 2),
     };
   } finally {
     await database.close();

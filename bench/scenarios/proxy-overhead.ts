@@ -3,7 +3,15 @@ import { BENCH_MODEL, CHAT_BODY, gatewayConfig, mockProvider } from '../lib/gate
 import { failuresOf, type LoadFigures, type LoadRun, loadFigures, runLoad } from '../lib/load.js';
 import { round } from '../lib/percentiles.js';
 import { cpuUsedDuring } from '../lib/proc-cpu.js';
-import { checkTarget, type Scenario, type ScenarioContext, type ScenarioReport, type TargetCheck } from '../lib/scenario.js';
+import {
+  checkTarget,
+  monotonicUs,
+  type ProfileWindow,
+  type Scenario,
+  type ScenarioContext,
+  type ScenarioReport,
+  type TargetCheck,
+} from '../lib/scenario.js';
 import { runSequential, type SequentialFigures, sequentialFigures } from '../lib/sequential.js';
 import { renderTable } from '../lib/table.js';
 import { compareWire, observeWire } from '../lib/wire.js';
@@ -15,6 +23,9 @@ const ADDED_P50_TARGET_MS = 0.3;
 // read against the bare proxy sending the gateway's headers (ADR 0024); the ratio to the
 // bare proxy as first defined (no extra headers) is reported beside them.
 const VS_MINIMAL_TARGET = { gateway: 0.9, gateway_no_access_log: 1.0 } as const;
+// And against the bare proxy as first defined (node:http + an undici Pool, the body buffered
+// and relayed, no routing, none of the gateway's headers): the floor a user would build.
+const VS_BARE_TARGET = 0.9;
 const ADDED_P50_VS_MINIMAL_TARGET_MS = 0.05;
 const CONCURRENCIES = [1, 32] as const;
 const SEQUENTIAL_REQUESTS = 3000;
@@ -28,6 +39,13 @@ const LABELS: Record<TargetKey, string> = {
   gateway_no_access_log: 'gateway (access log off)',
 };
 const GATEWAYS = ['gateway', 'gateway_no_access_log'] as const;
+/** The file each profiled process writes under --cpu-prof (fleet.ts), without `.cpuprofile`. */
+const PROFILES: Partial<Record<TargetKey, string>> = {
+  minimal_proxy: 'minimal-proxy',
+  minimal_proxy_same_wire: 'minimal-proxy-same-wire',
+  gateway: 'gateway',
+  gateway_no_access_log: 'gateway-no-access-log',
+};
 type GatewayKey = (typeof GATEWAYS)[number];
 
 /** Gateway minus direct, from the same run. */
@@ -71,12 +89,12 @@ export const proxyOverhead: Scenario = {
       });
     const gwOn = await ctx.fleet.startGateway('gateway', config(true), { cpuProfileDir: ctx.cpuProfileDir });
     const gwOff = await ctx.fleet.startGateway('gateway-no-access-log', config(false), { cpuProfileDir: ctx.cpuProfileDir });
-    const minimal = await ctx.fleet.startMinimalProxy(mock.baseUrl);
+    const minimal = await ctx.fleet.startMinimalProxy(mock.baseUrl, undefined, { cpuProfileDir: ctx.cpuProfileDir });
     const mockOrigin = new URL(mock.baseUrl).origin;
     // The second baseline sends what the gateway sends, read off one of its requests.
     const gatewayWire = await observeWire(`${gwOff.url}/v1/chat/completions`, CHAT_BODY, mockOrigin);
     if (typeof gatewayWire === 'string') return { figures: {}, targets: [], tables: [], problems: [gatewayWire] };
-    const sameWire = await ctx.fleet.startMinimalProxy(mock.baseUrl, gatewayWire.wire);
+    const sameWire = await ctx.fleet.startMinimalProxy(mock.baseUrl, gatewayWire.wire, { cpuProfileDir: ctx.cpuProfileDir });
     const urls: Record<TargetKey, string> = {
       direct: `${mock.baseUrl}/chat/completions`,
       minimal_proxy: `${minimal.url}/v1/chat/completions`,
@@ -109,6 +127,8 @@ export const proxyOverhead: Scenario = {
     // CPU used during the c=32 slices, per target: the process under test, the mock, and this
     // process (the load generator). Each request costs all three on the same two cores.
     const cpu = Object.fromEntries(keys.map((k) => [k, { proxyMs: 0, mockMs: 0, clientMs: 0, ok: 0 }])) as Record<TargetKey, CpuUse>;
+    // Under --cpu-prof, the c=32 slices of each profiled process: its profile is read for them only.
+    const windows = Object.fromEntries(keys.map((k) => [k, { spansUs: [] as Array<readonly [number, number]>, requests: 0 }]));
     for (const c of CONCURRENCIES) {
       const rounds = roundsFor(ctx.durationS);
       ctx.progress(`c=${c}: ${keys.length} targets x ${rounds} slices of ${ctx.durationS / rounds} s, order A-B-C-C-B-A-…`);
@@ -116,7 +136,7 @@ export const proxyOverhead: Scenario = {
         keys,
         (key) => {
           const slice = () => runLoad({ url: urls[key], body: CHAT_BODY, connections: c, durationS: ctx.durationS / rounds });
-          return c === 32 ? measuredCpu(slice, pids[key], mock.pid, cpu[key]) : slice();
+          return c === 32 ? measuredCpu(slice, pids[key], mock.pid, cpu[key], windows[key]) : slice();
         },
         rounds,
       );
@@ -178,6 +198,15 @@ export const proxyOverhead: Scenario = {
           d.vs_same_wire_ratio_c32,
           '>=',
           VS_MINIMAL_TARGET[g],
+          '',
+        ),
+      );
+      targets.push(
+        checkTarget(
+          `throughput ratio gateway/minimal proxy (bare: buffers and relays, no routing), c=32${tag}`,
+          d.vs_minimal_ratio_c32,
+          '>=',
+          VS_BARE_TARGET,
           '',
         ),
       );
@@ -280,6 +309,9 @@ export const proxyOverhead: Scenario = {
       targets,
       tables,
       problems,
+      profileWindows: Object.fromEntries(
+        keys.flatMap((k) => (PROFILES[k] === undefined ? [] : [[PROFILES[k], windows[k] as ProfileWindow]])),
+      ),
     };
   },
 };
@@ -312,9 +344,18 @@ interface CpuPerRequest {
 }
 
 /** Runs one load slice, adding the CPU the three processes used during it to `into` (NaN once one is unreadable). */
-async function measuredCpu(slice: () => Promise<LoadRun>, proxyPid: number | null, mockPid: number, into: CpuUse): Promise<LoadRun> {
+async function measuredCpu(
+  slice: () => Promise<LoadRun>,
+  proxyPid: number | null,
+  mockPid: number,
+  into: CpuUse,
+  window?: { spansUs: Array<readonly [number, number]>; requests: number },
+): Promise<LoadRun> {
   const client0 = process.cpuUsage();
+  const fromUs = monotonicUs();
   const { result: run, cpuMs } = await cpuUsedDuring([proxyPid, mockPid], slice);
+  window?.spansUs.push([fromUs, monotonicUs()]);
+  if (window !== undefined) window.requests += run.ok;
   const client = process.cpuUsage(client0);
   into.proxyMs += proxyPid === null ? 0 : (cpuMs[0] ?? Number.NaN);
   into.mockMs += cpuMs[1] ?? Number.NaN;

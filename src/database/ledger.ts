@@ -5,7 +5,19 @@ import { CompiledQuery, type Transaction } from 'kysely';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Database } from './engine.js';
-import { type LedgerRow, LOSS_ENDPOINT, lossRow, ROLLUP_SOURCE_FIELDS, type RollupSource, rawRow, rollupsOf } from './ledger-rows.js';
+import {
+  type CopyBatch,
+  CopyText,
+  copyLines,
+  type LedgerRow,
+  LOSS_ENDPOINT,
+  lossRow,
+  RAW_FIELDS,
+  ROLLUP_SOURCE_FIELDS,
+  type RollupSource,
+  rawRow,
+  rollupsOf,
+} from './ledger-rows.js';
 import { preparePartitions, pruneUsage, utcDay } from './ledger-upkeep.js';
 import type { Tables, UsageDailyTable, UsageRequestsTable } from './tables.js';
 
@@ -86,6 +98,8 @@ export class Ledger {
   #closed = false;
   #tick: NodeJS.Timeout | null = null;
   #upkeep: NodeJS.Timeout | null = null;
+  /** Postgres: where each batch's COPY text is encoded (one batch writes at a time). */
+  readonly #copyText = new CopyText();
 
   constructor(database: Database, options: LedgerOptions) {
     this.#database = database;
@@ -269,10 +283,13 @@ export class Ledger {
     loss: { count: number; entryId: string } | null,
     retry: boolean,
   ): Promise<void> {
-    const raw = rows.map((r, i) => rawRow(r, `${this.#writer}-${(firstEntry + i).toString(36)}`));
-    if (loss !== null) raw.push(lossRow(this.#now(), loss.count, loss.entryId));
+    const entryIdOf = (i: number): string => `${this.#writer}-${(firstEntry + i).toString(36)}`;
     const pool = this.#database.pgPool;
-    if (pool !== null) return copyBatch(pool, raw, retry);
+    if (pool !== null) {
+      return copyBatch(pool, copyLines(rows, entryIdOf, loss === null ? null : { ...loss, atMs: this.#now() }, this.#copyText), retry);
+    }
+    const raw = rows.map((r, i) => rawRow(r, entryIdOf(i)));
+    if (loss !== null) raw.push(lossRow(this.#now(), loss.count, loss.entryId));
     await this.#database.db.transaction().execute(async (tx) => {
       let added: readonly RollupSource[] = raw;
       if (retry) added = await insertChunks<UsageRequestsTable, RollupSource>(tx, 'usage_requests', RAW_FIELDS, raw, SKIP_KNOWN_RETURNING);
@@ -288,26 +305,6 @@ export class Ledger {
   }
 }
 
-const RAW_FIELDS = [
-  'at',
-  'day',
-  'request_id',
-  'entry_id',
-  'team',
-  'key_id',
-  'endpoint',
-  'model',
-  'provider',
-  'candidate',
-  'input_tokens',
-  'output_tokens',
-  'cache_read_tokens',
-  'cache_write_tokens',
-  'cost_micro_usd',
-  'status',
-  'partial',
-  'duration_ms',
-] as const satisfies ReadonlyArray<keyof UsageRequestsTable>;
 const ROLLUP_KEY = ['day', 'team', 'key_id', 'model', 'provider'] as const;
 const ROLLUP_COUNTS = ['requests', 'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cost_micro_usd'] as const;
 const ROLLUP_FIELDS = [...ROLLUP_KEY, ...ROLLUP_COUNTS] as const satisfies ReadonlyArray<keyof UsageDailyTable>;
@@ -341,20 +338,19 @@ class CommitAnswerLost extends Error {}
  * COPY, the rollups by one upsert. A retry: the raw rows by COPY to staging, then the new ones
  * and their rollups by one statement.
  */
-async function copyBatch(pool: pg.Pool, raw: readonly UsageRequestsTable[], retry: boolean): Promise<void> {
+async function copyBatch(pool: pg.Pool, batch: CopyBatch, retry: boolean): Promise<void> {
   const client = await pool.connect();
   let broken: Error | undefined;
   let committing = false;
   try {
     if (retry) {
       await client.query(BEGIN_BATCH);
-      await pipeline(Readable.from([copyText(raw)]), client.query(copyFrom(COPY_STAGED)));
+      await pipeline(Readable.from([batch.text]), client.query(copyFrom(COPY_STAGED)));
       await client.query(MOVE_NEW_ROWS);
     } else {
       await client.query('begin');
-      await pipeline(Readable.from([copyText(raw)]), client.query(copyFrom(COPY_RAW)));
-      const rollups = rollupsOf(raw);
-      if (rollups.length > 0) await client.query(UPSERT_ROLLUPS, [JSON.stringify(rollups)]);
+      await pipeline(Readable.from([batch.text]), client.query(copyFrom(COPY_RAW)));
+      if (batch.rollups.length > 0) await client.query(UPSERT_ROLLUPS, [JSON.stringify(batch.rollups)]);
     }
     committing = true;
     await client.query('commit');
@@ -370,24 +366,6 @@ async function copyBatch(pool: pg.Pool, raw: readonly UsageRequestsTable[], retr
     client.release(broken);
   }
 }
-
-/** COPY's text format: a line per row, RAW_FIELDS in order, tab between; backslash, tab and line ends in a text escaped. */
-function copyText(rows: readonly UsageRequestsTable[]): string {
-  let text = '';
-  for (const r of rows) {
-    for (let i = 0; i < RAW_FIELDS.length; i++) {
-      const value = r[RAW_FIELDS[i] as (typeof RAW_FIELDS)[number]];
-      if (i > 0) text += '\t';
-      text +=
-        value === null ? '\\N' : typeof value === 'string' ? value.replace(COPY_SPECIAL, (c) => COPY_ESCAPES[c] as string) : String(value);
-    }
-    text += '\n';
-  }
-  return text;
-}
-
-const COPY_SPECIAL = /[\\\t\n\r]/g;
-const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 
 /** SQLite rows per multi-row statement: 64 x 17 parameters is far below its limit of 32766. */
 const SQLITE_CHUNK = 64;
