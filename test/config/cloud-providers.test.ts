@@ -76,7 +76,7 @@ describe('type: bedrock', () => {
       AWS_ROLE_ARN: 'arn:aws:iam::1:role/r',
     });
     assert.deepEqual(ok.issues, []);
-    assert.equal(ok.gen?.providers.b?.aws?.keys.source, 'aws:web_identity arn:aws:iam::1:role/r');
+    assert.equal(ok.gen?.providers.b?.signer?.keys.source, 'aws:web_identity arn:aws:iam::1:role/r');
   });
 
   it('validate finds an unset aws key reference too (the cross-check)', () => {
