@@ -6,6 +6,7 @@ import {
   type GatewayConfig,
   type GcpAuthConfig,
   type ProviderConfig,
+  type ProviderConfigOf,
   type RouteConfig,
   resolveSecret,
   routeReferenceIssues,
@@ -211,6 +212,9 @@ function awsSpec(name: string, region: string, aws: AwsAuthConfig, env: NodeJS.P
   return { providerName: name, kind: 'keys', accessKeyId, secretAccessKey, sessionToken };
 }
 
+/** A provider that serves models: every type's config but an MCP server's. */
+type ModelProviderConfig = Exclude<ProviderConfig, ProviderConfigOf<'mcp'>>;
+
 /**
  * Builds a generation from a validated config, cross-checking everything the schema
  * alone cannot: every candidate names a provider, every secret reference resolves. It
@@ -243,22 +247,25 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
   // Maps of many entries are walked by key: Object.entries and Object.values of a map of
   // 60k keys take 40-100 ms in one piece, Object.keys about 12.
   for (const name of Object.keys(config.providers)) {
-    const p = config.providers[name] as ProviderConfig;
+    const config_ = config.providers[name] as ProviderConfig;
     let credential: Credential | null = null;
-    if (p.api_key !== undefined) {
-      const secret = resolveSecret(p.api_key, inputs.env);
+    const apiKey = 'api_key' in config_ ? config_.api_key : undefined;
+    if (apiKey !== undefined) {
+      const secret = resolveSecret(apiKey, inputs.env);
       if (!secret.ok) issues.push({ path: `providers.${name}.api_key`, message: secret.message });
-      else credential = new Credential(secret.value, describeSecretRef(p.api_key));
+      else credential = new Credential(secret.value, describeSecretRef(apiKey));
     }
-    const adapter = adapterOf(p.type);
+    const adapter = adapterOf(config_.type);
     if (adapter.serves === 'tools') {
-      pending.push(mcpServer(name, p, credential, issues, inputs.poolFor, servers));
+      pending.push(mcpServer(name, config_ as ProviderConfigOf<'mcp'>, credential, issues, inputs.poolFor, servers));
       yield;
       continue;
     }
-    const entra = p.auth === undefined ? null : entraSpec(name, p.auth, inputs.env, issues);
-    const gcp = p.gcp === undefined ? null : gcpSpec(name, p.gcp, issues);
-    const aws = p.aws === undefined ? null : awsSpec(name, p.region ?? '', p.aws, inputs.env, issues);
+    const p = config_ as ModelProviderConfig;
+    // Each auth block belongs to the types whose schema has it; its presence is the whole question.
+    const entra = 'auth' in p && p.auth !== undefined ? entraSpec(name, p.auth, inputs.env, issues) : null;
+    const gcp = 'gcp' in p ? gcpSpec(name, p.gcp, issues) : null;
+    const aws = 'aws' in p ? awsSpec(name, p.region, p.aws, inputs.env, issues) : null;
     const baseUrl = (p.base_url ?? adapter.defaultBaseUrl(p) ?? '').replace(/\/+$/, '');
     const identity = providerIdentity(p.type, baseUrl, adapter.scope(p));
     const tls = p.tls === undefined ? undefined : readTls(name, baseUrl, p.tls, issues);
@@ -268,7 +275,7 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
       const sources = inputs.cloudAuth ?? IDLE_SOURCES;
       const auth: ProviderAuth = {
         bearer: entra !== null ? sources.entra(entra) : gcp !== null ? sources.gcp(gcp) : null,
-        signer: aws === null ? null : new AwsSigner(sources.aws(aws), p.region ?? '', baseUrl),
+        signer: aws === null ? null : new AwsSigner(sources.aws(aws), 'region' in p ? p.region : '', baseUrl),
       };
       const wire = adapter.wire(p, auth);
       providers[name] = {
@@ -515,7 +522,7 @@ function staticRoute(
  */
 function mcpServer(
   name: string,
-  p: ProviderConfig,
+  p: ProviderConfigOf<'mcp'>,
   credential: Credential | null,
   issues: ConfigIssue[],
   poolFor: BuildInputs['poolFor'],
