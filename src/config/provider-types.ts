@@ -272,9 +272,13 @@ function keysOf(type: ProviderTypeName): readonly string[] {
   return Object.keys(def.shape ?? def.in?._zod.def.shape ?? {});
 }
 
+function isProviderType(type: unknown): type is ProviderTypeName {
+  return PROVIDER_TYPES.some((t) => t === type);
+}
+
 /** The keys a provider of the type accepts; every type's when the type is not one. */
 export function providerKeys(type: unknown): readonly string[] {
-  if ((PROVIDER_TYPES as readonly unknown[]).includes(type)) return keysOf(type as ProviderTypeName);
+  if (isProviderType(type)) return keysOf(type);
   return [...new Set(PROVIDER_TYPES.flatMap(keysOf))];
 }
 
@@ -283,15 +287,15 @@ export function providerKeys(type: unknown): readonly string[] {
  * (`unknown key for type openai; it is a key of type bedrock`); null when no type takes it.
  */
 export function providerKeyHint(type: unknown, key: string): string | null {
-  if (!(PROVIDER_TYPES as readonly unknown[]).includes(type)) return null;
+  if (!isProviderType(type)) return null;
   const owners = PROVIDER_TYPES.filter((t) => t !== type && keysOf(t).includes(key));
   if (owners.length === 0) return null;
-  const why = NOT_A_KEY_BECAUSE[type as ProviderTypeName]?.[key];
+  const why = NOT_A_KEY_BECAUSE[type]?.[key];
   const list =
     owners.length === PROVIDER_TYPES.length - 1
       ? 'every other type'
       : `type ${owners.length === 1 ? owners[0] : `${owners.slice(0, -1).join(', ')} or ${owners.at(-1)}`}`;
-  return `unknown key for type ${type as string}${why === undefined ? '' : ` (${why})`}; it is a key of ${list}`;
+  return `unknown key for type ${type}${why === undefined ? '' : ` (${why})`}; it is a key of ${list}`;
 }
 
 /** Whether a provider of the type serves tools (an MCP server) rather than models. */

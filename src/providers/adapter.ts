@@ -128,7 +128,7 @@ export interface ProviderAdapter {
 
 /** The translation policy's rows that apply to a type: those written to a protocol it speaks. */
 export function policyRowsOf(adapter: ProviderAdapter, rows: readonly TranslationRule[]): readonly TranslationRule[] {
-  return rows.filter((r) => (adapter.protocols as readonly string[]).includes(r.to));
+  return rows.filter((r) => adapter.protocols.some((p) => p === r.to));
 }
 
 /** The key of a call, for types that send one: null when the credential is a bearer token (sent as one elsewhere). */

@@ -32,5 +32,7 @@ export function servesOperation(type: ProviderType, operation: Operation): boole
 
 /** The provider types that serve the operation, for the message that refuses it. */
 export function operationProviders(operation: Operation): readonly ProviderType[] {
-  return (Object.keys(ADAPTERS) as ProviderType[]).filter((t) => ADAPTERS[t].operations.includes(operation));
+  return Object.values(ADAPTERS)
+    .filter((a) => a.operations.includes(operation))
+    .map((a) => a.type);
 }

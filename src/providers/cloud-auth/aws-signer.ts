@@ -150,8 +150,8 @@ function canonicalQuery(query: string): string {
     if (list === undefined) byName.set(key, [pair]);
     else list.push(pair);
   }
-  return [...byName.keys()]
-    .sort()
-    .map((k) => (byName.get(k) as string[]).sort().join('&'))
+  return [...byName]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([, pairs]) => pairs.sort().join('&'))
     .join('&');
 }
