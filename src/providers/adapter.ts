@@ -85,7 +85,12 @@ export interface ProviderWire {
     | null;
 }
 
-export interface WriteOptions extends Pick<AnthropicRequestOptions, 'defaultMaxTokens'> {
+export interface WriteOptions {
+  /**
+   * The `max_tokens` to send when the client set none, for a protocol that requires one
+   * (Anthropic's): asked only then, since it is a pricing-table lookup.
+   */
+  readonly defaultMaxTokens: () => AnthropicRequestOptions['defaultMaxTokens'];
   /** The client's protocol, for the fields a writer refuses in its words. */
   readonly client: ChatProtocol;
 }

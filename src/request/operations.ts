@@ -217,7 +217,7 @@ function chatUpstream(r: ModelRequest, c: GenerationCandidate, _id: OnResponseId
   // reserved for this model (its max_output_tokens, else default_max_tokens).
   const written = c.provider.wire.write(request, to, {
     client: r.protocol,
-    defaultMaxTokens:
+    defaultMaxTokens: () =>
       governance.modelOutputLimit(r.gen.pricing, c.provider.name, c.upstreamModel) ?? r.gen.config.governance.default_max_tokens,
   });
   if (!written.ok) throw refusalError(written, c);

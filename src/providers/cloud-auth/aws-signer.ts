@@ -1,4 +1,4 @@
-import { createHash, createHmac } from 'node:crypto';
+import { createHmac, hash } from 'node:crypto';
 import type { AwsKeys } from './aws-client.js';
 import type { TokenSource } from './token-source.js';
 
@@ -78,9 +78,8 @@ export class AwsSigner {
       .replace(/[-:]/g, '');
     const day = longDate.slice(0, 8);
     const scope = `${day}/${this.#region}/${BEDROCK_SERVICE}/aws4_request`;
-    const payloadHash = createHash('sha256')
-      .update(body ?? '')
-      .digest('hex');
+    // One-shot hashes: no Hash object per call.
+    const payloadHash = hash('sha256', body ?? '', 'hex');
     const out: Record<string, string> = { 'x-amz-date': longDate };
     if (keys.sessionToken) out['x-amz-security-token'] = keys.sessionToken;
     out['x-amz-content-sha256'] = payloadHash;
@@ -98,7 +97,7 @@ export class AwsSigner {
 
     const q = path.indexOf('?');
     const canonicalRequest = `${method}\n${this.#canonicalPath(q === -1 ? path : path.slice(0, q))}\n${q === -1 ? '' : canonicalQuery(path.slice(q + 1))}\n${headerLines}\n${signedHeaders}\n${payloadHash}`;
-    const stringToSign = `AWS4-HMAC-SHA256\n${longDate}\n${scope}\n${createHash('sha256').update(canonicalRequest).digest('hex')}`;
+    const stringToSign = `AWS4-HMAC-SHA256\n${longDate}\n${scope}\n${hash('sha256', canonicalRequest, 'hex')}`;
     const signature = createHmac('sha256', this.#keyFor(keys.secretAccessKey, day)).update(stringToSign).digest('hex');
     out.authorization = `AWS4-HMAC-SHA256 Credential=${keys.accessKeyId}/${scope}, SignedHeaders=${signedHeaders}, Signature=${signature}`;
     return out;
