@@ -1,3 +1,4 @@
+import { candidateKeyType, servesTools } from './provider-types.js';
 import { type SecretRef, secretRefSchema } from './schema.js';
 import { resolveSecret } from './secrets.js';
 
@@ -58,25 +59,22 @@ export function routeReferenceIssues(model: string, route: unknown, providers: R
     const provider = record(c)?.provider;
     if (typeof provider === 'string' && providers[provider] === undefined) {
       issues.push({ path: `routing.routes.${model}.candidates[${i}].provider`, message: `unknown provider "${provider}"` });
-    } else if (typeof provider === 'string' && record(providers[provider])?.type === 'mcp') {
+    } else if (typeof provider === 'string' && servesTools(record(providers[provider])?.type)) {
       issues.push({
         path: `routing.routes.${model}.candidates[${i}].provider`,
         message: `"${provider}" is an MCP server (type: mcp): it serves tools (routing.tools), not models`,
       });
-    } else if (
-      typeof provider === 'string' &&
-      record(c)?.deployment !== undefined &&
-      record(providers[provider])?.type !== 'azure_openai'
-    ) {
-      issues.push({
-        path: `routing.routes.${model}.candidates[${i}].deployment`,
-        message: `only applies to an azure_openai provider; "${provider}" is not one`,
-      });
-    } else if (typeof provider === 'string' && record(c)?.publisher !== undefined && record(providers[provider])?.type !== 'vertex') {
-      issues.push({
-        path: `routing.routes.${model}.candidates[${i}].publisher`,
-        message: `only applies to a vertex provider; "${provider}" is not one`,
-      });
+    } else if (typeof provider === 'string') {
+      for (const key of ['deployment', 'publisher'] as const) {
+        if (record(c)?.[key] === undefined) continue;
+        const { owner, applies } = candidateKeyType(key, record(providers[provider])?.type);
+        if (applies) continue;
+        issues.push({
+          path: `routing.routes.${model}.candidates[${i}].${key}`,
+          message: `only applies to ${/^[aeiou]/.test(owner) ? 'an' : 'a'} ${owner} provider; "${provider}" is not one`,
+        });
+        break;
+      }
     }
   });
   return issues;
@@ -95,7 +93,7 @@ export function toolReferenceIssues(
     if (typeof provider !== 'string') return;
     const type = record(providers[provider])?.type;
     if (providers[provider] === undefined) issues.push({ path, message: `unknown provider "${provider}"` });
-    else if (type !== 'mcp') issues.push({ path, message: `"${provider}" is not an MCP server (type: mcp); a tool needs one` });
+    else if (!servesTools(type)) issues.push({ path, message: `"${provider}" is not an MCP server (type: mcp); a tool needs one` });
   };
   for (const [tool, route] of Object.entries(record(routing?.tools) ?? {})) {
     const candidates = record(route)?.candidates;

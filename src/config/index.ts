@@ -16,6 +16,7 @@ export {
   parseConfigText,
 } from './load.js';
 export { type Checked, checkKey, checkTeam } from './managed.js';
+export { PROVIDER_SCHEMAS, PROVIDER_TYPES, type ProviderTypeName, providerKeyHint } from './provider-types.js';
 export {
   type AuditConfig,
   type AwsAuthConfig,
@@ -25,7 +26,6 @@ export {
   type EntraAuthConfig,
   type GatewayConfig,
   type GcpAuthConfig,
-  GEMINI_BASE_URL,
   type GovernanceConfig,
   type KeyConfig,
   type McpConfig,
@@ -33,6 +33,7 @@ export {
   type Policy,
   type PricingConfig,
   type ProviderConfig,
+  type ProviderConfigOf,
   type RouteConfig,
   responsesDefaults,
   type SecretRef,

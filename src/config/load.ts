@@ -9,6 +9,7 @@ import { formatPath, readBoundedFileSync } from '../contract/index.js';
 import { type ConfigIssue, crossReferenceIssues } from './cross-check.js';
 import { configErrorMap, knownKeysAt, nearestKey } from './issue-text.js';
 import { type Piece, placePiece } from './pieces.js';
+import { providerKeyHint, providerKeys } from './provider-types.js';
 import { configSchema, type GatewayConfig } from './schema.js';
 import { configWarnings } from './warnings.js';
 
@@ -37,7 +38,15 @@ const OVERLAY_ONLY = new Set([
   'routing.file',
 ]);
 
-function zodIssues(error: z.ZodError): ConfigIssue[] {
+/** The provider a path names (`providers.<name>`), as the document has it; undefined for any other path. */
+function providerAt(document: unknown, path: readonly PropertyKey[]): { readonly type?: unknown } | null | undefined {
+  if (path.length !== 2 || path[0] !== 'providers') return undefined;
+  const providers = (document as { providers?: Record<string, unknown> } | null)?.providers;
+  const provider = providers?.[String(path[1])];
+  return typeof provider === 'object' ? (provider as { readonly type?: unknown } | null) : null;
+}
+
+function zodIssues(error: z.ZodError, document: unknown): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   let unknown = 0;
   for (const issue of error.issues) {
@@ -51,7 +60,15 @@ function zodIssues(error: z.ZodError): ConfigIssue[] {
           issues.push({ path, message: 'only allowed inside routing.overlay, and there is no overlay block' });
           continue;
         }
-        const near = nearestKey(key, knownKeysAt(configSchema, issue.path));
+        // A provider's key that another type has: say whose it is, not which of this type's it resembles.
+        const provider = providerAt(document, issue.path);
+        const hint = provider === undefined ? null : providerKeyHint(provider?.type, key);
+        if (hint !== null) {
+          issues.push({ path, message: hint });
+          continue;
+        }
+        const known = provider === undefined ? knownKeysAt(configSchema, issue.path) : providerKeys(provider?.type);
+        const near = nearestKey(key, known);
         issues.push({ path, message: near === null ? 'unknown key' : `unknown key; did you mean ${near}?` });
       }
     } else {
@@ -70,7 +87,7 @@ function zodIssues(error: z.ZodError): ConfigIssue[] {
 export function checkConfig(document: unknown, sourceHash = '', env?: NodeJS.ProcessEnv): ConfigResult {
   const parsed = configSchema.safeParse(document, { error: configErrorMap });
   if (!parsed.success) {
-    const issues = zodIssues(parsed.error);
+    const issues = zodIssues(parsed.error, document);
     const seen = new Set(issues.map((i) => `${i.path}\u0000${i.message}`));
     for (const issue of crossReferenceIssues(document, env)) {
       if (!seen.has(`${issue.path}\u0000${issue.message}`)) issues.push(issue);

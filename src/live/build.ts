@@ -5,8 +5,8 @@ import {
   type EntraAuthConfig,
   type GatewayConfig,
   type GcpAuthConfig,
-  GEMINI_BASE_URL,
   type ProviderConfig,
+  type ProviderConfigOf,
   type RouteConfig,
   resolveSecret,
   routeReferenceIssues,
@@ -18,20 +18,18 @@ import type { ManagedSnapshot } from '../database/index.js';
 import {
   AwsSigner,
   type AwsSpec,
+  adapterOf,
   type CloudAuthSources,
   Credential,
-  candidateProtocol,
   type EntraSpec,
   type GcpSpec,
   IDLE_SOURCES,
   type PoolSpec,
   type PoolTls,
   type PriceEntry,
+  type ProviderAuth,
   type ProviderPool,
-  type ProviderProtocol,
-  type ProviderType,
   providerIdentity,
-  VERTEX_ANTHROPIC_VERSION,
 } from '../providers/index.js';
 import { stableIdTable } from '../routing/index.js';
 import {
@@ -50,9 +48,6 @@ import {
 } from './generation.js';
 import { overlayRoutes } from './overlay-routes.js';
 import { RELOAD_SLICE_MS, runSteps, runStepsInSlices, type Steps } from './steps.js';
-
-/** The Messages API version sent to an anthropic provider when neither config nor client names one. */
-const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
 
 export interface BuildInputs {
   readonly config: GatewayConfig;
@@ -217,28 +212,8 @@ function awsSpec(name: string, region: string, aws: AwsAuthConfig, env: NodeJS.P
   return { providerName: name, kind: 'keys', accessKeyId, secretAccessKey, sessionToken };
 }
 
-/** The address a provider type's calls go to when its config names none: the cloud's own, for its region or location. */
-function defaultBaseUrl(p: ProviderConfig): string {
-  if (p.type === 'bedrock') return `https://bedrock-runtime.${p.region ?? ''}.amazonaws.com`;
-  if (p.type === 'vertex')
-    return p.location === 'global' ? 'https://aiplatform.googleapis.com' : `https://${p.location ?? ''}-aiplatform.googleapis.com`;
-  return GEMINI_BASE_URL;
-}
-
-/** The chat protocol a provider type speaks (a vertex provider: its Gemini models'; Claude's is the candidate's). */
-function protocolOf(type: ProviderType): ProviderProtocol {
-  switch (type) {
-    case 'anthropic':
-      return 'anthropic';
-    case 'gemini':
-    case 'vertex':
-      return 'gemini';
-    case 'bedrock':
-      return 'bedrock';
-    default:
-      return 'openai';
-  }
-}
+/** A provider that serves models: every type's config but an MCP server's. */
+type ModelProviderConfig = Exclude<ProviderConfig, ProviderConfigOf<'mcp'>>;
 
 /**
  * Builds a generation from a validated config, cross-checking everything the schema
@@ -272,43 +247,43 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
   // Maps of many entries are walked by key: Object.entries and Object.values of a map of
   // 60k keys take 40-100 ms in one piece, Object.keys about 12.
   for (const name of Object.keys(config.providers)) {
-    const p = config.providers[name] as ProviderConfig;
+    const config_ = config.providers[name] as ProviderConfig;
     let credential: Credential | null = null;
-    if (p.api_key !== undefined) {
-      const secret = resolveSecret(p.api_key, inputs.env);
+    const apiKey = 'api_key' in config_ ? config_.api_key : undefined;
+    if (apiKey !== undefined) {
+      const secret = resolveSecret(apiKey, inputs.env);
       if (!secret.ok) issues.push({ path: `providers.${name}.api_key`, message: secret.message });
-      else credential = new Credential(secret.value, describeSecretRef(p.api_key));
+      else credential = new Credential(secret.value, describeSecretRef(apiKey));
     }
-    if (p.type === 'mcp') {
-      pending.push(mcpServer(name, p, credential, issues, inputs.poolFor, servers));
+    const adapter = adapterOf(config_.type);
+    if (adapter.serves === 'tools') {
+      pending.push(mcpServer(name, config_ as ProviderConfigOf<'mcp'>, credential, issues, inputs.poolFor, servers));
       yield;
       continue;
     }
-    const entra = p.auth === undefined ? null : entraSpec(name, p.auth, inputs.env, issues);
-    const gcp = p.gcp === undefined ? null : gcpSpec(name, p.gcp, issues);
-    const aws = p.aws === undefined ? null : awsSpec(name, p.region ?? '', p.aws, inputs.env, issues);
-    const baseUrl = (p.base_url ?? defaultBaseUrl(p)).replace(/\/+$/, '');
-    const vertex = p.type === 'vertex' ? { project: p.project ?? '', location: p.location ?? '' } : null;
-    const scope = p.type === 'bedrock' ? (p.region ?? null) : vertex === null ? null : `${vertex.project}/${vertex.location}`;
-    const identity = providerIdentity(p.type, baseUrl, scope);
+    const p = config_ as ModelProviderConfig;
+    // Each auth block belongs to the types whose schema has it; its presence is the whole question.
+    const entra = 'auth' in p && p.auth !== undefined ? entraSpec(name, p.auth, inputs.env, issues) : null;
+    const gcp = 'gcp' in p ? gcpSpec(name, p.gcp, issues) : null;
+    const aws = 'aws' in p ? awsSpec(name, p.region, p.aws, inputs.env, issues) : null;
+    const baseUrl = (p.base_url ?? adapter.defaultBaseUrl(p) ?? '').replace(/\/+$/, '');
+    const identity = providerIdentity(p.type, baseUrl, adapter.scope(p));
     const tls = p.tls === undefined ? undefined : readTls(name, baseUrl, p.tls, issues);
     // Pools are asked for only once the whole config is known to be valid.
     pending.push(() => {
       const pool = inputs.poolFor({ identity, baseUrl, connectTimeoutMs: p.connect_timeout_ms, maxConnections: p.max_connections, tls });
       const sources = inputs.cloudAuth ?? IDLE_SOURCES;
+      const auth: ProviderAuth = {
+        bearer: entra !== null ? sources.entra(entra) : gcp !== null ? sources.gcp(gcp) : null,
+        signer: aws === null ? null : new AwsSigner(sources.aws(aws), 'region' in p ? p.region : '', baseUrl),
+      };
+      const wire = adapter.wire(p, auth);
       providers[name] = {
         name,
-        type: p.type as ProviderType,
-        protocol: protocolOf(p.type as ProviderType),
+        type: p.type,
+        protocol: wire.protocolOf(''),
         baseUrl,
-        anthropicVersion:
-          p.type === 'anthropic'
-            ? (p.anthropic_version ?? DEFAULT_ANTHROPIC_VERSION)
-            : p.type === 'vertex'
-              ? (p.anthropic_version ?? VERTEX_ANTHROPIC_VERSION)
-              : null,
-        apiVersion: p.api_version ?? null,
-        vertex,
+        wire,
         identity,
         timeoutMs: p.timeout_ms,
         requestTimeoutMs: p.request_timeout_ms ?? null,
@@ -320,8 +295,8 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
             : { attempts: p.retry.attempts, backoffMs: p.retry.backoff_ms, maxBackoffMs: p.retry.max_backoff_ms },
         pool,
         credential,
-        bearer: entra !== null ? sources.entra(entra) : gcp !== null ? sources.gcp(gcp) : null,
-        aws: aws === null ? null : new AwsSigner(sources.aws(aws), p.region ?? '', baseUrl),
+        bearer: auth.bearer,
+        signer: auth.signer,
         headers: { ...p.headers },
         exposeHeaders: p.expose_headers.length === 0 ? null : new Set(p.expose_headers),
         models: upstreamNames(p.models),
@@ -521,7 +496,7 @@ function staticRoute(
       group: 0,
       provider,
       upstreamModel,
-      protocol: candidateProtocol(provider, upstreamModel, c.publisher),
+      protocol: provider.wire.protocolOf(upstreamModel, c.publisher),
       credential: null,
       credentialProblem: null,
     };
@@ -547,7 +522,7 @@ function staticRoute(
  */
 function mcpServer(
   name: string,
-  p: ProviderConfig,
+  p: ProviderConfigOf<'mcp'>,
   credential: Credential | null,
   issues: ConfigIssue[],
   poolFor: BuildInputs['poolFor'],

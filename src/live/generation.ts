@@ -9,6 +9,7 @@ import type {
   ProviderPool,
   ProviderProtocol,
   ProviderType,
+  ProviderWire,
 } from '../providers/index.js';
 import type { CandidateGroup, RoutableCandidate, Route } from '../routing/index.js';
 import { runSteps, type Steps } from './steps.js';
@@ -26,19 +27,15 @@ export interface ProviderRuntime {
   readonly name: string;
   readonly type: ProviderType;
   /**
-   * The wire protocol its chat endpoint speaks: azure_openai speaks OpenAI's. A vertex
-   * provider speaks its publisher's, which is the candidate's (GenerationCandidate.protocol);
-   * this is the one its Gemini models speak.
+   * The wire protocol its chat endpoint speaks: azure_openai speaks OpenAI's. A type that hosts
+   * several publishers (vertex) speaks the candidate's (GenerationCandidate.protocol); this is
+   * the one its own models speak.
    */
   readonly protocol: ProviderProtocol;
   readonly baseUrl: string;
-  /** anthropic: the `anthropic-version` sent when the client sent none; vertex: the body's `anthropic_version` for Claude; null otherwise. */
-  readonly anthropicVersion: string | null;
-  /** azure_openai: the `api-version` query parameter; null otherwise. */
-  readonly apiVersion: string | null;
-  /** vertex: the project and location its model paths name; null otherwise. */
-  readonly vertex: { readonly project: string; readonly location: string } | null;
-  /** `type base_url`, with a bedrock provider's region or a vertex one's project and location: what breakers and pools are keyed by. */
+  /** Its adapter's calls, with the type's settings bound in: paths, headers, body, signature, readers. */
+  readonly wire: ProviderWire;
+  /** `type base_url`, with the scope its adapter names (a region, a project/location): what breakers and pools are keyed by. */
   readonly identity: string;
   readonly timeoutMs: number;
   /** A non-streamed response's whole time; null = none. */
@@ -56,8 +53,8 @@ export interface ProviderRuntime {
    * `auth: {type: entra}` (instead of `api-key`), Google Cloud for vertex; null = none.
    */
   readonly bearer: BearerTokenSource | null;
-  /** bedrock: signs every request (SigV4) with the provider's AWS keys; null otherwise. */
-  readonly aws: AwsSigner | null;
+  /** Signs every request (SigV4) with the provider's AWS keys, for a type that signs; null otherwise. */
+  readonly signer: AwsSigner | null;
   readonly headers: Readonly<Record<string, string>>;
   /** `expose_headers`: upstream response headers passed to clients beyond the default allow-list. */
   readonly exposeHeaders: ReadonlySet<string> | null;

@@ -3,7 +3,7 @@ import { realpathSync } from 'node:fs';
 import { resolve, sep } from 'node:path';
 import { describeSecretRef, type OverlayConfig, resolveSecret, type SecretResult, TOOL_NAME } from '../config/index.js';
 import type { AdmissionState, OverlayCandidate, ParsedOverlay, SelectionMode } from '../contract/index.js';
-import { Credential, candidateProtocol } from '../providers/index.js';
+import { Credential } from '../providers/index.js';
 import { type CandidateGroup, type RoutableCandidate, type Route, type SelectionPolicy, stableIdTable } from '../routing/index.js';
 import type {
   GenerationCandidate,
@@ -224,8 +224,8 @@ function toCandidate(
     provider,
     // An overlay candidate names only the route's model; the provider may serve it under another name.
     upstreamModel,
-    // A vertex candidate's publisher is told by its model's name (the overlay has no field for it).
-    protocol: candidateProtocol(provider, upstreamModel),
+    // A publisher is told by the model's name (the overlay has no field for it).
+    protocol: provider.wire.protocolOf(upstreamModel),
     credential,
     credentialProblem,
   };

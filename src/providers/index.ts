@@ -1,4 +1,5 @@
-// providers/: protocol adapters, upstream connection pools (undici) keyed by provider
+// providers/: one adapter per provider type (providers/<type>/, behind ProviderAdapter, in
+// registry.ts), upstream connection pools (undici) keyed by provider
 // identity, and the relay that sends one attempt through a pool and streams its answer to
 // the client. PoolRegistry is stateful and built once by server/; live/ uses its `acquire`
 // as the pool factory when building a generation. Imports only resilience/, whose rules
@@ -8,9 +9,25 @@
 // through (canonical/, ADR-0011); and the cloud credential sources (cloud-auth/: Entra ID,
 // Google Cloud and AWS, with the SigV4 signer), whose TokenSourceRegistry server/ builds
 // once, as it does the pools.
+
+export {
+  type AdapterConfig,
+  type AnswerReaders,
+  type CallCredential,
+  type ClientRequestHeaders,
+  OPERATION_ENDPOINTS,
+  type Operation,
+  type ProviderAdapter,
+  type ProviderAuth,
+  type ProviderType,
+  type ProviderWire,
+  policyRowsOf,
+  type WriteOptions,
+} from './adapter.js';
 export * from './canonical/index.js';
 export * from './cloud-auth/index.js';
 export { Credential } from './credential.js';
+export { GEMINI_BASE_URL } from './gemini/index.js';
 export {
   duplicateTopLevelKey,
   type FirstMember,
@@ -22,19 +39,9 @@ export {
 export type { PriceEntry, PriceTable, TokenUsage } from './metering.js';
 export { CHAT_COMPLETIONS_PATH, chatBodyFor, usageFromJson, usageFromSseTail, withStreamUsage } from './openai-adapter.js';
 export { PoolRegistry } from './pool-registry.js';
-export {
-  candidateProtocol,
-  type Operation,
-  operationProviders,
-  type ProviderAddress,
-  type ProviderType,
-  providerHeaders,
-  servesOperation,
-  storedResponsePath,
-  upstreamPathFor,
-  VERTEX_ANTHROPIC_VERSION,
-} from './provider-address.js';
+export { providerHeaders, storedResponsePath, upstreamPathFor } from './provider-call.js';
 export { type PoolSpec, type PoolTls, ProviderPool, type UpstreamCall } from './provider-pool.js';
+export { ADAPTERS, adapterOf, operationProviders, servesOperation } from './registry.js';
 export {
   type Committed,
   type RelayCallback,
@@ -75,6 +82,7 @@ export {
   upstreamMessage,
 } from './upstream-failure.js';
 export { withoutUsageEvent } from './usage-event-filter.js';
+export { VERTEX_ANTHROPIC_VERSION } from './vertex/index.js';
 
 /**
  * A provider identity: type + base URL without a trailing slash, and the cloud scope its

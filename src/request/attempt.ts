@@ -73,7 +73,7 @@ export const withCredentialCheck: Wrap = (next) => (a, done) => {
  */
 export const withProviderToken: Wrap = (next) => (a, done) => {
   const p = a.candidate.provider;
-  const source = p.bearer ?? p.aws?.keys ?? null;
+  const source = p.bearer ?? p.signer?.keys ?? null;
   // An overlay candidate's own key stands in for the provider's bearer token.
   if (source === null || (p.bearer !== null && a.candidate.credential !== null) || source.current() !== null) next(a, done);
   else later(done, { kind: 'failed', reason: 'credential_unavailable', detail: `provider ${p.name}: ${source.problem()}` });

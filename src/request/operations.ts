@@ -6,10 +6,6 @@ import {
   anthropicRequestToCanonical,
   type CanonicalRequest,
   type ChatProtocol,
-  canonicalToAnthropicRequest,
-  canonicalToBedrockRequest,
-  canonicalToGeminiRequest,
-  canonicalToOpenaiRequest,
   chatBodyFor,
   embeddingsMetering,
   type FirstMember,
@@ -19,10 +15,8 @@ import {
   type Refusal,
   type RelayTransform,
   responsesMetering,
-  storedResponsePath,
   type Translation,
   translation,
-  upstreamPathFor,
   type WrittenRequest,
   withFirstMember,
   withoutUsageEvent,
@@ -155,7 +149,7 @@ export const operations: Readonly<Record<Operation, OperationSpec>> = {
 };
 
 function post(r: ModelRequest, c: GenerationCandidate, body: Buffer | string, transform: RelayTransform | undefined): UpstreamRequest {
-  return { method: 'POST', path: upstreamPathFor(c.provider, c.upstreamModel, r.operation, r.stream, c.protocol), body, transform };
+  return { method: 'POST', path: c.provider.wire.path(c.upstreamModel, r.operation, r.stream, c.protocol), body, transform };
 }
 
 /** A new response (metered, its id remembered), or a stored one's GET / DELETE (neither). */
@@ -167,7 +161,7 @@ function responsesUpstream(
 ): UpstreamRequest {
   const stored = r.stored;
   if (stored !== null) {
-    const path = storedResponsePath(c.provider, stored.id, stored.query);
+    const path = c.provider.wire.storedResponsePath(stored.id, stored.query);
     return { method: stored.method, path, body: null, transform: undefined };
   }
   const body = capped(chatBodyFor(r.raw, r.parsed, c.upstreamModel), r, 'max_output_tokens', capFor(r, c, outputCap));
@@ -203,19 +197,12 @@ function chatUpstream(r: ModelRequest, c: GenerationCandidate, _id: OnResponseId
   };
   // Anthropic needs a max_tokens: without the client's or a cap, the most the pre-check
   // reserved for this model (its max_output_tokens, else default_max_tokens).
-  const written =
-    to === 'anthropic'
-      ? canonicalToAnthropicRequest(request, {
-          defaultMaxTokens:
-            governance.modelOutputLimit(r.gen.pricing, c.provider.name, c.upstreamModel) ?? r.gen.config.governance.default_max_tokens,
-        })
-      : to === 'gemini'
-        ? canonicalToGeminiRequest(request, { client: r.protocol })
-        : to === 'bedrock'
-          ? canonicalToBedrockRequest(request, { client: r.protocol })
-          : canonicalToOpenaiRequest(request);
+  const written = c.provider.wire.write(request, to, {
+    client: r.protocol,
+    defaultMaxTokens: () =>
+      governance.modelOutputLimit(r.gen.pricing, c.provider.name, c.upstreamModel) ?? r.gen.config.governance.default_max_tokens,
+  });
   if (!written.ok) throw refusalError(written, c);
-  if (to === 'anthropic' && c.provider.type === 'vertex') asVertexClaudeBody(written.value.body as Record<string, unknown>, c.provider);
   const dropped = droppedFor(canonical.dropped, written.value);
   if (dropped.length > 0 && translationMode(r) === 'strict') {
     const field = dropped[0] as string;
@@ -224,33 +211,24 @@ function chatUpstream(r: ModelRequest, c: GenerationCandidate, _id: OnResponseId
       `${field} would be dropped translating to provider "${c.provider.name}" (${c.protocol} protocol), and the route's translation is strict`,
     );
   }
-  // Bedrock's answers do not name the model, and its frames are bounded like events are.
+  // Some protocols' answers do not name the model, and their frames are bounded like events are.
   const transform = translation(to, r.protocol, r.protocol === 'openai' && clientAskedUsage(r.parsed), {
     model: c.upstreamModel,
     maxEventBytes: c.provider.maxEventBytes,
   });
-  // Gemini, Vertex and Bedrock name the model, and whether the answer streams, in the path, not the body.
-  const path = upstreamPathFor(c.provider, c.upstreamModel, 'chat', r.stream, c.protocol);
+  // Some name the model, and whether the answer streams, in the path, not the body.
+  const path = c.provider.wire.path(c.upstreamModel, 'chat', r.stream, c.protocol);
   const body = JSON.stringify(written.value.body);
   return { method: 'POST', path, body, transform, dropped: dropped.length === 0 ? null : dropped };
 }
 
 /**
  * An Anthropic client's body for an Anthropic-protocol candidate: its own bytes with the
- * model spliced in, or for Claude on Vertex AI, which names the model in the path and wants
- * the API version in the body, the body without its model and with `anthropic_version`.
+ * model spliced in, or the body the provider's wire makes of it when it takes another.
  */
 function anthropicBodyFor(r: ModelRequest, c: GenerationCandidate): Buffer | string {
-  if (c.provider.type !== 'vertex') return chatBodyFor(r.raw, r.parsed, c.upstreamModel);
-  const body: Record<string, unknown> = { ...r.parsed };
-  asVertexClaudeBody(body, c.provider);
-  return JSON.stringify(body);
-}
-
-/** A Messages API body made Vertex's: no `model` (the path has it), the provider's `anthropic_version`. */
-function asVertexClaudeBody(body: Record<string, unknown>, provider: GenerationCandidate['provider']): void {
-  delete body.model;
-  body.anthropic_version = provider.anthropicVersion;
+  const own = c.provider.wire.ownBody(r.parsed, c.protocol);
+  return own === null ? chatBodyFor(r.raw, r.parsed, c.upstreamModel) : JSON.stringify(own);
 }
 
 /** What the reader dropped, less what the writer carried after all, with what the writer dropped. */

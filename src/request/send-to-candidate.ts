@@ -1,15 +1,6 @@
 import { checkUsage, costMicroUsd, isPriced } from '../governance/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
-import {
-  type AnswerTransform,
-  bedrockAnswerStatus,
-  composeTransforms,
-  providerHeaders,
-  readBedrockAnswer,
-  readGeminiAnswer,
-  relay,
-  type UsageHeadersOf,
-} from '../providers/index.js';
+import { type AnswerTransform, composeTransforms, providerHeaders, relay, type UsageHeadersOf } from '../providers/index.js';
 import { usageBoundsOf } from './admission.js';
 import type { AdmittedRequest, Attempt } from './attempt.js';
 import type { Exchange, ModelRequest } from './exchange.js';
@@ -63,50 +54,52 @@ export const sendToCandidate: Attempt = (a, done) => {
   if (limits !== null) for (const v of limits) own.push(v);
   const fixed = fixedOf(gen, c);
   x.attemptStarted(dropped);
-  const send = (): void =>
-    relay(
-      {
-        res: x.res,
-        pool: provider.pool,
-        providerName: provider.name,
-        call: {
-          method: upstream.method,
-          path: upstream.path,
-          headers,
-          body: upstream.body,
-          timeoutMs: provider.timeoutMs,
-        },
-        clientHeaders: {
-          attribution: fixed.attribution,
-          own,
-          expose: provider.exposeHeaders,
-          limitsReplaced: limits !== null && hasRateLimitHeaders(limits),
-        },
-        transform: composeTransforms(upstream.transform, answerTransforms(fixed, request)),
-        doneBy: doneBy(a.admitted, provider.requestTimeoutMs),
-        streamMaxMs: request.stream ? (provider.streamMaxMs ?? undefined) : undefined,
-        maxEventBytes: provider.maxEventBytes,
-        stopSlot: x.running,
-        fallbackOn: a.admitted.fallbackOn ?? undefined,
-        readAnswer: c.protocol === 'gemini' ? readGeminiAnswer : c.protocol === 'bedrock' ? readBedrockAnswer : undefined,
-        statusOfAnswer: c.protocol === 'bedrock' ? bedrockAnswerStatus : undefined,
+  const wire = provider.wire;
+  if (wire.sign !== null) {
+    // Signed over the bytes and the path about to be sent; the keys were checked by the attempt's wrap.
+    try {
+      Object.assign(headers, wire.sign(upstream.method, upstream.path, headers, upstream.body));
+    } catch (err) {
+      // Not before this returns: the attempt's callback never fires from inside it.
+      queueMicrotask(() =>
+        done({
+          kind: 'failed',
+          reason: 'credential_unavailable',
+          detail: `provider ${provider.name}: cannot sign (${(err as Error)?.message})`,
+        }),
+      );
+      return;
+    }
+  }
+  const readers = wire.readers(c.protocol);
+  relay(
+    {
+      res: x.res,
+      pool: provider.pool,
+      providerName: provider.name,
+      call: {
+        method: upstream.method,
+        path: upstream.path,
+        headers,
+        body: upstream.body,
+        timeoutMs: provider.timeoutMs,
       },
-      done,
-    );
-  const aws = provider.aws;
-  if (aws === null) return send();
-  // Bedrock: signed (SigV4) over the bytes and the path about to be sent; the keys were checked by the attempt's wrap.
-  aws.sign(upstream.method, upstream.path, headers, upstream.body).then(
-    (signed) => {
-      Object.assign(headers, signed);
-      send();
+      clientHeaders: {
+        attribution: fixed.attribution,
+        own,
+        expose: provider.exposeHeaders,
+        limitsReplaced: limits !== null && hasRateLimitHeaders(limits),
+      },
+      transform: composeTransforms(upstream.transform, answerTransforms(fixed, request)),
+      doneBy: doneBy(a.admitted, provider.requestTimeoutMs),
+      streamMaxMs: request.stream ? (provider.streamMaxMs ?? undefined) : undefined,
+      maxEventBytes: provider.maxEventBytes,
+      stopSlot: x.running,
+      fallbackOn: a.admitted.fallbackOn ?? undefined,
+      readAnswer: readers.readAnswer,
+      statusOfAnswer: readers.statusOfAnswer,
     },
-    (err: unknown) =>
-      done({
-        kind: 'failed',
-        reason: 'credential_unavailable',
-        detail: `provider ${provider.name}: cannot sign (${(err as Error)?.message})`,
-      }),
+    done,
   );
 };
 

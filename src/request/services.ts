@@ -23,7 +23,7 @@ export interface Services {
   /** Which candidate created each Responses API response id (response-owners.ts). */
   readonly responses: ResponseOwners;
   readonly pools: PoolRegistry;
-  /** azure_openai providers' Entra ID tokens, kept fresh off the request path and across reloads. */
+  /** The cloud credential sources (Entra ID and Google Cloud tokens, AWS keys), kept fresh off the request path and across reloads. */
   readonly tokens: TokenSourceRegistry;
   readonly metrics: Metrics;
   /** The last 15 minutes of API traffic, for the status page. */

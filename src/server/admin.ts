@@ -231,7 +231,7 @@ function adminStatus(ctx: AdminContext): Record<string, unknown> {
                 type: p.type,
                 base_url: p.baseUrl,
                 identity: p.identity,
-                credential: p.credential?.source ?? p.bearer?.source ?? p.aws?.keys.source ?? null,
+                credential: p.credential?.source ?? p.bearer?.source ?? p.signer?.keys.source ?? null,
                 timeout_ms: p.timeoutMs,
                 breaker: svc.breakers.view(p.identity) ?? null,
                 inflight: p.pool.inflight,

@@ -373,7 +373,7 @@ function cloudSources(gen: Generation): TokenSource<unknown>[] {
   const out: TokenSource<unknown>[] = [];
   for (const p of Object.values(gen.providers)) {
     if (p.bearer !== null) out.push(p.bearer);
-    if (p.aws !== null) out.push(p.aws.keys);
+    if (p.signer !== null) out.push(p.signer.keys);
   }
   return out;
 }

@@ -45,7 +45,7 @@ describe('type: bedrock', () => {
     );
     assert.match(
       problems(parse({ b: { type: 'bedrock', region: 'us-east-1', aws: keys, api_key: { env: 'K' } } })).join('\n'),
-      /providers\.b\.api_key: does not apply to type: bedrock \(it authenticates with aws\)/,
+      /providers\.b\.api_key: unknown key for type bedrock \(it authenticates with aws\); it is a key of type openai, azure_openai, anthropic, gemini or mcp/,
     );
     assert.match(
       problems(parse({ b: { type: 'bedrock', region: 'us-east-1', aws: { ...keys, web_identity: true } } })).join('\n'),
@@ -61,7 +61,7 @@ describe('type: bedrock', () => {
     );
     assert.match(
       problems(parse({ o: { type: 'openai', base_url: 'http://x/v1', region: 'us-east-1' } })).join('\n'),
-      /providers\.o\.region: only applies to type: bedrock/,
+      /providers\.o\.region: unknown key for type openai; it is a key of type bedrock/,
     );
   });
 
@@ -76,7 +76,7 @@ describe('type: bedrock', () => {
       AWS_ROLE_ARN: 'arn:aws:iam::1:role/r',
     });
     assert.deepEqual(ok.issues, []);
-    assert.equal(ok.gen?.providers.b?.aws?.keys.source, 'aws:web_identity arn:aws:iam::1:role/r');
+    assert.equal(ok.gen?.providers.b?.signer?.keys.source, 'aws:web_identity arn:aws:iam::1:role/r');
   });
 
   it('validate finds an unset aws key reference too (the cross-check)', () => {

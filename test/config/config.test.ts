@@ -5,6 +5,7 @@ import {
   type ConfigResult,
   crossReferenceIssues,
   formatIssue,
+  type ProviderConfigOf,
   parseConfigText,
   responsesDefaults,
 } from '../../src/config/index.js';
@@ -93,7 +94,7 @@ routing:
     assert.equal(config.server.max_body_bytes, 10 * 1024 * 1024);
     assert.equal(config.server.drain_timeout_ms, 10_000);
     assert.equal(config.server.watch_config, false);
-    const east = config.providers.east!;
+    const east = config.providers.east as ProviderConfigOf<'openai'>;
     assert.equal(east.timeout_ms, 60_000);
     assert.equal(east.api_key, undefined, 'api_key is optional, for local providers');
     assert.deepEqual(east.headers, {});
@@ -246,8 +247,8 @@ routing:
     d.providers.claude = { type: 'anthropic', base_url: 'https://api.anthropic.com/v1', api_version: '2024-10-21' };
     assert.deepEqual(lines(parseObject(d)).sort(), [
       'providers.azure.api_version: required for type: azure_openai (e.g. 2024-10-21)',
-      'providers.claude.api_version: only applies to type: azure_openai',
-      'providers.east.anthropic_version: only applies to type: anthropic or vertex',
+      'providers.claude.api_version: unknown key for type anthropic; it is a key of type azure_openai',
+      'providers.east.anthropic_version: unknown key for type openai; it is a key of type anthropic or vertex',
     ]);
   });
 
@@ -414,7 +415,12 @@ describe('providers.<name>.retry and fallback_on', () => {
     d.providers.east.retry = { attempts: 2 };
     const result = parseObject(d);
     assert.equal(result.ok, true, JSON.stringify(result));
-    if (result.ok) assert.deepEqual(result.config.providers.east?.retry, { attempts: 2, backoff_ms: 100, max_backoff_ms: 2000 });
+    if (result.ok)
+      assert.deepEqual((result.config.providers.east as ProviderConfigOf<'openai'>).retry, {
+        attempts: 2,
+        backoff_ms: 100,
+        max_backoff_ms: 2000,
+      });
   });
 
   it('refuses retry values out of bounds, each named by its path', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type ConfigResult, formatIssue, parseConfigText } from '../../src/config/index.js';
+import { type ConfigResult, formatIssue, type ProviderConfigOf, parseConfigText } from '../../src/config/index.js';
 import { buildGeneration } from '../../src/live/index.js';
 import { PoolRegistry } from '../../src/providers/index.js';
 
@@ -28,7 +28,7 @@ describe('providers.<name>.auth (Entra ID)', () => {
   it('is accepted on azure_openai, with the public cloud as the default authority', () => {
     const r = withAuth({ auth: { ...entra, client_secret: { env: 'AZ_SECRET' } } });
     assert.ok(r.ok, JSON.stringify(r));
-    assert.equal(r.config.providers.az?.auth?.authority_host, 'https://login.microsoftonline.com');
+    assert.equal((r.config.providers.az as ProviderConfigOf<'azure_openai'>).auth?.authority_host, 'https://login.microsoftonline.com');
   });
 
   it('refuses an http authority_host, or one with a path', () => {
@@ -57,7 +57,7 @@ describe('providers.<name>.auth (Entra ID)', () => {
         routing: { routes: { m: { candidates: [{ provider: 'oai' }] } } },
       }),
     );
-    assert.match(problems(onOpenai).join('\n'), /providers\.oai\.auth: only applies to type: azure_openai/);
+    assert.match(problems(onOpenai).join('\n'), /providers\.oai\.auth: unknown key for type openai; it is a key of type azure_openai/);
     assert.match(
       problems(withAuth({ api_key: { env: 'K' }, auth: entra })).join('\n'),
       /providers\.az\.auth: cannot be set together with api_key/,

@@ -128,7 +128,7 @@ describe('deploy/kubernetes', () => {
       assert.ok(key in keysOf(sourceOf(volume)), `${ref.path}: the Secret has no key ${key}`);
     }
     for (const p of Object.values(config.providers))
-      assert.ok(p.api_key !== undefined && 'file' in p.api_key, 'every provider key is a file');
+      assert.ok('api_key' in p && p.api_key !== undefined && 'file' in p.api_key, 'every provider key is a file');
     const fromEnv = [...(container.env ?? []), ...(container.envFrom ?? [])].filter(
       (e: Manifest) => e.valueFrom?.secretKeyRef !== undefined || e.secretRef !== undefined,
     );

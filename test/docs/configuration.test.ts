@@ -50,7 +50,9 @@ function formatDefault(value: unknown): string {
 }
 
 function isObject(s: Schema): boolean {
-  return defOf(s).type === 'object';
+  const def = defOf(s);
+  // A discriminated union of objects (a provider) has keys too.
+  return def.type === 'object' || (def.type === 'union' && typeof def.discriminator === 'string');
 }
 
 /** A `{file: PATH}` reference (TLS files): one key, `file`, below the top level. */
@@ -101,6 +103,8 @@ function schemaKeys(schema: Schema, path = '', out = new Map<string, KeySpec>())
   const into = (child: Schema, childPath: string): void => void schemaKeys(child, childPath, out);
   if (def.type === 'object' && inner !== secretRefSchema && !isFileRef(inner, path)) {
     for (const [key, child] of Object.entries(def.shape as Record<string, Schema>)) into(child, path === '' ? key : `${path}.${key}`);
+  } else if (def.type === 'union' && typeof def.discriminator === 'string') {
+    discriminatedKeys(def.options as Schema[], def.discriminator, path, out);
   } else if (def.type === 'record' && isObject(unwrap(def.valueType as Schema).inner)) {
     into(def.valueType as Schema, `${path}.*`);
   } else if (def.type === 'array' && isObject(unwrap(def.element as Schema).inner)) {
@@ -110,6 +114,30 @@ function schemaKeys(schema: Schema, path = '', out = new Map<string, KeySpec>())
     out.set(path, { type: typeName(inner, path), default: fallback, ...(values === null ? {} : { values }) });
   }
   return out;
+}
+
+/**
+ * A discriminated union (a provider: one object per type) as one set of rows: the
+ * discriminator is one of the options' values; a key only some options have is not required
+ * of the others, so its default is the most lenient any option gives (`none` when some lack it).
+ */
+function discriminatedKeys(options: readonly Schema[], discriminator: string, path: string, out: Map<string, KeySpec>): void {
+  const merged = new Map<string, KeySpec & { count: number }>();
+  const tag = `${path}.${discriminator}`;
+  const values: string[] = [];
+  for (const option of options) {
+    for (const [key, spec] of schemaKeys(option, path)) {
+      if (key === tag) values.push(spec.type);
+      const prev = merged.get(key);
+      if (prev === undefined) merged.set(key, { ...spec, count: 1 });
+      else merged.set(key, { ...prev, default: prev.default === 'required' ? spec.default : prev.default, count: prev.count + 1 });
+    }
+  }
+  for (const [key, { count, ...spec }] of merged) {
+    const direct = !key.slice(path.length + 1).includes('.') && !key.slice(path.length + 1).includes('[');
+    if (key === tag) out.set(key, { type: `one of ${values.join(', ')}`, default: spec.default, values });
+    else out.set(key, direct && count < options.length && spec.default === 'required' ? { ...spec, default: 'none' } : spec);
+  }
 }
 
 /** The values of an enum, or of a list of one; null for any other type. */

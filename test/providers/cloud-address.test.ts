@@ -1,17 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Credential, providerHeaders, servesOperation, upstreamPathFor } from '../../src/providers/index.js';
+import { adapterOf, Credential, providerHeaders, servesOperation, upstreamPathFor } from '../../src/providers/index.js';
 
 // Where bedrock and vertex providers are called, and which headers carry their credentials:
 // the model (and for Vertex the project, location and publisher) in the path; a Vertex token
 // as a bearer; nothing for Bedrock, whose signature is added after the body is written.
 
-const bedrock = { type: 'bedrock' as const, anthropicVersion: null, apiVersion: null };
+const noAuth = { bearer: null, signer: null };
+const bedrock = { wire: adapterOf('bedrock').wire({ type: 'bedrock', region: 'us-east-1' }, noAuth) };
 const vertex = {
-  type: 'vertex' as const,
-  anthropicVersion: '2026-10-21',
-  apiVersion: null,
-  vertex: { project: 'p-1', location: 'us-east5' },
+  wire: adapterOf('vertex').wire({ type: 'vertex', anthropic_version: '2026-10-21', project: 'p-1', location: 'us-east5' }, noAuth),
 };
 
 describe('bedrock and vertex addresses', () => {

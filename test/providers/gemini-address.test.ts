@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { formatIssue, parseConfigText } from '../../src/config/index.js';
-import { Credential, providerHeaders, servesOperation, upstreamPathFor } from '../../src/providers/index.js';
+import { adapterOf, Credential, providerHeaders, servesOperation, upstreamPathFor } from '../../src/providers/index.js';
 
-const gemini = { type: 'gemini' as const, anthropicVersion: null, apiVersion: null };
+const gemini = { wire: adapterOf('gemini').wire({ type: 'gemini' }, { bearer: null, signer: null }) };
 
 describe('a gemini provider', () => {
   it('needs no base_url; every other type still does', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
-  type ProviderAddress,
+  adapterOf,
   ResponsesStreamReader,
   responsesMetering,
   servesOperation,
@@ -10,9 +10,10 @@ import {
 } from '../../src/providers/index.js';
 import { topLevelValue } from '../../src/providers/json-splice.js';
 
-const openai: ProviderAddress = { type: 'openai', anthropicVersion: null, apiVersion: null };
-const azure: ProviderAddress = { type: 'azure_openai', anthropicVersion: null, apiVersion: '2025-04-01-preview' };
-const anthropic: ProviderAddress = { type: 'anthropic', anthropicVersion: '2023-06-01', apiVersion: null };
+const noAuth = { bearer: null, signer: null };
+const openai = { wire: adapterOf('openai').wire({ type: 'openai' }, noAuth) };
+const azure = { wire: adapterOf('azure_openai').wire({ type: 'azure_openai', api_version: '2025-04-01-preview' }, noAuth) };
+const anthropic = { wire: adapterOf('anthropic').wire({ type: 'anthropic', anthropic_version: '2023-06-01' }, noAuth) };
 
 function event(type: string, data: Record<string, unknown>, withEventLine = true): string {
   const line = `data: ${JSON.stringify({ type, ...data })}\n\n`;

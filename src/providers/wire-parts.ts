@@ -1,0 +1,35 @@
+import type { ClientRequestHeaders, ProviderWire } from './adapter.js';
+import { answerReadersOf, writeCanonical } from './protocol-wire.js';
+
+// Pieces several adapters share: the defaults of a wire, and what OpenAI-protocol types
+// forward of a client's headers.
+
+/** The path of one stored response on an OpenAI-style API: `/responses/{id}`, with the client's query. */
+export function plainStoredResponsePath(responseId: string, query: string): string {
+  const id = encodeURIComponent(responseId);
+  return query === '' ? `/responses/${id}` : `/responses/${id}?${query}`;
+}
+
+/** Lower-cased, as Node gives a request's headers and as `providers.<name>.headers` keeps them. */
+const OPENAI_CLIENT_HEADERS = ['openai-beta', 'openai-organization', 'openai-project'] as const;
+
+/**
+ * An OpenAI client's `OpenAI-Beta`, `OpenAI-Organization` and `OpenAI-Project` go to OpenAI
+ * and Azure providers (they pick the API version, and the account the call is billed to),
+ * unless the provider's config sets the same header.
+ */
+export function forwardOpenaiClientHeaders(headers: Record<string, string>, client: ClientRequestHeaders): void {
+  for (const name of OPENAI_CLIENT_HEADERS) {
+    const value = client[name];
+    if (headers[name] === undefined && typeof value === 'string' && value !== '') headers[name] = value;
+  }
+}
+
+/** What most wires share: the canonical writers and readers by protocol, the client's body as it is, no signature. */
+export const WIRE_DEFAULTS: Pick<ProviderWire, 'storedResponsePath' | 'ownBody' | 'write' | 'readers' | 'sign'> = Object.freeze({
+  storedResponsePath: plainStoredResponsePath,
+  ownBody: () => null,
+  write: writeCanonical,
+  readers: answerReadersOf,
+  sign: null,
+});
