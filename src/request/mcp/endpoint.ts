@@ -6,6 +6,7 @@ import { admitCaller } from '../admission.js';
 import { readBodyThen } from '../body.js';
 import type { Caller, Exchange } from '../exchange.js';
 import { policyOf } from '../policy.js';
+import { failRequest } from '../respond.js';
 import type { ServeCallback } from '../serve-chain.js';
 import type { Services } from '../services.js';
 import { type CallReply, callTool } from './call.js';
@@ -18,7 +19,6 @@ import {
   METHOD_NOT_FOUND,
   readClientMessage,
   resultText,
-  sendHttpError,
   sendJsonRpc,
   sseMessage,
 } from './messages.js';
@@ -54,16 +54,11 @@ export function mcpHandlers(svc: Services, settings: { readonly maxBodyBytes: nu
       const caller = checked(svc, x);
       if (caller === null) return done(null);
       if (!isJson(x.req.headers['content-type'])) {
-        sendHttpError(x.res, new SwitchyardError('invalid_request', 'Content-Type must be application/json'), null, 415);
+        refuse(svc, x, new SwitchyardError('invalid_request', 'Content-Type must be application/json'), null, 415);
         return done(null);
       }
       if (!accepts(x.req.headers.accept, 'application/json') || !accepts(x.req.headers.accept, 'text/event-stream')) {
-        sendHttpError(
-          x.res,
-          new SwitchyardError('invalid_request', 'Accept must list both application/json and text/event-stream'),
-          null,
-          406,
-        );
+        refuse(svc, x, new SwitchyardError('invalid_request', 'Accept must list both application/json and text/event-stream'), null, 406);
         return done(null);
       }
       readBodyThen(
@@ -78,7 +73,7 @@ export function mcpHandlers(svc: Services, settings: { readonly maxBodyBytes: nu
         },
         (err) => {
           if (err instanceof SwitchyardError) {
-            sendHttpError(x.res, err);
+            refuse(svc, x, err);
             return done(null);
           }
           done(err);
@@ -89,15 +84,12 @@ export function mcpHandlers(svc: Services, settings: { readonly maxBodyBytes: nu
       const caller = checked(svc, x);
       if (caller === null) return done(null);
       if (!accepts(x.req.headers.accept, 'text/event-stream')) {
-        sendHttpError(x.res, new SwitchyardError('invalid_request', 'Accept must list text/event-stream'), null, 406);
+        refuse(svc, x, new SwitchyardError('invalid_request', 'Accept must list text/event-stream'), null, 406);
         return done(null);
       }
       withSession(svc, x, caller, null, (session) => {
         if (svc.mcp.draining) {
-          sendHttpError(
-            x.res,
-            new SwitchyardError('shutting_down', 'the gateway is shutting down; reconnect', null, { 'retry-after': '1' }),
-          );
+          refuse(svc, x, new SwitchyardError('shutting_down', 'the gateway is shutting down; reconnect', null, { 'retry-after': '1' }));
           return;
         }
         openStream(svc, x, caller.gen, session);
@@ -119,11 +111,7 @@ export function mcpHandlers(svc: Services, settings: { readonly maxBodyBytes: nu
 function checked(svc: Services, x: Exchange): Caller | null {
   const origin = x.req.headers.origin;
   if (origin !== undefined && !originAllowed(svc.holder.current(), origin)) {
-    sendHttpError(
-      x.res,
-      new SwitchyardError('origin_not_allowed', `Origin ${JSON.stringify(origin)} is not allowed (mcp.allowed_origins)`),
-    );
-    x.reason = 'origin_not_allowed';
+    refuse(svc, x, new SwitchyardError('origin_not_allowed', `Origin ${JSON.stringify(origin)} is not allowed (mcp.allowed_origins)`));
     return null;
   }
   let caller: Caller;
@@ -131,17 +119,16 @@ function checked(svc: Services, x: Exchange): Caller | null {
     caller = admitCaller(x, svc);
   } catch (err) {
     if (!(err instanceof SwitchyardError)) throw err;
-    x.reason = err.code;
     const headers =
       err.code === 'unauthorized' || err.code === 'key_expired' ? { ...err.headers, 'www-authenticate': 'Bearer' } : err.headers;
-    sendHttpError(x.res, new SwitchyardError(err.code, err.message, null, headers));
+    refuse(svc, x, new SwitchyardError(err.code, err.message, null, headers));
     return null;
   }
   const version = x.req.headers['mcp-protocol-version'];
   if (version !== undefined && !SUPPORTED.has(String(version))) {
-    x.reason = 'mcp_protocol_version_unsupported';
-    sendHttpError(
-      x.res,
+    refuse(
+      svc,
+      x,
       new SwitchyardError(
         'mcp_protocol_version_unsupported',
         `Bad Request: MCP-Protocol-Version ${JSON.stringify(version)} is not supported (supported: ${MCP_PROTOCOL_VERSIONS.join(', ')})`,
@@ -179,19 +166,13 @@ async function withSession(
 ): Promise<void> {
   const header = x.req.headers['mcp-session-id'];
   if (typeof header !== 'string' || header === '') {
-    x.reason = 'invalid_request';
-    sendHttpError(
-      x.res,
-      new SwitchyardError('invalid_request', 'Bad Request: Mcp-Session-Id header is required (send initialize first)'),
-      id,
-    );
+    refuse(svc, x, new SwitchyardError('invalid_request', 'Bad Request: Mcp-Session-Id header is required (send initialize first)'), id);
     return;
   }
   const found = svc.mcp.findSession(header, caller.principal);
   const session = found instanceof Promise ? await found : found;
   if (session === undefined) {
-    x.reason = 'mcp_session_not_found';
-    sendHttpError(x.res, new SwitchyardError('mcp_session_not_found', 'Session not found: initialize a new session'), id);
+    refuse(svc, x, new SwitchyardError('mcp_session_not_found', 'Session not found: initialize a new session'), id);
     return;
   }
   // A session with a request in flight is busy: its key's cap never evicts it.
@@ -276,8 +257,7 @@ function initialize(svc: Services, x: Exchange, caller: Caller, id: JsonRpcId, p
     session = svc.mcp.openSession(caller.principal, version, typeof info?.name === 'string' ? info.name.slice(0, 128) : null);
   } catch (err) {
     if (!(err instanceof KeySessionsFull)) throw err;
-    x.reason = 'rate_limit_exceeded';
-    sendHttpError(x.res, new SwitchyardError('rate_limit_exceeded', err.message, null, { 'retry-after': '1' }), id);
+    refuse(svc, x, new SwitchyardError('rate_limit_exceeded', err.message, null, { 'retry-after': '1' }), id);
     return;
   }
   session.toldDigest = listingFor(svc.mcp.view(caller.gen), policyOf(caller.gen), caller.principal).digest;
@@ -392,6 +372,15 @@ function openStream(svc: Services, x: Exchange, gen: Generation, session: Client
     if (session.stream === res) session.stream = null;
   });
   svc.mcp.tell(gen, svc.mcp.view(gen), session);
+}
+
+/**
+ * An HTTP-level refusal of /mcp (before or instead of a JSON-RPC answer: a bad header, an
+ * unknown session, an unauthenticated caller), through the listeners' one error path, in
+ * the JSON-RPC dialect; `status` when the transport's says more than the catalog's.
+ */
+function refuse(svc: Services, x: Exchange, err: SwitchyardError, id: JsonRpcId | null = null, status?: number): void {
+  failRequest(x, err, svc, status === undefined ? { dialect: 'jsonrpc', id } : { dialect: 'jsonrpc', id, status });
 }
 
 function isJson(contentType: string | undefined): boolean {
