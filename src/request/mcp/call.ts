@@ -1,14 +1,19 @@
 import type { ErrorCode } from '../../errors.js';
 import * as governance from '../../governance/index.js';
-import type { Generation, ToolCandidate } from '../../live/index.js';
-import type { CallOutcome, JsonRpcError, JsonRpcId, JsonRpcNotification, StopSignal } from '../../mcp/index.js';
+import type { Generation, RetryPolicy, ToolCandidate } from '../../live/index.js';
+import type { JsonRpcError, JsonRpcId, JsonRpcNotification, StopSignal } from '../../mcp/index.js';
+import type { StopSlot } from '../../providers/index.js';
+import type { BreakerRegistry } from '../../resilience/index.js';
 import { select } from '../../routing/index.js';
 import type { Span } from '../../telemetry/index.js';
+import type { Skipped } from '../attempt.js';
+import { type CallKind, runChain } from '../chain.js';
 import type { Exchange, ToolCallRecord } from '../exchange.js';
 import { policyOf } from '../policy.js';
 import type { Services } from '../services.js';
 import { errorText, gatewayError, resultText } from './messages.js';
 import type { ClientSession } from './sessions.js';
+import type { ToolAttempt, ToolFailure, ToolOutcome } from './tool-attempt.js';
 import { type ExposedTool, retrySafe, type ToolView } from './tools.js';
 
 // One tools/call, routed by the tool's name: the view (generation and catalogs) captured
@@ -34,21 +39,32 @@ export interface CallReply {
 
 let nextProgressToken = 0;
 
-export async function callTool(
-  svc: Services,
-  x: Exchange,
-  gen: Generation,
-  principal: governance.Principal,
-  session: ClientSession,
-  id: JsonRpcId,
-  params: Record<string, unknown>,
-  reply: CallReply,
-  signal: StopSignal,
-): Promise<void> {
+/** One tools/call as the endpoint hands it over: who asks, in which session, and where it answers. */
+export interface ToolCallRequest {
+  readonly svc: Services;
+  readonly x: Exchange;
+  readonly gen: Generation;
+  readonly principal: governance.Principal;
+  readonly session: ClientSession;
+  readonly id: JsonRpcId;
+  readonly params: Record<string, unknown>;
+  readonly reply: CallReply;
+  readonly signal: StopSignal;
+  /** The attempt at one candidate, its wraps composed once at start. */
+  readonly attempt: ToolAttempt;
+}
+
+/**
+ * Answers one tools/call, then calls `done` once (with null, or an error the endpoint
+ * answers), never before it has returned. No promise is resolved on its way unless the
+ * governance store or the upstream session needs one.
+ */
+export function callTool(t: ToolCallRequest, done: (err: unknown) => void): void {
+  const { svc, x, gen, principal, params, reply, id } = t;
   const name = params.name;
   if (typeof name !== 'string' || name === '') {
     reply.answer(errorText(id, gatewayError('invalid_request', 'Invalid params: tools/call needs params.name, the tool to call')));
-    return;
+    return queueMicrotask(() => done(null));
   }
   const record: ToolCallRecord = {
     tool: name,
@@ -65,7 +81,7 @@ export async function callTool(
     (params.arguments === null || typeof params.arguments !== 'object' || Array.isArray(params.arguments))
   ) {
     refuse(record, reply, id, 'invalid_request', 'Invalid params: arguments must be an object');
-    return;
+    return queueMicrotask(() => done(null));
   }
   const view: ToolView = svc.mcp.view(gen);
   const tool = view.tools.get(name);
@@ -77,45 +93,41 @@ export async function callTool(
       record.routed = true;
       refuse(record, reply, id, 'tool_not_allowed', allowed.message);
     } else refuse(record, reply, id, 'tool_not_found', `Unknown tool: ${name} (no MCP server of this gateway serves it now)`);
-    return;
+    return queueMicrotask(() => done(null));
   }
   record.routed = true;
   const admitted = governance.admitToolCall(svc.governance, policy, principal, name, governance.governanceNow());
-  const admission = admitted instanceof Promise ? await admitted : admitted;
-  if (!admission.ok) {
-    const r = admission.refusal;
-    refuse(record, reply, id, r.code, r.message, r.retryAfterS === null ? {} : { retry_after_s: r.retryAfterS });
-    return;
-  }
-  const chain = select(tool.route, { counters: svc.counters, random: svc.random, boundStableId: session.bindings.get(name) }).chain;
-  if (chain.length === 0) {
-    await finish(svc, admission.reservation, false);
-    refuse(record, reply, id, 'no_route', `tool ${name}: no candidate takes new sessions now`);
-    return;
-  }
-  const span = svc.tracing !== null && x.span !== null ? svc.tracing.startTool(x.span, name, { 'mcp.session.id': session.id }) : null;
-  let reached = false;
-  try {
-    reached = await runChain(svc, record, tool, chain, session, id, params, reply, signal, span);
-  } finally {
-    await finish(svc, admission.reservation, reached);
-    if (span !== null && svc.tracing !== null) {
-      if (record.candidate !== null) span.setAttribute('switchyard.provider', record.candidate.server.name);
-      span.setAttribute('switchyard.tool.outcome', record.outcome);
-      if (record.outcome === 'failed' || record.outcome === 'error')
-        svc.tracing.fail(span, record.reason ?? record.outcome, record.reason ?? record.outcome, false);
-      span.end();
+  const admit = (admission: governance.ToolAdmission): void => {
+    if (!admission.ok) {
+      const r = admission.refusal;
+      refuse(record, reply, id, r.code, r.message, r.retryAfterS === null ? {} : { retry_after_s: r.retryAfterS });
+      return done(null);
     }
-  }
+    const chain = select(tool.route, { counters: svc.counters, random: svc.random, boundStableId: t.session.bindings.get(name) }).chain;
+    if (chain.length === 0) {
+      finish(svc, admission.reservation, false, () => {
+        refuse(record, reply, id, 'no_route', `tool ${name}: no candidate takes new sessions now`);
+        done(null);
+      });
+      return;
+    }
+    runChain(new ToolCall(t, record, tool, chain, admission.reservation, done));
+  };
+  if (admitted instanceof Promise) admitted.then(admit, done);
+  else queueMicrotask(() => admit(admitted));
 }
 
-/** Settles the call's reservation: counted when it reached a server, given back when it reached none. */
-async function finish(svc: Services, reservation: governance.Reservation | null, reached: boolean): Promise<void> {
+/** Settles the call's reservation: counted when it reached a server, given back when it reached none; then `then`. */
+function finish(svc: Services, reservation: governance.Reservation | null, reached: boolean, then: () => void): void {
+  let finished: void | Promise<void>;
   try {
-    await governance.finishToolCall(svc.governance, reservation, reached, governance.governanceNow());
+    finished = governance.finishToolCall(svc.governance, reservation, reached, governance.governanceNow());
   } catch {
     // The store's policy has counted it; the client's answer does not wait on the books.
+    return then();
   }
+  if (finished === undefined) then();
+  else finished.then(then, then);
 }
 
 function refuse(
@@ -131,116 +143,213 @@ function refuse(
   reply.answer(errorText(id, gatewayError(code, message, { tool: record.tool, ...data })));
 }
 
-/** Tries the chain; true when some candidate received the call. */
-async function runChain(
-  svc: Services,
-  record: ToolCallRecord,
-  tool: ExposedTool,
-  chain: readonly ToolCandidate[],
-  session: ClientSession,
-  id: JsonRpcId,
-  params: Record<string, unknown>,
-  reply: CallReply,
-  signal: StopSignal,
-  span: Span | null,
-): Promise<boolean> {
-  const { breakers } = svc;
-  const progress = progressTokenOf(params);
-  // The server sees a token of the gateway's own (clients' tokens could collide on one
-  // upstream session) and the client gets its own back on every notification.
-  const upstreamToken = progress === undefined ? undefined : `switchyard-${++nextProgressToken}`;
-  const onNotification = (n: JsonRpcNotification): void => {
-    if (upstreamToken !== undefined && n.params?.progressToken === upstreamToken)
-      reply.notify(JSON.stringify({ ...n, params: { ...n.params, progressToken: progress } }));
-    else if (n.method !== 'notifications/progress') reply.notify(JSON.stringify(n));
-  };
-  let reached = false;
-  for (const c of chain) {
-    if (signal.aborted || reply.gone) break;
-    record.candidate = c;
-    const upstream = svc.mcp.upstreamFor(c);
-    if (c.credentialProblem !== null || upstream === undefined) {
-      given(svc, record, c, 'credential_unavailable');
-      continue;
-    }
-    const admitted = breakers.admit(c.identity);
-    if (admitted === 'deny') {
-      given(svc, record, c, 'breaker_open');
-      continue;
-    }
-    const outcome: CallOutcome = await upstream.call({
-      method: 'tools/call',
-      params: upstreamParams(params, c.upstreamTool, upstreamToken),
-      signal,
-      onNotification,
-    });
-    if (outcome.kind === 'failed' && outcome.reason === 'aborted') {
-      breakers.release(c.identity);
+/**
+ * The tools/call as a call kind of the one chain. Failover is careful, because a tool may
+ * write: a failed attempt moves on only when it provably never reached its candidate, or
+ * when the tool is safe to repeat and the failure transient. Breakers open as for models,
+ * but the chain is not tried again when every one was open: a tool call gives up instead.
+ */
+class ToolCall implements CallKind<ToolCandidate, ToolOutcome> {
+  readonly #t: ToolCallRequest;
+  readonly #record: ToolCallRecord;
+  readonly #tool: ExposedTool;
+  readonly #reservation: governance.Reservation | null;
+  readonly #done: (err: unknown) => void;
+  readonly #span: Span | null;
+  /** The client's params with the gateway's progress token, the same for every candidate but for the tool's name. */
+  readonly #onNotification: (n: JsonRpcNotification) => void;
+  readonly #upstreamToken: string | undefined;
+  /** Whether some candidate received the call (then the call is counted against the caller's limits). */
+  #reached = false;
+  readonly candidates: readonly ToolCandidate[];
+  readonly triesOpenBreakers = false;
+  readonly breakers: BreakerRegistry;
+  readonly random: () => number;
+  /** The call's deadline is mcp.call_timeout_ms, which the endpoint enforces through the call's signal. */
+  readonly deadlineAt = null;
+  /** A tool has no `retry` (a call may write), so no wait ever holds it; the call's own signal stops an attempt. */
+  readonly slot: StopSlot = { stopAttempt: null, clientClosed: null };
+
+  constructor(
+    t: ToolCallRequest,
+    record: ToolCallRecord,
+    tool: ExposedTool,
+    chain: readonly ToolCandidate[],
+    reservation: governance.Reservation | null,
+    done: (err: unknown) => void,
+  ) {
+    this.#t = t;
+    this.#record = record;
+    this.#tool = tool;
+    this.#reservation = reservation;
+    this.#done = done;
+    this.candidates = chain;
+    const { svc, x, session, reply, params } = t;
+    this.breakers = svc.breakers;
+    this.random = svc.random;
+    this.#span =
+      svc.tracing !== null && x.span !== null ? svc.tracing.startTool(x.span, tool.name, { 'mcp.session.id': session.id }) : null;
+    const progress = progressTokenOf(params);
+    // The server sees a token of the gateway's own (clients' tokens could collide on one
+    // upstream session) and the client gets its own back on every notification.
+    const upstreamToken = progress === undefined ? undefined : `switchyard-${++nextProgressToken}`;
+    this.#upstreamToken = upstreamToken;
+    this.#onNotification = (n) => {
+      if (upstreamToken !== undefined && n.params?.progressToken === upstreamToken)
+        reply.notify(JSON.stringify({ ...n, params: { ...n.params, progressToken: progress } }));
+      else if (n.method !== 'notifications/progress') reply.notify(JSON.stringify(n));
+    };
+  }
+
+  attempt(c: ToolCandidate, pass: 0 | 1, done: (r: ToolOutcome | Skipped) => void): void {
+    const t = this.#t;
+    this.#record.candidate = c;
+    t.attempt(
+      {
+        candidate: c,
+        pass,
+        upstream: t.svc.mcp.upstreamFor(c),
+        params: upstreamParams(t.params, c.upstreamTool, this.#upstreamToken),
+        signal: t.signal,
+        onNotification: this.#onNotification,
+      },
+      done,
+    );
+  }
+
+  stopping(): boolean {
+    return this.#t.signal.aborted || this.#t.reply.gone;
+  }
+
+  /** A stopped call (the client's cancel, the call's deadline) is answered by whoever stopped it. */
+  halt(): void {
+    this.exhausted();
+  }
+
+  clientGone(): boolean {
+    return this.#t.reply.gone;
+  }
+
+  cannotTake(): boolean {
+    return false;
+  }
+
+  skipped(c: ToolCandidate): void {
+    this.#given(c, 'breaker_open');
+  }
+
+  noteFailure(r: ToolFailure, c: ToolCandidate): void {
+    this.#reached ||= r.reached;
+    this.#given(c, r.reason);
+  }
+
+  movesOn(r: ToolFailure, c: ToolCandidate): boolean {
+    return !r.reached || (retrySafe(this.#tool, c) && r.transient);
+  }
+
+  endOnFailure(r: ToolFailure, c: ToolCandidate): void {
+    const record = this.#record;
+    const tool = this.#tool;
+    record.outcome = 'failed';
+    record.reason = r.code;
+    this.#t.reply.answer(
+      errorText(
+        this.#t.id,
+        gatewayError(
+          r.code,
+          `tool ${tool.name}: ${c.server.name} ${r.detail}; not sent to another server, since the call may have run (the route is not retry_safe)`,
+          { tool: tool.name, provider: c.server.name },
+        ),
+      ),
+    );
+    this.end(null);
+  }
+
+  retryPolicy(): RetryPolicy | null {
+    return null;
+  }
+
+  retryable(r: ToolFailure): boolean {
+    return r.transient;
+  }
+
+  retrying(r: ToolFailure, c: ToolCandidate): void {
+    this.#t.svc.metrics.retries.inc({ provider: c.server.name, reason: r.reason });
+  }
+
+  /** Counted as a fallback when noted: a failure that stops the chain is one too. */
+  movedOn(): void {}
+
+  answered(r: Exclude<ToolOutcome, ToolFailure>, c: ToolCandidate): void {
+    const record = this.#record;
+    this.#reached = true;
+    if (r.kind === 'aborted') {
       record.outcome = 'failed';
       record.reason = 'client_closed';
-      return true;
+      return this.end(null);
     }
-    if (outcome.kind === 'result' || outcome.kind === 'error') {
-      reached = true;
-      breakers.recordSuccess(c.identity);
-      session.bindings.set(tool.name, c.stableId);
-      if (outcome.kind === 'result') {
-        record.outcome = outcome.result.isError === true ? 'tool_error' : 'result';
-        if (span !== null) span.setAttribute('switchyard.tool.is_error', outcome.result.isError === true);
-        reply.answer(resultText(id, JSON.stringify(outcome.result)));
-      } else {
-        record.outcome = 'error';
-        record.reason = String(outcome.error.code);
-        reply.answer(errorText(id, upstreamError(outcome.error)));
-      }
-      return true;
+    const { reply, id, session } = this.#t;
+    session.bindings.set(this.#tool.name, c.stableId);
+    const answer = r.answer;
+    if (answer.kind === 'result') {
+      record.outcome = answer.result.isError === true ? 'tool_error' : 'result';
+      this.#span?.setAttribute('switchyard.tool.is_error', answer.result.isError === true);
+      reply.answer(resultText(id, JSON.stringify(answer.result)));
+    } else {
+      record.outcome = 'error';
+      record.reason = String(answer.error.code);
+      reply.answer(errorText(id, upstreamError(answer.error)));
     }
-    reached ||= outcome.reached;
-    const reason = failureReason(outcome);
-    // A status that says the server refused the gateway itself (4xx) is as much a failure of
-    // this candidate as a 5xx; a timeout or a drop counts too. Nothing else happened.
-    breakers.recordFailure(c.identity, admitted === 'probe', undefined, reason);
-    given(svc, record, c, reason);
-    const movable =
-      !outcome.reached ||
-      (retrySafe(tool, c) && (outcome.reason === 'timeout' || outcome.reason === 'dropped' || (outcome.status ?? 0) >= 500));
-    if (!movable) {
-      record.outcome = 'failed';
-      const code = errorCodeOf(outcome);
-      record.reason = code;
+    this.end(null);
+  }
+
+  exhausted(): void {
+    const record = this.#record;
+    const { reply, signal, id } = this.#t;
+    const tool = this.#tool;
+    record.outcome = 'failed';
+    record.reason = 'upstream_unavailable';
+    // A stopped call (the client's cancel, the call's deadline) is answered by whoever stopped it.
+    if (!reply.gone && !signal.aborted)
       reply.answer(
         errorText(
           id,
-          gatewayError(
-            code,
-            `tool ${tool.name}: ${c.server.name} ${outcome.detail}; not sent to another server, since the call may have run (the route is not retry_safe)`,
-            { tool: tool.name, provider: c.server.name },
-          ),
+          gatewayError('upstream_unavailable', `tool ${tool.name}: no MCP server could take the call (${record.fallback.join(', ')})`, {
+            tool: tool.name,
+            failures: record.fallback,
+          }),
         ),
       );
-      return reached;
-    }
+    this.end(null);
   }
-  record.outcome = 'failed';
-  record.reason = 'upstream_unavailable';
-  // A stopped call (the client's cancel, the call's deadline) is answered by whoever stopped it.
-  if (!reply.gone && !signal.aborted)
-    reply.answer(
-      errorText(
-        id,
-        gatewayError('upstream_unavailable', `tool ${tool.name}: no MCP server could take the call (${record.fallback.join(', ')})`, {
-          tool: tool.name,
-          failures: record.fallback,
-        }),
-      ),
-    );
-  return reached;
-}
 
-function given(svc: Services, record: ToolCallRecord, c: ToolCandidate, reason: string): void {
-  record.fallback.push(`${c.server.name}:${reason}`);
-  record.failedCandidates.push(c.stableId);
-  svc.metrics.fallbacks.inc({ provider: c.server.name, reason });
+  abandoned(): void {
+    this.end(null);
+  }
+
+  /** Settles the reservation, closes the span, then the call is over. */
+  end(err: unknown): void {
+    finish(this.#t.svc, this.#reservation, this.#reached, () => {
+      const span = this.#span;
+      const tracing = this.#t.svc.tracing;
+      const record = this.#record;
+      if (span !== null && tracing !== null) {
+        if (record.candidate !== null) span.setAttribute('switchyard.provider', record.candidate.server.name);
+        span.setAttribute('switchyard.tool.outcome', record.outcome);
+        if (record.outcome === 'failed' || record.outcome === 'error')
+          tracing.fail(span, record.reason ?? record.outcome, record.reason ?? record.outcome, false);
+        span.end();
+      }
+      this.#done(err);
+    });
+  }
+
+  #given(c: ToolCandidate, reason: string): void {
+    const record = this.#record;
+    record.fallback.push(`${c.server.name}:${reason}`);
+    record.failedCandidates.push(c.stableId);
+    this.#t.svc.metrics.fallbacks.inc({ provider: c.server.name, reason });
+  }
 }
 
 function progressTokenOf(params: Record<string, unknown>): string | number | undefined {
@@ -260,36 +369,4 @@ function upstreamParams(params: Record<string, unknown>, upstreamTool: string, t
 /** An upstream server's JSON-RPC error, passed on as it came (its code and message are the tool's answer). */
 function upstreamError(error: JsonRpcError): JsonRpcError {
   return error.data === undefined ? { code: error.code, message: error.message } : error;
-}
-
-function failureReason(outcome: Extract<CallOutcome, { kind: 'failed' }>): string {
-  switch (outcome.reason) {
-    case 'refused':
-    case 'session':
-      return 'connect_error';
-    case 'status':
-      return (outcome.status ?? 0) === 401 || outcome.status === 403
-        ? 'status_auth'
-        : (outcome.status ?? 0) >= 500
-          ? 'status_5xx'
-          : 'status_4xx';
-    default:
-      return outcome.reason;
-  }
-}
-
-function errorCodeOf(outcome: Extract<CallOutcome, { kind: 'failed' }>): ErrorCode {
-  switch (outcome.reason) {
-    case 'timeout':
-      return 'upstream_timeout';
-    case 'dropped':
-      return 'stream_interrupted';
-    case 'status':
-      return outcome.status === 401 || outcome.status === 403 ? 'upstream_auth_failed' : 'upstream_error';
-    case 'refused':
-    case 'session':
-      return 'upstream_unavailable';
-    default:
-      return 'upstream_error';
-  }
 }

@@ -5,6 +5,7 @@ import { type JsonRpcId, LATEST_MCP_PROTOCOL_VERSION, MCP_PROTOCOL_VERSIONS, typ
 import { admitCaller } from '../admission.js';
 import { readBodyThen } from '../body.js';
 import type { Caller, Exchange } from '../exchange.js';
+import { toolAttempt } from '../handlers.js';
 import { policyOf } from '../policy.js';
 import { failRequest } from '../respond.js';
 import type { ServeCallback } from '../serve-chain.js';
@@ -23,6 +24,7 @@ import {
   sseMessage,
 } from './messages.js';
 import { type ClientSession, KeySessionsFull } from './sessions.js';
+import type { ToolAttempt } from './tool-attempt.js';
 import { listingFor } from './tools.js';
 
 // The /mcp endpoint: the MCP Streamable HTTP transport, with the gateway as the server its
@@ -49,6 +51,7 @@ const KEEP_ALIVE_MS = 25_000;
 
 export function mcpHandlers(svc: Services, settings: { readonly maxBodyBytes: number }, version: string): McpHandlers {
   const serverInfo = JSON.stringify({ name: 'switchyard', title: 'Switchyard MCP gateway', version });
+  const attempt = toolAttempt(svc);
   return {
     post: (x, _rest, done) => {
       const caller = checked(svc, x);
@@ -66,7 +69,7 @@ export function mcpHandlers(svc: Services, settings: { readonly maxBodyBytes: nu
         settings.maxBodyBytes,
         (body) => {
           x.bodyBytes = body.length;
-          onMessage(svc, x, caller, body, serverInfo).then(
+          onMessage(svc, x, caller, body, serverInfo, attempt).then(
             () => done(null),
             (err: unknown) => done(err),
           );
@@ -184,7 +187,14 @@ async function withSession(
   }
 }
 
-async function onMessage(svc: Services, x: Exchange, caller: Caller, body: Buffer, serverInfo: string): Promise<void> {
+async function onMessage(
+  svc: Services,
+  x: Exchange,
+  caller: Caller,
+  body: Buffer,
+  serverInfo: string,
+  attempt: ToolAttempt,
+): Promise<void> {
   const read = readClientMessage(body);
   if (!read.ok) {
     x.reason = 'invalid_request';
@@ -203,11 +213,18 @@ async function onMessage(svc: Services, x: Exchange, caller: Caller, body: Buffe
     return;
   }
   await withSession(svc, x, caller, message.kind === 'request' ? message.id : null, (session) =>
-    dispatch(svc, x, caller, session, message),
+    dispatch(svc, x, caller, session, message, attempt),
   );
 }
 
-async function dispatch(svc: Services, x: Exchange, caller: Caller, session: ClientSession, message: ClientMessage): Promise<void> {
+async function dispatch(
+  svc: Services,
+  x: Exchange,
+  caller: Caller,
+  session: ClientSession,
+  message: ClientMessage,
+  attempt: ToolAttempt,
+): Promise<void> {
   if (message.kind !== 'request') {
     // A client that gives up on a call says so: the call in flight is aborted upstream too.
     if (message.kind === 'notification' && message.method === 'notifications/cancelled') {
@@ -239,7 +256,7 @@ async function dispatch(svc: Services, x: Exchange, caller: Caller, session: Cli
       return;
     }
     case 'tools/call':
-      await call(svc, x, caller, session, id, params);
+      await call(svc, x, caller, session, id, params, attempt);
       return;
     default:
       // resources/*, prompts/*, completion/complete, logging/setLevel: the gateway routes tools only.
@@ -273,6 +290,7 @@ async function call(
   session: ClientSession,
   id: JsonRpcId,
   params: Record<string, unknown>,
+  attempt: ToolAttempt,
 ): Promise<void> {
   const res = x.res;
   const meta = params._meta as Record<string, unknown> | undefined;
@@ -316,7 +334,12 @@ async function call(
   const deadline = setTimeout(() => controller.abort(DEADLINE), timeoutMs);
   deadline.unref();
   try {
-    await callTool(svc, x, caller.gen, caller.principal, session, id, params, reply, controller.signal);
+    await new Promise<void>((resolve, reject) =>
+      callTool(
+        { svc, x, gen: caller.gen, principal: caller.principal, session, id, params, reply, signal: controller.signal, attempt },
+        (err) => (err === null ? resolve() : reject(err)),
+      ),
+    );
   } finally {
     clearTimeout(deadline);
     if (session.inflight.get(id) === controller) session.inflight.delete(id);
