@@ -13,7 +13,7 @@ import { policyOf } from '../policy.js';
 import type { Services } from '../services.js';
 import { errorText, gatewayError, resultText } from './messages.js';
 import type { ClientSession } from './sessions.js';
-import type { ToolAttempt, ToolFailure, ToolOutcome } from './tool-attempt.js';
+import { type ToolAttempt, type ToolFailure, type ToolOutcome, type ToolResultTransform, transformToolResult } from './tool-attempt.js';
 import { type ExposedTool, retrySafe, type ToolView } from './tools.js';
 
 // One tools/call, routed by the tool's name: the view (generation and catalogs) captured
@@ -52,6 +52,8 @@ export interface ToolCallRequest {
   readonly signal: StopSignal;
   /** The attempt at one candidate, its wraps composed once at start. */
   readonly attempt: ToolAttempt;
+  /** The transforms a tool's result passes through before the client gets it, built once at start; empty = none. */
+  readonly transforms: readonly ToolResultTransform[];
 }
 
 /**
@@ -294,7 +296,9 @@ class ToolCall implements CallKind<ToolCandidate, ToolOutcome> {
     if (answer.kind === 'result') {
       record.outcome = answer.result.isError === true ? 'tool_error' : 'result';
       this.#span?.setAttribute('switchyard.tool.is_error', answer.result.isError === true);
-      reply.answer(resultText(id, JSON.stringify(answer.result)));
+      // The tool answer's transform slot: the server's result, in the client's dialect, before it is sent.
+      const result = transformToolResult(this.#t.transforms, answer.result, this.#tool.name);
+      reply.answer(resultText(id, JSON.stringify(result)));
     } else {
       record.outcome = 'error';
       record.reason = String(answer.error.code);

@@ -5,7 +5,7 @@ import { type JsonRpcId, LATEST_MCP_PROTOCOL_VERSION, MCP_PROTOCOL_VERSIONS, typ
 import { admitCaller } from '../admission.js';
 import { readBodyThen } from '../body.js';
 import type { Caller, Exchange } from '../exchange.js';
-import { toolAttempt } from '../handlers.js';
+import { type ToolPath, toolPath } from '../handlers.js';
 import { policyOf } from '../policy.js';
 import { failRequest } from '../respond.js';
 import type { ServeCallback } from '../serve-chain.js';
@@ -24,7 +24,6 @@ import {
   sseMessage,
 } from './messages.js';
 import { type ClientSession, KeySessionsFull } from './sessions.js';
-import type { ToolAttempt } from './tool-attempt.js';
 import { listingFor } from './tools.js';
 
 // The /mcp endpoint: the MCP Streamable HTTP transport, with the gateway as the server its
@@ -51,7 +50,7 @@ const KEEP_ALIVE_MS = 25_000;
 
 export function mcpHandlers(svc: Services, settings: { readonly maxBodyBytes: number }, version: string): McpHandlers {
   const serverInfo = JSON.stringify({ name: 'switchyard', title: 'Switchyard MCP gateway', version });
-  const attempt = toolAttempt(svc);
+  const tools = toolPath(svc);
   return {
     post: (x, _rest, done) => {
       const caller = checked(svc, x);
@@ -69,7 +68,7 @@ export function mcpHandlers(svc: Services, settings: { readonly maxBodyBytes: nu
         settings.maxBodyBytes,
         (body) => {
           x.bodyBytes = body.length;
-          onMessage(svc, x, caller, body, serverInfo, attempt).then(
+          onMessage(svc, x, caller, body, serverInfo, tools).then(
             () => done(null),
             (err: unknown) => done(err),
           );
@@ -187,14 +186,7 @@ async function withSession(
   }
 }
 
-async function onMessage(
-  svc: Services,
-  x: Exchange,
-  caller: Caller,
-  body: Buffer,
-  serverInfo: string,
-  attempt: ToolAttempt,
-): Promise<void> {
+async function onMessage(svc: Services, x: Exchange, caller: Caller, body: Buffer, serverInfo: string, tools: ToolPath): Promise<void> {
   const read = readClientMessage(body);
   if (!read.ok) {
     x.reason = 'invalid_request';
@@ -213,7 +205,7 @@ async function onMessage(
     return;
   }
   await withSession(svc, x, caller, message.kind === 'request' ? message.id : null, (session) =>
-    dispatch(svc, x, caller, session, message, attempt),
+    dispatch(svc, x, caller, session, message, tools),
   );
 }
 
@@ -223,7 +215,7 @@ async function dispatch(
   caller: Caller,
   session: ClientSession,
   message: ClientMessage,
-  attempt: ToolAttempt,
+  tools: ToolPath,
 ): Promise<void> {
   if (message.kind !== 'request') {
     // A client that gives up on a call says so: the call in flight is aborted upstream too.
@@ -256,7 +248,7 @@ async function dispatch(
       return;
     }
     case 'tools/call':
-      await call(svc, x, caller, session, id, params, attempt);
+      await call(svc, x, caller, session, id, params, tools);
       return;
     default:
       // resources/*, prompts/*, completion/complete, logging/setLevel: the gateway routes tools only.
@@ -290,7 +282,7 @@ async function call(
   session: ClientSession,
   id: JsonRpcId,
   params: Record<string, unknown>,
-  attempt: ToolAttempt,
+  tools: ToolPath,
 ): Promise<void> {
   const res = x.res;
   const meta = params._meta as Record<string, unknown> | undefined;
@@ -336,7 +328,19 @@ async function call(
   try {
     await new Promise<void>((resolve, reject) =>
       callTool(
-        { svc, x, gen: caller.gen, principal: caller.principal, session, id, params, reply, signal: controller.signal, attempt },
+        {
+          svc,
+          x,
+          gen: caller.gen,
+          principal: caller.principal,
+          session,
+          id,
+          params,
+          reply,
+          signal: controller.signal,
+          attempt: tools.attempt,
+          transforms: tools.transforms,
+        },
         (err) => (err === null ? resolve() : reject(err)),
       ),
     );
