@@ -10,7 +10,7 @@ import { policyOf } from '../policy.js';
 import { failRequest } from '../respond.js';
 import type { ServeCallback } from '../serve-chain.js';
 import type { Services } from '../services.js';
-import { type CallReply, callTool } from './call.js';
+import { callTool } from './call.js';
 import {
   type ClientMessage,
   errorText,
@@ -24,6 +24,7 @@ import {
   sseMessage,
 } from './messages.js';
 import { type ClientSession, KeySessionsFull } from './sessions.js';
+import type { CallReply } from './tool-call.js';
 import { listingFor } from './tools.js';
 
 // The /mcp endpoint: the MCP Streamable HTTP transport, with the gateway as the server its
