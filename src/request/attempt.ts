@@ -37,7 +37,7 @@ export interface AttemptRequest {
   readonly trace: Readonly<Record<string, string>> | null;
 }
 
-export type AttemptResult = RelayResult | { readonly kind: 'skipped' };
+export type AttemptResult = RelayResult | Skipped;
 /** Called exactly once per attempt, and never before the attempt function has returned. */
 export type AttemptCallback = (r: AttemptResult) => void;
 /**
@@ -45,25 +45,72 @@ export type AttemptCallback = (r: AttemptResult) => void;
  * sent to this candidate (it cannot be translated to its protocol) throws before anything
  * is sent, and `done` is then not called.
  */
-export type Attempt = (a: AttemptRequest, done: AttemptCallback) => void;
-export type Wrap = (next: Attempt) => Attempt;
+export type Attempt = CallAttempt<AttemptRequest, RelayResult>;
+export type Wrap = CallWrap<AttemptRequest, RelayResult>;
 
-const SKIPPED: AttemptResult = Object.freeze({ kind: 'skipped' as const });
+// The same shapes for any call kind (a model request, a tool call): the chain and the
+// wraps below see only what every kind's attempt has in common.
+
+/** What every call kind's candidate has: the breaker's key, its id for the record, and whether its credential could be read. */
+export interface ChainCandidate {
+  readonly identity: string;
+  readonly stableId: string;
+  readonly providerName: string;
+  readonly credentialProblem: string | null;
+}
+
+/** What every call kind's attempt is asked with. */
+export interface AttemptOf<C extends ChainCandidate> {
+  readonly candidate: C;
+  /** 0: the breakers decide; 1: every breaker was open, so the chain is tried regardless. */
+  readonly pass: 0 | 1;
+}
+
+/** The breaker skipped the candidate: nothing was sent. */
+export interface Skipped {
+  readonly kind: 'skipped';
+}
+
+/**
+ * How any attempt ends: failed before anything reached the client (with a reason the breaker
+ * and the retry read), aborted by the client, or committed (its answer is the client's), with
+ * its end told later.
+ */
+export type AttemptOutcome =
+  | { readonly kind: 'failed'; readonly reason: string; readonly detail: string; readonly retryAfterMs?: number }
+  | { readonly kind: 'aborted' }
+  | { readonly kind: 'committed'; onFinished(cb: (f: { readonly outcome: 'complete' | 'partial' | 'aborted' }) => void): void };
+
+/** One attempt of a call kind: `done` is called exactly once, and never before the attempt has returned. */
+export type CallAttempt<Q, R> = (a: Q, done: (r: R | Skipped) => void) => void;
+export type CallWrap<Q, R> = (next: CallAttempt<Q, R>) => CallAttempt<Q, R>;
+
+const SKIPPED: Skipped = Object.freeze({ kind: 'skipped' as const });
 
 /** Reports a result known at once, after the attempt function has returned. */
-function later(done: AttemptCallback, r: AttemptResult): void {
+function later<R>(done: (r: R) => void, r: R): void {
   queueMicrotask(() => done(r));
 }
 
 /**
  * An overlay candidate whose credential could not be read fails over without calling
  * upstream. It is outside the breaker: a missing secret says nothing of the provider.
+ * `unavailable` is the kind's failure saying so.
  */
-export const withCredentialCheck: Wrap = (next) => (a, done) => {
-  const problem = a.candidate.credentialProblem;
-  if (problem === null) next(a, done);
-  else later(done, { kind: 'failed', reason: 'credential_unavailable', detail: problem });
-};
+export const credentialCheck =
+  <Q extends AttemptOf<ChainCandidate>, R>(unavailable: (detail: string) => R): CallWrap<Q, R> =>
+  (next) =>
+  (a, done) => {
+    const problem = a.candidate.credentialProblem;
+    if (problem === null) next(a, done);
+    else later(done, unavailable(problem));
+  };
+
+export const withCredentialCheck: Wrap = credentialCheck<AttemptRequest, RelayResult>((detail) => ({
+  kind: 'failed',
+  reason: 'credential_unavailable',
+  detail,
+}));
 
 /**
  * A provider without a valid cloud credential (an Entra ID or Google Cloud token, AWS keys:
@@ -89,8 +136,8 @@ export const withProviderToken: Wrap = (next) => (a, done) => {
  * is released for another.
  */
 export const withBreaker =
-  (breakers: BreakerRegistry): Wrap =>
-  (next) =>
+  (breakers: BreakerRegistry) =>
+  <Q extends AttemptOf<ChainCandidate>, R extends AttemptOutcome>(next: CallAttempt<Q, R>): CallAttempt<Q, R> =>
   (a, done) => {
     const identity = a.candidate.identity;
     let probe = false;
@@ -132,6 +179,6 @@ export const withBreaker =
   };
 
 /** Wraps the core in the given order: the first wrap is the outermost. */
-export function composeAttempt(core: Attempt, ...wraps: readonly Wrap[]): Attempt {
-  return wraps.reduceRight<Attempt>((next, wrap) => wrap(next), core);
+export function composeAttempt<Q, R>(core: CallAttempt<Q, R>, ...wraps: readonly CallWrap<Q, R>[]): CallAttempt<Q, R> {
+  return wraps.reduceRight<CallAttempt<Q, R>>((next, wrap) => wrap(next), core);
 }

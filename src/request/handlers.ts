@@ -1,7 +1,8 @@
 import { admitCaller } from './admission.js';
-import { type Attempt, composeAttempt, withBreaker, withCredentialCheck, withProviderToken } from './attempt.js';
+import { type Attempt, composeAttempt, type Wrap, withBreaker, withCredentialCheck, withProviderToken } from './attempt.js';
 import { withTracing } from './attempt-tracing.js';
 import type { Caller, Exchange } from './exchange.js';
+import { sendToTool, type ToolAttempt, type ToolResultTransform, withServerUpstream, withToolCredentialCheck } from './mcp/tool-attempt.js';
 import { sendToCandidate } from './send-to-candidate.js';
 import type { ServeCallback } from './serve-chain.js';
 import { type RequestPath, serveModel } from './serve-model.js';
@@ -46,14 +47,35 @@ export function modelHandlers(svc: Services, settings: ListenerSettings): ModelH
  * gets a span).
  */
 function guardedAttempt(svc: Services): Attempt {
-  const wraps = [withCredentialCheck, withBreaker(svc.breakers), withProviderToken];
+  const wraps: Wrap[] = [withCredentialCheck, withBreaker(svc.breakers), withProviderToken];
   if (svc.tracing !== null) wraps.push(withTracing(svc.tracing));
   return composeAttempt(sendToCandidate, ...wraps);
 }
 
 /** The same without the breaker: for calls whose outcome says little of serving health (a token count). */
 function freeAttempt(svc: Services): Attempt {
-  const wraps = [withCredentialCheck, withProviderToken];
+  const wraps: Wrap[] = [withCredentialCheck, withProviderToken];
   if (svc.tracing !== null) wraps.push(withTracing(svc.tracing));
   return composeAttempt(sendToCandidate, ...wraps);
 }
+
+/** What every tools/call shares, composed once at start: its attempt and its result's transforms. */
+export interface ToolPath {
+  readonly attempt: ToolAttempt;
+  readonly transforms: readonly ToolResultTransform[];
+}
+
+/**
+ * A tools/call's attempt, behind the same credential check and breaker as a model's: a
+ * candidate whose server has no upstream session owner fails over first, outside the
+ * breaker, as a missing credential does. The call's span is the endpoint's, one per call.
+ * No transform yet: the answer's transform stack (redaction, metering) plugs in here.
+ */
+export function toolPath(svc: Services): ToolPath {
+  return {
+    attempt: composeAttempt(sendToTool, withToolCredentialCheck, withServerUpstream, withBreaker(svc.breakers)),
+    transforms: NO_TRANSFORMS,
+  };
+}
+
+const NO_TRANSFORMS: readonly ToolResultTransform[] = Object.freeze([]);

@@ -1,13 +1,31 @@
 import type { ServerResponse } from 'node:http';
 import { anthropicErrorBody, type ErrorCode, openaiErrorBody, SwitchyardError, statusOf } from '../errors.js';
+import type { JsonRpcId } from '../mcp/index.js';
 import type { ChatProtocol } from '../providers/index.js';
 import { ClientGoneError } from './body.js';
+import { errorText, gatewayError } from './mcp/messages.js';
 import type { Services } from './services.js';
 
-/** Sends an error in the client's protocol. No attribution headers: an error names no provider. */
+/**
+ * The shapes an error is rendered in: the client's chat protocol (OpenAI's, also the admin
+ * API's, or Anthropic's), or JSON-RPC for /mcp, whose body carries the request's id and the
+ * stable code in `error.data.code`.
+ */
+export type ErrorDialect = ChatProtocol | 'jsonrpc';
+
+/** How an error is rendered beyond its code: its dialect, the JSON-RPC id it answers, a status other than the catalog's. */
+export interface ErrorRendering {
+  readonly dialect: ErrorDialect;
+  /** The JSON-RPC request's id, when one could be read (jsonrpc only). */
+  readonly id?: JsonRpcId | null;
+  /** A transport status that says more than the code's (415, 406 on /mcp); absent = the catalog's. */
+  readonly status?: number;
+}
+
+/** Sends an error in its dialect. No attribution headers: an error names no provider. */
 function sendError(
   res: ServerResponse,
-  protocol: ChatProtocol,
+  how: ErrorRendering,
   code: ErrorCode,
   message: string,
   param: string | null = null,
@@ -17,8 +35,13 @@ function sendError(
     res.destroy();
     return;
   }
-  const body = protocol === 'anthropic' ? anthropicErrorBody(code, message) : openaiErrorBody(code, message, param);
-  res.writeHead(statusOf(code), {
+  const body =
+    how.dialect === 'anthropic'
+      ? anthropicErrorBody(code, message)
+      : how.dialect === 'jsonrpc'
+        ? errorText(how.id ?? null, gatewayError(code, message))
+        : openaiErrorBody(code, message, param);
+  res.writeHead(how.status ?? statusOf(code), {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(body),
     ...extra,
@@ -46,11 +69,11 @@ export interface Answerable {
 }
 
 /**
- * The one error path of both listeners: a refusal is answered in the client's protocol
+ * The one error path of both listeners: a refusal is answered in the client's dialect
  * with its stable code; a client that already left gets nothing; anything unexpected is
- * logged and answered 500 without its details.
+ * logged and answered 500 without its details. `how` = the client's protocol's shape.
  */
-export function failRequest(x: Answerable, err: unknown, svc: Services): void {
+export function failRequest(x: Answerable, err: unknown, svc: Services, how: ErrorRendering = { dialect: x.protocol ?? 'openai' }): void {
   if (err instanceof ClientGoneError) {
     // Nobody is left to answer: the record counts it as nginx's 499, without an error line.
     x.res.destroy();
@@ -60,7 +83,7 @@ export function failRequest(x: Answerable, err: unknown, svc: Services): void {
     x.failed(err.code);
     // The client may still be sending a body we refused: close rather than read it all.
     const closing = err.code === 'body_too_large' ? { ...err.headers, connection: 'close' } : err.headers;
-    sendError(x.res, x.protocol ?? 'openai', err.code, err.message, err.param, withRequestId(x, closing));
+    sendError(x.res, how, err.code, err.message, err.param, withRequestId(x, closing));
     return;
   }
   x.failed('internal_error');
@@ -68,7 +91,7 @@ export function failRequest(x: Answerable, err: unknown, svc: Services): void {
     msg: 'unexpected error while handling a request',
     err: { message: (err as Error)?.message, stack: (err as Error)?.stack },
   });
-  sendError(x.res, x.protocol ?? 'openai', 'internal_error', 'internal error; see the gateway log', null, withRequestId(x, undefined));
+  sendError(x.res, how, 'internal_error', 'internal error; see the gateway log', null, withRequestId(x, undefined));
 }
 
 function withRequestId(x: Answerable, headers: Readonly<Record<string, string>> | undefined): Readonly<Record<string, string>> | undefined {

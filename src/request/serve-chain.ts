@@ -1,20 +1,28 @@
 import { type ErrorCode, SwitchyardError, statusOf } from '../errors.js';
 import type { Reservation } from '../governance/index.js';
-import type { GenerationCandidate } from '../live/index.js';
-import { type Committed, type FailedAttempt, type Relayed, type TokenUsage, upstreamMessage } from '../providers/index.js';
-import { backoffDelayMs, type FailureReason, isRetryable } from '../resilience/index.js';
+import type { GenerationCandidate, RetryPolicy } from '../live/index.js';
+import {
+  type Committed,
+  type FailedAttempt,
+  type Relayed,
+  type RelayResult,
+  type StopSlot,
+  type TokenUsage,
+  upstreamMessage,
+} from '../providers/index.js';
+import { type BreakerRegistry, type FailureReason, isRetryable } from '../resilience/index.js';
 import { settle } from './admission.js';
-import type { AdmittedRequest, Attempt, AttemptResult } from './attempt.js';
+import type { AdmittedRequest, Attempt, AttemptCallback } from './attempt.js';
+import { type CallKind, runChain } from './chain.js';
 import type { Failure } from './exchange.js';
 import { CandidateUnable, operations } from './operations.js';
 import type { Services } from './services.js';
 
-// The end of every model request's path, once its chain is chosen and admitted: the
-// failover loop over the chain, the relay of the answer that commits, and the one settle.
-// Driven by the attempts' callbacks, not by promises: a request that is answered by its
-// first candidate resolves no promise between its body and its record (ADR 0019). A
-// provider with `retry` is tried again after a transient failure, after a timer, before
-// the chain moves on (ADR 0028).
+// The end of every model request's path, once its chain is chosen and admitted: the model
+// request as a call kind of the one failover loop (chain.ts), the relay of the answer that
+// commits, and the one settle. A request that is answered by its first candidate resolves no
+// promise between its body and its record (ADR 0019). A provider with `retry` is tried
+// again after a transient failure, after a timer, before the chain moves on (ADR 0028).
 
 /** One admitted request and the chain to serve it with. */
 export interface ChainRequest extends AdmittedRequest {
@@ -46,226 +54,149 @@ export class Unserved extends SwitchyardError {}
  * into an outage.
  */
 export function serveChain(req: ChainRequest, done: ServeCallback): void {
-  new Failover(req, done).run();
+  runChain(new ModelCall(req, done));
 }
 
-class Failover {
+/**
+ * The model request as a call kind: a failed attempt moves on while nothing has reached the
+ * client (a failure is always before the first byte), except when the provider refused the
+ * gateway's credential.
+ */
+class ModelCall implements CallKind<GenerationCandidate, RelayResult> {
   readonly #req: ChainRequest;
   readonly #done: ServeCallback;
-  #index = 0;
-  #pass: 0 | 1 = 0;
-  #attempted = 0;
-  #current: GenerationCandidate | null = null;
   /** The latest failed attempt and its candidate: its own answer, if it was one, is what the client is told. */
   #lastFailed: { readonly r: FailedAttempt; readonly c: GenerationCandidate } | null = null;
   /** Whether every candidate that failed answered 503 (so far). */
   #every503 = true;
-  /** The first candidate that could not take the request, and the candidates that could not (skipped on the second pass). */
+  /** The first candidate that could not take the request. */
   #unable: CandidateUnable | null = null;
-  #unableSet: Set<GenerationCandidate> | null = null;
-  /** Retries of the current candidate so far (its provider's `retry`). */
-  #retries = 0;
-  /** The wait before the next retry, while one runs. */
-  #waiting: NodeJS.Timeout | null = null;
+  readonly candidates: readonly GenerationCandidate[];
+  readonly triesOpenBreakers = true;
+  readonly breakers: BreakerRegistry;
+  readonly random: () => number;
+  readonly deadlineAt: number | null;
+  readonly slot: StopSlot;
 
   constructor(req: ChainRequest, done: ServeCallback) {
     this.#req = req;
     this.#done = done;
+    this.candidates = req.candidates;
+    this.breakers = req.svc.breakers;
+    this.random = req.svc.random;
+    this.deadlineAt = req.deadlineAt;
+    this.slot = req.x.running;
   }
 
-  /**
-   * Tries the next candidate that can be tried; its result comes to #onResult, always after
-   * the attempt has returned (so a chain of skips never deepens the stack).
-   */
-  run(): void {
+  attempt(c: GenerationCandidate, pass: 0 | 1, done: AttemptCallback): void {
     const req = this.#req;
-    const { x, candidates } = req;
-    if (this.#index >= candidates.length) {
-      const unable = this.#unableSet?.size ?? 0;
-      if (this.#attempted === 0 && this.#pass === 0 && candidates.length > unable) {
-        this.#pass = 1;
-        this.#index = 0;
-      } else {
-        this.#exhausted();
-        return;
-      }
-    }
-    if (pastDeadline(req)) {
-      this.#end(outOfTime(req, candidates.length));
-      return;
-    }
-    if (x.stopped !== null) {
-      this.#end(new SwitchyardError('shutting_down', `the gateway is shutting down: ${x.stopped}`));
-      return;
-    }
-    const c = candidates[this.#index++] as GenerationCandidate;
-    if (this.#unableSet?.has(c) === true) return this.run();
-    this.#current = c;
-    this.#retries = 0;
-    this.#send(c);
+    req.attempt({ admitted: req, candidate: c, pass, trace: null }, done);
   }
 
-  #send(c: GenerationCandidate): void {
+  stopping(): boolean {
+    return pastDeadline(this.#req) || this.#req.x.stopped !== null;
+  }
+
+  halt(): void {
     const req = this.#req;
-    try {
-      req.attempt({ admitted: req, candidate: c, pass: this.#pass, trace: null }, this.#onResult);
-    } catch (err) {
-      if (!(err instanceof CandidateUnable)) return this.#end(err);
-      this.#cannotTake(err, c);
-      // Nothing was sent: the next candidate is tried at once (the chain is short, so is the stack).
-      this.run();
-    }
+    if (pastDeadline(req)) this.end(outOfTime(req, req.candidates.length));
+    else this.end(new SwitchyardError('shutting_down', `the gateway is shutting down: ${req.x.stopped}`));
+  }
+
+  clientGone(): boolean {
+    return this.#req.x.res.destroyed;
   }
 
   /** The candidate cannot take the request: skipped like an open breaker, and listed as `provider:unable:field`. */
-  #cannotTake(err: CandidateUnable, c: GenerationCandidate): void {
+  cannotTake(err: unknown, c: GenerationCandidate): boolean {
+    if (!(err instanceof CandidateUnable)) return false;
     this.#unable ??= err;
-    (this.#unableSet ??= new Set()).add(c);
     const { x, svc } = this.#req;
     x.failedOver({ provider: c.provider.name, candidate: c.stableId, reason: 'unable', detail: err.field });
     svc.metrics.fallbacks.inc({ provider: c.provider.name, reason: 'unable' });
+    return true;
   }
 
-  readonly #onResult = (r: AttemptResult): void => {
-    if (this.#take(r, this.#current as GenerationCandidate)) this.run();
-  };
+  skipped(): void {}
+
+  noteFailure(r: FailedAttempt, c: GenerationCandidate): void {
+    this.#req.x.failedOver({ provider: c.provider.name, candidate: c.stableId, reason: r.reason, detail: r.detail });
+    this.#lastFailed = { r, c };
+    if (r.answer?.status !== 503) this.#every503 = false;
+  }
+
+  movesOn(r: FailedAttempt): boolean {
+    return r.reason !== 'status_auth';
+  }
 
   /**
-   * Takes one attempt's result; true when the next candidate should be tried. A retry of
-   * the same candidate whose breaker is now open is skipped: its retries end there.
+   * The provider refused the gateway's credential. As when its 401 was relayed, the chain
+   * stops here: the client hears of it at once, as the gateway's fault, not its own.
    */
-  #take(r: AttemptResult, c: GenerationCandidate): boolean {
-    if (r.kind === 'skipped') return true;
-    this.#attempted += 1;
-    const { x, svc } = this.#req;
-    if (r.kind === 'failed') {
-      x.failedOver({ provider: c.provider.name, candidate: c.stableId, reason: r.reason, detail: r.detail });
-      this.#lastFailed = { r, c };
-      if (r.answer?.status !== 503) this.#every503 = false;
-      if (r.reason === 'status_auth') {
-        // The provider refused the gateway's credential. As when its 401 was relayed, the
-        // chain stops here: the client hears of it at once, as the gateway's fault, not its own.
-        this.#upstreamAnswered('upstream_auth_failed');
-        return false;
-      }
-      if (c.provider.retry !== null && this.#retryLater(r, c)) return false;
-      svc.metrics.fallbacks.inc({ provider: c.provider.name, reason: r.reason });
-      return true;
-    }
+  endOnFailure(): void {
+    this.#upstreamAnswered('upstream_auth_failed');
+  }
+
+  retryPolicy(c: GenerationCandidate): RetryPolicy | null {
+    return c.provider.retry;
+  }
+
+  retryable(r: FailedAttempt): boolean {
+    return isRetryable(r.reason, r.answer?.status);
+  }
+
+  retrying(r: FailedAttempt, c: GenerationCandidate): void {
+    this.#req.svc.metrics.retries.inc({ provider: c.provider.name, reason: r.reason });
+  }
+
+  movedOn(r: FailedAttempt, c: GenerationCandidate): void {
+    this.#req.svc.metrics.fallbacks.inc({ provider: c.provider.name, reason: r.reason });
+  }
+
+  answered(r: Exclude<RelayResult, FailedAttempt>, c: GenerationCandidate): void {
+    const x = this.#req.x;
     x.committed(c);
     if (r.kind === 'aborted') {
       x.clientLeft();
-      this.#end(null);
-      return false;
+      this.end(null);
+      return;
     }
     x.headersArrived(r.headersAt);
     try {
       this.#req.onCommit?.(r, c);
     } catch (err) {
-      this.#end(err);
-      return false;
+      this.end(err);
+      return;
     }
     r.onFinished(this.#onFinished);
-    return false;
   }
 
-  /**
-   * Schedules another try of `c` after a transient failure, when its provider's `retry`
-   * has one left and it can still help: nothing reached the client (a failure never did),
-   * the client is still there, the gateway is not stopping it, the breaker will be closed
-   * or half-open when the wait ends, and the wait ends before the route's deadline. Not on
-   * the second pass: every breaker was open, and one try each is all that pass is for. The
-   * wait is the backoff, or the provider's own `retry-after` (a 429's or 503's) when it
-   * gave one: that is honoured only up to max_backoff_ms, and a longer one moves on at
-   * once rather than retry sooner than asked. True when a retry is scheduled.
-   */
-  #retryLater(r: FailedAttempt, c: GenerationCandidate): boolean {
-    const policy = c.provider.retry;
-    if (policy === null || this.#retries >= policy.attempts || this.#pass === 1) return false;
-    if (!isRetryable(r.reason, r.answer?.status)) return false;
-    const req = this.#req;
-    const { x, svc } = req;
-    if (x.stopped !== null || x.res.destroyed) return false;
-    let waitMs: number;
-    if (r.retryAfterMs !== undefined) {
-      if (r.retryAfterMs > policy.maxBackoffMs) return false;
-      waitMs = r.retryAfterMs;
-    } else {
-      waitMs = backoffDelayMs(this.#retries, policy.backoffMs, policy.maxBackoffMs, svc.random);
-    }
-    if (req.deadlineAt !== null && performance.now() + waitMs >= req.deadlineAt - 1) return false;
-    // A breaker that this failure opened (or a 429's retry-after holds open) past the wait
-    // would skip the retry: move on now. One that opens for no longer (a retry-after's hold)
-    // lets the retry through as its probe.
-    if (svc.breakers.openForMs(c.identity) > waitMs) return false;
-    this.#retries += 1;
-    svc.metrics.retries.inc({ provider: c.provider.name, reason: r.reason });
-    this.#wait(c, waitMs);
-    return true;
-  }
-
-  /**
-   * Waits `ms`, then tries `c` again. The wait holds the running attempt's slot, so a client
-   * that leaves or the drain's stop ends it at once instead of when the timer fires.
-   */
-  #wait(c: GenerationCandidate, ms: number): void {
-    const slot = this.#req.x.running;
-    const wake = (): void => {
-      if (this.#waiting === null) return;
-      clearTimeout(this.#waiting);
-      this.#waiting = null;
-      if (slot.stopAttempt === wake) slot.stopAttempt = null;
-      if (slot.clientClosed === wake) slot.clientClosed = null;
-      this.#retryNow(c);
-    };
-    this.#waiting = setTimeout(wake, ms);
-    // The listener's socket keeps the process up while a request waits; the timer need not.
-    this.#waiting.unref();
-    slot.stopAttempt = wake;
-    slot.clientClosed = wake;
-  }
-
-  /** The wait is over: try `c` again, unless the client left, the gateway stopped it or time ran out. */
-  #retryNow(c: GenerationCandidate): void {
-    const req = this.#req;
-    const x = req.x;
-    if (x.res.destroyed) {
-      x.clientLeft();
-      this.#end(null);
-      return;
-    }
-    if (x.stopped !== null || pastDeadline(req)) {
-      // The failure that was to be retried stands as a fallback; run() ends the chain saying why.
-      const reason = this.#lastFailed?.r.reason as FailureReason;
-      req.svc.metrics.fallbacks.inc({ provider: c.provider.name, reason });
-      this.run();
-      return;
-    }
-    this.#send(c);
+  abandoned(): void {
+    this.#req.x.clientLeft();
+    this.end(null);
   }
 
   readonly #onFinished = (relayed: Relayed): void => {
     const x = this.#req.x;
     // An error event in the stream, or an event over the bound (relayed.reason): the access line says which.
     x.relayed(relayed, this.#req.usage ?? relayed.usage);
-    this.#end(null);
+    this.end(null);
   };
 
   /**
    * Every candidate failed (or none could be tried): the operation's own answer, when it
    * has one for a route nobody served, or the one error that says so.
    */
-  #exhausted(): void {
+  exhausted(attempted: number): void {
     const req = this.#req;
     const x = req.x;
-    if (pastDeadline(req)) return this.#end(outOfTime(req, req.candidates.length));
-    if (x.stopped !== null) return this.#end(new SwitchyardError('shutting_down', `the gateway is shutting down: ${x.stopped}`));
+    if (this.stopping()) return this.halt();
     const unable = this.#unable;
     // No candidate could take the request: the client's 400, naming the field.
-    if (unable !== null && this.#attempted === 0) return this.#end(new Unserved('invalid_request', unable.message, unable.field));
+    if (unable !== null && attempted === 0) return this.end(new Unserved('invalid_request', unable.message, unable.field));
     const last = this.#lastFailed;
     if (last?.r.answer !== undefined) return this.#upstreamAnswered(classCode(last.r.reason) ?? failureCode(tried(x.failures)), Unserved);
-    this.#end(new Unserved(failureCode(tried(x.failures)), `all ${this.#summary()}`));
+    this.end(new Unserved(failureCode(tried(x.failures)), `all ${this.#summary()}`));
   }
 
   /** `N candidate(s) for model "m" failed (east: HTTP 429; …)`: what every failure was, for the client's error. */
@@ -286,7 +217,7 @@ class Failover {
     const { r, c } = this.#lastFailed as { readonly r: FailedAttempt; readonly c: GenerationCandidate };
     const answer = r.answer;
     if (answer === undefined) {
-      this.#end(new As(chosen, `all ${this.#summary()}`));
+      this.end(new As(chosen, `all ${this.#summary()}`));
       return;
     }
     const req = this.#req;
@@ -305,12 +236,12 @@ class Failover {
       const rest = failures.length > 1 ? ` (all ${this.#summary()})` : '';
       const status = statusOf(code);
       const headers = (status === 429 || status === 503) && answer.retryAfter !== null ? { 'retry-after': answer.retryAfter } : undefined;
-      this.#end(new As(code, `${said === null ? prefix : `${prefix}: ${said}`}${rest}`, null, headers));
+      this.end(new As(code, `${said === null ? prefix : `${prefix}: ${said}`}${rest}`, null, headers));
     }, left);
   }
 
   /** Bills what was served, or gives the reservation back when nothing was; then the request is over. */
-  #end(err: unknown): void {
+  end(err: unknown): void {
     const req = this.#req;
     if (!operations[req.request.operation].metered) {
       this.#done(err);

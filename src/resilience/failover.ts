@@ -36,6 +36,6 @@ export function reasonForStatus(status: number): FailureReason {
  * Whether a failure says nothing against the provider's health: it answered, correctly,
  * that this request does not fit it. The breaker does not count these.
  */
-export function isAnswerClass(reason: FailureReason): reason is FallbackClass {
+export function isAnswerClass(reason: string): reason is FallbackClass {
   return reason === 'context_length' || reason === 'content_filter';
 }

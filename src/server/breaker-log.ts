@@ -26,7 +26,9 @@ export function logBreakerTransition(logger: Logger, holder: GenerationHolder, t
 
 function providerNames(holder: GenerationHolder, identity: string): string | null {
   if (!holder.ready) return null;
-  const names = Object.values(holder.current().providers)
+  const gen = holder.current();
+  // A tool server's breaker is named as a model provider's: both kinds share the chain and its breakers.
+  const names = [...Object.values(gen.providers), ...Object.values(gen.tools.servers)]
     .filter((p) => p.identity === identity)
     .map((p) => p.name);
   return names.length === 0 ? null : names.join(',');

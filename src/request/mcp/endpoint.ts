@@ -5,10 +5,12 @@ import { type JsonRpcId, LATEST_MCP_PROTOCOL_VERSION, MCP_PROTOCOL_VERSIONS, typ
 import { admitCaller } from '../admission.js';
 import { readBodyThen } from '../body.js';
 import type { Caller, Exchange } from '../exchange.js';
+import { type ToolPath, toolPath } from '../handlers.js';
 import { policyOf } from '../policy.js';
+import { failRequest } from '../respond.js';
 import type { ServeCallback } from '../serve-chain.js';
 import type { Services } from '../services.js';
-import { type CallReply, callTool } from './call.js';
+import { callTool } from './call.js';
 import {
   type ClientMessage,
   errorText,
@@ -18,11 +20,11 @@ import {
   METHOD_NOT_FOUND,
   readClientMessage,
   resultText,
-  sendHttpError,
   sendJsonRpc,
   sseMessage,
 } from './messages.js';
 import { type ClientSession, KeySessionsFull } from './sessions.js';
+import type { CallReply } from './tool-call.js';
 import { listingFor } from './tools.js';
 
 // The /mcp endpoint: the MCP Streamable HTTP transport, with the gateway as the server its
@@ -49,21 +51,17 @@ const KEEP_ALIVE_MS = 25_000;
 
 export function mcpHandlers(svc: Services, settings: { readonly maxBodyBytes: number }, version: string): McpHandlers {
   const serverInfo = JSON.stringify({ name: 'switchyard', title: 'Switchyard MCP gateway', version });
+  const tools = toolPath(svc);
   return {
     post: (x, _rest, done) => {
       const caller = checked(svc, x);
       if (caller === null) return done(null);
       if (!isJson(x.req.headers['content-type'])) {
-        sendHttpError(x.res, new SwitchyardError('invalid_request', 'Content-Type must be application/json'), null, 415);
+        refuse(svc, x, new SwitchyardError('invalid_request', 'Content-Type must be application/json'), null, 415);
         return done(null);
       }
       if (!accepts(x.req.headers.accept, 'application/json') || !accepts(x.req.headers.accept, 'text/event-stream')) {
-        sendHttpError(
-          x.res,
-          new SwitchyardError('invalid_request', 'Accept must list both application/json and text/event-stream'),
-          null,
-          406,
-        );
+        refuse(svc, x, new SwitchyardError('invalid_request', 'Accept must list both application/json and text/event-stream'), null, 406);
         return done(null);
       }
       readBodyThen(
@@ -71,14 +69,14 @@ export function mcpHandlers(svc: Services, settings: { readonly maxBodyBytes: nu
         settings.maxBodyBytes,
         (body) => {
           x.bodyRead(body.length);
-          onMessage(svc, x, caller, body, serverInfo).then(
+          onMessage(svc, x, caller, body, serverInfo, tools).then(
             () => done(null),
             (err: unknown) => done(err),
           );
         },
         (err) => {
           if (err instanceof SwitchyardError) {
-            sendHttpError(x.res, err);
+            refuse(svc, x, err);
             return done(null);
           }
           done(err);
@@ -89,15 +87,12 @@ export function mcpHandlers(svc: Services, settings: { readonly maxBodyBytes: nu
       const caller = checked(svc, x);
       if (caller === null) return done(null);
       if (!accepts(x.req.headers.accept, 'text/event-stream')) {
-        sendHttpError(x.res, new SwitchyardError('invalid_request', 'Accept must list text/event-stream'), null, 406);
+        refuse(svc, x, new SwitchyardError('invalid_request', 'Accept must list text/event-stream'), null, 406);
         return done(null);
       }
       withSession(svc, x, caller, null, (session) => {
         if (svc.mcp.draining) {
-          sendHttpError(
-            x.res,
-            new SwitchyardError('shutting_down', 'the gateway is shutting down; reconnect', null, { 'retry-after': '1' }),
-          );
+          refuse(svc, x, new SwitchyardError('shutting_down', 'the gateway is shutting down; reconnect', null, { 'retry-after': '1' }));
           return;
         }
         openStream(svc, x, caller.gen, session);
@@ -119,11 +114,7 @@ export function mcpHandlers(svc: Services, settings: { readonly maxBodyBytes: nu
 function checked(svc: Services, x: Exchange): Caller | null {
   const origin = x.req.headers.origin;
   if (origin !== undefined && !originAllowed(svc.holder.current(), origin)) {
-    sendHttpError(
-      x.res,
-      new SwitchyardError('origin_not_allowed', `Origin ${JSON.stringify(origin)} is not allowed (mcp.allowed_origins)`),
-    );
-    x.failed('origin_not_allowed');
+    refuse(svc, x, new SwitchyardError('origin_not_allowed', `Origin ${JSON.stringify(origin)} is not allowed (mcp.allowed_origins)`));
     return null;
   }
   let caller: Caller;
@@ -131,17 +122,16 @@ function checked(svc: Services, x: Exchange): Caller | null {
     caller = admitCaller(x, svc);
   } catch (err) {
     if (!(err instanceof SwitchyardError)) throw err;
-    x.failed(err.code);
     const headers =
       err.code === 'unauthorized' || err.code === 'key_expired' ? { ...err.headers, 'www-authenticate': 'Bearer' } : err.headers;
-    sendHttpError(x.res, new SwitchyardError(err.code, err.message, null, headers));
+    refuse(svc, x, new SwitchyardError(err.code, err.message, null, headers));
     return null;
   }
   const version = x.req.headers['mcp-protocol-version'];
   if (version !== undefined && !SUPPORTED.has(String(version))) {
-    x.failed('mcp_protocol_version_unsupported');
-    sendHttpError(
-      x.res,
+    refuse(
+      svc,
+      x,
       new SwitchyardError(
         'mcp_protocol_version_unsupported',
         `Bad Request: MCP-Protocol-Version ${JSON.stringify(version)} is not supported (supported: ${MCP_PROTOCOL_VERSIONS.join(', ')})`,
@@ -179,19 +169,13 @@ async function withSession(
 ): Promise<void> {
   const header = x.req.headers['mcp-session-id'];
   if (typeof header !== 'string' || header === '') {
-    x.failed('invalid_request');
-    sendHttpError(
-      x.res,
-      new SwitchyardError('invalid_request', 'Bad Request: Mcp-Session-Id header is required (send initialize first)'),
-      id,
-    );
+    refuse(svc, x, new SwitchyardError('invalid_request', 'Bad Request: Mcp-Session-Id header is required (send initialize first)'), id);
     return;
   }
   const found = svc.mcp.findSession(header, caller.principal);
   const session = found instanceof Promise ? await found : found;
   if (session === undefined) {
-    x.failed('mcp_session_not_found');
-    sendHttpError(x.res, new SwitchyardError('mcp_session_not_found', 'Session not found: initialize a new session'), id);
+    refuse(svc, x, new SwitchyardError('mcp_session_not_found', 'Session not found: initialize a new session'), id);
     return;
   }
   // A session with a request in flight is busy: its key's cap never evicts it.
@@ -203,7 +187,7 @@ async function withSession(
   }
 }
 
-async function onMessage(svc: Services, x: Exchange, caller: Caller, body: Buffer, serverInfo: string): Promise<void> {
+async function onMessage(svc: Services, x: Exchange, caller: Caller, body: Buffer, serverInfo: string, tools: ToolPath): Promise<void> {
   const read = readClientMessage(body);
   if (!read.ok) {
     x.failed('invalid_request');
@@ -222,11 +206,18 @@ async function onMessage(svc: Services, x: Exchange, caller: Caller, body: Buffe
     return;
   }
   await withSession(svc, x, caller, message.kind === 'request' ? message.id : null, (session) =>
-    dispatch(svc, x, caller, session, message),
+    dispatch(svc, x, caller, session, message, tools),
   );
 }
 
-async function dispatch(svc: Services, x: Exchange, caller: Caller, session: ClientSession, message: ClientMessage): Promise<void> {
+async function dispatch(
+  svc: Services,
+  x: Exchange,
+  caller: Caller,
+  session: ClientSession,
+  message: ClientMessage,
+  tools: ToolPath,
+): Promise<void> {
   if (message.kind !== 'request') {
     // A client that gives up on a call says so: the call in flight is aborted upstream too.
     if (message.kind === 'notification' && message.method === 'notifications/cancelled') {
@@ -258,7 +249,7 @@ async function dispatch(svc: Services, x: Exchange, caller: Caller, session: Cli
       return;
     }
     case 'tools/call':
-      await call(svc, x, caller, session, id, params);
+      await call(svc, x, caller, session, id, params, tools);
       return;
     default:
       // resources/*, prompts/*, completion/complete, logging/setLevel: the gateway routes tools only.
@@ -276,8 +267,7 @@ function initialize(svc: Services, x: Exchange, caller: Caller, id: JsonRpcId, p
     session = svc.mcp.openSession(caller.principal, version, typeof info?.name === 'string' ? info.name.slice(0, 128) : null);
   } catch (err) {
     if (!(err instanceof KeySessionsFull)) throw err;
-    x.failed('rate_limit_exceeded');
-    sendHttpError(x.res, new SwitchyardError('rate_limit_exceeded', err.message, null, { 'retry-after': '1' }), id);
+    refuse(svc, x, new SwitchyardError('rate_limit_exceeded', err.message, null, { 'retry-after': '1' }), id);
     return;
   }
   session.toldDigest = listingFor(svc.mcp.view(caller.gen), policyOf(caller.gen), caller.principal).digest;
@@ -293,6 +283,7 @@ async function call(
   session: ClientSession,
   id: JsonRpcId,
   params: Record<string, unknown>,
+  tools: ToolPath,
 ): Promise<void> {
   const res = x.res;
   const meta = params._meta as Record<string, unknown> | undefined;
@@ -336,7 +327,24 @@ async function call(
   const deadline = setTimeout(() => controller.abort(DEADLINE), timeoutMs);
   deadline.unref();
   try {
-    await callTool(svc, x, caller.gen, caller.principal, session, id, params, reply, controller.signal);
+    await new Promise<void>((resolve, reject) =>
+      callTool(
+        {
+          svc,
+          x,
+          gen: caller.gen,
+          principal: caller.principal,
+          session,
+          id,
+          params,
+          reply,
+          signal: controller.signal,
+          attempt: tools.attempt,
+          transforms: tools.transforms,
+        },
+        (err) => (err === null ? resolve() : reject(err)),
+      ),
+    );
   } finally {
     clearTimeout(deadline);
     if (session.inflight.get(id) === controller) session.inflight.delete(id);
@@ -392,6 +400,15 @@ function openStream(svc: Services, x: Exchange, gen: Generation, session: Client
     if (session.stream === res) session.stream = null;
   });
   svc.mcp.tell(gen, svc.mcp.view(gen), session);
+}
+
+/**
+ * An HTTP-level refusal of /mcp (before or instead of a JSON-RPC answer: a bad header, an
+ * unknown session, an unauthenticated caller), through the listeners' one error path, in
+ * the JSON-RPC dialect; `status` when the transport's says more than the catalog's.
+ */
+function refuse(svc: Services, x: Exchange, err: SwitchyardError, id: JsonRpcId | null = null, status?: number): void {
+  failRequest(x, err, svc, status === undefined ? { dialect: 'jsonrpc', id } : { dialect: 'jsonrpc', id, status });
 }
 
 function isJson(contentType: string | undefined): boolean {

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { type ErrorCode, type SwitchyardError, statusOf } from '../../errors.js';
+import type { ErrorCode } from '../../errors.js';
 import type { JsonRpcError, JsonRpcId } from '../../mcp/index.js';
 
 // The /mcp endpoint's JSON-RPC: what a client's message is, and every answer's bytes. An
@@ -100,21 +100,6 @@ function jsonRpcCodeOf(code: ErrorCode): number {
     default:
       return REFUSED;
   }
-}
-
-/**
- * An HTTP-level refusal of /mcp (before or instead of a JSON-RPC answer: a bad header, an
- * unknown session, an unauthenticated caller), as a JSON-RPC error body with the catalog's
- * status and its headers.
- */
-export function sendHttpError(res: ServerResponse, err: SwitchyardError, id: JsonRpcId | null = null, status = statusOf(err.code)): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  const body = errorText(id, gatewayError(err.code, err.message));
-  res.writeHead(status, { ...err.headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-  res.end(body);
 }
 
 /** A JSON-RPC answer (200) as one JSON body, with the session's id. */
