@@ -1,21 +1,30 @@
-import { checkKey, checkTeam, type GatewayConfig, type KeyConfig, type TeamConfig } from '../config/index.js';
+import { checkKey, checkTeam, type KeyConfig, type TeamConfig } from '../config/index.js';
 import type { ManagedSnapshot } from '../database/index.js';
 
-// The database's teams and keys joined to the config file's, for one generation. The file's
+// The database's teams and keys joined to the config file's, for one keyring. The file's
 // entries win: the admin API refuses to write over them, and should the file later gain an
 // id the database also holds, the file's is used and the database's skipped with a warning.
 // A row the schema refuses (written by hand, or by a newer gateway) is skipped the same way,
 // so one bad row never stops every later reload.
 
+/** The config file's teams and keys, with the digests its keys resolved to (a key given by reference has no sha256). */
+export interface FileTeamsAndKeys {
+  readonly teams?: Readonly<Record<string, TeamConfig>> | undefined;
+  readonly keys?: readonly KeyConfig[] | undefined;
+  readonly digests?: Readonly<Record<string, readonly string[]>>;
+}
+
 export interface Merged {
-  readonly config: GatewayConfig;
+  readonly teams: Readonly<Record<string, TeamConfig>>;
+  readonly keys: readonly KeyConfig[];
   /** Per key id, digests that stop working before the key does: a rotation's grace. */
   readonly digestUntil: Readonly<Record<string, Readonly<Record<string, number>>>>;
   readonly warnings: readonly string[];
 }
 
-export function mergeManaged(config: GatewayConfig, snapshot: ManagedSnapshot, nowMs: number): Merged {
-  if (snapshot.teams.length === 0 && snapshot.keys.length === 0) return { config, digestUntil: {}, warnings: [] };
+export function mergeManaged(config: FileTeamsAndKeys, snapshot: ManagedSnapshot, nowMs: number): Merged {
+  if (snapshot.teams.length === 0 && snapshot.keys.length === 0)
+    return { teams: config.teams ?? {}, keys: config.keys ?? [], digestUntil: {}, warnings: [] };
   const warnings: string[] = [];
   const teams: Record<string, TeamConfig> = { ...(config.teams ?? {}) };
   for (const t of snapshot.teams) {
@@ -32,7 +41,7 @@ export function mergeManaged(config: GatewayConfig, snapshot: ManagedSnapshot, n
   }
   const keys: KeyConfig[] = [...(config.keys ?? [])];
   const ids = new Set(keys.map((k) => k.id));
-  const digests = new Set(keys.flatMap((k) => k.sha256 ?? []));
+  const digests = new Set(keys.flatMap((k) => config.digests?.[k.id] ?? k.sha256 ?? []));
   const digestUntil: Record<string, Record<string, number>> = {};
   for (const k of snapshot.keys) {
     if (ids.has(k.id)) {
@@ -60,5 +69,5 @@ export function mergeManaged(config: GatewayConfig, snapshot: ManagedSnapshot, n
     for (const d of sha256) digests.add(d);
     if (inGrace) digestUntil[k.id] = { [(k.previous as { sha256: string }).sha256]: untilMs };
   }
-  return { config: { ...config, teams, keys }, digestUntil, warnings };
+  return { teams, keys, digestUntil, warnings };
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorCode } from '../errors.js';
 import type { Principal } from '../governance/index.js';
-import type { Generation, GenerationCandidate, ToolCandidate } from '../live/index.js';
+import type { Generation, GenerationCandidate, Keyring, ToolCandidate } from '../live/index.js';
 import type { ChatProtocol, Operation, StopSlot, TokenUsage } from '../providers/index.js';
 import type { FailureReason } from '../resilience/index.js';
 import type { Span } from '../telemetry/index.js';
@@ -16,11 +16,13 @@ export interface Failure {
 }
 
 /**
- * The caller of a model endpoint, once authenticated: the generation captured for the
- * request (everything after reads this one, never the holder again) and who is calling.
+ * The caller of a model endpoint, once authenticated: the generation and the keyring
+ * captured together for the request (everything after reads this pair, never the holders
+ * again) and who is calling.
  */
 export interface Caller {
   readonly gen: Generation;
+  readonly keyring: Keyring;
   readonly principal: Principal;
 }
 
@@ -99,6 +101,8 @@ export class Exchange {
   /** The request's server span, when tracing is on; ended by the record. */
   span: Span | null = null;
   gen: Generation | null = null;
+  /** The keyring captured with `gen`: the request's keys, teams and limits. */
+  keyring: Keyring | null = null;
   principal: Principal | null = null;
   model: string | undefined = undefined;
   stream = false;

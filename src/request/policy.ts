@@ -1,17 +1,16 @@
 import { buildGovernancePolicy, type GovernancePolicy, type KeyRecord, type TeamRecord } from '../governance/index.js';
-import type { Generation } from '../live/index.js';
+import type { Keyring } from '../live/index.js';
 
-// The adapter between the generation (config, resolved key digests) and governance/'s own
+// The adapter between the keyring (teams, keys, resolved key digests) and governance/'s own
 // input types. governance/ never reads config, and live/ never imports governance/: the
 // request path, which needs both, joins them here (and the reload compiles each new
-// generation's policy through it before the swap).
+// keyring's policy through it before the swap).
 
 const microUsd = (usd: number | undefined): number | undefined => (usd === undefined ? undefined : Math.round(usd * 1e6));
 
-/** Config + resolved digests -> governance's policy. Budgets in USD become integer micro-USD. */
-function policyInput(gen: Generation) {
-  const config = gen.config;
-  const teams: TeamRecord[] = Object.entries(config.teams ?? {}).map(([id, t]) => ({
+/** Teams, keys and resolved digests -> governance's policy. Budgets in USD become integer micro-USD. */
+function policyInput(keyring: Keyring) {
+  const teams: TeamRecord[] = Object.entries(keyring.teams).map(([id, t]) => ({
     id,
     allowedModels: t.allowed_models,
     allowedTools: t.allowed_tools,
@@ -24,10 +23,10 @@ function policyInput(gen: Generation) {
       budgetOnExceeded: t.budget?.on_exceeded,
     },
   }));
-  const keys: KeyRecord[] = (config.keys ?? []).map((k) => ({
+  const keys: KeyRecord[] = keyring.keys.map((k) => ({
     id: k.id,
     team: k.team,
-    sha256: gen.keyDigests[k.id] ?? [],
+    sha256: keyring.keyDigests[k.id] ?? [],
     limits: {
       rpm: k.rpm,
       tpm: k.tpm,
@@ -38,29 +37,29 @@ function policyInput(gen: Generation) {
     allowedModels: k.allowed_models,
     allowedTools: k.allowed_tools,
     expiresAtMs: k.expires_at === undefined ? null : Date.parse(k.expires_at),
-    ...(gen.keyDigestUntil[k.id] === undefined ? {} : { digestUntilMs: gen.keyDigestUntil[k.id] }),
+    ...(keyring.keyDigestUntil[k.id] === undefined ? {} : { digestUntilMs: keyring.keyDigestUntil[k.id] }),
   }));
   return {
     teams,
     keys,
-    defaultMaxTokens: config.governance.default_max_tokens,
-    onMissingPrice: config.pricing.on_missing ?? 'allow',
-    capOutput: config.governance.cap_output,
+    defaultMaxTokens: keyring.settings.defaultMaxTokens,
+    onMissingPrice: keyring.settings.onMissingPrice,
+    capOutput: keyring.settings.capOutput,
   } as const;
 }
 
-const policies = new WeakMap<Generation, GovernancePolicy>();
+const policies = new WeakMap<Keyring, GovernancePolicy>();
 
 /**
- * The governance policy of a generation: compiled once (at its swap, see Reloader), then
- * looked up in O(1). Keyed by the generation object, so a request can only ever see the
- * policy of the generation it captured.
+ * The governance policy of a keyring: compiled once (before its swap, see Reloader), then
+ * looked up in O(1). Keyed by the keyring object, so a request can only ever see the
+ * policy of the keyring it captured.
  */
-export function policyOf(gen: Generation): GovernancePolicy {
-  let policy = policies.get(gen);
+export function policyOf(keyring: Keyring): GovernancePolicy {
+  let policy = policies.get(keyring);
   if (policy === undefined) {
-    policy = buildGovernancePolicy(policyInput(gen));
-    policies.set(gen, policy);
+    policy = buildGovernancePolicy(policyInput(keyring));
+    policies.set(keyring, policy);
   }
   return policy;
 }

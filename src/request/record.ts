@@ -145,6 +145,7 @@ function recordToolCall(svc: Services, x: Exchange, call: ToolCallRecord): void 
         upstreamTool: c?.upstreamTool ?? null,
         stableId: c?.stableId ?? null,
         generation: gen?.number ?? null,
+        keyring: x.keyring?.number ?? null,
         revision: gen?.overlay?.revision ?? null,
         outcome: call.outcome === 'tool_error' ? 'result' : call.outcome,
         isError: call.outcome === 'result' ? false : call.outcome === 'tool_error' ? true : null,
@@ -164,6 +165,7 @@ function recordToolCall(svc: Services, x: Exchange, call: ToolCallRecord): void 
   let s = `,"request_id":"${x.requestId}","method":"POST"${callerMembers(x.principal)},"mcp_method":"tools/call","tool":${q(call.tool)},"provider":${q(c?.server.name ?? 'none')}`;
   if (c !== null) s += `,"upstream_tool":${q(c.upstreamTool)},"candidate":${q(c.stableId)}`;
   if (gen !== null) s += `,"generation":${gen.number}`;
+  if (x.keyring !== null) s += `,"keyring":${x.keyring.number}`;
   s += `,"status":${typeof status === 'number' ? status : '"partial"'},"outcome":"${call.outcome}"`;
   if (call.reason !== null) s += `,"reason":${q(call.reason)}`;
   s += `,"stream":${x.stream},"duration_ms":${msText(durationMs)}`;
@@ -221,6 +223,7 @@ function auditCompleted(svc: Services, x: Exchange, status: number | 'partial', 
       upstreamModel: c?.upstreamModel ?? null,
       stableId: c?.stableId ?? null,
       generation: x.gen?.number ?? null,
+      keyring: x.keyring?.number ?? null,
       revision: x.gen?.overlay?.revision ?? null,
       status,
       fallback: x.failures.map(fallbackEntry),
@@ -288,6 +291,8 @@ function accessLine(x: Exchange, status: number | 'partial', durationMs: number,
     if (c !== null) s += `,"upstream_model":${q(c.upstreamModel)},"candidate":${q(c.stableId)}`;
     if (gen !== null) s += `,"generation":${gen.number}`;
   }
+  // Per request, not per candidate: a keyring swap changes it without a new generation.
+  if (x.keyring !== null) s += `,"keyring":${x.keyring.number}`;
   s += `,"status":${typeof status === 'number' ? status : '"partial"'}`;
   if (x.reason !== null) s += `,"reason":"${x.reason}"`;
   s += `,"partial":${status === 'partial'},"stream":${x.stream},"duration_ms":${msText(durationMs)}`;

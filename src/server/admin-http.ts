@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError } from '../errors.js';
-import type { Generation } from '../live/index.js';
+import type { Keyring } from '../live/index.js';
 import { readBody } from '../request/index.js';
 import type { ReloadResult } from './reload.js';
 
@@ -35,7 +35,7 @@ export function ifMatch(req: IncomingMessage): number | null {
 }
 
 export const tagOf = (version: number): string => `"${version}"`;
-export const configTag = (gen: Generation): string => `"config-${gen.sourceHash.slice(0, 16)}"`;
+export const configTag = (keyring: Keyring): string => `"config-${keyring.sourceHash.slice(0, 16)}"`;
 
 export function pageOf(req: IncomingMessage): { limit: number; after: string | undefined } {
   const url = new URL(req.url ?? '/', 'http://admin');
@@ -58,7 +58,12 @@ export function sendPage(res: ServerResponse, items: Array<{ id: string; view: R
 
 export function reloadHeaders(reload: ReloadResult | null): Record<string, string> {
   if (reload === null) return {};
-  return { 'x-switchyard-reload': reload.result, 'x-switchyard-generation': String(reload.generation) };
+  // The generation is the routing one, unchanged by a key write; the keyring says when the write is live.
+  return {
+    'x-switchyard-reload': reload.result,
+    'x-switchyard-generation': String(reload.generation),
+    'x-switchyard-keyring': String(reload.keyring),
+  };
 }
 
 /** A write's answer (`reload` given, null when none ran) carries the warnings of the reload that applied it. */

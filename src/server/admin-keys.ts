@@ -3,7 +3,7 @@ import { checkKey, type KeyConfig } from '../config/index.js';
 import type { ManagedKey, ManagedRecords, WriteResult } from '../database/index.js';
 import { SwitchyardError } from '../errors.js';
 import { hashKey } from '../governance/index.js';
-import type { Generation } from '../live/index.js';
+import type { Keyring } from '../live/index.js';
 import { readBody, type Services } from '../request/index.js';
 import { type AdminCaller, mayRead, mayWrite, noKey, seeKey, teamOfRole, type V1Context, type V1Request } from './admin-caller.js';
 import { fieldsError, idOf, merged, patchChange, splitFields } from './admin-fields.js';
@@ -62,7 +62,7 @@ function configKeyView(svc: Services, k: KeyConfig): Record<string, unknown> {
   };
 }
 
-export async function listKeys(svc: Services, a: V1Request, records: ManagedRecords, gen: Generation): Promise<void> {
+export async function listKeys(svc: Services, a: V1Request, records: ManagedRecords, keyring: Keyring): Promise<void> {
   const { limit, after } = pageOf(a.req);
   const url = new URL(a.req.url ?? '/', 'http://admin');
   const own = teamOfRole(a.caller);
@@ -70,7 +70,7 @@ export async function listKeys(svc: Services, a: V1Request, records: ManagedReco
   if (own !== null && asked !== null && asked !== own) mayRead(a.caller, asked);
   const team = own ?? asked ?? undefined;
   const revoked = url.searchParams.get('revoked') === 'true';
-  const fromConfig = (gen.fileConfig.keys ?? [])
+  const fromConfig = keyring.fileKeys
     .filter((k) => (after === undefined || k.id > after) && (team === undefined || k.team === team))
     .sort((x, y) => (x.id < y.id ? -1 : 1))
     .map((k) => ({ id: k.id, view: configKeyView(svc, k) }));
@@ -85,11 +85,11 @@ export async function listKeys(svc: Services, a: V1Request, records: ManagedReco
   sendPage(a.res, [...fromConfig, ...fromDatabase], limit);
 }
 
-export async function getKey(svc: Services, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
-  const fromConfig = (gen.fileConfig.keys ?? []).find((k) => k.id === id);
+export async function getKey(svc: Services, a: V1Request, records: ManagedRecords, keyring: Keyring, id: string): Promise<void> {
+  const fromConfig = keyring.fileKeys.find((k) => k.id === id);
   if (fromConfig !== undefined) {
     seeKey(a.caller, id, fromConfig.team);
-    return sendObject(a.res, 200, configKeyView(svc, fromConfig), configTag(gen));
+    return sendObject(a.res, 200, configKeyView(svc, fromConfig), configTag(keyring));
   }
   const key = await records.key(id);
   if (key === undefined) throw noKey(id);
@@ -97,7 +97,7 @@ export async function getKey(svc: Services, a: V1Request, records: ManagedRecord
   sendObject(a.res, 200, keyView(key), tagOf(key.version));
 }
 
-export async function createKey(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation): Promise<void> {
+export async function createKey(ctx: V1Context, a: V1Request, records: ManagedRecords, keyring: Keyring): Promise<void> {
   const body = await jsonBody(a.req);
   const id = idOf(body, false) ?? `key-${randomBytes(6).toString('hex')}`;
   if (typeof body.team !== 'string') throw fieldsError([{ path: 'team', message: 'required: the id of the team the key belongs to' }]);
@@ -108,7 +108,7 @@ export async function createKey(ctx: V1Context, a: V1Request, records: ManagedRe
   const secret = newSecret();
   const checked = checkKey({ ...spec, id, team, sha256: secret.sha256, ...(expiresAt === null ? {} : { expires_at: expiresAt }) });
   if (!checked.ok) throw fieldsError(checked.issues);
-  refuseFileKey(gen, null, id);
+  refuseFileKey(keyring, null, id);
   // The team must exist for the next generation: the file's, or one in the database now.
   const settle: LostCommitCheck<null> = {
     target: { action: 'create', object: 'key', objectId: id },
@@ -118,7 +118,7 @@ export async function createKey(ctx: V1Context, a: V1Request, records: ManagedRe
     hint: 'if it exists, revoke it: its secret was only in this answer',
   };
   const { version } = await writeSettled(records, settle, async (w) => {
-    if (gen.fileConfig.teams?.[team] === undefined && (await w.team(team)) === undefined) {
+    if (keyring.fileTeams[team] === undefined && (await w.team(team)) === undefined) {
       throw fieldsError([{ path: 'team', message: `unknown team "${team}"` }]);
     }
     if ((await w.key(id)) !== undefined) throw new SwitchyardError('conflict', `key "${id}" already exists`);
@@ -131,8 +131,8 @@ export async function createKey(ctx: V1Context, a: V1Request, records: ManagedRe
   sendObject(a.res, 201, { ...keyView(key), key: secret.key }, tagOf(key.version), reload);
 }
 
-export async function patchKey(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
-  refuseFileKey(gen, a.caller, id);
+export async function patchKey(ctx: V1Context, a: V1Request, records: ManagedRecords, keyring: Keyring, id: string): Promise<void> {
+  refuseFileKey(keyring, a.caller, id);
   const expected = ifMatch(a.req);
   const body = await jsonBody(a.req);
   if (body.id !== undefined && body.id !== id) throw fieldsError([{ path: 'id', message: 'cannot be changed' }]);
@@ -180,8 +180,8 @@ export async function patchKey(ctx: V1Context, a: V1Request, records: ManagedRec
   sendObject(a.res, 200, keyView(key), tagOf(key.version), reload);
 }
 
-export async function revokeKey(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
-  refuseFileKey(gen, a.caller, id);
+export async function revokeKey(ctx: V1Context, a: V1Request, records: ManagedRecords, keyring: Keyring, id: string): Promise<void> {
+  refuseFileKey(keyring, a.caller, id);
   const expected = ifMatch(a.req);
   await readBody(a.req, MAX_BODY_BYTES);
   const settle: LostCommitCheck<WriteResult> = {
@@ -208,8 +208,8 @@ export async function revokeKey(ctx: V1Context, a: V1Request, records: ManagedRe
   sendObject(a.res, 200, keyView(key), tagOf(key.version), reload);
 }
 
-export async function rotateKey(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
-  refuseFileKey(gen, a.caller, id);
+export async function rotateKey(ctx: V1Context, a: V1Request, records: ManagedRecords, keyring: Keyring, id: string): Promise<void> {
+  refuseFileKey(keyring, a.caller, id);
   const expected = ifMatch(a.req);
   const body = await jsonBody(a.req, true);
   const unknown = Object.keys(body).filter((k) => k !== 'grace_s');
@@ -257,8 +257,8 @@ function expiryOf(value: unknown): string | null {
 }
 
 /** A key of the config file is read-only here (and, to another team's token, not there at all). */
-function refuseFileKey(gen: Generation, caller: AdminCaller | null, id: string): void {
-  const key = (gen.fileConfig.keys ?? []).find((k) => k.id === id);
+function refuseFileKey(keyring: Keyring, caller: AdminCaller | null, id: string): void {
+  const key = keyring.fileKeys.find((k) => k.id === id);
   if (key === undefined) return;
   if (caller !== null) seeKey(caller, id, key.team);
   throw managedByConfig('key', id);

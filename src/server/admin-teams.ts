@@ -1,7 +1,7 @@
 import { checkTeam } from '../config/index.js';
 import type { ManagedRecords, ManagedTeam, WriteResult } from '../database/index.js';
 import { SwitchyardError } from '../errors.js';
-import type { Generation } from '../live/index.js';
+import type { Keyring } from '../live/index.js';
 import { readBody } from '../request/index.js';
 import { mayRead, mayWrite, teamOfRole, type V1Context, type V1Request } from './admin-caller.js';
 import { fieldsError, idOf, merged, patchChange, splitFields } from './admin-fields.js';
@@ -26,38 +26,38 @@ function teamView(t: ManagedTeam): Record<string, unknown> {
   };
 }
 
-function configTeamView(gen: Generation, id: string): Record<string, unknown> {
-  return { id, ...(gen.fileConfig.teams?.[id] ?? {}), metadata: {}, managed_by: 'config' };
+function configTeamView(keyring: Keyring, id: string): Record<string, unknown> {
+  return { id, ...(keyring.fileTeams[id] ?? {}), metadata: {}, managed_by: 'config' };
 }
 
-export async function listTeams(a: V1Request, records: ManagedRecords, gen: Generation): Promise<void> {
+export async function listTeams(a: V1Request, records: ManagedRecords, keyring: Keyring): Promise<void> {
   const { limit, after } = pageOf(a.req);
   const own = teamOfRole(a.caller);
-  const fromConfig = Object.keys(gen.fileConfig.teams ?? {})
+  const fromConfig = Object.keys(keyring.fileTeams)
     .filter((id) => (after === undefined || id > after) && (own === null || id === own))
-    .map((id) => ({ id, view: configTeamView(gen, id) }));
+    .map((id) => ({ id, view: configTeamView(keyring, id) }));
   const fromDatabase = (await records.listTeams({ limit: limit + 1, ...(after === undefined ? {} : { after }) }))
     .filter((t) => own === null || t.id === own)
     .map((t) => ({ id: t.id, view: teamView(t) }));
   sendPage(a.res, [...fromConfig, ...fromDatabase], limit);
 }
 
-export async function getTeam(a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
+export async function getTeam(a: V1Request, records: ManagedRecords, keyring: Keyring, id: string): Promise<void> {
   mayRead(a.caller, id);
-  if (gen.fileConfig.teams?.[id] !== undefined) return sendObject(a.res, 200, configTeamView(gen, id), configTag(gen));
+  if (keyring.fileTeams[id] !== undefined) return sendObject(a.res, 200, configTeamView(keyring, id), configTag(keyring));
   const team = await records.team(id);
   if (team === undefined) throw new SwitchyardError('not_found', `no team "${id}"`);
   sendObject(a.res, 200, teamView(team), tagOf(team.version));
 }
 
-export async function createTeam(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation): Promise<void> {
+export async function createTeam(ctx: V1Context, a: V1Request, records: ManagedRecords, keyring: Keyring): Promise<void> {
   mayWrite(a.caller, null);
   const body = await jsonBody(a.req);
   const id = idOf(body, true) as string;
   const { spec, metadata } = splitFields(body, TEAM_FIELDS, ['id']);
   const checked = checkTeam(spec);
   if (!checked.ok) throw fieldsError(checked.issues);
-  if (gen.fileConfig.teams?.[id] !== undefined) throw managedByConfig('team', id);
+  if (keyring.fileTeams[id] !== undefined) throw managedByConfig('team', id);
   const settle: LostCommitCheck<null> = {
     target: { action: 'create', object: 'team', objectId: id },
     change: { ...spec, metadata: metadata ?? {} },
@@ -74,9 +74,9 @@ export async function createTeam(ctx: V1Context, a: V1Request, records: ManagedR
   sendObject(a.res, 201, teamView(team), tagOf(team.version), reload);
 }
 
-export async function patchTeam(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
+export async function patchTeam(ctx: V1Context, a: V1Request, records: ManagedRecords, keyring: Keyring, id: string): Promise<void> {
   mayWrite(a.caller, null);
-  if (gen.fileConfig.teams?.[id] !== undefined) throw managedByConfig('team', id);
+  if (keyring.fileTeams[id] !== undefined) throw managedByConfig('team', id);
   const expected = ifMatch(a.req);
   const body = await jsonBody(a.req);
   if (body.id !== undefined && body.id !== id) throw fieldsError([{ path: 'id', message: 'cannot be changed' }]);
@@ -103,13 +103,13 @@ export async function patchTeam(ctx: V1Context, a: V1Request, records: ManagedRe
   sendObject(a.res, 200, teamView(team), tagOf(team.version), reload);
 }
 
-export async function deleteTeam(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
+export async function deleteTeam(ctx: V1Context, a: V1Request, records: ManagedRecords, keyring: Keyring, id: string): Promise<void> {
   mayWrite(a.caller, null);
-  if (gen.fileConfig.teams?.[id] !== undefined) throw managedByConfig('team', id);
+  if (keyring.fileTeams[id] !== undefined) throw managedByConfig('team', id);
   const expected = ifMatch(a.req);
   await readBody(a.req, MAX_BODY_BYTES);
   // A key of the config file may name a managed team too: it keeps the team as much as a managed key does.
-  const configKeys = (gen.fileConfig.keys ?? []).filter((k) => k.team === id).length;
+  const configKeys = keyring.fileKeys.filter((k) => k.team === id).length;
   const settle: LostCommitCheck<WriteResult> = {
     target: { action: 'delete', object: 'team', objectId: id },
     change: null,

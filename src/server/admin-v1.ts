@@ -54,33 +54,33 @@ async function route(ctx: V1Context, a: V1Request, method: string, rest: string)
   }
   const records = ctx.database.records;
   if (records === null) throw new SwitchyardError('not_found', 'managed teams and keys need a database: set database.url in the config');
-  const gen = ctx.svc.holder.current();
+  const keyring = ctx.svc.keyring.current();
   if (collection === 'teams') {
     if (action !== undefined) throw new SwitchyardError('not_found', `no such admin endpoint: /admin/v1/${rest}`);
     if (id === undefined) {
-      if (method === 'GET') return listTeams(a, records, gen);
-      if (method === 'POST') return createTeam(ctx, a, records, gen);
+      if (method === 'GET') return listTeams(a, records, keyring);
+      if (method === 'POST') return createTeam(ctx, a, records, keyring);
       throw notAllowed('GET, POST');
     }
-    if (method === 'GET') return getTeam(a, records, gen, id);
-    if (method === 'PATCH') return patchTeam(ctx, a, records, gen, id);
-    if (method === 'DELETE') return deleteTeam(ctx, a, records, gen, id);
+    if (method === 'GET') return getTeam(a, records, keyring, id);
+    if (method === 'PATCH') return patchTeam(ctx, a, records, keyring, id);
+    if (method === 'DELETE') return deleteTeam(ctx, a, records, keyring, id);
     throw notAllowed('GET, PATCH, DELETE');
   }
   if (id === undefined) {
     if (action !== undefined) throw new SwitchyardError('not_found', `no such admin endpoint: /admin/v1/${rest}`);
-    if (method === 'GET') return listKeys(ctx.svc, a, records, gen);
-    if (method === 'POST') return createKey(ctx, a, records, gen);
+    if (method === 'GET') return listKeys(ctx.svc, a, records, keyring);
+    if (method === 'POST') return createKey(ctx, a, records, keyring);
     throw notAllowed('GET, POST');
   }
   if (action === undefined) {
-    if (method === 'GET') return getKey(ctx.svc, a, records, gen, id);
-    if (method === 'PATCH') return patchKey(ctx, a, records, gen, id);
+    if (method === 'GET') return getKey(ctx.svc, a, records, keyring, id);
+    if (method === 'PATCH') return patchKey(ctx, a, records, keyring, id);
     throw notAllowed('GET, PATCH');
   }
   if (action !== 'revoke' && action !== 'rotate') throw new SwitchyardError('not_found', `no such admin endpoint: /admin/v1/${rest}`);
   if (method !== 'POST') throw notAllowed('POST');
-  return action === 'revoke' ? revokeKey(ctx, a, records, gen, id) : rotateKey(ctx, a, records, gen, id);
+  return action === 'revoke' ? revokeKey(ctx, a, records, keyring, id) : rotateKey(ctx, a, records, keyring, id);
 }
 
 /** What each position of /admin/v1/<collection>/<id>/<action> is called in a refusal. */

@@ -252,7 +252,7 @@ async function dispatch(svc: Services, x: Exchange, caller: Caller, session: Cli
         );
         return;
       }
-      const listing = listingFor(svc.mcp.view(caller.gen), policyOf(caller.gen), caller.principal);
+      const listing = listingFor(svc.mcp.view(caller.gen), policyOf(caller.keyring), caller.principal);
       session.toldDigest = listing.digest;
       sendJsonRpc(x.res, resultText(id, listing.json), session.id);
       return;
@@ -280,7 +280,7 @@ function initialize(svc: Services, x: Exchange, caller: Caller, id: JsonRpcId, p
     sendHttpError(x.res, new SwitchyardError('rate_limit_exceeded', err.message, null, { 'retry-after': '1' }), id);
     return;
   }
-  session.toldDigest = listingFor(svc.mcp.view(caller.gen), policyOf(caller.gen), caller.principal).digest;
+  session.toldDigest = listingFor(svc.mcp.view(caller.gen), policyOf(caller.keyring), caller.principal).digest;
   const result = `{"protocolVersion":${JSON.stringify(version)},"capabilities":{"tools":{"listChanged":true}},"serverInfo":${serverInfo}}`;
   sendJsonRpc(x.res, resultText(id, result), session.id);
 }
