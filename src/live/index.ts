@@ -27,6 +27,7 @@ export {
   diffKeyrings,
   type Keyring,
   type KeyringChanges,
+  type KeyringFile,
   KeyringHolder,
   type KeyringSettings,
   readKeyringFile,

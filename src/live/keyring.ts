@@ -3,7 +3,7 @@ import { type ConfigIssue, type GatewayConfig, type KeyConfig, resolveSecret, ty
 import { sha256Hex } from '../contract/index.js';
 import type { ManagedSnapshot } from '../database/index.js';
 import { deepFreeze } from './generation.js';
-import { mergeManaged } from './managed.js';
+import { type FileKeyIndex, indexFileKeys, mergeManaged } from './managed.js';
 
 // The keyring: who may call, and within which limits. It changes far more often than the
 // routes do (every admin write of a key or a team), so it is its own immutable snapshot with
@@ -31,10 +31,14 @@ export interface Keyring {
   /** The config file's own teams and keys (read-only to the admin API). */
   readonly fileTeams: Readonly<Record<string, TeamConfig>>;
   readonly fileKeys: readonly KeyConfig[];
-  /** The digests of the file's keys, resolved when the file was read (a database change re-uses them). */
-  readonly fileDigests: Readonly<Record<string, readonly string[]>>;
-  /** Per key id: the SHA-256 digests that authenticate it (two while a rotation's grace runs). */
-  readonly keyDigests: Readonly<Record<string, readonly string[]>>;
+  /**
+   * The file's part, read once per config file: every keyring built from the same file
+   * shares this object, so what is compiled from it (request/policy.ts) is compiled once.
+   */
+  readonly file: KeyringFile;
+  /** The database's teams and keys that are joined (each key's `sha256` holds its digests, two during a rotation's grace). */
+  readonly addedTeams: Readonly<Record<string, TeamConfig>>;
+  readonly addedKeys: readonly KeyConfig[];
   /** Per key id, digests that stop working before the key does (a rotation's grace), epoch ms. */
   readonly keyDigestUntil: Readonly<Record<string, Readonly<Record<string, number>>>>;
   /** The database's teams and keys this keyring was built from; null without a database. */
@@ -51,7 +55,9 @@ export interface KeyringFile {
   readonly sourceHash: string;
   readonly teams: Readonly<Record<string, TeamConfig>>;
   readonly keys: readonly KeyConfig[];
+  /** Per file key id, the digests that authenticate it, resolved when the file was read. */
   readonly digests: Readonly<Record<string, readonly string[]>>;
+  readonly index: FileKeyIndex;
   readonly settings: KeyringSettings;
 }
 
@@ -90,7 +96,9 @@ export function readKeyringFile(
     onMissingPrice: config.pricing.on_missing ?? 'allow',
     capOutput: config.governance.cap_output,
   };
-  return { file: { sourceHash, teams: config.teams ?? {}, keys: config.keys ?? [], digests, settings }, issues };
+  const keys = config.keys ?? [];
+  const file: KeyringFile = { sourceHash, teams: config.teams ?? {}, keys, digests, index: indexFileKeys(keys, digests), settings };
+  return { file: Object.freeze(file), issues };
 }
 
 /**
@@ -110,39 +118,32 @@ export function assemble(
   nowMs = Date.now(),
 ): { keyring: Keyring; warnings: readonly string[] } {
   const merged = managed === null ? null : mergeManaged(file, managed, nowMs);
-  const keys = merged?.keys ?? file.keys;
-  const keyDigests = Object.create(null) as Record<string, readonly string[]>;
-  for (const k of keys) {
-    const digests = file.digests[k.id] ?? k.sha256;
-    if (digests !== undefined) keyDigests[k.id] = digests;
-  }
   const keyring: Keyring = {
     number,
     builtAt: new Date(nowMs).toISOString(),
     sourceHash: file.sourceHash,
     teams: merged?.teams ?? file.teams,
-    keys,
+    keys: merged?.keys ?? file.keys,
     fileTeams: file.teams,
     fileKeys: file.keys,
-    fileDigests: file.digests,
-    keyDigests,
+    file,
+    addedTeams: merged?.addedTeams ?? {},
+    addedKeys: merged?.added ?? [],
     keyDigestUntil: merged?.digestUntil ?? {},
     managed,
     settings: file.settings,
   };
-  // The file's part is frozen already when it is re-used; freezing skips what is.
-  return { keyring: deepFreeze(keyring), warnings: merged?.warnings ?? [] };
+  // The database's part deeply; the file's part is the config's, frozen with its generation,
+  // and the joined list only shallowly: walking ten thousand file keys again on every key
+  // write would cost what the write is meant not to.
+  deepFreeze([managed, keyring.addedTeams, keyring.addedKeys, keyring.keyDigestUntil, keyring.teams]);
+  Object.freeze(keyring.keys);
+  return { keyring: Object.freeze(keyring), warnings: merged?.warnings ?? [] };
 }
 
 /** The file's part of a serving keyring, as a database change re-uses it. */
 export function fileOf(keyring: Keyring): KeyringFile {
-  return {
-    sourceHash: keyring.sourceHash,
-    teams: keyring.fileTeams,
-    keys: keyring.fileKeys,
-    digests: keyring.fileDigests,
-    settings: keyring.settings,
-  };
+  return keyring.file;
 }
 
 /** Teams and keys (by id, never a secret) that came, went and changed from one keyring to the next. */
@@ -157,8 +158,10 @@ export interface KeyringChanges {
 }
 
 export function diffKeyrings(previous: Keyring | null, next: Keyring): KeyringChanges {
-  const teams = named(previous?.teams ?? {}, next.teams);
-  const keys = named(byId(previous?.keys ?? []), byId(next.keys));
+  // From the same file, only the database's part can differ: compared alone, it costs what it holds.
+  const sameFile = previous !== null && previous.file === next.file;
+  const teams = sameFile ? named(previous.addedTeams, next.addedTeams) : named(previous?.teams ?? {}, next.teams);
+  const keys = sameFile ? named(byId(previous.addedKeys), byId(next.addedKeys)) : named(byId(previous?.keys ?? []), byId(next.keys));
   return {
     teamsAdded: teams.added,
     teamsRemoved: teams.removed,
