@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError } from '../errors.js';
 import type { Keyring } from '../live/index.js';
+import type { Applied } from '../managed/index.js';
 import { readBody } from '../request/index.js';
-import type { ReloadResult } from './reload.js';
 
 // The /admin/v1/ wire: a request's JSON body, its If-Match and its page; an answer as JSON
 // (never cached), an object with its ETag, a page of a list, and a write's reload headers.
@@ -56,7 +56,7 @@ export function sendPage(res: ServerResponse, items: Array<{ id: string; view: R
   send(res, 200, { data: page.map((i) => i.view), next });
 }
 
-export function reloadHeaders(reload: ReloadResult | null): Record<string, string> {
+export function reloadHeaders(reload: Applied | null): Record<string, string> {
   if (reload === null) return {};
   // The generation is the routing one, unchanged by a key write; the keyring says when the write is live.
   return {
@@ -72,7 +72,7 @@ export function sendObject(
   status: number,
   view: Record<string, unknown>,
   etag: string,
-  reload?: ReloadResult | null,
+  reload?: Applied | null,
 ): void {
   const body = reload === undefined ? view : { ...view, warnings: reload?.warnings ?? [] };
   send(res, status, body, { etag, ...reloadHeaders(reload ?? null) });

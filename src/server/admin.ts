@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError } from '../errors.js';
 import { bearerToken, governanceNow, governanceStatus } from '../governance/index.js';
 import type { Generation, Keyring } from '../live/index.js';
+import type { AdminCaller } from '../managed/index.js';
 import {
   type Answerable,
   type ExposedTool,
@@ -13,7 +14,6 @@ import {
   sendBody,
   sendJson,
 } from '../request/index.js';
-import type { AdminCaller } from './admin-caller.js';
 import { serveV1 } from './admin-v1.js';
 import { refusal, serveMetrics } from './answers.js';
 import type { DatabaseLink } from './database-link.js';
