@@ -33,10 +33,16 @@ const allowed: Record<string, readonly string[]> = {
   // The audit writer continues an existing file's chain and verify reads it: both through
   // contract/'s bounded reader (readFileSlice), never a plain unbounded read.
   audit: ['contract'],
-  // live/ -> database/, types only: a generation holds the snapshot of managed teams and keys it was built from.
+  // live/ -> database/, types only: a keyring holds the snapshot of managed teams and keys it was built from.
   live: ['config', 'contract', 'providers', 'routing', 'mcp', 'database'],
   // The database layer stores teams and keys as JSON and knows nothing of their meaning.
   database: [],
+  // managed/ owns the admin API's writes of teams and keys: it judges them by config/'s
+  // schemas, commits through database/, hashes secrets and compares allow lists with
+  // governance/, audits through audit/, and reads the serving keyring (live/, types only) to
+  // refuse what the keyring would not join. It sits between server/ (which maps HTTP to it)
+  // and database/, and never imports server/ or request/.
+  managed: ['config', 'database', 'governance', 'audit', 'live'],
   // The parent-directory file watch: a leaf, so the gateway and the publisher share one
   // watcher without either depending on the other.
   watch: [],
@@ -63,6 +69,7 @@ const allowed: Record<string, readonly string[]> = {
     'request',
     'mcp',
     'database',
+    'managed',
   ],
   // cli/ holds the subcommands; it may import every folder's surface.
   cli: [
@@ -82,6 +89,7 @@ const allowed: Record<string, readonly string[]> = {
     'publisher',
     'watch',
     'database',
+    'managed',
   ],
   // cli.ts is the entry point: it runs cli/, and may import every folder's surface.
   '(root)': [
@@ -102,6 +110,7 @@ const allowed: Record<string, readonly string[]> = {
     'publisher',
     'watch',
     'database',
+    'managed',
   ],
 };
 

@@ -1,6 +1,7 @@
 import type { Scenario } from '../lib/scenario.js';
 import { adminIsolation } from './admin-isolation.js';
 import { governanceOverhead } from './governance-overhead.js';
+import { keyWrite } from './key-write.js';
 import { largeConfigReload } from './large-config-reload.js';
 import { ledger } from './ledger.js';
 import { mcp } from './mcp.js';
@@ -24,4 +25,5 @@ export const scenarios: readonly Scenario[] = [
   mcp,
   ledger,
   adminIsolation,
+  keyWrite,
 ];

@@ -14,6 +14,8 @@ export interface RequestStartedInput {
   readonly team: string | null;
   readonly model: string | null;
   readonly generation: number | null;
+  /** The keyring captured with the generation (its number); absent where none was. */
+  readonly keyring?: number | null;
   readonly revision: string | null;
   readonly decision: 'admitted' | 'refused';
   /** The refusal's error code (`unauthorized`, `rate_limit_exceeded`, ...). */
@@ -29,6 +31,8 @@ export interface RequestCompletedInput {
   readonly upstreamModel: string | null;
   readonly stableId: string | null;
   readonly generation: number | null;
+  /** The keyring captured with the generation (its number); absent where none was. */
+  readonly keyring?: number | null;
   readonly revision: string | null;
   readonly status: number | 'partial';
   /** `provider:reason` for each candidate that failed before the one that answered. */
@@ -55,6 +59,8 @@ export interface ToolCalledInput {
   readonly upstreamTool: string | null;
   readonly stableId: string | null;
   readonly generation: number | null;
+  /** The keyring captured with the generation (its number); absent where none was. */
+  readonly keyring?: number | null;
   readonly revision: string | null;
   /** `result` (the tool answered; see isError), `error` (a JSON-RPC error), `refused` (governance), `failed` (no server answered). */
   readonly outcome: 'result' | 'error' | 'refused' | 'failed';
@@ -70,6 +76,8 @@ export interface ReloadInput {
   readonly trigger: string;
   readonly result: 'applied' | 'unchanged' | 'rejected';
   readonly generation: number | null;
+  /** The keyring captured with the generation (its number); absent where none was. */
+  readonly keyring?: number | null;
   readonly revision: string | null;
   /** Why a reload was rejected (messages never hold a secret). */
   readonly reason: string | null;
@@ -140,6 +148,7 @@ export function requestStarted(x: RequestStartedInput): AuditEvent {
     team: x.team,
     model: x.model,
     generation: x.generation,
+    ...(x.keyring === undefined ? {} : { keyring: x.keyring }),
     revision: x.revision,
     decision: x.decision,
     reason: x.reason,
@@ -157,6 +166,7 @@ export function requestCompleted(x: RequestCompletedInput): AuditEvent {
     upstream_model: x.upstreamModel,
     stable_id: x.stableId,
     generation: x.generation,
+    ...(x.keyring === undefined ? {} : { keyring: x.keyring }),
     revision: x.revision,
     status: x.status,
     fallback: [...x.fallback],
@@ -184,6 +194,7 @@ export function toolCalled(x: ToolCalledInput): AuditEvent {
     upstream_tool: x.upstreamTool,
     stable_id: x.stableId,
     generation: x.generation,
+    ...(x.keyring === undefined ? {} : { keyring: x.keyring }),
     revision: x.revision,
     outcome: x.outcome,
     is_error: x.isError,
@@ -194,7 +205,15 @@ export function toolCalled(x: ToolCalledInput): AuditEvent {
 }
 
 export function reload(x: ReloadInput): AuditEvent {
-  return { event: 'reload', trigger: x.trigger, result: x.result, generation: x.generation, revision: x.revision, reason: x.reason };
+  return {
+    event: 'reload',
+    trigger: x.trigger,
+    result: x.result,
+    generation: x.generation,
+    ...(x.keyring === undefined ? {} : { keyring: x.keyring }),
+    revision: x.revision,
+    reason: x.reason,
+  };
 }
 
 /**

@@ -47,8 +47,8 @@ function joinManaged(document: Document, config: GatewayConfig, snapshot: Manage
   for (const warning of merged.warnings) process.stderr.write(`warning: ${warning}\n`);
   const fileTeams = new Set(Object.keys(config.teams ?? {}));
   const fileKeys = new Set((config.keys ?? []).map((k) => k.id));
-  const teams = Object.entries(merged.config.teams ?? {}).filter(([id]) => !fileTeams.has(id));
-  const keys = (merged.config.keys ?? []).filter((k) => !fileKeys.has(k.id));
+  const teams = Object.entries(merged.teams).filter(([id]) => !fileTeams.has(id));
+  const keys = merged.keys.filter((k) => !fileKeys.has(k.id));
   // A node the document made, not a plain value: the yaml library adds into collections only.
   if (teams.length > 0 && !isCollection(document.get('teams', true))) document.set('teams', document.createNode({}));
   for (const [id, team] of teams) document.setIn(['teams', id], document.createNode(team));

@@ -37,7 +37,15 @@ export {
   utcMonthStamp,
 } from './limits.js';
 export { MemoryGovernanceStore } from './memory-store.js';
-export { buildGovernancePolicy, checkModel, type GovernancePolicy, type PolicyInput, scopesOf, type TeamRecord } from './policy.js';
+export {
+  buildGovernancePolicy,
+  checkModel,
+  extendGovernancePolicy,
+  type GovernancePolicy,
+  type PolicyInput,
+  scopesOf,
+  type TeamRecord,
+} from './policy.js';
 export {
   type Admission,
   type Demand,

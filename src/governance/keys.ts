@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { LayeredMap } from './layered-map.js';
 import type { Limits, Principal, Refusal } from './limits.js';
 import { NO_RATE_LIMIT } from './limits.js';
 
@@ -41,23 +42,37 @@ export function hashKey(presented: string): string {
 }
 
 export function buildKeyTable(records: readonly KeyRecord[]): KeyTable {
-  const byDigest = new Map<string, KeyEntry>();
-  const byId = new Map<string, KeyRecord>();
+  return addKeys(new Map(), new Map(), records);
+}
+
+/** `base` and more keys: its maps copied (not its entries compiled again), with the same refusals. */
+export function extendKeyTable(base: KeyTable, records: readonly KeyRecord[]): KeyTable {
+  if (records.length === 0) return base;
+  const added = addKeys(new Map(), new Map(), records, base);
+  return { open: false, byDigest: new LayeredMap(added.byDigest, base.byDigest), byId: new LayeredMap(added.byId, base.byId) };
+}
+
+function addKeys(
+  byDigest: Map<string, KeyEntry>,
+  byId: Map<string, KeyRecord>,
+  records: readonly KeyRecord[],
+  base: KeyTable | null = null,
+): KeyTable {
   for (const record of records) {
-    if (byId.has(record.id)) throw new Error(`duplicate key id "${record.id}"`);
+    if (byId.has(record.id) || base?.byId.has(record.id) === true) throw new Error(`duplicate key id "${record.id}"`);
     byId.set(record.id, record);
     for (const hex of record.sha256) {
       const lower = hex.toLowerCase();
       if (!SHA256_HEX.test(lower)) throw new Error(`key "${record.id}": sha256 must be 64 hex digits`);
       // Two ids with one digest would make the caller ambiguous: refuse rather than pick one.
-      const other = byDigest.get(lower);
+      const other = byDigest.get(lower) ?? base?.byDigest.get(lower);
       if (other !== undefined && other.record.id !== record.id)
         throw new Error(`keys "${other.record.id}" and "${record.id}" share a sha256`);
       const untilMs = record.digestUntilMs?.[lower] ?? null;
       byDigest.set(lower, { record, principal: Object.freeze({ keyId: record.id, team: record.team }), untilMs });
     }
   }
-  return { open: records.length === 0, byDigest, byId };
+  return { open: byId.size === 0, byDigest, byId };
 }
 
 type HeaderValue = string | string[] | undefined;

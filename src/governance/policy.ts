@@ -1,5 +1,6 @@
 import { compileModelAllowList, type ModelAllowList } from './allow-list.js';
-import { buildKeyTable, type KeyRecord, type KeyTable } from './keys.js';
+import { buildKeyTable, extendKeyTable, type KeyRecord, type KeyTable } from './keys.js';
+import { LayeredMap } from './layered-map.js';
 import type { Limits, Principal, Refusal, Scope, ScopeKind } from './limits.js';
 import { NO_RATE_LIMIT } from './limits.js';
 import type { OnMissingPrice } from './pricing.js';
@@ -64,31 +65,104 @@ export function buildGovernancePolicy(input: PolicyInput): GovernancePolicy {
   for (const k of input.keys) if (!teams.has(k.team)) throw new Error(`key "${k.id}" names unknown team "${k.team}"`);
   const teamScopes = new Map<string, Scope>();
   for (const t of input.teams) teamScopes.set(t.id, Object.freeze({ kind: 'team', id: t.id, team: t.id, limits: t.limits }));
-  const scopesByKey = new Map<string, readonly Scope[]>();
-  for (const k of input.keys) {
-    const keyScope: Scope = Object.freeze({ kind: 'key', id: k.id, team: k.team, limits: k.limits });
-    scopesByKey.set(k.id, Object.freeze([teamScopes.get(k.team) as Scope, keyScope]));
+  return finish(input, teams, teamScopes, new Map(), new Map(), new Map(), new Map(), buildKeyTable(input.keys), input.keys);
+}
+
+/** Each policy's team scopes, so that an extension gives a base team's keys the very same scope object. */
+const teamScopesOf = new WeakMap<GovernancePolicy, ReadonlyMap<string, Scope>>();
+
+/**
+ * `base` with more teams and keys (the database's, beside the config file's): the base's
+ * compiled entries are shared, not compiled again, so a policy of ten thousand file keys and
+ * a few database ones costs what the few cost, plus copying the maps. The same refusals as
+ * buildGovernancePolicy: an unknown team, a duplicate id or a shared digest.
+ */
+export function extendGovernancePolicy(
+  base: GovernancePolicy,
+  extra: { readonly teams: readonly TeamRecord[]; readonly keys: readonly KeyRecord[] },
+): GovernancePolicy {
+  if (extra.teams.length === 0 && extra.keys.length === 0) return base;
+  const teams = new Map<string, CompiledTeam>();
+  const baseTeamScopes = teamScopesOf.get(base) ?? new Map<string, Scope>();
+  const teamScopes = new Map<string, Scope>();
+  for (const t of extra.teams) {
+    if (teams.has(t.id) || base.teams.has(t.id)) throw new Error(`duplicate team id "${t.id}"`);
+    teams.set(
+      t.id,
+      Object.freeze({ record: t, allows: compileModelAllowList(t.allowedModels), allowsTool: compileModelAllowList(t.allowedTools) }),
+    );
+    teamScopes.set(t.id, Object.freeze({ kind: 'team', id: t.id, team: t.id, limits: t.limits }));
   }
+  const allTeams = new LayeredMap(teams, base.teams);
+  for (const k of extra.keys) if (!allTeams.has(k.team)) throw new Error(`key "${k.id}" names unknown team "${k.team}"`);
+  const scopesByKey = new Map<string, readonly Scope[]>();
   const toolScopesByKey = new Map<string, readonly Scope[]>();
   const keyToolAllows = new Map<string, ModelAllowList>();
   const keyModelAllows = new Map<string, ModelAllowList>();
-  for (const k of input.keys) {
+  const keys = extendKeyTable(base.keys, extra.keys);
+  const allScopes = new LayeredMap(teamScopes, baseTeamScopes);
+  compileKeys(extra.keys, allTeams, allScopes, scopesByKey, toolScopesByKey, keyToolAllows, keyModelAllows);
+  const policy: GovernancePolicy = Object.freeze({
+    toolScopesByKey: new LayeredMap(toolScopesByKey, base.toolScopesByKey),
+    keyToolAllows: new LayeredMap(keyToolAllows, base.keyToolAllows),
+    keyModelAllows: new LayeredMap(keyModelAllows, base.keyModelAllows),
+    keys,
+    teams: allTeams,
+    defaultMaxTokens: base.defaultMaxTokens,
+    onMissingPrice: base.onMissingPrice,
+    capOutput: base.capOutput,
+    scopesByKey: new LayeredMap(scopesByKey, base.scopesByKey),
+  });
+  teamScopesOf.set(policy, allScopes);
+  return policy;
+}
+
+function compileKeys(
+  added: readonly KeyRecord[],
+  teams: ReadonlyMap<string, CompiledTeam>,
+  teamScopes: ReadonlyMap<string, Scope>,
+  scopesByKey: Map<string, readonly Scope[]>,
+  toolScopesByKey: Map<string, readonly Scope[]>,
+  keyToolAllows: Map<string, ModelAllowList>,
+  keyModelAllows: Map<string, ModelAllowList>,
+): void {
+  for (const k of added) {
+    const keyScope: Scope = Object.freeze({ kind: 'key', id: k.id, team: k.team, limits: k.limits });
+    scopesByKey.set(k.id, Object.freeze([teamScopes.get(k.team) as Scope, keyScope]));
+  }
+  for (const k of added) {
     const team = (teams.get(k.team) as CompiledTeam).record;
     toolScopesByKey.set(k.id, Object.freeze([toolScope('team', team.id, team.id, team.limits), toolScope('key', k.id, k.team, k.limits)]));
     if (k.allowedTools !== undefined) keyToolAllows.set(k.id, compileModelAllowList(k.allowedTools));
     if (k.allowedModels !== undefined) keyModelAllows.set(k.id, compileModelAllowList(k.allowedModels));
   }
-  return Object.freeze({
+}
+
+function finish(
+  input: Pick<PolicyInput, 'defaultMaxTokens' | 'onMissingPrice' | 'capOutput'>,
+  teams: Map<string, CompiledTeam>,
+  teamScopes: Map<string, Scope>,
+  scopesByKey: Map<string, readonly Scope[]>,
+  toolScopesByKey: Map<string, readonly Scope[]>,
+  keyToolAllows: Map<string, ModelAllowList>,
+  keyModelAllows: Map<string, ModelAllowList>,
+  keys: KeyTable,
+  added: readonly KeyRecord[],
+): GovernancePolicy {
+  compileKeys(added, teams, teamScopes, scopesByKey, toolScopesByKey, keyToolAllows, keyModelAllows);
+  const policy: GovernancePolicy = Object.freeze({
     toolScopesByKey,
     keyToolAllows,
     keyModelAllows,
-    keys: buildKeyTable(input.keys),
+    keys,
     teams,
     defaultMaxTokens: input.defaultMaxTokens,
     onMissingPrice: input.onMissingPrice,
     capOutput: input.capOutput ?? true,
     scopesByKey,
   });
+  teamScopesOf.set(policy, teamScopes);
+  return policy;
 }
 
 /** The scopes a principal's request is counted against: its team, then its key. Anonymous: none. */

@@ -14,7 +14,6 @@ import {
   toolReferenceIssues,
 } from '../config/index.js';
 import { type ParsedOverlay, readBoundedFileSync, sha256Hex } from '../contract/index.js';
-import type { ManagedSnapshot } from '../database/index.js';
 import {
   AwsSigner,
   type AwsSpec,
@@ -67,10 +66,6 @@ export interface BuildInputs {
   readonly now?: () => Date;
   /** The serving generation's `modelsFirstSeen`: a model still routed keeps its time. */
   readonly modelsFirstSeen?: Readonly<Record<string, number>>;
-  /** With a database: the file's config before its teams and keys were joined (`config` holds both). */
-  readonly fileConfig?: GatewayConfig;
-  readonly managed?: ManagedSnapshot | null;
-  readonly keyDigestUntil?: Readonly<Record<string, Readonly<Record<string, number>>>>;
 }
 
 export type BuildResult =
@@ -344,29 +339,6 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
     }
   }
 
-  // API keys given as a secret reference are resolved here, like every secret, and only
-  // their SHA-256 is kept: the generation never holds a caller's key in clear.
-  const keyDigests: Record<string, readonly string[]> = Object.create(null) as Record<string, readonly string[]>;
-  for (const [i, k] of (config.keys ?? []).entries()) {
-    if (k.sha256 !== undefined) keyDigests[k.id] = k.sha256;
-    else if (k.key !== undefined) {
-      const secret = resolveSecret(k.key, inputs.env);
-      if (!secret.ok) issues.push({ path: `keys[${i}].key`, message: secret.message });
-      else keyDigests[k.id] = [sha256Hex(secret.value)];
-    }
-    yield;
-  }
-  // A key given by reference may resolve to another key's secret: two ids for one caller.
-  const holders = new Map<string, string>();
-  for (const [i, k] of (config.keys ?? []).entries()) {
-    for (const digest of keyDigests[k.id] ?? []) {
-      const other = holders.get(digest);
-      if (other !== undefined && other !== k.id)
-        issues.push({ path: `keys[${i}]`, message: `key "${k.id}" has the same secret as key "${other}"` });
-      else holders.set(digest, k.id);
-    }
-  }
-
   const routeSpecs = config.routing.routes ?? {};
   const overlaySettings = config.routing.overlay;
   if (overlaySettings !== undefined && (inputs.overlay === undefined || inputs.overlay === null)) {
@@ -457,11 +429,7 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
     pricing,
     adminToken,
     adminTokens,
-    fileConfig: inputs.fileConfig ?? config,
-    managed: inputs.managed ?? null,
-    keyDigestUntil: inputs.keyDigestUntil ?? {},
     otlpHeaders,
-    keyDigests,
     overlay,
   };
   yield* deepFreezeSteps(generation);

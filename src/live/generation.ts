@@ -1,6 +1,5 @@
 import type { GatewayConfig } from '../config/index.js';
 import type { ParsedOverlay } from '../contract/index.js';
-import type { ManagedSnapshot } from '../database/index.js';
 import type {
   AwsSigner,
   BearerTokenSource,
@@ -165,10 +164,11 @@ export interface OverlaySnapshot {
 }
 
 /**
- * Everything that a reload may change, as ONE deep-frozen object. A request reads
+ * The routing a reload may change, as ONE deep-frozen object. A request reads
  * `holder.current()` once and uses only that object, so it can never see half of two
  * generations; pricing lives here so a request is billed at the prices of the routes that
- * served it.
+ * served it. Who may call, and within which limits, is the keyring (keyring.ts), captured
+ * with it: `config` is the config file's own, and its teams and keys are the file's only.
  */
 export interface Generation {
   readonly number: number;
@@ -200,16 +200,8 @@ export interface Generation {
   readonly adminToken: Credential | null;
   /** Every admin token with its role: `server.admin_tokens`, and `server.admin_token` as id "admin", role admin. */
   readonly adminTokens: readonly AdminToken[];
-  /** The config file's own config: `config` is it with the database's teams and keys joined (live/managed.ts). */
-  readonly fileConfig: GatewayConfig;
-  /** The database's teams and keys this generation was built from; null without a database. */
-  readonly managed: ManagedSnapshot | null;
-  /** Per key id, digests that stop working before the key does (a rotation's grace), epoch ms. */
-  readonly keyDigestUntil: Readonly<Record<string, Readonly<Record<string, number>>>>;
   /** `telemetry.otlp.headers`, resolved; null when tracing is off. Read once, at start-up. */
   readonly otlpHeaders: Readonly<Record<string, Credential>> | null;
-  /** Per API key id (`keys[].id`): the SHA-256 digests that authenticate it (two while rotated). */
-  readonly keyDigests: Readonly<Record<string, readonly string[]>>;
 }
 
 /** Objects frozen between two points where a sliced freeze may pause. */

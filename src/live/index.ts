@@ -1,6 +1,7 @@
-// live/: the generation (one deep-frozen object holding everything a reload may change),
-// buildGeneration(), prepareGeneration() (files -> generation, the one path shared by
-// `validate`, start-up and reload: ADR 0005), the holder that serves it, and the reload
+// live/: the generation (one deep-frozen object holding the routing a reload may change),
+// buildGeneration(), prepareGeneration() (files -> generation and keyring, the one path shared
+// by `validate`, start-up and reload: ADR 0005), the keyring beside it (keys, teams, limits;
+// prepareKeyring() rebuilds only it on a database change), their holders, and the reload
 // coordinator.
 // Imports only config/, contract/, providers/ (pool factories) and routing/ types; never
 // governance/, audit/ or server/. See docs/decisions/0001-one-generation.md.
@@ -21,6 +22,24 @@ export type {
   ToolRoute,
 } from './generation.js';
 export { GenerationHolder } from './holder.js';
+export {
+  buildKeyring,
+  diffKeyrings,
+  type Keyring,
+  type KeyringChanges,
+  type KeyringFile,
+  KeyringHolder,
+  type KeyringSettings,
+  readKeyringFile,
+} from './keyring.js';
 export { type Merged, mergeManaged } from './managed.js';
-export { type InputsRead, type OverlayRejection, type Preparation, type PrepareInputs, prepareGeneration } from './prepare.js';
+export {
+  type InputsRead,
+  type KeyringPreparation,
+  type OverlayRejection,
+  type Preparation,
+  type PrepareInputs,
+  prepareGeneration,
+  prepareKeyring,
+} from './prepare.js';
 export { ReloadCoordinator, type ReloadTrigger } from './reload-coordinator.js';

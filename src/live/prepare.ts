@@ -14,13 +14,15 @@ import { candidatesOf, type RoutableCandidate } from '../routing/index.js';
 import { buildGenerationInSlices } from './build.js';
 import { restartOnlyWarnings } from './diff.js';
 import type { Generation } from './generation.js';
-import { mergeManaged } from './managed.js';
+import { assemble, fileOf, type Keyring, readKeyringFile } from './keyring.js';
 
 export interface PrepareInputs {
   readonly configPath: string;
   readonly env: NodeJS.ProcessEnv;
   /** The generation serving now; null at start-up and for `switchyard validate`. */
   readonly serving: Generation | null;
+  /** The keyring serving now, beside it; null (or absent) when nothing serves. */
+  readonly servingKeyring?: Keyring | null;
   /** The config the listeners were started with; null before start-up has applied one. */
   readonly startupConfig: GatewayConfig | null;
   /**
@@ -65,6 +67,8 @@ export type Preparation = (
   | {
       readonly outcome: 'built';
       readonly generation: Generation;
+      /** The keyring that serves beside it: the serving one when neither the file nor the database changed. */
+      readonly keyring: Keyring;
       /** Restart-only keys, ignored settings, unreadable credentials, unroutable candidates. */
       readonly warnings: readonly string[];
     }
@@ -105,7 +109,7 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
   let configWarnings: readonly ConfigIssue[] = [];
   let configChanged = true;
   if (serving !== null && inputs.readConfig === false) {
-    config = serving.fileConfig;
+    config = serving.config;
     sourceHash = serving.sourceHash;
     configChanged = false;
   } else {
@@ -117,10 +121,11 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
     sourceHash = loaded.sourceHash;
     configWarnings = loaded.warnings;
   }
-  const managed = await readManaged(inputs, config, serving);
+  const servingKeyring = serving === null ? null : (inputs.servingKeyring ?? null);
+  const managed = await readManaged(inputs, config, servingKeyring);
   if (!managed.ok) return { outcome: 'rejected', issues: [managed.issue] };
   const snapshot = managed.snapshot;
-  const managedChanged = (snapshot?.version ?? null) !== (serving?.managed?.version ?? null);
+  const managedChanged = (snapshot?.version ?? null) !== (servingKeyring?.managed?.version ?? null);
   if (configChanged && serving !== null) {
     if (noop && sourceHash === serving.sourceHash && !managedChanged) {
       // The config file was rewritten with the same bytes: in static mode nothing can
@@ -162,13 +167,11 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
     overlay = parsed.overlay;
   }
 
-  const merged = snapshot === null ? null : mergeManaged(config, snapshot, Date.now());
+  // The keyring first: it is small, and its issues (a key's secret reference) join the build's.
+  const keyringFile = configChanged || servingKeyring === null ? readKeyringFile(config, sourceHash, inputs.env) : null;
   // In slices: a generation of tens of thousands of routes takes a while to build and freeze.
   const built = await buildGenerationInSlices({
-    config: merged?.config ?? config,
-    fileConfig: config,
-    managed: snapshot,
-    keyDigestUntil: merged?.digestUntil ?? {},
+    config,
     sourceHash,
     number: (serving?.number ?? 0) + 1,
     env: inputs.env,
@@ -177,10 +180,19 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
     ...(inputs.cloudAuth === undefined ? {} : { cloudAuth: inputs.cloudAuth }),
     modelsFirstSeen: serving?.modelsFirstSeen,
   });
-  if (!built.ok) return { outcome: 'rejected', issues: built.issues, ...(overlay !== null ? { acceptedRevision: overlay.revision } : {}) };
+  const keyIssues = keyringFile?.issues ?? [];
+  if (!built.ok || keyIssues.length > 0) {
+    const issues = [...(built.ok ? [] : built.issues), ...keyIssues];
+    return { outcome: 'rejected', issues, ...(overlay !== null ? { acceptedRevision: overlay.revision } : {}) };
+  }
   const next = built.generation;
+  // Neither the file nor the database changed (an overlay reload): the serving keyring stays, number and all.
+  const ring =
+    keyringFile === null && !managedChanged && servingKeyring !== null
+      ? { keyring: servingKeyring, warnings: [] }
+      : assemble(keyringFile?.file ?? fileOf(servingKeyring as Keyring), snapshot, (servingKeyring?.number ?? 0) + 1);
   const warnings = startupConfig === null ? [] : restartOnlyWarnings(startupConfig, next.config);
-  warnings.push(...configWarnings.map(formatIssue), ...managed.warnings, ...(merged?.warnings ?? []));
+  warnings.push(...configWarnings.map(formatIssue), ...managed.warnings, ...ring.warnings);
   // Only an overlay candidate carries its own credential (static routes may have tens of
   // thousands of routes and no such problem to look for).
   const overlayRoutes = next.overlay === null ? [] : [...Object.values(next.routes), ...Object.values(next.tools.routes)];
@@ -197,7 +209,7 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
         : `overlay candidate ${u.stable_id} (model ${u.model}) names cluster "${u.cluster}", which is not a configured provider: kept, never selected`,
     );
   }
-  return { outcome: 'built', generation: next, warnings };
+  return { outcome: 'built', generation: next, keyring: ring.keyring, warnings };
 }
 
 type ManagedRead =
@@ -209,7 +221,7 @@ type ManagedRead =
  * keeps the serving generation's (an overlay or config change still applies); at start-up
  * there is nothing to keep, and the gateway does not start on half its keys.
  */
-async function readManaged(inputs: PrepareInputs, config: GatewayConfig, serving: Generation | null): Promise<ManagedRead> {
+async function readManaged(inputs: PrepareInputs, config: GatewayConfig, serving: Keyring | null): Promise<ManagedRead> {
   if (config.database === undefined || inputs.managed === undefined) return { ok: true, snapshot: null, warnings: [] };
   try {
     return { ok: true, snapshot: await inputs.managed(config.database), warnings: [] };
@@ -256,4 +268,33 @@ function refuseSuccession(serving: Generation | null, startupConfig: GatewayConf
     };
   }
   return null;
+}
+
+export type KeyringPreparation =
+  | { readonly outcome: 'built'; readonly keyring: Keyring; readonly warnings: readonly string[] }
+  | { readonly outcome: 'unchanged' }
+  | { readonly outcome: 'rejected'; readonly issues: readonly ConfigIssue[] };
+
+/**
+ * A database change: the database's teams and keys are read again and joined to the serving
+ * keyring's file part, into the next keyring. No file is read and no provider or route is
+ * built: the generation serving now stays, number and all. The same version as the serving
+ * keyring's is a no-op (another replica's notification of a write this one has applied).
+ */
+export async function prepareKeyring(
+  serving: Keyring,
+  config: GatewayConfig,
+  managed: ((settings: DatabaseConfig) => Promise<ManagedSnapshot>) | undefined,
+): Promise<KeyringPreparation> {
+  if (config.database === undefined || managed === undefined) return { outcome: 'unchanged' };
+  let snapshot: ManagedSnapshot;
+  try {
+    snapshot = await managed(config.database);
+  } catch (err) {
+    const reason = (err as Error)?.message ?? String(err);
+    return { outcome: 'rejected', issues: [{ path: 'database', message: `cannot read the database's teams and keys: ${reason}` }] };
+  }
+  if (snapshot.version === serving.managed?.version) return { outcome: 'unchanged' };
+  const { keyring, warnings } = assemble(fileOf(serving), snapshot, serving.number + 1);
+  return { outcome: 'built', keyring, warnings };
 }

@@ -73,6 +73,8 @@ function accessLine(r: RequestRecord): string {
     if (c !== null) s += `,"upstream_model":${q(c.upstreamModel)},"candidate":${q(c.stableId)}`;
     if (gen !== null) s += `,"generation":${gen.number}`;
   }
+  // Per request, not per candidate: a keyring swap changes it without a new generation.
+  if (r.keyring !== null) s += `,"keyring":${r.keyring.number}`;
   s += `,"status":${typeof status === 'number' ? status : '"partial"'}`;
   if (r.reason !== null) s += `,"reason":"${r.reason}"`;
   s += `,"partial":${status === 'partial'},"stream":${r.stream},"duration_ms":${msText(r.durationMs)}`;
@@ -94,6 +96,7 @@ function toolCallLine(r: RequestRecord, call: ToolCallRecord): string {
   let s = `,"request_id":"${r.requestId}","method":"POST"${callerMembers(r.principal)},"mcp_method":"tools/call","tool":${q(call.tool)},"provider":${q(c?.server.name ?? 'none')}`;
   if (c !== null) s += `,"upstream_tool":${q(c.upstreamTool)},"candidate":${q(c.stableId)}`;
   if (gen !== null) s += `,"generation":${gen.number}`;
+  if (r.keyring !== null) s += `,"keyring":${r.keyring.number}`;
   s += `,"status":${typeof status === 'number' ? status : '"partial"'},"outcome":"${call.outcome}"`;
   if (call.reason !== null) s += `,"reason":${q(call.reason)}`;
   s += `,"stream":${r.stream},"duration_ms":${msText(r.durationMs)}`;

@@ -9,27 +9,30 @@ import { policyOf } from './policy.js';
 import type { Services } from './services.js';
 
 // The governance steps of the request path, in the order a model request takes them:
-// capture the generation and authenticate (from the headers, before any body is read),
-// pre-check (after routing, before any upstream call), then settle or release (after the
-// response, exactly once per reservation). Each reads the generation the request captured,
-// never the holder again, so a request is admitted, limited and billed under one generation.
+// capture the generation and the keyring, and authenticate (from the headers, before any
+// body is read), pre-check (after routing, before any upstream call), then settle or release
+// (after the response, exactly once per reservation). Each reads the pair the request
+// captured, never the holders again, so a request is admitted, limited and billed under one
+// generation and one keyring.
 
 /**
- * The one place a model request captures its generation and is authenticated: the caller,
- * from the request's headers alone, or the refusal (401 `unauthorized`, `key_expired`). A
- * generation without keys is an open gateway: every caller is anonymous.
+ * The one place a model request captures its generation and keyring (one pair, read
+ * together in one synchronous step, so no swap falls between them) and is authenticated:
+ * the caller, from the request's headers alone, or the refusal (401 `unauthorized`,
+ * `key_expired`). A keyring without keys is an open gateway: every caller is anonymous.
  */
 export function admitCaller(x: Exchange, svc: Services): Caller {
   const gen = svc.holder.current();
-  x.captured(gen);
-  const keys = policyOf(gen).keys;
+  const keyring = svc.keyring.current();
+  x.captured(gen, keyring);
+  const keys = policyOf(keyring).keys;
   const auth = governance.authenticate(keys, x.req.headers, Date.now(), keys.open ? undefined : keyMemoOf(x.req.socket));
   if (!auth.ok) {
     auditStarted(x, svc, gen, auth.refusal.code);
     throw governance.refusalError(auth.refusal);
   }
   x.authenticated(auth.principal);
-  return { gen, principal: auth.principal };
+  return { gen, keyring, principal: auth.principal };
 }
 
 /** Each connection's last resolved key (governance.KeyMemo): a keep-alive client hashes its key once. */
@@ -54,6 +57,7 @@ function auditStarted(x: Exchange, svc: Services, gen: Generation, refusedWith: 
       team: x.principal?.team ?? null,
       model: x.model ?? null,
       generation: gen.number,
+      keyring: x.keyring?.number ?? null,
       revision: gen.overlay?.revision ?? null,
       decision: refusedWith === null ? 'admitted' : 'refused',
       reason: refusedWith,
@@ -96,8 +100,8 @@ export function preCheck(
   asked: Asked,
   chain: readonly GenerationCandidate[],
 ): MaybePromise<Admitted> {
-  const { gen, principal } = request;
-  const policy = policyOf(gen);
+  const { gen, keyring, principal } = request;
+  const policy = policyOf(keyring);
   if (principal.team === null && policy.onMissingPrice !== 'block') {
     // The open gateway's anonymous caller: nothing to count, reserve or refuse by price.
     return admit(x, svc, gen, { candidates: chain, reservation: null, limitHeaders: NO_LIMIT_HEADERS, outputCap: null });

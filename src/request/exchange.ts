@@ -1,17 +1,19 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Principal } from '../governance/index.js';
-import type { Generation } from '../live/index.js';
+import type { Generation, Keyring } from '../live/index.js';
 import type { ChatProtocol, Operation, StopSlot } from '../providers/index.js';
 import { RequestRecord } from './request-record.js';
 
 export type { Failure, MatchedEndpoint, ToolCallRecord } from './request-record.js';
 
 /**
- * The caller of a model endpoint, once authenticated: the generation captured for the
- * request (everything after reads this one, never the holder again) and who is calling.
+ * The caller of a model endpoint, once authenticated: the generation and the keyring
+ * captured together for the request (everything after reads this pair, never the holders
+ * again) and who is calling.
  */
 export interface Caller {
   readonly gen: Generation;
+  readonly keyring: Keyring;
   readonly principal: Principal;
 }
 

@@ -49,9 +49,9 @@ export function retrieveModel(x: Exchange, svc: Services, encoded: string): void
  * null = every model (an open gateway, or a team without `allowed_models`).
  */
 function callerAllows(x: Exchange, svc: Services): { gen: Generation; allows: ((model: string) => boolean) | null } {
-  const { gen, principal } = admitCaller(x, svc);
+  const { gen, keyring, principal } = admitCaller(x, svc);
   if (principal.team === null) return { gen, allows: null };
-  const policy = policyOf(gen);
+  const policy = policyOf(keyring);
   return { gen, allows: (model) => governance.checkModel(policy, principal, model) === null };
 }
 

@@ -1,17 +1,22 @@
-import { buildGovernancePolicy, type GovernancePolicy, type KeyRecord, type TeamRecord } from '../governance/index.js';
-import type { Generation } from '../live/index.js';
+import type { KeyConfig, TeamConfig } from '../config/index.js';
+import {
+  buildGovernancePolicy,
+  extendGovernancePolicy,
+  type GovernancePolicy,
+  type KeyRecord,
+  type TeamRecord,
+} from '../governance/index.js';
+import type { Keyring, KeyringFile } from '../live/index.js';
 
-// The adapter between the generation (config, resolved key digests) and governance/'s own
+// The adapter between the keyring (teams, keys, resolved key digests) and governance/'s own
 // input types. governance/ never reads config, and live/ never imports governance/: the
 // request path, which needs both, joins them here (and the reload compiles each new
-// generation's policy through it before the swap).
+// keyring's policy through it before the swap).
 
 const microUsd = (usd: number | undefined): number | undefined => (usd === undefined ? undefined : Math.round(usd * 1e6));
 
-/** Config + resolved digests -> governance's policy. Budgets in USD become integer micro-USD. */
-function policyInput(gen: Generation) {
-  const config = gen.config;
-  const teams: TeamRecord[] = Object.entries(config.teams ?? {}).map(([id, t]) => ({
+function teamRecord(id: string, t: TeamConfig): TeamRecord {
+  return {
     id,
     allowedModels: t.allowed_models,
     allowedTools: t.allowed_tools,
@@ -23,11 +28,14 @@ function policyInput(gen: Generation) {
       budgetMicroUsdPerMonth: microUsd(t.budget?.usd_per_month),
       budgetOnExceeded: t.budget?.on_exceeded,
     },
-  }));
-  const keys: KeyRecord[] = (config.keys ?? []).map((k) => ({
+  };
+}
+
+function keyRecord(k: KeyConfig, sha256: readonly string[], digestUntil: Readonly<Record<string, number>> | undefined): KeyRecord {
+  return {
     id: k.id,
     team: k.team,
-    sha256: gen.keyDigests[k.id] ?? [],
+    sha256,
     limits: {
       rpm: k.rpm,
       tpm: k.tpm,
@@ -38,29 +46,46 @@ function policyInput(gen: Generation) {
     allowedModels: k.allowed_models,
     allowedTools: k.allowed_tools,
     expiresAtMs: k.expires_at === undefined ? null : Date.parse(k.expires_at),
-    ...(gen.keyDigestUntil[k.id] === undefined ? {} : { digestUntilMs: gen.keyDigestUntil[k.id] }),
-  }));
-  return {
-    teams,
-    keys,
-    defaultMaxTokens: config.governance.default_max_tokens,
-    onMissingPrice: config.pricing.on_missing ?? 'allow',
-    capOutput: config.governance.cap_output,
-  } as const;
+    ...(digestUntil === undefined ? {} : { digestUntilMs: digestUntil }),
+  };
 }
 
-const policies = new WeakMap<Generation, GovernancePolicy>();
+/** The config file's teams and keys (with the digests its keys resolved to) -> governance's policy. */
+function filePolicy(file: KeyringFile): GovernancePolicy {
+  let policy = filePolicies.get(file);
+  if (policy === undefined) {
+    policy = buildGovernancePolicy({
+      teams: Object.entries(file.teams).map(([id, t]) => teamRecord(id, t)),
+      keys: file.keys.map((k) => keyRecord(k, file.digests[k.id] ?? [], undefined)),
+      defaultMaxTokens: file.settings.defaultMaxTokens,
+      onMissingPrice: file.settings.onMissingPrice,
+      capOutput: file.settings.capOutput,
+    });
+    filePolicies.set(file, policy);
+  }
+  return policy;
+}
+
+/** Compiled once per config file read: every keyring of that file extends the same one. */
+const filePolicies = new WeakMap<KeyringFile, GovernancePolicy>();
+
+const policies = new WeakMap<Keyring, GovernancePolicy>();
 
 /**
- * The governance policy of a generation: compiled once (at its swap, see Reloader), then
- * looked up in O(1). Keyed by the generation object, so a request can only ever see the
- * policy of the generation it captured.
+ * The governance policy of a keyring: compiled once (before its swap, see Reloader), then
+ * looked up in O(1). Keyed by the keyring object, so a request can only ever see the
+ * policy of the keyring it captured. The file's part is compiled once per file, and a
+ * keyring adds the database's teams and keys to it: a key write compiles one key, not the
+ * file's ten thousand.
  */
-export function policyOf(gen: Generation): GovernancePolicy {
-  let policy = policies.get(gen);
+export function policyOf(keyring: Keyring): GovernancePolicy {
+  let policy = policies.get(keyring);
   if (policy === undefined) {
-    policy = buildGovernancePolicy(policyInput(gen));
-    policies.set(gen, policy);
+    policy = extendGovernancePolicy(filePolicy(keyring.file), {
+      teams: Object.entries(keyring.addedTeams).map(([id, t]) => teamRecord(id, t)),
+      keys: keyring.addedKeys.map((k) => keyRecord(k, k.sha256 ?? [], keyring.keyDigestUntil[k.id])),
+    });
+    policies.set(keyring, policy);
   }
   return policy;
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { ErrorCode } from '../errors.js';
 import type { Principal } from '../governance/index.js';
-import type { Generation, GenerationCandidate, ToolCandidate } from '../live/index.js';
+import type { Generation, GenerationCandidate, Keyring, ToolCandidate } from '../live/index.js';
 import type { ChatProtocol, Operation, TokenUsage } from '../providers/index.js';
 import type { FailureReason } from '../resilience/index.js';
 import type { Span } from '../telemetry/index.js';
@@ -95,7 +95,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  * The one record of a request, which each step writes through the phase it owns:
  *
  * - the listener: `matched` (endpoint, operation, protocol, span);
- * - admission: `captured` (the generation), `authenticated` (the principal), `asked`
+ * - admission: `captured` (the generation and the keyring), `authenticated` (the principal), `asked`
  *   (model, stream, body size), `admitted` (after the pre-check);
  * - the failover chain: `attemptStarted`, `failedOver`, `committed`, `headersArrived`,
  *   `clientLeft`, `relayed`;
@@ -121,6 +121,7 @@ export class RequestRecord {
   #endpoint = 'none';
   #span: Span | null = null;
   #gen: Generation | null = null;
+  #keyring: Keyring | null = null;
   #principal: Principal | null = null;
   #model: string | undefined = undefined;
   #stream = false;
@@ -188,9 +189,11 @@ export class RequestRecord {
     this.#recorded = false;
   }
 
-  captured(gen: Generation): void {
+  /** The generation and the keyring, read together in one synchronous step: the request's one pair. */
+  captured(gen: Generation, keyring: Keyring): void {
     this.#at(CAPTURED, true);
     this.#gen = gen;
+    this.#keyring = keyring;
   }
 
   authenticated(principal: Principal): void {
@@ -336,6 +339,10 @@ export class RequestRecord {
   }
   get gen(): Generation | null {
     return this.#gen;
+  }
+  /** The keyring captured with `gen`: the request's keys, teams and limits. */
+  get keyring(): Keyring | null {
+    return this.#keyring;
   }
   get principal(): Principal | null {
     return this.#principal;

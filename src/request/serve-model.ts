@@ -60,6 +60,7 @@ function routeAndAdmit(path: RequestPath, x: Exchange, caller: Caller, raw: Buff
   const asked = spec.parse(raw, x.protocol);
   const request: ModelRequest = {
     gen,
+    keyring: caller.keyring,
     principal: caller.principal,
     operation: x.operation,
     protocol: x.protocol,
@@ -183,7 +184,7 @@ function holderFor(svc: Services, request: ModelRequest, id: string, owner: Owne
   // Replicas share the record (a redis store) and none knows the id: it was not created
   // through this gateway, or has expired. With keys, routing it as new could continue
   // another team's conversation on a shared upstream account, so it is refused.
-  const unknownIsForeign = owner === 'unknown' && svc.responses.shared && (request.gen.config.keys ?? []).length > 0;
+  const unknownIsForeign = owner === 'unknown' && svc.responses.shared && request.keyring.keys.length > 0;
   if (owner === 'unknown' && !unknownIsForeign) return null;
   if (owner === 'foreign' || unknownIsForeign)
     throw new SwitchyardError(

@@ -1,6 +1,6 @@
 import type { AuditWriter } from '../audit/index.js';
 import type { PolicedStore } from '../governance/index.js';
-import type { GenerationHolder } from '../live/index.js';
+import type { GenerationHolder, KeyringHolder } from '../live/index.js';
 import type { PoolRegistry, TokenSourceRegistry } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
 import type { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
@@ -17,6 +17,8 @@ import type { UsageLedger } from './usage-row.js';
  */
 export interface Services {
   readonly holder: GenerationHolder;
+  /** The serving keyring (keys, teams, limits), swapped on its own by a database change. */
+  readonly keyring: KeyringHolder;
   readonly breakers: BreakerRegistry;
   readonly counters: RoundRobinCounters;
   readonly affinity: SessionAffinity;

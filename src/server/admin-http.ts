@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError } from '../errors.js';
-import type { Generation } from '../live/index.js';
+import type { Keyring } from '../live/index.js';
+import type { Applied } from '../managed/index.js';
 import { readBody } from '../request/index.js';
-import type { ReloadResult } from './reload.js';
 
 // The /admin/v1/ wire: a request's JSON body, its If-Match and its page; an answer as JSON
 // (never cached), an object with its ETag, a page of a list, and a write's reload headers.
@@ -35,7 +35,7 @@ export function ifMatch(req: IncomingMessage): number | null {
 }
 
 export const tagOf = (version: number): string => `"${version}"`;
-export const configTag = (gen: Generation): string => `"config-${gen.sourceHash.slice(0, 16)}"`;
+export const configTag = (keyring: Keyring): string => `"config-${keyring.sourceHash.slice(0, 16)}"`;
 
 export function pageOf(req: IncomingMessage): { limit: number; after: string | undefined } {
   const url = new URL(req.url ?? '/', 'http://admin');
@@ -56,9 +56,14 @@ export function sendPage(res: ServerResponse, items: Array<{ id: string; view: R
   send(res, 200, { data: page.map((i) => i.view), next });
 }
 
-export function reloadHeaders(reload: ReloadResult | null): Record<string, string> {
+export function reloadHeaders(reload: Applied | null): Record<string, string> {
   if (reload === null) return {};
-  return { 'x-switchyard-reload': reload.result, 'x-switchyard-generation': String(reload.generation) };
+  // The generation is the routing one, unchanged by a key write; the keyring says when the write is live.
+  return {
+    'x-switchyard-reload': reload.result,
+    'x-switchyard-generation': String(reload.generation),
+    'x-switchyard-keyring': String(reload.keyring),
+  };
 }
 
 /** A write's answer (`reload` given, null when none ran) carries the warnings of the reload that applied it. */
@@ -67,7 +72,7 @@ export function sendObject(
   status: number,
   view: Record<string, unknown>,
   etag: string,
-  reload?: ReloadResult | null,
+  reload?: Applied | null,
 ): void {
   const body = reload === undefined ? view : { ...view, warnings: reload?.warnings ?? [] };
   send(res, status, body, { etag, ...reloadHeaders(reload ?? null) });

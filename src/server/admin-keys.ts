@@ -1,68 +1,14 @@
-import { randomBytes } from 'node:crypto';
-import { checkKey, type KeyConfig } from '../config/index.js';
-import type { ManagedKey, ManagedRecords, WriteResult } from '../database/index.js';
-import { SwitchyardError } from '../errors.js';
-import { hashKey } from '../governance/index.js';
-import type { Generation } from '../live/index.js';
-import { readBody, type Services } from '../request/index.js';
-import { type AdminCaller, mayRead, mayWrite, noKey, seeKey, teamOfRole, type V1Context, type V1Request } from './admin-caller.js';
-import { fieldsError, idOf, merged, patchChange, splitFields } from './admin-fields.js';
-import { configTag, ifMatch, jsonBody, MAX_BODY_BYTES, pageOf, sendObject, sendPage, tagOf } from './admin-http.js';
-import { applied, judge, type LostCommitCheck, managedByConfig, writeSettled } from './admin-write.js';
-import { loosenedLimits } from './key-limits.js';
+import type { ManagedRecords } from '../database/index.js';
+import type { Keyring } from '../live/index.js';
+import { configKeyView, keyView, mayRead, noKey, seeKey, teamOfRole } from '../managed/index.js';
+import type { Services } from '../request/index.js';
+import type { V1Request } from './admin-caller.js';
+import { configTag, pageOf, sendObject, sendPage, tagOf } from './admin-http.js';
 
-// The keys under /admin/v1/keys: list, read, create, change, revoke, rotate. A key's secret
-// is in the answer that made it and nowhere else: the database keeps its SHA-256. A key of
-// the config file is listed and read like a managed one, and is read-only here. A team
-// token manages its own team's keys, and may tighten their limits, never loosen them.
+// The keys under /admin/v1/keys, read: a list and one key, the config file's beside the
+// database's. Their writes are managed/'s (admin-v1.ts maps them).
 
-const KEY_FIELDS = [
-  'rpm',
-  'tpm',
-  'tokens_per_day',
-  'budget_usd_per_month',
-  'allowed_models',
-  'allowed_tools',
-  'tool_calls_per_day',
-] as const;
-/** A rotation's old secret works at most this long after it: 30 days. */
-const MAX_GRACE_S = 30 * 24 * 3600;
-/** The visible start of a secret: `sy-` and 7 of its 43 random characters. */
-const PREFIX_LENGTH = 10;
-
-function keyView(k: ManagedKey): Record<string, unknown> {
-  return {
-    id: k.id,
-    team: k.team,
-    prefix: k.prefix,
-    ...k.spec,
-    expires_at: k.expiresAt,
-    metadata: k.metadata,
-    managed_by: 'database',
-    version: k.version,
-    created_at: k.createdAt,
-    updated_at: k.updatedAt,
-    last_used_at: k.lastUsedAt,
-    revoked_at: k.revokedAt,
-    previous_secret_valid_until: k.previous !== null && Date.parse(k.previous.until) > Date.now() ? k.previous.until : null,
-  };
-}
-
-/** A key of the config file: never revoked (it is removed from the file), its last use as this process saw it. */
-function configKeyView(svc: Services, k: KeyConfig): Record<string, unknown> {
-  const out: Record<string, unknown> = { id: k.id, team: k.team, prefix: null };
-  for (const field of KEY_FIELDS) if (k[field] !== undefined) out[field] = k[field];
-  return {
-    ...out,
-    expires_at: k.expires_at ?? null,
-    metadata: {},
-    managed_by: 'config',
-    last_used_at: svc.keysUsed.lastUsed(k.id),
-    revoked_at: null,
-  };
-}
-
-export async function listKeys(svc: Services, a: V1Request, records: ManagedRecords, gen: Generation): Promise<void> {
+export async function listKeys(svc: Services, a: V1Request, records: ManagedRecords, keyring: Keyring): Promise<void> {
   const { limit, after } = pageOf(a.req);
   const url = new URL(a.req.url ?? '/', 'http://admin');
   const own = teamOfRole(a.caller);
@@ -70,10 +16,10 @@ export async function listKeys(svc: Services, a: V1Request, records: ManagedReco
   if (own !== null && asked !== null && asked !== own) mayRead(a.caller, asked);
   const team = own ?? asked ?? undefined;
   const revoked = url.searchParams.get('revoked') === 'true';
-  const fromConfig = (gen.fileConfig.keys ?? [])
+  const fromConfig = keyring.fileKeys
     .filter((k) => (after === undefined || k.id > after) && (team === undefined || k.team === team))
     .sort((x, y) => (x.id < y.id ? -1 : 1))
-    .map((k) => ({ id: k.id, view: configKeyView(svc, k) }));
+    .map((k) => ({ id: k.id, view: configKeyView(k, svc.keysUsed.lastUsed(k.id)) }));
   const fromDatabase = (
     await records.listKeys({
       limit: limit + 1,
@@ -85,181 +31,14 @@ export async function listKeys(svc: Services, a: V1Request, records: ManagedReco
   sendPage(a.res, [...fromConfig, ...fromDatabase], limit);
 }
 
-export async function getKey(svc: Services, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
-  const fromConfig = (gen.fileConfig.keys ?? []).find((k) => k.id === id);
+export async function getKey(svc: Services, a: V1Request, records: ManagedRecords, keyring: Keyring, id: string): Promise<void> {
+  const fromConfig = keyring.fileKeys.find((k) => k.id === id);
   if (fromConfig !== undefined) {
     seeKey(a.caller, id, fromConfig.team);
-    return sendObject(a.res, 200, configKeyView(svc, fromConfig), configTag(gen));
+    return sendObject(a.res, 200, configKeyView(fromConfig, svc.keysUsed.lastUsed(fromConfig.id)), configTag(keyring));
   }
   const key = await records.key(id);
   if (key === undefined) throw noKey(id);
   seeKey(a.caller, id, key.team);
   sendObject(a.res, 200, keyView(key), tagOf(key.version));
-}
-
-export async function createKey(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation): Promise<void> {
-  const body = await jsonBody(a.req);
-  const id = idOf(body, false) ?? `key-${randomBytes(6).toString('hex')}`;
-  if (typeof body.team !== 'string') throw fieldsError([{ path: 'team', message: 'required: the id of the team the key belongs to' }]);
-  const team = body.team;
-  mayWrite(a.caller, team);
-  const { spec, metadata } = splitFields(body, KEY_FIELDS, ['id', 'team', 'expires_at']);
-  const expiresAt = expiryOf(body.expires_at);
-  const secret = newSecret();
-  const checked = checkKey({ ...spec, id, team, sha256: secret.sha256, ...(expiresAt === null ? {} : { expires_at: expiresAt }) });
-  if (!checked.ok) throw fieldsError(checked.issues);
-  refuseFileKey(gen, null, id);
-  // The team must exist for the next generation: the file's, or one in the database now.
-  const settle: LostCommitCheck<null> = {
-    target: { action: 'create', object: 'key', objectId: id },
-    change: { team, ...spec, expires_at: expiresAt, metadata: metadata ?? {} },
-    read: () => records.key(id),
-    appliedValue: null,
-    hint: 'if it exists, revoke it: its secret was only in this answer',
-  };
-  const { version } = await writeSettled(records, settle, async (w) => {
-    if (gen.fileConfig.teams?.[team] === undefined && (await w.team(team)) === undefined) {
-      throw fieldsError([{ path: 'team', message: `unknown team "${team}"` }]);
-    }
-    if ((await w.key(id)) !== undefined) throw new SwitchyardError('conflict', `key "${id}" already exists`);
-    await w.insertKey({ id, team, sha256: secret.sha256, prefix: secret.prefix, spec, metadata: metadata ?? {}, expiresAt });
-    return { commit: true, value: null };
-  });
-  const reload = await applied(ctx, a, settle, version);
-  const key = (await records.key(id)) as ManagedKey;
-  // The secret is in this answer and nowhere else: the database keeps its SHA-256.
-  sendObject(a.res, 201, { ...keyView(key), key: secret.key }, tagOf(key.version), reload);
-}
-
-export async function patchKey(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
-  refuseFileKey(gen, a.caller, id);
-  const expected = ifMatch(a.req);
-  const body = await jsonBody(a.req);
-  if (body.id !== undefined && body.id !== id) throw fieldsError([{ path: 'id', message: 'cannot be changed' }]);
-  const patch = splitFields(body, KEY_FIELDS, ['id', 'team', 'expires_at']);
-  const expiresAt = body.expires_at === undefined ? undefined : expiryOf(body.expires_at);
-  const settle: LostCommitCheck<WriteResult> = {
-    target: { action: 'update', object: 'key', objectId: id },
-    change: { ...patchChange(patch), ...(expiresAt === undefined ? {} : { expires_at: expiresAt }) },
-    read: () => records.key(id),
-    appliedValue: 'ok',
-  };
-  const { value: outcome, version } = await writeSettled(records, settle, async (w) => {
-    const current = await w.key(id);
-    if (current === undefined) return { commit: false, value: 'missing' as WriteResult };
-    seeKey(a.caller, id, current.team);
-    mayWrite(a.caller, current.team);
-    if (body.team !== undefined && body.team !== current.team)
-      throw fieldsError([{ path: 'team', message: 'cannot be changed: create a key in the other team' }]);
-    if (current.revokedAt !== null) throw new SwitchyardError('conflict', `key "${id}" is revoked`);
-    if (expected !== null && current.version !== expected) return { commit: false, value: 'stale' as WriteResult };
-    const spec = merged(current.spec, patch.spec);
-    const expiry = expiresAt === undefined ? current.expiresAt : expiresAt;
-    if (teamOfRole(a.caller) !== null) {
-      const loosened = loosenedLimits({ spec: current.spec, expiresAt: current.expiresAt }, { spec, expiresAt: expiry });
-      if (loosened.length > 0) throw fieldsError(loosened, 'forbidden');
-    }
-    const checked = checkKey({
-      ...spec,
-      id,
-      team: current.team,
-      sha256: current.sha256,
-      ...(expiry === null ? {} : { expires_at: expiry }),
-    });
-    if (!checked.ok) throw fieldsError(checked.issues);
-    const result = await w.updateKey(id, current.version, {
-      spec,
-      ...(patch.metadata === undefined ? {} : { metadata: patch.metadata }),
-      ...(expiresAt === undefined ? {} : { expiresAt }),
-    });
-    return { commit: result === 'ok', value: result };
-  });
-  judge(outcome, 'key', id);
-  const reload = await applied(ctx, a, settle, version);
-  const key = (await records.key(id)) as ManagedKey;
-  sendObject(a.res, 200, keyView(key), tagOf(key.version), reload);
-}
-
-export async function revokeKey(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
-  refuseFileKey(gen, a.caller, id);
-  const expected = ifMatch(a.req);
-  await readBody(a.req, MAX_BODY_BYTES);
-  const settle: LostCommitCheck<WriteResult> = {
-    target: { action: 'revoke', object: 'key', objectId: id },
-    change: null,
-    read: () => records.key(id),
-    appliedValue: 'ok',
-  };
-  const { value: outcome, version } = await writeSettled(records, settle, async (w) => {
-    const current = await w.key(id);
-    if (current === undefined) return { commit: false, value: 'missing' as WriteResult };
-    seeKey(a.caller, id, current.team);
-    mayWrite(a.caller, current.team);
-    if (expected !== null && current.version !== expected) return { commit: false, value: 'stale' as WriteResult };
-    // Revoking twice is the same as once.
-    if (current.revokedAt !== null) return { commit: false, value: 'ok' as WriteResult };
-    const result = await w.updateKey(id, current.version, { revokedAt: new Date().toISOString() });
-    return { commit: result === 'ok', value: result };
-  });
-  judge(outcome, 'key', id);
-  // Revoking a revoked key commits nothing (version null), and is audited as applied all the same.
-  const reload = await applied(ctx, a, settle, version);
-  const key = (await records.key(id)) as ManagedKey;
-  sendObject(a.res, 200, keyView(key), tagOf(key.version), reload);
-}
-
-export async function rotateKey(ctx: V1Context, a: V1Request, records: ManagedRecords, gen: Generation, id: string): Promise<void> {
-  refuseFileKey(gen, a.caller, id);
-  const expected = ifMatch(a.req);
-  const body = await jsonBody(a.req, true);
-  const unknown = Object.keys(body).filter((k) => k !== 'grace_s');
-  if (unknown.length > 0) throw fieldsError(unknown.map((k) => ({ path: k, message: 'unknown key (rotate takes grace_s)' })));
-  const grace = body.grace_s ?? 0;
-  if (typeof grace !== 'number' || !Number.isInteger(grace) || grace < 0 || grace > MAX_GRACE_S) {
-    throw fieldsError([{ path: 'grace_s', message: `must be a whole number of seconds, 0-${MAX_GRACE_S}` }]);
-  }
-  const secret = newSecret();
-  const settle: LostCommitCheck<WriteResult> = {
-    target: { action: 'rotate', object: 'key', objectId: id },
-    change: { grace_s: grace },
-    read: () => records.key(id),
-    appliedValue: 'ok',
-    hint: `if its prefix is now ${secret.prefix}, the rotation took effect: rotate again to get a secret you hold`,
-  };
-  const { value: outcome, version } = await writeSettled(records, settle, async (w) => {
-    const current = await w.key(id);
-    if (current === undefined) return { commit: false, value: 'missing' as WriteResult };
-    seeKey(a.caller, id, current.team);
-    mayWrite(a.caller, current.team);
-    if (current.revokedAt !== null) throw new SwitchyardError('conflict', `key "${id}" is revoked`);
-    if (expected !== null && current.version !== expected) return { commit: false, value: 'stale' as WriteResult };
-    const previous = grace > 0 ? { sha256: current.sha256, until: new Date(Date.now() + grace * 1000).toISOString() } : null;
-    const result = await w.updateKey(id, current.version, { secret: { sha256: secret.sha256, prefix: secret.prefix, previous } });
-    return { commit: result === 'ok', value: result };
-  });
-  judge(outcome, 'key', id);
-  const reload = await applied(ctx, a, settle, version);
-  const key = (await records.key(id)) as ManagedKey;
-  sendObject(a.res, 200, { ...keyView(key), key: secret.key }, tagOf(key.version), reload);
-}
-
-function newSecret(): { key: string; sha256: string; prefix: string } {
-  const key = `sy-${randomBytes(32).toString('base64url')}`;
-  return { key, sha256: hashKey(key), prefix: key.slice(0, PREFIX_LENGTH) };
-}
-
-function expiryOf(value: unknown): string | null {
-  if (value === undefined || value === null) return null;
-  if (typeof value !== 'string' || Number.isNaN(Date.parse(value))) {
-    throw fieldsError([{ path: 'expires_at', message: 'must be an RFC 3339 timestamp, e.g. 2027-06-30T00:00:00Z' }]);
-  }
-  return value;
-}
-
-/** A key of the config file is read-only here (and, to another team's token, not there at all). */
-function refuseFileKey(gen: Generation, caller: AdminCaller | null, id: string): void {
-  const key = (gen.fileConfig.keys ?? []).find((k) => k.id === id);
-  if (key === undefined) return;
-  if (caller !== null) seeKey(caller, id, key.team);
-  throw managedByConfig('key', id);
 }

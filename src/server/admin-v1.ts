@@ -1,20 +1,41 @@
+import type { ManagedRecords } from '../database/index.js';
 import { ConstraintError } from '../database/index.js';
 import { errorCatalog, SwitchyardError } from '../errors.js';
+import type { Keyring } from '../live/index.js';
+import {
+  type Asked,
+  auditAttempt,
+  createKey,
+  createTeam,
+  deleteTeam,
+  FieldsError,
+  patchKey,
+  patchTeam,
+  revokeKey,
+  rotateKey,
+  type WriteContext,
+  type Written,
+  writeTargetOf,
+} from '../managed/index.js';
+import { readBody } from '../request/index.js';
 import type { V1Context, V1Request } from './admin-caller.js';
-import { FieldsError } from './admin-fields.js';
-import { send } from './admin-http.js';
-import { createKey, getKey, listKeys, patchKey, revokeKey, rotateKey } from './admin-keys.js';
-import { createTeam, deleteTeam, getTeam, listTeams, patchTeam } from './admin-teams.js';
+import { ifMatch, jsonBody, MAX_BODY_BYTES, reloadHeaders, send, sendObject } from './admin-http.js';
+import { getKey, listKeys } from './admin-keys.js';
+import { getTeam, listTeams } from './admin-teams.js';
 import { serveUsage } from './admin-usage.js';
-import { auditAttempt, auditedWrites } from './admin-write.js';
 
 // The managed teams and keys, under /admin/v1/: list, read, create, change, delete (a team)
-// and revoke or rotate (a key). Bodies use the config file's field names and are judged by
-// the config file's schemas; a write is committed only when the generation it makes would
-// be valid, and is then applied by a reload with trigger `database` before the answer, so
-// the new key works on this replica when the client reads it. Teams and keys of the config
-// file are listed too, and read-only (409 managed_by_config). Every object has an ETag; a
-// write with a stale If-Match is 412 and changes nothing.
+// and revoke or rotate (a key), mapped from HTTP to managed/, which authorizes, validates,
+// commits and audits each write. Bodies use the config file's field names and are judged by
+// the config file's schemas, the very ones each row is judged by again when the keyring is
+// built. A committed write is then applied here by a keyring swap (trigger `database`) before
+// the answer, so the new key works on this replica when the client reads it; no provider or
+// route is rebuilt. Teams and keys of the config file are listed too, and read-only (409
+// managed_by_config). Every object has an ETag; a write with a stale If-Match is 412 and
+// changes nothing.
+
+/** Write attempts whose `applied` record is written: a later failure (reading the object back) is not another attempt. */
+const auditedWrites = new WeakSet<V1Request>();
 
 /** Answers one /admin/v1/ request; `rest` is the path after /admin/v1/. */
 export async function serveV1(ctx: V1Context, a: V1Request, method: string, rest: string): Promise<void> {
@@ -31,7 +52,7 @@ export async function serveV1(ctx: V1Context, a: V1Request, method: string, rest
               `the database did not answer (${(caught as { code?: string }).code ?? (caught as Error).message}); ${auditedWrites.has(a) ? 'the write was committed, but reading it back failed: read it again' : 'nothing was written'}`,
             )
           : caught;
-    if (err instanceof SwitchyardError) auditAttempt(ctx.svc, a, method, rest, err);
+    if (err instanceof SwitchyardError && !auditedWrites.has(a)) auditAttempt(ctx.svc.audit, a.caller, targetOf(method, rest), err);
     if (!(err instanceof SwitchyardError) || a.res.headersSent) throw err;
     // The catalog's OpenAI shape, as the rest of the admin API answers, with every field at fault.
     const error: Record<string, unknown> = { message: err.message, type: errorCatalog[err.code].openai, param: err.param, code: err.code };
@@ -54,33 +75,77 @@ async function route(ctx: V1Context, a: V1Request, method: string, rest: string)
   }
   const records = ctx.database.records;
   if (records === null) throw new SwitchyardError('not_found', 'managed teams and keys need a database: set database.url in the config');
-  const gen = ctx.svc.holder.current();
+  const keyring = ctx.svc.keyring.current();
+  const write = (run: (w: WriteContext, asked: Asked) => Promise<Written>): Promise<void> =>
+    run(writeContext(ctx, a, records, keyring), askedOf(a)).then((w) => answer(a, w));
   if (collection === 'teams') {
     if (action !== undefined) throw new SwitchyardError('not_found', `no such admin endpoint: /admin/v1/${rest}`);
     if (id === undefined) {
-      if (method === 'GET') return listTeams(a, records, gen);
-      if (method === 'POST') return createTeam(ctx, a, records, gen);
+      if (method === 'GET') return listTeams(a, records, keyring);
+      if (method === 'POST') return write(createTeam);
       throw notAllowed('GET, POST');
     }
-    if (method === 'GET') return getTeam(a, records, gen, id);
-    if (method === 'PATCH') return patchTeam(ctx, a, records, gen, id);
-    if (method === 'DELETE') return deleteTeam(ctx, a, records, gen, id);
+    if (method === 'GET') return getTeam(a, records, keyring, id);
+    if (method === 'PATCH') return write((w, asked) => patchTeam(w, asked, id));
+    if (method === 'DELETE') return write((w, asked) => deleteTeam(w, asked, id));
     throw notAllowed('GET, PATCH, DELETE');
   }
   if (id === undefined) {
     if (action !== undefined) throw new SwitchyardError('not_found', `no such admin endpoint: /admin/v1/${rest}`);
-    if (method === 'GET') return listKeys(ctx.svc, a, records, gen);
-    if (method === 'POST') return createKey(ctx, a, records, gen);
+    if (method === 'GET') return listKeys(ctx.svc, a, records, keyring);
+    if (method === 'POST') return write(createKey);
     throw notAllowed('GET, POST');
   }
   if (action === undefined) {
-    if (method === 'GET') return getKey(ctx.svc, a, records, gen, id);
-    if (method === 'PATCH') return patchKey(ctx, a, records, gen, id);
+    if (method === 'GET') return getKey(ctx.svc, a, records, keyring, id);
+    if (method === 'PATCH') return write((w, asked) => patchKey(w, asked, id));
     throw notAllowed('GET, PATCH');
   }
   if (action !== 'revoke' && action !== 'rotate') throw new SwitchyardError('not_found', `no such admin endpoint: /admin/v1/${rest}`);
   if (method !== 'POST') throw notAllowed('POST');
-  return action === 'revoke' ? revokeKey(ctx, a, records, gen, id) : rotateKey(ctx, a, records, gen, id);
+  return write((w, asked) => (action === 'revoke' ? revokeKey : rotateKey)(w, asked, id));
+}
+
+function writeContext(ctx: V1Context, a: V1Request, records: ManagedRecords, keyring: Keyring): WriteContext {
+  return {
+    caller: a.caller,
+    records,
+    keyring,
+    audit: ctx.svc.audit,
+    apply: ctx.reloadForDatabase,
+    onAudited: () => auditedWrites.add(a),
+  };
+}
+
+function askedOf(a: V1Request): Asked {
+  return {
+    body: (emptyIsObject) => jsonBody(a.req, emptyIsObject),
+    expected: () => ifMatch(a.req),
+    drain: async () => {
+      await readBody(a.req, MAX_BODY_BYTES);
+    },
+  };
+}
+
+/** A write's answer, with the headers of the swap that applied it. */
+function answer(a: V1Request, w: Written): void {
+  if (w.view === null || w.etag === null) {
+    a.res.writeHead(w.status, reloadHeaders(w.applied));
+    a.res.end();
+    return;
+  }
+  sendObject(a.res, w.status, w.view, w.etag, w.applied);
+}
+
+/** The write a request attempts, for its audit record; null for a read. */
+function targetOf(method: string, rest: string): ReturnType<typeof writeTargetOf> {
+  let parts: string[];
+  try {
+    parts = rest.split('/').map((p) => decodeURIComponent(p));
+  } catch {
+    parts = rest.split('/');
+  }
+  return writeTargetOf(method, parts);
 }
 
 /** What each position of /admin/v1/<collection>/<id>/<action> is called in a refusal. */

@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchyardError } from '../errors.js';
 import { bearerToken, governanceNow, governanceStatus } from '../governance/index.js';
-import type { Generation } from '../live/index.js';
+import type { Generation, Keyring } from '../live/index.js';
+import type { AdminCaller } from '../managed/index.js';
 import {
   type Answerable,
   type ExposedTool,
@@ -13,7 +14,6 @@ import {
   sendBody,
   sendJson,
 } from '../request/index.js';
-import type { AdminCaller } from './admin-caller.js';
 import { serveV1 } from './admin-v1.js';
 import { refusal, serveMetrics } from './answers.js';
 import type { DatabaseLink } from './database-link.js';
@@ -189,10 +189,10 @@ function mayOperate(caller: AdminCaller, method: string | undefined): void {
 async function governanceView(ctx: AdminContext): Promise<Record<string, unknown> | null> {
   const { svc } = ctx;
   if (!svc.holder.ready) return null;
-  const gen = svc.holder.current();
-  if ((gen.config.keys ?? []).length === 0 && Object.keys(gen.config.teams ?? {}).length === 0) return null;
+  const keyring = svc.keyring.current();
+  if (keyring.keys.length === 0 && Object.keys(keyring.teams).length === 0) return null;
   try {
-    const status = await governanceStatus(svc.governance, policyOf(gen), governanceNow());
+    const status = await governanceStatus(svc.governance, policyOf(keyring), governanceNow());
     return { ...storeView(ctx), ...status };
   } catch (err) {
     return { ...storeView(ctx), error: (err as Error).message };
@@ -214,12 +214,25 @@ function storeView(ctx: AdminContext): Record<string, unknown> {
   };
 }
 
+function keyringView(keyring: Keyring | null): Record<string, unknown> | null {
+  if (keyring === null) return null;
+  return {
+    number: keyring.number,
+    built_at: keyring.builtAt,
+    teams: Object.keys(keyring.teams).length,
+    keys: keyring.keys.length,
+    database_version: keyring.managed?.version ?? null,
+  };
+}
+
 function adminStatus(ctx: AdminContext): Record<string, unknown> {
   const { svc } = ctx;
   const gen: Generation | null = svc.holder.ready ? svc.holder.current() : null;
   return {
     uptime_s: Math.round((Date.now() - ctx.startedAt) / 1000),
     generation: gen === null ? null : { number: gen.number, built_at: gen.builtAt, config_hash: gen.sourceHash },
+    // Beside the generation: a key or team write swaps only this (see docs/operations.md).
+    keyring: keyringView(svc.keyring.ready ? svc.keyring.current() : null),
     reloads: [...ctx.reloader.history].reverse(),
     providers:
       gen === null

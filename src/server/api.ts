@@ -159,7 +159,7 @@ function apiEndpoints(svc: Services, settings: ListenerSettings, traffic: Traffi
 function checkMetricsAccess(svc: Services, req: IncomingMessage): void {
   if (!svc.holder.ready) return;
   const gen = svc.holder.current();
-  if (gen.config.server.public_metrics || (gen.config.keys ?? []).length === 0) return;
+  if (gen.config.server.public_metrics || svc.keyring.current().keys.length === 0) return;
   const presented = bearerToken(req.headers.authorization);
   if (gen.adminToken !== null && presented !== null && gen.adminToken.matches(presented)) return;
   throw new SwitchyardError(

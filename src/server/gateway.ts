@@ -15,7 +15,14 @@ import {
 } from '../config/index.js';
 import { Ledger } from '../database/index.js';
 import { governanceNow, governanceStatus, type PolicedStore } from '../governance/index.js';
-import { type Generation, GenerationHolder, prepareGeneration, ReloadCoordinator, type ReloadTrigger } from '../live/index.js';
+import {
+  type Generation,
+  GenerationHolder,
+  KeyringHolder,
+  prepareGeneration,
+  ReloadCoordinator,
+  type ReloadTrigger,
+} from '../live/index.js';
 import { PoolRegistry, type TokenEvent, TokenSourceRegistry } from '../providers/index.js';
 import { KeysUsed, McpService, policyOf, ResponseOwners, type Services } from '../request/index.js';
 import { BreakerRegistry } from '../resilience/index.js';
@@ -137,8 +144,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   }
   svc.metrics.trackBudgets(
     async () => {
-      const gen = svc.holder.current();
-      const status = await governanceStatus(svc.governance, policyOf(gen), governanceNow());
+      const status = await governanceStatus(svc.governance, policyOf(svc.keyring.current()), governanceNow());
       return Object.entries(status.teams).map(([team, s]) => ({
         team,
         spentUsd: s.spendThisMonthMicroUsd.used / 1e6,
@@ -147,7 +153,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     },
     () => svc.governance.health.up,
   );
-  if ((config.keys ?? []).length === 0 && !isLoopback(splitHostPort(config.server.listen).host)) {
+  if (first.keyring.keys.length === 0 && !isLoopback(splitHostPort(config.server.listen).host)) {
     svc.logger.warn({
       msg: `no keys are configured and ${config.server.listen} is not a loopback address: anyone who reaches it may call it`,
     });
@@ -184,7 +190,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   if (config.database !== undefined) {
     database.watch({
       recheckMs: config.database.recheck_ms,
-      servingVersion: () => svc.holder.current().managed?.version ?? null,
+      servingVersion: () => svc.keyring.current().managed?.version ?? null,
       onChange: () => void coordinator.request('database').catch(() => undefined),
       onProblem: (message) => svc.logger.warn({ msg: 'database', problem: message }),
     });
@@ -250,7 +256,7 @@ function trackLastUsed(svc: Services, database: DatabaseLink): { timer: NodeJS.T
     const records = database.records;
     const uses = svc.keysUsed.take();
     if (records === null || uses.size === 0) return;
-    const managed = new Set(svc.holder.current().managed?.keys.map((k) => k.id) ?? []);
+    const managed = new Set(svc.keyring.current().managed?.keys.map((k) => k.id) ?? []);
     for (const id of uses.keys()) if (!managed.has(id)) uses.delete(id);
     try {
       await records.touchKeys(uses);
@@ -280,6 +286,7 @@ async function buildServices(
 ): Promise<Services> {
   const config = gen.config;
   const holder = new GenerationHolder();
+  const keyring = new KeyringHolder();
   const b = config.resilience.breaker;
   const breakers = new BreakerRegistry({ failureThreshold: b.failure_threshold, openBaseMs: b.open_base_ms, openMaxMs: b.open_max_ms });
   const sessions = config.routing.session_affinity ?? sessionAffinityDefaults;
@@ -293,6 +300,7 @@ async function buildServices(
   const ledger = await startLedger(database, config, logger, metrics);
   return {
     holder,
+    keyring,
     breakers,
     counters: new RoundRobinCounters(),
     affinity: new SessionAffinity({ ttlMs: sessions.ttl_s * 1000, maxEntries: sessions.max_entries }),
@@ -309,7 +317,7 @@ async function buildServices(
     accessLog: new AccessLog({ level: logger.level, destination: options.logDestination, flushMs: 200 }),
     random: options.random ?? randomSource(options.env ?? process.env, logger),
     // Sessions shared by the replicas of a redis store, so that any of them serves a session.
-    mcp: new McpService(holder, logger, metrics, config.mcp, options.version ?? 'dev', governance.sharedRecords),
+    mcp: new McpService(holder, keyring, logger, metrics, config.mcp, options.version ?? 'dev', governance.sharedRecords),
     keysUsed: new KeysUsed(),
     ledger,
   };

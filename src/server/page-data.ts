@@ -88,6 +88,7 @@ export interface PageContext {
 export function pageData(ctx: PageContext, nowMs: number): Record<string, unknown> {
   const { svc } = ctx;
   const gen = svc.holder.ready ? svc.holder.current() : null;
+  const keyring = svc.keyring.ready ? svc.keyring.current() : null;
   const ageS = (iso: string | null | undefined): number | null =>
     iso == null ? null : Math.max(0, Math.round((nowMs - Date.parse(iso)) / 1000));
   return {
@@ -95,7 +96,7 @@ export function pageData(ctx: PageContext, nowMs: number): Record<string, unknow
     uptime_s: Math.round((nowMs - ctx.startedAt) / 1000),
     generation: gen === null ? null : { number: gen.number, built_at: gen.builtAt, age_s: ageS(gen.builtAt) },
     // With no key (from the file or the database) the gateway is open: every caller is anonymous.
-    access: gen === null ? null : { open: policyOf(gen).keys.open, keys: policyOf(gen).keys.byId.size },
+    access: keyring === null ? null : { open: policyOf(keyring).keys.open, keys: policyOf(keyring).keys.byId.size },
     overlay:
       gen === null || gen.config.routing.overlay === undefined
         ? null
@@ -144,7 +145,7 @@ export function pageData(ctx: PageContext, nowMs: number): Record<string, unknow
     database:
       gen?.config.database === undefined
         ? null
-        : { engine: gen.config.database.url.startsWith('sqlite:') ? 'sqlite' : 'postgres', version: gen.managed?.version ?? null },
+        : { engine: gen.config.database.url.startsWith('sqlite:') ? 'sqlite' : 'postgres', version: keyring?.managed?.version ?? null },
     traffic: { slot_s: SLOT_MS / 1000, points: svc.recent.series(nowMs).map((p) => pointView(p, nowMs)) },
   };
 }

@@ -4,11 +4,14 @@ import type { ManagedSnapshot } from '../database/index.js';
 import {
   diffGenerations,
   diffGenerationsInSlices,
+  diffKeyrings,
   type Generation,
   type GenerationChanges,
   type InputsRead,
+  type Keyring,
   type Preparation,
   prepareGeneration,
+  prepareKeyring,
   type ReloadTrigger,
 } from '../live/index.js';
 import type { TokenSource } from '../providers/index.js';
@@ -22,6 +25,15 @@ export interface ReloadResult {
   /** The generation serving after this reload. */
   readonly generation: number;
   readonly previous_generation: number | null;
+  /** The keyring serving after this reload, and before it. */
+  readonly keyring: number;
+  readonly previous_keyring: number | null;
+  /**
+   * What this reload built and swapped: both for a config file's change, the keyring only
+   * for a database change (trigger `database`), the generation only for an overlay's; none
+   * when nothing was applied.
+   */
+  readonly built: ReadonlyArray<'generation' | 'keyring'>;
   readonly at: string;
   readonly duration_ms: number;
   readonly changes: GenerationChanges | null;
@@ -109,15 +121,20 @@ export class Reloader {
   adopt(prepared: Preparation & { readonly outcome: 'built' }, started: number): () => ReloadResult {
     this.#inputs = prepared.read;
     const details = this.#apply(prepared, diffGenerations(null, prepared.generation));
-    return () => this.#finish('startup', started, null, 'applied', details);
+    return () => this.#finish('startup', started, null, null, 'applied', details);
   }
 
   readonly run = async (trigger: ReloadTrigger): Promise<ReloadResult> => {
     const started = performance.now();
     const serving = this.#svc.holder.ready ? this.#svc.holder.current() : null;
+    const servingKeyring = this.#svc.keyring.ready ? this.#svc.keyring.current() : null;
     const finish = (result: ReloadOutcome, extra: Partial<ReloadResult>): ReloadResult =>
-      this.#finish(trigger, started, serving, result, extra);
+      this.#finish(trigger, started, serving, servingKeyring, result, extra);
     try {
+      // A database change (an admin write here, or another replica's) changes keys and
+      // teams only: the keyring is rebuilt and swapped, and no provider or route is.
+      if (trigger === 'database' && serving !== null && servingKeyring !== null)
+        return await this.#runKeyring(serving, servingKeyring, finish);
       const prepared = await this.#prepare(trigger, serving);
       // A provider whose cloud auth changed gets its first token before it serves (each
       // fetch is bounded), so the swap does not fail its requests over while it is fetched.
@@ -138,12 +155,40 @@ export class Reloader {
     }
   };
 
+  async #runKeyring(
+    serving: Generation,
+    servingKeyring: Keyring,
+    finish: (result: ReloadOutcome, extra: Partial<ReloadResult>) => ReloadResult,
+  ): Promise<ReloadResult> {
+    const prepared = await prepareKeyring(servingKeyring, serving.config, this.#managed);
+    if (prepared.outcome === 'unchanged') return finish('unchanged', {});
+    if (prepared.outcome === 'rejected') return finish('rejected', { errors: prepared.issues });
+    const access = accessChange(servingKeyring, prepared.keyring);
+    this.#swapKeyring(prepared.keyring);
+    if (access !== null) this.#svc.logger.warn({ msg: 'access changed', keyring: prepared.keyring.number, change: access });
+    return finish('applied', {
+      changes: { ...NO_ROUTING_CHANGES, ...diffKeyrings(servingKeyring, prepared.keyring) },
+      built: ['keyring'],
+      warnings: access === null ? [...prepared.warnings] : [access, ...prepared.warnings],
+    });
+  }
+
+  /** A keyring swap and what must follow it, synchronous: no request runs in between. */
+  #swapKeyring(next: Keyring): void {
+    // Compiled before the swap, so no request pays for it (request/policy.ts caches it by keyring).
+    policyOf(next);
+    this.#svc.keyring.swap(next);
+    // Sessions of a key no longer accepted end; lists the new limits change are told.
+    this.#svc.mcp.syncKeyring(next);
+  }
+
   #prepare(trigger: ReloadTrigger, serving: Generation | null): Promise<Preparation> {
     const explicit = EXPLICIT_TRIGGERS.has(trigger);
     return prepareGeneration({
       configPath: this.#configPath,
       env: this.#env,
       serving,
+      servingKeyring: this.#svc.keyring.ready ? this.#svc.keyring.current() : null,
       startupConfig: this.#startupConfig,
       // An overlay event re-reads only the overlay; every other trigger re-reads the config too.
       readConfig: explicit || trigger === 'config_watch' || trigger === 'config_recheck',
@@ -185,15 +230,22 @@ export class Reloader {
       this.acceptedRevision = next.overlay.revision;
       this.#svc.metrics.overlayReloads.inc({ result: 'applied', reason: '' });
     }
-    const access = accessChange(this.#svc.holder.ready ? this.#svc.holder.current() : null, next);
+    const servingKeyring = this.#svc.keyring.ready ? this.#svc.keyring.current() : null;
+    const keyringBuilt = prepared.keyring !== servingKeyring;
+    const access = accessChange(servingKeyring, prepared.keyring);
+    // The keyring first: the generation's swap tells the MCP sessions, and they read it.
+    if (keyringBuilt) this.#swapKeyring(prepared.keyring);
     this.#swap(next);
     this.#startupConfig ??= next.config;
     // Callers that worked a second ago are refused from now on (or anyone is served): never silently.
     if (access !== null) this.#svc.logger.warn({ msg: 'access changed', generation: next.number, change: access });
     return {
       generation: next.number,
+      keyring: prepared.keyring.number,
       revision: next.overlay?.revision ?? null,
-      changes,
+      // Teams and keys as the keyring holds them: the file's and the database's together.
+      changes: changes === null ? null : { ...changes, ...diffKeyrings(servingKeyring, prepared.keyring) },
+      built: keyringBuilt ? ['generation', 'keyring'] : ['generation'],
       warnings: access === null ? [...prepared.warnings] : [access, ...prepared.warnings],
     };
   }
@@ -202,10 +254,11 @@ export class Reloader {
     trigger: ReloadTrigger,
     started: number,
     serving: Generation | null,
+    servingKeyring: Keyring | null,
     judged: ReloadOutcome,
     details: Partial<ReloadResult>,
   ): ReloadResult {
-    const { holder, metrics } = this.#svc;
+    const { holder, keyring, metrics } = this.#svc;
     const durationMs = performance.now() - started;
     const repeated = judged === 'rejected' && this.#repeatsRefusal(trigger, serving, details);
     this.#inputs = { config: null, overlay: null };
@@ -222,6 +275,9 @@ export class Reloader {
       generation: holder.ready ? holder.current().number : 0,
       revision: holder.ready ? (holder.current().overlay?.revision ?? null) : null,
       previous_generation: serving?.number ?? null,
+      keyring: keyring.ready ? keyring.current().number : 0,
+      previous_keyring: servingKeyring?.number ?? null,
+      built: [],
       at: new Date().toISOString(),
       duration_ms: Math.round(durationMs * 1000) / 1000,
       changes: null,
@@ -250,8 +306,6 @@ export class Reloader {
   /** The swap and what must follow it, all synchronous: no request runs in between. */
   #swap(next: Generation): void {
     const { holder, breakers, pools, tokens, counters, affinity, responses, metrics, logger } = this.#svc;
-    // Compiled before the swap, so no request pays for it (request/policy.ts caches it by generation).
-    policyOf(next);
     const revisionBefore = holder.ready ? (holder.current().overlay?.revision ?? null) : null;
     holder.swap(next);
     const revision = next.overlay?.revision ?? null;
@@ -315,6 +369,7 @@ export class Reloader {
         trigger: record.trigger,
         result: record.result,
         generation: record.generation,
+        keyring: record.keyring,
         revision: record.revision ?? null,
         reason,
       }),
@@ -331,6 +386,8 @@ export class Reloader {
       generation: record.generation,
       revision: record.revision ?? undefined,
       previous_generation: record.previous_generation,
+      keyring: record.keyring,
+      built: record.built.length > 0 ? record.built : undefined,
       duration_ms: record.duration_ms,
       changes: record.changes === null ? undefined : summarize(record.changes),
       warnings: record.warnings.length > 0 ? record.warnings : undefined,
@@ -346,7 +403,7 @@ export class Reloader {
  * A gateway with no key is open (every caller is anonymous); one key, from the file or the
  * database, closes it. The sentence for a reload that crosses that line, or null.
  */
-export function accessChange(serving: Generation | null, next: Generation): string | null {
+export function accessChange(serving: Keyring | null, next: Keyring): string | null {
   if (serving === null) return null;
   const wasOpen = policyOf(serving).keys.open;
   const keys = policyOf(next).keys;
@@ -359,6 +416,29 @@ export function accessChange(serving: Generation | null, next: Generation): stri
     return 'no API key is configured any more: the gateway is now open, and serves every request without a key, as anonymous';
   return null;
 }
+
+/** A keyring-only swap's changes: no provider, route, price, revision or tool changed. */
+const NO_ROUTING_CHANGES: GenerationChanges = Object.freeze({
+  providersAdded: [],
+  providersRemoved: [],
+  providersChanged: [],
+  routesAdded: [],
+  routesRemoved: [],
+  routesChanged: [],
+  pricingChanged: false,
+  revisionChanged: false,
+  candidatesAdded: [],
+  candidatesRemoved: [],
+  toolsAdded: [],
+  toolsRemoved: [],
+  toolsChanged: [],
+  teamsAdded: [],
+  teamsRemoved: [],
+  teamsChanged: [],
+  keysAdded: [],
+  keysRemoved: [],
+  keysChanged: [],
+});
 
 function summarize(c: GenerationChanges): Record<string, unknown> {
   const out: Record<string, unknown> = {};

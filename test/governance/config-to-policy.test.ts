@@ -2,18 +2,20 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type GatewayConfig, parseConfigText } from '../../src/config/index.js';
 import { authenticate, type GovernancePolicy, hashKey, MemoryGovernanceStore, preCheck } from '../../src/governance/index.js';
-import { buildGeneration } from '../../src/live/index.js';
+import { buildGeneration, buildKeyring, readKeyringFile } from '../../src/live/index.js';
 import { PoolRegistry } from '../../src/providers/index.js';
 import { policyOf } from '../../src/request/policy.js';
 
-// governance/ never reads config: request/ adapts each generation's config (and the key
-// digests the generation build resolved) to governance's own input types. This proves that
+// governance/ never reads config: request/ adapts each keyring (the config's teams and keys,
+// and the key digests the keyring build resolved) to governance's own input types. This proves that
 // adapter (request/policy.ts policyOf) on a config written as docs/governance.md writes it.
 
 function governancePolicyOf(config: GatewayConfig, env: NodeJS.ProcessEnv): GovernancePolicy {
   const built = buildGeneration({ config, sourceHash: '', number: 1, env, poolFor: (spec) => new PoolRegistry().acquire(spec) });
   assert.ok(built.ok, JSON.stringify(built));
-  return policyOf(built.generation);
+  const read = readKeyringFile(config, '', env);
+  assert.deepEqual(read.issues, []);
+  return policyOf(buildKeyring(read.file, null, 1));
 }
 
 const CI_KEY = 'sy-ci-key-for-tests';

@@ -6,7 +6,17 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { checkConfig } from '../../src/config/index.js';
 import { createGovernanceStore, hashKey, type Principal, type Reservation } from '../../src/governance/index.js';
-import { buildGeneration, type Generation, type GenerationCandidate, GenerationHolder, prepareGeneration } from '../../src/live/index.js';
+import {
+  buildGeneration,
+  buildKeyring,
+  type Generation,
+  type GenerationCandidate,
+  GenerationHolder,
+  type Keyring,
+  KeyringHolder,
+  prepareGeneration,
+  readKeyringFile,
+} from '../../src/live/index.js';
 import type { Committed, Operation, Relayed, RelayResult } from '../../src/providers/index.js';
 import { PoolRegistry, TokenSourceRegistry } from '../../src/providers/index.js';
 import { preCheck } from '../../src/request/admission.js';
@@ -133,14 +143,29 @@ export function breakersFor(
   return { breakers, clock };
 }
 
+const keyrings = new WeakMap<Generation, Keyring>();
+
+/** The keyring built from a generation's config, as start-up builds it beside the generation (one per generation). */
+export function keyringFor(gen: Generation): Keyring {
+  let keyring = keyrings.get(gen);
+  if (keyring === undefined) {
+    keyring = buildKeyring(readKeyringFile(gen.config, gen.sourceHash, {}).file, null, gen.number);
+    keyrings.set(gen, keyring);
+  }
+  return keyring;
+}
+
 /** The services the composition root builds, for this generation and these breakers. */
 export function servicesFor(gen: Generation, breakers: BreakerRegistry): Services {
   const holder = new GenerationHolder();
   holder.swap(gen);
+  const keyring = new KeyringHolder();
+  keyring.swap(keyringFor(gen));
   const logger = createLogger({ level: 'silent' });
   const metrics = new Metrics(() => []);
   return {
     holder,
+    keyring,
     breakers,
     counters: new RoundRobinCounters(),
     affinity: new SessionAffinity({ ttlMs: 60_000, maxEntries: 100 }),
@@ -155,7 +180,7 @@ export function servicesFor(gen: Generation, breakers: BreakerRegistry): Service
     audit: null,
     tracing: null,
     random: () => 0.5,
-    mcp: new McpService(holder, logger, metrics, gen.config.mcp, 'test'),
+    mcp: new McpService(holder, keyring, logger, metrics, gen.config.mcp, 'test'),
     keysUsed: new KeysUsed(),
     ledger: null,
   };
@@ -209,7 +234,7 @@ export function exchangeFor(
   const req = { headers: {}, url: '/v1/chat/completions', method: 'POST' } as unknown as IncomingMessage;
   const x = new Exchange(req, res as unknown as ServerResponse, () => undefined);
   x.matched({ path: 'none', operation: matched.operation }, matched.span ?? null);
-  x.captured(gen);
+  x.captured(gen, keyringFor(gen));
   x.authenticated(principal);
   return { x, res };
 }
@@ -223,6 +248,7 @@ export function modelRequest(
   const parsed = { model, stream: more.stream ?? false, max_tokens: 100, messages: [{ role: 'user', content: 'hello there' }] };
   return {
     gen,
+    keyring: keyringFor(gen),
     principal: more.principal ?? { keyId: null, team: null },
     operation: more.operation ?? 'chat',
     protocol: more.protocol ?? 'openai',

@@ -16,7 +16,7 @@ import {
   recordTo,
 } from '../../src/request/index.js';
 import { AccessLog, createLogger, Metrics, RecentTraffic } from '../../src/telemetry/index.js';
-import { chainOf, modelRequest, ResponseDouble, staticGeneration } from './chain-fixture.js';
+import { chainOf, keyringFor, modelRequest, ResponseDouble, staticGeneration } from './chain-fixture.js';
 
 // A finished request's record goes to a list of sinks built once. A sink that throws is
 // counted (switchyard_record_sink_errors_total{sink}) and logged, and the sinks after it
@@ -31,7 +31,7 @@ function servedRecord(): Exchange {
   const req = { headers: { 'x-request-id': 'req-1' }, url: '/v1/chat/completions', method: 'POST' } as unknown as IncomingMessage;
   const x = new Exchange(req, res as unknown as ServerResponse, () => undefined);
   x.matched({ path: '/v1/chat/completions', operation: 'chat', protocol: 'openai' }, null);
-  x.captured(gen);
+  x.captured(gen, keyringFor(gen));
   x.authenticated(principal);
   x.asked(modelRequest(gen, 'm', { principal }));
   x.admitted();

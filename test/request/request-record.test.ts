@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import type { GenerationCandidate } from '../../src/live/index.js';
 import type { Relayed } from '../../src/providers/index.js';
 import { Exchange } from '../../src/request/index.js';
-import { chainOf, modelRequest, ResponseDouble, staticGeneration } from './chain-fixture.js';
+import { chainOf, keyringFor, modelRequest, ResponseDouble, staticGeneration } from './chain-fixture.js';
 
 // The record of a request is written once per phase, in the phases' order, by the step
 // that owns each phase; a write out of order, or a second write of a phase that runs once,
@@ -25,7 +25,7 @@ const relayed: Relayed = { outcome: 'complete', firstByteAt: null, usage: { inpu
 /** A served model request's phases, in order, as the listener, admission, the chain and settle write them. */
 function served(x: Exchange): void {
   x.matched({ path: '/v1/chat/completions', operation: 'chat', protocol: 'openai' }, null);
-  x.captured(gen);
+  x.captured(gen, keyringFor(gen));
   x.authenticated(principal);
   x.asked(modelRequest(gen, 'm', { principal }));
   x.admitted();
@@ -79,8 +79,8 @@ describe('the request record', () => {
   it('a phase that runs once, written twice, throws', () => {
     const { x } = exchange();
     x.matched({ path: '/v1/chat/completions' }, null);
-    x.captured(gen);
-    assert.throws(() => x.captured(gen), /phase captured written twice/);
+    x.captured(gen, keyringFor(gen));
+    assert.throws(() => x.captured(gen, keyringFor(gen)), /phase captured written twice/);
     x.authenticated(principal);
     x.asked(modelRequest(gen, 'm'));
     assert.throws(() => x.asked(modelRequest(gen, 'm')), /phase asked written twice/);
@@ -94,7 +94,7 @@ describe('the request record', () => {
   it('a phase written after a later one throws, and leaves the record as it was', () => {
     const { x } = exchange();
     x.matched({ path: '/v1/chat/completions' }, null);
-    x.captured(gen);
+    x.captured(gen, keyringFor(gen));
     x.authenticated(principal);
     x.asked(modelRequest(gen, 'm'));
     x.admitted();
@@ -114,7 +114,7 @@ describe('the request record', () => {
   it('the phases that repeat (an attempt per candidate, an event per write) repeat, in their place', () => {
     const { x } = exchange();
     x.matched({ path: '/mcp' }, null);
-    x.captured(gen);
+    x.captured(gen, keyringFor(gen));
     x.authenticated(principal);
     x.bodyRead(42);
     x.callStarted(true);
@@ -131,7 +131,7 @@ describe('the request record', () => {
   it('a refusal before routing goes from matched straight to failed and ended', () => {
     const { x, res } = exchange();
     x.matched({ path: '/v1/chat/completions' }, null);
-    x.captured(gen);
+    x.captured(gen, keyringFor(gen));
     x.failed('unauthorized');
     res.statusCode = 401;
     res.end('{}');

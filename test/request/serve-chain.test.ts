@@ -18,6 +18,7 @@ import {
   chainOf,
   chainRequest,
   exchangeFor,
+  keyringFor,
   LONG_CHAIN,
   modelRequest,
   overlayWithoutCredentials,
@@ -133,7 +134,7 @@ function codeOf(served: Served): string {
 }
 
 async function booked(w: World): Promise<{ reservedMicroUsd: number; spentMicroUsd: number; tokensThisMinute: number }> {
-  const [team] = await w.svc.governance.status(scopesOf(policyOf(w.gen), ACME), Date.now());
+  const [team] = await w.svc.governance.status(scopesOf(policyOf(keyringFor(w.gen)), ACME), Date.now());
   assert.ok(team !== undefined);
   return {
     reservedMicroUsd: team.spendThisMonthMicroUsd.reservedMicroUsd,

@@ -18,6 +18,7 @@ import {
   breakersFor,
   chainOf,
   exchangeFor,
+  keyringFor,
   modelRequest,
   pools,
   type ResponseDouble,
@@ -108,7 +109,7 @@ function run(serve: Serve, r: RoutedRequest): Promise<Outcome> {
 }
 
 async function booked(w: World): Promise<{ reservedMicroUsd: number; spentMicroUsd: number }> {
-  const [team] = await w.svc.governance.status(scopesOf(policyOf(gen), ACME), Date.now());
+  const [team] = await w.svc.governance.status(scopesOf(policyOf(keyringFor(gen)), ACME), Date.now());
   assert.ok(team !== undefined);
   return { reservedMicroUsd: team.spendThisMonthMicroUsd.reservedMicroUsd, spentMicroUsd: team.spendThisMonthMicroUsd.used };
 }

@@ -243,7 +243,7 @@ async function dispatch(
         );
         return;
       }
-      const listing = listingFor(svc.mcp.view(caller.gen), policyOf(caller.gen), caller.principal);
+      const listing = listingFor(svc.mcp.view(caller.gen), policyOf(caller.keyring), caller.principal);
       session.toldDigest = listing.digest;
       sendJsonRpc(x.res, resultText(id, listing.json), session.id);
       return;
@@ -270,7 +270,7 @@ function initialize(svc: Services, x: Exchange, caller: Caller, id: JsonRpcId, p
     refuse(svc, x, new SwitchyardError('rate_limit_exceeded', err.message, null, { 'retry-after': '1' }), id);
     return;
   }
-  session.toldDigest = listingFor(svc.mcp.view(caller.gen), policyOf(caller.gen), caller.principal).digest;
+  session.toldDigest = listingFor(svc.mcp.view(caller.gen), policyOf(caller.keyring), caller.principal).digest;
   const result = `{"protocolVersion":${JSON.stringify(version)},"capabilities":{"tools":{"listChanged":true}},"serverInfo":${serverInfo}}`;
   sendJsonRpc(x.res, resultText(id, result), session.id);
 }

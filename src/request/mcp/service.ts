@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { McpConfig } from '../../config/index.js';
 import type { Principal, SharedRecords } from '../../governance/index.js';
-import type { Generation, GenerationHolder, McpServerRuntime, ToolCandidate } from '../../live/index.js';
+import type { Generation, GenerationHolder, Keyring, KeyringHolder, McpServerRuntime, ToolCandidate } from '../../live/index.js';
 import {
   MCP_PROTOCOL_VERSIONS,
   type McpProtocolVersion,
@@ -64,6 +64,7 @@ export class McpService {
   /** The last 15 minutes of tools/call, by exposed tool and candidate, for the status page. */
   readonly recent = new RecentTraffic();
   readonly #holder: GenerationHolder;
+  readonly #keyring: KeyringHolder;
   readonly #logger: Logger;
   readonly #clientVersion: string;
   readonly #upstreams = new Map<string, { readonly upstream: McpUpstream; readonly key: string; readonly url: string }>();
@@ -90,6 +91,7 @@ export class McpService {
 
   constructor(
     holder: GenerationHolder,
+    keyring: KeyringHolder,
     logger: Logger,
     metrics: Metrics,
     settings: McpConfig,
@@ -97,17 +99,28 @@ export class McpService {
     shared: SharedRecords | null = null,
   ) {
     this.#holder = holder;
+    this.#keyring = keyring;
     this.#shared = shared;
     this.#logger = logger;
     this.#clientVersion = clientVersion;
     this.#recheckMs = settings.catalog_recheck_ms;
     this.#debounceMs = settings.list_changed_debounce_ms;
     this.sessions = new ClientSessions(sessionLimits(settings));
-    this.#keys = new SessionKeyWatch(this.sessions, holder, (s) => this.endSession(s));
+    this.#keys = new SessionKeyWatch(this.sessions, keyring, (s) => this.endSession(s));
     metrics.mcpGauges = {
       sessions: () => this.sessions.size,
       catalogs: () => [...this.#catalogs.values()].map((c) => [c.provider, c.tools.size] as const),
     };
+  }
+
+  /**
+   * After a keyring swap (a key or team written through the admin API): the sessions of a
+   * key no longer accepted end, and a session whose list the new limits change is told.
+   */
+  syncKeyring(keyring: Keyring): void {
+    if (this.#closed) return;
+    this.#keys.check(keyring);
+    this.#changed();
   }
 
   /**
@@ -121,7 +134,7 @@ export class McpService {
     this.#recheckMs = settings.catalog_recheck_ms;
     this.#debounceMs = settings.list_changed_debounce_ms;
     this.sessions.configure(sessionLimits(settings));
-    this.#keys.check(gen);
+    if (this.#keyring.ready) this.#keys.check(this.#keyring.current());
     const servers = gen.tools.servers;
     for (const [name, held] of this.#upstreams) {
       if (servers[name] !== undefined) continue;
@@ -257,7 +270,7 @@ export class McpService {
     this.#keys.watch(principal);
     if (this.#holder.ready) {
       const gen = this.#holder.current();
-      session.toldDigest = listingFor(this.view(gen), policyOf(gen), principal).digest;
+      session.toldDigest = listingFor(this.view(gen), policyOf(this.#keyring.current()), principal).digest;
     }
     return session;
   }
@@ -309,8 +322,8 @@ export class McpService {
   }
 
   /** Sends list_changed now to each session (or just `only`) whose list differs from what it was last told. */
-  tell(gen: Generation, view: ToolView, only?: ClientSession): void {
-    const policy = policyOf(gen);
+  tell(_gen: Generation, view: ToolView, only?: ClientSession): void {
+    const policy = policyOf(this.#keyring.current());
     for (const session of only === undefined ? this.sessions.values() : [only]) {
       const stream = session.stream;
       if (stream === null || stream.writableEnded) continue;

@@ -1,5 +1,5 @@
 import type { Principal } from '../../governance/index.js';
-import type { Generation, GenerationHolder } from '../../live/index.js';
+import type { Keyring, KeyringHolder } from '../../live/index.js';
 import { policyOf } from '../policy.js';
 import type { ClientSession, ClientSessions } from './sessions.js';
 
@@ -7,7 +7,7 @@ import type { ClientSession, ClientSessions } from './sessions.js';
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
- * A session ends with its key. After every swap the sessions of a key the new generation
+ * A session ends with its key. After every swap the sessions of a key the new keyring
  * no longer accepts (revoked or deleted: a reload, trigger `database` for a managed key, on
  * every replica) end, and their GET streams with them; a key that expires later is watched
  * by one timer, set to the earliest expires_at among the keys that hold sessions, so an open
@@ -15,21 +15,21 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  */
 export class SessionKeyWatch {
   readonly #sessions: ClientSessions;
-  readonly #holder: GenerationHolder;
+  readonly #holder: KeyringHolder;
   readonly #end: (session: ClientSession) => void;
   #timer: NodeJS.Timeout | null = null;
   #atMs = Number.POSITIVE_INFINITY;
   #closed = false;
 
-  constructor(sessions: ClientSessions, holder: GenerationHolder, end: (session: ClientSession) => void) {
+  constructor(sessions: ClientSessions, holder: KeyringHolder, end: (session: ClientSession) => void) {
     this.#sessions = sessions;
     this.#holder = holder;
     this.#end = end;
   }
 
-  /** Ends the sessions whose key `gen` does not accept now, and sets the timer to the next expiry. */
-  check(gen: Generation): void {
-    const keys = policyOf(gen).keys;
+  /** Ends the sessions whose key `keyring` does not accept now, and sets the timer to the next expiry. */
+  check(keyring: Keyring): void {
+    const keys = policyOf(keyring).keys;
     const now = Date.now();
     let next = Number.POSITIVE_INFINITY;
     for (const session of [...this.#sessions.values()]) {

@@ -1,24 +1,45 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type AdminWriteInput, adminWrite } from '../audit/index.js';
+import { type AdminWriteInput, type AuditWriter, adminWrite } from '../audit/index.js';
 import { CommitUnknownError, type ManagedRecords, type ManagedWrites, type WriteResult } from '../database/index.js';
 import { SwitchyardError } from '../errors.js';
-import type { Services } from '../request/index.js';
-import { noKey, type V1Context, type V1Request } from './admin-caller.js';
-import type { ReloadResult } from './reload.js';
+import type { Keyring } from '../live/index.js';
+import { type AdminCaller, noKey } from './caller.js';
 
 // How an admin write ends when the database's answer to its COMMIT is lost (the connection
 // died after COMMIT was sent): the write may have taken effect, so "nothing was written" would
 // be a guess. The database is asked again, once it answers, what is true; only when it cannot
 // say is the answer 503 outcome_unknown. Which admin requests are write attempts, so each
 // one is audited however it ends (applied, refused, failed or unknown); a committed write is
-// then applied here by a reload. And the refusals a write ends in when its object is gone,
+// then applied here by a keyring swap. And the refusals a write ends in when its object is gone,
 // has changed since its ETag, or belongs to the config file.
 
 /** Re-reads after a lost commit answer: the pool reconnects between them; bounded (~2 s). */
 const RE_READ_ATTEMPTS = 6;
 const RE_READ_PAUSE_MS = 400;
 
-type WriteTarget = Pick<AdminWriteInput, 'action' | 'object' | 'objectId'>;
+export type WriteTarget = Pick<AdminWriteInput, 'action' | 'object' | 'objectId'>;
+
+/** How the gateway applied a committed write (a swap with trigger `database`), as its answer reports it. */
+export interface Applied {
+  readonly result: string;
+  /** The routing generation: a key or team write leaves it as it is. */
+  readonly generation: number;
+  /** The keyring serving after the write: the write is live when it serves. */
+  readonly keyring: number;
+  readonly warnings: readonly string[];
+}
+
+/** What a write runs with: its caller, the records, the serving keyring, the audit log, and how a committed write is applied. */
+export interface WriteContext {
+  readonly caller: AdminCaller;
+  readonly records: ManagedRecords;
+  readonly keyring: Keyring;
+  readonly audit: AuditWriter | null;
+  /** Applies a committed write here, so the answer reflects it; null when nothing could be applied. */
+  readonly apply: () => Promise<Applied | null>;
+  /** Told once the write's `applied` record is written (a later failure is not another attempt). */
+  readonly onAudited: () => void;
+}
 
 /** A write whose outcome nobody can know yet: what it was, so its audit record says so. */
 export class OutcomeUnknownError extends SwitchyardError {
@@ -115,40 +136,25 @@ export function writeTargetOf(method: string, parts: readonly string[]): WriteTa
 
 // --- Audit ---
 
-/** Write attempts whose `applied` record is written: a later failure (reading the object back) is not another attempt. */
-export const auditedWrites = new WeakSet<V1Request>();
-
 /** A write attempt that was not applied: refused (4xx), failed (nothing written) or unknown. */
-export function auditAttempt(svc: Services, a: V1Request, method: string, rest: string, err: SwitchyardError): void {
-  if (auditedWrites.has(a)) return;
-  let parts: string[];
-  try {
-    parts = rest.split('/').map((p) => decodeURIComponent(p));
-  } catch {
-    parts = rest.split('/');
-  }
-  const known = err instanceof OutcomeUnknownError ? err.target : writeTargetOf(method, parts);
+export function auditAttempt(audit: AuditWriter | null, caller: AdminCaller, target: WriteTarget | null, err: SwitchyardError): void {
+  const known = err instanceof OutcomeUnknownError ? err.target : target;
   if (known === null) return;
   const outcome = err instanceof OutcomeUnknownError ? 'unknown' : err.status < 500 ? 'refused' : 'failed';
   const change = err instanceof OutcomeUnknownError ? err.change : null;
-  audit(svc, { ...known, token: a.caller.id, outcome, reason: err.code, change, version: null });
+  audit?.append(adminWrite({ ...known, token: caller.id, outcome, reason: err.code, change, version: null }));
 }
 
-/** The write is committed: audited, then applied here by a reload, so the answer reflects it. */
+/** The write is committed: audited, then applied here, so the answer reflects it. */
 export async function applied(
-  ctx: V1Context,
-  a: V1Request,
+  ctx: WriteContext,
   write: Pick<LostCommitCheck<unknown>, 'target' | 'change'>,
   version: number | null,
-): Promise<ReloadResult | null> {
-  auditedWrites.add(a);
-  audit(ctx.svc, { ...write.target, change: write.change, token: a.caller.id, outcome: 'applied', reason: null, version });
+): Promise<Applied | null> {
+  ctx.onAudited();
+  ctx.audit?.append(adminWrite({ ...write.target, change: write.change, token: ctx.caller.id, outcome: 'applied', reason: null, version }));
   if (version === null) return null;
-  return ctx.reloadForDatabase().catch(() => null);
-}
-
-function audit(svc: Services, write: AdminWriteInput): void {
-  svc.audit?.append(adminWrite(write));
+  return ctx.apply().catch(() => null);
 }
 
 // --- Refusals ---
