@@ -10,7 +10,7 @@
  * on request. Endpoints, the tool trigger and the fault API: docs/mock-provider.md. The
  * demo, the tests and the benchmark's "direct" baseline all run against it.
  *
- * Boundary: imports node: built-ins and, for Bedrock, AWS's own signer and event-stream codec
+ * Boundary: imports node: built-ins (SigV4 is checked with node:crypto) and, for Bedrock, AWS's event-stream codec
  * (@smithy), and for MCP the official SDK (@modelcontextprotocol/sdk), never another src/ folder, so it stays a neutral stand-in for an upstream. No ADR: it is tooling, not a gateway decision.
  */
 

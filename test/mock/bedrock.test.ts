@@ -309,13 +309,19 @@ interface SignOptions {
   unsignedToken?: string;
   /** false: no x-amz-content-sha256, so only the signature covers the body. */
   applyChecksum?: boolean;
+  /** Sign for this service instead of bedrock. */
+  service?: string;
+  /** Send to this path instead of the signed one. */
+  sendPath?: string;
+  /** Change the signed headers before sending. */
+  tamper?: (headers: Record<string, string>) => void;
 }
 
 /** An HTTP/1.1 POST signed as the AWS SDK signs it (the path already percent-encoded, encoded again in the signature). */
 async function signedPost(path: string, body: string, opts: SignOptions = {}): Promise<RawReply> {
   const host = `127.0.0.1:${mock.port}`;
   const signer = new SignatureV4({
-    service: 'bedrock',
+    service: opts.service ?? 'bedrock',
     region: 'eu-west-3',
     credentials: {
       accessKeyId: AKID,
@@ -340,10 +346,12 @@ async function signedPost(path: string, body: string, opts: SignOptions = {}): P
   );
   const headers: Record<string, string> = { ...(signed.headers as Record<string, string>) };
   if (opts.unsignedToken !== undefined) headers['x-amz-security-token'] = opts.unsignedToken;
+  opts.tamper?.(headers);
   const sent = Buffer.from(opts.sendBody ?? body);
   headers['content-length'] = String(sent.length);
   return new Promise((resolveReply, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port: mock.port, method: 'POST', path, headers }, (res) => {
+    const to = opts.sendPath ?? path;
+    const req = httpRequest({ host: '127.0.0.1', port: mock.port, method: 'POST', path: to, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolveReply({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
@@ -389,6 +397,30 @@ describe('the mock Bedrock API over HTTP/1.1, signed by hand with SignatureV4', 
       assert.equal(errorOf(reply).type, 'InvalidSignatureException');
     }
     assert.equal((await signedPost(conversePath, converseBody, { applyChecksum: false })).status, 200);
+  });
+
+  it('refuses a signed header, path or scope changed after signing, and a scope for another service', async () => {
+    const refused = async (opts: SignOptions, status = 403, type = 'InvalidSignatureException'): Promise<void> => {
+      const reply = await signedPost(conversePath, converseBody, opts);
+      assert.equal(reply.status, status, reply.body.toString());
+      assert.equal(errorOf(reply).type, type);
+    };
+    await refused({ tamper: (h) => (h['content-type'] = 'application/json; charset=utf-8') });
+    await refused({ tamper: (h) => (h.host = `localhost:${mock.port}`) });
+    await refused({ tamper: (h) => delete h['content-type'] });
+    await refused({ tamper: (h) => (h['x-amz-date'] = String(h['x-amz-date']).replace(/\dZ$/, (d) => `${(Number(d[0]) + 1) % 10}Z`)) });
+    await refused({ sendPath: conversePath.replace('%3A0', '%3A1') });
+    await refused({ tamper: (h) => (h.authorization = String(h.authorization).replace('/eu-west-3/', '/us-east-1/')) });
+    await refused({ tamper: (h) => (h.authorization = String(h.authorization).replace('SignedHeaders=', 'SignedHeaders=x-extra;')) });
+    await refused({ service: 'bedrock-runtime' });
+    await refused({ tamper: (h) => delete h['x-amz-date'] }, 400, 'IncompleteSignatureException');
+    await refused(
+      { tamper: (h) => (h.authorization = String(h.authorization).replace(/, Signature=.*$/, '')) },
+      400,
+      'IncompleteSignatureException',
+    );
+    // Any region is served, as long as the signature is for the region its scope names.
+    assert.equal((await signedPost(conversePath, converseBody, {})).status, 200);
   });
 
   it('refuses a signature more than 5 minutes old as expired', async () => {
