@@ -142,9 +142,7 @@ export async function patchKey(ctx: WriteContext, asked: Asked, id: string): Pro
     return { commit: result === 'ok', value: result };
   });
   judge(outcome, 'key', id);
-  const reload = await applied(ctx, settle, version);
-  const key = (await ctx.records.key(id)) as ManagedKey;
-  return { status: 200, view: keyView(key), etag: tagOf(key.version), applied: reload };
+  return keyWritten(ctx, settle, version, id);
 }
 
 export async function revokeKey(ctx: WriteContext, asked: Asked, id: string): Promise<Written> {
@@ -170,9 +168,7 @@ export async function revokeKey(ctx: WriteContext, asked: Asked, id: string): Pr
   });
   judge(outcome, 'key', id);
   // Revoking a revoked key commits nothing (version null), and is audited as applied all the same.
-  const reload = await applied(ctx, settle, version);
-  const key = (await ctx.records.key(id)) as ManagedKey;
-  return { status: 200, view: keyView(key), etag: tagOf(key.version), applied: reload };
+  return keyWritten(ctx, settle, version, id);
 }
 
 export async function rotateKey(ctx: WriteContext, asked: Asked, id: string): Promise<Written> {
@@ -206,9 +202,7 @@ export async function rotateKey(ctx: WriteContext, asked: Asked, id: string): Pr
     return { commit: result === 'ok', value: result };
   });
   judge(outcome, 'key', id);
-  const reload = await applied(ctx, settle, version);
-  const key = (await ctx.records.key(id)) as ManagedKey;
-  return { status: 200, view: { ...keyView(key), key: secret.key }, etag: tagOf(key.version), applied: reload };
+  return keyWritten(ctx, settle, version, id, secret.key);
 }
 
 function newSecret(): { key: string; sha256: string; prefix: string } {
@@ -241,4 +235,21 @@ export function refuseFileKey(keyring: Keyring, caller: AdminCaller | null, id: 
   if (key === undefined) return;
   if (caller !== null) seeKey(caller, id, key.team);
   throw managedByConfig('key', id);
+}
+
+/**
+ * A committed (or already applied) key write: applied to this replica's keyring and audited,
+ * then answered with the key as the database now holds it, and the new secret when one was made.
+ */
+async function keyWritten(
+  ctx: WriteContext,
+  settle: LostCommitCheck<WriteResult>,
+  version: number | null,
+  id: string,
+  secret?: string,
+): Promise<Written> {
+  const reload = await applied(ctx, settle, version);
+  const key = (await ctx.records.key(id)) as ManagedKey;
+  const view = secret === undefined ? keyView(key) : { ...keyView(key), key: secret };
+  return { status: 200, view, etag: tagOf(key.version), applied: reload };
 }
