@@ -39,12 +39,14 @@ interface Gateway {
 let alpha: MockProvider;
 let plain: Gateway;
 let shouting: Gateway;
+let raw: { server: Server; url: string };
+let relaying: Gateway;
 
-async function gatewayWith(stack: readonly AnswerTransform[]): Promise<Gateway> {
+async function gatewayWith(stack: readonly AnswerTransform[], serverUrl = `${alpha.origin}/mcp`): Promise<Gateway> {
   const checked = checkConfig(
     {
       server: { listen: '127.0.0.1:0' },
-      providers: { alpha: { type: 'mcp', base_url: `${alpha.origin}/mcp`, timeout_ms: 5000 } },
+      providers: { alpha: { type: 'mcp', base_url: serverUrl, timeout_ms: 5000 } },
       routing: { tools: { echo: { candidates: [{ provider: 'alpha' }] }, progress: { candidates: [{ provider: 'alpha' }] } } },
       mcp: { catalog_recheck_ms: 0 },
     },
@@ -62,7 +64,7 @@ async function gatewayWith(stack: readonly AnswerTransform[]): Promise<Gateway> 
   const gen = built.generation;
   const svc = servicesFor(gen, breakersFor(gen).breakers);
   svc.mcp.sync(gen);
-  await waitUntil(() => svc.mcp.view(gen).tools.size >= 2, 'the catalog is listed');
+  await waitUntil(() => svc.mcp.view(gen).tools.has('echo'), 'the catalog is listed');
   const handlers = mcpHandlers(svc, { maxBodyBytes: 1 << 20 }, 'test', { ...toolPath(svc), transforms: stack });
   const server = createServer((req, res) => {
     const x = new Exchange(req, res, () => undefined);
@@ -87,19 +89,75 @@ function textOf(result: unknown): string {
   return (result as { content: Array<{ text: string }> }).content.map((c) => c.text).join('');
 }
 
+/** The result a hand-written server sends, in bytes JSON.stringify would not give back (a number's form, an escape). */
+const RAW_RESULT = '{"content":[{"type":"text","text":"a\\/b"}],"structuredContent":{"score":1.50}}';
+
+/** A minimal MCP server, hand-written so that its answer's bytes are the test's: one tool, `echo`. */
+async function rawServer(): Promise<{ server: Server; url: string }> {
+  const server = createServer((req, res) => {
+    if (req.method !== 'POST') {
+      res.writeHead(405).end();
+      return;
+    }
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      const m = JSON.parse(body) as { id?: number; method: string };
+      if (m.id === undefined) return void res.writeHead(202).end();
+      const result =
+        m.method === 'initialize'
+          ? '{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}'
+          : m.method === 'tools/list'
+            ? '{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}'
+            : RAW_RESULT;
+      res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'raw-session' });
+      res.end(`{"result":${result},"jsonrpc":"2.0","id":${m.id}}`);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp` };
+}
+
+/** A tools/call of echo over plain fetch, in a new session: the answer's body as received. */
+async function rawCall(gw: Gateway, id: number): Promise<string> {
+  const init = await fetch(gw.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: ACCEPT },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    }),
+  });
+  const session = init.headers.get('mcp-session-id') ?? '';
+  await init.arrayBuffer();
+  const res = await fetch(gw.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: ACCEPT, 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hi' } } }),
+  });
+  assert.equal(res.headers.get('content-type'), 'application/json');
+  return res.text();
+}
+
 before(async () => {
   alpha = await startMockProvider({ name: 'alpha', protocol: 'mcp', mcpResponse: 'json' });
   plain = await gatewayWith([]);
   shouting = await gatewayWith([SHOUT]);
+  raw = await rawServer();
+  relaying = await gatewayWith([], raw.url);
 });
 
 after(async () => {
-  for (const gw of [plain, shouting]) {
+  for (const gw of [plain, shouting, relaying]) {
     gw?.server.closeAllConnections();
     gw?.server.close();
     await gw?.svc.mcp.close();
   }
   await alpha?.close();
+  raw?.server.closeAllConnections();
+  raw?.server.close();
 });
 
 describe('a tool answer through the transform stack', () => {
@@ -131,24 +189,10 @@ describe('a tool answer through the transform stack', () => {
       await c.close();
     }
     // The raw bytes of a JSON reply: the server's result, nothing added or rewritten.
-    const init = await fetch(plain.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: ACCEPT },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
-      }),
-    });
-    const session = init.headers.get('mcp-session-id') ?? '';
-    await init.arrayBuffer();
-    const res = await fetch(plain.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: ACCEPT, 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hi' } } }),
-    });
-    assert.equal(res.headers.get('content-type'), 'application/json');
-    assert.equal(await res.text(), '{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"[alpha] hi"}]}}');
+    assert.equal(await rawCall(plain, 7), '{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"[alpha] hi"}]}}');
+  });
+
+  it('relays the server s result bytes as sent, not the parsed result written again', async () => {
+    assert.equal(await rawCall(relaying, 8), `{"jsonrpc":"2.0","id":8,"result":${RAW_RESULT}}`);
   });
 });

@@ -209,7 +209,8 @@ export class ToolCall implements CallKind<ToolCandidate, ToolOutcome> {
     if (answer.kind === 'result') {
       record.outcome = answer.result.isError === true ? 'tool_error' : 'result';
       this.#span?.setAttribute('switchyard.tool.is_error', answer.result.isError === true);
-      reply.relay(resultText(id, JSON.stringify(answer.result)));
+      // The server's bytes where they could be kept: the record needs only isError, read above.
+      reply.relay(resultText(id, answer.resultJson ?? JSON.stringify(answer.result)));
     } else {
       record.outcome = 'error';
       record.reason = String(answer.error.code);
