@@ -27,7 +27,7 @@ const ACCEPT = 'application/json, text/event-stream';
 /** Edits the echoed text: in a whole JSON body, or in whole SSE events. */
 const SHOUT: AnswerTransform = {
   body: (_status, body) => String(body).replace('[alpha] ', '[alpha] body:'),
-  events: (events) => String(events).replace('[alpha] ', '[alpha] events:'),
+  events: (events) => String(events).replace('[alpha] ', '[alpha] events:').replace('"step ', '"events:step '),
 };
 
 interface Gateway {
@@ -37,6 +37,9 @@ interface Gateway {
 }
 
 let alpha: MockProvider;
+/** A mock that answers in event streams, so a call's progress reaches the gateway. */
+let streaming: MockProvider;
+let shoutingStreams: Gateway;
 let plain: Gateway;
 let shouting: Gateway;
 let raw: { server: Server; url: string };
@@ -143,6 +146,8 @@ async function rawCall(gw: Gateway, id: number): Promise<string> {
 
 before(async () => {
   alpha = await startMockProvider({ name: 'alpha', protocol: 'mcp', mcpResponse: 'json' });
+  streaming = await startMockProvider({ name: 'alpha', protocol: 'mcp', mcpResponse: 'sse' });
+  shoutingStreams = await gatewayWith([SHOUT], `${streaming.origin}/mcp`);
   plain = await gatewayWith([]);
   shouting = await gatewayWith([SHOUT]);
   raw = await rawServer();
@@ -150,12 +155,13 @@ before(async () => {
 });
 
 after(async () => {
-  for (const gw of [plain, shouting, relaying]) {
+  for (const gw of [plain, shouting, relaying, shoutingStreams]) {
     gw?.server.closeAllConnections();
     gw?.server.close();
     await gw?.svc.mcp.close();
   }
   await alpha?.close();
+  await streaming?.close();
   raw?.server.closeAllConnections();
   raw?.server.close();
 });
@@ -176,6 +182,23 @@ describe('a tool answer through the transform stack', () => {
       const progress: unknown[] = [];
       const result = await c.callTool({ name: 'echo', arguments: { text: 'hi' } }, undefined, { onprogress: (p) => progress.push(p) });
       assert.equal(textOf(result), '[alpha] events:hi');
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('passes the server s progress notifications on an SSE reply through the stack s event part too', async () => {
+    const c = await client(shoutingStreams);
+    try {
+      const progress: Array<{ message?: string }> = [];
+      const result = await c.callTool({ name: 'progress', arguments: { steps: 2 } }, undefined, {
+        onprogress: (p) => progress.push(p),
+      });
+      assert.equal(textOf(result), 'done 2');
+      assert.deepEqual(
+        progress.map((p) => p.message),
+        ['events:step 1 of 2', 'events:step 2 of 2'],
+      );
     } finally {
       await c.close();
     }

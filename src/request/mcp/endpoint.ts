@@ -314,7 +314,12 @@ async function call(
       if (!streamed || this.gone) return;
       if (!res.headersSent) startSse(res, session.id);
       x.eventSent();
-      res.write(sseMessage(json));
+      // The server's notifications are its words too: whole events through the stack, as its answer is.
+      if (stack.length === 0) res.write(sseMessage(json));
+      else {
+        const events = transformEvents(stack, sseMessage(json));
+        if (events.length > 0) res.write(events);
+      }
     },
     answer(json) {
       if (this.gone) return;
