@@ -81,7 +81,12 @@ export type CallFailureReason =
 
 export type CallOutcome =
   /** The server answered: its JSON-RPC `result` (a CallToolResult) or `error`, exactly as sent. */
-  | { readonly kind: 'result'; readonly result: Record<string, unknown> }
+  | {
+      readonly kind: 'result';
+      readonly result: Record<string, unknown>;
+      /** The result's JSON text as the server sent it, when it could be cut out without a scan (see upstream-rpc.ts); else undefined. */
+      readonly resultJson?: string;
+    }
   | { readonly kind: 'error'; readonly error: JsonRpcError }
   | {
       readonly kind: 'failed';

@@ -45,7 +45,13 @@ export interface ServerRequest {
 }
 
 export type RpcAnswer =
-  | { readonly kind: 'response'; readonly response: RpcResponse; readonly head: AnswerHead }
+  | {
+      readonly kind: 'response';
+      readonly response: RpcResponse;
+      readonly head: AnswerHead;
+      /** The result's text as sent, when a plain answer has the usual shape (resultTextOf). */
+      readonly resultJson?: string;
+    }
   | { readonly kind: 'accepted'; readonly head: AnswerHead }
   | { readonly kind: 'status'; readonly status: number; readonly detail: string; readonly head: AnswerHead }
   | { readonly kind: 'failed'; readonly reason: CallFailureReason; readonly reached: boolean; readonly detail: string };
@@ -150,14 +156,37 @@ export async function sendRequest(
 function plainAnswer(route: RpcRoute, head: AnswerHead, body: Buffer, id: number): RpcAnswer {
   if (head.status === 202) return { kind: 'accepted', head };
   if (head.status !== 200) return statusAnswer(route, head, body);
-  const message = parseMessage(body.toString('utf8'));
-  const messages = Array.isArray(message) ? message : [message];
+  const text = body.toString('utf8');
+  const message = parseMessage(text);
+  if (!Array.isArray(message)) {
+    if (isObject(message) && message.id === id && ('result' in message || 'error' in message))
+      return { kind: 'response', response: message as unknown as RpcResponse, head, resultJson: resultTextOf(text, message, id) };
+    return { kind: 'failed', reason: 'malformed', reached: true, detail: 'the answer holds no response to the request' };
+  }
+  const messages = message;
   for (const m of messages) {
     if (isObject(m) && m.id === id && ('result' in m || 'error' in m))
       return { kind: 'response', response: m as unknown as RpcResponse, head };
   }
   return { kind: 'failed', reason: 'malformed', reached: true, detail: 'the answer holds no response to the request' };
 }
+
+/**
+ * The result's JSON text, cut out of the answer as sent, so a caller that relays it need
+ * not serialise the parsed form again. Only for the shape servers write (the official
+ * SDK's: `{"result":…,"jsonrpc":"2.0","id":N}`, no space, no other member): then the
+ * text between the two is the result. Any other shape gives undefined, and the caller
+ * serialises the parsed result. (A `result` given twice would be cut out with both: the
+ * client's parser then reads the last, as JSON.parse did here.)
+ */
+function resultTextOf(text: string, message: Record<string, unknown>, id: number): string | undefined {
+  if (!text.startsWith(RESULT_HEAD) || !isObject(message.result)) return undefined;
+  const tail = `,"jsonrpc":"2.0","id":${id}}`;
+  if (!text.endsWith(tail) || Object.keys(message).length !== 3) return undefined;
+  return text.slice(RESULT_HEAD.length, text.length - tail.length);
+}
+
+const RESULT_HEAD = '{"result":';
 
 function statusAnswer(route: RpcRoute, head: AnswerHead, body: Buffer): RpcAnswer {
   const text = route.redact(body.toString('utf8')).slice(0, 200);
@@ -234,7 +263,8 @@ export function outcomeOf(answer: RpcAnswer): CallOutcome {
       return { kind: 'error', error: error as unknown as JsonRpcError };
     }
   } else if (isObject(response.result)) {
-    return { kind: 'result', result: response.result };
+    const resultJson = answer.resultJson;
+    return resultJson === undefined ? { kind: 'result', result: response.result } : { kind: 'result', result: response.result, resultJson };
   }
   return { kind: 'failed', reason: 'malformed', reached: true, detail: 'a response that is not JSON-RPC' };
 }

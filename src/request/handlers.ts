@@ -1,8 +1,9 @@
+import type { AnswerTransform } from '../providers/index.js';
 import { admitCaller } from './admission.js';
 import { type Attempt, composeAttempt, type Wrap, withBreaker, withCredentialCheck, withProviderToken } from './attempt.js';
 import { withTracing } from './attempt-tracing.js';
 import type { Caller, Exchange } from './exchange.js';
-import { sendToTool, type ToolAttempt, type ToolResultTransform, withServerUpstream, withToolCredentialCheck } from './mcp/tool-attempt.js';
+import { sendToTool, type ToolAttempt, withServerUpstream, withToolCredentialCheck } from './mcp/tool-attempt.js';
 import { sendToCandidate } from './send-to-candidate.js';
 import type { ServeCallback } from './serve-chain.js';
 import { type RequestPath, serveModel } from './serve-model.js';
@@ -59,23 +60,24 @@ function freeAttempt(svc: Services): Attempt {
   return composeAttempt(sendToCandidate, ...wraps);
 }
 
-/** What every tools/call shares, composed once at start: its attempt and its result's transforms. */
+/** What every tools/call shares, composed once at start: its attempt and the transform stack its server's answer passes through. */
 export interface ToolPath {
   readonly attempt: ToolAttempt;
-  readonly transforms: readonly ToolResultTransform[];
+  /** The same stack type as a model's answer, in the client's protocol (JSON-RPC); empty = the answer's bytes as they are. */
+  readonly transforms: readonly AnswerTransform[];
 }
 
 /**
  * A tools/call's attempt, behind the same credential check and breaker as a model's: a
  * candidate whose server has no upstream session owner fails over first, outside the
  * breaker, as a missing credential does. The call's span is the endpoint's, one per call.
- * No transform yet: the answer's transform stack (redaction, metering) plugs in here.
+ * The gateway puts no transform on a tool's answer yet (a redaction would go here).
  */
-export function toolPath(svc: Services): ToolPath {
+export function toolPath(svc: Services, transforms: readonly AnswerTransform[] = NO_TRANSFORMS): ToolPath {
   return {
     attempt: composeAttempt(sendToTool, withToolCredentialCheck, withServerUpstream, withBreaker(svc.breakers)),
-    transforms: NO_TRANSFORMS,
+    transforms,
   };
 }
 
-const NO_TRANSFORMS: readonly ToolResultTransform[] = Object.freeze([]);
+const NO_TRANSFORMS: readonly AnswerTransform[] = Object.freeze([]);

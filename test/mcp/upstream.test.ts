@@ -194,9 +194,20 @@ describe('McpUpstream', () => {
       const server = await serve({ enableJsonResponse });
       const { upstream } = connect(server.url);
       const echoed = await upstream.call({ method: 'tools/call', params: { name: 'echo', arguments: { text: 'hi' } } });
-      assert.deepEqual(echoed, { kind: 'result', result: { content: [{ type: 'text', text: 'hi' }] } });
+      // A JSON answer's result also comes as its text, cut out of the answer as sent (relayed without a second serialisation).
+      const echoedJson = '{"content":[{"type":"text","text":"hi"}]}';
+      assert.deepEqual(echoed, {
+        kind: 'result',
+        result: { content: [{ type: 'text', text: 'hi' }] },
+        ...(enableJsonResponse ? { resultJson: echoedJson } : {}),
+      });
       const failed = await upstream.call({ method: 'tools/call', params: { name: 'fails', arguments: {} } });
-      assert.deepEqual(failed, { kind: 'result', result: { content: [{ type: 'text', text: 'no' }], isError: true } });
+      const failedJson = '{"content":[{"type":"text","text":"no"}],"isError":true}';
+      assert.deepEqual(failed, {
+        kind: 'result',
+        result: { content: [{ type: 'text', text: 'no' }], isError: true },
+        ...(enableJsonResponse ? { resultJson: failedJson } : {}),
+      });
       const unknown = await upstream.call({ method: 'tools/nothing', params: {} });
       assert.equal(unknown.kind, 'error');
       assert.equal(unknown.kind === 'error' && unknown.error.code, -32601);

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { SwitchyardError } from '../../errors.js';
 import type { Generation } from '../../live/index.js';
 import { type JsonRpcId, LATEST_MCP_PROTOCOL_VERSION, MCP_PROTOCOL_VERSIONS, type McpProtocolVersion, Stop } from '../../mcp/index.js';
+import { transformBody, transformEvents } from '../../providers/index.js';
 import { admitCaller } from '../admission.js';
 import { readBodyThen } from '../body.js';
 import type { Caller, Exchange } from '../exchange.js';
@@ -49,9 +50,14 @@ const DEADLINE = new Error('the call ran past mcp.call_timeout_ms');
 /** How often an idle GET stream gets a comment, so that proxies and load balancers keep it open. */
 const KEEP_ALIVE_MS = 25_000;
 
-export function mcpHandlers(svc: Services, settings: { readonly maxBodyBytes: number }, version: string): McpHandlers {
+/** `tools`: what every tools/call shares, composed once at start (a test hands in its own transform stack). */
+export function mcpHandlers(
+  svc: Services,
+  settings: { readonly maxBodyBytes: number },
+  version: string,
+  tools: ToolPath = toolPath(svc),
+): McpHandlers {
   const serverInfo = JSON.stringify({ name: 'switchyard', title: 'Switchyard MCP gateway', version });
-  const tools = toolPath(svc);
   return {
     post: (x, _rest, done) => {
       const caller = checked(svc, x);
@@ -299,6 +305,7 @@ async function call(
   };
   x.running.stopAttempt = () => controller.abort(STOPPED);
   x.callStarted(streamed);
+  const stack = tools.transforms;
   const reply: CallReply = {
     get gone() {
       return gone || res.destroyed;
@@ -307,7 +314,12 @@ async function call(
       if (!streamed || this.gone) return;
       if (!res.headersSent) startSse(res, session.id);
       x.eventSent();
-      res.write(sseMessage(json));
+      // The server's notifications are its words too: whole events through the stack, as its answer is.
+      if (stack.length === 0) res.write(sseMessage(json));
+      else {
+        const events = transformEvents(stack, sseMessage(json));
+        if (events.length > 0) res.write(events);
+      }
     },
     answer(json) {
       if (this.gone) return;
@@ -315,6 +327,16 @@ async function call(
       if (!res.headersSent) startSse(res, session.id);
       x.eventSent();
       res.end(sseMessage(json));
+    },
+    relay(json) {
+      // An empty stack (the gateway's today) sends the same string: no copy, no call.
+      if (stack.length === 0) return this.answer(json);
+      if (this.gone) return;
+      if (!streamed) return sendJsonRpc(res, transformBody(stack, 200, json), session.id);
+      if (!res.headersSent) startSse(res, session.id);
+      x.eventSent();
+      // A stack transform sees whole events: the one that carries the answer.
+      res.end(transformEvents(stack, sseMessage(json)));
     },
   };
   if (streamed) startSse(res, session.id);
@@ -340,7 +362,6 @@ async function call(
           reply,
           signal: controller.signal,
           attempt: tools.attempt,
-          transforms: tools.transforms,
         },
         (err) => (err === null ? resolve() : reject(err)),
       ),

@@ -103,7 +103,7 @@ function jsonRpcCodeOf(code: ErrorCode): number {
 }
 
 /** A JSON-RPC answer (200) as one JSON body, with the session's id. */
-export function sendJsonRpc(res: ServerResponse, body: string, sessionId: string | null, status = 200): void {
+export function sendJsonRpc(res: ServerResponse, body: Buffer | string, sessionId: string | null, status = 200): void {
   const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
   if (sessionId !== null) headers['mcp-session-id'] = sessionId;
   res.writeHead(status, headers);

@@ -40,24 +40,6 @@ export interface ToolAnswer {
   onFinished(cb: (f: { readonly outcome: 'complete' }) => void): void;
 }
 
-/**
- * One step of a tool result's transform stack: it sees the server's whole CallToolResult
- * and returns the one the client gets (the same object when it changes nothing). The
- * stack runs in order, on results only (a JSON-RPC error passes as it came).
- */
-export type ToolResultTransform = (result: Record<string, unknown>, tool: string) => Record<string, unknown>;
-
-/** Runs the stack; an empty one returns the result untouched (no copy, no call). */
-export function transformToolResult(
-  stack: readonly ToolResultTransform[],
-  result: Record<string, unknown>,
-  tool: string,
-): Record<string, unknown> {
-  let out = result;
-  for (const transform of stack) out = transform(out, tool);
-  return out;
-}
-
 export type ToolOutcome = ToolFailure | { readonly kind: 'aborted' } | ToolAnswer;
 export type ToolAttempt = CallAttempt<ToolAttemptRequest, ToolOutcome>;
 

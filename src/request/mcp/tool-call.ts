@@ -10,7 +10,7 @@ import type { Exchange, ToolCallRecord } from '../exchange.js';
 import type { Services } from '../services.js';
 import { errorText, gatewayError, resultText } from './messages.js';
 import type { ClientSession } from './sessions.js';
-import { type ToolAttempt, type ToolFailure, type ToolOutcome, type ToolResultTransform, transformToolResult } from './tool-attempt.js';
+import type { ToolAttempt, ToolFailure, ToolOutcome } from './tool-attempt.js';
 import { type ExposedTool, retrySafe } from './tools.js';
 
 // A tools/call as a call kind of the one chain (chain.ts): what its attempts' outcomes mean,
@@ -20,8 +20,10 @@ import { type ExposedTool, retrySafe } from './tools.js';
 export interface CallReply {
   /** A notification the server sent while the call ran (progress, log): streamed when the reply is SSE. */
   notify(json: string): void;
-  /** The JSON-RPC answer's bytes. */
+  /** The gateway's own JSON-RPC answer (its error): sent as it is. */
   answer(json: string): void;
+  /** The server's JSON-RPC answer (its result or its error): through the tool path's transform stack, in the client's protocol, then sent. */
+  relay(json: string): void;
   /** True once the client is gone. */
   readonly gone: boolean;
 }
@@ -39,8 +41,6 @@ export interface ToolCallRequest {
   readonly signal: StopSignal;
   /** The attempt at one candidate, its wraps composed once at start. */
   readonly attempt: ToolAttempt;
-  /** The transforms a tool's result passes through before the client gets it, built once at start; empty = none. */
-  readonly transforms: readonly ToolResultTransform[];
 }
 
 let nextProgressToken = 0;
@@ -209,13 +209,12 @@ export class ToolCall implements CallKind<ToolCandidate, ToolOutcome> {
     if (answer.kind === 'result') {
       record.outcome = answer.result.isError === true ? 'tool_error' : 'result';
       this.#span?.setAttribute('switchyard.tool.is_error', answer.result.isError === true);
-      // The tool answer's transform slot: the server's result, in the client's dialect, before it is sent.
-      const result = transformToolResult(this.#t.transforms, answer.result, this.#tool.name);
-      reply.answer(resultText(id, JSON.stringify(result)));
+      // The server's bytes where they could be kept: the record needs only isError, read above.
+      reply.relay(resultText(id, answer.resultJson ?? JSON.stringify(answer.result)));
     } else {
       record.outcome = 'error';
       record.reason = String(answer.error.code);
-      reply.answer(errorText(id, upstreamError(answer.error)));
+      reply.relay(errorText(id, upstreamError(answer.error)));
     }
     this.end(null);
   }
