@@ -37,7 +37,7 @@ export {
   withTopLevelMember,
 } from './json-splice.js';
 export type { PriceEntry, PriceTable, TokenUsage } from './metering.js';
-export { CHAT_COMPLETIONS_PATH, chatBodyFor, usageFromJson, usageFromSseTail, withStreamUsage } from './openai-adapter.js';
+export { CHAT_COMPLETIONS_PATH, chatBodyFor, usageFromJson, usageFromSseTail, withStreamUsage } from './openai-body.js';
 export { PoolRegistry } from './pool-registry.js';
 export { providerHeaders, storedResponsePath, upstreamPathFor } from './provider-call.js';
 export { type PoolSpec, type PoolTls, ProviderPool, type UpstreamCall } from './provider-pool.js';

@@ -3,7 +3,7 @@ import { openaiErrorBody } from '../errors.js';
 import { answerClassOf, type FallbackClass, isFailoverStatus } from '../resilience/index.js';
 import { EventStreamFrames, holdsFailedFrame } from './canonical/bedrock-stream.js';
 import type { TokenUsage } from './metering.js';
-import { usageFromJson } from './openai-adapter.js';
+import { usageFromJson } from './openai-body.js';
 import type { ProviderPool, RawHandler, UpstreamCall } from './provider-pool.js';
 import { headerNameBytes, rawHeaderValue } from './raw-headers.js';
 import type { RelayTransform, StreamFailureCode } from './relay-transform.js';

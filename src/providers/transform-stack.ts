@@ -1,5 +1,5 @@
 import type { TokenUsage } from './metering.js';
-import { usageFromJson } from './openai-adapter.js';
+import { usageFromJson } from './openai-body.js';
 import type { PlainAnswer, RelayTransform } from './relay-transform.js';
 import { keepTail, usageOfTail } from './usage-tail.js';
 

@@ -1,6 +1,6 @@
 import { CR, LF } from './ascii.js';
 import type { TokenUsage } from './metering.js';
-import { usageFromJson } from './openai-adapter.js';
+import { usageFromJson } from './openai-body.js';
 import type { RelayTransform } from './relay-transform.js';
 import { eventFields, isUsageOnly, mayHoldUsage } from './sse-event.js';
 import { DEFAULT_MAX_EVENT_BYTES, SseReader, splitEvents } from './sse-reader.js';

@@ -1,5 +1,5 @@
 import type { TokenUsage } from './metering.js';
-import { usageFromJson, usageFromSseTail } from './openai-adapter.js';
+import { usageFromJson, usageFromSseTail } from './openai-body.js';
 
 // An OpenAI-compatible body reports its usage at its end, in both kinds of body (the JSON's
 // `usage`, a stream's last event before `[DONE]`). A body relayed as it goes is read there:

@@ -53,7 +53,7 @@ export function callTool(t: ToolCallRequest, done: (err: unknown) => void): void
   const view: ToolView = svc.mcp.view(gen);
   const tool = view.tools.get(name);
   // The keyring captured with `gen` at admission (admitCaller), never the holder's now.
-  const policy = policyOf(x.keyring ?? svc.keyring.current());
+  const policy = policyOf(t.keyring);
   if (tool === undefined || !governance.mayUseTool(policy, principal, name)) {
     // A tool the caller may not use is as unknown to it as one that does not exist: it is never listed either.
     const allowed = governance.checkTool(policy, principal, name);

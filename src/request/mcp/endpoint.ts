@@ -355,6 +355,7 @@ async function call(
           svc,
           x,
           gen: caller.gen,
+          keyring: caller.keyring,
           principal: caller.principal,
           session,
           id,
@@ -420,7 +421,7 @@ function openStream(svc: Services, x: Exchange, gen: Generation, session: Client
     clearInterval(keepAlive);
     if (session.stream === res) session.stream = null;
   });
-  svc.mcp.tell(gen, svc.mcp.view(gen), session);
+  svc.mcp.tell(svc.mcp.view(gen), session);
 }
 
 /**

@@ -322,7 +322,7 @@ export class McpService {
   }
 
   /** Sends list_changed now to each session (or just `only`) whose list differs from what it was last told. */
-  tell(_gen: Generation, view: ToolView, only?: ClientSession): void {
+  tell(view: ToolView, only?: ClientSession): void {
     const policy = policyOf(this.#keyring.current());
     for (const session of only === undefined ? this.sessions.values() : [only]) {
       const stream = session.stream;
@@ -388,7 +388,7 @@ export class McpService {
       this.#announce = null;
       if (this.#closed || !this.#holder.ready) return;
       const gen = this.#holder.current();
-      this.tell(gen, this.view(gen));
+      this.tell(this.view(gen));
     }, this.#debounceMs);
     this.#announce.unref();
   }

@@ -1,5 +1,5 @@
 import * as governance from '../../governance/index.js';
-import type { Generation, RetryPolicy, ToolCandidate } from '../../live/index.js';
+import type { Generation, Keyring, RetryPolicy, ToolCandidate } from '../../live/index.js';
 import type { JsonRpcError, JsonRpcId, JsonRpcNotification, StopSignal } from '../../mcp/index.js';
 import type { StopSlot } from '../../providers/index.js';
 import type { BreakerRegistry } from '../../resilience/index.js';
@@ -33,6 +33,8 @@ export interface ToolCallRequest {
   readonly svc: Services;
   readonly x: Exchange;
   readonly gen: Generation;
+  /** The keyring captured with `gen` at admission: the caller's tools and limits. */
+  readonly keyring: Keyring;
   readonly principal: governance.Principal;
   readonly session: ClientSession;
   readonly id: JsonRpcId;

@@ -2,9 +2,10 @@ import { SwitchyardError } from '../errors.js';
 import { firstMember, withFirstMember, withNestedMember, withTopLevelMember } from './json-splice.js';
 import type { TokenUsage } from './metering.js';
 
-// The OpenAI-compatible protocol adapter (addressing and keys are in provider-address.ts).
-// Same protocol in and out, so the body passes through untouched except for the model name
-// when the candidate's upstream model differs, and a stream's request for its usage.
+// The OpenAI-compatible protocol's request body and usage (the provider types that speak it,
+// openai/ and azure_openai/, address and authenticate the call). Same protocol in and out, so
+// the body passes through untouched except for the model name when the candidate's upstream
+// model differs, and a stream's request for its usage.
 
 export const CHAT_COMPLETIONS_PATH = '/chat/completions';
 
