@@ -8,8 +8,9 @@ import { type OverlaySnapshot, prepareGeneration } from '../live/index.js';
 import {
   MOCK_PROTOCOLS,
   type MockProtocol,
-  type MockProvider,
+  type MockProtocolTraits,
   type MockServiceAccount,
+  mockProtocolTraits,
   mockServiceAccount,
   startMockProvider,
 } from '../mock/index.js';
@@ -154,8 +155,9 @@ Details: docs/mock-provider.md.`,
     async run(values) {
       type Options = Parameters<typeof startMockProvider>[0];
       const mcpFlags = ['mcp-tools', 'mcp-tool-prefix', 'mcp-page-size', 'mcp-response'] as const;
+      const traits = mockProtocolTraits(values.protocol);
       const mcpFlag = mcpFlags.find((flag) => values[flag] !== undefined);
-      if (mcpFlag !== undefined && values.protocol !== 'mcp') throw new UsageError(`--${mcpFlag} only applies with --protocol mcp`);
+      if (mcpFlag !== undefined && !traits.mcpOptions) throw new UsageError(`--${mcpFlag} only applies with --protocol mcp`);
       const mcpResponse = values['mcp-response'];
       if (mcpResponse !== undefined && mcpResponse !== 'json' && mcpResponse !== 'sse')
         throw new UsageError('--mcp-response must be json or sse');
@@ -167,7 +169,7 @@ Details: docs/mock-provider.md.`,
         ...(values['mcp-page-size'] === undefined ? {} : { mcpPageSize: int(values['mcp-page-size'], '--mcp-page-size', 0) }),
         ...(mcpResponse === undefined ? {} : { mcpResponse }),
       };
-      const account = serviceAccountOf(values);
+      const account = serviceAccountOf(values, traits);
       const mock = await startMockProvider({
         ...mcp,
         ...(typeof values.protocol === 'string' ? { protocol: mockProtocol(values.protocol) } : {}),
@@ -177,7 +179,7 @@ Details: docs/mock-provider.md.`,
           ? { gcpPublicKeyPem: readFileSync(requireString(values['gcp-public-key'], '--gcp-public-key'), 'utf8') }
           : {}),
         ...(account === null ? {} : { gcpPublicKeyPem: account.key.publicKeyPem }),
-        ...awsKeyPair(values),
+        ...awsKeyPair(values, traits),
         name: requireString(values.name, '--name'),
         port: int(values.port, '--port', 0),
         host: typeof values.host === 'string' ? values.host : '127.0.0.1',
@@ -193,7 +195,7 @@ Details: docs/mock-provider.md.`,
           throw new Error(`cannot write ${account.file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
         }
       }
-      process.stdout.write(`mock provider ${mock.name} listening on ${listeningLine(values.protocol, mock)}\n`);
+      process.stdout.write(`mock provider ${mock.name} listening on ${traits.baseUrlHint(mock.origin)}\n`);
       if (account !== null) {
         const how = account.key.reused ? 'read' : 'written';
         process.stdout.write(`service account key ${how}: ${account.file} (gcp.service_account; its JWTs are verified)\n`);
@@ -323,8 +325,11 @@ function requireString(value: string | boolean | undefined, flag: string): strin
 }
 
 /** The mock's one AWS key pair: both flags with --protocol bedrock, neither without it. */
-function awsKeyPair(values: Record<string, string | boolean | undefined>): { awsAccessKeyId?: string; awsSecretAccessKey?: string } {
-  const bedrock = values.protocol === 'bedrock';
+function awsKeyPair(
+  values: Record<string, string | boolean | undefined>,
+  traits: MockProtocolTraits,
+): { awsAccessKeyId?: string; awsSecretAccessKey?: string } {
+  const bedrock = traits.awsKeys;
   const id = values['aws-access-key-id'];
   const secret = values['aws-secret-access-key'];
   if (!bedrock) {
@@ -340,30 +345,14 @@ function awsKeyPair(values: Record<string, string | boolean | undefined>): { aws
   return { awsAccessKeyId: id, awsSecretAccessKey: secret };
 }
 
-/**
- * The URL a provider's base_url takes for what the mock serves, and for whom: a cloud's API
- * (Bedrock, Vertex, Gemini) wants the bare origin, as its client adds the API's own path.
- */
-function listeningLine(protocol: string | boolean | undefined, mock: MockProvider): string {
-  switch (protocol) {
-    case 'bedrock':
-      return `${mock.origin} (base_url for a bedrock provider)`;
-    case 'vertex':
-      return `${mock.origin} (base_url for a vertex provider; gcp.token_url: ${mock.origin}/token)`;
-    case 'gemini':
-      return `${mock.origin} (base_url for a gemini provider)`;
-    case 'mcp':
-      return `${mock.origin}/mcp (base_url for an mcp provider)`;
-    default:
-      return `${mock.baseUrl} (base_url for openai and anthropic providers; gemini and azure_openai: ${mock.origin})`;
-  }
-}
-
 /** --write-service-account FILE: vertex only, and instead of --gcp-public-key (it brings its own key). */
-function serviceAccountOf(values: Record<string, string | boolean | undefined>): { file: string; key: MockServiceAccount } | null {
+function serviceAccountOf(
+  values: Record<string, string | boolean | undefined>,
+  traits: MockProtocolTraits,
+): { file: string; key: MockServiceAccount } | null {
   const flag = values['write-service-account'];
   if (flag === undefined) return null;
-  if (values.protocol !== 'vertex') throw new UsageError('--write-service-account only applies with --protocol vertex');
+  if (!traits.serviceAccount) throw new UsageError('--write-service-account only applies with --protocol vertex');
   if (values['gcp-public-key'] !== undefined)
     throw new UsageError('--write-service-account and --gcp-public-key both name the key JWTs are verified by: give one');
   const file = resolve(requireString(flag, '--write-service-account'));

@@ -20,6 +20,6 @@ export type { MockTokenStats } from './gcp-tokens.js';
 export type { McpStats, McpToolChange } from './mcp.js';
 export type { McpAddedTool, McpToolName } from './mcp-tools.js';
 export { MCP_TOOL_NAMES } from './mcp-tools.js';
-export type { McpResponseMode, MockProtocol, MockProvider, MockProviderOptions } from './mock-provider.js';
-export { MOCK_PROTOCOLS, startMockProvider } from './mock-provider.js';
+export type { McpResponseMode, MockProtocol, MockProtocolTraits, MockProvider, MockProviderOptions } from './mock-provider.js';
+export { MOCK_PROTOCOLS, mockProtocolTraits, startMockProvider } from './mock-provider.js';
 export type { MockRequestRecord, MockStats } from './request-stats.js';

@@ -33,6 +33,43 @@ export type MockProtocol = 'bedrock' | 'vertex' | 'gemini' | 'mcp';
 
 export const MOCK_PROTOCOLS: readonly MockProtocol[] = ['bedrock', 'vertex', 'gemini', 'mcp'];
 
+/** What a protocol of the mock takes besides the common options, and where a provider points at it. */
+export interface MockProtocolTraits {
+  /** An AWS key pair, which its SigV4 check accepts (Bedrock). */
+  readonly awsKeys: boolean;
+  /** A Google service account, whose JWTs its token endpoint verifies (Vertex). */
+  readonly serviceAccount: boolean;
+  /** The MCP server's options: which tools, their prefix, paging, the response mode. */
+  readonly mcpOptions: boolean;
+  /** The base_url a provider of that kind takes to reach the mock listening at `origin`. */
+  baseUrlHint(origin: string): string;
+}
+
+const TRAITS: Readonly<Record<MockProtocol, MockProtocolTraits>> = {
+  bedrock: { awsKeys: true, serviceAccount: false, mcpOptions: false, baseUrlHint: (o) => `${o} (base_url for a bedrock provider)` },
+  vertex: {
+    awsKeys: false,
+    serviceAccount: true,
+    mcpOptions: false,
+    baseUrlHint: (o) => `${o} (base_url for a vertex provider; gcp.token_url: ${o}/token)`,
+  },
+  gemini: { awsKeys: false, serviceAccount: false, mcpOptions: false, baseUrlHint: (o) => `${o} (base_url for a gemini provider)` },
+  mcp: { awsKeys: false, serviceAccount: false, mcpOptions: true, baseUrlHint: (o) => `${o}/mcp (base_url for an mcp provider)` },
+};
+
+/** The OpenAI, Anthropic and Gemini paths served together (no protocol named). */
+const TOGETHER: MockProtocolTraits = {
+  awsKeys: false,
+  serviceAccount: false,
+  mcpOptions: false,
+  baseUrlHint: (o) => `${o}/v1 (base_url for openai and anthropic providers; gemini and azure_openai: ${o})`,
+};
+
+/** The traits of the protocol named (anything else, or nothing: the paths served together). */
+export function mockProtocolTraits(protocol: unknown): MockProtocolTraits {
+  return MOCK_PROTOCOLS.find((p) => p === protocol) === undefined ? TOGETHER : TRAITS[protocol as MockProtocol];
+}
+
 /** How the MCP server answers a POST: one `application/json` body, or a `text/event-stream`. */
 export type McpResponseMode = 'json' | 'sse';
 
