@@ -53,3 +53,42 @@ export function sequentialFigures(runs: readonly SequentialRun[]): SequentialFig
     latency_ms: summarizeLatency(runs.flatMap((r) => r.samplesMs)),
   };
 }
+
+/** A streamed request, and how to tell the event that carries the first piece of answer text. */
+export interface StreamedRequest {
+  readonly path: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+  isFirstToken(event: string): boolean;
+}
+
+/** Streams one at a time on one keep-alive connection: hrtime from send to the event holding the first text. */
+export async function runFirstTokens(base: string, r: StreamedRequest, count: number): Promise<{ failures: number; samplesMs: number[] }> {
+  const client = new Client(base, { pipelining: 1, keepAliveTimeout: 30_000 });
+  const samplesMs: number[] = [];
+  let failures = 0;
+  try {
+    for (let i = 0; i < count; i++) {
+      const t0 = process.hrtime.bigint();
+      try {
+        const res = await client.request({ method: 'POST', path: r.path, headers: r.headers, body: r.body });
+        let pending = '';
+        let firstAt: bigint | null = null;
+        for await (const chunk of res.body) {
+          if (firstAt !== null) continue; // drain the rest so the connection is reused
+          pending += (chunk as Buffer).toString('utf8');
+          const events = pending.split('\n\n');
+          pending = events.pop() ?? '';
+          if (events.some((e) => r.isFirstToken(e))) firstAt = process.hrtime.bigint();
+        }
+        if (res.statusCode === 200 && firstAt !== null) samplesMs.push(Number(firstAt - t0) / 1e6);
+        else failures += 1;
+      } catch {
+        failures += 1;
+      }
+    }
+  } finally {
+    await client.close().catch(() => undefined);
+  }
+  return { failures, samplesMs };
+}

@@ -10,6 +10,7 @@ import { overlayScale } from './overlay-scale.js';
 import { proxyOverhead } from './proxy-overhead.js';
 import { publisher } from './publisher.js';
 import { reloadUnderLoad } from './reload-under-load.js';
+import { responses } from './responses.js';
 import { translation } from './translation.js';
 
 /** Every scenario, in the order `npm run bench` runs them. Add a new one here. */
@@ -22,6 +23,7 @@ export const scenarios: readonly Scenario[] = [
   governanceOverhead,
   publisher,
   translation,
+  responses,
   mcp,
   ledger,
   adminIsolation,

@@ -1,13 +1,13 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from 'undici';
 import { alternate } from '../lib/alternation.js';
 import { gatewayConfig } from '../lib/gateway-config.js';
 import { failuresOf, type LoadFigures, loadFigures, runLoad } from '../lib/load.js';
 import { round, summarizeLatency } from '../lib/percentiles.js';
 import { cpuUsedDuring } from '../lib/proc-cpu.js';
 import { checkTarget, type Scenario, type ScenarioContext, type ScenarioReport, type TargetCheck } from '../lib/scenario.js';
+import { runFirstTokens } from '../lib/sequential.js';
 import { renderTable } from '../lib/table.js';
 
 // The translation targets (ADR 0011): translation costs little next to a pass-through in the same run.
@@ -306,34 +306,7 @@ async function smokeTest(base: string, way: Way, stream: boolean): Promise<strin
 }
 
 /** Streams one at a time on one keep-alive connection: hrtime from send to the event holding the first text. */
-async function firstTokenTimes(base: string, way: Way, count: number): Promise<{ failures: number; samplesMs: number[] }> {
+function firstTokenTimes(base: string, way: Way, count: number): Promise<{ failures: number; samplesMs: number[] }> {
   const r = REQUESTS[way];
-  const body = r.body(true);
-  const client = new Client(base, { pipelining: 1, keepAliveTimeout: 30_000 });
-  const samplesMs: number[] = [];
-  let failures = 0;
-  try {
-    for (let i = 0; i < count; i++) {
-      const t0 = process.hrtime.bigint();
-      try {
-        const res = await client.request({ method: 'POST', path: r.path, headers: r.headers, body });
-        let pending = '';
-        let firstAt: bigint | null = null;
-        for await (const chunk of res.body) {
-          if (firstAt !== null) continue; // drain the rest so the connection is reused
-          pending += (chunk as Buffer).toString('utf8');
-          const events = pending.split('\n\n');
-          pending = events.pop() ?? '';
-          if (events.some((e) => r.isFirstToken(e))) firstAt = process.hrtime.bigint();
-        }
-        if (res.statusCode === 200 && firstAt !== null) samplesMs.push(Number(firstAt - t0) / 1e6);
-        else failures += 1;
-      } catch {
-        failures += 1;
-      }
-    }
-  } finally {
-    await client.close().catch(() => undefined);
-  }
-  return { failures, samplesMs };
+  return runFirstTokens(base, { path: r.path, headers: r.headers, body: r.body(true), isFirstToken: r.isFirstToken }, count);
 }

@@ -177,6 +177,7 @@ const sessionAffinitySchema = z.strictObject({
 const responsesSchema = z.strictObject({
   ttl_s: positiveInt.max(90 * 24 * 3600).default(30 * 24 * 3600),
   max_entries: positiveInt.max(10_000_000).default(100_000),
+  max_items: positiveInt.max(100_000).default(1000),
 });
 
 const scopeField = z.string().min(1).max(256);
@@ -306,6 +307,22 @@ const mcpSchema = z.strictObject({
    * cancelled (notifications/cancelled) and the client gets `upstream_timeout`.
    */
   call_timeout_ms: positiveInt.max(86_400_000).default(300_000),
+  /**
+   * The Responses API's `{type: "mcp", server_label}` tool that names this gateway's own tool
+   * catalog: the gateway lists the caller's tools, offers them to the model, and runs each
+   * call through its tool routes itself.
+   */
+  responses_label: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or -')
+    .default('switchyard'),
+  /** `server_url`s that also name this gateway (how clients reach it); absent `server_url` always does. */
+  responses_self_urls: z
+    .array(z.string().refine((u) => URL.canParse(u), 'must be a URL'))
+    .max(64)
+    .default([]),
+  /** The most tool calls the gateway runs for one Responses request before it answers with what it has. */
+  responses_max_calls: positiveInt.max(256).default(16),
 });
 
 /** USD per million tokens; so tokens x price is micro-USD exactly. */

@@ -12,7 +12,7 @@ import { BearerTokenSource } from './cloud-auth/index.js';
 import type { Credential } from './credential.js';
 import type { AnswerHeader, AnswerReader } from './upstream-failure.js';
 
-// The one contract every provider type implements (ADR 0040). A type's folder under
+// The one contract every provider type implements (ADR 0037). A type's folder under
 // providers/ holds all it knows: its config schema (kept in config/, which must stay pure),
 // its identity, where each operation goes, how a call is authenticated, how a request is
 // written for it and how its answers are read. Nothing outside these folders, the registry

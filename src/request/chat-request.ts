@@ -38,7 +38,7 @@ export function parseMessagesRequest(raw: Buffer): ChatRequest {
   return { model, stream: stream === true, parsed: body };
 }
 
-function parseObject(raw: Buffer): Record<string, unknown> {
+export function parseObject(raw: Buffer): Record<string, unknown> {
   if (raw.length === 0) throw new SwitchyardError('invalid_json', 'request body is empty; expected a JSON object');
   let value: unknown;
   try {

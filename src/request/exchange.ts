@@ -3,6 +3,7 @@ import type { Principal } from '../governance/index.js';
 import type { Generation, Keyring } from '../live/index.js';
 import type { ChatProtocol, Operation, StopSlot } from '../providers/index.js';
 import { RequestRecord } from './request-record.js';
+import type { ResponsesTurn } from './responses/turn.js';
 
 export type { Failure, MatchedEndpoint, ToolCallRecord } from './request-record.js';
 
@@ -40,6 +41,8 @@ export interface ModelRequest extends Caller {
   readonly parsed: Record<string, unknown>;
   /** A stored response's read or delete; null for a new request. */
   readonly stored: StoredResponse | null;
+  /** A new Responses API request: its turn of the conversation the gateway holds (responses/turn.ts). */
+  readonly turn?: ResponsesTurn;
 }
 
 /**

@@ -1,5 +1,9 @@
 import type { AnswerTransform } from '../providers/index.js';
 import { admitCaller } from './admission.js';
+import { readBodyThen } from './body.js';
+import { serveConversation } from './responses/conversations.js';
+import { serveInputTokens } from './responses/input-tokens.js';
+import { storeError } from './responses/turn.js';
 import { type Attempt, composeAttempt, type Wrap, withBreaker, withCredentialCheck, withProviderToken } from './attempt.js';
 import { withTracing } from './attempt-tracing.js';
 import type { Caller, Exchange } from './exchange.js';
@@ -22,6 +26,10 @@ export interface ModelHandlers {
   readonly serve: ModelHandler;
   readonly getStoredResponse: ModelHandler;
   readonly deleteStoredResponse: ModelHandler;
+  /** The Conversations API (`/v1/conversations`, `/v1/conversations/*`), answered from the response store. */
+  readonly conversations: ModelHandler;
+  /** `POST /v1/responses/input_tokens`: the gateway's count of a Responses request's input. */
+  readonly inputTokens: ModelHandler;
 }
 
 /**
@@ -39,6 +47,17 @@ export function modelHandlers(svc: Services, settings: ListenerSettings): ModelH
     serve: admitted((x, caller, _rest, done) => serveModel(path, x, caller, done)),
     getStoredResponse: admitted((x, caller, rest, done) => serveStoredResponse(path, x, caller, 'GET', rest, done)),
     deleteStoredResponse: admitted((x, caller, rest, done) => serveStoredResponse(path, x, caller, 'DELETE', rest, done)),
+    conversations: admitted((x, caller, rest, done) =>
+      readBodyThen(
+        x.req,
+        settings.maxBodyBytes,
+        (body) => serveConversation(svc.responseStore, x, caller, rest, body).then(() => done(null), (err) => done(storeError(err))),
+        done,
+      ),
+    ),
+    inputTokens: admitted((x, caller, _rest, done) =>
+      readBodyThen(x.req, settings.maxBodyBytes, (raw) => serveInputTokens(svc, x, caller, raw).then(() => done(null), done), done),
+    ),
   };
 }
 

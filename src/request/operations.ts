@@ -14,7 +14,11 @@ import {
   openaiRequestToCanonical,
   type Refusal,
   type RelayTransform,
+  responsesEcho,
   responsesMetering,
+  responsesRequestToCanonical,
+  responsesTranslation,
+  servesOperation,
   type Translation,
   translation,
   type WrittenRequest,
@@ -32,7 +36,10 @@ import {
   parseMessagesRequest,
   parseResponsesRequest,
 } from './chat-request.js';
+import { newId } from '../responses/index.js';
 import type { ModelRequest } from './exchange.js';
+import { upstreamItems } from './responses/items.js';
+import type { ResponsesTurn } from './responses/turn.js';
 
 // What differs between the model endpoints, in one table: how a request is parsed, what
 // the pre-check reserves for, what goes upstream for a candidate (method, path, body) with
@@ -86,6 +93,11 @@ export interface OperationSpec {
   upstream(request: ModelRequest, c: GenerationCandidate, onResponseId: OnResponseId | null, outputCap: number | null): UpstreamRequest;
   /** Its answers carry response ids whose state only the provider that made them holds. */
   readonly remembersResponses: boolean;
+  /**
+   * A candidate whose provider does not serve this operation itself is sent it translated
+   * when it serves this one (the Responses API, to a chat endpoint); null = never.
+   */
+  readonly translatedTo: Operation | null;
   /** Admitted against the caller's limits and billed (the pre-check and settle); false = free. */
   readonly metered: boolean;
   /** Its outcomes feed and obey the provider's breaker; false = a call that says little of serving health. */
@@ -99,6 +111,7 @@ export const operations: Readonly<Record<Operation, OperationSpec>> = {
     maxTokens: (parsed) => cap(parsed.max_completion_tokens ?? parsed.max_tokens),
     upstream: chatUpstream,
     remembersResponses: false,
+    translatedTo: null,
     metered: true,
     guarded: true,
   },
@@ -108,6 +121,7 @@ export const operations: Readonly<Record<Operation, OperationSpec>> = {
     maxTokens: () => 0,
     upstream: (r, c) => post(r, c, chatBodyFor(r.raw, r.parsed, c.upstreamModel), embeddingsMetering()),
     remembersResponses: false,
+    translatedTo: null,
     metered: true,
     guarded: true,
   },
@@ -124,6 +138,7 @@ export const operations: Readonly<Record<Operation, OperationSpec>> = {
         r.stream && !clientAskedUsage(r.parsed) ? withoutUsageEvent() : undefined,
       ),
     remembersResponses: false,
+    translatedTo: null,
     metered: true,
     guarded: true,
   },
@@ -133,6 +148,7 @@ export const operations: Readonly<Record<Operation, OperationSpec>> = {
     maxTokens: (parsed) => cap(parsed.max_output_tokens),
     upstream: responsesUpstream,
     remembersResponses: true,
+    translatedTo: 'chat',
     metered: true,
     guarded: true,
   },
@@ -142,6 +158,7 @@ export const operations: Readonly<Record<Operation, OperationSpec>> = {
     maxTokens: () => 0,
     upstream: (r, c) => post(r, c, chatBodyFor(r.raw, r.parsed, c.upstreamModel), undefined),
     remembersResponses: false,
+    translatedTo: null,
     // Counting is free, and a count says little about serving health.
     metered: false,
     guarded: false,
@@ -152,7 +169,13 @@ function post(r: ModelRequest, c: GenerationCandidate, body: Buffer | string, tr
   return { method: 'POST', path: c.provider.wire.path(c.upstreamModel, r.operation, r.stream, c.protocol), body, transform };
 }
 
-/** A new response (metered, its id remembered), or a stored one's GET / DELETE (neither). */
+/**
+ * A new response, or a stored one's GET / DELETE kept by the provider that made it (the
+ * legacy pinning: neither metered). A provider that speaks the Responses API is sent the
+ * client's bytes when the turn needs nothing from the gateway's store, else a body the
+ * gateway writes with the whole conversation in `input`; any other is sent the turn
+ * translated through the canonical form, and its answer written back as a Response.
+ */
 function responsesUpstream(
   r: ModelRequest,
   c: GenerationCandidate,
@@ -164,8 +187,61 @@ function responsesUpstream(
     const path = c.provider.wire.storedResponsePath(stored.id, stored.query);
     return { method: stored.method, path, body: null, transform: undefined };
   }
-  const body = capped(chatBodyFor(r.raw, r.parsed, c.upstreamModel), r, 'max_output_tokens', capFor(r, c, outputCap));
-  return post(r, c, body, responsesMetering(onResponseId ?? ignoreId));
+  const turn = r.turn;
+  const cap = capFor(r, c, outputCap);
+  if (speaksResponses(c)) {
+    const metering = responsesMetering(onResponseId ?? ignoreId);
+    turn?.answer.set({ candidate: c, response: () => metering.response });
+    if (turn === undefined || !turn.rewritten) {
+      return post(r, c, capped(chatBodyFor(r.raw, r.parsed, c.upstreamModel), r, 'max_output_tokens', cap), metering);
+    }
+    return post(r, c, JSON.stringify(rewrittenResponsesBody(r, c, turn, cap)), metering);
+  }
+  if (turn === undefined) throw new CandidateUnable('model', `provider "${c.provider.name}" cannot serve a stored response`);
+  const transform = responsesTranslation(
+    c.protocol,
+    {
+      id: turn.responseId,
+      createdAt: turn.createdAt,
+      model: c.upstreamModel,
+      echo: responsesEcho(r.parsed),
+      newItemId: (prefix) => newId(prefix),
+    },
+    { model: c.upstreamModel, maxEventBytes: c.provider.maxEventBytes },
+  );
+  turn.answer.set({ candidate: c, response: () => transform.response });
+  return translatedUpstream(r, c, responsesCanonicalOf(r, turn, c), outputCap, 'chat', transform);
+}
+
+/** The candidate's provider serves the Responses API itself (its protocol is OpenAI's). */
+function speaksResponses(c: GenerationCandidate): boolean {
+  return c.protocol === 'openai' && servesOperation(c.provider.type, 'responses');
+}
+
+/**
+ * The client's body with the conversation the gateway holds in `input` (the turns before,
+ * then this one's), and none of the state only the gateway knows: no previous response or
+ * conversation id the provider has never seen, and no item ids it did not make.
+ */
+function rewrittenResponsesBody(r: ModelRequest, c: GenerationCandidate, turn: ResponsesTurn, cap: number | null): Record<string, unknown> {
+  const body: Record<string, unknown> = { ...r.parsed, model: c.upstreamModel, input: upstreamItems([...turn.history, ...turn.input]) };
+  delete body.previous_response_id;
+  delete body.conversation;
+  if (cap !== null && body.max_output_tokens === undefined) body.max_output_tokens = cap;
+  return body;
+}
+
+/** Each request's canonical form from its turn, read once. */
+const responsesForms = new WeakMap<ModelRequest, Translation<CanonicalRequest>>();
+
+function responsesCanonicalOf(r: ModelRequest, turn: ResponsesTurn, c: GenerationCandidate): CanonicalRequest {
+  let read = responsesForms.get(r);
+  if (read === undefined) {
+    read = responsesRequestToCanonical(r.parsed, [...turn.history, ...turn.input]);
+    responsesForms.set(r, read);
+  }
+  if (!read.ok) throw refusalError(read, c);
+  return read.value;
 }
 
 const ignoreId: OnResponseId = () => undefined;
@@ -189,7 +265,27 @@ function chatUpstream(r: ModelRequest, c: GenerationCandidate, _id: OnResponseId
     // The gateway asked an OpenAI stream for its usage: a client that did not gets no usage event.
     return post(r, c, body, r.stream && !clientAskedUsage(r.parsed) ? withoutUsageEvent() : undefined);
   }
-  const canonical = canonicalOf(r, c);
+  const transform = translation(to, r.protocol, r.protocol === 'openai' && clientAskedUsage(r.parsed), {
+    model: c.upstreamModel,
+    maxEventBytes: c.provider.maxEventBytes,
+  });
+  return translatedUpstream(r, c, canonicalOf(r, c), outputCap, 'chat', transform);
+}
+
+/**
+ * A request in the canonical form, written for the candidate's protocol, its answer
+ * translated back by `transform`: the fields the translation dropped are listed, or, under
+ * `translation: strict`, rule the candidate out.
+ */
+function translatedUpstream(
+  r: ModelRequest,
+  c: GenerationCandidate,
+  canonical: CanonicalRequest,
+  outputCap: number | null,
+  operation: Operation,
+  transform: RelayTransform,
+): UpstreamRequest {
+  const to = c.protocol;
   const request = {
     ...canonical,
     model: c.upstreamModel,
@@ -211,13 +307,8 @@ function chatUpstream(r: ModelRequest, c: GenerationCandidate, _id: OnResponseId
       `${field} would be dropped translating to provider "${c.provider.name}" (${c.protocol} protocol), and the route's translation is strict`,
     );
   }
-  // Some protocols' answers do not name the model, and their frames are bounded like events are.
-  const transform = translation(to, r.protocol, r.protocol === 'openai' && clientAskedUsage(r.parsed), {
-    model: c.upstreamModel,
-    maxEventBytes: c.provider.maxEventBytes,
-  });
   // Some name the model, and whether the answer streams, in the path, not the body.
-  const path = c.provider.wire.path(c.upstreamModel, 'chat', r.stream, c.protocol);
+  const path = c.provider.wire.path(c.upstreamModel, operation, r.stream, c.protocol);
   const body = JSON.stringify(written.value.body);
   return { method: 'POST', path, body, transform, dropped: dropped.length === 0 ? null : dropped };
 }

@@ -35,6 +35,8 @@ export interface ChainRequest extends AdmittedRequest {
   readonly onCommit: ((committed: Committed, c: GenerationCandidate) => void) | null;
   /** Bill this usage whatever the response says (a stored response's read costs no tokens); null = the response's. */
   readonly usage: TokenUsage | null;
+  /** Runs once the committed answer's last byte was written (a Responses turn is stored then); null = nothing. */
+  readonly onRelayed: ((relayed: Relayed) => void) | null;
 }
 
 /** Called once when the request is over: with null, or with the error its client must be answered with. */
@@ -180,6 +182,12 @@ class ModelCall implements CallKind<GenerationCandidate, RelayResult> {
     const x = this.#req.x;
     // An error event in the stream, or an event over the bound (relayed.reason): the access line says which.
     x.relayed(relayed, this.#req.usage ?? relayed.usage);
+    try {
+      this.#req.onRelayed?.(relayed);
+    } catch (err) {
+      // The answer is the client's already: what runs after it never changes how it ended.
+      this.#req.svc.logger.error({ msg: 'a step after the answer failed', error: (err as Error)?.message ?? String(err) });
+    }
     this.end(null);
   };
 

@@ -1,3 +1,4 @@
+import { responsesDefaults } from '../config/index.js';
 import { SwitchyardError } from '../errors.js';
 import type { Generation, GenerationCandidate, GenerationRoute } from '../live/index.js';
 import { type Operation, operationProviders, servesOperation } from '../providers/index.js';
@@ -8,7 +9,11 @@ import type { Attempt } from './attempt.js';
 import { readBodyThen } from './body.js';
 import type { Caller, Exchange, ModelRequest } from './exchange.js';
 import { type OperationSpec, operations } from './operations.js';
-import { holderOf, type Ownership, ownerOf, type ResponseOwner, rememberResponse } from './response-owners.js';
+import { holderOf, type Ownership, ownerOf, rememberResponse } from './response-owners.js';
+import { gatewayToolsOf, serveMcpTurn } from './responses/mcp-loop.js';
+import { saveTurn } from './responses/save.js';
+import { truncatable } from './responses/truncation.js';
+import { type ResponsesTurn, responseNotFound, turnOf } from './responses/turn.js';
 import { type ChainRequest, type ServeCallback, serveChain } from './serve-chain.js';
 import type { Services } from './services.js';
 import { sessionKeyOf } from './session.js';
@@ -71,16 +76,55 @@ function routeAndAdmit(path: RequestPath, x: Exchange, caller: Caller, raw: Buff
     stored: null,
   };
   x.asked(request);
-  const model = request.model;
+  const route = routeOf(gen, request.model);
+  if (spec.translatedTo === 'chat' && x.operation === 'responses') {
+    // A Responses turn: the conversation it continues is read from the store first.
+    const turn = turnOf(request, { store: svc.responseStore, maxItems: maxItemsOf(gen) });
+    if (turn instanceof Promise) {
+      turn.then((t) => continueTurn(path, x, { ...request, turn: t }, spec, route, done)).catch(done);
+      return;
+    }
+    continueTurn(path, x, { ...request, turn }, spec, route, done);
+    return;
+  }
+  chooseAndServe(path, x, request, spec, route, null, done);
+}
 
-  const route = routeOf(gen, model);
-  const continued = asked.previousResponseId === undefined ? null : continuation(svc, request, asked.previousResponseId);
+/**
+ * A turn whose previous response the gateway's store does not hold goes, as it is, to the
+ * provider that made it, when the response-owner table knows it (a response created before
+ * the gateway kept them); any other turn is routed like a new request.
+ */
+function continueTurn(
+  path: RequestPath,
+  x: Exchange,
+  request: ModelRequest,
+  spec: OperationSpec,
+  route: GenerationRoute,
+  done: ServeCallback,
+): void {
+  const turn = request.turn as ResponsesTurn;
+  const tools = gatewayToolsOf(request.parsed, request.gen.config.mcp);
+  if (tools !== null) return serveMcpTurn(path.svc, x, request, tools, done);
+  if (turn.input.some((i) => i.type === 'mcp_approval_response')) {
+    throw new SwitchyardError(
+      'invalid_request',
+      `an mcp_approval_response needs the {"type": "mcp", "server_label": "${request.gen.config.mcp.responses_label}"} tool in tools`,
+      'tools',
+    );
+  }
+  if (!turn.legacy || turn.previousResponseId === null) return chooseAndServe(path, x, request, spec, route, null, done);
+  const continued = continuation(path.svc, request, turn.previousResponseId);
   if (continued instanceof Promise) {
     // The shared store is asked who holds the previous response (another replica created it).
     continued.then((c) => chooseAndServe(path, x, request, spec, route, c, done)).catch(done);
     return;
   }
   chooseAndServe(path, x, request, spec, route, continued, done);
+}
+
+function maxItemsOf(gen: Generation): number {
+  return (gen.config.routing.responses ?? responsesDefaults).max_items;
 }
 
 /**
@@ -113,7 +157,7 @@ function chooseAndServe(
     const selected = select(route, { counters: svc.counters, random: svc.random, boundStableId }).chain;
     if (selected.length === 0)
       throw new SwitchyardError('no_route', `model "${model}" has no candidate that can serve new requests right now`, 'model');
-    candidates = servingCandidates(x.operation, selected);
+    candidates = servingCandidates(spec, x.operation, selected);
     if (candidates.length === 0) unserved = unservedError(x.operation, model, selected);
     if (bindingKey !== undefined) {
       onCommit = (committed, c) => {
@@ -143,9 +187,10 @@ export const preCheckAndChain: Serve = (r, done) => {
         request,
         limitHeaders: admitted.limitHeaders,
         deadlineAt: deadlineMs === null ? null : x.startedAt + deadlineMs,
-        fallbackOn: fallbackOf(gen, model),
+        fallbackOn: fallbackFor(request),
         outputCap: admitted.outputCap,
         onResponseId: spec.remembersResponses ? (id, c) => rememberResponse(svc.responses, request, id, c) : null,
+        onRelayed: request.turn === undefined ? null : (relayed) => saveTurn(svc, request, relayed),
         svc,
         candidates: admitted.candidates,
         attempt: r.attempt,
@@ -175,33 +220,33 @@ const pipelines: Readonly<Record<Operation, Serve>> = {
  * not know the id (never seen, or forgotten): the request is then routed like any other,
  * and the provider answers for the id. Another team's id is refused as not found.
  */
-function continuation(svc: Services, request: ModelRequest, id: string): GenerationCandidate | null | Promise<GenerationCandidate | null> {
+function continuation(svc: Services, request: ModelRequest, id: string): GenerationCandidate | Promise<GenerationCandidate> {
   const owner = ownerOf(svc.responses, request.principal, id);
-  return owner instanceof Promise ? owner.then((o) => holderFor(svc, request, id, o)) : holderFor(svc, request, id, owner);
+  return owner instanceof Promise ? owner.then((o) => holderFor(request, id, o)) : holderFor(request, id, owner);
 }
 
-function holderFor(svc: Services, request: ModelRequest, id: string, owner: Ownership): GenerationCandidate | null {
-  // Replicas share the record (a redis store) and none knows the id: it was not created
-  // through this gateway, or has expired. With keys, routing it as new could continue
-  // another team's conversation on a shared upstream account, so it is refused.
-  const unknownIsForeign = owner === 'unknown' && svc.responses.shared && request.keyring.keys.length > 0;
-  if (owner === 'unknown' && !unknownIsForeign) return null;
-  if (owner === 'foreign' || unknownIsForeign)
-    throw new SwitchyardError(
-      'response_not_found',
-      `previous_response_id "${id}" names no response this caller may continue`,
-      'previous_response_id',
-    );
-  return holderOf(request.gen, request.model, owner as ResponseOwner, id);
+function holderFor(request: ModelRequest, id: string, owner: Ownership): GenerationCandidate {
+  // Neither the store nor the owner table knows the id (never created through this gateway,
+  // expired, or another team's): refused, since routing it as new could continue another
+  // team's conversation on a shared upstream account.
+  if (owner === 'unknown' || owner === 'foreign') throw responseNotFound(id, 'previous_response_id');
+  return holderOf(request.gen, request.model, owner, id);
 }
 
 /**
  * The candidates whose provider type serves the operation (all of them, for chat); none
  * left is for a stage to answer (the count_tokens estimate), else unservedError's 400.
  */
-function servingCandidates(operation: Operation, chain: readonly GenerationCandidate[]): readonly GenerationCandidate[] {
+function servingCandidates(
+  spec: OperationSpec,
+  operation: Operation,
+  chain: readonly GenerationCandidate[],
+): readonly GenerationCandidate[] {
   if (servedByAll(chain, operation)) return chain;
-  return chain.filter((c) => servesOperation(c.provider.type, operation));
+  const translated = spec.translatedTo;
+  return chain.filter(
+    (c) => servesOperation(c.provider.type, operation) || (translated !== null && servesOperation(c.provider.type, translated)),
+  );
 }
 
 /** A route none of whose candidates serves the operation: the refusal names what would. */
@@ -224,6 +269,14 @@ function deadlineOf(gen: Generation, model: string): number | null {
   const routing = gen.config.routing;
   const ms = routing.overlay !== undefined ? routing.overlay.deadline_ms : routing.routes?.[model]?.deadline_ms;
   return ms ?? null;
+}
+
+/** The request's `fallback_on`: the route's, and a context-length answer for a turn that `truncation: auto` may shorten. */
+function fallbackFor(request: ModelRequest): readonly FallbackClass[] | null {
+  const route = fallbackOf(request.gen, request.model);
+  const turn = request.turn;
+  if (turn === undefined || !truncatable(request.parsed, turn.history) || route?.includes('context_length')) return route;
+  return [...(route ?? []), 'context_length'];
 }
 
 /** `fallback_on` of the model's static route, or overlay mode's for every model; null = none (an empty list too). */

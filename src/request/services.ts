@@ -2,6 +2,7 @@ import type { AuditWriter } from '../audit/index.js';
 import type { PolicedStore } from '../governance/index.js';
 import type { GenerationHolder, KeyringHolder } from '../live/index.js';
 import type { PoolRegistry, TokenSourceRegistry } from '../providers/index.js';
+import type { ResponseStore } from '../responses/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
 import type { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
 import type { AccessLog, Logger, Metrics, RecentTraffic, Tracing } from '../telemetry/index.js';
@@ -24,6 +25,8 @@ export interface Services {
   readonly affinity: SessionAffinity;
   /** Which candidate created each Responses API response id (response-owners.ts). */
   readonly responses: ResponseOwners;
+  /** The gateway's own store of the responses it served and the Conversations API's conversations. */
+  readonly responseStore: ResponseStore;
   readonly pools: PoolRegistry;
   /** The cloud credential sources (Entra ID and Google Cloud tokens, AWS keys), kept fresh off the request path and across reloads. */
   readonly tokens: TokenSourceRegistry;

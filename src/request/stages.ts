@@ -1,4 +1,5 @@
 import type { Operation } from '../providers/index.js';
+import { truncateOnOverflow } from './responses/truncation.js';
 import type { Stage } from './stage.js';
 import { estimateUnserved } from './token-count.js';
 
@@ -19,7 +20,8 @@ export const stages: Readonly<Record<Operation, readonly Stage[]>> = {
   chat: [],
   embeddings: [],
   completions: [],
-  responses: [],
+  // truncation: auto drops the oldest turns of a conversation too long for the model, and tries again.
+  responses: [truncateOnOverflow],
   // No Anthropic provider counted: the gateway's own estimate.
   count_tokens: [estimateUnserved],
 };

@@ -2,6 +2,8 @@ import { SwitchyardError } from '../errors.js';
 import { type Admitted, preCheck } from './admission.js';
 import type { Caller, Exchange, ModelRequest } from './exchange.js';
 import { holderOf, type Ownership, ownerOf } from './response-owners.js';
+import { answerFromStore } from './responses/stored.js';
+import { responseNotFound, storeError } from './responses/turn.js';
 import { type ServeCallback, serveChain } from './serve-chain.js';
 import type { RequestPath } from './serve-model.js';
 
@@ -9,11 +11,10 @@ const EMPTY = Buffer.alloc(0);
 const NO_TOKENS = Object.freeze({ inputTokens: 0, outputTokens: 0 });
 
 /**
- * `GET` and `DELETE /v1/responses/{id}`: admitted against the creating model's team limits
- * like any request (it counts toward rpm and costs nothing), and sent to the provider that
- * holds the response, with the client's query string, through the one failover chain (of
- * one candidate). An id the gateway does not know is a 404 in OpenAI's shape; a deleted
- * one is forgotten.
+ * `GET` and `DELETE /v1/responses/{id}`, and `GET /v1/responses/{id}/input_items`. The
+ * gateway's store answers for the responses it holds (another team's id is not found);
+ * one it does not hold but whose creator the response-owner table knows (created before
+ * the gateway kept responses) is asked of the provider that holds it, as before.
  */
 export function serveStoredResponse(
   path: RequestPath,
@@ -24,13 +25,21 @@ export function serveStoredResponse(
   done: ServeCallback,
 ): void {
   const { svc } = path;
-  const id = responseIdOf(x, rest);
-  const owner = ownerOf(svc.responses, caller.principal, id);
-  if (owner instanceof Promise) {
-    owner.then((o) => serveOwned(path, x, caller, method, id, o, done)).catch(done);
-    return;
-  }
-  serveOwned(path, x, caller, method, id, owner, done);
+  const { id, inputItems } = responsePathOf(x, rest);
+  if (inputItems && method !== 'GET') throw new SwitchyardError('not_found', `no such endpoint: ${x.req.method} ${x.req.url}`);
+  svc.responseStore
+    .getResponse(id)
+    .then((record) => {
+      if (record !== undefined) {
+        if (record.team !== caller.principal.team) throw responseNotFound(id, 'response_id');
+        return answerFromStore(svc, x, caller, method, record, inputItems).then(() => done(null));
+      }
+      if (inputItems) throw responseNotFound(id, 'response_id');
+      const owner = ownerOf(svc.responses, caller.principal, id);
+      if (owner instanceof Promise) return owner.then((o) => serveOwned(path, x, caller, method, id, o, done));
+      serveOwned(path, x, caller, method, id, owner, done);
+    })
+    .catch((err) => done(storeError(err)));
 }
 
 function serveOwned(
@@ -43,13 +52,7 @@ function serveOwned(
   done: ServeCallback,
 ): void {
   const { svc } = path;
-  if (typeof owner === 'string') {
-    throw new SwitchyardError(
-      'response_not_found',
-      `no response with id "${id}" is known to this gateway (it keeps the responses its providers created, within routing.responses bounds)`,
-      'response_id',
-    );
-  }
+  if (typeof owner === 'string') throw responseNotFound(id, 'response_id');
   const query = queryOf(x.req.url);
   const request: ModelRequest = {
     ...caller,
@@ -83,6 +86,7 @@ function serveOwned(
         },
         // A read or a delete uses no tokens, whatever its body says.
         usage: NO_TOKENS,
+        onRelayed: null,
       },
       done,
     );
@@ -91,16 +95,19 @@ function serveOwned(
   else serve(admitted);
 }
 
-function responseIdOf(x: Exchange, rest: string): string {
+/** The id in the path, and whether its `input_items` are asked for; any other sub-resource is not served. */
+function responsePathOf(x: Exchange, rest: string): { readonly id: string; readonly inputItems: boolean } {
+  const slash = rest.indexOf('/');
+  const sub = slash === -1 ? '' : rest.slice(slash + 1);
+  if (sub !== '' && sub !== 'input_items') throw new SwitchyardError('not_found', `no such endpoint: ${x.req.method} ${x.req.url}`);
   let id: string;
   try {
-    id = decodeURIComponent(rest);
+    id = decodeURIComponent(slash === -1 ? rest : rest.slice(0, slash));
   } catch {
     throw new SwitchyardError('invalid_request', 'the response id in the path is not valid percent-encoding', 'response_id');
   }
-  // Sub-resources (`{id}/input_items`, `{id}/cancel`) are not served.
-  if (rest.includes('/') || id.length > 256) throw new SwitchyardError('not_found', `no such endpoint: ${x.req.method} ${x.req.url}`);
-  return id;
+  if (id === '' || id.length > 256) throw new SwitchyardError('not_found', `no such endpoint: ${x.req.method} ${x.req.url}`);
+  return { id, inputItems: sub !== '' };
 }
 
 function queryOf(url: string | undefined): string {

@@ -19,7 +19,7 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 }
 
 /** What an image or a document block counts: about what Anthropic bills a 1.15-megapixel image. */
-const IMAGE_TOKENS = 1600;
+export const IMAGE_TOKENS = 1600;
 
 /** Text counted between two turns of the event loop: a large request yields rather than hold it. */
 const SLICE_CHARS = 64 * 1024;
@@ -59,6 +59,11 @@ export async function countInputTokens(parsed: Readonly<Record<string, unknown>>
   if (Array.isArray(parsed.tools))
     for (const t of parsed.tools)
       if (isRecord(t)) pieces.push(JSON.stringify({ name: t.name, description: t.description, input_schema: t.input_schema }));
+  return countTexts(pieces, fixed);
+}
+
+/** Tokens in `pieces` with o200k_base, plus `fixed` (images, documents), yielding between large slices. */
+export async function countTexts(pieces: readonly string[], fixed: number): Promise<number> {
   const count = await counter();
   let tokens = fixed;
   let since = 0;

@@ -44,6 +44,7 @@ export class Metrics {
   readonly auditHeadSequence: Gauge;
   readonly ledgerRowsLost: Counter;
   readonly recordSinkErrors: Counter<'sink'>;
+  readonly responsesStoreFailures: Counter<'operation'>;
   /** The audit writer's last seq, read at each scrape; null without an audit log. */
   auditHead: (() => number) | null = null;
   readonly reloads: Counter<'trigger' | 'result'>;
@@ -158,6 +159,12 @@ export class Metrics {
       r,
       'switchyard_ledger_rows_lost_total',
       'Usage ledger rows never written: dropped when the queue (database.ledger_queue) was full, or unwritten at shutdown. A row with endpoint "ledger" in the ledger counts those it could record.',
+    );
+    this.responsesStoreFailures = counter(
+      r,
+      'switchyard_responses_store_failures_total',
+      "Writes to the response store (routing.responses.store) that failed after the answer was sent: the response's id is then not found later, never a wrong conversation.",
+      ['operation'],
     );
     this.recordSinkErrors = counter(
       r,

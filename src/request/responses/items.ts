@@ -1,0 +1,39 @@
+import type { Item } from '../../responses/index.js';
+
+// The conversation the gateway holds, as a provider that speaks the Responses API itself
+// is sent it in `input`. Items the gateway made (a translated turn's, a gateway-run tool's)
+// mean nothing to that provider under their ids, so only what it can take is sent:
+// - an item's id is left out, except a reasoning item's that carries the provider's own
+//   encrypted content (its id is the provider's);
+// - reasoning another provider wrote (a summary, no encrypted content) is left out: a
+//   provider takes back only the reasoning it wrote;
+// - a tool the gateway ran (`mcp_call`) becomes the function call and its output that it was
+//   (under the function name the model was offered it by, when the caller says which);
+// - tool listings and approvals, the gateway's bookkeeping, are left out.
+
+export function upstreamItems(items: readonly Item[], functionOf: (tool: string) => string = (tool) => tool): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const item of items) {
+    switch (item.type) {
+      case 'reasoning':
+        if (typeof item.encrypted_content === 'string' && item.encrypted_content !== '') out.push(item);
+        break;
+      case 'mcp_call': {
+        const callId = item.id;
+        out.push({ type: 'function_call', call_id: callId, name: functionOf(String(item.name)), arguments: item.arguments ?? '{}' });
+        const output = typeof item.output === 'string' ? item.output : typeof item.error === 'string' ? `error: ${item.error}` : '';
+        out.push({ type: 'function_call_output', call_id: callId, output });
+        break;
+      }
+      case 'mcp_list_tools':
+      case 'mcp_approval_request':
+      case 'mcp_approval_response':
+        break;
+      default: {
+        const { id: _id, ...rest } = item;
+        out.push(rest);
+      }
+    }
+  }
+  return out;
+}
