@@ -3,6 +3,7 @@ import type { PolicedStore } from '../governance/index.js';
 import type { GenerationHolder, KeyringHolder } from '../live/index.js';
 import type { PoolRegistry, TokenSourceRegistry } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
+import type { ResponseStore } from '../responses/index.js';
 import type { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
 import type { AccessLog, Logger, Metrics, RecentTraffic, Tracing } from '../telemetry/index.js';
 import type { KeysUsed } from './keys-used.js';
@@ -24,6 +25,7 @@ export interface Services {
   readonly affinity: SessionAffinity;
   /** Which candidate created each Responses API response id (response-owners.ts). */
   readonly responses: ResponseOwners;
+  readonly responseStore: ResponseStore;
   readonly pools: PoolRegistry;
   /** The cloud credential sources (Entra ID and Google Cloud tokens, AWS keys), kept fresh off the request path and across reloads. */
   readonly tokens: TokenSourceRegistry;

@@ -8,6 +8,7 @@ import {
   type ResponseRecord,
   type ResponseStore,
   ResponseStoreUnavailable,
+  type StoreLimits,
 } from './store.js';
 
 export interface DatabaseStoreOptions {
@@ -25,7 +26,7 @@ const DAY_S = 86_400;
 export class DatabaseResponseStore implements ResponseStore {
   readonly kind = 'database' as const;
   readonly #database: Database;
-  readonly #retentionS: number;
+  #retentionS: number;
 
   constructor(database: Database, options: DatabaseStoreOptions) {
     this.#database = database;
@@ -34,6 +35,11 @@ export class DatabaseResponseStore implements ResponseStore {
 
   get #db() {
     return this.#database.db;
+  }
+
+  /** The next prune drops by the new retention. */
+  configure(limits: StoreLimits): void {
+    this.#retentionS = limits.retentionDays * DAY_S;
   }
 
   async putResponse(record: ResponseRecord): Promise<void> {

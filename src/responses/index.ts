@@ -22,4 +22,5 @@ export {
   type ResponseRecord,
   type ResponseStore,
   ResponseStoreUnavailable,
+  type StoreLimits,
 } from './store.js';

@@ -1,5 +1,5 @@
 import { itemIdsOf, itemOf, pageOf } from './pages.js';
-import type { ConversationRecord, Item, ItemPage, PageQuery, ResponseRecord, ResponseStore } from './store.js';
+import type { ConversationRecord, Item, ItemPage, PageQuery, ResponseRecord, ResponseStore, StoreLimits } from './store.js';
 
 export interface MemoryStoreOptions {
   /** A response or conversation is forgotten this long after it was last written. */
@@ -27,8 +27,8 @@ interface HeldConversation {
  */
 export class MemoryResponseStore implements ResponseStore {
   readonly kind = 'memory' as const;
-  readonly #ttlMs: number;
-  readonly #maxEntries: number;
+  #ttlMs: number;
+  #maxEntries: number;
   readonly #now: () => number;
   readonly #responses = new Map<string, Held<ResponseRecord>>();
   /** Item id -> the response holding it (the latest written, when an item was sent again). */
@@ -39,6 +39,12 @@ export class MemoryResponseStore implements ResponseStore {
     this.#ttlMs = options.ttlMs;
     this.#maxEntries = options.maxEntries;
     this.#now = options.now ?? Date.now;
+  }
+
+  /** New bounds apply from the next write: a lower max_entries evicts then, a new TTL counts from each entry's next write. */
+  configure(limits: StoreLimits): void {
+    this.#ttlMs = limits.ttlS * 1000;
+    this.#maxEntries = limits.maxEntries;
   }
 
   async putResponse(record: ResponseRecord): Promise<void> {

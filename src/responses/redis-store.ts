@@ -8,6 +8,7 @@ import {
   type ResponseRecord,
   type ResponseStore,
   ResponseStoreUnavailable,
+  type StoreLimits,
 } from './store.js';
 
 /** TLS for a rediss:// URL: PEM text (not paths); absent parts are the system's CAs and no client certificate. */
@@ -62,7 +63,7 @@ export class RedisResponseStore implements ResponseStore {
   readonly kind = 'redis' as const;
   readonly #redis: Redis & { syAppend: AppendCommand };
   readonly #prefix: string;
-  readonly #ttlS: number;
+  #ttlS: number;
 
   constructor(options: RedisResponseStoreOptions) {
     this.#prefix = options.keyPrefix;
@@ -118,6 +119,11 @@ export class RedisResponseStore implements ResponseStore {
       const timer = setTimeout(() => done(false), timeoutMs);
       this.#redis.on('ready', onReady);
     });
+  }
+
+  /** A new TTL applies to the keys written from now on; those already there keep theirs. */
+  configure(limits: StoreLimits): void {
+    this.#ttlS = limits.ttlS;
   }
 
   async putResponse(record: ResponseRecord): Promise<void> {

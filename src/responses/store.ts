@@ -60,6 +60,13 @@ export class ResponseStoreUnavailable extends Error {
   }
 }
 
+/** `routing.responses`' bounds, as a reload applies them. */
+export interface StoreLimits {
+  readonly ttlS: number;
+  readonly maxEntries: number;
+  readonly retentionDays: number;
+}
+
 /**
  * Every method may throw (or reject with) ResponseStoreUnavailable. A missing id is
  * `undefined` / `false`, never an error. The store does not check teams: the caller does,
@@ -94,6 +101,12 @@ export interface ResponseStore {
   getItem(conversation: string, itemId: string): Promise<Item | undefined>;
   deleteItem(conversation: string, itemId: string): Promise<boolean>;
 
+  /**
+   * A reload's new bounds: each backend takes the ones it keeps by (memory: ttlS and
+   * maxEntries; redis: ttlS, for keys written from now on; database: retentionDays).
+   * Which backend it is takes a restart.
+   */
+  configure(limits: StoreLimits): void;
   /** Drops what is past retention (database; memory and redis expire by TTL). Returns how many responses went. */
   prune?(nowMs: number): Promise<number>;
   close(): Promise<void>;
