@@ -17,6 +17,8 @@ export interface DatabaseStoreOptions {
 }
 
 const DAY_S = 86_400;
+/** Rows prune() drops per transaction. */
+const PRUNE_BATCH = 500;
 
 /**
  * Responses and conversations in the gateway's database (SQLite for one replica, Postgres
@@ -236,19 +238,37 @@ export class DatabaseResponseStore implements ResponseStore {
     return Number(r.numDeletedRows) > 0;
   }
 
+  /**
+   * In batches, each its own transaction with a turn of the event loop between: on SQLite
+   * a statement blocks the loop, and a first prune after months can hold many rows.
+   */
   async prune(nowMs: number): Promise<number> {
     const cutoff = Math.floor(nowMs / 1000) - this.#retentionS;
-    return this.#run(() =>
-      this.#db.transaction().execute(async (tx) => {
-        const old = tx.selectFrom('responses').select('id').where('created_at', '<', cutoff);
-        await tx.deleteFrom('response_items').where('response_id', 'in', old).execute();
-        const r = await tx.deleteFrom('responses').where('created_at', '<', cutoff).executeTakeFirst();
-        const oldConversations = tx.selectFrom('conversations').select('id').where('created_at', '<', cutoff);
-        await tx.deleteFrom('conversation_items').where('conv_id', 'in', oldConversations).execute();
-        await tx.deleteFrom('conversations').where('created_at', '<', cutoff).execute();
-        return Number(r.numDeletedRows);
-      }),
+    const responses = await inBatches(() =>
+      this.#run(() =>
+        this.#db.transaction().execute(async (tx) => {
+          const old = await tx.selectFrom('responses').select('id').where('created_at', '<', cutoff).limit(PRUNE_BATCH).execute();
+          const ids = old.map((r) => r.id);
+          if (ids.length === 0) return 0;
+          await tx.deleteFrom('response_items').where('response_id', 'in', ids).execute();
+          await tx.deleteFrom('responses').where('id', 'in', ids).execute();
+          return ids.length;
+        }),
+      ),
     );
+    await inBatches(() =>
+      this.#run(() =>
+        this.#db.transaction().execute(async (tx) => {
+          const old = await tx.selectFrom('conversations').select('id').where('created_at', '<', cutoff).limit(PRUNE_BATCH).execute();
+          const ids = old.map((r) => r.id);
+          if (ids.length === 0) return 0;
+          await tx.deleteFrom('conversation_items').where('conv_id', 'in', ids).execute();
+          await tx.deleteFrom('conversations').where('id', 'in', ids).execute();
+          return ids.length;
+        }),
+      ),
+    );
+    return responses;
   }
 
   /** The database is the gateway's, opened and closed by it: nothing of its own to close. */
@@ -283,6 +303,17 @@ async function insertItems(tx: Tx, conversation: string, last: number, items: re
       .values(chunk)
       .onConflict((oc) => oc.columns(['conv_id', 'item_id']).doNothing())
       .execute();
+}
+
+/** Runs `batch` until one drops fewer than PRUNE_BATCH rows, yielding between; the rows dropped in all. */
+async function inBatches(batch: () => Promise<number>): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const dropped = await batch();
+    total += dropped;
+    if (dropped < PRUNE_BATCH) return total;
+    await new Promise((r) => setImmediate(r));
+  }
 }
 
 function chunks<T>(rows: readonly T[], size: number): T[][] {

@@ -303,7 +303,7 @@ describe('response store: memory bounds', () => {
 });
 
 describe('response store: redis unreachable', () => {
-  it('fails fast with ResponseStoreUnavailable while Redis is down, and serves again once it is back', async () => {
+  it('fails fast with ResponseStoreUnavailable while Redis is down (at start or mid-run), and serves again once it is back', async () => {
     const port = await freePort();
     const keyPrefix = 'sy-test-responses-down:';
     const store = new RedisResponseStore({ url: `redis://127.0.0.1:${port}`, keyPrefix, ttlS: 60, commandTimeoutMs: 300 });
@@ -319,6 +319,18 @@ describe('response store: redis unreachable', () => {
       assert.equal(await store.ready(5000), true);
       await store.putResponse(r);
       assert.deepEqual(await store.getResponse(r.id), r);
+      // Down again mid-run: the connection is lost, calls fail fast, and it comes back once more.
+      await stopRedis(redis);
+      redis = null;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const started = performance.now();
+      await assert.rejects(store.getResponse(r.id), ResponseStoreUnavailable);
+      assert.ok(performance.now() - started < 500);
+      redis = await startRedis(port);
+      assert.equal(await store.ready(5000), true);
+      assert.equal(await store.getResponse(r.id), undefined, 'a Redis that restarted without persistence holds nothing');
+      await store.putResponse(r);
+      assert.deepEqual(await store.getResponse(r.id), r);
     } finally {
       await store.close();
       if (redis !== null) await stopRedis(redis);
@@ -332,5 +344,37 @@ describe('response ids', () => {
     assert.equal(ids.size, 1000);
     for (const id of ids) assert.match(id, /^resp_[0-9a-f]{48}$/);
     assert.match(newId('fc'), /^fc_[0-9a-f]{48}$/);
+  });
+});
+
+describe('response store: database retention', () => {
+  it('prune drops, in batches, only what was created before retention, conversations too', async () => {
+    const test = sqliteDatabase();
+    const database = openDatabase({ url: test.url });
+    try {
+      assert.ok((await migrate(database.db, database.engine)).ok);
+      const store = createResponseStore({ store: 'database', retentionDays: 1 }, { database });
+      const nowS = Math.floor(Date.now() / 1000);
+      const old = Array.from({ length: 1200 }, () => response({ createdAt: nowS - 2 * 86_400 }));
+      for (const r of old) await store.putResponse(r);
+      const recent = response({ createdAt: nowS });
+      await store.putResponse(recent);
+      const oldConv = newId('conv');
+      const newConv = newId('conv');
+      await store.createConversation({ id: oldConv, team: null, createdAt: nowS - 2 * 86_400, metadata: {} }, [message('a')]);
+      await store.createConversation({ id: newConv, team: null, createdAt: nowS, metadata: {} }, [message('b')]);
+      assert.equal(await (store.prune as (nowMs: number) => Promise<number>)(Date.now()), 1200);
+      assert.equal(await store.getResponse(old[0]?.id as string), undefined);
+      assert.ok(await store.getResponse(recent.id));
+      assert.equal(await store.getConversation(oldConv), undefined);
+      assert.ok(await store.getConversation(newConv));
+      // A reload's longer retention applies at the next prune: two days on, the recent one stays.
+      store.configure({ ttlS: 60, maxEntries: 10, retentionDays: 3 });
+      assert.equal(await (store.prune as (nowMs: number) => Promise<number>)(Date.now() + 2 * 86_400_000), 0);
+      assert.ok(await store.getResponse(recent.id));
+    } finally {
+      await database.close();
+      await test.drop();
+    }
   });
 });
