@@ -284,6 +284,18 @@ routing:
     );
   });
 
+  it('routing.responses.retention_days without the database store is reported as having no effect', () => {
+    const d = doc();
+    d.routing.responses = { retention_days: 7 };
+    const result = parseObject(d);
+    assert.ok(result.ok);
+    const about = (r: ConfigResult) => (r.ok ? r.warnings.map((w) => w.path).filter((p) => p.startsWith('routing.responses')) : null);
+    assert.deepEqual(about(result), ['routing.responses.retention_days']);
+    d.routing.responses = { store: 'database', retention_days: 7 };
+    d.database = { url: 'sqlite:/tmp/switchyard.db' };
+    assert.deepEqual(about(parseObject(d)), []);
+  });
+
   it('routing.responses takes a TTL of up to 90 days and a positive bound, and defaults to 30 days and 100 000', () => {
     const d = doc();
     d.routing.responses = { ttl_s: 60 };
