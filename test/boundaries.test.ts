@@ -37,6 +37,9 @@ const allowed: Record<string, readonly string[]> = {
   live: ['config', 'contract', 'providers', 'routing', 'mcp', 'database'],
   // The database layer stores teams and keys as JSON and knows nothing of their meaning.
   database: [],
+  // The gateway's store of responses and conversations: its database backend runs on
+  // database/'s surface; server/ adapts the config to its settings, so it needs no config/.
+  responses: ['database'],
   // managed/ owns the admin API's writes of teams and keys: it judges them by config/'s
   // schemas, commits through database/, hashes secrets and compares allow lists with
   // governance/, audits through audit/, and reads the serving keyring (live/, types only) to
@@ -54,7 +57,7 @@ const allowed: Record<string, readonly string[]> = {
   // routes (routing/), relays (providers/), admits and bills (governance/), audits and
   // records; it never reaches the listeners or the composition root (server/).
   // request/ -> database/, types only: a ledger row is the database's own row type; the writer is handed in.
-  request: ['config', 'live', 'routing', 'providers', 'resilience', 'governance', 'audit', 'telemetry', 'mcp', 'database'],
+  request: ['config', 'live', 'routing', 'providers', 'resilience', 'governance', 'audit', 'telemetry', 'mcp', 'database', 'responses'],
   server: [
     'config',
     'contract',
@@ -70,6 +73,7 @@ const allowed: Record<string, readonly string[]> = {
     'mcp',
     'database',
     'managed',
+    'responses',
   ],
   // cli/ holds the subcommands; it may import every folder's surface.
   cli: [
@@ -90,6 +94,7 @@ const allowed: Record<string, readonly string[]> = {
     'watch',
     'database',
     'managed',
+    'responses',
   ],
   // cli.ts is the entry point: it runs cli/, and may import every folder's surface.
   '(root)': [
@@ -111,6 +116,7 @@ const allowed: Record<string, readonly string[]> = {
     'watch',
     'database',
     'managed',
+    'responses',
   ],
 };
 
@@ -132,6 +138,8 @@ const rules: Array<{ from: string; to: string; rule: string }> = [
   { from: 'publisher', to: 'live', rule: 'publisher/ never imports live/' },
   { from: 'watch', to: 'server', rule: 'watch/ is a leaf: never server/' },
   { from: 'watch', to: 'publisher', rule: 'watch/ is a leaf: never publisher/' },
+  { from: 'responses', to: 'request', rule: 'responses/ is below the request path: never request/' },
+  { from: 'responses', to: 'server', rule: 'responses/ is below the composition root: never server/' },
 ];
 
 function sourceFiles(dir: string): string[] {

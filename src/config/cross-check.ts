@@ -25,6 +25,7 @@ export function crossReferenceIssues(document: unknown, env?: NodeJS.ProcessEnv)
   const routes = record(record(doc.routing)?.routes) ?? {};
   for (const [model, route] of Object.entries(routes)) issues.push(...routeReferenceIssues(model, route, providers));
   issues.push(...toolReferenceIssues(record(doc.routing), providers));
+  issues.push(...responseStoreIssues(doc));
   if (env === undefined) return issues;
   const refs: Array<[string, unknown]> = Object.entries(providers).map(([name, p]) => [`providers.${name}.api_key`, record(p)?.api_key]);
   for (const [name, p] of Object.entries(providers)) {
@@ -78,6 +79,23 @@ export function routeReferenceIssues(model: string, route: unknown, providers: R
     }
   });
   return issues;
+}
+
+/**
+ * The response store's backend is another section's: `redis` is the governance store's
+ * Redis, and `database` the gateway's database, so that section must be configured.
+ */
+export function responseStoreIssues(document: unknown): ConfigIssue[] {
+  const doc = record(document);
+  const store = record(record(doc?.routing)?.responses)?.store;
+  const path = 'routing.responses.store';
+  if (store === 'redis' && (record(doc?.governance)?.store !== 'redis' || record(doc?.governance)?.redis_url === undefined))
+    return [
+      { path, message: '"redis" keeps responses in the governance store\'s Redis: set governance.store: redis and governance.redis_url' },
+    ];
+  if (store === 'database' && record(doc?.database)?.url === undefined)
+    return [{ path, message: '"database" keeps responses in the gateway\'s database: set database.url' }];
+  return [];
 }
 
 /**

@@ -4,7 +4,7 @@
 // credential-value shapes, so the config and the overlay name paths and refuse literal
 // secrets alike. See docs/decisions/0001-one-generation.md.
 
-export { crossReferenceIssues, routeReferenceIssues, toolReferenceIssues } from './cross-check.js';
+export { crossReferenceIssues, responseStoreIssues, routeReferenceIssues, toolReferenceIssues } from './cross-check.js';
 export { adminTokenRequired, isLoopback, splitHostPort } from './listen-address.js';
 export {
   type ConfigIssue,

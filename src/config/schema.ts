@@ -171,12 +171,18 @@ const sessionAffinitySchema = z.strictObject({
 });
 
 /**
- * Which candidate created each Responses API response id: its follow-ups must go there.
- * OpenAI keeps a stored response for 30 days, hence the default TTL.
+ * Which candidate created each Responses API response id (its follow-ups must go there),
+ * and where the gateway keeps the responses and conversations it serves itself. OpenAI
+ * keeps a stored response for 30 days, hence the default TTL and retention.
  */
 const responsesSchema = z.strictObject({
   ttl_s: positiveInt.max(90 * 24 * 3600).default(30 * 24 * 3600),
   max_entries: positiveInt.max(10_000_000).default(100_000),
+  /** redis: the governance store's Redis; database: `database.url` (both checked across sections). */
+  store: z.enum(['memory', 'redis', 'database'], { error: 'must be "memory", "redis" or "database"' }).default('memory'),
+  /** The database store drops responses and conversations older than this. */
+  retention_days: positiveInt.max(3650).default(30),
+  /** Most items a conversation, or a chain of responses rebuilt as one context, may hold. */
   max_items: positiveInt.max(100_000).default(1000),
 });
 

@@ -26,6 +26,12 @@ export function configWarnings(document: unknown, config: GatewayConfig): Config
     });
   }
   warnings.push(...capacityWarnings(config));
+  const responses = config.routing.responses;
+  if (record(record(record(document)?.routing)?.responses)?.retention_days !== undefined && responses?.store !== 'database')
+    warnings.push({
+      path: 'routing.responses.retention_days',
+      message: `ignored: only the database store prunes by it; the ${responses?.store ?? 'memory'} store expires by ttl_s`,
+    });
   return warnings;
 }
 

@@ -29,7 +29,15 @@ export {
   type WriteResult,
 } from './managed.js';
 export { type MigrationResult, migrate, SCHEMA_VERSION } from './migrations.js';
-export type { Tables, UsageDailyTable, UsageRequestsTable } from './tables.js';
+export type {
+  ConversationItemsTable,
+  ConversationsTable,
+  ResponseItemsTable,
+  ResponsesTable,
+  Tables,
+  UsageDailyTable,
+  UsageRequestsTable,
+} from './tables.js';
 export {
   USAGE_GROUPS,
   type UsageCursor,

@@ -110,6 +110,49 @@ const MIGRATIONS: readonly Migration[] = [
       await db.schema.createIndex('usage_requests_day_entry').unique().on('usage_requests').columns(['day', 'entry_id']).execute();
     },
   },
+  {
+    version: 3,
+    name: 'stored responses and conversations',
+    async up(db) {
+      await db.schema
+        .createTable('responses')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('team', 'text')
+        .addColumn('model', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('conversation', 'text')
+        .addColumn('ancestors', 'text', (c) => c.notNull())
+        .addColumn('input', 'text', (c) => c.notNull())
+        .addColumn('response', 'text', (c) => c.notNull())
+        .execute();
+      // Retention deletes by age, oldest first.
+      await db.schema.createIndex('responses_created_at').on('responses').column('created_at').execute();
+      await db.schema
+        .createTable('response_items')
+        .addColumn('item_id', 'text', (c) => c.primaryKey())
+        .addColumn('response_id', 'text', (c) => c.notNull())
+        .addColumn('team', 'text')
+        .execute();
+      await db.schema.createIndex('response_items_response').on('response_items').column('response_id').execute();
+      await db.schema
+        .createTable('conversations')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('team', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('metadata', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('conversations_created_at').on('conversations').column('created_at').execute();
+      await db.schema
+        .createTable('conversation_items')
+        .addColumn('conv_id', 'text', (c) => c.notNull())
+        .addColumn('seq', 'bigint', (c) => c.notNull())
+        .addColumn('item_id', 'text', (c) => c.notNull())
+        .addColumn('item', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('conversation_items_pk', ['conv_id', 'seq'])
+        .addUniqueConstraint('conversation_items_conv_item', ['conv_id', 'item_id'])
+        .execute();
+    },
+  },
 ];
 
 /** The newest schema this gateway knows. */

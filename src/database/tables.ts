@@ -87,6 +87,47 @@ export interface UsageDailyTable {
   cost_micro_usd: number;
 }
 
+/** A Responses API response the gateway served (the responses store, schema version 3). */
+export interface ResponsesTable {
+  id: string;
+  team: string | null;
+  model: string;
+  /** Unix seconds: what retention prunes by. */
+  created_at: number;
+  conversation: string | null;
+  /** JSON array of the response ids it continued, oldest first. */
+  ancestors: string;
+  /** JSON array of this turn's input items. */
+  input: string;
+  /** The Response object as the client was given it, as JSON. */
+  response: string;
+}
+
+/** Which stored response holds an item (input or output): what an item_reference is looked up by. */
+export interface ResponseItemsTable {
+  item_id: string;
+  response_id: string;
+  team: string | null;
+}
+
+export interface ConversationsTable {
+  id: string;
+  team: string | null;
+  /** Unix seconds: what retention prunes by. */
+  created_at: number;
+  /** JSON object of strings. */
+  metadata: string;
+}
+
+/** A conversation's items in order: `seq` grows with each append and is never reused. */
+export interface ConversationItemsTable {
+  conv_id: string;
+  seq: number;
+  item_id: string;
+  /** The item as JSON. */
+  item: string;
+}
+
 export interface Tables {
   schema_version: SchemaVersionTable;
   managed_state: ManagedStateTable;
@@ -94,4 +135,8 @@ export interface Tables {
   keys: KeysTable;
   usage_requests: UsageRequestsTable;
   usage_daily: UsageDailyTable;
+  responses: ResponsesTable;
+  response_items: ResponseItemsTable;
+  conversations: ConversationsTable;
+  conversation_items: ConversationItemsTable;
 }

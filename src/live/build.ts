@@ -9,6 +9,7 @@ import {
   type ProviderConfigOf,
   type RouteConfig,
   resolveSecret,
+  responseStoreIssues,
   routeReferenceIssues,
   type ToolRouteConfig,
   toolReferenceIssues,
@@ -352,6 +353,7 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
     yield;
   }
   issues.push(...toolReferenceIssues(config.routing as unknown as Record<string, unknown>, config.providers));
+  issues.push(...responseStoreIssues(config));
   const toolSpecs = config.routing.tools ?? {};
   const hasTools = Object.keys(toolSpecs).length > 0 || (config.routing.tools_from ?? []).length > 0;
   if (overlaySettings === undefined && models.length === 0 && !hasTools)

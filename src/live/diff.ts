@@ -58,6 +58,9 @@ export function restartOnlyWarnings(serving: Generation['config'], next: Generat
   // The connection, its change watch and the ledger are made once, at start.
   if (!isDeepStrictEqual(serving.database, next.database)) changed.push('database');
   if (!isDeepStrictEqual(serving.telemetry, next.telemetry)) changed.push('telemetry');
+  // The response store is built once, at start: its bounds follow a reload, its backend does not.
+  if ((serving.routing.responses?.store ?? 'memory') !== (next.routing.responses?.store ?? 'memory'))
+    changed.push('routing.responses.store');
   const before = serving.routing.overlay;
   const after = next.routing.overlay;
   if (before !== undefined && after !== undefined) {

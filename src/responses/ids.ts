@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 
-// Ids in OpenAI's shapes (`resp_…`, `conv_…`, `msg_…`): a prefix naming the kind, then 24
-// random bytes in hex. Random, not sequential, so an id says nothing of another team's and
-// cannot be guessed; the prefix lets a client (and the SDKs' type guards) tell kinds apart.
-
+/** The kinds of object the gateway names, by the prefix OpenAI gives each. */
 export type IdPrefix = 'resp' | 'conv' | 'msg' | 'fc' | 'fco' | 'rs' | 'mcp' | 'mcpl' | 'mcpr';
 
+/**
+ * A new id, shaped as OpenAI's (`resp_` and 48 hex digits): 24 random bytes, so that ids
+ * made by any replica never meet, and a guessed id never names another team's response.
+ */
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${randomBytes(24).toString('hex')}`;
 }

@@ -1,7 +1,19 @@
-// responses/: the gateway's own store of the Responses API's state (the responses it served,
-// the Conversations API's conversations) behind one interface, with its ids.
+/**
+ * The gateway's own store of the Responses API's state: the responses it served and the
+ * Conversations API's conversations and items, so that a conversation outlives the
+ * provider, the candidate and the replica that answered a turn. One interface
+ * (ResponseStore), three backends: memory (one replica), redis (a fleet, the governance
+ * store's Redis) and the database (SQLite or Postgres, pruned by retention).
+ *
+ * Boundary: imports database/ (its surface) and nothing else; config/ is adapted by
+ * server/, which builds the store once at start. request/, server/ and cli/ may import it.
+ */
 
+export { createResponseStore, type ResponseStoreDeps, type ResponseStoreSettings } from './create-store.js';
+export { DatabaseResponseStore, type DatabaseStoreOptions } from './database-store.js';
 export { type IdPrefix, newId } from './ids.js';
+export { MemoryResponseStore, type MemoryStoreOptions } from './memory-store.js';
+export { RedisResponseStore, type RedisResponseStoreOptions, type ResponseRedisTls } from './redis-store.js';
 export {
   type ConversationRecord,
   type Item,
@@ -10,4 +22,5 @@ export {
   type ResponseRecord,
   type ResponseStore,
   ResponseStoreUnavailable,
+  type StoreLimits,
 } from './store.js';

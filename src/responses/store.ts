@@ -42,7 +42,7 @@ export interface ItemPage {
 }
 
 export interface PageQuery {
-  /** An item id: the page starts after it (in the order asked for); absent = from the start. */
+  /** An item id: the page starts after it (in the order asked for); absent = from the start; an id the conversation does not hold = an empty page. */
   readonly after?: string;
   /** 1..100. */
   readonly limit: number;
@@ -58,6 +58,13 @@ export class ResponseStoreUnavailable extends Error {
     super(message, options);
     this.name = 'ResponseStoreUnavailable';
   }
+}
+
+/** `routing.responses`' bounds, as a reload applies them. */
+export interface StoreLimits {
+  readonly ttlS: number;
+  readonly maxEntries: number;
+  readonly retentionDays: number;
 }
 
 /**
@@ -85,15 +92,25 @@ export interface ResponseStore {
   updateConversation(id: string, metadata: Readonly<Record<string, string>>): Promise<ConversationRecord | undefined>;
   /** Deletes the conversation and its items; true when it existed. */
   deleteConversation(id: string): Promise<boolean>;
-  /** Appends items at the end, in order; false when there is no such conversation. */
+  /** Appends items at the end, in order; false when there is no such conversation. Each item's id is new to the conversation (the database skips a repeat). */
   appendItems(conversation: string, items: readonly Item[]): Promise<boolean>;
   /** A page of the conversation's items; undefined when there is no such conversation. */
   listItems(conversation: string, page: PageQuery): Promise<ItemPage | undefined>;
-  /** Every item, oldest first (a response's context), up to `max`; undefined when there is no such conversation. */
+  /**
+   * Every item, oldest first (a response's context): the first `max` of them (a caller asks
+   * for one more than it accepts, to tell a conversation that is too long); undefined when
+   * there is no such conversation.
+   */
   allItems(conversation: string, max: number): Promise<readonly Item[] | undefined>;
   getItem(conversation: string, itemId: string): Promise<Item | undefined>;
   deleteItem(conversation: string, itemId: string): Promise<boolean>;
 
+  /**
+   * A reload's new bounds: each backend takes the ones it keeps by (memory: ttlS and
+   * maxEntries; redis: ttlS, for keys written from now on; database: retentionDays).
+   * Which backend it is takes a restart.
+   */
+  configure(limits: StoreLimits): void;
   /** Drops what is past retention (database; memory and redis expire by TTL). Returns how many responses went. */
   prune?(nowMs: number): Promise<number>;
   close(): Promise<void>;

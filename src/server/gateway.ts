@@ -26,6 +26,7 @@ import {
 import { PoolRegistry, type TokenEvent, TokenSourceRegistry } from '../providers/index.js';
 import { KeysUsed, McpService, policyOf, ResponseOwners, type Services } from '../request/index.js';
 import { BreakerRegistry } from '../resilience/index.js';
+import { RedisResponseStore } from '../responses/index.js';
 import { RoundRobinCounters, SessionAffinity, seededRandom } from '../routing/index.js';
 import {
   AccessLog,
@@ -45,6 +46,7 @@ import { DatabaseLink } from './database-link.js';
 import { buildGovernanceStore, GovernanceStoreSettingsError } from './governance-store.js';
 import { OpenExchanges } from './open-exchanges.js';
 import { Reloader, type ReloadResult } from './reload.js';
+import { buildResponseStore, pruneResponses } from './response-store.js';
 
 export interface GatewayOptions {
   readonly configPath: string;
@@ -142,6 +144,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       waited_ms: STORE_READY_TIMEOUT_MS,
     });
   }
+  if (svc.responseStore instanceof RedisResponseStore && !(await svc.responseStore.ready(STORE_READY_TIMEOUT_MS))) {
+    svc.logger.warn({
+      msg: 'response store not reachable at start: stored responses answer 503 until it is',
+      waited_ms: STORE_READY_TIMEOUT_MS,
+    });
+  }
   svc.metrics.trackBudgets(
     async () => {
       const status = await governanceStatus(svc.governance, policyOf(svc.keyring.current()), governanceNow());
@@ -184,6 +192,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   });
   // Only now, bound: a start that cannot listen reports that, not a generation that never served.
   announce();
+  const responsePrune = pruneResponses(svc.responseStore, svc.logger);
   const watches = await watchInputs(options.configPath, config, coordinator);
   const lastUsed = database.records === null ? null : trackLastUsed(svc, database);
   const ledger = svc.ledger instanceof Ledger ? svc.ledger : null;
@@ -209,6 +218,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       }
       // After the drain: every request's row is queued by now.
       await ledger?.close(LEDGER_CLOSE_MS);
+      if (responsePrune !== null) clearInterval(responsePrune);
+      // Before the database: the database store writes through its connection.
+      await svc.responseStore.close();
       await database.close();
       signals?.uninstall();
     })();
@@ -244,6 +256,7 @@ async function releaseServices(svc: Services, database: DatabaseLink): Promise<v
   await svc.governance.close();
   await svc.audit?.close();
   if (svc.ledger instanceof Ledger) await svc.ledger.close(LEDGER_CLOSE_MS);
+  await svc.responseStore.close();
   await database.close();
   await svc.tracing?.shutdown().catch(() => undefined);
   svc.accessLog.close();
@@ -298,6 +311,7 @@ async function buildServices(
   const governance = governanceStore(config, logger, metrics, options.env ?? process.env);
   const audit = config.audit === undefined ? null : await openAudit(config.audit, logger, metrics);
   const ledger = await startLedger(database, config, logger, metrics);
+  const responseStore = buildResponseStore(config, database.database, logger, options.env ?? process.env);
   return {
     holder,
     keyring,
@@ -306,6 +320,7 @@ async function buildServices(
     affinity: new SessionAffinity({ ttlMs: sessions.ttl_s * 1000, maxEntries: sessions.max_entries }),
     // Shared by the replicas of a redis store, so that any of them routes a follow-up.
     responses: new ResponseOwners({ ttlMs: responses.ttl_s * 1000, maxEntries: responses.max_entries }, governance.sharedRecords),
+    responseStore,
     pools,
     tokens,
     metrics,

@@ -18,7 +18,7 @@ export class GovernanceStoreSettingsError extends Error {
  * files read here, once: the store is built once at start, so a change (or a rotated
  * password or certificate) takes a restart.
  */
-function storeSettings(config: GatewayConfig, env: NodeJS.ProcessEnv): StoreSettings {
+export function storeSettings(config: GatewayConfig, env: NodeJS.ProcessEnv): StoreSettings {
   const g = config.governance;
   if (g.store === 'memory' || g.redis_url === undefined) return { store: 'memory' };
   const issues: ConfigIssue[] = [];

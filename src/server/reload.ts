@@ -320,6 +320,8 @@ export class Reloader {
     if (sessions !== undefined) affinity.configure({ ttlMs: sessions.ttl_s * 1000, maxEntries: sessions.max_entries });
     const owners = next.config.routing.responses ?? responsesDefaults;
     responses.configure({ ttlMs: owners.ttl_s * 1000, maxEntries: owners.max_entries });
+    // The store's backend (routing.responses.store) is kept: changing it takes a restart, as the reload warns.
+    this.#svc.responseStore.configure({ ttlS: owners.ttl_s, maxEntries: owners.max_entries, retentionDays: owners.retention_days });
     if (this.#manageLogLevel) {
       logger.level = next.config.log.level;
       this.#svc.accessLog.setLevel(next.config.log.level);

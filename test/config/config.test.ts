@@ -261,13 +261,49 @@ routing:
     ]);
   });
 
+  it('routing.responses.store: redis needs a redis governance store, and database needs database.url', () => {
+    const d = doc();
+    d.routing.responses = { store: 'redis' };
+    assert.deepEqual(
+      crossReferenceIssues(d).map((i) => i.path),
+      ['routing.responses.store'],
+    );
+    d.governance = { store: 'redis', redis_url: 'redis://127.0.0.1:6379' };
+    assert.deepEqual(crossReferenceIssues(d), []);
+    d.routing.responses = { store: 'database' };
+    assert.deepEqual(
+      crossReferenceIssues(d).map((i) => i.path),
+      ['routing.responses.store'],
+    );
+    d.database = { url: 'sqlite:/tmp/switchyard.db' };
+    assert.deepEqual(crossReferenceIssues(d), []);
+    d.routing.responses = { store: 'disk' };
+    assert.deepEqual(
+      lines(parseObject(d)).map((l) => l.split(':')[0]),
+      ['routing.responses.store'],
+    );
+  });
+
+  it('routing.responses.retention_days without the database store is reported as having no effect', () => {
+    const d = doc();
+    d.routing.responses = { retention_days: 7 };
+    const result = parseObject(d);
+    assert.ok(result.ok);
+    const about = (r: ConfigResult) => (r.ok ? r.warnings.map((w) => w.path).filter((p) => p.startsWith('routing.responses')) : null);
+    assert.deepEqual(about(result), ['routing.responses.retention_days']);
+    d.routing.responses = { store: 'database', retention_days: 7 };
+    d.database = { url: 'sqlite:/tmp/switchyard.db' };
+    assert.deepEqual(about(parseObject(d)), []);
+  });
+
   it('routing.responses takes a TTL of up to 90 days and a positive bound, and defaults to 30 days and 100 000', () => {
     const d = doc();
     d.routing.responses = { ttl_s: 60 };
     const result = parseObject(d);
     assert.equal(result.ok, true, JSON.stringify(result));
-    if (result.ok) assert.deepEqual(result.config.routing.responses, { ttl_s: 60, max_entries: 100_000 });
-    assert.deepEqual(responsesDefaults, { ttl_s: 30 * 24 * 3600, max_entries: 100_000 });
+    const defaults = { store: 'memory', retention_days: 30, max_items: 1000 };
+    if (result.ok) assert.deepEqual(result.config.routing.responses, { ttl_s: 60, max_entries: 100_000, ...defaults });
+    assert.deepEqual(responsesDefaults, { ttl_s: 30 * 24 * 3600, max_entries: 100_000, ...defaults });
     d.routing.responses = { ttl_s: 91 * 24 * 3600, max_entries: 0 };
     assert.deepEqual(
       lines(parseObject(d)).map((l) => l.split(':')[0]),

@@ -330,7 +330,7 @@ const fixtures: Record<string, unknown>[] = [
         },
       },
       session_affinity: affinity,
-      responses: { ttl_s: 10, max_entries: 10 },
+      responses: { ttl_s: 10, max_entries: 10, store: 'redis', retention_days: 10, max_items: 10 },
       translation: 'lenient',
       tools: { search: { policy: 'round_robin', retry_safe: true, candidates: [{ provider: 'docs', tool: 'search_docs', weight: 2 }] } },
       tools_from: [{ provider: 'docs', prefix: 'docs_' }],

@@ -27,6 +27,7 @@ import { ResponseOwners } from '../../src/request/response-owners.js';
 import { type ChainRequest, serveChain } from '../../src/request/serve-chain.js';
 import type { Services } from '../../src/request/services.js';
 import { type BreakerOptions, BreakerRegistry, type FailureReason } from '../../src/resilience/index.js';
+import { MemoryResponseStore } from '../../src/responses/index.js';
 import { candidatesOf, RoundRobinCounters, SessionAffinity } from '../../src/routing/index.js';
 import { AccessLog, createLogger, Metrics, RecentTraffic, type Span } from '../../src/telemetry/index.js';
 import { candidate, envelope } from '../support/overlay.js';
@@ -170,6 +171,7 @@ export function servicesFor(gen: Generation, breakers: BreakerRegistry): Service
     counters: new RoundRobinCounters(),
     affinity: new SessionAffinity({ ttlMs: 60_000, maxEntries: 100 }),
     responses: new ResponseOwners({ ttlMs: 60_000, maxEntries: 100 }),
+    responseStore: new MemoryResponseStore({ ttlMs: 60_000, maxEntries: 100 }),
     pools,
     tokens: new TokenSourceRegistry(),
     metrics,

@@ -648,6 +648,7 @@ describe('Invariant 3 — stateful services survive reloads', () => {
     'accessLog',
     'governance',
     'audit',
+    'responseStore',
   ] as const;
 
   async function requestsCounted(metrics: { requests: { get(): Promise<{ values: ReadonlyArray<{ value: number }> }> } }): Promise<number> {
