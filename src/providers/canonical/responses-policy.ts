@@ -14,7 +14,7 @@ const COMMON: readonly Row[] = [
   [
     'input',
     'mapped',
-    "the conversation (the stored history first, item references resolved): messages by role, `system`/`developer` messages as the system prompt; `function_call` items as tool calls, consecutive ones in one assistant turn; `function_call_output` items as tool results; a `reasoning` item's summary as the next assistant turn's reasoning (its `encrypted_content` is not sent); an `mcp_call` as a tool call and its result; MCP listings and approvals are the gateway's and not sent",
+    "the conversation (the stored history first, item references resolved): messages by role, `system`/`developer` messages as the system prompt; `function_call` items as tool calls, consecutive ones in one assistant turn; `function_call_output` items as tool results; an `mcp_call` as a tool call and its result; MCP listings and approvals are the gateway's and not sent",
   ],
   ['instructions', 'mapped', 'the system prompt, before any `system`/`developer` message of the input'],
   ['max_output_tokens', 'mapped', 'the output limit'],
@@ -40,6 +40,12 @@ const COMMON: readonly Row[] = [
   ['service_tier', 'mapped', 'echoed'],
   ['prompt_cache_key', 'mapped', 'echoed; providers cache prompt prefixes by themselves'],
   ['include', 'mapped', "the gateway's: `reasoning.encrypted_content` has nothing to include (no encrypted reasoning comes back)"],
+  [
+    'input.reasoning',
+    'dropped',
+    "an earlier turn's reasoning summary: providers take back only their own signed reasoning; `encrypted_content` is not listed",
+  ],
+  ['input.content.detail', 'dropped', 'providers size images themselves; `auto` is not listed'],
   ['include.message.output_text.logprobs', 'dropped', 'token log probabilities are not translated back'],
   ['parallel_tool_calls', 'mapped', 'at most one tool call per turn when `false`'],
   ['prompt_cache_retention', 'dropped', "OpenAI's cache retention hint"],
