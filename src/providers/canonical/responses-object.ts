@@ -130,13 +130,16 @@ export function canonicalToResponsesObject(
     else if (last !== undefined && last.kind === part.type) last.parts.push(part.text);
     else runs.push({ kind: part.type, parts: [part.text] });
   }
-  const items = runs.map((run) => {
+  // An answer cut short leaves its last item incomplete; what came before it was whole.
+  const items = runs.map((run, i) => {
     if (run.kind === 'tool') {
       const call = run.call;
       return functionCallItem(shape.newItemId('fc'), call.id, call.name, JSON.stringify(call.input), 'completed');
     }
     const text = run.parts.join('');
-    return run.kind === 'text' ? messageItem(shape.newItemId('msg'), itemStatus, [text]) : reasoningItem(shape.newItemId('rs'), [text]);
+    return run.kind === 'text'
+      ? messageItem(shape.newItemId('msg'), i === runs.length - 1 ? itemStatus : 'completed', [text])
+      : reasoningItem(shape.newItemId('rs'), [text]);
   });
   return responseObject(shape, items, {
     status: end.status,
