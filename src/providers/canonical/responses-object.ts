@@ -95,7 +95,7 @@ export interface ResponseEnd {
 
 /** A Response object around its output items. */
 export function responseObject(shape: ResponsesShape, output: readonly unknown[], end: ResponseEnd): Record<string, unknown> {
-  return {
+  const response: Record<string, unknown> = {
     id: shape.id,
     object: 'response',
     created_at: shape.createdAt,
@@ -105,9 +105,11 @@ export function responseObject(shape: ResponsesShape, output: readonly unknown[]
     incomplete_details: end.incompleteReason == null ? null : { reason: end.incompleteReason },
     model: shape.model === '' ? (end.model ?? '') : shape.model,
     output,
-    usage: end.usage == null ? null : usageToResponses(end.usage),
     ...shape.echo,
   };
+  // The schema's `usage` is an object, never null: left out until there is one.
+  if (end.usage != null) response.usage = usageToResponses(end.usage);
+  return response;
 }
 
 /**

@@ -45,6 +45,7 @@ const COMMON: readonly Row[] = [
     'dropped',
     "an earlier turn's reasoning summary: providers take back only their own signed reasoning; `encrypted_content` is not listed",
   ],
+  ['input.content.image_url', 'mapped', 'an image by URL, or inline from a `data:` URL'],
   ['input.content.detail', 'dropped', 'providers size images themselves; `auto` is not listed'],
   ['include.message.output_text.logprobs', 'dropped', 'token log probabilities are not translated back'],
   ['parallel_tool_calls', 'mapped', 'at most one tool call per turn when `false`'],

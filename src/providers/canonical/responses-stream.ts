@@ -227,7 +227,15 @@ const TERMINAL: Readonly<Record<string, string>> = {
 export function replayResponse(response: Record<string, unknown>): string {
   const log = new EventLog();
   const output = Array.isArray(response.output) ? response.output : [];
-  const start = { ...response, status: 'in_progress', output: [], usage: null, completed_at: null, error: null, incomplete_details: null };
+  const start: Record<string, unknown> = {
+    ...response,
+    status: 'in_progress',
+    output: [],
+    completed_at: null,
+    error: null,
+    incomplete_details: null,
+  };
+  delete start.usage;
   log.emit('response.created', { response: start });
   log.emit('response.in_progress', { response: start });
   output.forEach((item: unknown, index) => {
