@@ -179,7 +179,17 @@ describe('a Responses API request read into the canonical form', () => {
     assert.deepEqual(req.tools, [{ name: 'weather', description: 'Weather', inputSchema: { type: 'object' }, strict: true }]);
     assert.deepEqual(req.toolChoice, { type: 'tool', name: 'weather' });
     assert.equal(req.parallelToolCalls, false);
-    for (const type of ['web_search', 'web_search_preview', 'file_search', 'code_interpreter', 'computer_use_preview', 'image_generation', 'local_shell', 'mcp', 'custom']) {
+    for (const type of [
+      'web_search',
+      'web_search_preview',
+      'file_search',
+      'code_interpreter',
+      'computer_use_preview',
+      'image_generation',
+      'local_shell',
+      'mcp',
+      'custom',
+    ]) {
       refusedAt(read({ tools: [{ type: 'function', name: 'f' }, { type }] }), 'unsupported', 'tools[1].type');
     }
     assert.deepEqual(ok({ tool_choice: 'required' }).toolChoice, { type: 'any' });
@@ -202,10 +212,7 @@ describe('a Responses API request read into the canonical form', () => {
 
   it('maps the sampling settings, the output limit, the stream flag and the end user', () => {
     const req = ok({ max_output_tokens: 99, temperature: 0.5, top_p: 0.9, stream: true, safety_identifier: 'u1' });
-    assert.deepEqual(
-      [req.maxOutputTokens, req.temperature, req.topP, req.stream, req.user],
-      [99, 0.5, 0.9, true, 'u1'],
-    );
+    assert.deepEqual([req.maxOutputTokens, req.temperature, req.topP, req.stream, req.user], [99, 0.5, 0.9, true, 'u1']);
     assert.equal(ok({ user: 'u2' }).user, 'u2');
   });
 
@@ -329,7 +336,9 @@ describe('the responses rows of the translation policy', () => {
       background: true,
       prompt: { id: 'p' },
     };
-    for (const rule of TRANSLATION_POLICY.filter((r) => r.from === 'responses' && r.to === 'openai' && r.outcome !== 'mapped' && !r.field.includes('.'))) {
+    for (const rule of TRANSLATION_POLICY.filter(
+      (r) => r.from === 'responses' && r.to === 'openai' && r.outcome !== 'mapped' && !r.field.includes('.'),
+    )) {
       assert.ok(Object.hasOwn(samples, rule.field), `add a sample value for ${rule.field}`);
       const t = read({ [rule.field]: samples[rule.field] });
       if (rule.outcome === 'dropped') assert.ok(t.ok && t.value.dropped.includes(rule.field), rule.field);
@@ -397,7 +406,10 @@ describe('the canonical answer as a Response object', () => {
   });
 
   it("echoes the request's settings, with the API's defaults for those left out", () => {
-    const obj = canonicalToResponsesObject(answer, shapeFor({ temperature: 0.2, metadata: { k: 'v' }, text: { format: { type: 'text' } } }));
+    const obj = canonicalToResponsesObject(
+      answer,
+      shapeFor({ temperature: 0.2, metadata: { k: 'v' }, text: { format: { type: 'text' } } }),
+    );
     assert.equal(obj.temperature, 0.2);
     assert.deepEqual(obj.metadata, { k: 'v' });
     assert.equal(obj.top_p, 1);
