@@ -37,7 +37,7 @@ function refusedAt(t: Translation<unknown>, kind: 'unsupported' | 'invalid', pat
 
 const user = (content: unknown): Record<string, unknown> => ({ type: 'message', role: 'user', content });
 
-export function shapeFor(parsed: Record<string, unknown> = {}): ResponsesShape {
+function shapeFor(parsed: Record<string, unknown> = {}): ResponsesShape {
   let n = 0;
   return { id: 'resp_1', createdAt: 1700000000, model: 'gpt-x', echo: responsesEcho(parsed), newItemId: (p) => `${p}_${++n}` };
 }

@@ -31,20 +31,20 @@ function textBlock(part: TextPart): Record<string, unknown> {
 }
 
 /** Anthropic reads PDFs as documents, by URL or inline (base64); plain text inline only, as a text source. */
-function documentBlock(part: FilePart): Record<string, unknown> {
+function documentBlock(part: FilePart, path: string): Record<string, unknown> {
   const s = part.source;
   let source: Record<string, unknown>;
   if (s.kind === 'url') source = { type: 'url', url: s.url };
   else if (s.mediaType === 'application/pdf') source = { type: 'base64', media_type: s.mediaType, data: s.data };
   else if (s.mediaType === 'text/plain')
     source = { type: 'text', media_type: s.mediaType, data: Buffer.from(s.data, 'base64').toString('utf8') };
-  else return refuse('unsupported', 'file', `Anthropic takes PDF and plain text documents, not ${s.mediaType}`);
+  else return refuse('unsupported', path, `Anthropic takes PDF and plain text documents, not ${s.mediaType}`);
   const doc: Record<string, unknown> = { type: 'document', source };
   if (part.filename !== undefined) doc.title = part.filename;
   return doc;
 }
 
-function block(part: ContentPart): Record<string, unknown> {
+function block(part: ContentPart, path: string): Record<string, unknown> {
   switch (part.type) {
     case 'text':
       return textBlock(part);
@@ -54,11 +54,15 @@ function block(part: ContentPart): Record<string, unknown> {
       return withCache({ type: 'image', source }, part.cacheControl);
     }
     case 'file':
-      return withCache(documentBlock(part), part.cacheControl);
+      return withCache(documentBlock(part, path), part.cacheControl);
     case 'tool_call':
       return withCache({ type: 'tool_use', id: part.id, name: part.name, input: part.input }, part.cacheControl);
     case 'tool_result': {
-      const result: Record<string, unknown> = { type: 'tool_result', tool_use_id: part.toolCallId, content: part.content.map(block) };
+      const result: Record<string, unknown> = {
+        type: 'tool_result',
+        tool_use_id: part.toolCallId,
+        content: part.content.map((c, k) => block(c, `${path}.content[${k}]`)),
+      };
       if (part.isError) result.is_error = true;
       return withCache(result, part.cacheControl);
     }
@@ -71,12 +75,12 @@ function block(part: ContentPart): Record<string, unknown> {
  */
 function messages(list: readonly CanonicalMessage[]): Record<string, unknown>[] {
   const out: { role: string; content: Record<string, unknown>[] }[] = [];
-  for (const m of list) {
+  list.forEach((m, i) => {
     const last = out[out.length - 1];
-    const content = m.content.map(block);
+    const content = m.content.map((part, j) => block(part, `messages[${i}].content[${j}]`));
     if (last !== undefined && last.role === m.role) last.content.push(...content);
     else out.push({ role: m.role, content });
-  }
+  });
   return out;
 }
 
