@@ -331,6 +331,9 @@ describe('the responses rows of the translation policy', () => {
   it('names each top-level field the reader drops or refuses as the table says', () => {
     const samples: Record<string, unknown> = {
       prompt_cache_retention: '24h',
+      prompt_cache_options: { ttl: '24h' },
+      context_management: [{ type: 'compaction' }],
+      moderation: { model: 'omni-moderation-latest' },
       max_tool_calls: 3,
       top_logprobs: 2,
       background: true,

@@ -50,6 +50,7 @@ const COMMON: readonly Row[] = [
   ['include.message.output_text.logprobs', 'dropped', 'token log probabilities are not translated back'],
   ['parallel_tool_calls', 'mapped', 'at most one tool call per turn when `false`'],
   ['prompt_cache_retention', 'dropped', "OpenAI's cache retention hint"],
+  ['prompt_cache_options', 'dropped', "OpenAI's cache options"],
   ['text.verbosity', 'dropped', 'a length hint'],
   ['max_tool_calls', 'dropped', 'a limit on built-in tool calls, which are unable'],
   ['input.content.type', 'unable', 'audio parts, and files or images by OpenAI file id'],
@@ -58,6 +59,8 @@ const COMMON: readonly Row[] = [
   ['top_logprobs', 'unable', 'token log probabilities; `0` is the default'],
   ['background', 'unable', 'a response run in the background; `false` is the default'],
   ['prompt', 'unable', "OpenAI's stored prompt templates"],
+  ['context_management', 'unable', "OpenAI's context compaction changes what the model sees"],
+  ['moderation', 'unable', "OpenAI's moderation of the input and output"],
 ];
 
 /** What a writer does differently from the common rows, by target. */
