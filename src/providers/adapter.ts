@@ -1,7 +1,7 @@
 import type {
   AnthropicRequestOptions,
   CanonicalRequest,
-  ChatProtocol,
+  ClientProtocol,
   ProviderProtocol,
   Translation,
   TranslationRule,
@@ -92,7 +92,7 @@ export interface WriteOptions {
    */
   readonly defaultMaxTokens: () => AnthropicRequestOptions['defaultMaxTokens'];
   /** The client's protocol, for the fields a writer refuses in its words. */
-  readonly client: ChatProtocol;
+  readonly client: ClientProtocol;
 }
 
 /** A client request's headers, as Node gives them (lower-cased). */

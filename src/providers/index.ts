@@ -57,7 +57,9 @@ export {
   embeddingsMetering,
   type PlainAnswer,
   type RelayTransform,
+  type ResponsesTransform,
   responsesMetering,
+  responsesTranslation,
   type TranslationOptions,
   translation,
 } from './relay-transform.js';

@@ -19,7 +19,7 @@ import { bedrockAnswerStatus, readBedrockAnswer, readGeminiAnswer } from './upst
 export function writeCanonical(request: CanonicalRequest, protocol: ProviderProtocol, options: WriteOptions): Translation<WrittenRequest> {
   switch (protocol) {
     case 'anthropic':
-      return canonicalToAnthropicRequest(request, { defaultMaxTokens: options.defaultMaxTokens() });
+      return canonicalToAnthropicRequest(request, { defaultMaxTokens: options.defaultMaxTokens(), client: options.client });
     case 'gemini':
       return canonicalToGeminiRequest(request, { client: options.client });
     case 'bedrock':

@@ -9,8 +9,11 @@ import {
   canonicalToOpenaiResponse,
   openaiResponseToCanonical,
 } from './canonical/responses.js';
+import { canonicalToResponsesObject, type ResponsesShape } from './canonical/responses-object.js';
+import { ResponsesEventEncoder } from './canonical/responses-stream.js';
 import { StreamTranslator } from './canonical/stream-translator.js';
 import type { CanonicalResponse, ChatProtocol, ProviderProtocol, Translation } from './canonical/types.js';
+import { isRecord, jsonRecord } from './canonical/types.js';
 import { anthropicErrorBodyFor, openaiErrorBodyFor, translateErrorResponse } from './canonical/upstream-error.js';
 import { usageFromAnthropic, usageFromBedrock, usageFromOpenai, usageFromResponses } from './canonical/usage.js';
 import { topLevelValue } from './json-splice.js';
@@ -87,18 +90,27 @@ function readJson(body: Buffer): { usage?: unknown } | null {
   }
 }
 
+/** A transform that ends with a Responses API `Response` object: the gateway stores it, for follow-ups and for GET. */
+export type ResponsesTransform = BodyTransform & {
+  /** The Response the client got (a plain 2xx body, or a stream's completed or incomplete event); null when there is none (yet). */
+  readonly response: Record<string, unknown> | null;
+};
+
 /**
  * OpenAI Responses API: bytes untouched; the response id is reported as soon as it is seen
  * (the top-level `id` of a body, `response.created` of a stream) so the gateway can send
  * the response's follow-ups to the provider that holds it, and the usage is read from the
  * body's top-level `usage` or the stream's terminal event. A plain body is not parsed
- * whole: only those two top-level values are.
+ * whole: only those two top-level values are, and the whole only when `response` is read.
  */
-export function responsesMetering(onResponseId: (id: string) => void): BodyTransform {
+export function responsesMetering(onResponseId: (id: string) => void): ResponsesTransform {
   const reader = new ResponsesStreamReader(onResponseId);
+  let plainBody: Buffer | null = null;
+  let parsed: Record<string, unknown> | null | undefined;
   return {
     plain(status, body) {
       if (status >= 300) return { status, body, usage: null };
+      plainBody = body;
       const id = topLevelJson(body, 'id');
       if (typeof id === 'string' && id !== '') onResponseId(id);
       return { status, body, usage: usageFromResponses(topLevelJson(body, 'usage')) };
@@ -121,6 +133,17 @@ export function responsesMetering(onResponseId: (id: string) => void): BodyTrans
     },
     get usage() {
       return reader.usage;
+    },
+    get response() {
+      if (parsed !== undefined) return parsed;
+      if (plainBody !== null) parsed = jsonRecord(plainBody.toString('utf8'));
+      else {
+        const event = reader.terminalEvent;
+        if (event === null) return null;
+        const response = jsonRecord(event)?.response;
+        parsed = isRecord(response) ? response : null;
+      }
+      return parsed;
     },
   };
 }
@@ -198,24 +221,14 @@ export function translation(
         const translated = translateErrorResponse(status, body, from, to);
         return { status: translated.status, body: translated.body, usage: null };
       }
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(body.toString('utf8'));
-      } catch {
-        parsed = undefined;
-      }
-      const read = readers[from](parsed);
+      const read = readAnswer(from, body, options);
       if (!read.ok) {
-        const message = `the provider's response could not be read (${read.reason})`;
-        const error = to === 'anthropic' ? anthropicErrorBodyFor(502, null, message) : openaiErrorBodyFor(502, 'upstream_error', message);
+        const error =
+          to === 'anthropic' ? anthropicErrorBodyFor(502, null, read.message) : openaiErrorBodyFor(502, 'upstream_error', read.message);
         return { status: 502, body: error, usage: null };
       }
-      const answer = read.value.model === '' && options.model !== undefined ? { ...read.value, model: options.model } : read.value;
-      const out = to === 'anthropic' ? canonicalToAnthropicResponse(answer) : canonicalToOpenaiResponse(answer);
-      // Billed on what the provider reported, not on the canonical form's, which fills in
-      // zeros for an answer without usage (the client's protocol needs the fields): an
-      // answer that reports none is billed as missing usage, its reservation.
-      return { status, body: JSON.stringify(out), usage: reportedUsage(from, parsed as Record<string, unknown>) };
+      const out = to === 'anthropic' ? canonicalToAnthropicResponse(read.answer) : canonicalToOpenaiResponse(read.answer);
+      return { status, body: JSON.stringify(out), usage: read.usage };
     },
     chunk(chunk) {
       return translator().push(chunk);
@@ -230,6 +243,73 @@ export function translation(
       return stream?.usage ?? null;
     },
   };
+}
+
+/**
+ * Upstream protocol -> an OpenAI Responses API client, for both kinds of body: the answer
+ * as a `Response` object (shaped by `shape`: the gateway's ids, the request's echo) or as
+ * its event stream. Errors take OpenAI's shape, as for an OpenAI chat client. `response` is
+ * the Response the client got, for the gateway to store; null until then, or when it failed.
+ */
+export function responsesTranslation(from: ProviderProtocol, shape: ResponsesShape, options: TranslationOptions = {}): ResponsesTransform {
+  let stream: StreamTranslator | null = null;
+  let encoder: ResponsesEventEncoder | null = null;
+  let plainResponse: Record<string, unknown> | null = null;
+  const translator = (): StreamTranslator => {
+    if (stream === null) {
+      encoder = new ResponsesEventEncoder(shape);
+      stream = new StreamTranslator({ ...options, from, to: encoder });
+    }
+    return stream;
+  };
+  return {
+    plain(status, body) {
+      if (status >= 300) {
+        const translated = translateErrorResponse(status, body, from, 'openai');
+        return { status: translated.status, body: translated.body, usage: null };
+      }
+      const read = readAnswer(from, body, options);
+      if (!read.ok) return { status: 502, body: openaiErrorBodyFor(502, 'upstream_error', read.message), usage: null };
+      plainResponse = canonicalToResponsesObject(read.answer, shape);
+      return { status, body: JSON.stringify(plainResponse), usage: read.usage };
+    },
+    chunk(chunk) {
+      return translator().push(chunk);
+    },
+    end() {
+      return translator().end();
+    },
+    fail(message, code) {
+      return translator().fail(message, code);
+    },
+    get usage() {
+      return stream?.usage ?? null;
+    },
+    get response() {
+      return plainResponse ?? (encoder as ResponsesEventEncoder | null)?.response ?? null;
+    },
+  };
+}
+
+type ReadAnswer =
+  | { readonly ok: true; readonly answer: CanonicalResponse; readonly usage: TokenUsage | null }
+  | { readonly ok: false; readonly message: string };
+
+/** A whole 2xx answer of the upstream's protocol in the canonical form, with the usage to bill. */
+function readAnswer(from: ProviderProtocol, body: Buffer, options: TranslationOptions): ReadAnswer {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    parsed = undefined;
+  }
+  const read = readers[from](parsed);
+  if (!read.ok) return { ok: false, message: `the provider's response could not be read (${read.reason})` };
+  const answer = read.value.model === '' && options.model !== undefined ? { ...read.value, model: options.model } : read.value;
+  // Billed on what the provider reported, not on the canonical form's, which fills in
+  // zeros for an answer without usage (the client's protocol needs the fields): an
+  // answer that reports none is billed as missing usage, its reservation.
+  return { ok: true, answer, usage: reportedUsage(from, parsed as Record<string, unknown>) };
 }
 
 const readers: Readonly<Record<ProviderProtocol, (body: unknown) => Translation<CanonicalResponse>>> = {

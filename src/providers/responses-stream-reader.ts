@@ -33,6 +33,8 @@ export class ResponsesStreamReader {
   #lastByte = -1;
   #id: string | null = null;
   #usage: TokenUsage | null = null;
+  /** The data of the `response.completed` or `response.incomplete` event: the whole Response, parsed only when asked for. */
+  #terminal: string | null = null;
   /** The sequence_number the next event takes: one after the last event's (counted when an event's head does not show it). */
   #nextSequence = 0;
   /** The current event's sequence_number, once its head showed it. */
@@ -50,6 +52,11 @@ export class ResponsesStreamReader {
 
   get usage(): TokenUsage | null {
     return this.#usage;
+  }
+
+  /** The JSON text of the event that ended the stream with an answer (completed or incomplete); null before, or when it failed. */
+  get terminalEvent(): string | null {
+    return this.#terminal;
   }
 
   /**
@@ -148,6 +155,7 @@ export class ResponsesStreamReader {
       this.#onId(response.id);
     }
     if (type !== 'response.created') this.#usage = usageFromResponses(response.usage) ?? this.#usage;
+    if (type === 'response.completed' || type === 'response.incomplete') this.#terminal = data;
   }
 }
 

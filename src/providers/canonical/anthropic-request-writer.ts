@@ -1,10 +1,22 @@
 import { MIN_THINKING_BUDGET, THINKING_BUDGETS } from './policy.js';
-import type { CacheControl, CanonicalMessage, CanonicalRequest, ContentPart, TextPart, Translation, WrittenRequest } from './types.js';
-import { attempt } from './types.js';
+import type {
+  CacheControl,
+  CanonicalMessage,
+  CanonicalRequest,
+  ClientProtocol,
+  ContentPart,
+  FilePart,
+  TextPart,
+  Translation,
+  WrittenRequest,
+} from './types.js';
+import { attempt, refuse } from './types.js';
 
 export interface AnthropicRequestOptions {
   /** Anthropic requires `max_tokens`; used when the client (OpenAI's is optional) set none. Default 4096. */
   readonly defaultMaxTokens?: number;
+  /** The client's protocol, naming a dropped reasoning setting as the client sent it; default an OpenAI chat client. */
+  readonly client?: ClientProtocol;
 }
 
 export const DEFAULT_MAX_TOKENS = 4096;
@@ -18,7 +30,21 @@ function textBlock(part: TextPart): Record<string, unknown> {
   return withCache({ type: 'text', text: part.text }, part.cacheControl);
 }
 
-function block(part: ContentPart): Record<string, unknown> {
+/** Anthropic reads PDFs as documents, by URL or inline (base64); plain text inline only, as a text source. */
+function documentBlock(part: FilePart, path: string): Record<string, unknown> {
+  const s = part.source;
+  let source: Record<string, unknown>;
+  if (s.kind === 'url') source = { type: 'url', url: s.url };
+  else if (s.mediaType === 'application/pdf') source = { type: 'base64', media_type: s.mediaType, data: s.data };
+  else if (s.mediaType === 'text/plain')
+    source = { type: 'text', media_type: s.mediaType, data: Buffer.from(s.data, 'base64').toString('utf8') };
+  else return refuse('unsupported', path, `Anthropic takes PDF and plain text documents, not ${s.mediaType}`);
+  const doc: Record<string, unknown> = { type: 'document', source };
+  if (part.filename !== undefined) doc.title = part.filename;
+  return doc;
+}
+
+function block(part: ContentPart, path: string): Record<string, unknown> {
   switch (part.type) {
     case 'text':
       return textBlock(part);
@@ -27,10 +53,16 @@ function block(part: ContentPart): Record<string, unknown> {
       const source = s.kind === 'url' ? { type: 'url', url: s.url } : { type: 'base64', media_type: s.mediaType, data: s.data };
       return withCache({ type: 'image', source }, part.cacheControl);
     }
+    case 'file':
+      return withCache(documentBlock(part, path), part.cacheControl);
     case 'tool_call':
       return withCache({ type: 'tool_use', id: part.id, name: part.name, input: part.input }, part.cacheControl);
     case 'tool_result': {
-      const result: Record<string, unknown> = { type: 'tool_result', tool_use_id: part.toolCallId, content: part.content.map(block) };
+      const result: Record<string, unknown> = {
+        type: 'tool_result',
+        tool_use_id: part.toolCallId,
+        content: part.content.map((c, k) => block(c, `${path}.content[${k}]`)),
+      };
       if (part.isError) result.is_error = true;
       return withCache(result, part.cacheControl);
     }
@@ -43,12 +75,12 @@ function block(part: ContentPart): Record<string, unknown> {
  */
 function messages(list: readonly CanonicalMessage[]): Record<string, unknown>[] {
   const out: { role: string; content: Record<string, unknown>[] }[] = [];
-  for (const m of list) {
+  list.forEach((m, i) => {
     const last = out[out.length - 1];
-    const content = m.content.map(block);
+    const content = m.content.map((part, j) => block(part, `messages[${i}].content[${j}]`));
     if (last !== undefined && last.role === m.role) last.content.push(...content);
     else out.push({ role: m.role, content });
-  }
+  });
   return out;
 }
 
@@ -119,7 +151,7 @@ export function canonicalToAnthropicRequest(req: CanonicalRequest, options: Anth
     if (req.responseFormat !== undefined) body.output_config = { format: { type: 'json_schema', schema: req.responseFormat.schema } };
     if (req.reasoning !== undefined) {
       const budget = thinkingBudget(req, maxTokens);
-      if (budget === null) dropped.push('reasoning_effort');
+      if (budget === null) dropped.push(options.client === 'responses' ? 'reasoning' : 'reasoning_effort');
       else {
         body.thinking = { type: 'enabled', budget_tokens: budget };
         // With thinking on, Anthropic takes no temperature and a top_p of at least 0.95 only.

@@ -3,8 +3,9 @@ import type {
   CacheControl,
   CanonicalMessage,
   CanonicalRequest,
-  ChatProtocol,
+  ClientProtocol,
   ContentPart,
+  FilePart,
   ImagePart,
   TextPart,
   Translation,
@@ -20,15 +21,16 @@ import { attempt, refuse } from './types.js';
 
 export interface BedrockRequestOptions {
   /** The client's protocol: a dropped field is listed under the name the client sent it by. */
-  readonly client: ChatProtocol;
+  readonly client: ClientProtocol;
 }
 
 type Names = Readonly<Record<'parallel' | 'user' | 'reasoning' | 'toolChoice', string>>;
 
 /** Fields Converse has no place for, by the name each client protocol gives them. */
-const DROPPED_NAMES: Readonly<Record<ChatProtocol, Names>> = {
+const DROPPED_NAMES: Readonly<Record<ClientProtocol, Names>> = {
   openai: { parallel: 'parallel_tool_calls', user: 'user', reasoning: 'reasoning_effort', toolChoice: 'tool_choice' },
   anthropic: { parallel: 'tool_choice.disable_parallel_tool_use', user: 'metadata', reasoning: 'thinking', toolChoice: 'tool_choice' },
+  responses: { parallel: 'parallel_tool_calls', user: 'user', reasoning: 'reasoning', toolChoice: 'tool_choice' },
 };
 
 /**
@@ -66,6 +68,31 @@ function image(p: ImagePart, path: string): Block {
   return { image: { format, source: { bytes: p.source.data } } };
 }
 
+const DOCUMENT_FORMATS: Readonly<Record<string, string>> = {
+  'application/pdf': 'pdf',
+  'text/csv': 'csv',
+  'application/msword': 'doc',
+  'application/vnd.openxmlformats-officedocument.wordprocessingml.document': 'docx',
+  'application/vnd.ms-excel': 'xls',
+  'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': 'xlsx',
+  'text/html': 'html',
+  'text/plain': 'txt',
+  'text/markdown': 'md',
+};
+
+function documentBlock(p: FilePart, path: string): Block {
+  if (p.source.kind === 'url') return refuse('unsupported', path, 'Bedrock takes documents inline (base64) only, not by URL');
+  const format = DOCUMENT_FORMATS[p.source.mediaType.toLowerCase()];
+  if (format === undefined) return refuse('unsupported', path, `Bedrock takes no ${p.source.mediaType} documents`);
+  // Converse requires a name of letters, digits, single spaces, hyphens, parentheses and square brackets.
+  const name = (p.filename ?? '')
+    .replace(/\.[^.]*$/, '')
+    .replace(/[^A-Za-z0-9 ()[\]-]+/g, '-')
+    .replace(/\s+/g, ' ')
+    .trim();
+  return { document: { format, name: name === '' ? 'document' : name, source: { bytes: p.source.data } } };
+}
+
 /**
  * A tool result's content. Converse refuses an empty text block, so empty text is left out;
  * a result left with nothing (a tool that printed nothing) is an empty JSON object, which
@@ -91,6 +118,9 @@ function blocks(p: ContentPart, path: string): Block[] {
       break;
     case 'image':
       block = image(p, path);
+      break;
+    case 'file':
+      block = documentBlock(p, path);
       break;
     case 'tool_call':
       block = { toolUse: { toolUseId: p.id, name: p.name, input: p.input ?? {} } };

@@ -1,17 +1,18 @@
 import { signatureOfToolCallId } from './gemini-wire.js';
 import { THINKING_BUDGETS } from './policy.js';
-import type { CanonicalMessage, CanonicalRequest, ChatProtocol, ContentPart, Translation, WrittenRequest } from './types.js';
+import type { CanonicalMessage, CanonicalRequest, ClientProtocol, ContentPart, Translation, WrittenRequest } from './types.js';
 import { attempt, refuse } from './types.js';
 
 export interface GeminiRequestOptions {
   /** The client's protocol: a dropped field is listed under the name the client sent it by. */
-  readonly client: ChatProtocol;
+  readonly client: ClientProtocol;
 }
 
 /** Fields Gemini has no place for, by the name each client protocol gives them. */
-const DROPPED_NAMES: Readonly<Record<ChatProtocol, Readonly<Record<'parallel' | 'user' | 'cache', string>>>> = {
+const DROPPED_NAMES: Readonly<Record<ClientProtocol, Readonly<Record<'parallel' | 'user' | 'cache', string>>>> = {
   openai: { parallel: 'parallel_tool_calls', user: 'user', cache: 'messages.content.cache_control' },
   anthropic: { parallel: 'tool_choice.disable_parallel_tool_use', user: 'metadata', cache: 'cache_control' },
+  responses: { parallel: 'parallel_tool_calls', user: 'user', cache: 'cache_control' },
 };
 
 type Part = Record<string, unknown>;
@@ -30,6 +31,10 @@ function part(p: ContentPart, path: string, names: ReadonlyMap<string, string>):
     case 'image':
       // Gemini reads a remote image only from Google Cloud Storage or its Files API, never a web URL.
       if (p.source.kind === 'url') return refuse('unsupported', path, 'Gemini takes images inline (base64) only, not by URL');
+      return { inlineData: { mimeType: p.source.mediaType, data: p.source.data } };
+    case 'file':
+      // As for images: Gemini reads a remote file only from Google Cloud Storage or its Files API.
+      if (p.source.kind === 'url') return refuse('unsupported', path, 'Gemini takes files inline (base64) only, not by URL');
       return { inlineData: { mimeType: p.source.mediaType, data: p.source.data } };
     case 'tool_call': {
       const call: Part = { functionCall: { name: p.name, args: p.input ?? {} } };

@@ -1,6 +1,7 @@
 // canonical/: the one internal chat form that client and provider protocols translate
 // through (OpenAI chat completions, Anthropic Messages), so adding a protocol adds two
-// converters, not one per pair (and Gemini's and Bedrock's Converse, which only providers speak). Pure functions for requests, responses, usage and errors;
+// converters, not one per pair (and Gemini's and Bedrock's Converse, which only providers
+// speak; and OpenAI's Responses API, which only clients speak here). Pure functions for requests, responses, usage and errors;
 // one stateful class per translated stream. What becomes of each request field is one
 // table (policy.ts): mapped, dropped and listed, or unable (refused by field path). Part of
 // providers/ and, like it, imports nothing but errors.ts. ADR-0011, ADR-0029.
@@ -41,6 +42,9 @@ export {
   canonicalToOpenaiResponse,
   openaiResponseToCanonical,
 } from './responses.js';
+export { canonicalToResponsesObject, type ResponseStatus, type ResponsesShape, responsesEcho } from './responses-object.js';
+export { responsesRequestToCanonical } from './responses-request-reader.js';
+export { ResponsesEventEncoder, replayResponse } from './responses-stream.js';
 export { type SseListener, SseParser } from './sse-parser.js';
 export {
   type AnthropicStopReason,
@@ -50,7 +54,7 @@ export {
   stopReasonToAnthropic,
   stopReasonToOpenai,
 } from './stop-reason.js';
-export { StreamTranslator, type StreamTranslatorOptions } from './stream-translator.js';
+export { type StreamEncoder, StreamTranslator, type StreamTranslatorOptions } from './stream-translator.js';
 export type {
   CacheControl,
   CanonicalMessage,
@@ -58,7 +62,9 @@ export type {
   CanonicalResponse,
   CanonicalTool,
   ChatProtocol,
+  ClientProtocol,
   ContentPart,
+  FilePart,
   ImagePart,
   ImageSource,
   ProviderProtocol,
@@ -86,10 +92,12 @@ export {
 export {
   type AnthropicUsage,
   type OpenaiUsage,
+  type ResponsesUsage,
   usageFromAnthropic,
   usageFromBedrock,
   usageFromOpenai,
   usageFromResponses,
   usageToAnthropic,
   usageToOpenai,
+  usageToResponses,
 } from './usage.js';

@@ -2,6 +2,7 @@ import { TOOL_ERROR_PREFIX } from './openai-request-reader.js';
 import type {
   CanonicalRequest,
   ContentPart,
+  FilePart,
   ImagePart,
   TextPart,
   ToolChoice,
@@ -16,17 +17,27 @@ export interface OpenaiRequestOptions {
   readonly maxTokensField?: 'max_tokens' | 'max_completion_tokens';
 }
 
-type OpenaiPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } };
+type OpenaiPart =
+  | { type: 'text'; text: string }
+  | { type: 'image_url'; image_url: { url: string } }
+  | { type: 'file'; file: { file_data: string; filename?: string } };
 
-function openaiPart(part: TextPart | ImagePart): OpenaiPart {
+function openaiPart(part: TextPart | ImagePart | FilePart): OpenaiPart {
   if (part.type === 'text') return { type: 'text', text: part.text };
+  if (part.type === 'file') {
+    // Chat completions take a file inline or by an OpenAI file id, never by URL.
+    if (part.source.kind === 'url') return refuse('unsupported', 'file', 'OpenAI chat completions take files inline, not by URL');
+    const file: { file_data: string; filename?: string } = { file_data: `data:${part.source.mediaType};base64,${part.source.data}` };
+    if (part.filename !== undefined) file.filename = part.filename;
+    return { type: 'file', file };
+  }
   const source = part.source;
   const url = source.kind === 'url' ? source.url : `data:${source.mediaType};base64,${source.data}`;
   return { type: 'image_url', image_url: { url } };
 }
 
 /** A single text part is sent as a plain string, the form every OpenAI-compatible server takes. */
-function openaiContent(parts: readonly (TextPart | ImagePart)[]): string | OpenaiPart[] {
+function openaiContent(parts: readonly (TextPart | ImagePart | FilePart)[]): string | OpenaiPart[] {
   const only = parts[0];
   if (parts.length === 1 && only?.type === 'text') return only.text;
   return parts.map(openaiPart);
@@ -79,7 +90,7 @@ function messages(req: CanonicalRequest): Record<string, unknown>[] {
     }
     // Tool results become `tool` messages, which must directly follow the assistant turn
     // that called the tools; the rest of the user turn follows them.
-    const rest: (TextPart | ImagePart)[] = [];
+    const rest: (TextPart | ImagePart | FilePart)[] = [];
     message.content.forEach((part, j) => {
       if (part.type === 'tool_result') out.push(toolMessage(part, `${path}.content[${j}]`));
       else if (part.type === 'tool_call') refuse('unsupported', `${path}.content[${j}]`, 'a user message cannot carry a tool call');

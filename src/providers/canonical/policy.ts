@@ -1,6 +1,7 @@
 import { BEDROCK_RULES } from './bedrock-policy.js';
 import { GEMINI_RULES } from './gemini-policy.js';
-import { type ChatProtocol, type ProviderProtocol, type ReasoningEffort, ruleMaker, type TranslationRule } from './types.js';
+import { RESPONSES_RULES } from './responses-policy.js';
+import { type ClientProtocol, type ProviderProtocol, type ReasoningEffort, ruleMaker, type TranslationRule } from './types.js';
 
 // What becomes of each request field when a request crosses from a client's protocol to a
 // provider's, in one table: the readers and writers consult it, `docs/providers.md` prints
@@ -148,19 +149,24 @@ export const TRANSLATION_POLICY: readonly TranslationRule[] = Object.freeze([
 
   ...GEMINI_RULES,
   ...BEDROCK_RULES,
+  ...RESPONSES_RULES,
 ]);
 
 /**
- * By protocol, then field, towards the other client protocol (what a reader consults): read
+ * By protocol, then field, towards the other client protocol (a Responses client's: towards
+ * OpenAI's chat protocol), which is what a reader consults: read
  * for every top-level field of every translated request, so no key is built per lookup.
  */
-const byField: Readonly<Record<ChatProtocol, ReadonlyMap<string, TranslationRule>>> = {
-  openai: new Map(TRANSLATION_POLICY.filter((r) => r.from === 'openai' && r.to === 'anthropic').map((r) => [r.field, r])),
-  anthropic: new Map(TRANSLATION_POLICY.filter((r) => r.from === 'anthropic' && r.to === 'openai').map((r) => [r.field, r])),
+const rulesOf = (from: ClientProtocol, to: ProviderProtocol): ReadonlyMap<string, TranslationRule> =>
+  new Map(TRANSLATION_POLICY.filter((r) => r.from === from && r.to === to).map((r) => [r.field, r]));
+const byField: Readonly<Record<ClientProtocol, ReadonlyMap<string, TranslationRule>>> = {
+  openai: rulesOf('openai', 'anthropic'),
+  anthropic: rulesOf('anthropic', 'openai'),
+  responses: rulesOf('responses', 'openai'),
 };
 
 /** The reader's rule for a field of a `from` request; undefined = unnamed, which is unable. */
-export function ruleFor(from: ChatProtocol, field: string): TranslationRule | undefined {
+export function ruleFor(from: ClientProtocol, field: string): TranslationRule | undefined {
   return byField[from].get(field);
 }
 
@@ -174,7 +180,7 @@ export function droppedList(dropped: ReadonlySet<string>): readonly string[] {
 
 /** The policy as the Markdown tables `docs/providers.md` prints, one per direction. */
 export function translationPolicyMarkdown(): string {
-  const table = (from: ChatProtocol, to: ProviderProtocol, title: string): string => {
+  const table = (from: ClientProtocol, to: ProviderProtocol, title: string): string => {
     const rows = TRANSLATION_POLICY.filter((r) => r.from === from && r.to === to).map(
       (r) => `| \`${r.field}\` | ${r.outcome} | ${r.effect} |`,
     );
@@ -187,5 +193,9 @@ export function translationPolicyMarkdown(): string {
     table('anthropic', 'gemini', "An Anthropic client's request to a Gemini provider"),
     table('openai', 'bedrock', "An OpenAI client's request to a Bedrock provider (Converse)"),
     table('anthropic', 'bedrock', "An Anthropic client's request to a Bedrock provider (Converse)"),
+    table('responses', 'openai', "An OpenAI Responses API client's request to an OpenAI provider (chat completions)"),
+    table('responses', 'anthropic', "An OpenAI Responses API client's request to an Anthropic provider"),
+    table('responses', 'gemini', "An OpenAI Responses API client's request to a Gemini provider"),
+    table('responses', 'bedrock', "An OpenAI Responses API client's request to a Bedrock provider (Converse)"),
   ].join('\n\n');
 }

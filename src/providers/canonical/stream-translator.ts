@@ -8,11 +8,21 @@ import { SseParser } from './sse-parser.js';
 import type { StreamSink } from './stream-sink.js';
 import type { ChatProtocol, ProviderProtocol, StopReason } from './types.js';
 
+/** A writer of the client's protocol: canonical events in, the client's bytes collected in `out`. */
+export interface StreamEncoder extends StreamSink {
+  out: string;
+  error(status: number, message: string, code?: string | null): void;
+}
+
 export interface StreamTranslatorOptions {
   /** The upstream's protocol. */
   readonly from: ProviderProtocol;
-  /** The client's protocol; must differ from `from` (same protocols are relayed as they are). */
-  readonly to: ChatProtocol;
+  /**
+   * The client's protocol, which must differ from `from` (same protocols are relayed as they
+   * are); or the encoder of one that is not a provider protocol (the Responses API's, whose
+   * encoder the caller keeps, to read the final Response from).
+   */
+  readonly to: ChatProtocol | StreamEncoder;
   /** OpenAI clients only: send the usage-only last chunk (`stream_options.include_usage`). */
   readonly includeUsage?: boolean;
   /** Bedrock only: the largest event-stream frame taken (max_event_bytes; default 1 MiB); a larger one ends the stream. */
@@ -76,7 +86,7 @@ class Tap implements StreamSink {
  */
 export class StreamTranslator {
   readonly #parser = new SseParser();
-  readonly #encoder: OpenaiChunkEncoder | AnthropicEventEncoder;
+  readonly #encoder: StreamEncoder;
   readonly #tap: Tap;
   readonly #onEvent: (event: string, data: string) => void;
   readonly #upstreamFinished: () => boolean;
@@ -86,7 +96,9 @@ export class StreamTranslator {
 
   constructor(options: StreamTranslatorOptions) {
     if (options.from === options.to) throw new TypeError('a stream translator needs two different protocols');
-    this.#encoder = options.to === 'openai' ? new OpenaiChunkEncoder(options.includeUsage === true) : new AnthropicEventEncoder();
+    const to = options.to;
+    this.#encoder =
+      to === 'openai' ? new OpenaiChunkEncoder(options.includeUsage === true) : to === 'anthropic' ? new AnthropicEventEncoder() : to;
     this.#tap = new Tap(this.#encoder);
     if (options.from === 'openai') {
       const decoder = new OpenaiChunkDecoder(this.#tap);

@@ -8,6 +8,12 @@ import type { TokenUsage } from '../metering.js';
 /** A protocol clients speak: OpenAI chat completions or Anthropic Messages. */
 export type ChatProtocol = 'openai' | 'anthropic';
 
+/**
+ * A protocol a client's request is read from: a chat protocol, or OpenAI's Responses API,
+ * whose requests are read into the canonical form but whose errors keep OpenAI's shape.
+ */
+export type ClientProtocol = ChatProtocol | 'responses';
+
 /** A protocol a provider's chat endpoint speaks: a client's, or one only providers speak (Gemini's, Bedrock's Converse). */
 export type ProviderProtocol = ChatProtocol | 'gemini' | 'bedrock';
 
@@ -33,6 +39,14 @@ export interface ImagePart {
   readonly cacheControl?: CacheControl;
 }
 
+/** A document (a PDF...): the Responses API's `input_file`, Anthropic's `document` block. */
+export interface FilePart {
+  readonly type: 'file';
+  readonly source: ImageSource;
+  readonly filename?: string;
+  readonly cacheControl?: CacheControl;
+}
+
 /** The model asking for a tool: OpenAI's `tool_calls[]`, Anthropic's `tool_use` block. */
 export interface ToolCallPart {
   readonly type: 'tool_call';
@@ -52,7 +66,7 @@ export interface ToolResultPart {
   readonly cacheControl?: CacheControl;
 }
 
-export type ContentPart = TextPart | ImagePart | ToolCallPart | ToolResultPart;
+export type ContentPart = TextPart | ImagePart | FilePart | ToolCallPart | ToolResultPart;
 
 /** The model's reasoning in an answer: Anthropic's thinking block, OpenAI-compatible servers' `reasoning_content`. */
 export interface ThinkingPart {
@@ -115,7 +129,7 @@ export type TranslationOutcome = 'mapped' | 'dropped' | 'unable';
 
 export interface TranslationRule {
   /** The client's protocol: the field is one of its requests'. */
-  readonly from: ChatProtocol;
+  readonly from: ClientProtocol;
   /** The provider's protocol the request is translated to. */
   readonly to: ProviderProtocol;
   readonly field: string;
@@ -126,7 +140,7 @@ export interface TranslationRule {
 
 /** The rule maker for one direction of the policy table: each rule frozen, as the table is. */
 export function ruleMaker(
-  from: ChatProtocol,
+  from: ClientProtocol,
   to: ProviderProtocol,
 ): (field: string, outcome: TranslationOutcome, effect: string) => TranslationRule {
   return (field, outcome, effect) => Object.freeze({ from, to, field, outcome, effect });

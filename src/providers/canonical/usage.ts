@@ -61,6 +61,28 @@ export function usageFromResponses(usage: unknown): TokenUsage | null {
   return withCache(usage.input_tokens, count(usage.output_tokens), count(details.cached_tokens), count(details.cache_write_tokens));
 }
 
+export interface ResponsesUsage {
+  input_tokens: number;
+  input_tokens_details: { cached_tokens: number; cache_write_tokens: number };
+  output_tokens: number;
+  output_tokens_details: { reasoning_tokens: number };
+  total_tokens: number;
+}
+
+/**
+ * TokenUsage as a Responses API `usage`. The canonical usage does not count reasoning
+ * apart from the rest of the output, so `reasoning_tokens` is 0; the output count holds them.
+ */
+export function usageToResponses(usage: TokenUsage): ResponsesUsage {
+  return {
+    input_tokens: usage.inputTokens,
+    input_tokens_details: { cached_tokens: usage.cacheReadTokens ?? 0, cache_write_tokens: usage.cacheWriteTokens ?? 0 },
+    output_tokens: usage.outputTokens,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: usage.inputTokens + usage.outputTokens,
+  };
+}
+
 export function usageToOpenai(usage: TokenUsage): OpenaiUsage {
   const read = usage.cacheReadTokens ?? 0;
   const write = usage.cacheWriteTokens ?? 0;
