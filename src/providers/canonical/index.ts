@@ -42,9 +42,15 @@ export {
   canonicalToOpenaiResponse,
   openaiResponseToCanonical,
 } from './responses.js';
-export { canonicalToResponsesObject, type ResponseStatus, type ResponsesShape, responsesEcho } from './responses-object.js';
+export {
+  canonicalToResponsesObject,
+  type ResponseStatus,
+  type ResponsesShape,
+  responseObject,
+  responsesEcho,
+} from './responses-object.js';
 export { responsesRequestToCanonical } from './responses-request-reader.js';
-export { ResponsesEventEncoder, replayResponse } from './responses-stream.js';
+export { ResponsesEventEncoder, ResponsesEventLog, replayResponse } from './responses-stream.js';
 export { type SseListener, SseParser } from './sse-parser.js';
 export {
   type AnthropicStopReason,

@@ -220,6 +220,51 @@ const TERMINAL: Readonly<Record<string, string>> = {
 };
 
 /**
+ * The events of a response the gateway puts together item by item (its own MCP tools'
+ * loop): the start, each whole item as it is ready, and the terminal event. Each method
+ * returns the events it wrote, numbered on from the last.
+ */
+export class ResponsesEventLog {
+  readonly #log = new EventLog();
+  readonly #shape: ResponsesShape;
+
+  constructor(shape: ResponsesShape) {
+    this.#shape = shape;
+  }
+
+  started(): string {
+    const start = responseObject(this.#shape, [], { status: 'in_progress' });
+    this.#log.emit('response.created', { response: start });
+    this.#log.emit('response.in_progress', { response: start });
+    return this.#take();
+  }
+
+  item(item: Record<string, unknown>, outputIndex: number): string {
+    replayItem(this.#log, item, outputIndex);
+    return this.#take();
+  }
+
+  /** The terminal event of the response's status. */
+  finished(response: Record<string, unknown>): string {
+    const terminal = typeof response.status === 'string' ? TERMINAL[response.status] : undefined;
+    if (terminal !== undefined) this.#log.emit(terminal, { response });
+    return this.#take();
+  }
+
+  /** The stream's last event when the turn failed after it started. */
+  error(code: string, message: string): string {
+    this.#log.emit('error', { code, message, param: null });
+    return this.#take();
+  }
+
+  #take(): string {
+    const out = this.#log.out;
+    this.#log.out = '';
+    return out;
+  }
+}
+
+/**
  * A stored Response as the event stream that would have produced it (a stored response
  * fetched with `stream=true`): each item added, its content given whole as one delta, and
  * done; then the terminal event of its status (none for one still in progress).
@@ -278,6 +323,20 @@ function replayItem(log: EventLog, item: Record<string, unknown>, index: number)
     log.emit('response.output_item.added', { output_index: index, item: { ...item, status: 'in_progress', arguments: '' } });
     log.emit('response.function_call_arguments.delta', { ...at, delta: args });
     log.emit('response.function_call_arguments.done', { ...at, name: item.name, arguments: args });
+  } else if (item.type === 'mcp_list_tools') {
+    log.emit('response.output_item.added', { output_index: index, item: { ...item, tools: [] } });
+    log.emit('response.mcp_list_tools.in_progress', at);
+    log.emit(item.error == null ? 'response.mcp_list_tools.completed' : 'response.mcp_list_tools.failed', at);
+  } else if (item.type === 'mcp_call') {
+    const args = typeof item.arguments === 'string' ? item.arguments : '';
+    log.emit('response.output_item.added', {
+      output_index: index,
+      item: { ...item, status: 'in_progress', arguments: '', output: null, error: null },
+    });
+    log.emit('response.mcp_call_arguments.delta', { ...at, delta: args });
+    log.emit('response.mcp_call_arguments.done', { ...at, arguments: args });
+    log.emit('response.mcp_call.in_progress', at);
+    log.emit(item.status === 'failed' ? 'response.mcp_call.failed' : 'response.mcp_call.completed', at);
   } else log.emit('response.output_item.added', { output_index: index, item });
   log.emit('response.output_item.done', { output_index: index, item });
 }

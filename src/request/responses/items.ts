@@ -21,7 +21,7 @@ export function upstreamItems(items: readonly Item[], functionOf: (tool: string)
       case 'mcp_call': {
         const callId = item.id;
         out.push({ type: 'function_call', call_id: callId, name: functionOf(String(item.name)), arguments: item.arguments ?? '{}' });
-        const output = typeof item.output === 'string' ? item.output : typeof item.error === 'string' ? `error: ${item.error}` : '';
+        const output = typeof item.output === 'string' ? item.output : `error: ${errorText(item.error)}`;
         out.push({ type: 'function_call_output', call_id: callId, output });
         break;
       }
@@ -36,4 +36,13 @@ export function upstreamItems(items: readonly Item[], functionOf: (tool: string)
     }
   }
   return out;
+}
+
+/** What an mcp_call's error says, for the model that asked for the call. */
+function errorText(error: unknown): string {
+  if (typeof error === 'string') return error;
+  if (typeof error !== 'object' || error === null) return 'the call failed';
+  const e = error as Record<string, unknown>;
+  if (typeof e.message === 'string') return e.message;
+  return JSON.stringify(e.content ?? e);
 }

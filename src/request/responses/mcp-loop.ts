@@ -1,9 +1,9 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { request as httpRequest } from 'undici';
 import type { McpConfig } from '../../config/index.js';
 import { SwitchyardError } from '../../errors.js';
-import { ResponsesEventLog, responseObject, responsesEcho } from '../../providers/index.js';
+import { ResponsesEventLog, type ResponsesShape, responseObject, responsesEcho } from '../../providers/index.js';
 import { type Item, newId } from '../../responses/index.js';
 import type { Exchange, ModelRequest } from '../exchange.js';
 import { sendJson } from '../respond.js';
@@ -111,7 +111,8 @@ class McpTurn {
   readonly #base: string;
   readonly #headers: Record<string, string>;
   readonly #output: Record<string, unknown>[] = [];
-  #usage = { input_tokens: 0, output_tokens: 0, cached: 0, reasoning: 0 };
+  /** The rounds' usage, summed (each round is billed as its own request). */
+  #usage = { input: 0, output: 0, cached: 0 };
   #model = '';
   #step = 0;
   #log: ResponsesEventLog | null = null;
@@ -138,7 +139,8 @@ class McpTurn {
     const shape = {
       id: this.#turn.responseId,
       createdAt: this.#turn.createdAt,
-      model: this.#request.model,
+      // The model that answered, as the rounds name it.
+      model: '',
       echo: responsesEcho(this.#request.parsed),
       newItemId: newId,
     };
@@ -148,7 +150,7 @@ class McpTurn {
       let calls = 0;
       // A turn that resumes after an approval runs the approved calls first.
       calls += await this.#runApproved(offered, sink);
-      let incomplete: string | null = null;
+      let incomplete = false;
       for (;;) {
         const round = await this.#round(offered);
         const asks: Record<string, unknown>[] = [];
@@ -159,7 +161,7 @@ class McpTurn {
         }
         if (asks.length === 0) break;
         if (calls + asks.length > this.#svc.holder.current().config.mcp.responses_max_calls) {
-          incomplete = 'max_tool_calls';
+          incomplete = true;
           break;
         }
         let waiting = false;
@@ -182,20 +184,15 @@ class McpTurn {
         }
         if (waiting) break;
       }
+      // Out of calls: what the rounds gave so far, incomplete (the API names no reason for it).
       const response = responseObject(shape, this.#output, {
-        status: incomplete === null ? 'completed' : 'incomplete',
-        reason: incomplete,
-        model: this.#model === '' ? this.#request.model : this.#model,
-        usage: {
-          input_tokens: this.#usage.input_tokens,
-          input_tokens_details: { cached_tokens: this.#usage.cached },
-          output_tokens: this.#usage.output_tokens,
-          output_tokens_details: { reasoning_tokens: this.#usage.reasoning },
-          total_tokens: this.#usage.input_tokens + this.#usage.output_tokens,
-        },
+        status: incomplete ? 'incomplete' : 'completed',
+        completedAt: Math.floor(Date.now() / 1000),
+        model: this.#model,
+        usage: { inputTokens: this.#usage.input, outputTokens: this.#usage.output, cacheReadTokens: this.#usage.cached },
       });
       this.#turn.answer.set({ candidate: null, response: () => response });
-      if (this.#log !== null) this.#end(this.#log.completed(response));
+      if (this.#log !== null) this.#end(this.#log.finished(response));
       else sendJson(this.#x.res, 200, response);
       saveTurn(this.#svc, this.#request, { outcome: 'complete', usage: null, firstByteAt: null, events: 0 });
     } catch (err) {
@@ -212,7 +209,7 @@ class McpTurn {
     }
   }
 
-  #startStream(shape: Parameters<typeof responseObject>[0]): Sink {
+  #startStream(shape: ResponsesShape): Sink {
     const res = this.#x.res;
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     const log = new ResponsesEventLog(shape);
@@ -278,7 +275,7 @@ class McpTurn {
       const args = typeof asked.arguments === 'string' ? asked.arguments : '{}';
       if (item.approve !== true || tool === undefined) {
         const why = tool === undefined ? 'the tool is no longer available to this caller' : 'the call was not approved';
-        this.#emit(sink, mcpCall(this.#tools.label, String(asked.name), args, null, why, asked.id));
+        this.#emit(sink, mcpCall(this.#tools.label, String(asked.name), args, null, protocolError(NOT_RUN, why), asked.id));
         continue;
       }
       this.#emit(sink, await this.#call(tool, args, asked.id));
@@ -294,15 +291,16 @@ class McpTurn {
       const parsed: unknown = JSON.parse(args === '' ? '{}' : args);
       input = isRecord(parsed) ? parsed : {};
     } catch {
-      return mcpCall(this.#tools.label, tool.exposed, args, null, 'the model gave arguments that are not JSON', approval);
+      return mcpCall(this.#tools.label, tool.exposed, args, null, protocolError(INVALID_PARAMS, 'the model gave arguments that are not JSON'), approval);
     }
     try {
       const result = await (this.#client as Client).callTool({ name: tool.exposed, arguments: input });
-      const text = resultText(result.content);
-      if (result.isError === true) return mcpCall(this.#tools.label, tool.exposed, args, null, text, approval);
-      return mcpCall(this.#tools.label, tool.exposed, args, text, null, approval);
+      if (result.isError === true) {
+        return mcpCall(this.#tools.label, tool.exposed, args, null, { type: 'mcp_tool_execution_error', content: result.content }, approval);
+      }
+      return mcpCall(this.#tools.label, tool.exposed, args, resultText(result.content), null, approval);
     } catch (err) {
-      return mcpCall(this.#tools.label, tool.exposed, args, null, err instanceof Error ? err.message : String(err), approval);
+      return mcpCall(this.#tools.label, tool.exposed, args, null, callError(err), approval);
     }
   }
 
@@ -339,10 +337,9 @@ class McpTurn {
     if (answer.statusCode >= 300 || !Array.isArray(json.output)) throw new RoundFailed(answer.statusCode, json);
     if (typeof json.model === 'string') this.#model = json.model;
     const usage = isRecord(json.usage) ? json.usage : {};
-    this.#usage.input_tokens += num(usage.input_tokens);
-    this.#usage.output_tokens += num(usage.output_tokens);
+    this.#usage.input += num(usage.input_tokens);
+    this.#usage.output += num(usage.output_tokens);
     this.#usage.cached += num(isRecord(usage.input_tokens_details) ? usage.input_tokens_details.cached_tokens : 0);
-    this.#usage.reasoning += num(isRecord(usage.output_tokens_details) ? usage.output_tokens_details.reasoning_tokens : 0);
     return json.output as Record<string, unknown>[];
   }
 
@@ -378,12 +375,31 @@ const ROUND_LEFT_OUT = new Set([
   'metadata',
 ]);
 
+/** JSON-RPC's code for invalid params, and the one the gateway uses for a call it did not run (not approved). */
+const INVALID_PARAMS = -32602;
+const NOT_RUN = -32001;
+
+/** An mcp_call's `error`, as OpenAI's schema gives its kinds. */
+type CallError = Readonly<Record<string, unknown>>;
+
+function protocolError(code: number, message: string): CallError {
+  return { type: 'mcp_protocol_error', code, message };
+}
+
+/** A failed tools/call: the gateway's HTTP answer (a refusal: not allowed, limited), or a JSON-RPC error. */
+function callError(err: unknown): CallError {
+  const message = err instanceof Error ? err.message : String(err);
+  const code = (err as { code?: unknown })?.code;
+  if (err instanceof StreamableHTTPError && typeof code === 'number') return { type: 'http_error', code, message };
+  return protocolError(typeof code === 'number' ? code : -32603, message);
+}
+
 function mcpCall(
   label: string,
   name: string,
   args: string,
   output: string | null,
-  error: string | null,
+  error: CallError | null,
   approval: string | null,
 ): Record<string, unknown> {
   const item: Record<string, unknown> = {

@@ -123,7 +123,7 @@ async function resolve(
     } else if (base.conversation !== null) {
       const conversation = await store.getConversation(base.conversation);
       if (conversation === undefined || conversation.team !== team) throw conversationNotFound(base.conversation);
-      history = (await store.allItems(base.conversation, maxItems)) ?? [];
+      history = (await store.allItems(base.conversation, maxItems + 1)) ?? [];
     }
     if (history.length + input.length > maxItems) {
       throw new SwitchyardError(
