@@ -1,37 +1,42 @@
 import { randomBytes } from 'node:crypto';
 import { streamShapeOf } from './chat-completion.js';
-import { isRecord } from './conversation.js';
+import type { Turn } from './conversation.js';
+import { decideTurn, reasoningText } from './conversation.js';
 import { writeEventStream } from './event-stream.js';
 import type { Exchange } from './exchange.js';
 import { openAiError, readModelRequest, replyInvalid, replyJson, replyTruncated } from './exchange.js';
 import { serveModelRequest } from './model-request.js';
 import type { MockContext, StoredResponse } from './provider-context.js';
-import { estimateTokens } from './provider-context.js';
+import { estimateTokens, splitReply } from './provider-context.js';
+import { echoedReasoning, echoedText, echoedTools, inputChars, reasoningOf, responsesTail } from './responses-request.js';
 
-// OpenAI's Responses API, statefully, as the real one: `POST /v1/responses` answers with the
-// greeting and keeps the response (unless `store: false`) so `previous_response_id`,
-// `GET /v1/responses/{id}` and `DELETE` find it, on this mock only. A continuation's
-// input counts the whole conversation so far, and reports that part as cached, as
-// OpenAI's prompt cache would.
+// OpenAI's Responses API, statefully, as the real one: `POST /v1/responses` answers the same
+// turns as the chat endpoint (the greeting, a function call when the trigger fires, the
+// final text after `function_call_output` items, JSON under `text.format`), with a reasoning
+// item first when `reasoning.effort` is set, cut short as `incomplete` past
+// `max_output_tokens`. It keeps the response (unless `store: false`) so
+// `previous_response_id`, `GET /v1/responses/{id}` and `DELETE` find it, on this mock only. A
+// continuation's input counts the whole conversation so far, and reports that part as
+// cached, as OpenAI's prompt cache would. Bodies and events follow OpenAI's published
+// schema (test/mock/responses-schema.test.ts checks them against it).
 
 /** Most responses kept; beyond it the oldest go first. */
 const maxStoredResponses = 1000;
 
-/** Characters of text in `input` (a string, or items with string or part content) and `instructions`. */
-function inputChars(payload: Record<string, unknown>): number {
-  let chars = typeof payload.instructions === 'string' ? payload.instructions.length : 0;
-  const input = payload.input;
-  if (typeof input === 'string') return chars + input.length;
-  if (!Array.isArray(input)) return chars;
-  for (const item of input) {
-    if (!isRecord(item)) continue;
-    if (typeof item.output === 'string') chars += item.output.length;
-    const content = item.content;
-    if (typeof content === 'string') chars += content.length;
-    else if (Array.isArray(content))
-      for (const part of content) if (isRecord(part) && typeof part.text === 'string') chars += part.text.length;
-  }
-  return chars;
+type Item = Record<string, unknown>;
+
+/** The answer decided before anything is written: its items, deltas and usage. */
+interface AnswerPlan {
+  readonly turn: Turn;
+  /** The reasoning item (completed), when the request asked for reasoning. */
+  readonly reasoning: Item | null;
+  /** The message or function_call item, completed (or incomplete when cut at max_output_tokens). */
+  readonly item: Item;
+  /** The text or argument deltas, as streamed; they concatenate to the item's text or arguments. */
+  readonly deltas: readonly string[];
+  readonly incomplete: boolean;
+  readonly outputTokens: number;
+  readonly reasoningTokens: number;
 }
 
 function newId(prefix: string): string {
@@ -41,6 +46,46 @@ function newId(prefix: string): string {
 function store(ctx: MockContext, stored: StoredResponse): void {
   if (ctx.responses.size >= maxStoredResponses) ctx.responses.delete(ctx.responses.keys().next().value as string);
   ctx.responses.set(stored.response.id as string, stored);
+}
+
+function textDeltas(ctx: MockContext, text: string, chunks: number, exact: boolean): string[] {
+  const pieces = !exact && text === ctx.reply ? ctx.piecesFor(chunks) : splitReply(text, exact ? Math.min(chunks, text.length) : chunks);
+  return pieces.deltas.map((d) => JSON.parse(d) as string);
+}
+
+function planAnswer(ctx: MockContext, payload: Record<string, unknown>, chunks: number): AnswerPlan {
+  const turn = decideTurn(ctx.reply, responsesTail(payload));
+  const asked = reasoningOf(payload);
+  const reasoning =
+    asked === null
+      ? null
+      : { id: newId('rs'), type: 'reasoning', summary: asked.summarized ? [{ type: 'summary_text', text: reasoningText }] : [] };
+  const reasoningTokens = reasoning === null ? 0 : estimateTokens(reasoningText.length);
+  if (turn.kind === 'tool') {
+    const args = JSON.stringify(turn.input);
+    const item = { id: newId('fc'), type: 'function_call', status: 'completed', arguments: args, call_id: newId('call'), name: turn.name };
+    const deltas = textDeltas(ctx, args, chunks, true);
+    return {
+      turn,
+      reasoning,
+      item,
+      deltas,
+      incomplete: false,
+      outputTokens: estimateTokens(turn.name.length + args.length),
+      reasoningTokens,
+    };
+  }
+  // Past max_output_tokens (reasoning spends from it first) the text stops, 4 characters a token.
+  const max = typeof payload.max_output_tokens === 'number' ? payload.max_output_tokens : Number.POSITIVE_INFINITY;
+  const budget = Math.max(0, max - reasoningTokens);
+  const incomplete = estimateTokens(turn.text.length) > budget;
+  const answered = incomplete ? turn.text.slice(0, budget * 4) : turn.text;
+  const deltas = textDeltas(ctx, answered, chunks, incomplete || turn.json === true);
+  const text = deltas.join('');
+  const part = { type: 'output_text', annotations: [], logprobs: [], text };
+  const item = { id: newId('msg'), type: 'message', status: incomplete ? 'incomplete' : 'completed', role: 'assistant', content: [part] };
+  const outputTokens = incomplete ? budget : text === ctx.reply ? ctx.completionTokens : estimateTokens(text.length);
+  return { turn, reasoning, item, deltas, incomplete, outputTokens, reasoningTokens };
 }
 
 function answer(ctx: MockContext, ex: Exchange, cutAfter: number): void {
@@ -56,76 +101,122 @@ function answer(ctx: MockContext, ex: Exchange, cutAfter: number): void {
   const shape = streamShapeOf(ctx, ex);
   if (typeof shape === 'string') return replyInvalid(ex, 400, shape);
   const stream = payload.stream === true;
-  const pieces = stream ? ctx.piecesFor(shape.chunks) : null;
+  const plan = planAnswer(ctx, payload, stream ? shape.chunks : 1);
   const cached = previous?.contextTokens ?? 0;
   const inputTokens = cached + estimateTokens(inputChars(payload));
-  const outputTokens = pieces?.completionTokens ?? ctx.completionTokens;
-  const text = pieces === null ? ctx.reply : pieces.deltas.map((d) => JSON.parse(d) as string).join('');
-  const messageId = newId('msg');
-  const part = { type: 'output_text', annotations: [], logprobs: [], text };
-  const message = { id: messageId, type: 'message', status: 'completed', role: 'assistant', content: [part] };
-  const base = {
+  const outputTokens = plan.outputTokens + plan.reasoningTokens;
+  const createdAt = Math.floor(Date.now() / 1000);
+  const started = {
     id: newId('resp'),
     object: 'response',
-    created_at: Math.floor(Date.now() / 1000),
-    status: 'completed',
+    created_at: createdAt,
+    status: 'in_progress',
     background: false,
+    completed_at: null,
     error: null,
     incomplete_details: null,
     instructions: typeof payload.instructions === 'string' ? payload.instructions : null,
     max_output_tokens: typeof payload.max_output_tokens === 'number' ? payload.max_output_tokens : null,
+    max_tool_calls: null,
     model,
-    output: [message] as unknown[],
-    parallel_tool_calls: true,
+    output: [] as unknown[],
+    parallel_tool_calls: payload.parallel_tool_calls !== false,
     previous_response_id: previousId,
+    prompt_cache_key: null,
+    reasoning: echoedReasoning(payload),
+    safety_identifier: null,
+    service_tier: 'default',
     store: payload.store !== false,
-    temperature: 1,
-    text: { format: { type: 'text' } },
-    tool_choice: 'auto',
-    tools: [],
-    top_p: 1,
+    temperature: typeof payload.temperature === 'number' ? payload.temperature : 1,
+    text: echoedText(payload),
+    tool_choice: payload.tool_choice ?? 'auto',
+    tools: echoedTools(payload),
+    top_logprobs: 0,
+    top_p: typeof payload.top_p === 'number' ? payload.top_p : 1,
     truncation: 'disabled',
-    usage: {
-      input_tokens: inputTokens,
-      input_tokens_details: { cached_tokens: cached },
-      output_tokens: outputTokens,
-      output_tokens_details: { reasoning_tokens: 0 },
-      total_tokens: inputTokens + outputTokens,
-    } as unknown,
-    user: null,
-    metadata: {},
+    metadata: payload.metadata ?? {},
   };
-  const stored = { response: base, contextTokens: inputTokens + outputTokens };
+  const usage = {
+    input_tokens: inputTokens,
+    input_tokens_details: { cached_tokens: cached, cache_write_tokens: 0 },
+    output_tokens: outputTokens,
+    output_tokens_details: { reasoning_tokens: plan.reasoningTokens },
+    total_tokens: inputTokens + outputTokens,
+  };
+  const final = {
+    ...started,
+    status: plan.incomplete ? 'incomplete' : 'completed',
+    completed_at: plan.incomplete ? null : createdAt,
+    incomplete_details: plan.incomplete ? { reason: 'max_output_tokens' } : null,
+    output: plan.reasoning === null ? [plan.item] : [plan.reasoning, plan.item],
+    usage,
+  };
+  const stored = { response: final, contextTokens: inputTokens + outputTokens };
 
-  if (pieces !== null) {
-    let seq = 0;
-    const event = (type: string, data: Record<string, unknown>): string =>
-      `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq++, ...data })}\n\n`;
-    const started = { ...base, status: 'in_progress', output: [], usage: null };
-    const at = { item_id: messageId, output_index: 0, content_index: 0 };
-    const head =
-      event('response.created', { response: started }) +
-      event('response.in_progress', { response: started }) +
-      event('response.output_item.added', { output_index: 0, item: { ...message, status: 'in_progress', content: [] } }) +
-      event('response.content_part.added', { ...at, part: { ...part, text: '' } });
-    const content = pieces.deltas.map((d) => event('response.output_text.delta', { ...at, delta: JSON.parse(d) as string, logprobs: [] }));
-    const tail =
-      event('response.output_text.done', { ...at, text, logprobs: [] }) +
-      event('response.content_part.done', { ...at, part }) +
-      event('response.output_item.done', { output_index: 0, item: message }) +
-      event('response.completed', { response: base });
-    writeEventStream(ex, { head, content, tail, chunkDelayMs: shape.chunkDelayMs, cutAfter }).then(
+  if (stream) {
+    const events = streamEvents(started, final, plan);
+    writeEventStream(ex, { ...events, chunkDelayMs: shape.chunkDelayMs, cutAfter }).then(
       (whole) => {
-        if (whole && base.store) store(ctx, stored);
+        if (whole && final.store) store(ctx, stored);
       },
       () => ex.res.destroy(),
     );
     return;
   }
-  if (base.store) store(ctx, stored);
-  const body = JSON.stringify(base);
+  if (final.store) store(ctx, stored);
+  const body = JSON.stringify(final);
   if (cutAfter < 0) return replyJson(ex, 200, body);
   replyTruncated(ex, body);
+}
+
+/**
+ * The stream OpenAI sends, numbered from 0 in the order written: created, in_progress, the
+ * reasoning item (its summary part and text when summarized), then the answer's item:
+ * a message's content part and output_text deltas, or a function call's argument deltas;
+ * the item done, and `response.completed` (or `response.incomplete`). The deltas are the
+ * content events a `cut_stream` fault counts.
+ */
+function streamEvents(started: Item, final: Item, plan: AnswerPlan): { head: string; content: string[]; tail: string } {
+  let seq = 0;
+  const event = (type: string, data: Record<string, unknown>): string =>
+    `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq++, ...data })}\n\n`;
+  let head = event('response.created', { response: started }) + event('response.in_progress', { response: started });
+  let index = 0;
+  if (plan.reasoning !== null) {
+    const at = { item_id: plan.reasoning.id, output_index: 0 };
+    head += event('response.output_item.added', { output_index: 0, item: { ...plan.reasoning, summary: [] } });
+    for (const [i, part] of (plan.reasoning.summary as { text: string }[]).entries()) {
+      const s = { ...at, summary_index: i };
+      head +=
+        event('response.reasoning_summary_part.added', { ...s, part: { type: 'summary_text', text: '' } }) +
+        event('response.reasoning_summary_text.delta', { ...s, delta: part.text }) +
+        event('response.reasoning_summary_text.done', { ...s, text: part.text }) +
+        event('response.reasoning_summary_part.done', { ...s, part });
+    }
+    head += event('response.output_item.done', { output_index: 0, item: plan.reasoning });
+    index = 1;
+  }
+  const item = plan.item;
+  // Built last, so their sequence numbers follow every other event's.
+  const done = (): string =>
+    event('response.output_item.done', { output_index: index, item }) +
+    event(plan.incomplete ? 'response.incomplete' : 'response.completed', { response: final });
+  if (plan.turn.kind === 'tool') {
+    const at = { item_id: item.id, output_index: index };
+    head += event('response.output_item.added', { output_index: index, item: { ...item, status: 'in_progress', arguments: '' } });
+    const content = plan.deltas.map((delta) => event('response.function_call_arguments.delta', { ...at, delta }));
+    const args = event('response.function_call_arguments.done', { ...at, name: item.name, arguments: item.arguments });
+    return { head, content, tail: args + done() };
+  }
+  const part = (item.content as Item[])[0] as Item;
+  const at = { item_id: item.id, output_index: index, content_index: 0 };
+  head +=
+    event('response.output_item.added', { output_index: index, item: { ...item, status: 'in_progress', content: [] } }) +
+    event('response.content_part.added', { ...at, part: { ...part, text: '' } });
+  const content = plan.deltas.map((delta) => event('response.output_text.delta', { ...at, delta, logprobs: [] }));
+  const tail =
+    event('response.output_text.done', { ...at, text: part.text, logprobs: [] }) + event('response.content_part.done', { ...at, part });
+  return { head, content, tail: tail + done() };
 }
 
 /** `POST /v1/responses`. */
