@@ -64,6 +64,7 @@ export {
   translation,
 } from './relay-transform.js';
 export type { ClientHeaders } from './response-headers.js';
+export { restatedResponses } from './responses-restate.js';
 export { ResponsesStreamReader } from './responses-stream-reader.js';
 export {
   type AnswerTransform,

@@ -1,13 +1,13 @@
 import type { AnswerTransform } from '../providers/index.js';
 import { admitCaller } from './admission.js';
+import { type Attempt, composeAttempt, type Wrap, withBreaker, withCredentialCheck, withProviderToken } from './attempt.js';
+import { withTracing } from './attempt-tracing.js';
 import { readBodyThen } from './body.js';
+import type { Caller, Exchange } from './exchange.js';
+import { sendToTool, type ToolAttempt, withServerUpstream, withToolCredentialCheck } from './mcp/tool-attempt.js';
 import { serveConversation } from './responses/conversations.js';
 import { serveInputTokens } from './responses/input-tokens.js';
 import { storeError } from './responses/turn.js';
-import { type Attempt, composeAttempt, type Wrap, withBreaker, withCredentialCheck, withProviderToken } from './attempt.js';
-import { withTracing } from './attempt-tracing.js';
-import type { Caller, Exchange } from './exchange.js';
-import { sendToTool, type ToolAttempt, withServerUpstream, withToolCredentialCheck } from './mcp/tool-attempt.js';
 import { sendToCandidate } from './send-to-candidate.js';
 import type { ServeCallback } from './serve-chain.js';
 import { type RequestPath, serveModel } from './serve-model.js';
@@ -51,7 +51,11 @@ export function modelHandlers(svc: Services, settings: ListenerSettings): ModelH
       readBodyThen(
         x.req,
         settings.maxBodyBytes,
-        (body) => serveConversation(svc.responseStore, x, caller, rest, body).then(() => done(null), (err) => done(storeError(err))),
+        (body) =>
+          serveConversation(svc.responseStore, x, caller, rest, body).then(
+            () => done(null),
+            (err) => done(storeError(err)),
+          ),
         done,
       ),
     ),

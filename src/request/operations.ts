@@ -18,6 +18,7 @@ import {
   responsesMetering,
   responsesRequestToCanonical,
   responsesTranslation,
+  restatedResponses,
   servesOperation,
   type Translation,
   translation,
@@ -27,6 +28,7 @@ import {
   withStreamUsage,
   withTopLevelMember,
 } from '../providers/index.js';
+import { newId } from '../responses/index.js';
 import {
   type ChatRequest,
   parseChatRequest,
@@ -36,7 +38,6 @@ import {
   parseMessagesRequest,
   parseResponsesRequest,
 } from './chat-request.js';
-import { newId } from '../responses/index.js';
 import type { ModelRequest } from './exchange.js';
 import { upstreamItems } from './responses/items.js';
 import type { ResponsesTurn } from './responses/turn.js';
@@ -191,11 +192,15 @@ function responsesUpstream(
   const cap = capFor(r, c, outputCap);
   if (speaksResponses(c)) {
     const metering = responsesMetering(onResponseId ?? ignoreId);
-    turn?.answer.set({ candidate: c, response: () => metering.response });
     if (turn === undefined || !turn.rewritten) {
+      turn?.answer.set({ candidate: c, response: () => metering.response });
       return post(r, c, capped(chatBodyFor(r.raw, r.parsed, c.upstreamModel), r, 'max_output_tokens', cap), metering);
     }
-    return post(r, c, JSON.stringify(rewrittenResponsesBody(r, c, turn, cap)), metering);
+    // The answer says what the client asked, not what the provider was sent.
+    const echo = responsesEcho(r.parsed);
+    const restated = restatedResponses(metering, { previous_response_id: echo.previous_response_id, conversation: echo.conversation });
+    turn.answer.set({ candidate: c, response: () => restated.response });
+    return post(r, c, JSON.stringify(rewrittenResponsesBody(r, c, turn, cap)), restated);
   }
   if (turn === undefined) throw new CandidateUnable('model', `provider "${c.provider.name}" cannot serve a stored response`);
   const transform = responsesTranslation(

@@ -290,6 +290,7 @@ export function chainRequest(s: ChainSetup): ChainRequest {
     reservation: s.reservation ?? null,
     onCommit: s.onCommit ?? null,
     usage: s.usage ?? null,
+    onRelayed: null,
   };
 }
 

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import type OpenAI from 'openai';
+import type { APIError } from 'openai';
 import { openaiSchema } from '../support/openai-schema.js';
-import { GREETING, ROUTES, type ResponsesFixture, startResponsesFixture, upstreamBodies } from './fixture.js';
+import { GREETING, type ResponsesFixture, ROUTES, startResponsesFixture, upstreamBodies } from './fixture.js';
 
 // The Conversations API served by the gateway from its own store, with the official
 // `openai` client: a conversation's life, its items' paging, a response that reads a
@@ -17,7 +18,7 @@ function valid(component: string, value: unknown): void {
   assert.deepEqual(schema.validate(component, value), [], `${component} against OpenAI's schema`);
 }
 
-const notFound = (err: OpenAI.APIError): boolean => {
+const notFound = (err: APIError): boolean => {
   assert.equal(err.status, 404);
   assert.equal(err.code, 'conversation_not_found');
   return true;
@@ -56,7 +57,13 @@ describe('the Conversations API, served by the gateway', () => {
     valid('ConversationItemList', added);
     assert.equal(added.data.length, 2);
     const asc = await client.conversations.items.list(conv.id, { order: 'asc', limit: 3 });
-    valid('ConversationItemList', { object: 'list', data: asc.data, first_id: asc.data[0]?.id, last_id: asc.data.at(-1)?.id, has_more: asc.has_more });
+    valid('ConversationItemList', {
+      object: 'list',
+      data: asc.data,
+      first_id: asc.data[0]?.id,
+      last_id: asc.data.at(-1)?.id,
+      has_more: asc.has_more,
+    });
     assert.deepEqual(
       asc.data.map((i) => (i.type === 'message' ? JSON.stringify(i.content) : i.type)),
       ['one', 'two', 'three'].map((t) => JSON.stringify([{ type: 'input_text', text: t }])),
@@ -115,16 +122,16 @@ describe('the Conversations API, served by the gateway', () => {
   it('bad input is a 400 naming the field', async () => {
     await assert.rejects(
       client.conversations.create({ metadata: { k: 'v'.repeat(600) } }),
-      (err: OpenAI.APIError) => err.status === 400 && err.param === 'metadata.k',
+      (err: APIError) => err.status === 400 && err.param === 'metadata.k',
     );
     await assert.rejects(
       client.responses.create({ model: ROUTES.anthropic, conversation: 'conv_x', previous_response_id: 'resp_y', input: 'hi' }),
-      (err: OpenAI.APIError) => err.status === 400 && err.param === 'conversation',
+      (err: APIError) => err.status === 400 && err.param === 'conversation',
     );
     const conv = await client.conversations.create({});
     await assert.rejects(
       client.conversations.items.list(conv.id, { limit: 1000 }),
-      (err: OpenAI.APIError) => err.status === 400 && err.param === 'limit',
+      (err: APIError) => err.status === 400 && err.param === 'limit',
     );
   });
 });

@@ -5,10 +5,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import type OpenAI from 'openai';
+import type { APIError } from 'openai';
 import type { MockProvider } from '../../src/mock/index.js';
 import { postgresDatabase, sqliteDatabase, type TestDatabase } from '../support/databases.js';
 import { freePort } from '../support/redis.js';
-import { FAILOVER, GREETING, ROUTES, type ResponsesFixture, type RouteKind, startMocks, startResponsesFixture, upstreamBodies } from './fixture.js';
+import {
+  FAILOVER,
+  GREETING,
+  type ResponsesFixture,
+  ROUTES,
+  type RouteKind,
+  startMocks,
+  startResponsesFixture,
+  upstreamBodies,
+} from './fixture.js';
 
 // The response store behind the Responses and Conversations APIs, on each backend the
 // fleet can share: two replicas on one Redis continue each other's conversations, the
@@ -49,7 +59,7 @@ describe('the response store shared by replicas and kept by the database', () =>
     if (mocks !== undefined) await Promise.all(Object.values(mocks).map((m) => m.close()));
   });
 
-  it('redis: two replicas continue, read and delete each other\'s responses and conversations', async () => {
+  it("redis: two replicas continue, read and delete each other's responses and conversations", async () => {
     const prefix = `sy-resp-test-${randomBytes(4).toString('hex')}:`;
     const shared = {
       responses: { store: 'redis' },
@@ -65,11 +75,11 @@ describe('the response store shared by replicas and kept by the database', () =>
     const read = await eventually(() => cb.responses.retrieve(three.id));
     assert.equal(read.output_text, GREETING.anthropic);
     await cb.responses.delete(three.id);
-    await assert.rejects(ca.responses.retrieve(three.id), (err: OpenAI.APIError) => err.status === 404);
+    await assert.rejects(ca.responses.retrieve(three.id), (err: APIError) => err.status === 404);
     // Another team on the other replica does not see it either.
     const mine = await ca.responses.create({ model: ROUTES.gemini, input: 'team alpha only' });
     await new Promise((r) => setTimeout(r, 50));
-    await assert.rejects(b.client('beta1').responses.retrieve(mine.id), (err: OpenAI.APIError) => err.status === 404);
+    await assert.rejects(b.client('beta1').responses.retrieve(mine.id), (err: APIError) => err.status === 404);
     const conv = await ca.conversations.create({ items: [{ type: 'message', role: 'user', content: 'shared' }] });
     assert.equal((await cb.conversations.retrieve(conv.id)).id, conv.id);
   });
@@ -99,7 +109,11 @@ describe('the response store shared by replicas and kept by the database', () =>
       const db: TestDatabase | { skip: string } = engine === 'sqlite' ? sqliteDatabase() : await postgresDatabase();
       if ('skip' in db) return t.skip(db.skip);
       try {
-        const options = { responses: { store: 'database' }, extra: { database: { url: db.url } }, dir: mkdtempSync(join(tmpdir(), 'sy-resp-')) };
+        const options = {
+          responses: { store: 'database' },
+          extra: { database: { url: db.url } },
+          dir: mkdtempSync(join(tmpdir(), 'sy-resp-')),
+        };
         const first = await replica(options);
         const three = await threeTurns(first.client(), first.client(), ROUTES.bedrock);
         await eventually(() => first.client().responses.retrieve(three.id));
@@ -110,10 +124,13 @@ describe('the response store shared by replicas and kept by the database', () =>
         assert.equal(read.output_text, GREETING.bedrock);
         const items = await again.client().responses.inputItems.list(three.id);
         assert.match(JSON.stringify(items.data), /Turn three on A\./);
-        const four = await again.client().responses.create({ model: ROUTES.anthropic, previous_response_id: three.id, input: 'Turn four.' });
+        const four = await again
+          .client()
+          .responses.create({ model: ROUTES.anthropic, previous_response_id: three.id, input: 'Turn four.' });
         assert.equal(four.output_text, GREETING.anthropic);
         const sent = JSON.stringify(upstreamBodies(again, 'anthropic').at(-1));
-        for (const s of ['Turn one on A.', 'Turn two on B.', 'Turn three on A.', 'Turn four.']) assert.ok(sent.includes(s), `${s} in ${sent}`);
+        for (const s of ['Turn one on A.', 'Turn two on B.', 'Turn three on A.', 'Turn four.'])
+          assert.ok(sent.includes(s), `${s} in ${sent}`);
         await again.stop();
         started.splice(started.indexOf(again), 1);
       } finally {
@@ -135,7 +152,7 @@ describe('the response store shared by replicas and kept by the database', () =>
       () => c.responses.create({ model: ROUTES.anthropic, previous_response_id: 'resp_abc', input: 'hi' }),
       () => c.conversations.retrieve('conv_abc'),
     ]) {
-      await assert.rejects(call(), (err: OpenAI.APIError) => {
+      await assert.rejects(call(), (err: APIError) => {
         assert.equal(err.status, 503);
         assert.equal(err.code, 'store_unavailable');
         return true;

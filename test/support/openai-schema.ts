@@ -74,17 +74,22 @@ function routeDiscriminators(node: unknown, components: Node): void {
   const union = Array.isArray(node.anyOf) ? 'anyOf' : Array.isArray(node.oneOf) ? 'oneOf' : undefined;
   if (typeof property !== 'string' || union === undefined || 'if' in node) return;
   const branches = node[union] as unknown[];
-  const tagged = new Map<string, unknown>();
+  // Branches that share a tag stay a union under it.
+  const tagged = new Map<string, unknown[]>();
   const untagged: unknown[] = [];
   for (const branch of branches) {
     const tag = requiredTag(branch, property, components);
-    if (tag === undefined || tagged.has(tag)) untagged.push(branch);
-    else tagged.set(tag, branch);
+    if (tag === undefined) untagged.push(branch);
+    else tagged.set(tag, [...(tagged.get(tag) ?? []), branch]);
   }
   if (tagged.size === 0) return;
   delete node[union];
   node.if = { required: [property], properties: { [property]: { enum: [...tagged.keys()] } } };
-  const picks = [...tagged].map(([tag, branch]) => ({ if: { properties: { [property]: { const: tag } } }, [THEN]: branch }));
+  // A branch that does not require the tag (an input message's `type` is optional) may match any tag too.
+  const picks = [...tagged].map(([tag, group]) => {
+    const candidates = [...group, ...untagged];
+    return { if: { properties: { [property]: { const: tag } } }, [THEN]: candidates.length === 1 ? candidates[0] : { anyOf: candidates } };
+  });
   node[THEN] = { allOf: picks };
   node.else =
     untagged.length === 0 ? { required: [property], properties: { [property]: { enum: [...tagged.keys()] } } } : { anyOf: untagged };

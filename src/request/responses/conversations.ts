@@ -28,13 +28,7 @@ interface ConversationPath {
  * Answers one Conversations API call. `rest` is what follows `/v1/conversations/` ('' for
  * the collection); `body` is the request body (empty for GET and DELETE).
  */
-export async function serveConversation(
-  store: ResponseStore,
-  x: Exchange,
-  caller: Caller,
-  rest: string,
-  body: Buffer,
-): Promise<void> {
+export async function serveConversation(store: ResponseStore, x: Exchange, caller: Caller, rest: string, body: Buffer): Promise<void> {
   const method = x.req.method;
   const at = conversationPathOf(x, rest);
   const team = caller.principal.team;
@@ -118,7 +112,11 @@ function itemsOf(value: unknown, field: string, optional: boolean): Item[] {
   const items = inputItems(value);
   items.forEach((item, i) => {
     if (item.type === 'item_reference') {
-      throw new SwitchyardError('invalid_request', `${field}[${i}]: an item_reference cannot be added to a conversation`, `${field}[${i}].type`);
+      throw new SwitchyardError(
+        'invalid_request',
+        `${field}[${i}]: an item_reference cannot be added to a conversation`,
+        `${field}[${i}].type`,
+      );
     }
   });
   return items as Item[];
@@ -127,7 +125,8 @@ function itemsOf(value: unknown, field: string, optional: boolean): Item[] {
 /** `metadata`: at most 16 string pairs, keys up to 64 characters, values up to 512. */
 export function metadataOf(value: unknown): Record<string, string> {
   if (value === undefined || value === null) return {};
-  if (typeof value !== 'object' || Array.isArray(value)) throw new SwitchyardError('invalid_request', 'metadata must be an object', 'metadata');
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw new SwitchyardError('invalid_request', 'metadata must be an object', 'metadata');
   const entries = Object.entries(value as Record<string, unknown>);
   if (entries.length > MAX_METADATA_PAIRS) {
     throw new SwitchyardError('invalid_request', `metadata may hold at most ${MAX_METADATA_PAIRS} pairs`, 'metadata');
@@ -135,10 +134,18 @@ export function metadataOf(value: unknown): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of entries) {
     if (k.length > MAX_METADATA_KEY) {
-      throw new SwitchyardError('invalid_request', `metadata keys are at most ${MAX_METADATA_KEY} characters`, `metadata.${k.slice(0, 64)}`);
+      throw new SwitchyardError(
+        'invalid_request',
+        `metadata keys are at most ${MAX_METADATA_KEY} characters`,
+        `metadata.${k.slice(0, 64)}`,
+      );
     }
     if (typeof v !== 'string' || v.length > MAX_METADATA_VALUE) {
-      throw new SwitchyardError('invalid_request', `metadata values are strings of at most ${MAX_METADATA_VALUE} characters`, `metadata.${k}`);
+      throw new SwitchyardError(
+        'invalid_request',
+        `metadata values are strings of at most ${MAX_METADATA_VALUE} characters`,
+        `metadata.${k}`,
+      );
     }
     out[k] = v;
   }
@@ -146,7 +153,11 @@ export function metadataOf(value: unknown): Record<string, string> {
 }
 
 function itemNotFound(conversation: string, itemId: string): SwitchyardError {
-  return new SwitchyardError('conversation_not_found', `conversation "${conversation}" holds no item "${itemId}" for this caller`, 'item_id');
+  return new SwitchyardError(
+    'conversation_not_found',
+    `conversation "${conversation}" holds no item "${itemId}" for this caller`,
+    'item_id',
+  );
 }
 
 function notFound(x: Exchange): SwitchyardError {

@@ -18,13 +18,17 @@ export async function serveInputTokens(svc: Services, x: Exchange, caller: Calle
   const model = parsed.model;
   if (typeof model !== 'string' || model === '') throw new SwitchyardError('invalid_request', 'missing required field: model', 'model');
   if (caller.gen.routes[model] === undefined) {
-    throw new SwitchyardError('model_not_found', `model "${model}" is not routed by this gateway; GET /v1/models lists the models it serves`, 'model');
+    throw new SwitchyardError(
+      'model_not_found',
+      `model "${model}" is not routed by this gateway; GET /v1/models lists the models it serves`,
+      'model',
+    );
   }
   const request: ModelRequest = { ...caller, operation: 'responses', protocol: 'openai', model, stream: false, raw, parsed, stored: null };
   x.asked(request);
   let turn: Awaited<ReturnType<typeof turnOf>>;
   try {
-    turn = await turnOf(request, { store: svc.responseStore, maxItems: (caller.gen.config.routing.responses?.max_items ?? 1000) });
+    turn = await turnOf(request, { store: svc.responseStore, maxItems: caller.gen.config.routing.responses?.max_items ?? 1000 });
   } catch (err) {
     throw storeError(err);
   }
@@ -50,6 +54,7 @@ function textsOf(request: CanonicalRequest): { pieces: string[]; fixed: number }
       } else fixed += IMAGE_TOKENS;
     }
   }
-  for (const tool of request.tools ?? []) pieces.push(JSON.stringify({ name: tool.name, description: tool.description, input_schema: tool.inputSchema }));
+  for (const tool of request.tools ?? [])
+    pieces.push(JSON.stringify({ name: tool.name, description: tool.description, input_schema: tool.inputSchema }));
   return { pieces, fixed };
 }

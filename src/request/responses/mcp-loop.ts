@@ -291,12 +291,26 @@ class McpTurn {
       const parsed: unknown = JSON.parse(args === '' ? '{}' : args);
       input = isRecord(parsed) ? parsed : {};
     } catch {
-      return mcpCall(this.#tools.label, tool.exposed, args, null, protocolError(INVALID_PARAMS, 'the model gave arguments that are not JSON'), approval);
+      return mcpCall(
+        this.#tools.label,
+        tool.exposed,
+        args,
+        null,
+        protocolError(INVALID_PARAMS, 'the model gave arguments that are not JSON'),
+        approval,
+      );
     }
     try {
       const result = await (this.#client as Client).callTool({ name: tool.exposed, arguments: input });
       if (result.isError === true) {
-        return mcpCall(this.#tools.label, tool.exposed, args, null, { type: 'mcp_tool_execution_error', content: result.content }, approval);
+        return mcpCall(
+          this.#tools.label,
+          tool.exposed,
+          args,
+          null,
+          { type: 'mcp_tool_execution_error', content: result.content },
+          approval,
+        );
       }
       return mcpCall(this.#tools.label, tool.exposed, args, resultText(result.content), null, approval);
     } catch (err) {
@@ -308,7 +322,10 @@ class McpTurn {
   async #round(offered: readonly OfferedTool[]): Promise<Record<string, unknown>[]> {
     const parsed = this.#request.parsed;
     const exposedToFunction = new Map(offered.map((t) => [t.exposed, t.function]));
-    const items = upstreamItems([...this.#turn.history, ...this.#turn.input, ...(this.#output as Item[])], (name) => exposedToFunction.get(name) ?? name);
+    const items = upstreamItems(
+      [...this.#turn.history, ...this.#turn.input, ...(this.#output as Item[])],
+      (name) => exposedToFunction.get(name) ?? name,
+    );
     const tools = Array.isArray(parsed.tools) ? parsed.tools.filter((_t, i) => i !== this.#tools.index) : [];
     const body: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(parsed)) if (!ROUND_LEFT_OUT.has(k)) body[k] = v;
@@ -317,7 +334,13 @@ class McpTurn {
       input: items,
       tools: [
         ...tools,
-        ...offered.map((t) => ({ type: 'function', name: t.function, description: t.description, parameters: t.parameters, strict: false })),
+        ...offered.map((t) => ({
+          type: 'function',
+          name: t.function,
+          description: t.description,
+          parameters: t.parameters,
+          strict: false,
+        })),
       ],
       store: false,
       stream: false,

@@ -118,7 +118,7 @@ async function resolve(
     if (base.previousResponseId !== null) {
       const chain = await chainOf(store, team, base.previousResponseId);
       if (chain === null) return { ...base, input: items as Item[], history: [], ancestors: [], rewritten: false, legacy: true };
-      ancestors = [...chain.at(-1)?.ancestors ?? [], base.previousResponseId].slice(-MAX_ANCESTORS);
+      ancestors = [...(chain.at(-1)?.ancestors ?? []), base.previousResponseId].slice(-MAX_ANCESTORS);
       history = chain.flatMap(itemsOfTurn);
     } else if (base.conversation !== null) {
       const conversation = await store.getConversation(base.conversation);
@@ -257,5 +257,7 @@ export function conversationNotFound(id: string): SwitchyardError {
 /** A store failure as the client's 503; the request's own refusals as they are. */
 export function storeError(err: unknown): unknown {
   if (!(err instanceof ResponseStoreUnavailable)) return err;
-  return new SwitchyardError('store_unavailable', `the response store cannot be read right now: ${err.message}`, null, { 'retry-after': '1' });
+  return new SwitchyardError('store_unavailable', `the response store cannot be read right now: ${err.message}`, null, {
+    'retry-after': '1',
+  });
 }
