@@ -133,5 +133,24 @@ export function anthropicTail(payload: Record<string, unknown>): ConversationTai
     .filter((b) => !(isRecord(b) && b.type === 'tool_result'))
     .map(blockText)
     .join('');
-  return { tools, toolChoice, lastUserText, toolResults, format };
+  return { tools, toolChoice, lastUserText, toolResults, format, ...askedOf(messages) };
+}
+
+/** The last user turn with text, and the tool_use blocks the assistant wrote after it. */
+function askedOf(messages: readonly unknown[]): { asked?: { text: string; calls: number } } {
+  let calls = 0;
+  for (let i = messages.length - 1; i >= 0; i -= 1) {
+    const m = messages[i];
+    if (!isRecord(m)) continue;
+    const blocks = blocksOf(m.content);
+    if (m.role === 'assistant') calls += blocks.filter((b) => isRecord(b) && b.type === 'tool_use').length;
+    else if (m.role === 'user') {
+      const text = blocks
+        .filter((b) => !(isRecord(b) && b.type === 'tool_result'))
+        .map(blockText)
+        .join('');
+      if (text !== '') return { asked: { text, calls } };
+    }
+  }
+  return {};
 }

@@ -88,7 +88,21 @@ function conversationTail(payload: Record<string, unknown>): ConversationTail {
   for (; i >= 0 && messages[i]?.role === 'tool'; i--) toolResults.unshift(textOf(messages[i]?.content));
   const last = messages.at(-1);
   const lastUserText = last?.role === 'user' ? textOf(last.content) : null;
-  return { tools, toolChoice, lastUserText, toolResults, format: outputFormat(payload) };
+  return { tools, toolChoice, lastUserText, toolResults, format: outputFormat(payload), ...askedOf(messages) };
+}
+
+/** The last user message with text, and the tool calls the assistant made after it. */
+function askedOf(messages: readonly Record<string, unknown>[]): { asked?: { text: string; calls: number } } {
+  let calls = 0;
+  for (let i = messages.length - 1; i >= 0; i -= 1) {
+    const m = messages[i] as Record<string, unknown>;
+    if (m.role === 'assistant' && Array.isArray(m.tool_calls)) calls += m.tool_calls.length;
+    else if (m.role === 'user') {
+      const text = textOf(m.content);
+      if (text !== '') return { asked: { text, calls } };
+    }
+  }
+  return {};
 }
 
 /**

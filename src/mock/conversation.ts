@@ -24,6 +24,12 @@ export interface ConversationTail {
   readonly toolResults: readonly string[];
   /** Structured output asked for: a JSON Schema, or `json_object` for any JSON object; null for prose. */
   readonly format: OutputFormat | null;
+  /**
+   * The user's last words (the last user turn with text), and how many tool calls the model
+   * has made since: a request that names several tools gets them called one per turn, in
+   * the order named. Absent where a protocol's reader does not tell it.
+   */
+  readonly asked?: { readonly text: string; readonly calls: number };
 }
 
 export type OutputFormat = { readonly kind: 'json_schema'; readonly schema: unknown } | { readonly kind: 'json_object' };
@@ -51,6 +57,8 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
  */
 export function decideTurn(reply: string, tail: ConversationTail): Turn {
   if (tail.toolResults.length > 0) {
+    const next = nextNamedTool(tail);
+    if (next !== undefined) return { kind: 'tool', name: next.name, input: placeholderObjectFor(next.schema) };
     const said = tail.toolResults.join(' ').slice(0, resultPreviewChars);
     return textTurn(`${reply} The tool said: ${said}`, tail.format);
   }
@@ -62,6 +70,19 @@ export function decideTurn(reply: string, tail: ConversationTail): Turn {
   const named = typeof choice === 'object' ? tail.tools.find((t) => t.name === choice.name) : undefined;
   const tool = named ?? tail.tools.find((t) => text.includes(t.name)) ?? (tail.tools[0] as MockTool);
   return { kind: 'tool', name: tool.name, input: placeholderObjectFor(tool.schema) };
+}
+
+/**
+ * When the user's last words asked for tools and named two or more of the offered ones,
+ * the one to call next (in the order named), until each has been called once.
+ */
+function nextNamedTool(tail: ConversationTail): MockTool | undefined {
+  const asked = tail.asked;
+  if (asked === undefined || !TOOL_WORD.test(asked.text)) return undefined;
+  const named = tail.tools
+    .filter((t) => asked.text.includes(t.name))
+    .sort((a, b) => asked.text.indexOf(a.name) - asked.text.indexOf(b.name));
+  return named.length > 1 ? named[asked.calls] : undefined;
 }
 
 /**

@@ -38,6 +38,8 @@ export const UPSTREAM_PATH: Readonly<Record<RouteKind, (p: string) => boolean>> 
 const AKID = 'AKIAMOCKRESPONSES001';
 const SECRET = 'mock/secret+key/responses0123456789abcd';
 const GEM_KEY = 'AIzaSyMockResponsesKey0000000000000000';
+/** The environment the fixture's config names its provider secrets in. */
+export const FIXTURE_ENV = { BR_AKID: AKID, BR_SECRET: SECRET, GEM_KEY };
 
 export const keyOf = (id: string): string => `sy-test-${id}-${'k'.repeat(8)}`;
 
@@ -127,7 +129,7 @@ export async function startResponsesFixture(options: FixtureOptions = {}): Promi
   let gw: GatewayProcess;
   try {
     gw = await startGatewayProcess(responsesConfig(mocks, options), {
-      env: { BR_AKID: AKID, BR_SECRET: SECRET, GEM_KEY },
+      env: FIXTURE_ENV,
       ...(options.dir === undefined ? {} : { dir: options.dir }),
     });
   } catch (err) {
