@@ -26,6 +26,12 @@ type Item = Record<string, unknown> & { type: string };
 const client = (key = 'alpha1') => new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: keyOf(key), maxRetries: 0, timeout: 20_000 });
 const gatewayTools = (extra: Record<string, unknown> = {}) => [{ type: 'mcp', server_label: 'switchyard', ...extra }] as never;
 
+/** The tool names an mcp_list_tools item lists. */
+function namesOf(item: Item | undefined): string[] {
+  assert.ok(item !== undefined && Array.isArray(item.tools), `an mcp_list_tools item: ${JSON.stringify(item)}`);
+  return (item.tools as Array<{ name: string }>).map((t) => t.name);
+}
+
 function valid(response: unknown): void {
   if (schema !== null) assert.deepEqual(schema.validate('Response', response), [], "a Response against OpenAI's schema");
 }
@@ -79,7 +85,7 @@ describe("the gateway's own MCP tools in the Responses API", () => {
       output.map((o) => o.type),
       ['mcp_list_tools', 'mcp_call', 'mcp_call', 'message'],
     );
-    const listed = (output[0]?.tools as Array<{ name: string }>).map((t) => t.name).sort();
+    const listed = namesOf(output[0]).sort();
     assert.deepEqual(listed, ['echo', 'fail', 'weather']);
     assert.equal(output[1]?.name, 'echo');
     assert.equal(output[2]?.name, 'weather');
@@ -142,7 +148,7 @@ describe("the gateway's own MCP tools in the Responses API", () => {
       tools: gatewayTools({ require_approval: 'never' }),
     });
     const output = res.output as unknown as Item[];
-    const listed = (output.find((o) => o.type === 'mcp_list_tools')?.tools as Array<{ name: string }>).map((t) => t.name);
+    const listed = namesOf(output.find((o) => o.type === 'mcp_list_tools'));
     assert.deepEqual(listed, ['echo']);
     assert.equal(tools.mcpStats().calls.weather, undefined);
     assert.ok(output.filter((o) => o.type === 'mcp_call').every((o) => o.name === 'echo'));
@@ -154,7 +160,7 @@ describe("the gateway's own MCP tools in the Responses API", () => {
       input: 'hello',
       tools: gatewayTools({ require_approval: 'never', allowed_tools: ['fail'] }),
     });
-    const listed = ((res.output as unknown as Item[])[0]?.tools as Array<{ name: string }>).map((t) => t.name);
+    const listed = namesOf((res.output as unknown as Item[])[0]);
     assert.deepEqual(listed, ['fail']);
   });
 
@@ -167,7 +173,7 @@ describe("the gateway's own MCP tools in the Responses API", () => {
     valid(res);
     const call = (res.output as unknown as Item[]).find((o) => o.type === 'mcp_call');
     assert.equal(call?.status, 'failed');
-    assert.equal((call?.error as { type: string }).type, 'mcp_tool_execution_error');
+    assert.equal((call?.error as { type: string } | undefined)?.type, 'mcp_tool_execution_error');
     assert.match(res.output_text, /The tool said: error:/);
   });
 });
