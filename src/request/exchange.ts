@@ -3,7 +3,7 @@ import type { Principal } from '../governance/index.js';
 import type { Generation, Keyring } from '../live/index.js';
 import type { ChatProtocol, Operation, StopSlot } from '../providers/index.js';
 import { RequestRecord } from './request-record.js';
-import type { ResponsesTurn } from './responses/turn.js';
+import type { ResponsesTurn } from './responses/turn-state.js';
 
 export type { Failure, MatchedEndpoint, ToolCallRecord } from './request-record.js';
 

@@ -187,6 +187,9 @@ describe('the mcp block and tool governance', () => {
       catalog_recheck_ms: 60_000,
       list_changed_debounce_ms: 100,
       call_timeout_ms: 300_000,
+      responses_label: 'switchyard',
+      responses_self_urls: [],
+      responses_max_calls: 16,
     });
     assert.deepEqual(
       problems(

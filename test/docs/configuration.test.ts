@@ -341,6 +341,9 @@ const fixtures: Record<string, unknown>[] = [
       catalog_recheck_ms: 1000,
       list_changed_debounce_ms: 10,
       call_timeout_ms: 1000,
+      responses_label: 'gateway_tools',
+      responses_self_urls: ['https://gateway.example.com/mcp'],
+      responses_max_calls: 8,
     },
   },
   {

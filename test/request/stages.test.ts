@@ -10,6 +10,7 @@ import { policyOf } from '../../src/request/policy.js';
 import { Unserved } from '../../src/request/serve-chain.js';
 import { preCheckAndChain } from '../../src/request/serve-model.js';
 import { composeStages, type RoutedRequest, type Serve, type Stage } from '../../src/request/stage.js';
+import { truncateOnOverflow } from '../../src/request/responses/truncation.js';
 import { stages } from '../../src/request/stages.js';
 import { estimateUnserved } from '../../src/request/token-count.js';
 import type { BreakerRegistry, BreakerTransition } from '../../src/resilience/index.js';
@@ -289,7 +290,9 @@ describe('request stages: count_tokens', { timeout: 30_000 }, () => {
     assert.equal(spec.metered, false);
     assert.equal(spec.guarded, false);
     assert.deepEqual(stages.count_tokens, [estimateUnserved]);
-    for (const op of ['chat', 'embeddings', 'completions', 'responses'] as const) assert.deepEqual(stages[op], []);
+    for (const op of ['chat', 'embeddings', 'completions'] as const) assert.deepEqual(stages[op], []);
+    // A Responses turn too long for the model is shortened and tried again (truncation: auto).
+    assert.deepEqual(stages.responses, [truncateOnOverflow]);
   });
 
   it('when every candidate fails, the operation’s own estimate is written and done(null); no breaker hears of it', async () => {
