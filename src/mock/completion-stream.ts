@@ -11,6 +11,8 @@ export interface StreamPlan {
   readonly model: string;
   /** The greeting, a final text after tool results, or a tool call whose arguments stream in pieces. */
   readonly turn: Turn;
+  /** The text stopped at its output limit: finish_reason `length`. */
+  readonly cut: boolean;
   /** Streamed as `delta.reasoning_content` chunks before the answer, when not null. */
   readonly reasoning: string | null;
   readonly promptTokens: number;
@@ -91,7 +93,7 @@ export async function streamCompletion(ctx: MockContext, ex: Exchange, plan: Str
     more = res.write(`${head}{"index":0,"delta":${open}${deltas[i]}${close},"logprobs":null,"finish_reason":null}${tail}`);
   }
 
-  const finish = turn.kind === 'tool' ? 'tool_calls' : 'stop';
+  const finish = turn.kind === 'tool' ? 'tool_calls' : plan.cut ? 'length' : 'stop';
   let rest = `${head}{"index":0,"delta":{},"logprobs":null,"finish_reason":"${finish}"}${tail}`;
   if (plan.includeUsage) {
     const p = plan.promptTokens;
