@@ -1,4 +1,4 @@
-import { streamCompletion } from './completion-stream.js';
+import { SYSTEM_FINGERPRINT, streamCompletion } from './completion-stream.js';
 import type { ConversationTail, MockToolChoice, OutputFormat, Turn } from './conversation.js';
 import { decideTurn, isRecord, reasoningText } from './conversation.js';
 import type { Exchange } from './exchange.js';
@@ -184,7 +184,7 @@ function answer(ctx: MockContext, ex: Exchange, cutAfter: number): void {
       total_tokens: plan.promptTokens + completionTokens,
       ...(plan.reasoning === null ? {} : { completion_tokens_details: { reasoning_tokens: reasoningTokens } }),
     },
-    system_fingerprint: null,
+    system_fingerprint: SYSTEM_FINGERPRINT,
   });
   if (cutAfter < 0) return replyJson(ex, 200, text);
   replyTruncated(ex, text);

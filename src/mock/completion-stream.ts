@@ -4,6 +4,9 @@ import { drained, pause, sever } from './exchange.js';
 import type { MockContext, StreamPieces } from './provider-context.js';
 import { estimateTokens, splitReply } from './provider-context.js';
 
+/** The backend configuration OpenAI names on every chat answer: a string (OpenAI's schema has no null for it), fixed here. */
+export const SYSTEM_FINGERPRINT = 'fp_mock';
+
 /** What one streamed completion should look like, decided before the headers go out. */
 export interface StreamPlan {
   readonly id: string;
@@ -45,7 +48,7 @@ export async function streamCompletion(ctx: MockContext, ex: Exchange, plan: Str
 
   const head =
     `data: {"id":"${plan.id}","object":"chat.completion.chunk","created":${plan.created},` +
-    `"model":${JSON.stringify(plan.model)},"system_fingerprint":null,"choices":[`;
+    `"model":${JSON.stringify(plan.model)},"system_fingerprint":"${SYSTEM_FINGERPRINT}","choices":[`;
   // OpenAI sends `"usage":null` on every chunk but the last when usage was requested.
   const tail = plan.includeUsage ? '],"usage":null}\n\n' : ']}\n\n';
   const turn = plan.turn;
