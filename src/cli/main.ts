@@ -99,7 +99,8 @@ With --api-key, the Gemini endpoints want that key (x-goog-api-key or ?key=); an
 a 400 API_KEY_INVALID, as from Google.
 A tool is called when tools are offered and the last user message contains the word "tool"
 (or tool_choice forces one); tool results get a final text answer.
-Headers x-mock-chunks and x-mock-chunk-delay-ms shape a stream.
+Headers x-mock-chunks and x-mock-chunk-delay-ms shape a stream; x-mock-max-tokens: N stops a
+text answer at N tokens, as a capped model stops.
 Control: GET /__mock/stats, POST /__mock/reset, GET|POST|DELETE /__mock/faults with
 {"mode": "status"|"latency"|"close"|"cut_stream"|"hang", "count"?, "status"?, "body"?,
 "latency_ms"?, "after_chunks"?}; faults apply to every POST endpoint above, in order.

@@ -1,14 +1,15 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { replyBedrockError, STREAM_EXCEPTION_STATUS, STREAM_EXCEPTIONS } from './bedrock-errors.js';
 import type { ConverseUsage } from './bedrock-prompt.js';
 import { converseProblem, converseTail, converseUsage, MAX_INPUT_TOKENS } from './bedrock-prompt.js';
 import type { Turn } from './conversation.js';
-import { decideTurn, isRecord } from './conversation.js';
+import { decideTurn, isRecord, reasoningText } from './conversation.js';
 import type { Exchange } from './exchange.js';
 import { drained, pause, replyJson, replyTruncated, sever } from './exchange.js';
 import type { ActiveFault } from './fault-queue.js';
 import { serveModelRequest } from './model-request.js';
+import { outputLimitOf } from './output-limit.js';
 import type { MockContext } from './provider-context.js';
 import { estimateTokens, splitReply } from './provider-context.js';
 import { checkSignature } from './sigv4-check.js';
@@ -38,6 +39,8 @@ const PADDING = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
 
 interface ConversePlan {
   readonly turn: Turn;
+  /** Claude's extended thinking (`additionalModelRequestFields.thinking`), a reasoning block before the answer. */
+  readonly thinking: { readonly text: string; readonly signature: string } | null;
   /** The text as answered: cut at a stop sequence or at maxTokens. */
   readonly text: string;
   readonly stopReason: 'end_turn' | 'tool_use' | 'max_tokens' | 'stop_sequence';
@@ -58,8 +61,11 @@ function headerNumber(value: string | string[] | undefined, fallback: number, ma
   return n <= max ? n : undefined;
 }
 
-/** The turn's text cut where the model would stop: before the first stop sequence, or at maxTokens (4 characters a token). */
-function stopText(turn: Turn, config: Record<string, unknown>): Pick<ConversePlan, 'text' | 'stopReason'> {
+/**
+ * The turn's text cut where the model would stop: before the first stop sequence, or at
+ * maxTokens or the model's own limit (`x-mock-max-tokens`), 4 characters a token.
+ */
+function stopText(turn: Turn, config: Record<string, unknown>, limit: number | null): Pick<ConversePlan, 'text' | 'stopReason'> {
   if (turn.kind === 'tool') return { text: JSON.stringify(turn.input), stopReason: 'tool_use' };
   let text = turn.text;
   let stopReason: ConversePlan['stopReason'] = 'end_turn';
@@ -71,7 +77,10 @@ function stopText(turn: Turn, config: Record<string, unknown>): Pick<ConversePla
     text = text.slice(0, at);
     stopReason = 'stop_sequence';
   }
-  const max = typeof config.maxTokens === 'number' ? config.maxTokens : Number.POSITIVE_INFINITY;
+  const max = Math.min(
+    typeof config.maxTokens === 'number' ? config.maxTokens : Number.POSITIVE_INFINITY,
+    limit ?? Number.POSITIVE_INFINITY,
+  );
   if (estimateTokens(text.length) > max) {
     text = text.slice(0, max * 4);
     stopReason = 'max_tokens';
@@ -96,11 +105,15 @@ function plan(ctx: MockContext, ex: Exchange, startedAt: number): ConversePlan |
   if (chunkDelayMs === undefined) return `x-mock-chunk-delay-ms must be a whole number from 0 to ${maxChunkDelayMs}.`;
   const usage = converseUsage(body, ctx.promptCache);
   if (usage.totalTokens > MAX_INPUT_TOKENS) return 'Input is too long for requested model.';
+  const limit = outputLimitOf(ex);
+  if (typeof limit === 'string') return limit;
   const turn = decideTurn(ctx.reply, converseTail(body));
-  const { text, stopReason } = stopText(turn, isRecord(body.inferenceConfig) ? body.inferenceConfig : {});
-  const outputChars = text.length + (turn.kind === 'tool' ? turn.name.length : 0);
+  const { text, stopReason } = stopText(turn, isRecord(body.inferenceConfig) ? body.inferenceConfig : {}, limit);
+  const thinking = thinkingFor(ctx, body);
+  const outputChars = text.length + (turn.kind === 'tool' ? turn.name.length : 0) + (thinking?.text.length ?? 0);
   return {
     turn,
+    thinking,
     text,
     stopReason,
     usage,
@@ -110,6 +123,14 @@ function plan(ctx: MockContext, ex: Exchange, startedAt: number): ConversePlan |
     chunkDelayMs,
     startedAt,
   };
+}
+
+/** Claude on Bedrock thinks when `additionalModelRequestFields.thinking` is `enabled` or `adaptive`, as through Anthropic's API. */
+function thinkingFor(ctx: MockContext, body: Record<string, unknown>): ConversePlan['thinking'] {
+  const extra = isRecord(body.additionalModelRequestFields) ? body.additionalModelRequestFields : {};
+  const thinking = extra.thinking;
+  if (!isRecord(thinking) || (thinking.type !== 'enabled' && thinking.type !== 'adaptive')) return null;
+  return { text: reasoningText, signature: createHash('sha256').update(`${ctx.name}\0${reasoningText}`).digest('base64') };
 }
 
 function usageBody(p: ConversePlan): Record<string, number> {
@@ -130,7 +151,14 @@ function metrics(p: ConversePlan): { latencyMs: number } {
   return { latencyMs: Date.now() - p.startedAt };
 }
 
-function contentOf(p: ConversePlan): Record<string, unknown> {
+/** The answer's blocks: the reasoning block when thinking, then the text or the tool use. */
+function contentOf(p: ConversePlan): Record<string, unknown>[] {
+  const answer = answerBlock(p);
+  if (p.thinking === null) return [answer];
+  return [{ reasoningContent: { reasoningText: { text: p.thinking.text, signature: p.thinking.signature } } }, answer];
+}
+
+function answerBlock(p: ConversePlan): Record<string, unknown> {
   if (p.turn.kind === 'tool') return { toolUse: { toolUseId: p.toolUseId, name: p.turn.name, input: p.turn.input } };
   return { text: p.text };
 }
@@ -159,7 +187,7 @@ function exceptionMessage(name: string): Uint8Array {
 }
 
 /** The content deltas: the text in `chunks` pieces (JSON and tool input stop at their length rather than repeat). */
-function deltasOf(ctx: MockContext, p: ConversePlan): Record<string, unknown>[] {
+function deltasOf(ctx: MockContext, p: ConversePlan, index: number): Record<string, unknown>[] {
   const exact = p.turn.kind === 'tool' || p.turn.json === true || p.stopReason !== 'end_turn';
   const pieces =
     p.turn.kind === 'text' && p.text === ctx.reply
@@ -167,14 +195,15 @@ function deltasOf(ctx: MockContext, p: ConversePlan): Record<string, unknown>[] 
       : splitReply(p.text, exact ? Math.min(p.chunks, p.text.length) : p.chunks).deltas;
   return pieces.map((piece) => {
     const value = JSON.parse(piece) as string;
-    return { delta: p.turn.kind === 'tool' ? { toolUse: { input: value } } : { text: value }, contentBlockIndex: 0 };
+    return { delta: p.turn.kind === 'tool' ? { toolUse: { input: value } } : { text: value }, contentBlockIndex: index };
   });
 }
 
 /**
- * messageStart, contentBlockStart (tool use only, as Bedrock sends it), the deltas,
- * contentBlockStop, messageStop, metadata. `cutAfter` deltas, then the stream is cut, or
- * carries the fault's exception event and ends.
+ * messageStart, the reasoning block when thinking (its text, then its signature, at index 0),
+ * contentBlockStart (tool use only, as Bedrock sends it), the deltas, contentBlockStop,
+ * messageStop, metadata. `cutAfter` deltas, then the stream is cut, or carries the fault's
+ * exception event and ends.
  */
 async function stream(ctx: MockContext, ex: Exchange, p: ConversePlan, cutAfter: number, exception: string): Promise<void> {
   const { res } = ex;
@@ -186,11 +215,18 @@ async function stream(ctx: MockContext, ex: Exchange, p: ConversePlan, cutAfter:
   res.flushHeaders();
   let n = 0;
   let more = res.write(eventMessage('messageStart', { role: 'assistant' }, n++));
+  if (p.thinking !== null) {
+    const { text, signature } = p.thinking;
+    res.write(eventMessage('contentBlockDelta', { delta: { reasoningContent: { text } }, contentBlockIndex: 0 }, n++));
+    res.write(eventMessage('contentBlockDelta', { delta: { reasoningContent: { signature } }, contentBlockIndex: 0 }, n++));
+    more = res.write(eventMessage('contentBlockStop', { contentBlockIndex: 0 }, n++));
+  }
+  const index = p.thinking === null ? 0 : 1;
   if (p.turn.kind === 'tool') {
-    const start = { start: { toolUse: { toolUseId: p.toolUseId, name: p.turn.name } }, contentBlockIndex: 0 };
+    const start = { start: { toolUse: { toolUseId: p.toolUseId, name: p.turn.name } }, contentBlockIndex: index };
     more = res.write(eventMessage('contentBlockStart', start, n++));
   }
-  const deltas = deltasOf(ctx, p);
+  const deltas = deltasOf(ctx, p, index);
   const cutAt = cutAfter < 0 ? -1 : Math.min(cutAfter, deltas.length);
   for (let i = 0; ; i++) {
     if (!more) await drained(ex);
@@ -203,7 +239,7 @@ async function stream(ctx: MockContext, ex: Exchange, p: ConversePlan, cutAfter:
     if (i === deltas.length) break;
     more = res.write(eventMessage('contentBlockDelta', deltas[i] as Record<string, unknown>, n++));
   }
-  res.write(eventMessage('contentBlockStop', { contentBlockIndex: 0 }, n++));
+  res.write(eventMessage('contentBlockStop', { contentBlockIndex: index }, n++));
   res.write(eventMessage('messageStop', { stopReason: p.stopReason }, n++));
   res.end(eventMessage('metadata', { usage: usageBody(p), metrics: metrics(p) }, n++));
 }
@@ -228,7 +264,7 @@ function answer(
     return;
   }
   const body = JSON.stringify({
-    output: { message: { role: 'assistant', content: [contentOf(p)] } },
+    output: { message: { role: 'assistant', content: contentOf(p) } },
     stopReason: p.stopReason,
     usage: usageBody(p),
     metrics: metrics(p),

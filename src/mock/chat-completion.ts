@@ -1,15 +1,18 @@
-import { streamCompletion } from './completion-stream.js';
+import { SYSTEM_FINGERPRINT, streamCompletion } from './completion-stream.js';
 import type { ConversationTail, MockToolChoice, OutputFormat, Turn } from './conversation.js';
 import { decideTurn, isRecord, reasoningText } from './conversation.js';
 import type { Exchange } from './exchange.js';
 import { replyInvalid, replyJson, replyTruncated } from './exchange.js';
 import { serveModelRequest } from './model-request.js';
+import { outputLimitOf, stopAtLimit } from './output-limit.js';
 import type { MockContext } from './provider-context.js';
 import { estimateTokens } from './provider-context.js';
 
 interface ChatPlan {
   readonly model: string;
   readonly turn: Turn;
+  /** The text stopped at the output limit (`x-mock-max-tokens`): finish_reason `length`. */
+  readonly cut: boolean;
   /** `reasoning_content`, sent the way vLLM and DeepSeek send it, when the request set a reasoning effort. */
   readonly reasoning: string | null;
   readonly stream: boolean;
@@ -130,10 +133,13 @@ function planChat(ctx: MockContext, ex: Exchange): ChatPlan | string {
   if (typeof model !== 'string' || model === '') return 'You must provide a model parameter.';
   const shape = streamShapeOf(ctx, ex);
   if (typeof shape === 'string') return shape;
+  const limit = outputLimitOf(ex);
+  if (typeof limit === 'string') return limit;
   const options = payload.stream_options;
+  const decided = plainChat(payload) ? ctx.greeting : decideTurn(ctx.reply, conversationTail(payload));
   return {
     model,
-    turn: plainChat(payload) ? ctx.greeting : decideTurn(ctx.reply, conversationTail(payload)),
+    ...stopAtLimit(decided, limit),
     reasoning: typeof payload.reasoning_effort === 'string' && payload.reasoning_effort !== 'none' ? reasoningText : null,
     stream: payload.stream === true,
     includeUsage: isRecord(options) && options.include_usage === true,
@@ -185,14 +191,14 @@ function answer(ctx: MockContext, ex: Exchange, cutAfter: number): void {
     object: 'chat.completion',
     created,
     model: plan.model,
-    choices: [{ index: 0, message, logprobs: null, finish_reason: turn.kind === 'tool' ? 'tool_calls' : 'stop' }],
+    choices: [{ index: 0, message, logprobs: null, finish_reason: turn.kind === 'tool' ? 'tool_calls' : plan.cut ? 'length' : 'stop' }],
     usage: {
       prompt_tokens: plan.promptTokens,
       completion_tokens: completionTokens,
       total_tokens: plan.promptTokens + completionTokens,
       ...(plan.reasoning === null ? {} : { completion_tokens_details: { reasoning_tokens: reasoningTokens } }),
     },
-    system_fingerprint: null,
+    system_fingerprint: SYSTEM_FINGERPRINT,
   });
   if (cutAfter < 0) return replyJson(ex, 200, text);
   replyTruncated(ex, text);

@@ -4,6 +4,9 @@ import { drained, pause, sever } from './exchange.js';
 import type { MockContext, StreamPieces } from './provider-context.js';
 import { estimateTokens, splitReply } from './provider-context.js';
 
+/** The backend configuration OpenAI names on every chat answer: a string (OpenAI's schema has no null for it), fixed here. */
+export const SYSTEM_FINGERPRINT = 'fp_mock';
+
 /** What one streamed completion should look like, decided before the headers go out. */
 export interface StreamPlan {
   readonly id: string;
@@ -11,6 +14,8 @@ export interface StreamPlan {
   readonly model: string;
   /** The greeting, a final text after tool results, or a tool call whose arguments stream in pieces. */
   readonly turn: Turn;
+  /** The text stopped at its output limit: finish_reason `length`. */
+  readonly cut: boolean;
   /** Streamed as `delta.reasoning_content` chunks before the answer, when not null. */
   readonly reasoning: string | null;
   readonly promptTokens: number;
@@ -43,7 +48,7 @@ export async function streamCompletion(ctx: MockContext, ex: Exchange, plan: Str
 
   const head =
     `data: {"id":"${plan.id}","object":"chat.completion.chunk","created":${plan.created},` +
-    `"model":${JSON.stringify(plan.model)},"system_fingerprint":null,"choices":[`;
+    `"model":${JSON.stringify(plan.model)},"system_fingerprint":"${SYSTEM_FINGERPRINT}","choices":[`;
   // OpenAI sends `"usage":null` on every chunk but the last when usage was requested.
   const tail = plan.includeUsage ? '],"usage":null}\n\n' : ']}\n\n';
   const turn = plan.turn;
@@ -91,7 +96,7 @@ export async function streamCompletion(ctx: MockContext, ex: Exchange, plan: Str
     more = res.write(`${head}{"index":0,"delta":${open}${deltas[i]}${close},"logprobs":null,"finish_reason":null}${tail}`);
   }
 
-  const finish = turn.kind === 'tool' ? 'tool_calls' : 'stop';
+  const finish = turn.kind === 'tool' ? 'tool_calls' : plan.cut ? 'length' : 'stop';
   let rest = `${head}{"index":0,"delta":{},"logprobs":null,"finish_reason":"${finish}"}${tail}`;
   if (plan.includeUsage) {
     const p = plan.promptTokens;

@@ -35,7 +35,7 @@ export interface ConversationTail {
 export type OutputFormat = { readonly kind: 'json_schema'; readonly schema: unknown } | { readonly kind: 'json_object' };
 
 export type Turn =
-  /** `json`: the text is structured output, so a stream must not repeat it to fill its chunks. */
+  /** `json`: the text must stream exactly (structured output, or a text cut at its output limit), never repeated to fill its chunks. */
   | { readonly kind: 'text'; readonly text: string; readonly json?: true }
   | { readonly kind: 'tool'; readonly name: string; readonly input: Record<string, unknown> };
 

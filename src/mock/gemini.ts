@@ -4,6 +4,7 @@ import { decideTurn, isRecord, reasoningText } from './conversation.js';
 import type { Exchange } from './exchange.js';
 import { drained, geminiError, pause, replyJson, replyTruncated, sever } from './exchange.js';
 import { serveModelRequest } from './model-request.js';
+import { outputLimitOf, stopAtLimit } from './output-limit.js';
 import type { MockContext } from './provider-context.js';
 import { estimateTokens, splitReply } from './provider-context.js';
 
@@ -24,6 +25,8 @@ interface GeminiPlan {
   readonly id: string;
   readonly model: string;
   readonly turn: Turn;
+  /** The text stopped at the output limit (`x-mock-max-tokens`): finishReason `MAX_TOKENS`. */
+  readonly cut: boolean;
   readonly thinking: boolean;
   readonly promptTokens: number;
   readonly chunks: number;
@@ -130,10 +133,12 @@ function plan(ctx: MockContext, ex: Exchange, model: string): GeminiPlan | strin
   if (chunkDelayMs === undefined) return 'x-mock-chunk-delay-ms must be a whole number from 0 to 60000.';
   const config = isRecord(payload.generationConfig) ? payload.generationConfig : {};
   const thinking = isRecord(config.thinkingConfig) && config.thinkingConfig.includeThoughts === true;
+  const limit = outputLimitOf(ex);
+  if (typeof limit === 'string') return limit;
   return {
     id: `gm${(++responseSeq).toString(36)}${ctx.name.replace(/[^A-Za-z0-9]/g, '').slice(0, 8)}`,
     model,
-    turn: decideTurn(ctx.reply, tailOf(payload)),
+    ...stopAtLimit(decideTurn(ctx.reply, tailOf(payload)), limit),
     thinking,
     promptTokens: promptTokens(payload),
     chunks,
@@ -173,7 +178,7 @@ function chunkBody(
   usage: Record<string, unknown>,
 ): Record<string, unknown> {
   const candidate: Record<string, unknown> = { content: { parts, role: 'model' }, index: 0 };
-  if (last) candidate.finishReason = 'STOP';
+  if (last) candidate.finishReason = p.cut ? 'MAX_TOKENS' : 'STOP';
   return { candidates: [candidate], usageMetadata: usage, modelVersion: p.model, responseId: p.id };
 }
 

@@ -5,6 +5,7 @@ import { decideTurn, isRecord, reasoningText } from './conversation.js';
 import type { Exchange } from './exchange.js';
 import { drained, pause, replyAnthropicInvalid, replyJson, replyTruncated, sever } from './exchange.js';
 import { serveModelRequest } from './model-request.js';
+import { outputLimitOf, stopAtLimit } from './output-limit.js';
 import type { MockContext } from './provider-context.js';
 import { estimateTokens, splitReply } from './provider-context.js';
 
@@ -16,6 +17,8 @@ interface MessagesPlan {
   readonly id: string;
   readonly model: string;
   readonly turn: Turn;
+  /** The text stopped at the output limit (`x-mock-max-tokens`): stop_reason `max_tokens`. */
+  readonly cut: boolean;
   /** The thinking block's text and signature, when the request turned thinking on. */
   readonly thinking: { readonly text: string; readonly signature: string } | null;
   readonly usage: PromptUsage;
@@ -68,10 +71,12 @@ function plan(ctx: MockContext, ex: Exchange, pathModel?: string): MessagesPlan 
   if (chunks === undefined) return `x-mock-chunks must be a whole number from 0 to ${maxChunks}.`;
   const chunkDelayMs = headerNumber(headers['x-mock-chunk-delay-ms'], ctx.streamChunkDelayMs, maxChunkDelayMs);
   if (chunkDelayMs === undefined) return `x-mock-chunk-delay-ms must be a whole number from 0 to ${maxChunkDelayMs}.`;
+  const limit = outputLimitOf(ex);
+  if (typeof limit === 'string') return limit;
   return {
     id: `msg_mock${(++messageSeq).toString(36)}`,
     model: pathModel ?? (payload.model as string),
-    turn: decideTurn(ctx.reply, anthropicTail(payload)),
+    ...stopAtLimit(decideTurn(ctx.reply, anthropicTail(payload)), limit),
     thinking: thinkingFor(ctx, payload),
     usage: promptUsage(payload, ctx.promptCache),
     stream: payload.stream === true,
@@ -124,6 +129,11 @@ function contentBlock(p: MessagesPlan, input: unknown): Record<string, unknown> 
     : { type: 'tool_use', id: `toolu_${p.id.slice(4)}`, name: p.turn.name, input };
 }
 
+function stopReasonOf(p: MessagesPlan): string {
+  if (p.turn.kind === 'tool') return 'tool_use';
+  return p.cut ? 'max_tokens' : 'end_turn';
+}
+
 function event(type: string, payload: Record<string, unknown>): string {
   return `event: ${type}\ndata: ${JSON.stringify({ type, ...payload })}\n\n`;
 }
@@ -163,7 +173,7 @@ async function stream(ctx: MockContext, ex: Exchange, p: MessagesPlan, cutAfter:
     if (i === deltas.length) break;
     more = res.write(`${open}${deltas[i]}}}\n\n`);
   }
-  const stopReason = isText ? 'end_turn' : 'tool_use';
+  const stopReason = stopReasonOf(p);
   res.end(
     event('content_block_stop', { index }) +
       event('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: outputTokens } }) +
@@ -188,7 +198,7 @@ function answer(ctx: MockContext, ex: Exchange, cutAfter: number, pathModel?: st
       ...(p.thinking === null ? [] : [{ type: 'thinking', thinking: p.thinking.text, signature: p.thinking.signature }]),
       contentBlock(p, p.turn.kind === 'text' ? p.turn.text : p.turn.input),
     ],
-    stop_reason: p.turn.kind === 'text' ? 'end_turn' : 'tool_use',
+    stop_reason: stopReasonOf(p),
     stop_sequence: null,
     usage: usageBody(p.usage, outputTokens),
   });

@@ -6,6 +6,7 @@ import { writeEventStream } from './event-stream.js';
 import type { Exchange } from './exchange.js';
 import { openAiError, readModelRequest, replyInvalid, replyJson, replyTruncated } from './exchange.js';
 import { serveModelRequest } from './model-request.js';
+import { outputLimitOf } from './output-limit.js';
 import type { MockContext, StoredResponse } from './provider-context.js';
 import { estimateTokens, splitReply } from './provider-context.js';
 import { echoedReasoning, echoedText, echoedTools, inputChars, reasoningOf, responsesTail } from './responses-request.js';
@@ -53,7 +54,7 @@ function textDeltas(ctx: MockContext, text: string, chunks: number, exact: boole
   return pieces.deltas.map((d) => JSON.parse(d) as string);
 }
 
-function planAnswer(ctx: MockContext, payload: Record<string, unknown>, chunks: number): AnswerPlan {
+function planAnswer(ctx: MockContext, payload: Record<string, unknown>, chunks: number, limit: number | null): AnswerPlan {
   const turn = decideTurn(ctx.reply, responsesTail(payload));
   const asked = reasoningOf(payload);
   const reasoning =
@@ -75,8 +76,10 @@ function planAnswer(ctx: MockContext, payload: Record<string, unknown>, chunks: 
       reasoningTokens,
     };
   }
-  // Past max_output_tokens (reasoning spends from it first) the text stops, 4 characters a token.
-  const max = typeof payload.max_output_tokens === 'number' ? payload.max_output_tokens : Number.POSITIVE_INFINITY;
+  // Past max_output_tokens, or the model's own limit (x-mock-max-tokens), the text stops, 4
+  // characters a token; reasoning spends from the same budget first.
+  const requested = typeof payload.max_output_tokens === 'number' ? payload.max_output_tokens : Number.POSITIVE_INFINITY;
+  const max = Math.min(requested, limit ?? Number.POSITIVE_INFINITY);
   const budget = Math.max(0, max - reasoningTokens);
   const incomplete = estimateTokens(turn.text.length) > budget;
   const answered = incomplete ? turn.text.slice(0, budget * 4) : turn.text;
@@ -101,7 +104,9 @@ function answer(ctx: MockContext, ex: Exchange, cutAfter: number): void {
   const shape = streamShapeOf(ctx, ex);
   if (typeof shape === 'string') return replyInvalid(ex, 400, shape);
   const stream = payload.stream === true;
-  const plan = planAnswer(ctx, payload, stream ? shape.chunks : 1);
+  const limit = outputLimitOf(ex);
+  if (typeof limit === 'string') return replyInvalid(ex, 400, limit);
+  const plan = planAnswer(ctx, payload, stream ? shape.chunks : 1, limit);
   const cached = previous?.contextTokens ?? 0;
   const inputTokens = cached + estimateTokens(inputChars(payload));
   const outputTokens = plan.outputTokens + plan.reasoningTokens;

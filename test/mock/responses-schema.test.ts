@@ -65,6 +65,7 @@ describe('mock provider: the Responses API against OpenAI’s published schema',
       },
     ],
     ['a stop at max_output_tokens', { input: 'hello', max_output_tokens: 2 }],
+    ['reasoning, then a function call', { input: 'use the tool', tools: [weather], reasoning: { effort: 'medium', summary: 'detailed' } }],
   ];
 
   for (const [what, body] of cases) {

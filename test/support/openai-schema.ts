@@ -56,6 +56,44 @@ function requiredTag(branch: unknown, property: string, components: Node): strin
   return values.length === 1 && typeof values[0] === 'string' ? values[0] : undefined;
 }
 
+/** Subtrees that hold instances (examples), not schemas: left as they are. */
+const instanceKeys = new Set(['example', 'examples', 'default', 'const', 'enum']);
+
+/**
+ * OpenAPI 3.0 spellings the 3.1 document still carries, in JSON Schema 2020-12 terms: a
+ * `nullable: true` without `type` (which Ajv refuses; with a `type` Ajv reads it) becomes an
+ * anyOf with null, a nullable enum lists null, and draft-4's boolean
+ * `exclusiveMinimum`/`exclusiveMaximum` become the numeric bound they qualify.
+ */
+function modernize(node: unknown): void {
+  if (Array.isArray(node)) {
+    for (const item of node) modernize(item);
+    return;
+  }
+  if (!isNode(node)) return;
+  for (const [key, value] of Object.entries(node)) if (!instanceKeys.has(key)) modernize(value);
+  for (const [exclusive, bound] of [
+    ['exclusiveMinimum', 'minimum'],
+    ['exclusiveMaximum', 'maximum'],
+  ] as const) {
+    if (typeof node[exclusive] !== 'boolean') continue;
+    if (node[exclusive] === true && typeof node[bound] === 'number') {
+      node[exclusive] = node[bound];
+      delete node[bound];
+    } else delete node[exclusive];
+  }
+  // OpenAPI's nullable admits null whatever the enum lists; Ajv's wants null in the enum too.
+  if (node.nullable === true && Array.isArray(node.enum) && !node.enum.includes(null)) node.enum = [...node.enum, null];
+  if (typeof node.nullable === 'boolean' && node.type === undefined) {
+    const nullable = node.nullable;
+    delete node.nullable;
+    if (!nullable) return;
+    const rest = { ...node };
+    for (const key of Object.keys(node)) delete node[key];
+    node.anyOf = [rest, { type: 'null' }];
+  }
+}
+
 /**
  * Rewrites each `discriminator` union (anyOf/oneOf plus `discriminator.propertyName`) so the
  * tag picks its branch: `if` the tag is a known value `then` that branch alone applies, `else`
@@ -120,6 +158,7 @@ class LoadedSchema implements OpenaiSchema {
     this.#components = components;
     // The union's members are read before the rewrite moves them under if/then.
     this.#eventComponents = eventComponentsOf(components);
+    modernize(components);
     routeDiscriminators(components, components);
     // strict: false lets the spec's vendor keywords (x-oaiMeta, x-stainless-const...) and
     // OpenAPI's (discriminator, example) pass unread; formats are not checked: the spec's
