@@ -31,7 +31,8 @@ const body = (model: string, extra: Record<string, unknown> = {}) => JSON.string
 
 export const responses: Scenario = {
   name: 'responses',
-  summary: 'the Responses API translated to anthropic against passed through to openai (req/s at c=32), a stored 3-turn chain, TTFT with the store',
+  summary:
+    'the Responses API translated to anthropic against passed through to openai (req/s at c=32), a stored 3-turn chain, TTFT with the store',
   estimateS: (d) => 10 + WAYS.length * d + 2 * (SEQUENTIAL_PER_HALF / 500) * 2 + 4 * (STREAMS_PER_HALF / 500),
   async run(ctx: ScenarioContext): Promise<ScenarioReport> {
     const mock = await ctx.fleet.startMock('bench');
@@ -55,7 +56,8 @@ export const responses: Scenario = {
     if (second === null) return { figures: { url: gw.url }, targets: [], tables: [], problems: ['could not build the chain to continue'] };
 
     ctx.progress(`warm-up: ${ctx.warmupS} s per way at c=${CONNECTIONS}`);
-    for (const way of WAYS) await runLoad({ url, body: body(ROUTE[way]), headers: HEADERS, connections: CONNECTIONS, durationS: ctx.warmupS });
+    for (const way of WAYS)
+      await runLoad({ url, body: body(ROUTE[way]), headers: HEADERS, connections: CONNECTIONS, durationS: ctx.warmupS });
 
     ctx.progress(`non-streamed, c=${CONNECTIONS}: ${WAYS.length} ways x 2 halves of ${ctx.durationS / 2} s`);
     const cpuMs: Record<Way, number> = { pass_through: 0, translated: 0 };

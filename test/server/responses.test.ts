@@ -8,7 +8,7 @@ import { adminReload } from '../support/admin.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { startGatewayProcess } from '../support/gateway-process.js';
 
-// POST /v1/completions and the stateful Responses API (ADR 0014), through a
+// POST /v1/completions and the stateful Responses API (ADR 0038), through a
 // real gateway process to real mock providers, with the official OpenAI client unmodified
 // (retries off, so every error reaches the test as the gateway sent it).
 
@@ -172,13 +172,16 @@ describe('POST /v1/completions and the Responses API through the gateway', () =>
   });
 
   describe('responses', () => {
-    it('a plain response and its continuation pass through; the cached part of the continuation is billed at the cache-read price', async () => {
+    it('a plain response passes through; its continuation is sent the whole conversation and billed from its usage', async () => {
       const first = await openai.responses.create({ model: 'text', input: 'hello there' });
       assert.equal(first.output_text, 'Hello from east.');
       const opts = requestId('resp');
       const second = await openai.responses.create({ model: 'text', input: 'again', previous_response_id: first.id }, opts);
+      assert.equal(second.previous_response_id, first.id);
+      const sent = JSON.parse(east.stats().recent.at(-1)?.body ?? '{}') as Record<string, unknown>;
+      assert.equal(sent.previous_response_id, undefined, 'the provider is not asked for state it may not hold');
+      assert.match(JSON.stringify(sent.input), /hello there.*Hello from east\..*again/);
       const usage = second.usage as OpenAI.Responses.ResponseUsage;
-      assert.ok(usage.input_tokens_details.cached_tokens > 0);
       const line = await logLine(opts.headers['x-request-id']);
       assert.equal(line.input_tokens, usage.input_tokens);
       assert.equal(
@@ -237,41 +240,40 @@ describe('POST /v1/completions and the Responses API through the gateway', () =>
       assert.deepEqual([last.type, last.code], ['error', 'stream_interrupted']);
     });
 
-    it('previous_response_id goes to the provider that created the response, though the route would choose another first', async () => {
+    it("a continuation is routed like any request: the conversation the gateway holds goes to the route's first choice", async () => {
       const id = await createdOnWest();
-      const eastBefore = east.stats().total;
+      const { data, response } = await openai.responses.create({ model: 'text', input: 'more', previous_response_id: id }).withResponse();
+      assert.equal(response.headers.get('x-switchyard-provider'), 'east');
+      assert.equal(data.previous_response_id, id);
+      assert.match(east.stats().recent.at(-1)?.body ?? '', /Hello from west\./);
+    });
+
+    it('a continuation fails over like any request: when one provider fails, the next gets the whole conversation', async () => {
+      const id = await createdOnWest();
+      east.addFault({ mode: 'status', status: 500, count: 1 });
       const { data, response } = await openai.responses.create({ model: 'text', input: 'more', previous_response_id: id }).withResponse();
       assert.equal(response.headers.get('x-switchyard-provider'), 'west');
-      assert.equal(data.previous_response_id, id);
-      assert.equal(east.stats().total, eastBefore, 'east was never asked');
+      assert.equal(data.output_text, 'Hello from west.');
     });
 
-    it('a continuation does not fail over: when its provider fails, the client gets the error', async () => {
-      const id = await createdOnWest();
-      const eastBefore = east.stats().total;
-      west.addFault({ mode: 'status', status: 500, count: 1 });
-      await assert.rejects(openai.responses.create({ model: 'text', input: 'more', previous_response_id: id }), OpenAI.InternalServerError);
-      assert.equal(east.stats().total, eastBefore, 'no failover to east');
-    });
-
-    it('a previous_response_id the gateway does not know is routed normally, and the provider answers for it', async () => {
+    it('a previous_response_id the gateway does not know is 404 response_not_found, and no provider is asked', async () => {
+      const before = east.stats().total + west.stats().total;
       await assert.rejects(openai.responses.create({ model: 'text', input: 'x', previous_response_id: 'resp_unknown' }), (err: unknown) => {
-        assert.ok(err instanceof OpenAI.BadRequestError);
-        assert.equal(err.code, 'previous_response_not_found');
+        assert.ok(err instanceof OpenAI.NotFoundError);
+        assert.equal(err.code, 'response_not_found');
         return true;
       });
-      assert.equal(east.stats().recent.at(-1)?.path, '/v1/responses');
+      assert.equal(east.stats().total + west.stats().total, before);
     });
 
-    it('GET and DELETE go to the provider that holds the response; a deleted one is then unknown', async () => {
+    it("GET and DELETE are answered from the gateway's store, not the provider; a deleted one is then unknown", async () => {
       const id = await createdOnWest();
-      const { data, response } = await openai.responses.retrieve(id).withResponse();
+      const westBefore = west.stats().total;
+      const data = await openai.responses.retrieve(id);
       assert.equal(data.id, id);
       assert.equal(data.output_text, 'Hello from west.');
-      assert.equal(response.headers.get('x-switchyard-provider'), 'west');
-      assert.equal(west.stats().recent.at(-1)?.path, `/v1/responses/${id}`);
       await openai.responses.delete(id);
-      assert.equal(west.stats().recent.at(-1)?.method, 'DELETE');
+      assert.equal(west.stats().total, westBefore, 'the provider was not asked');
       await assert.rejects(openai.responses.retrieve(id), OpenAI.NotFoundError);
     });
 
@@ -290,12 +292,10 @@ describe('POST /v1/completions and the Responses API through the gateway', () =>
       assert.equal((await clientAs('alpha2').responses.retrieve(mine.id)).id, mine.id);
     });
 
-    it('a route served only by anthropic is a 400 naming the limitation', async () => {
-      await assert.rejects(openai.responses.create({ model: 'claude-only', input: 'hi' }), (err: unknown) => {
-        assert.ok(err instanceof OpenAI.BadRequestError);
-        assert.match(err.message, /no responses endpoint \(POST \/v1\/responses is passed to openai and azure_openai providers\)/);
-        return true;
-      });
+    it('a route served only by anthropic is translated to the Messages API', async () => {
+      const res = await openai.responses.create({ model: 'claude-only', input: 'hi' });
+      assert.equal(res.output_text, 'Hello from anth.');
+      assert.equal(anth.stats().recent.at(-1)?.path, '/v1/messages');
     });
 
     it('Azure serves responses on the resource, with the deployment as the model, and GET there too', async () => {
@@ -305,40 +305,31 @@ describe('POST /v1/completions and the Responses API through the gateway', () =>
       assert.equal(sent?.headers['api-key'], 'azure-test-key');
       assert.equal((JSON.parse(sent?.body ?? '{}') as { model: string }).model, 'dep1');
       assert.equal((await openai.responses.retrieve(created.id)).id, created.id);
-      assert.equal(azure.stats().recent.at(-1)?.path, `/openai/responses/${created.id}`);
+      assert.equal(azure.stats().recent.at(-1)?.path, '/openai/responses', 'the read is answered by the gateway');
     });
 
-    it('continuing under a model with no candidate on the holding provider is a 400 naming the model to use', async () => {
+    it('a conversation continues under another model, on another provider', async () => {
       const first = await openai.responses.create({ model: 'text', input: 'hi' });
-      await assert.rejects(openai.responses.create({ model: 'azure-text', input: 'x', previous_response_id: first.id }), (err: unknown) => {
-        assert.ok(err instanceof OpenAI.BadRequestError);
-        assert.match(err.message, /held by provider "east", and model "azure-text" has no candidate there; continue it with model "text"/);
-        return true;
-      });
+      const next = await openai.responses.create({ model: 'azure-text', input: 'x', previous_response_id: first.id });
+      assert.equal(next.previous_response_id, first.id);
+      assert.match(azure.stats().recent.at(-1)?.body ?? '', /Hello from east\./);
     });
 
     // Last: it reloads the gateway without west.
-    it('the memory survives a reload, but a provider the reload withdrew is not used: 410, never another provider', async () => {
+    it('the store survives a reload, and a conversation whose provider the reload withdrew goes on elsewhere', async () => {
       const onWest = await createdOnWest();
       const onEast = await openai.responses.create({ model: 'text', input: 'hello' });
       gw.writeConfig(config([{ provider: 'east', model: 'gpt-a' }]));
       const reload = await adminReload(gw.adminUrl as string);
       assert.equal(reload.status, 200, reload.text);
-      assert.equal((await openai.responses.retrieve(onEast.id)).id, onEast.id, 'remembered across the reload');
-      const eastBefore = east.stats().total;
-      for (const attempt of [
-        () => openai.responses.create({ model: 'text', input: 'more', previous_response_id: onWest }),
-        () => openai.responses.retrieve(onWest),
-      ]) {
-        await assert.rejects(attempt(), (err: unknown) => {
-          assert.ok(err instanceof OpenAI.APIError);
-          assert.equal(err.status, 410);
-          assert.equal(err.code, 'response_provider_withdrawn');
-          assert.match(err.message, /provider "west"/);
-          return true;
-        });
-      }
-      assert.equal(east.stats().total, eastBefore, 'nothing was sent to east instead');
+      assert.equal((await openai.responses.retrieve(onEast.id)).id, onEast.id, 'kept across the reload');
+      assert.equal((await openai.responses.retrieve(onWest)).output_text, 'Hello from west.');
+      const { data, response } = await openai.responses
+        .create({ model: 'text', input: 'more', previous_response_id: onWest })
+        .withResponse();
+      assert.equal(response.headers.get('x-switchyard-provider'), 'east');
+      assert.equal(data.output_text, 'Hello from east.');
+      assert.match(east.stats().recent.at(-1)?.body ?? '', /Hello from west\./);
     });
   });
 });

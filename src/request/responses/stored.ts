@@ -34,6 +34,8 @@ export async function answerFromStore(
   x.asked(request);
   if (method === 'DELETE') {
     await svc.responseStore.deleteResponse(record.id);
+    // Nor is it found through the owner table, which a passed-through response is also in.
+    svc.responses.forget(record.id);
     sendJson(x.res, 200, { id: record.id, object: 'response', deleted: true });
     return;
   }
