@@ -7,6 +7,7 @@ import type { Caller, Exchange } from './exchange.js';
 import { sendToTool, type ToolAttempt, withServerUpstream, withToolCredentialCheck } from './mcp/tool-attempt.js';
 import { serveConversation } from './responses/conversations.js';
 import { serveInputTokens } from './responses/input-tokens.js';
+import { withTruncation } from './responses/truncation.js';
 import { storeError } from './responses/turn.js';
 import { sendToCandidate } from './send-to-candidate.js';
 import type { ServeCallback } from './serve-chain.js';
@@ -71,7 +72,8 @@ export function modelHandlers(svc: Services, settings: ListenerSettings): ModelH
  * gets a span).
  */
 function guardedAttempt(svc: Services): Attempt {
-  const wraps: Wrap[] = [withCredentialCheck, withBreaker(svc.breakers), withProviderToken];
+  // Outermost: a turn too long for a candidate is shortened and tried there again (truncation: auto).
+  const wraps: Wrap[] = [withTruncation, withCredentialCheck, withBreaker(svc.breakers), withProviderToken];
   if (svc.tracing !== null) wraps.push(withTracing(svc.tracing));
   return composeAttempt(sendToCandidate, ...wraps);
 }

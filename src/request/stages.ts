@@ -1,5 +1,4 @@
 import type { Operation } from '../providers/index.js';
-import { truncateOnOverflow } from './responses/truncation.js';
 import type { Stage } from './stage.js';
 import { estimateUnserved } from './token-count.js';
 
@@ -20,8 +19,7 @@ export const stages: Readonly<Record<Operation, readonly Stage[]>> = {
   chat: [],
   embeddings: [],
   completions: [],
-  // truncation: auto drops the oldest turns of a conversation too long for the model, and tries again.
-  responses: [truncateOnOverflow],
+  responses: [],
   // No Anthropic provider counted: the gateway's own estimate.
   count_tokens: [estimateUnserved],
 };

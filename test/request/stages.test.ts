@@ -7,7 +7,6 @@ import type { Operation } from '../../src/providers/index.js';
 import { type AttemptRequest, composeAttempt, withBreaker, withCredentialCheck } from '../../src/request/attempt.js';
 import { operations } from '../../src/request/operations.js';
 import { policyOf } from '../../src/request/policy.js';
-import { truncateOnOverflow } from '../../src/request/responses/truncation.js';
 import { Unserved } from '../../src/request/serve-chain.js';
 import { preCheckAndChain } from '../../src/request/serve-model.js';
 import { composeStages, type RoutedRequest, type Serve, type Stage } from '../../src/request/stage.js';
@@ -290,9 +289,7 @@ describe('request stages: count_tokens', { timeout: 30_000 }, () => {
     assert.equal(spec.metered, false);
     assert.equal(spec.guarded, false);
     assert.deepEqual(stages.count_tokens, [estimateUnserved]);
-    for (const op of ['chat', 'embeddings', 'completions'] as const) assert.deepEqual(stages[op], []);
-    // A Responses turn too long for the model is shortened and tried again (truncation: auto).
-    assert.deepEqual(stages.responses, [truncateOnOverflow]);
+    for (const op of ['chat', 'embeddings', 'completions', 'responses'] as const) assert.deepEqual(stages[op], []);
   });
 
   it('when every candidate fails, the operation’s own estimate is written and done(null); no breaker hears of it', async () => {

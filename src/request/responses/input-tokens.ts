@@ -5,7 +5,7 @@ import type { Caller, Exchange, ModelRequest } from '../exchange.js';
 import { sendJson } from '../respond.js';
 import type { Services } from '../services.js';
 import { countTexts, IMAGE_TOKENS } from '../token-count.js';
-import { storeError, turnOf } from './turn.js';
+import { responseNotFound, storeError, turnOf } from './turn.js';
 
 // `POST /v1/responses/input_tokens`: how many input tokens a Responses request would send,
 // the conversation it continues included (read from the store as the request would be), for
@@ -32,6 +32,8 @@ export async function serveInputTokens(svc: Services, x: Exchange, caller: Calle
   } catch (err) {
     throw storeError(err);
   }
+  // Held only upstream (before the gateway kept responses): nothing here to count it from.
+  if (turn.legacy) throw responseNotFound(turn.previousResponseId as string, 'previous_response_id');
   const read = responsesRequestToCanonical(parsed, [...turn.history, ...turn.input]);
   if (!read.ok) throw new SwitchyardError('invalid_request', `${read.reason} (field ${read.path})`, read.path);
   const { pieces, fixed } = textsOf(read.value);

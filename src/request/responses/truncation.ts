@@ -1,30 +1,39 @@
-import { SwitchyardError } from '../../errors.js';
 import type { Item } from '../../responses/index.js';
-import type { Stage } from '../stage.js';
+import type { AttemptRequest, Wrap } from '../attempt.js';
 
 // `truncation: "auto"`: a conversation rebuilt from the store may be longer than the model
-// that serves this turn takes (a failover to a smaller context, a long chain). When every
-// candidate says so (the chain fails over on a context-length answer for such a turn), the
-// oldest turns are dropped and the request is tried again, until it fits or only this
-// turn's own input is left; then the client hears `context_length_exceeded`. `disabled`
-// (the default) answers that at once, as the API does.
+// a turn reaches takes (a failover to a smaller context, a long chain). When a candidate
+// answers that the prompt is too long (the chain treats that answer as a failure for such a
+// turn: serve-model.ts adds `context_length` to its fallback_on), the oldest turns are
+// dropped and the same candidate is asked again, before the chain moves on, until the
+// request fits or only this turn's own input is left. `disabled` (the default) relays the
+// provider's answer, as the API does. A wrap of each attempt, so the request is admitted
+// and recorded once whatever it takes.
 
 /** Whether the turn may be shortened: `truncation: auto` with earlier turns to drop. */
 export function truncatable(parsed: Readonly<Record<string, unknown>>, history: readonly Item[]): boolean {
   return parsed.truncation === 'auto' && history.length > 0;
 }
 
-export const truncateOnOverflow: Stage = (next) => (r, done) => {
-  const turn = r.request.turn;
-  if (turn === undefined || !truncatable(r.request.parsed, turn.history)) return next(r, done);
-  const attempt = (routed: typeof r): void =>
-    next(routed, (err) => {
-      const t = routed.request.turn;
-      const overflow = err instanceof SwitchyardError && err.code === 'context_length_exceeded';
-      if (!overflow || t === undefined || t.history.length === 0 || r.x.res.headersSent || r.x.res.destroyed) return done(err);
-      attempt({ ...routed, request: { ...routed.request, turn: { ...t, history: withoutOldestTurns(t.history) } } });
+export const withTruncation: Wrap = (next) => {
+  const attempt: ReturnType<Wrap> = (a, done) => {
+    const request = a.admitted.request;
+    const turn = request.turn;
+    if (turn === undefined || !truncatable(request.parsed, turn.history)) return next(a, done);
+    next(a, (r) => {
+      if (r.kind !== 'failed' || r.reason !== 'context_length') return done(r);
+      const history = withoutOldestTurns(turn.history);
+      a.admitted.x.failedOver({
+        provider: a.candidate.provider.name,
+        candidate: a.candidate.stableId,
+        reason: 'context_length',
+        detail: `truncated: ${turn.history.length - history.length} oldest item(s) dropped`,
+      });
+      const shorter: AttemptRequest = { ...a, admitted: { ...a.admitted, request: { ...request, turn: { ...turn, history } } } };
+      attempt(shorter, done);
     });
-  attempt(r);
+  };
+  return attempt;
 };
 
 /**
