@@ -86,7 +86,7 @@ const chatOpenAI = (route: string): ChatOpenAI =>
  * to the SDK, so it is told to treat them as one, and then refers to the reasoning item it
  * was given by item_reference, as it does against OpenAI with store on.
  */
-async function reasoningToolLoop(route: string) {
+async function reasoningToolLoop(route: string, options: { store?: boolean } = {}) {
   let runs = 0;
   const weather = tool({
     description: 'The weather in a city',
@@ -101,7 +101,7 @@ async function reasoningToolLoop(route: string) {
     prompt: 'What is the weather in Paris? Use the weather tool.',
     tools: { weather },
     stopWhen: stepCountIs(3),
-    providerOptions: { openai: { forceReasoning: true, reasoningEffort: 'low', reasoningSummary: 'auto' } },
+    providerOptions: { openai: { forceReasoning: true, reasoningEffort: 'low', reasoningSummary: 'auto', ...options } },
     maxRetries: 0,
   });
   assert.equal(runs, 1);
@@ -267,6 +267,16 @@ describe('agent frameworks on the Responses API of every provider', () => {
         if (kind === 'gemini') assert.match(heard, /"thoughtSignature"/, 'the call id carried Gemini’s signature back');
       });
 
+      it('AI SDK with store: false sends the whole loop inline, and the gateway keeps none of it', async () => {
+        const result = await reasoningToolLoop(route, { store: false });
+        assert.match(result.text, /The tool said: .*fog in mock/);
+        const bodies = responsesCalls().map((c) => JSON.parse(c.body) as { store?: boolean; input: Array<{ type?: string }> });
+        assert.equal(bodies[1]?.store, false);
+        assert.ok(!bodies[1]?.input.some((i) => i.type === 'item_reference'), JSON.stringify(bodies[1]));
+        const id = result.providerMetadata?.openai?.responseId;
+        await assert.rejects(fx.client().responses.retrieve(String(id)), (err: { status?: number }) => err.status === 404);
+      });
+
       it('AI SDK generateObject returns an object the zod schema parses', async () => {
         const result = await generateObject({ model: aiModel(route), schema: Forecast, prompt: 'the forecast', maxRetries: 0 });
         assert.deepEqual(Forecast.parse(result.object), result.object);
@@ -308,6 +318,28 @@ describe('agent frameworks on the Responses API of every provider', () => {
         assert.equal(textOf(chained), GREETING[kind]);
         heard = JSON.stringify(upstreamBodies(fx, kind).at(-1));
         for (const said of ['My name is Ada.', 'Where do I live?']) assert.ok(heard.includes(said), `${said} in ${heard}`);
+      });
+
+      it('LangChain withStructuredOutput(zod) asks through text.format and gets an object the schema parses', async () => {
+        const result = await chatOpenAI(route).withStructuredOutput(Forecast).invoke('the forecast');
+        assert.deepEqual(Forecast.parse(result), result);
+        const body = JSON.parse(responsesCalls()[0]?.body ?? '{}') as { text?: { format?: { type?: string } }; tools?: unknown[] };
+        assert.equal(body.text?.format?.type, 'json_schema', JSON.stringify(body));
+      });
+
+      it('LangChain stream with bound tools: the chunks add up to the whole tool call', async () => {
+        const weather = langchainTool(async ({ city }: { city: string }) => `sunny in ${city}`, {
+          name: 'weather',
+          description: 'The weather in a city',
+          schema: z.object({ city: z.string() }),
+        });
+        let whole: AIMessageChunk | undefined;
+        for await (const chunk of await chatOpenAI(route).bindTools([weather]).stream('Use the weather tool for Paris.')) {
+          whole = whole === undefined ? chunk : whole.concat(chunk);
+        }
+        assert.equal(whole?.tool_calls?.length, 1, JSON.stringify(whole?.tool_call_chunks));
+        assert.equal(whole?.tool_calls?.[0]?.name, 'weather');
+        assert.deepEqual(whole?.tool_calls?.[0]?.args, { city: 'mock' });
       });
 
       it('LangChain bindTools: a tool call, its ToolMessage, then the final text', async () => {
