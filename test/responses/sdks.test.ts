@@ -83,8 +83,9 @@ const chatOpenAI = (route: string): ChatOpenAI =>
 
 /**
  * A generateText tool loop with reasoning asked for: the route names are no reasoning models
- * to the SDK, so it is told to treat them as one, and then refers to the reasoning item it
- * was given by item_reference, as it does against OpenAI with store on.
+ * to the SDK, so it is told to treat them as one. With store on (its default) it then refers
+ * to the reasoning item it was given by item_reference, as it does against OpenAI; with store
+ * off it sends the loop inline and leaves out reasoning that carries no encrypted content.
  */
 async function reasoningToolLoop(route: string, options: { store?: boolean } = {}) {
   let runs = 0;
