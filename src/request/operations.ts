@@ -39,7 +39,7 @@ import {
   parseResponsesRequest,
 } from './chat-request.js';
 import type { ModelRequest } from './exchange.js';
-import { upstreamItems } from './responses/items.js';
+import { upstreamInput } from './responses/items.js';
 import type { ResponsesTurn } from './responses/turn.js';
 
 // What differs between the model endpoints, in one table: how a request is parsed, what
@@ -200,7 +200,9 @@ function responsesUpstream(
     const echo = responsesEcho(r.parsed);
     const restated = restatedResponses(metering, { previous_response_id: echo.previous_response_id, conversation: echo.conversation });
     turn.answer.set({ candidate: c, response: () => restated.response });
-    return post(r, c, JSON.stringify(rewrittenResponsesBody(r, c, turn, cap)), restated);
+    const { body, reasoningLeftOut } = rewrittenResponsesBody(r, c, turn, cap);
+    const upstream = post(r, c, JSON.stringify(body), restated);
+    return reasoningLeftOut ? { ...upstream, dropped: REASONING_LEFT_OUT } : upstream;
   }
   if (turn === undefined) throw new CandidateUnable('model', `provider "${c.provider.name}" cannot serve a stored response`);
   const transform = responsesTranslation(
@@ -228,13 +230,22 @@ function speaksResponses(c: GenerationCandidate): boolean {
  * then this one's), and none of the state only the gateway knows: no previous response or
  * conversation id the provider has never seen, and no item ids it did not make.
  */
-function rewrittenResponsesBody(r: ModelRequest, c: GenerationCandidate, turn: ResponsesTurn, cap: number | null): Record<string, unknown> {
-  const body: Record<string, unknown> = { ...r.parsed, model: c.upstreamModel, input: upstreamItems([...turn.history, ...turn.input]) };
+function rewrittenResponsesBody(
+  r: ModelRequest,
+  c: GenerationCandidate,
+  turn: ResponsesTurn,
+  cap: number | null,
+): { readonly body: Record<string, unknown>; readonly reasoningLeftOut: boolean } {
+  const input = upstreamInput([...turn.history, ...turn.input]);
+  const body: Record<string, unknown> = { ...r.parsed, model: c.upstreamModel, input: input.items };
   delete body.previous_response_id;
   delete body.conversation;
   if (cap !== null && body.max_output_tokens === undefined) body.max_output_tokens = cap;
-  return body;
+  return { body, reasoningLeftOut: input.reasoningLeftOut };
 }
+
+/** Reasoning without the provider's encrypted content cannot be sent back to it: the answer says so. */
+const REASONING_LEFT_OUT: readonly string[] = Object.freeze(['input.reasoning']);
 
 /** Each request's canonical form from its turn, read once. */
 const responsesForms = new WeakMap<ModelRequest, Translation<CanonicalRequest>>();

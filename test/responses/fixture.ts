@@ -1,9 +1,12 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach } from 'node:test';
 import OpenAI from 'openai';
 import { hashKey } from '../../src/governance/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
 import { startMockProvider } from '../../src/mock/index.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { startGatewayProcess } from '../support/gateway-process.js';
+import { openaiSchema } from '../support/openai-schema.js';
 
 // A gateway process in front of four mock upstreams, one per provider protocol a Responses
 // request can be translated to (OpenAI's own Responses API, Anthropic Messages, Gemini and
@@ -156,4 +159,36 @@ export function upstreamBodies(fx: { mocks: Readonly<Record<RouteKind, MockProvi
     .stats()
     .recent.filter((r) => r.method === 'POST' && UPSTREAM_PATH[kind](r.path))
     .map((r) => JSON.parse(r.body) as Record<string, unknown>);
+}
+
+/**
+ * One fixture for a describe block: started before its tests, stopped after them, its mocks'
+ * records cleared before each. Read it (and the alpha1 client) through the returned getters.
+ */
+export function useResponsesFixture(options: FixtureOptions = {}): { readonly fx: ResponsesFixture; readonly client: OpenAI } {
+  let fx: ResponsesFixture | undefined;
+  let client: OpenAI | undefined;
+  before(async () => {
+    fx = await startResponsesFixture(options);
+    client = fx.client();
+  });
+  after(async () => {
+    await fx?.stop();
+  });
+  beforeEach(() => fx?.reset());
+  return {
+    get fx() {
+      return fx as ResponsesFixture;
+    },
+    get client() {
+      return client as OpenAI;
+    },
+  };
+}
+
+/** Checks `value` against OpenAI's published component schema, when OPENAI_OPENAPI_SPEC names it. */
+export function expectValid(component: string, value: unknown): void {
+  const schema = openaiSchema();
+  if (schema === null) return;
+  assert.deepEqual(schema.validate(component, value), [], `${component} against OpenAI's schema`);
 }

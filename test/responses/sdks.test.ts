@@ -367,11 +367,7 @@ describe('agent frameworks on the Responses API of every provider', () => {
     });
   }
 
-  it('openai: reasoning the OpenAI provider wrote, referred to mid tool loop, goes back to it or is listed as dropped', {
-    todo:
-      'a rewritten turn to an OpenAI-type provider leaves out reasoning without encrypted_content (request/responses/items.ts) ' +
-      'and x-switchyard-dropped does not say so; the provider loses its reasoning silently',
-  }, async () => {
+  it('openai: reasoning the OpenAI provider wrote, referred to mid tool loop, goes back to it or is listed as dropped', async () => {
     await reasoningToolLoop(ROUTES.openai);
     const heard = JSON.stringify(upstreamBodies(fx, 'openai').at(-1));
     const listed = responsesCalls()[1]?.dropped ?? '';

@@ -1,25 +1,20 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
-import type OpenAI from 'openai';
+import { describe, it } from 'node:test';
 import type { APIError } from 'openai';
 import { openaiSchema } from '../support/openai-schema.js';
-import { FAILOVER, GREETING, type ResponsesFixture, ROUTES, type RouteKind, startResponsesFixture, upstreamBodies } from './fixture.js';
+import { expectValid, FAILOVER, GREETING, ROUTES, type RouteKind, upstreamBodies, useResponsesFixture } from './fixture.js';
 
 // The Responses API on every provider protocol: a request read into the canonical form and
 // written to OpenAI's own Responses API, Anthropic Messages, Gemini and Bedrock Converse,
-// through a real gateway process to real mocks, with the official `openai` client. Every
+// through a real gateway process to real mocks, with the official `openai` use.client. Every
 // body and event is checked against OpenAI's published schema when it is on this machine.
 
-let fx: ResponsesFixture;
-let client: OpenAI;
+const use = useResponsesFixture();
 
 const KINDS = Object.keys(ROUTES) as RouteKind[];
 const schema = openaiSchema();
 
-function valid(component: string, value: unknown): void {
-  if (schema === null) return;
-  assert.deepEqual(schema.validate(component, value), [], `${component} against OpenAI's schema`);
-}
+const valid = expectValid;
 
 const weatherTool = {
   type: 'function' as const,
@@ -35,20 +30,11 @@ const weatherTool = {
 };
 
 describe('the Responses API on every provider', () => {
-  before(async () => {
-    fx = await startResponsesFixture();
-    client = fx.client();
-  });
-  after(async () => {
-    await fx?.stop();
-  });
-  beforeEach(() => fx.reset());
-
   for (const kind of KINDS) {
     const model = ROUTES[kind];
 
     it(`${kind}: a plain response is a Response object with the provider's text and every usage field`, async () => {
-      const res = await client.responses.create({ model, input: 'Say hello' });
+      const res = await use.client.responses.create({ model, input: 'Say hello' });
       valid('Response', res);
       assert.equal(res.object, 'response');
       assert.equal(res.status, 'completed');
@@ -59,11 +45,11 @@ describe('the Responses API on every provider', () => {
       assert.equal(typeof res.usage.input_tokens_details.cached_tokens, 'number');
       assert.equal(typeof res.usage.output_tokens_details.reasoning_tokens, 'number');
       assert.equal(res.usage.total_tokens, res.usage.input_tokens + res.usage.output_tokens);
-      assert.equal(upstreamBodies(fx, kind).length, 1, 'the route went to its own provider');
+      assert.equal(upstreamBodies(use.fx, kind).length, 1, 'the route went to its own provider');
     });
 
     it(`${kind}: a streamed response is the whole event sequence, numbered, ending in response.completed`, async () => {
-      const stream = await client.responses.create({ model, input: 'Say hello', stream: true });
+      const stream = await use.client.responses.create({ model, input: 'Say hello', stream: true });
       const events: Array<{ type: string; sequence_number: number } & Record<string, unknown>> = [];
       for await (const event of stream) events.push(event as never);
       if (schema !== null) assert.deepEqual(schema.validateResponsesStream(events.map((e) => ({ event: e.type, data: e }))), []);
@@ -90,18 +76,22 @@ describe('the Responses API on every provider', () => {
       const completed = events.at(-1)?.response as { output_text?: string; status: string; id: string };
       assert.equal(completed.status, 'completed');
       // The streamed response is stored: it reads back whole.
-      const read = await client.responses.retrieve(completed.id);
+      const read = await use.client.responses.retrieve(completed.id);
       assert.equal(read.output_text, GREETING[kind]);
     });
 
     it(`${kind}: a function tool round trip, continued by previous_response_id`, async () => {
-      const first = await client.responses.create({ model, input: 'What is the weather in Paris? Use the tool.', tools: [weatherTool] });
+      const first = await use.client.responses.create({
+        model,
+        input: 'What is the weather in Paris? Use the tool.',
+        tools: [weatherTool],
+      });
       valid('Response', first);
       const call = first.output.find((o) => o.type === 'function_call');
       assert.ok(call !== undefined && call.type === 'function_call', JSON.stringify(first.output));
       assert.equal(call.name, 'get_weather');
       assert.equal(typeof JSON.parse(call.arguments).city, 'string');
-      const second = await client.responses.create({
+      const second = await use.client.responses.create({
         model,
         previous_response_id: first.id,
         input: [{ type: 'function_call_output', call_id: call.call_id, output: 'sunny, 21 C' }],
@@ -110,12 +100,12 @@ describe('the Responses API on every provider', () => {
       valid('Response', second);
       assert.match(second.output_text, /The tool said: sunny, 21 C/);
       // The provider was sent the whole conversation: the first question is in the second call.
-      const bodies = upstreamBodies(fx, kind);
+      const bodies = upstreamBodies(use.fx, kind);
       assert.match(JSON.stringify(bodies.at(-1)), /weather in Paris/);
     });
 
     it(`${kind}: text.format json_schema gives JSON text matching the schema's shape`, async () => {
-      const res = await client.responses.create({
+      const res = await use.client.responses.create({
         model,
         input: 'Give me a city',
         text: {
@@ -138,16 +128,16 @@ describe('the Responses API on every provider', () => {
     });
 
     it(`${kind}: a three-turn chain sends the provider every earlier turn`, async () => {
-      const one = await client.responses.create({ model, input: 'My name is Ada.' });
-      const two = await client.responses.create({ model, previous_response_id: one.id, input: 'I live in London.' });
-      const three = await client.responses.create({ model, previous_response_id: two.id, input: 'Where do I live?' });
+      const one = await use.client.responses.create({ model, input: 'My name is Ada.' });
+      const two = await use.client.responses.create({ model, previous_response_id: one.id, input: 'I live in London.' });
+      const three = await use.client.responses.create({ model, previous_response_id: two.id, input: 'Where do I live?' });
       assert.equal(three.previous_response_id, two.id);
-      const last = JSON.stringify(upstreamBodies(fx, kind).at(-1));
+      const last = JSON.stringify(upstreamBodies(use.fx, kind).at(-1));
       for (const said of ['My name is Ada.', 'I live in London.', 'Where do I live?', GREETING[kind]]) {
         assert.ok(last.includes(said), `${said} in ${last}`);
       }
       // input_items lists only the turn's own input, newest first by default.
-      const items = await client.responses.inputItems.list(three.id);
+      const items = await use.client.responses.inputItems.list(three.id);
       valid('ResponseItemList', {
         object: 'list',
         data: items.data,
@@ -162,7 +152,7 @@ describe('the Responses API on every provider', () => {
 
   it('an input image reaches a translated provider as an image', async () => {
     const pixel = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
-    const res = await client.responses.create({
+    const res = await use.client.responses.create({
       model: ROUTES.anthropic,
       input: [
         {
@@ -175,31 +165,31 @@ describe('the Responses API on every provider', () => {
       ],
     });
     assert.equal(res.status, 'completed');
-    const body = upstreamBodies(fx, 'anthropic').at(-1) as { messages: Array<{ content: Array<{ type: string }> }> };
+    const body = upstreamBodies(use.fx, 'anthropic').at(-1) as { messages: Array<{ content: Array<{ type: string }> }> };
     assert.ok(body.messages[0]?.content.some((p) => p.type === 'image'));
   });
 
   it('retrieve, input_items and delete are answered from the store; a deleted id is then not found', async () => {
-    const res = await client.responses.create({ model: ROUTES.anthropic, input: 'Keep this' });
-    const read = await client.responses.retrieve(res.id);
+    const res = await use.client.responses.create({ model: ROUTES.anthropic, input: 'Keep this' });
+    const read = await use.client.responses.retrieve(res.id);
     valid('Response', read);
     assert.equal(read.id, res.id);
     assert.equal(read.output_text, GREETING.anthropic);
     // The SDK types the answer as void; the API (and the gateway) answer with the deleted object.
-    const deleted = (await client.responses.delete(res.id)) as unknown;
+    const deleted = (await use.client.responses.delete(res.id)) as unknown;
     assert.deepEqual(deleted, { id: res.id, object: 'response', deleted: true });
-    await assert.rejects(client.responses.retrieve(res.id), (err: APIError) => {
+    await assert.rejects(use.client.responses.retrieve(res.id), (err: APIError) => {
       assert.equal(err.status, 404);
       assert.equal(err.code, 'response_not_found');
       return true;
     });
-    assert.equal(upstreamBodies(fx, 'anthropic').length, 1, 'only the create reached the provider');
+    assert.equal(upstreamBodies(use.fx, 'anthropic').length, 1, 'only the create reached the provider');
   });
 
   it("another team's response is not found: not to read, not to continue, and nothing reaches a provider", async () => {
-    const mine = await client.responses.create({ model: ROUTES.anthropic, input: 'Secret plans' });
-    const other = fx.client('beta1');
-    fx.reset();
+    const mine = await use.client.responses.create({ model: ROUTES.anthropic, input: 'Secret plans' });
+    const other = use.fx.client('beta1');
+    use.fx.reset();
     for (const attempt of [
       () => other.responses.retrieve(mine.id),
       () => other.responses.inputItems.list(mine.id),
@@ -212,71 +202,71 @@ describe('the Responses API on every provider', () => {
         return true;
       });
     }
-    assert.equal(upstreamBodies(fx, 'anthropic').length, 0);
+    assert.equal(upstreamBodies(use.fx, 'anthropic').length, 0);
     // Still there for its own team.
-    assert.equal((await client.responses.retrieve(mine.id)).id, mine.id);
+    assert.equal((await use.client.responses.retrieve(mine.id)).id, mine.id);
   });
 
   it('an unknown previous_response_id is 404 response_not_found, before any provider is asked', async () => {
     await assert.rejects(
-      client.responses.create({ model: ROUTES.openai, previous_response_id: 'resp_nosuchthing', input: 'hi' }),
+      use.client.responses.create({ model: ROUTES.openai, previous_response_id: 'resp_nosuchthing', input: 'hi' }),
       (err: APIError) => err.status === 404 && err.code === 'response_not_found',
     );
-    assert.equal(upstreamBodies(fx, 'openai').length, 0);
+    assert.equal(upstreamBodies(use.fx, 'openai').length, 0);
   });
 
   it('a conversation survives a failover: turn one on OpenAI, turn two on Anthropic once OpenAI fails', async () => {
-    const one = await client.responses.create({ model: FAILOVER, input: 'Remember the number 42.' });
+    const one = await use.client.responses.create({ model: FAILOVER, input: 'Remember the number 42.' });
     assert.equal(one.output_text, GREETING.openai);
-    fx.mocks.openai.addFault({ mode: 'status', status: 503, count: 5 });
-    const { data: two, response } = await client.responses
+    use.fx.mocks.openai.addFault({ mode: 'status', status: 503, count: 5 });
+    const { data: two, response } = await use.client.responses
       .create({ model: FAILOVER, previous_response_id: one.id, input: 'What number?' })
       .withResponse();
     assert.equal(response.headers.get('x-switchyard-provider'), 'claude');
     assert.equal(two.output_text, GREETING.anthropic);
-    const sent = JSON.stringify(upstreamBodies(fx, 'anthropic').at(-1));
+    const sent = JSON.stringify(upstreamBodies(use.fx, 'anthropic').at(-1));
     assert.ok(sent.includes('Remember the number 42.') && sent.includes(GREETING.openai), sent);
-    fx.mocks.openai.clearFaults();
+    use.fx.mocks.openai.clearFaults();
   });
 
   it('a built-in tool only OpenAI has skips the other candidates, and with none left is a 400 naming the field', async () => {
     await assert.rejects(
-      client.responses.create({ model: ROUTES.anthropic, input: 'search', tools: [{ type: 'web_search' }] as never }),
+      use.client.responses.create({ model: ROUTES.anthropic, input: 'search', tools: [{ type: 'web_search' }] as never }),
       (err: APIError) => {
         assert.equal(err.status, 400);
         assert.equal(err.param, 'tools[0].type');
         return true;
       },
     );
-    assert.equal(upstreamBodies(fx, 'anthropic').length, 0);
+    assert.equal(upstreamBodies(use.fx, 'anthropic').length, 0);
     await assert.rejects(
-      client.responses.create({ model: ROUTES.gemini, input: 'later', background: true }),
+      use.client.responses.create({ model: ROUTES.gemini, input: 'later', background: true }),
       (err: APIError) => err.status === 400 && err.param === 'background',
     );
   });
 
   it('logprobs in include are dropped and listed in x-switchyard-dropped', async () => {
-    const { response } = await client.responses
+    const { response } = await use.client.responses
       .create({ model: ROUTES.anthropic, input: 'hi', include: ['message.output_text.logprobs'] })
       .withResponse();
     assert.match(response.headers.get('x-switchyard-dropped') ?? '', /include\.message\.output_text\.logprobs/);
   });
 
   it('store: false is not kept', async () => {
-    const res = await client.responses.create({ model: ROUTES.anthropic, input: 'forget me', store: false });
+    const res = await use.client.responses.create({ model: ROUTES.anthropic, input: 'forget me', store: false });
     assert.equal((res as unknown as { store: boolean }).store, false);
-    await assert.rejects(client.responses.retrieve(res.id), (err: APIError) => err.status === 404);
+    await assert.rejects(use.client.responses.retrieve(res.id), (err: APIError) => err.status === 404);
   });
 
   it('an OpenAI-type candidate is passed the client bytes as they are when the turn needs nothing stored', async () => {
     const body = '{"model":"oai-route","input":"exact bytes","metadata":{"k":"v"} }';
-    const res = await fetch(`${fx.gw.url}/v1/responses`, {
+    const res = await fetch(`${use.fx.gw.url}/v1/responses`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${'sy-test-alpha1-kkkkkkkk'}` },
       body,
     });
     assert.equal(res.status, 200);
-    const sent = fx.mocks.openai
+    const sent = use.fx.mocks.openai
       .stats()
       .recent.filter((r) => r.path === '/v1/responses')
       .at(-1);
@@ -284,8 +274,8 @@ describe('the Responses API on every provider', () => {
   });
 
   it('GET ?stream=true replays a stored response as its event stream', async () => {
-    const res = await client.responses.create({ model: ROUTES.gemini, input: 'replay me' });
-    const replay = await client.responses.retrieve(res.id, { stream: true });
+    const res = await use.client.responses.create({ model: ROUTES.gemini, input: 'replay me' });
+    const replay = await use.client.responses.retrieve(res.id, { stream: true });
     const events: Array<{ type: string; sequence_number: number }> = [];
     for await (const e of replay) events.push(e as never);
     assert.equal(events[0]?.type, 'response.created');

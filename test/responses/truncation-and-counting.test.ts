@@ -1,14 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
-import type OpenAI from 'openai';
+import { describe, it } from 'node:test';
 import type { APIError } from 'openai';
-import { GREETING, type ResponsesFixture, ROUTES, startResponsesFixture, upstreamBodies } from './fixture.js';
+import { GREETING, ROUTES, upstreamBodies, useResponsesFixture } from './fixture.js';
 
 // `truncation: "auto"` against a provider that says the rebuilt conversation is too long,
 // and `POST /v1/responses/input_tokens`, through a real gateway to real mocks.
 
-let fx: ResponsesFixture;
-let client: OpenAI;
+const use = useResponsesFixture();
 
 /** What Anthropic answers a prompt longer than the model's context. */
 const TOO_LONG = {
@@ -18,27 +16,18 @@ const TOO_LONG = {
 };
 
 async function chainOfThree(): Promise<string> {
-  const one = await client.responses.create({ model: ROUTES.anthropic, input: 'Oldest turn.' });
-  const two = await client.responses.create({ model: ROUTES.anthropic, previous_response_id: one.id, input: 'Middle turn.' });
-  const three = await client.responses.create({ model: ROUTES.anthropic, previous_response_id: two.id, input: 'Newest turn.' });
+  const one = await use.client.responses.create({ model: ROUTES.anthropic, input: 'Oldest turn.' });
+  const two = await use.client.responses.create({ model: ROUTES.anthropic, previous_response_id: one.id, input: 'Middle turn.' });
+  const three = await use.client.responses.create({ model: ROUTES.anthropic, previous_response_id: two.id, input: 'Newest turn.' });
   return three.id;
 }
 
 describe('truncation and counting on the Responses API', () => {
-  before(async () => {
-    fx = await startResponsesFixture();
-    client = fx.client();
-  });
-  after(async () => {
-    await fx?.stop();
-  });
-  beforeEach(() => fx.reset());
-
   it('truncation: auto drops the oldest turns when the provider says the conversation is too long, and tries again', async () => {
     const last = await chainOfThree();
-    fx.reset();
-    fx.mocks.anthropic.addFault({ ...TOO_LONG, count: 1 });
-    const res = await client.responses.create({
+    use.fx.reset();
+    use.fx.mocks.anthropic.addFault({ ...TOO_LONG, count: 1 });
+    const res = await use.client.responses.create({
       model: ROUTES.anthropic,
       previous_response_id: last,
       input: 'And now?',
@@ -46,7 +35,7 @@ describe('truncation and counting on the Responses API', () => {
     });
     assert.equal(res.output_text, GREETING.anthropic);
     assert.equal(res.truncation, 'auto');
-    const bodies = upstreamBodies(fx, 'anthropic');
+    const bodies = upstreamBodies(use.fx, 'anthropic');
     assert.equal(bodies.length, 2, 'the first try, refused, then the shorter one');
     const first = JSON.stringify(bodies[0]);
     const second = JSON.stringify(bodies[1]);
@@ -57,22 +46,22 @@ describe('truncation and counting on the Responses API', () => {
 
   it('truncation: disabled (the default) answers the provider’s 400 and tries nothing else', async () => {
     const last = await chainOfThree();
-    fx.reset();
-    fx.mocks.anthropic.addFault({ ...TOO_LONG, count: 1 });
+    use.fx.reset();
+    use.fx.mocks.anthropic.addFault({ ...TOO_LONG, count: 1 });
     await assert.rejects(
-      client.responses.create({ model: ROUTES.anthropic, previous_response_id: last, input: 'And now?' }),
+      use.client.responses.create({ model: ROUTES.anthropic, previous_response_id: last, input: 'And now?' }),
       (err: APIError) => {
         assert.equal(err.status, 400);
         assert.match(err.message, /prompt is too long/);
         return true;
       },
     );
-    assert.equal(upstreamBodies(fx, 'anthropic').length, 1);
+    assert.equal(upstreamBodies(use.fx, 'anthropic').length, 1);
   });
 
   it('input_tokens counts the request with the conversation it continues, and asks no provider', async () => {
     const count = (body: Record<string, unknown>) =>
-      fetch(`${fx.gw.url}/v1/responses/input_tokens`, {
+      fetch(`${use.fx.gw.url}/v1/responses/input_tokens`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer sy-test-alpha1-kkkkkkkk` },
         body: JSON.stringify(body),
@@ -83,13 +72,13 @@ describe('truncation and counting on the Responses API', () => {
     const a = (await alone.json()) as { object: string; input_tokens: number };
     assert.equal(a.object, 'response.input_tokens');
     assert.equal(a.input_tokens, 2);
-    const first = await client.responses.create({ model: ROUTES.gemini, input: 'a much longer first question about many things' });
-    fx.reset();
+    const first = await use.client.responses.create({ model: ROUTES.gemini, input: 'a much longer first question about many things' });
+    use.fx.reset();
     const continued = (await (await count({ model: ROUTES.gemini, input: 'hello world', previous_response_id: first.id })).json()) as {
       input_tokens: number;
     };
     assert.ok(continued.input_tokens > a.input_tokens + 5, JSON.stringify(continued));
-    assert.equal(upstreamBodies(fx, 'gemini').length, 0);
+    assert.equal(upstreamBodies(use.fx, 'gemini').length, 0);
     const unknown = await count({ model: 'no-such-model', input: 'x' });
     assert.equal(unknown.status, 404);
     const notMine = await count({ model: ROUTES.gemini, input: 'x', previous_response_id: 'resp_nobody' });

@@ -12,11 +12,21 @@ import type { Item } from '../../responses/index.js';
 // - tool listings and approvals, the gateway's bookkeeping, are left out.
 
 export function upstreamItems(items: readonly Item[], functionOf: (tool: string) => string = (tool) => tool): Record<string, unknown>[] {
+  return upstreamInput(items, functionOf).items;
+}
+
+/** The items to send, and whether reasoning was left out (the answer lists `input.reasoning` in `x-switchyard-dropped`). */
+export function upstreamInput(
+  items: readonly Item[],
+  functionOf: (tool: string) => string = (tool) => tool,
+): { readonly items: Record<string, unknown>[]; readonly reasoningLeftOut: boolean } {
   const out: Record<string, unknown>[] = [];
+  let reasoningLeftOut = false;
   for (const item of items) {
     switch (item.type) {
       case 'reasoning':
         if (typeof item.encrypted_content === 'string' && item.encrypted_content !== '') out.push(item);
+        else reasoningLeftOut = true;
         break;
       case 'mcp_call': {
         const callId = item.id;
@@ -35,7 +45,7 @@ export function upstreamItems(items: readonly Item[], functionOf: (tool: string)
       }
     }
   }
-  return out;
+  return { items: out, reasoningLeftOut };
 }
 
 /** What an mcp_call's error says, for the model that asked for the call. */
