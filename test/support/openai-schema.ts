@@ -95,6 +95,25 @@ function modernize(node: unknown): void {
 }
 
 /**
+ * Whether a branch that does not require the tag property could still hold `tag` there: no
+ * enum or const of its own, or of a member of its allOf, rules the value out.
+ */
+function allowsTag(branch: unknown, property: string, tag: string, components: Node, depth = 0): boolean {
+  let target = branch;
+  if (isNode(branch) && typeof branch.$ref === 'string' && branch.$ref.startsWith('#/components/schemas/')) {
+    target = components[branch.$ref.slice('#/components/schemas/'.length)];
+  }
+  if (!isNode(target) || depth > 8) return true;
+  const spec = isNode(target.properties) ? target.properties[property] : undefined;
+  if (isNode(spec)) {
+    if ('const' in spec && spec.const !== tag) return false;
+    if (Array.isArray(spec.enum) && !spec.enum.includes(tag)) return false;
+  }
+  const members = Array.isArray(target.allOf) ? target.allOf : [];
+  return members.every((m) => allowsTag(m, property, tag, components, depth + 1));
+}
+
+/**
  * Rewrites each `discriminator` union (anyOf/oneOf plus `discriminator.propertyName`) so the
  * tag picks its branch: `if` the tag is a known value `then` that branch alone applies, `else`
  * the branches without a single required tag are tried. Same verdicts, but a failure reports
@@ -123,9 +142,9 @@ function routeDiscriminators(node: unknown, components: Node): void {
   if (tagged.size === 0) return;
   delete node[union];
   node.if = { required: [property], properties: { [property]: { enum: [...tagged.keys()] } } };
-  // A branch that does not require the tag (an input message's `type` is optional) may match any tag too.
+  // A branch that does not require the tag (an input message's `type` is optional) joins each tag it allows.
   const picks = [...tagged].map(([tag, group]) => {
-    const candidates = [...group, ...untagged];
+    const candidates = [...group, ...untagged.filter((b) => allowsTag(b, property, tag, components))];
     return { if: { properties: { [property]: { const: tag } } }, [THEN]: candidates.length === 1 ? candidates[0] : { anyOf: candidates } };
   });
   node[THEN] = { allOf: picks };
