@@ -127,6 +127,16 @@ describe('the Responses API on every provider', () => {
       assert.equal(typeof parsed.name, 'string');
     });
 
+    it(`${kind}: reasoning asked for comes back as a reasoning item with its summary, before the message`, async () => {
+      const res = await use.client.responses.create({ model, input: 'Think first.', reasoning: { effort: 'low', summary: 'auto' } });
+      valid('Response', res);
+      const types = res.output.map((o) => o.type);
+      assert.deepEqual(types, ['reasoning', 'message'], JSON.stringify(res.output));
+      const reasoning = res.output[0] as { summary: Array<{ type: string; text: string }> };
+      assert.deepEqual(reasoning.summary, [{ type: 'summary_text', text: 'Thinking about it.' }]);
+      assert.equal(res.output_text, GREETING[kind]);
+    });
+
     it(`${kind}: a three-turn chain sends the provider every earlier turn`, async () => {
       const one = await use.client.responses.create({ model, input: 'My name is Ada.' });
       const two = await use.client.responses.create({ model, previous_response_id: one.id, input: 'I live in London.' });
