@@ -26,6 +26,9 @@ import type { ResponsesTurn } from './turn.js';
 // use is never listed, so never offered). The turn itself reaches no provider and is
 // not billed: its rounds are.
 
+/** The Responses API's tool type for an MCP server's tools (a tool type, not a provider type). */
+const MCP_TOOL_TYPE = 'mcp';
+
 /** The Responses API's `{type: "mcp"}` tool when it names this gateway: what it lets the model use and what needs approval. */
 export interface GatewayTools {
   /** Its index in `tools`, and its label. */
@@ -45,7 +48,7 @@ export interface GatewayTools {
 export function gatewayToolsOf(parsed: Readonly<Record<string, unknown>>, mcp: McpConfig): GatewayTools | null {
   if (!Array.isArray(parsed.tools)) return null;
   for (const [index, tool] of parsed.tools.entries()) {
-    if (!isRecord(tool) || tool.type !== 'mcp' || tool.server_label !== mcp.responses_label) continue;
+    if (!isRecord(tool) || tool.type !== MCP_TOOL_TYPE || tool.server_label !== mcp.responses_label) continue;
     const url = tool.server_url;
     if (url !== undefined && url !== null && !mcp.responses_self_urls.includes(url as string)) continue;
     return {
@@ -233,15 +236,23 @@ class McpTurn {
     const transport = new StreamableHTTPClientTransport(new URL(`${this.#base}/mcp`), {
       requestInit: { headers: { ...this.#headers, 'x-request-id': this.#nextRequestId('t') } },
     });
-    await client.connect(transport);
-    this.#client = client;
     const listed: Array<{ name: string; description?: string; inputSchema: Record<string, unknown> }> = [];
-    let cursor: string | undefined;
-    do {
-      const page = await client.listTools(cursor === undefined ? {} : { cursor });
-      listed.push(...(page.tools as typeof listed));
-      cursor = page.nextCursor;
-    } while (cursor !== undefined && listed.length < 10_000);
+    try {
+      await client.connect(transport);
+      this.#client = client;
+      let cursor: string | undefined;
+      do {
+        const page = await client.listTools(cursor === undefined ? {} : { cursor });
+        listed.push(...(page.tools as typeof listed));
+        cursor = page.nextCursor;
+      } while (cursor !== undefined && listed.length < 10_000);
+    } catch (err) {
+      // The listing failed (the caller may not use /mcp, or it is refused): the output says
+      // so, as the API's listing error, and the model is offered none of these tools.
+      const error = `the gateway's tools could not be listed: ${err instanceof Error ? err.message : String(err)}`;
+      this.#emit(sink, { type: 'mcp_list_tools', id: newId('mcpl'), server_label: this.#tools.label, tools: [], error });
+      return [];
+    }
     const allowed = this.#tools.allowed;
     const kept = listed.filter((t) => allowed === null || allowed.has(t.name));
     const offered = functionNames(kept);
