@@ -12,7 +12,6 @@ import { type OperationSpec, operations } from './operations.js';
 import { holderOf, type Ownership, ownerOf, rememberResponse } from './response-owners.js';
 import { gatewayToolsOf, serveMcpTurn } from './responses/mcp-loop.js';
 import { saveTurn } from './responses/save.js';
-import { truncatable } from './responses/truncation.js';
 import { type ResponsesTurn, responseNotFound, turnOf } from './responses/turn.js';
 import { type ChainRequest, type ServeCallback, serveChain } from './serve-chain.js';
 import type { Services } from './services.js';
@@ -271,11 +270,16 @@ function deadlineOf(gen: Generation, model: string): number | null {
   return ms ?? null;
 }
 
-/** The request's `fallback_on`: the route's, and a context-length answer for a turn that `truncation: auto` may shorten. */
+/**
+ * The request's `fallback_on`: the route's, and a context-length answer for a turn that
+ * continues a conversation the gateway rebuilt: another candidate may take it whole (or,
+ * with `truncation: auto`, shortened), and when none does the client hears
+ * `context_length_exceeded` with the provider's words.
+ */
 function fallbackFor(request: ModelRequest): readonly FallbackClass[] | null {
   const route = fallbackOf(request.gen, request.model);
   const turn = request.turn;
-  if (turn === undefined || !truncatable(request.parsed, turn.history) || route?.includes('context_length')) return route;
+  if (turn === undefined || turn.history.length === 0 || route?.includes('context_length')) return route;
   return [...(route ?? []), 'context_length'];
 }
 

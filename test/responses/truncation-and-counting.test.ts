@@ -44,7 +44,7 @@ describe('truncation and counting on the Responses API', () => {
     assert.ok(second.includes('Newest turn.') && second.includes('And now?'), second);
   });
 
-  it('truncation: disabled (the default) answers the provider’s 400 and tries nothing else', async () => {
+  it('truncation: disabled (the default) answers 400 context_length_exceeded with the provider’s words, and shortens nothing', async () => {
     const last = await chainOfThree();
     use.fx.reset();
     use.fx.mocks.anthropic.addFault({ ...TOO_LONG, count: 1 });
@@ -52,6 +52,7 @@ describe('truncation and counting on the Responses API', () => {
       use.client.responses.create({ model: ROUTES.anthropic, previous_response_id: last, input: 'And now?' }),
       (err: APIError) => {
         assert.equal(err.status, 400);
+        assert.equal(err.code, 'context_length_exceeded');
         assert.match(err.message, /prompt is too long/);
         return true;
       },
