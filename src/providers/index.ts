@@ -57,15 +57,13 @@ export {
   embeddingsMetering,
   type PlainAnswer,
   type RelayTransform,
-  type ResponsesTransform,
-  responsesMetering,
-  responsesTranslation,
   type TranslationOptions,
+  translatedBody,
   translation,
 } from './relay-transform.js';
 export type { ClientHeaders } from './response-headers.js';
-export { restatedResponses } from './responses-restate.js';
 export { ResponsesStreamReader } from './responses-stream-reader.js';
+export { type ResponsesTransform, responsesMetering, responsesTranslation, restatedResponses } from './responses-transform.js';
 export {
   type AnswerTransform,
   composeTransforms,

@@ -1,4 +1,4 @@
-import { anthropicErrorBody, errorCatalog } from '../errors.js';
+import { anthropicErrorBody } from '../errors.js';
 import { AnthropicUsageReader } from './canonical/anthropic-usage-reader.js';
 import { bedrockResponseToCanonical } from './canonical/bedrock-response.js';
 import { geminiResponseToCanonical } from './canonical/gemini-response.js';
@@ -9,16 +9,11 @@ import {
   canonicalToOpenaiResponse,
   openaiResponseToCanonical,
 } from './canonical/responses.js';
-import { canonicalToResponsesObject, type ResponsesShape } from './canonical/responses-object.js';
-import { ResponsesEventEncoder } from './canonical/responses-stream.js';
 import { StreamTranslator } from './canonical/stream-translator.js';
 import type { CanonicalResponse, ChatProtocol, ProviderProtocol, Translation } from './canonical/types.js';
-import { isRecord, jsonRecord } from './canonical/types.js';
 import { anthropicErrorBodyFor, openaiErrorBodyFor, translateErrorResponse } from './canonical/upstream-error.js';
-import { usageFromAnthropic, usageFromBedrock, usageFromOpenai, usageFromResponses } from './canonical/usage.js';
-import { topLevelValue } from './json-splice.js';
+import { usageFromAnthropic, usageFromBedrock, usageFromOpenai } from './canonical/usage.js';
 import type { TokenUsage } from './metering.js';
-import { ResponsesStreamReader } from './responses-stream-reader.js';
 
 // What the relay does to a response beyond relaying its bytes as they come: a translation
 // between protocols (ADR-0011), a response relayed as it is but metered by reading another
@@ -90,74 +85,6 @@ function readJson(body: Buffer): { usage?: unknown } | null {
   }
 }
 
-/** A transform that ends with a Responses API `Response` object: the gateway stores it, for follow-ups and for GET. */
-export type ResponsesTransform = BodyTransform & {
-  /** The Response the client got (a plain 2xx body, or a stream's completed or incomplete event); null when there is none (yet). */
-  readonly response: Record<string, unknown> | null;
-};
-
-/**
- * OpenAI Responses API: bytes untouched; the response id is reported as soon as it is seen
- * (the top-level `id` of a body, `response.created` of a stream) so the gateway can send
- * the response's follow-ups to the provider that holds it, and the usage is read from the
- * body's top-level `usage` or the stream's terminal event. A plain body is not parsed
- * whole: only those two top-level values are, and the whole only when `response` is read.
- */
-export function responsesMetering(onResponseId: (id: string) => void): ResponsesTransform {
-  const reader = new ResponsesStreamReader(onResponseId);
-  let plainBody: Buffer | null = null;
-  let parsed: Record<string, unknown> | null | undefined;
-  return {
-    plain(status, body) {
-      if (status >= 300) return { status, body, usage: null };
-      plainBody = body;
-      const id = topLevelJson(body, 'id');
-      if (typeof id === 'string' && id !== '') onResponseId(id);
-      return { status, body, usage: usageFromResponses(topLevelJson(body, 'usage')) };
-    },
-    chunk(chunk) {
-      reader.push(chunk);
-      return chunk;
-    },
-    end() {
-      reader.end();
-      return '';
-    },
-    fail(message, code = 'stream_interrupted') {
-      // The Responses API's own error event (type, code, message, and the sequence_number
-      // after the last relayed event's), with OpenAI's `error` object beside it: the OpenAI
-      // SDKs raise an APIError for any event data holding one.
-      const error = { message, type: errorCatalog[code].openai, param: null, code };
-      const sequence_number = reader.nextSequenceNumber;
-      return `event: error\ndata: ${JSON.stringify({ type: 'error', sequence_number, code, message, param: null, error })}\n\n`;
-    },
-    get usage() {
-      return reader.usage;
-    },
-    get response() {
-      if (parsed !== undefined) return parsed;
-      if (plainBody !== null) parsed = jsonRecord(plainBody.toString('utf8'));
-      else {
-        const event = reader.terminalEvent;
-        if (event === null) return null;
-        const response = jsonRecord(event)?.response;
-        parsed = isRecord(response) ? response : null;
-      }
-      return parsed;
-    },
-  };
-}
-
-function topLevelJson(body: Buffer, key: string): unknown {
-  const at = topLevelValue(body, key);
-  if (at === null) return undefined;
-  try {
-    return JSON.parse(body.toString('utf8', at[0], at[1]));
-  } catch {
-    return undefined;
-  }
-}
-
 /** Anthropic -> Anthropic: bytes untouched; usage read from every chunk (it starts in message_start). */
 export function anthropicMetering(): BodyTransform {
   const reader = new AnthropicUsageReader();
@@ -210,83 +137,58 @@ export function translation(
   includeUsage: boolean,
   options: TranslationOptions = {},
 ): BodyTransform {
-  let stream: StreamTranslator | null = null;
-  const translator = (): StreamTranslator => {
-    stream ??= new StreamTranslator({ ...options, from, to, includeUsage });
-    return stream;
+  return translatedBody(
+    from,
+    to,
+    options,
+    (answer) => (to === 'anthropic' ? canonicalToAnthropicResponse(answer) : canonicalToOpenaiResponse(answer)),
+    () => new StreamTranslator({ ...options, from, to, includeUsage }),
+  );
+}
+
+/**
+ * A body translated from the upstream's protocol, whatever the client's: a plain 2xx answer
+ * read into the canonical form and written by `write`; a stream through the translator
+ * `stream` makes on the first chunk; an upstream error, or an answer the gateway cannot
+ * read, in the error shape of `errors` (the client's dialect).
+ */
+export function translatedBody(
+  from: ProviderProtocol,
+  errors: ChatProtocol,
+  options: TranslationOptions,
+  write: (answer: CanonicalResponse) => unknown,
+  stream: () => StreamTranslator,
+): BodyTransform {
+  let translator: StreamTranslator | null = null;
+  const open = (): StreamTranslator => {
+    translator ??= stream();
+    return translator;
   };
   return {
     plain(status, body) {
       if (status >= 300) {
-        const translated = translateErrorResponse(status, body, from, to);
+        const translated = translateErrorResponse(status, body, from, errors);
         return { status: translated.status, body: translated.body, usage: null };
       }
       const read = readAnswer(from, body, options);
       if (!read.ok) {
         const error =
-          to === 'anthropic' ? anthropicErrorBodyFor(502, null, read.message) : openaiErrorBodyFor(502, 'upstream_error', read.message);
+          errors === 'anthropic' ? anthropicErrorBodyFor(502, null, read.message) : openaiErrorBodyFor(502, 'upstream_error', read.message);
         return { status: 502, body: error, usage: null };
       }
-      const out = to === 'anthropic' ? canonicalToAnthropicResponse(read.answer) : canonicalToOpenaiResponse(read.answer);
-      return { status, body: JSON.stringify(out), usage: read.usage };
+      return { status, body: JSON.stringify(write(read.answer)), usage: read.usage };
     },
     chunk(chunk) {
-      return translator().push(chunk);
+      return open().push(chunk);
     },
     end() {
-      return translator().end();
+      return open().end();
     },
     fail(message, code) {
-      return translator().fail(message, code);
+      return open().fail(message, code);
     },
     get usage() {
-      return stream?.usage ?? null;
-    },
-  };
-}
-
-/**
- * Upstream protocol -> an OpenAI Responses API client, for both kinds of body: the answer
- * as a `Response` object (shaped by `shape`: the gateway's ids, the request's echo) or as
- * its event stream. Errors take OpenAI's shape, as for an OpenAI chat client. `response` is
- * the Response the client got, for the gateway to store; null until then, or when it failed.
- */
-export function responsesTranslation(from: ProviderProtocol, shape: ResponsesShape, options: TranslationOptions = {}): ResponsesTransform {
-  let stream: StreamTranslator | null = null;
-  let encoder: ResponsesEventEncoder | null = null;
-  let plainResponse: Record<string, unknown> | null = null;
-  const translator = (): StreamTranslator => {
-    if (stream === null) {
-      encoder = new ResponsesEventEncoder(shape);
-      stream = new StreamTranslator({ ...options, from, to: encoder });
-    }
-    return stream;
-  };
-  return {
-    plain(status, body) {
-      if (status >= 300) {
-        const translated = translateErrorResponse(status, body, from, 'openai');
-        return { status: translated.status, body: translated.body, usage: null };
-      }
-      const read = readAnswer(from, body, options);
-      if (!read.ok) return { status: 502, body: openaiErrorBodyFor(502, 'upstream_error', read.message), usage: null };
-      plainResponse = canonicalToResponsesObject(read.answer, shape);
-      return { status, body: JSON.stringify(plainResponse), usage: read.usage };
-    },
-    chunk(chunk) {
-      return translator().push(chunk);
-    },
-    end() {
-      return translator().end();
-    },
-    fail(message, code) {
-      return translator().fail(message, code);
-    },
-    get usage() {
-      return stream?.usage ?? null;
-    },
-    get response() {
-      return plainResponse ?? (encoder as ResponsesEventEncoder | null)?.response ?? null;
+      return translator?.usage ?? null;
     },
   };
 }
