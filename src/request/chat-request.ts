@@ -5,8 +5,6 @@ export interface ChatRequest {
   readonly model: string;
   readonly stream: boolean;
   readonly parsed: Record<string, unknown>;
-  /** A Responses API request that continues a stored response: only its provider holds the state. */
-  readonly previousResponseId?: string;
 }
 
 /** Longer than any provider's ids; it bounds what the gateway keys its memory by. */
@@ -122,7 +120,7 @@ export function parseResponsesRequest(raw: Buffer): ChatRequest {
       'previous_response_id',
     );
   }
-  return { model, stream, parsed: body, previousResponseId: previous };
+  return { model, stream, parsed: body };
 }
 
 function checkModel(body: Record<string, unknown>): string {

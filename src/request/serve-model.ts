@@ -76,7 +76,7 @@ function routeAndAdmit(path: RequestPath, x: Exchange, caller: Caller, raw: Buff
   };
   x.asked(request);
   const route = routeOf(gen, request.model);
-  if (spec.translatedTo === 'chat' && x.operation === 'responses') {
+  if (x.operation === 'responses') {
     // A Responses turn: the conversation it continues is read from the store first.
     const turn = turnOf(request, { store: svc.responseStore, maxItems: maxItemsOf(gen) });
     if (turn instanceof Promise) {
@@ -215,9 +215,9 @@ const pipelines: Readonly<Record<Operation, Serve>> = {
 };
 
 /**
- * The candidate holding the response a request continues, or null when the gateway does
- * not know the id (never seen, or forgotten): the request is then routed like any other,
- * and the provider answers for the id. Another team's id is refused as not found.
+ * The candidate holding a response the store does not hold, by the response-owner table
+ * (one created before the gateway kept responses). Unknown there too, or another team's,
+ * it is refused as not found.
  */
 function continuation(svc: Services, request: ModelRequest, id: string): GenerationCandidate | Promise<GenerationCandidate> {
   const owner = ownerOf(svc.responses, request.principal, id);
