@@ -124,6 +124,7 @@ const MIGRATIONS: readonly Migration[] = [
         .addColumn('ancestors', 'text', (c) => c.notNull())
         .addColumn('input', 'text', (c) => c.notNull())
         .addColumn('response', 'text', (c) => c.notNull())
+        .addColumn('origin', 'text')
         .execute();
       // Retention deletes by age, oldest first.
       await db.schema.createIndex('responses_created_at').on('responses').column('created_at').execute();

@@ -101,6 +101,8 @@ export interface ResponsesTable {
   input: string;
   /** The Response object as the client was given it, as JSON. */
   response: string;
+  /** The provider identity whose own Responses API wrote the output; null when the gateway wrote it. */
+  origin: string | null;
 }
 
 /** Which stored response holds an item (input or output): what an item_reference is looked up by. */

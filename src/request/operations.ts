@@ -193,13 +193,13 @@ function responsesUpstream(
   if (speaksResponses(c)) {
     const metering = responsesMetering(onResponseId ?? ignoreId);
     if (turn === undefined || !turn.rewritten) {
-      turn?.answer.set({ candidate: c, response: () => metering.response });
+      turn?.answer.set({ candidate: c, origin: c.identity, response: () => metering.response });
       return post(r, c, capped(chatBodyFor(r.raw, r.parsed, c.upstreamModel), r, 'max_output_tokens', cap), metering);
     }
     // The answer says what the client asked, not what the provider was sent.
     const echo = responsesEcho(r.parsed);
     const restated = restatedResponses(metering, { previous_response_id: echo.previous_response_id, conversation: echo.conversation });
-    turn.answer.set({ candidate: c, response: () => restated.response });
+    turn.answer.set({ candidate: c, origin: c.identity, response: () => restated.response });
     const { body, reasoningLeftOut } = rewrittenResponsesBody(r, c, turn, cap);
     const upstream = post(r, c, JSON.stringify(body), restated);
     return reasoningLeftOut ? { ...upstream, dropped: REASONING_LEFT_OUT } : upstream;
@@ -236,7 +236,8 @@ function rewrittenResponsesBody(
   turn: ResponsesTurn,
   cap: number | null,
 ): { readonly body: Record<string, unknown>; readonly reasoningLeftOut: boolean } {
-  const input = upstreamInput([...turn.history, ...turn.input]);
+  // Reasoning this provider wrote and keeps goes back to it by reference.
+  const input = upstreamInput([...turn.history, ...turn.input], undefined, (item) => turn.heldBy.get(item.id) === c.identity);
   const body: Record<string, unknown> = { ...r.parsed, model: c.upstreamModel, input: input.items };
   delete body.previous_response_id;
   delete body.conversation;

@@ -1,5 +1,5 @@
 import type { ConversationItemsTable, Database, ResponsesTable } from '../database/index.js';
-import { itemIdsOf, itemOf, pageOf } from './pages.js';
+import { itemIdsOf, itemOf, pageOf, storedItem } from './pages.js';
 import {
   type ConversationRecord,
   type Item,
@@ -8,6 +8,7 @@ import {
   type ResponseRecord,
   type ResponseStore,
   ResponseStoreUnavailable,
+  type StoredItem,
   type StoreLimits,
 } from './store.js';
 
@@ -54,6 +55,7 @@ export class DatabaseResponseStore implements ResponseStore {
       ancestors: JSON.stringify(record.ancestors),
       input: JSON.stringify(record.input),
       response: JSON.stringify(record.response),
+      origin: record.origin ?? null,
     };
     const { id: _, ...rest } = row;
     const items = [...new Set(itemIdsOf(record))].map((item_id) => ({ item_id, response_id: record.id, team: record.team }));
@@ -104,7 +106,7 @@ export class DatabaseResponseStore implements ResponseStore {
     );
   }
 
-  async getResponseItem(itemId: string): Promise<{ readonly item: Item; readonly team: string | null } | undefined> {
+  async getResponseItem(itemId: string): Promise<StoredItem | undefined> {
     const row = await this.#run(() =>
       this.#db
         .selectFrom('response_items')
@@ -116,7 +118,7 @@ export class DatabaseResponseStore implements ResponseStore {
     if (row === undefined) return undefined;
     const record = recordOf(row);
     const item = itemOf(record, itemId);
-    return item === undefined ? undefined : { item, team: record.team };
+    return item === undefined ? undefined : storedItem(record, item);
   }
 
   async createConversation(record: ConversationRecord, items: readonly Item[]): Promise<void> {
@@ -332,6 +334,7 @@ function recordOf(row: ResponsesTable): ResponseRecord {
     conversation: row.conversation,
     input: JSON.parse(row.input) as Item[],
     response: JSON.parse(row.response) as Record<string, unknown>,
+    ...(row.origin === null || row.origin === undefined ? {} : { origin: row.origin }),
   };
 }
 

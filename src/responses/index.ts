@@ -13,6 +13,7 @@ export { createResponseStore, type ResponseStoreDeps, type ResponseStoreSettings
 export { DatabaseResponseStore, type DatabaseStoreOptions } from './database-store.js';
 export { type IdPrefix, newId } from './ids.js';
 export { MemoryResponseStore, type MemoryStoreOptions } from './memory-store.js';
+export { pageOf } from './pages.js';
 export { RedisResponseStore, type RedisResponseStoreOptions, type ResponseRedisTls } from './redis-store.js';
 export {
   type ConversationRecord,
@@ -22,5 +23,6 @@ export {
   type ResponseRecord,
   type ResponseStore,
   ResponseStoreUnavailable,
+  type StoredItem,
   type StoreLimits,
 } from './store.js';

@@ -1,5 +1,5 @@
-import { itemIdsOf, itemOf, pageOf } from './pages.js';
-import type { ConversationRecord, Item, ItemPage, PageQuery, ResponseRecord, ResponseStore, StoreLimits } from './store.js';
+import { itemIdsOf, itemOf, pageOf, storedItem } from './pages.js';
+import type { ConversationRecord, Item, ItemPage, PageQuery, ResponseRecord, ResponseStore, StoredItem, StoreLimits } from './store.js';
 
 export interface MemoryStoreOptions {
   /** A response or conversation is forgotten this long after it was last written. */
@@ -68,11 +68,11 @@ export class MemoryResponseStore implements ResponseStore {
     return existed;
   }
 
-  async getResponseItem(itemId: string): Promise<{ readonly item: Item; readonly team: string | null } | undefined> {
+  async getResponseItem(itemId: string): Promise<StoredItem | undefined> {
     const responseId = this.#itemIndex.get(itemId);
     const record = responseId === undefined ? undefined : this.#liveResponse(responseId);
     const item = record === undefined ? undefined : itemOf(record, itemId);
-    return item === undefined || record === undefined ? undefined : { item, team: record.team };
+    return item === undefined || record === undefined ? undefined : storedItem(record, item);
   }
 
   async createConversation(record: ConversationRecord, items: readonly Item[]): Promise<void> {

@@ -1,4 +1,4 @@
-import type { Item, ItemPage, PageQuery, ResponseRecord } from './store.js';
+import type { Item, ItemPage, PageQuery, ResponseRecord, StoredItem } from './store.js';
 
 // What every backend computes the same way once it holds a conversation's items or a
 // response: a page of a list, and an item of a response.
@@ -27,6 +27,11 @@ export function itemOf(record: ResponseRecord, itemId: string): Item | undefined
   const output = record.response.output;
   if (!Array.isArray(output)) return undefined;
   return (output as Item[]).find((i) => i !== null && typeof i === 'object' && i.id === itemId);
+}
+
+/** An item found in a stored response, with the response's team and origin. */
+export function storedItem(record: ResponseRecord, item: Item): StoredItem {
+  return record.origin === undefined ? { item, team: record.team } : { item, team: record.team, origin: record.origin };
 }
 
 /** Every item id a response holds: its input's and its output's. */

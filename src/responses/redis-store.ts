@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { itemIdsOf, itemOf, pageOf } from './pages.js';
+import { itemIdsOf, itemOf, pageOf, storedItem } from './pages.js';
 import {
   type ConversationRecord,
   type Item,
@@ -8,6 +8,7 @@ import {
   type ResponseRecord,
   type ResponseStore,
   ResponseStoreUnavailable,
+  type StoredItem,
   type StoreLimits,
 } from './store.js';
 
@@ -152,12 +153,12 @@ export class RedisResponseStore implements ResponseStore {
     return true;
   }
 
-  async getResponseItem(itemId: string): Promise<{ readonly item: Item; readonly team: string | null } | undefined> {
+  async getResponseItem(itemId: string): Promise<StoredItem | undefined> {
     const responseId = await this.#call(() => this.#redis.get(this.#key('respitem', itemId)));
     if (responseId === null) return undefined;
     const record = await this.getResponse(responseId);
     const item = record === undefined ? undefined : itemOf(record, itemId);
-    return item === undefined || record === undefined ? undefined : { item, team: record.team };
+    return item === undefined || record === undefined ? undefined : storedItem(record, item);
   }
 
   async createConversation(record: ConversationRecord, items: readonly Item[]): Promise<void> {

@@ -25,6 +25,20 @@ export interface ResponseRecord {
   readonly input: readonly Item[];
   /** The Response object as the client was given it (`output`, `usage`, `status`...). */
   readonly response: Readonly<Record<string, unknown>>;
+  /**
+   * The provider identity whose own Responses API wrote the output (and, with `store`, keeps
+   * it too): its items may go back to it by reference. Absent when the gateway wrote them
+   * (a translated answer, its own tools' loop).
+   */
+  readonly origin?: string;
+}
+
+/** An item of a stored response, with what the response says of whose it is. */
+export interface StoredItem {
+  readonly item: Item;
+  readonly team: string | null;
+  /** The response's origin (ResponseRecord.origin). */
+  readonly origin?: string;
 }
 
 export interface ConversationRecord {
@@ -84,7 +98,7 @@ export interface ResponseStore {
    * An item of a stored response (input or output), by its id, with the response's team:
    * what an `item_reference` input item names. Undefined when no stored response holds it.
    */
-  getResponseItem(itemId: string): Promise<{ readonly item: Item; readonly team: string | null } | undefined>;
+  getResponseItem(itemId: string): Promise<StoredItem | undefined>;
 
   createConversation(record: ConversationRecord, items: readonly Item[]): Promise<void>;
   getConversation(id: string): Promise<ConversationRecord | undefined>;

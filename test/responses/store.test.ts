@@ -101,6 +101,15 @@ function behaviour(name: string, open: () => Promise<Backend | { skip: string }>
       assert.equal(await store.getResponseItem(newId('msg')), undefined);
     });
 
+    it('a response a provider wrote keeps that provider as its origin, and its items say so', async (t) => {
+      if (skip !== undefined) return t.skip(skip);
+      const r = response({ team: 'blue', origin: 'openai|https://api.example.com/v1' });
+      await store.putResponse(r);
+      assert.deepEqual(await store.getResponse(r.id), r);
+      const output = outputOf(r)[0] as Item;
+      assert.deepEqual(await store.getResponseItem(output.id), { item: output, team: 'blue', origin: 'openai|https://api.example.com/v1' });
+    });
+
     it('a deleted response is gone, and so are its items; deleting it again is false', async (t) => {
       if (skip !== undefined) return t.skip(skip);
       const r = response();

@@ -5,8 +5,9 @@ import type { Item } from '../../responses/index.js';
 // mean nothing to that provider under their ids, so only what it can take is sent:
 // - an item's id is left out, except a reasoning item's that carries the provider's own
 //   encrypted content (its id is the provider's);
-// - reasoning another provider wrote (a summary, no encrypted content) is left out: a
-//   provider takes back only the reasoning it wrote;
+// - reasoning goes back only to the provider that wrote it: with its encrypted content, or
+//   by reference when that provider keeps it (`keeps`); any other (another provider's
+//   summary) is left out, and the answer says so;
 // - a tool the gateway ran (`mcp_call`) becomes the function call and its output that it was
 //   (under the function name the model was offered it by, when the caller says which);
 // - tool listings and approvals, the gateway's bookkeeping, are left out.
@@ -19,6 +20,7 @@ export function upstreamItems(items: readonly Item[], functionOf: (tool: string)
 export function upstreamInput(
   items: readonly Item[],
   functionOf: (tool: string) => string = (tool) => tool,
+  keeps: (item: Item) => boolean = () => false,
 ): { readonly items: Record<string, unknown>[]; readonly reasoningLeftOut: boolean } {
   const out: Record<string, unknown>[] = [];
   let reasoningLeftOut = false;
@@ -26,6 +28,7 @@ export function upstreamInput(
     switch (item.type) {
       case 'reasoning':
         if (typeof item.encrypted_content === 'string' && item.encrypted_content !== '') out.push(item);
+        else if (keeps(item)) out.push({ type: 'item_reference', id: item.id });
         else reasoningLeftOut = true;
         break;
       case 'mcp_call': {

@@ -17,7 +17,8 @@ export function saveTurn(svc: Services, request: ModelRequest, relayed: Relayed)
   const turn = request.turn;
   if (turn === undefined || relayed.outcome !== 'complete') return;
   if (!turn.store && turn.conversation === null) return;
-  const response = turn.answer.get()?.response() ?? null;
+  const answer = turn.answer.get();
+  const response = answer?.response() ?? null;
   if (response === null || typeof response.id !== 'string') return;
   // A failed response (an error event) is not a turn a conversation continues from.
   if (response.status !== 'completed' && response.status !== 'incomplete') return;
@@ -32,6 +33,7 @@ export function saveTurn(svc: Services, request: ModelRequest, relayed: Relayed)
       conversation: turn.conversation,
       input: turn.input,
       response,
+      ...(answer?.origin === undefined ? {} : { origin: answer.origin }),
     };
     store.putResponse(record).catch((err) => failed(svc, 'response', response.id as string, err));
   }

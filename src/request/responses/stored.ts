@@ -1,9 +1,9 @@
 import { replayResponse } from '../../providers/index.js';
-import type { ResponseRecord } from '../../responses/index.js';
+import { pageOf, type ResponseRecord } from '../../responses/index.js';
 import type { Caller, Exchange, ModelRequest } from '../exchange.js';
 import { sendBody, sendJson } from '../respond.js';
 import type { Services } from '../services.js';
-import { listObject, pageOf, pageQueryOf } from './pages.js';
+import { listObject, pageQueryOf } from './pages.js';
 
 // A stored response's reads and its delete, answered by the gateway's store: nothing
 // reaches a provider, and nothing is billed. `?stream=true` replays the response as the

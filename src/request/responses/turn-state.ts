@@ -9,6 +9,8 @@ import type { Item } from '../../responses/index.js';
 export interface TurnAnswer {
   /** The candidate that answered; null for a turn the gateway answered itself (its own tools' loop). */
   readonly candidate: GenerationCandidate | null;
+  /** The provider identity whose own Responses API wrote the answer (it keeps its items too); absent when the gateway wrote it. */
+  readonly origin?: string;
   /** The Response object the client was given, read once the answer is whole; null when it failed or could not be read. */
   response(): Record<string, unknown> | null;
 }
@@ -39,6 +41,12 @@ export interface ResponsesTurn {
   /** The previous response's chain with it: the new record's ancestors. */
   readonly ancestors: readonly string[];
   readonly conversation: string | null;
+  /**
+   * Reasoning items of the conversation that a provider's own Responses API wrote and keeps,
+   * by id, with that provider's identity: sent back to it by reference, since the gateway
+   * holds only their summary.
+   */
+  readonly heldBy: ReadonlyMap<string, string>;
   /**
    * The previous response is not in the gateway's store: it was created before the gateway
    * kept responses, and only the provider that made it holds it. The response-owner table

@@ -51,7 +51,7 @@ export function turnOf(request: ModelRequest, sources: TurnSources): ResponsesTu
   };
   const references = items.some((i) => i.type === 'item_reference');
   if (previous === null && conversation === null && !references) {
-    return { ...base, input: items as Item[], history: [], rewritten: false, ancestors: [], legacy: false };
+    return { ...base, input: items as Item[], history: [], rewritten: false, ancestors: [], legacy: false, heldBy: NONE_HELD };
   }
   return resolve(request, sources, items, base);
 }
@@ -60,17 +60,19 @@ async function resolve(
   request: ModelRequest,
   sources: TurnSources,
   items: readonly Record<string, unknown>[],
-  base: Omit<ResponsesTurn, 'input' | 'history' | 'rewritten' | 'ancestors' | 'legacy'>,
+  base: Omit<ResponsesTurn, 'input' | 'history' | 'rewritten' | 'ancestors' | 'legacy' | 'heldBy'>,
 ): Promise<ResponsesTurn> {
   const { store, maxItems } = sources;
   const team = request.principal.team;
   try {
-    const input = await resolveReferences(store, team, items);
+    const heldBy = new Map<string, string>();
+    const input = await resolveReferences(store, team, items, heldBy);
     let history: readonly Item[] = [];
     let ancestors: readonly string[] = [];
     if (base.previousResponseId !== null) {
       const chain = await chainOf(store, team, base.previousResponseId);
-      if (chain === null) return { ...base, input: items as Item[], history: [], ancestors: [], rewritten: false, legacy: true };
+      if (chain === null) return { ...base, input: items as Item[], history: [], ancestors: [], rewritten: false, legacy: true, heldBy };
+      for (const record of chain) noteHeld(record, heldBy);
       ancestors = [...(chain.at(-1)?.ancestors ?? []), base.previousResponseId].slice(-MAX_ANCESTORS);
       history = chain.flatMap(itemsOfTurn);
     } else if (base.conversation !== null) {
@@ -85,7 +87,7 @@ async function resolve(
         base.previousResponseId !== null ? 'previous_response_id' : 'conversation',
       );
     }
-    return { ...base, input, history, ancestors, rewritten: true, legacy: false };
+    return { ...base, input, history, ancestors, rewritten: true, legacy: false, heldBy };
   } catch (err) {
     throw storeError(err);
   }
@@ -105,13 +107,26 @@ async function chainOf(store: ResponseStore, team: string | null, id: string): P
   return [...kept, last];
 }
 
+const NONE_HELD: ReadonlyMap<string, string> = new Map();
+
+/** The reasoning items of a response its provider wrote and keeps. */
+function noteHeld(record: ResponseRecord, heldBy: Map<string, string>): void {
+  if (record.origin === undefined || !Array.isArray(record.response.output)) return;
+  for (const item of record.response.output as Item[]) if (item?.type === 'reasoning') heldBy.set(item.id, record.origin);
+}
+
 /** A stored turn's items: its input, then what the model answered. */
 export function itemsOfTurn(record: ResponseRecord): readonly Item[] {
   const output = Array.isArray(record.response.output) ? (record.response.output as Item[]) : [];
   return [...record.input, ...output];
 }
 
-async function resolveReferences(store: ResponseStore, team: string | null, items: readonly Record<string, unknown>[]): Promise<Item[]> {
+async function resolveReferences(
+  store: ResponseStore,
+  team: string | null,
+  items: readonly Record<string, unknown>[],
+  heldBy: Map<string, string>,
+): Promise<Item[]> {
   const out: Item[] = [];
   for (const [i, item] of items.entries()) {
     if (item.type !== 'item_reference') {
@@ -120,6 +135,7 @@ async function resolveReferences(store: ResponseStore, team: string | null, item
     }
     const found = await store.getResponseItem(item.id as string);
     if (found === undefined || found.team !== team) throw responseNotFound(item.id as string, `input[${i}].id`);
+    if (found.origin !== undefined && found.item.type === 'reasoning') heldBy.set(found.item.id, found.origin);
     out.push(found.item);
   }
   return out;
