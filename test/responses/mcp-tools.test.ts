@@ -117,7 +117,14 @@ describe("the gateway's own MCP tools in the Responses API", () => {
       assert.ok(types.includes(t), `${t} in ${types.join(', ')}`);
     }
     assert.ok(types.indexOf('response.mcp_call.completed') < types.indexOf('response.output_text.delta'));
+    // The answer streams as the provider streams it, not as one piece at the end.
+    assert.ok(types.filter((t) => t === 'response.output_text.delta').length >= 2, types.join(', '));
     assert.equal(types.at(-1), 'response.completed');
+    const completed = events.at(-1)?.response as { output: Array<{ type: string }> };
+    assert.deepEqual(
+      completed.output.map((o) => o.type),
+      ['mcp_list_tools', 'mcp_call', 'message'],
+    );
   });
 
   it('waits for approval by default, and runs the call when the next request approves it', async () => {

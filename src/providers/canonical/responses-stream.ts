@@ -244,6 +244,12 @@ export class ResponsesEventLog {
     return this.#take();
   }
 
+  /** Another stream's event, passed on under this stream's numbering (`fields` without `type` and `sequence_number`). */
+  relay(type: string, fields: Record<string, unknown>): string {
+    this.#log.emit(type, fields);
+    return this.#take();
+  }
+
   /** The terminal event of the response's status. */
   finished(response: Record<string, unknown>): string {
     const terminal = typeof response.status === 'string' ? TERMINAL[response.status] : undefined;

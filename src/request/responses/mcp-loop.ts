@@ -3,7 +3,7 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontex
 import { request as httpRequest } from 'undici';
 import type { McpConfig } from '../../config/index.js';
 import { SwitchyardError } from '../../errors.js';
-import { ResponsesEventLog, type ResponsesShape, responseObject, responsesEcho } from '../../providers/index.js';
+import { ResponsesEventLog, type ResponsesShape, responseObject, responsesEcho, SseParser } from '../../providers/index.js';
 import { type Item, newId } from '../../responses/index.js';
 import type { Exchange, ModelRequest } from '../exchange.js';
 import { sendJson } from '../respond.js';
@@ -155,13 +155,9 @@ class McpTurn {
       calls += await this.#runApproved(offered, sink);
       let incomplete = false;
       for (;;) {
-        const round = await this.#round(offered);
-        const asks: Record<string, unknown>[] = [];
-        for (const item of round) {
-          const tool = item.type === 'function_call' ? offered.find((t) => t.function === item.name) : undefined;
-          if (tool === undefined) this.#emit(sink, item);
-          else asks.push(item);
-        }
+        // The round's own items (text, reasoning, the client's function calls) are in the
+        // output already, streamed as they came; what is left is the calls of the gateway's tools.
+        const asks = await this.#round(offered);
         if (asks.length === 0) break;
         if (calls + asks.length > this.#svc.holder.current().config.mcp.responses_max_calls) {
           incomplete = true;
@@ -329,7 +325,11 @@ class McpTurn {
     }
   }
 
-  /** One model round: the conversation so far, the tools as functions; its output items. */
+  /**
+   * One model round: the conversation so far, the tools as functions. Its items go to the
+   * output (a streamed turn's as the round streams them, under this turn's numbering), but
+   * for the calls of the gateway's tools, which it returns to be run.
+   */
   async #round(offered: readonly OfferedTool[]): Promise<Record<string, unknown>[]> {
     const parsed = this.#request.parsed;
     const exposedToFunction = new Map(offered.map((t) => [t.exposed, t.function]));
@@ -354,13 +354,16 @@ class McpTurn {
         })),
       ],
       store: false,
-      stream: false,
+      stream: this.#log !== null,
     });
     const answer = await httpRequest(`${this.#base}/v1/responses`, {
       method: 'POST',
       headers: { ...this.#headers, 'x-request-id': this.#nextRequestId('m') },
       body: JSON.stringify(body),
     });
+    const isCall = (item: unknown): boolean =>
+      isRecord(item) && item.type === 'function_call' && offered.some((t) => t.function === item.name);
+    if (this.#log !== null && answer.statusCode < 300) return this.#streamedRound(answer.body, isCall);
     const text = await answer.body.text();
     let json: Record<string, unknown>;
     try {
@@ -369,12 +372,69 @@ class McpTurn {
       throw new SwitchyardError('upstream_error', `a model round answered ${answer.statusCode} with a body that is not JSON`);
     }
     if (answer.statusCode >= 300 || !Array.isArray(json.output)) throw new RoundFailed(answer.statusCode, json);
-    if (typeof json.model === 'string') this.#model = json.model;
-    const usage = isRecord(json.usage) ? json.usage : {};
+    this.#noteUsage(json);
+    const asks: Record<string, unknown>[] = [];
+    for (const item of json.output as Record<string, unknown>[]) {
+      if (isCall(item)) asks.push(item);
+      else this.#emit(null, item);
+    }
+    return asks;
+  }
+
+  /**
+   * A streamed round: each of its items' events passed on as they come, renumbered and
+   * placed after the output so far, but for the gateway's tool calls, which are returned.
+   */
+  async #streamedRound(body: AsyncIterable<Buffer>, isCall: (item: unknown) => boolean): Promise<Record<string, unknown>[]> {
+    const log = this.#log as ResponsesEventLog;
+    const res = this.#x.res;
+    const parser = new SseParser();
+    const asks: Record<string, unknown>[] = [];
+    /** The round's output index -> the turn's, for the items passed on. */
+    const placed = new Map<number, number>();
+    let failure: string | null = null;
+    let ended = false;
+    const onEvent = (_event: string, data: string): void => {
+      const e = jsonRecord(data);
+      if (e === null || typeof e.type !== 'string') return;
+      const { type, sequence_number: _n, ...fields } = e;
+      const index = typeof fields.output_index === 'number' ? fields.output_index : null;
+      if (type === 'response.output_item.added' && index !== null && !isCall(fields.item)) {
+        placed.set(index, this.#output.length);
+        this.#output.push(fields.item as Record<string, unknown>);
+      } else if (type === 'response.output_item.done' && index !== null && isCall(fields.item)) {
+        asks.push(fields.item as Record<string, unknown>);
+      } else if (type === 'response.completed' || type === 'response.incomplete') {
+        ended = true;
+        this.#noteUsage(isRecord(fields.response) ? fields.response : {});
+        return;
+      } else if (type === 'response.failed' || type === 'error') {
+        const error = isRecord(fields.error)
+          ? fields.error
+          : isRecord(fields.response) && isRecord(fields.response.error)
+            ? fields.response.error
+            : fields;
+        failure = typeof error.message === 'string' ? error.message : 'a model round failed';
+        return;
+      }
+      const at = index === null ? undefined : placed.get(index);
+      if (at === undefined) return;
+      if (type === 'response.output_item.done') this.#output[at] = fields.item as Record<string, unknown>;
+      res.write(log.relay(type, { ...fields, output_index: at }));
+    };
+    for await (const chunk of body) parser.push(chunk, onEvent);
+    parser.end(onEvent);
+    if (failure === null && !ended) failure = "a model round's stream ended before its answer was complete";
+    if (failure !== null) throw new SwitchyardError('upstream_error', failure);
+    return asks;
+  }
+
+  #noteUsage(response: Record<string, unknown>): void {
+    if (typeof response.model === 'string') this.#model = response.model;
+    const usage = isRecord(response.usage) ? response.usage : {};
     this.#usage.input += num(usage.input_tokens);
     this.#usage.output += num(usage.output_tokens);
     this.#usage.cached += num(isRecord(usage.input_tokens_details) ? usage.input_tokens_details.cached_tokens : 0);
-    return json.output as Record<string, unknown>[];
   }
 
   #nextRequestId(kind: 'm' | 't'): string {
@@ -469,6 +529,16 @@ function resultText(content: unknown): string {
   return content
     .map((part) => (isRecord(part) && part.type === 'text' && typeof part.text === 'string' ? part.text : JSON.stringify(part)))
     .join('\n');
+}
+
+/** An event's data as an object, or null when it holds something else. */
+function jsonRecord(text: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(text);
+    return isRecord(value) ? value : null;
+  } catch {
+    return null;
+  }
 }
 
 function num(v: unknown): number {
