@@ -155,6 +155,8 @@ class McpTurn {
       calls += await this.#runApproved(offered, sink);
       let incomplete = false;
       for (;;) {
+        // A client that left is not served further: no more rounds or calls run on its account.
+        if (this.#x.res.destroyed) return;
         // The round's own items (text, reasoning, the client's function calls) are in the
         // output already, streamed as they came; what is left is the calls of the gateway's tools.
         const asks = await this.#round(offered);
