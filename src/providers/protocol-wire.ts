@@ -17,23 +17,27 @@ import { bedrockAnswerStatus, readBedrockAnswer, readGeminiAnswer } from './upst
 
 /** A canonical request written in the protocol. */
 export function writeCanonical(request: CanonicalRequest, protocol: ProviderProtocol, options: WriteOptions): Translation<WrittenRequest> {
-  switch (protocol) {
-    case 'anthropic':
-      return canonicalToAnthropicRequest(request, { defaultMaxTokens: options.defaultMaxTokens(), client: options.client });
-    case 'gemini':
-      return canonicalToGeminiRequest(request, { client: options.client });
-    case 'bedrock':
-      return canonicalToBedrockRequest(request, { client: options.client });
-    default:
-      return canonicalToOpenaiRequest(request);
-  }
+  return WRITERS[protocol](request, options);
 }
 
-const PLAIN: AnswerReaders = Object.freeze({});
-const GEMINI: AnswerReaders = Object.freeze({ readAnswer: readGeminiAnswer });
-const BEDROCK: AnswerReaders = Object.freeze({ readAnswer: readBedrockAnswer, statusOfAnswer: bedrockAnswerStatus });
+const WRITERS: Readonly<Record<ProviderProtocol, (request: CanonicalRequest, options: WriteOptions) => Translation<WrittenRequest>>> = {
+  openai: (request) => canonicalToOpenaiRequest(request),
+  anthropic: (request, options) =>
+    canonicalToAnthropicRequest(request, { defaultMaxTokens: options.defaultMaxTokens(), client: options.client }),
+  gemini: (request, options) => canonicalToGeminiRequest(request, { client: options.client }),
+  bedrock: (request, options) => canonicalToBedrockRequest(request, { client: options.client }),
+};
 
-/** How a protocol's answers are read: Gemini's failures inside a 200, Bedrock's status in a header. */
+const PLAIN: AnswerReaders = Object.freeze({});
+
+/** How each protocol's answers are read: Gemini's failures inside a 200, Bedrock's status in a header. */
+const ANSWER_READERS: Readonly<Record<ProviderProtocol, AnswerReaders>> = {
+  openai: PLAIN,
+  anthropic: PLAIN,
+  gemini: Object.freeze({ readAnswer: readGeminiAnswer }),
+  bedrock: Object.freeze({ readAnswer: readBedrockAnswer, statusOfAnswer: bedrockAnswerStatus }),
+};
+
 export function answerReadersOf(protocol: ProviderProtocol): AnswerReaders {
-  return protocol === 'gemini' ? GEMINI : protocol === 'bedrock' ? BEDROCK : PLAIN;
+  return ANSWER_READERS[protocol];
 }

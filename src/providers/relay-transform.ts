@@ -221,9 +221,14 @@ const readers: Readonly<Record<ProviderProtocol, (body: unknown) => Translation<
   bedrock: bedrockResponseToCanonical,
 };
 
-/** The usage a readable answer of the protocol reports, as TokenUsage; null when it reports none. */
+/** The usage a readable answer of each protocol reports, as TokenUsage; null when it reports none. */
+const REPORTED_USAGE: Readonly<Record<ProviderProtocol, (body: Record<string, unknown>) => TokenUsage | null>> = {
+  openai: (body) => usageFromOpenai(body.usage),
+  anthropic: (body) => usageFromAnthropic(body.usage),
+  gemini: (body) => usageFromGemini(body.usageMetadata),
+  bedrock: (body) => usageFromBedrock(body.usage),
+};
+
 function reportedUsage(from: ProviderProtocol, body: Record<string, unknown>): TokenUsage | null {
-  if (from === 'gemini') return usageFromGemini(body.usageMetadata);
-  if (from === 'bedrock') return usageFromBedrock(body.usage);
-  return from === 'openai' ? usageFromOpenai(body.usage) : usageFromAnthropic(body.usage);
+  return REPORTED_USAGE[from](body);
 }

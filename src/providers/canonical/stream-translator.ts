@@ -77,6 +77,37 @@ class Tap implements StreamSink {
   }
 }
 
+/** How an upstream protocol's stream is read into canonical events. */
+interface StreamDecoder {
+  readonly onEvent: (event: string, data: string) => void;
+  /** The upstream's answer is whole, though its stream did not say so in its protocol's last event. */
+  readonly finished: () => boolean;
+  /** A binary event stream read in place of the SSE parser (Bedrock's). */
+  readonly frames?: BedrockStreamDecoder;
+}
+
+const DECODERS: Readonly<Record<ProviderProtocol, (sink: StreamSink, options: StreamTranslatorOptions) => StreamDecoder>> = {
+  openai: (sink) => {
+    const decoder = new OpenaiChunkDecoder(sink);
+    // Some OpenAI-compatible servers end after the finish chunk without `[DONE]`.
+    return { onEvent: (_event, data) => decoder.data(data), finished: () => decoder.finished };
+  },
+  bedrock: (sink, options) => {
+    const decoder = new BedrockStreamDecoder(sink, options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, options.model ?? '');
+    // The answer is whole after metadata; at the body's end, after messageStop is enough.
+    return { onEvent: () => {}, finished: () => decoder.finished, frames: decoder };
+  },
+  gemini: (sink) => {
+    const decoder = new GeminiChunkDecoder(sink);
+    // Gemini has no end marker: an answer that gave its finishReason is whole.
+    return { onEvent: (_event, data) => decoder.data(data), finished: () => decoder.finished };
+  },
+  anthropic: (sink) => {
+    const decoder = new AnthropicEventDecoder(sink);
+    return { onEvent: (event, data) => decoder.data(event, data), finished: () => false };
+  },
+};
+
 /**
  * Translates one streamed answer between protocols as it arrives. Fed the upstream's raw
  * bytes, split anywhere, it returns the bytes to write to the client for each chunk: an
@@ -91,7 +122,7 @@ export class StreamTranslator {
   readonly #onEvent: (event: string, data: string) => void;
   readonly #upstreamFinished: () => boolean;
   /** A Bedrock upstream's binary event stream, read in place of the SSE parser; null for the SSE protocols. */
-  readonly #frames: BedrockStreamDecoder | null = null;
+  readonly #frames: BedrockStreamDecoder | null;
   #closed = false;
 
   constructor(options: StreamTranslatorOptions) {
@@ -100,27 +131,10 @@ export class StreamTranslator {
     this.#encoder =
       to === 'openai' ? new OpenaiChunkEncoder(options.includeUsage === true) : to === 'anthropic' ? new AnthropicEventEncoder() : to;
     this.#tap = new Tap(this.#encoder);
-    if (options.from === 'openai') {
-      const decoder = new OpenaiChunkDecoder(this.#tap);
-      this.#onEvent = (_event, data) => decoder.data(data);
-      // Some OpenAI-compatible servers end after the finish chunk without `[DONE]`.
-      this.#upstreamFinished = () => decoder.finished;
-    } else if (options.from === 'bedrock') {
-      const decoder = new BedrockStreamDecoder(this.#tap, options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, options.model ?? '');
-      this.#frames = decoder;
-      this.#onEvent = () => {};
-      // The answer is whole after metadata; at the body's end, after messageStop is enough.
-      this.#upstreamFinished = () => decoder.finished;
-    } else if (options.from === 'gemini') {
-      const decoder = new GeminiChunkDecoder(this.#tap);
-      this.#onEvent = (_event, data) => decoder.data(data);
-      // Gemini has no end marker: an answer that gave its finishReason is whole.
-      this.#upstreamFinished = () => decoder.finished;
-    } else {
-      const decoder = new AnthropicEventDecoder(this.#tap);
-      this.#onEvent = (event, data) => decoder.data(event, data);
-      this.#upstreamFinished = () => false;
-    }
+    const decoder = DECODERS[options.from](this.#tap, options);
+    this.#onEvent = decoder.onEvent;
+    this.#upstreamFinished = decoder.finished;
+    this.#frames = decoder.frames ?? null;
   }
 
   /** The usage the upstream reported so far (whole, not an increment), or null. */

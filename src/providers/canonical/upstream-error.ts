@@ -73,6 +73,11 @@ function readError(body: string): { message: string; code: string | null } | nul
   return { message: e.message as string, code };
 }
 
+/** Protocols whose error body is a bare message rather than an error object, and how to read it. */
+const BARE_MESSAGE: Readonly<Partial<Record<ProviderProtocol, (text: string) => string | null>>> = {
+  bedrock: bedrockErrorMessage,
+};
+
 /**
  * An upstream's error answer (status and body, in the upstream's protocol) as the client's
  * protocol expects it. The status is kept, except Anthropic's non-standard 529 that an
@@ -87,8 +92,8 @@ export function translateErrorResponse(
   const text = typeof body === 'string' ? body : body.toString('utf8');
   if (from === to) return { status, body: text };
   // Bedrock's body is only `{"message": …}`; its type is a header, and its status says as much.
-  const bedrock = from === 'bedrock' ? bedrockErrorMessage(text) : null;
-  const read = (bedrock === null ? readError(text) : { message: bedrock, code: null }) ?? {
+  const bare = BARE_MESSAGE[from]?.(text) ?? null;
+  const read = (bare === null ? readError(text) : { message: bare, code: null }) ?? {
     message: `the provider answered HTTP ${status}`,
     code: null,
   };
