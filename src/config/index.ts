@@ -4,6 +4,15 @@
 // credential-value shapes, so the config and the overlay name paths and refuse literal
 // secrets alike. See docs/decisions/0001-one-generation.md.
 
+export {
+  type AuthConfig,
+  fetchableUrl,
+  JWT_ALGORITHMS,
+  type JwtAlgorithm,
+  type JwtConfig,
+  type JwtIssuerConfig,
+  type PrincipalLimitsConfig,
+} from './auth-schema.js';
 export { crossReferenceIssues, responseStoreIssues, routeReferenceIssues, toolReferenceIssues } from './cross-check.js';
 export { adminTokenRequired, isLoopback, splitHostPort } from './listen-address.js';
 export {

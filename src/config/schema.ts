@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { authSchema } from './auth-schema.js';
 import { adminTokenRequired } from './listen-address.js';
 import { providerSchema } from './provider-types.js';
 import { positiveInt, type retrySchema, secretRefSchema, tlsSchema, toolName } from './schema-parts.js';
@@ -612,6 +613,8 @@ export const configSchema = z
     audit: auditSchema.optional(),
     database: databaseSchema.optional(),
     mcp: mcpSchema.prefault({}),
+    /** Callers who sign in with a JWT, beside API keys. */
+    auth: authSchema.optional(),
   })
   .superRefine(checkGovernanceReferences);
 
