@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { JwtAuthority, type TokenVerdict } from '../../src/auth/index.js';
 import { authSchema } from '../../src/config/index.js';
