@@ -56,16 +56,11 @@ function callerAllows(
   if (principal.team === null) return { gen, allows: null, listKey: null };
   const policy = policyOf(keyring);
   // The key's or the signed-in principal's own list narrows the team's: the rendered list is kept per list, not per team.
-  const own =
-    principal.grant !== undefined
-      ? principal.grant.models
-      : principal.keyId === null
-        ? undefined
-        : policy.keyModelAllows.get(principal.keyId);
+  const own = governance.ownList(policy, principal, 'models');
   return {
     gen,
     allows: (model) => governance.checkModel(policy, principal, model) === null,
-    listKey: { policy, key: `${principal.team}\u0000${own == null ? '' : listIdOf(own)}` },
+    listKey: { policy, key: `${principal.team}\u0000${own === null ? '' : listIdOf(own)}` },
   };
 }
 
