@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { before, describe, test } from 'node:test';
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { JwtAuthority, type TokenVerdict } from '../../src/auth/index.js';
-import { authSchema } from '../../src/config/index.js';
+import { authSchema, type JwtConfig } from '../../src/config/index.js';
 
 // The judge of signed-in callers against a real JWKS server on loopback: what it accepts,
 // what it refuses and why, and how it fetches keys (once per unknown kid however many ask,
@@ -53,10 +53,8 @@ async function jwksServer(answer: JwksServer['answer']): Promise<JwksServer> {
 
 const ISSUER = 'https://idp.test/realms/corp';
 
-function authority(jwksUrl: string, extra: Record<string, unknown> = {}): { auth: JwtAuthority; fetched: string[] } {
-  const fetched: string[] = [];
-  const auth = new JwtAuthority({ fetched: (_issuer, result, d) => fetched.push(`${result}:${d.reason}`) });
-  const config = authSchema.parse({
+function jwtConfig(jwksUrl: string, extra: Record<string, unknown> = {}): JwtConfig | undefined {
+  return authSchema.parse({
     jwt: {
       issuers: [
         {
@@ -70,8 +68,13 @@ function authority(jwksUrl: string, extra: Record<string, unknown> = {}): { auth
         },
       ],
     },
-  });
-  auth.configure(config.jwt);
+  }).jwt;
+}
+
+function authority(jwksUrl: string, extra: Record<string, unknown> = {}): { auth: JwtAuthority; fetched: string[] } {
+  const fetched: string[] = [];
+  const auth = new JwtAuthority({ fetched: (_issuer, result, d) => fetched.push(`${result}:${d.reason}`) });
+  auth.configure(jwtConfig(jwksUrl, extra));
   return { auth, fetched };
 }
 
@@ -286,6 +289,12 @@ describe('the JWT authority against a JWKS on loopback', () => {
     const token = await sign(first, 'k1');
     assert.ok((await judged(auth, token)).ok);
     const keys = auth.issuer('corp')?.keys;
+    // The same auth block read again (a routine reload): the same issuer, and the token is still judged at once.
+    const issuer = auth.issuer('corp');
+    auth.configure(jwtConfig(server.url));
+    assert.equal(auth.issuer('corp'), issuer);
+    const cached = auth.verify(token, Date.now());
+    assert.ok(!(cached instanceof Promise) && cached.ok);
     const remapped = authSchema.parse({
       jwt: {
         issuers: [
