@@ -75,6 +75,21 @@ function authority(jwksUrl: string, extra: Record<string, unknown> = {}): { auth
   return { auth, fetched };
 }
 
+/** A JWKS server answering `answer` and an authority trusting it, both closed when the test ends, past the first fetch. */
+async function issuerOn(
+  t: { after: (fn: () => Promise<void>) => void },
+  answer: JwksServer['answer'],
+): Promise<{ server: JwksServer; auth: JwtAuthority; fetched: string[] }> {
+  const server = await jwksServer(answer);
+  const { auth, fetched } = authority(server.url);
+  t.after(async () => {
+    auth.close();
+    await server.close();
+  });
+  await auth.ready(5000);
+  return { server, auth, fetched };
+}
+
 async function publicJwk(pair: KeyPair, kid: string): Promise<JWK> {
   return { ...(await exportJWK(pair.publicKey)), kid, alg: 'RS256', use: 'sig' };
 }
@@ -112,13 +127,7 @@ describe('the JWT authority against a JWKS on loopback', () => {
   });
 
   test('a token signed by a key of the JWKS is accepted, and the same token again is judged at once from the cache', async (t) => {
-    const server = await jwksServer({ keys: [await publicJwk(first, 'k1')] });
-    const { auth } = authority(server.url);
-    t.after(async () => {
-      auth.close();
-      await server.close();
-    });
-    await auth.ready(5000);
+    const { auth } = await issuerOn(t, { keys: [await publicJwk(first, 'k1')] });
     const token = await sign(first, 'k1');
     const v = await judged(auth, token);
     assert.ok(v.ok);
@@ -133,13 +142,7 @@ describe('the JWT authority against a JWKS on loopback', () => {
   });
 
   test('tokens that must never pass are refused with the reason, never echoing the token', async (t) => {
-    const server = await jwksServer({ keys: [await publicJwk(first, 'k1')] });
-    const { auth } = authority(server.url);
-    t.after(async () => {
-      auth.close();
-      await server.close();
-    });
-    await auth.ready(5000);
+    const { auth } = await issuerOn(t, { keys: [await publicJwk(first, 'k1')] });
     const now = Math.floor(Date.now() / 1000);
     const claims = { iss: ISSUER, aud: 'switchyard', sub: 'alice', team: 'platform', iat: now, exp: now + 600 };
     const pem = (await exportJWK(first.publicKey)).n as string;
@@ -187,13 +190,7 @@ describe('the JWT authority against a JWKS on loopback', () => {
   });
 
   test('a token with an unknown kid makes one fetch however many requests ask, and none within the cooldown', async (t) => {
-    const server = await jwksServer({ keys: [await publicJwk(first, 'k1')] });
-    const { auth, fetched } = authority(server.url);
-    t.after(async () => {
-      auth.close();
-      await server.close();
-    });
-    await auth.ready(5000);
+    const { server, auth, fetched } = await issuerOn(t, { keys: [await publicJwk(first, 'k1')] });
     assert.equal(server.fetches, 1);
     // The issuer rotates: its JWKS now publishes k2 too. Past the cooldown, 200 requests ask at once.
     server.answer = { keys: [await publicJwk(second, 'k2'), await publicJwk(first, 'k1')] };
@@ -222,13 +219,7 @@ describe('the JWT authority against a JWKS on loopback', () => {
   });
 
   test('an issuer down at start answers 503 until a retry gets its keys, with no restart; a failed refresh keeps the last good keys', async (t) => {
-    const server = await jwksServer(503);
-    const { auth, fetched } = authority(server.url);
-    t.after(async () => {
-      auth.close();
-      await server.close();
-    });
-    await auth.ready(5000);
+    const { server, auth, fetched } = await issuerOn(t, 503);
     const token = await sign(first, 'k1');
     const down = await judged(auth, token);
     assert.match(refusal(down), /^credential_unavailable: issuer corp's signing keys could not be fetched yet/);
@@ -253,13 +244,7 @@ describe('the JWT authority against a JWKS on loopback', () => {
   });
 
   test('a JWKS answer larger than 1 MiB is refused, and keys never come from it', async (t) => {
-    const server = await jwksServer(JSON.stringify({ keys: [], pad: 'x'.repeat(1024 * 1024) }));
-    const { auth } = authority(server.url);
-    t.after(async () => {
-      auth.close();
-      await server.close();
-    });
-    await auth.ready(5000);
+    const { auth } = await issuerOn(t, JSON.stringify({ keys: [], pad: 'x'.repeat(1024 * 1024) }));
     assert.match(auth.issuer('corp')?.keys.lastError ?? '', /larger than 1048576 bytes/);
     assert.match(refusal(await judged(auth, await sign(first, 'k1'))), /^credential_unavailable/);
   });
@@ -297,13 +282,7 @@ describe('the JWT authority against a JWKS on loopback', () => {
   });
 
   test('a reload keeps the keys of an issuer whose source is unchanged, and forgets tokens of an issuer removed', async (t) => {
-    const server = await jwksServer({ keys: [await publicJwk(first, 'k1')] });
-    const { auth } = authority(server.url);
-    t.after(async () => {
-      auth.close();
-      await server.close();
-    });
-    await auth.ready(5000);
+    const { server, auth } = await issuerOn(t, { keys: [await publicJwk(first, 'k1')] });
     const token = await sign(first, 'k1');
     assert.ok((await judged(auth, token)).ok);
     const keys = auth.issuer('corp')?.keys;
