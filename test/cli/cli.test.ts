@@ -91,9 +91,19 @@ describe('switchyard CLI', () => {
   it("every subcommand's --help (and -h) exits 0 and prints its usage", async () => {
     const names = listedCommands((await runCli(['--help'])).stdout);
     assert.ok(names.length >= 4);
-    const results = await Promise.all(
-      names.flatMap((name) => [runCli([name, '--help']), runCli([name, '-h'])].map(async (p) => ({ name, r: await p }))),
+    // A few at a time: thirty CLIs loading at once on two cores can take longer than runCli's hang bound.
+    const runs = names.flatMap(
+      (name) =>
+        [
+          [name, '--help'],
+          [name, '-h'],
+        ] as const,
     );
+    const results: Array<{ name: string; r: Awaited<ReturnType<typeof runCli>> }> = [];
+    for (let i = 0; i < runs.length; i += 4) {
+      const batch = runs.slice(i, i + 4);
+      results.push(...(await Promise.all(batch.map(async ([name, flag]) => ({ name, r: await runCli([name, flag]) })))));
+    }
     for (const { name, r } of results) {
       assert.equal(r.code, 0, `${name}: ${r.stderr}`);
       assert.match(r.stdout, new RegExp(`^switchyard ${name}\\b`), `${name} printed no usage:\n${r.stdout}`);
