@@ -97,7 +97,6 @@ async function measure(ctx: ScenarioContext, jwks: JwksServer, first: SigningKey
     },
   };
   const gw = await ctx.fleet.startGateway('gateway', config, { cpuProfileDir: ctx.cpuProfileDir });
-  const fetchesAtStart = jwks.fetches();
   const url = `${gw.url}/v1/chat/completions`;
 
   for (const [label, credential] of [
@@ -107,6 +106,8 @@ async function measure(ctx: ScenarioContext, jwks: JwksServer, first: SigningKey
     const refused = await smoke(url, credential);
     if (refused !== null) problems.push(`${label}: ${refused}`);
   }
+  // Read after the smoke requests: a JWT was served, so the start-up fetch is done.
+  const fetchesAtStart = jwks.fetches();
   if (problems.length > 0) return { figures: { jwks_fetches_at_start: fetchesAtStart }, targets: [], tables: [], problems };
 
   // Each request takes the next credential of its kind, across all connections: every principal and key is used in turn.
@@ -320,15 +321,22 @@ function jwksBody(keys: readonly SigningKey[]): string {
   return JSON.stringify({ keys: keys.map((k) => k.publicJwk) });
 }
 
-/** A refusal's status and body, or null when the credential was served. */
+/**
+ * A refusal's status and body, or null when the credential was served. A 503 is retried for a
+ * while: the gateway may be listening before its start-up JWKS fetch has answered.
+ */
 async function smoke(url: string, credential: string): Promise<string | null> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${credential}` },
-    body: CHAT_BODY,
-  });
-  const text = await res.text();
-  return res.status === 200 ? null : `the smoke request answered ${res.status}: ${text.slice(0, 300)}`;
+  for (let attempt = 0; ; attempt++) {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${credential}` },
+      body: CHAT_BODY,
+    });
+    const text = await res.text();
+    if (res.status === 200) return null;
+    if (res.status !== 503 || attempt >= 50) return `the smoke request answered ${res.status}: ${text.slice(0, 300)}`;
+    await sleep(100);
+  }
 }
 
 interface BurstFigures {
