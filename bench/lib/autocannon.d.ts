@@ -15,7 +15,18 @@ declare module 'autocannon' {
     timeout?: number;
     /** Milliseconds between the per-second samples (also how often the stop flag is checked). */
     sampleInt?: number;
+    /** The sequence each connection sends in turn; a setupRequest rebuilds its request before every send. */
+    requests?: Array<{ setupRequest?: SetupRequest }>;
   }
+
+  /** The request as autocannon is about to build it (only the part the benchmark touches). */
+  interface RequestData {
+    readonly headers: Record<string, string>;
+    readonly [field: string]: unknown;
+  }
+
+  /** Returns the request to send; a falsy value restarts the sequence. */
+  type SetupRequest = (req: RequestData, context: Record<string, unknown>) => RequestData | null;
 
   interface Histogram {
     readonly average: number;
@@ -58,7 +69,7 @@ declare module 'autocannon' {
 
   function autocannon(opts: AutocannonOptions, cb: (err: Error | null, result: AutocannonResult) => void): Instance;
   namespace autocannon {
-    export type { AutocannonOptions, AutocannonResult, Instance };
+    export type { AutocannonOptions, AutocannonResult, Instance, RequestData, SetupRequest };
   }
   export default autocannon;
 }

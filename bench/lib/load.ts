@@ -8,6 +8,8 @@ export interface LoadSpec {
   readonly connections: number;
   readonly durationS: number;
   readonly headers?: Readonly<Record<string, string>>;
+  /** Called for every request: headers on top of `headers`, e.g. a different caller's credential each time. */
+  readonly headersFor?: () => Readonly<Record<string, string>>;
 }
 
 /** One autocannon run, with every response's latency kept (autocannon's own histogram has 1 ms resolution). */
@@ -52,6 +54,8 @@ export function runLoad(spec: LoadSpec): Promise<LoadRun> {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...spec.headers },
         body: spec.body,
+        // A request with a setupRequest is rebuilt before each send; without one, autocannon sends one prebuilt buffer.
+        ...(spec.headersFor === undefined ? {} : { requests: [{ setupRequest: withHeaders(spec.headersFor) }] }),
         connections: spec.connections,
         pipelining: 1,
         duration: spec.durationS,
@@ -80,6 +84,10 @@ export function runLoad(spec: LoadSpec): Promise<LoadRun> {
       if (statusCode >= 200 && statusCode < 300) samplesMs.push(responseTimeMs);
     });
   });
+}
+
+function withHeaders(headersFor: () => Readonly<Record<string, string>>): autocannon.SetupRequest {
+  return (req) => ({ ...req, headers: { ...req.headers, ...headersFor() } });
 }
 
 /** Merges runs against one target (e.g. the two halves of an A-B-B-A schedule). */

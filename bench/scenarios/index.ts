@@ -1,6 +1,7 @@
 import type { Scenario } from '../lib/scenario.js';
 import { adminIsolation } from './admin-isolation.js';
 import { governanceOverhead } from './governance-overhead.js';
+import { jwt } from './jwt.js';
 import { keyWrite } from './key-write.js';
 import { largeConfigReload } from './large-config-reload.js';
 import { ledger } from './ledger.js';
@@ -28,4 +29,5 @@ export const scenarios: readonly Scenario[] = [
   ledger,
   adminIsolation,
   keyWrite,
+  jwt,
 ];
