@@ -139,6 +139,17 @@ describe('the loopback OpenID provider', () => {
     assert.equal((await verify(afterRotation)).protectedHeader.kid, key.kid);
   });
 
+  it('a rotation that retires the old keys publishes the new key alone, and older tokens no longer verify', async () => {
+    const older = await op.token('alice');
+    const key = await op.rotate({ retireOld: true });
+    assert.deepEqual(
+      (await jwksOf(op)).keys.map((k) => k.kid),
+      [key.kid],
+    );
+    assert.equal(await refusal(older), 'ERR_JWKS_NO_MATCHING_KEY');
+    assert.equal((await verify(await op.token('alice'))).protectedHeader.kid, key.kid);
+  });
+
   it('stops and starts again on the same port, with the same issuer and keys', async () => {
     const token = await op.token('alice');
     const kids = op.keys.map((k) => k.kid);

@@ -59,8 +59,11 @@ export interface LocalOidcProvider {
   secretOf(clientId: string): string;
   /** A client-credentials grant at the token endpoint; resolves with the access token (a JWT). */
   token(clientId: string, opts?: { scope?: string; resource?: string }): Promise<string>;
-  /** Signs new tokens with a new key (new kid) from now on, and keeps publishing the old keys. */
-  rotate(): Promise<OidcSigningKey>;
+  /**
+   * Signs new tokens with a new key (new kid) from now on, and keeps publishing the old keys,
+   * unless `retireOld`: then the JWKS holds the new key alone.
+   */
+  rotate(opts?: { retireOld?: boolean }): Promise<OidcSigningKey>;
   /** Stops listening (open connections are cut); `start` comes back on the same port with the same keys. */
   stop(): Promise<void>;
   start(): Promise<void>;
@@ -316,8 +319,10 @@ export async function startOidcProvider(opts: OidcProviderOptions): Promise<Loca
       return s;
     },
     token,
-    rotate: async () => {
-      keys.unshift(await newSigningKey());
+    rotate: async ({ retireOld = false } = {}) => {
+      const key = await newSigningKey();
+      if (retireOld) keys.length = 0;
+      keys.unshift(key);
       build();
       return keys[0]!;
     },
