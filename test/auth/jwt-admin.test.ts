@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import { sqliteDatabase } from '../support/databases.js';
+import { baseConfig, type GatewayProcess } from '../support/gateway-process.js';
+import { v1 } from '../support/managed.js';
+import { type LocalOidcProvider, startOidcProvider } from '../support/oidc.js';
+import { fileResources } from '../support/resources.js';
+
+// The admin listener with a token from a real OpenID provider in place of an admin token: the
+// roles claim maps to admin, read_only or team:<id>, each with exactly the powers of the
+// matching admin token, and the audit record of a write names the signed-in principal.
+
+const resources = fileResources('switchyard-jwt-admin-');
+
+let op: LocalOidcProvider;
+let gw: GatewayProcess;
+let admin: string;
+
+describe('the admin API with a signed-in principal', () => {
+  before(async () => {
+    op = await startOidcProvider({
+      clients: [
+        { id: 'root', claims: { roles: ['switchyard-admin'] } },
+        { id: 'viewer', claims: { roles: ['switchyard-viewer'] } },
+        { id: 'acme-bot', claims: { roles: ['acme-ops'] } },
+        { id: 'nobody', claims: { roles: ['unrelated'] } },
+      ],
+    });
+    resources.addUpstream(() => op.stop());
+    const east = await resources.startMock({ name: 'east' });
+    const db = sqliteDatabase();
+    resources.addGateway(() => db.drop());
+    const dir = resources.tempDir();
+    gw = await resources.startGw(
+      baseConfig(
+        { east: east.baseUrl },
+        { 'gpt-4o-mini': { candidates: [{ provider: 'east' }] } },
+        {
+          // An admin token of its own closes the admin listener to callers with no credential.
+          server: { admin_token: { env: 'ADMIN_TOKEN' } },
+          teams: { platform: {}, acme: {} },
+          database: { url: db.url },
+          audit: { file: join(dir, 'audit.jsonl') },
+          auth: {
+            jwt: {
+              issuers: [
+                {
+                  id: 'corp',
+                  issuer: op.issuer,
+                  audiences: ['switchyard'],
+                  jwks: { url: op.jwksUri },
+                  roles: {
+                    claim: 'roles',
+                    map: { 'switchyard-admin': 'admin', 'switchyard-viewer': 'read_only', 'acme-ops': 'team:acme' },
+                  },
+                },
+              ],
+            },
+          },
+        },
+      ),
+      { dir, env: { ADMIN_TOKEN: 'admin-token-for-the-jwt-admin-tests' } },
+    );
+    admin = gw.adminUrl as string;
+  });
+
+  it('a read_only principal reads everything and writes nothing', async () => {
+    const token = await op.token('viewer');
+    const teams = await v1(admin, 'GET', 'teams', { token });
+    assert.equal(teams.status, 200, teams.text);
+    const write = await v1(admin, 'POST', 'teams', { token, body: { id: 'viewer-made' } });
+    assert.equal(write.status, 403, write.text);
+  });
+
+  it("a team:<id> principal writes its team's keys only", async () => {
+    const token = await op.token('acme-bot');
+    const own = await v1(admin, 'POST', 'keys', { token, body: { team: 'acme' } });
+    assert.equal(own.status, 201, own.text);
+    const other = await v1(admin, 'POST', 'keys', { token, body: { team: 'platform' } });
+    assert.equal(other.status, 403, other.text);
+  });
+
+  it('an admin principal writes, and the audit record of the write names the principal', async () => {
+    const token = await op.token('root');
+    const created = await v1(admin, 'POST', 'teams', { token, body: { id: 'growth' } });
+    assert.equal(created.status, 201, created.text);
+    const audit = readFileSync(join(gw.dir, 'audit.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const write = audit.find((r) => r.event === 'admin_write' && r.object === 'team' && r.object_id === 'growth');
+    assert.ok(write !== undefined, 'the write is audited');
+    assert.equal(write.token, 'jwt:corp:root');
+    assert.equal(write.outcome, 'applied');
+    assert.ok(!JSON.stringify(audit).includes(token.split('.')[2]!), 'no token in the audit log');
+  });
+
+  it('a principal whose roles map to nothing, and an expired token, are refused', async () => {
+    const none = await v1(admin, 'GET', 'teams', { token: await op.token('nobody') });
+    assert.ok(none.status === 401 || none.status === 403, `${none.status} ${none.text}`);
+    const expired = await v1(admin, 'GET', 'teams', { token: await op.hostile.expired('root') });
+    assert.equal(expired.status, 401, expired.text);
+  });
+});
