@@ -53,11 +53,26 @@ const allowed: Record<string, readonly string[]> = {
   // its inventory through watch/, and logs through telemetry/'s logger. Never server/ or live/:
   // the control plane must not depend on the data plane it feeds.
   publisher: ['contract', 'watch', 'telemetry'],
+  // Callers who sign in: the `auth` block's types, and the principal and policy a token's claims are mapped under.
+  auth: ['config', 'governance'],
   // The request path: from an admitted caller to its record. It reads the generation (live/),
   // routes (routing/), relays (providers/), admits and bills (governance/), audits and
   // records; it never reaches the listeners or the composition root (server/).
   // request/ -> database/, types only: a ledger row is the database's own row type; the writer is handed in.
-  request: ['config', 'live', 'routing', 'providers', 'resilience', 'governance', 'audit', 'telemetry', 'mcp', 'database', 'responses'],
+  request: [
+    'config',
+    'live',
+    'routing',
+    'providers',
+    'resilience',
+    'governance',
+    'audit',
+    'telemetry',
+    'mcp',
+    'database',
+    'responses',
+    'auth',
+  ],
   server: [
     'config',
     'contract',
@@ -74,6 +89,7 @@ const allowed: Record<string, readonly string[]> = {
     'database',
     'managed',
     'responses',
+    'auth',
   ],
   // cli/ holds the subcommands; it may import every folder's surface.
   cli: [

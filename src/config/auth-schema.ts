@@ -60,7 +60,10 @@ const issuerSchema = z.strictObject({
   jwks_recheck_s: positiveInt.min(10).max(86_400).default(300),
   /** The shortest time between two fetches that a token with an unknown `kid` may cause. */
   jwks_refetch_cooldown_s: positiveInt.max(3600).default(30),
-  algorithms: z.array(z.enum(JWT_ALGORITHMS, { error: `must be one of ${JWT_ALGORITHMS.join(', ')}` })).min(1).default(DEFAULT_ALGORITHMS),
+  algorithms: z
+    .array(z.enum(JWT_ALGORITHMS, { error: `must be one of ${JWT_ALGORITHMS.join(', ')}` }))
+    .min(1)
+    .default(DEFAULT_ALGORITHMS),
   clock_skew_s: z.number().int().min(0).max(600).default(60),
   /** Which team a token's calls belong to: a claim whose value names the team, or through `map`. */
   team: z.strictObject({ claim: claimName, map: z.record(z.string().min(1).max(256), teamId).optional() }).optional(),
@@ -110,7 +113,8 @@ export const jwtSchema = z
         ctx.addIssue({
           code: 'custom',
           path: ['issuers', i, 'issuer'],
-          message: 'jwks.discovery reads <issuer>/.well-known/openid-configuration: the issuer must be an https:// URL (http:// only to a loopback host)',
+          message:
+            'jwks.discovery reads <issuer>/.well-known/openid-configuration: the issuer must be an https:// URL (http:// only to a loopback host)',
         });
     });
   });

@@ -24,6 +24,7 @@ export {
   presentedKey,
 } from './keys.js';
 export {
+  type Grant,
   type LimitKind,
   type Limits,
   NO_RATE_LIMIT,
@@ -43,6 +44,7 @@ export {
   extendGovernancePolicy,
   type GovernancePolicy,
   type PolicyInput,
+  principalScopes,
   scopesOf,
   type TeamRecord,
 } from './policy.js';

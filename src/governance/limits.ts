@@ -29,10 +29,32 @@ export interface Scope {
   readonly limits: Limits;
 }
 
-/** Who is calling: a key and its team, or the open gateway's anonymous caller (both null). */
+/**
+ * Who is calling: a key and its team, a signed-in caller (a JWT's principal, in the key's
+ * place) and its team, or the open gateway's anonymous caller (both null).
+ */
 export interface Principal {
+  /** The key's id, or a signed-in caller's principal id (`jwt:<issuer>:<subject>`). */
   readonly keyId: string | null;
   readonly team: string | null;
+  /** A signed-in caller's own counters and narrower lists; absent for a key or the anonymous caller. */
+  readonly grant?: Grant;
+}
+
+/**
+ * What a signed-in caller holds in place of a key's entry in the policy: built per principal
+ * (they are not known in advance, as keys are), from its token's claims and its issuer's
+ * limits. Its scopes share the team's scope object with the team's keys.
+ */
+export interface Grant {
+  /** Its team's scope, then its own: what a model request is counted against. */
+  readonly scopes: readonly Scope[];
+  /** The same for tools/call: the team's tool-call counters, then its own. */
+  readonly toolScopes: readonly Scope[];
+  /** Models its token's scopes allow, within the team's; null = the team's. */
+  readonly models: ((model: string) => boolean) | null;
+  /** Tools its token's scopes allow, within the team's; null = the team's. */
+  readonly tools: ((tool: string) => boolean) | null;
 }
 
 export type LimitKind = 'rpm' | 'tpm' | 'tokens_per_day' | 'budget' | 'tool_calls_per_day';
@@ -60,6 +82,7 @@ export interface Refusal {
   readonly code: Extract<
     ErrorCode,
     | 'unauthorized'
+    | 'forbidden'
     | 'key_expired'
     | 'model_not_allowed'
     | 'tool_not_allowed'
@@ -121,4 +144,12 @@ export function msUntilNextUtcMonth(nowMs: number): number {
 
 export function secondsCeil(ms: number): number {
   return Math.max(1, Math.ceil(ms / 1000));
+}
+
+/**
+ * How a refusal names a scope: `team "a"`, `key "k"`, or `principal "jwt:corp:alice"` for a
+ * signed-in caller's own counters (a key id never holds the colon a principal id starts with).
+ */
+export function scopeWho(kind: ScopeKind, id: string): string {
+  return `${kind === 'key' && id.startsWith('jwt:') ? 'principal' : kind} "${id}"`;
 }

@@ -168,6 +168,7 @@ function finish(
 /** The scopes a principal's request is counted against: its team, then its key. Anonymous: none. */
 export function scopesOf(policy: GovernancePolicy, principal: Principal): readonly Scope[] {
   if (principal.team === null) return [];
+  if (principal.grant !== undefined) return principal.grant.scopes;
   if (principal.keyId !== null) {
     const built = policy.scopesByKey.get(principal.keyId);
     if (built !== undefined) return built;
@@ -186,9 +187,36 @@ export function checkModel(policy: GovernancePolicy, principal: Principal, model
   if (principal.team === null) return null;
   const team = policy.teams.get(principal.team);
   if (team !== undefined && !team.allows(model)) return modelRefusal('team', principal.team, `team "${principal.team}"`, model);
+  if (principal.grant !== undefined) {
+    const own = principal.grant.models;
+    if (own !== null && !own(model))
+      return modelRefusal('key', principal.keyId as string, `principal "${principal.keyId}" (by its token's scopes)`, model);
+    return null;
+  }
   const key = principal.keyId === null ? undefined : policy.keyModelAllows.get(principal.keyId);
   if (key !== undefined && !key(model)) return modelRefusal('key', principal.keyId as string, `key "${principal.keyId}"`, model);
   return null;
+}
+
+/**
+ * A signed-in principal's scopes in `policy`: its team's scope object (the one the team's
+ * keys share, so the team's counters are found by identity), then its own; and the same
+ * pair for tools/call. Null when the team is not in the policy.
+ */
+export function principalScopes(
+  policy: GovernancePolicy,
+  team: string,
+  id: string,
+  limits: Limits,
+): { readonly scopes: readonly Scope[]; readonly toolScopes: readonly Scope[] } | null {
+  const compiled = policy.teams.get(team);
+  if (compiled === undefined) return null;
+  const teamScope = teamScopesOf.get(policy)?.get(team) ?? Object.freeze({ kind: 'team', id: team, team, limits: compiled.record.limits });
+  const own: Scope = Object.freeze({ kind: 'key', id, team, limits });
+  return {
+    scopes: Object.freeze([teamScope, own]),
+    toolScopes: Object.freeze([toolScope('team', team, team, compiled.record.limits), toolScope('key', id, team, limits)]),
+  };
 }
 
 function modelRefusal(kind: ScopeKind, id: string, who: string, model: string): Refusal {

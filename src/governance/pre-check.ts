@@ -1,5 +1,5 @@
 import type { LimitKind, Principal, RateLimitView, Refusal, Scope } from './limits.js';
-import { NO_RATE_LIMIT } from './limits.js';
+import { NO_RATE_LIMIT, scopeWho } from './limits.js';
 import { checkModel, type GovernancePolicy, scopesOf } from './policy.js';
 import {
   budgetFit,
@@ -182,7 +182,7 @@ function neverFits(scopes: readonly Scope[], estimate: TokenEstimate, capDefault
       return capacityRefusal(
         scope,
         tokenLimit.kind,
-        `this request reserves ${tokens} tokens (about ${estimate.inputTokens} of input and ${cap}), more than ${scope.kind} "${scope.id}"'s limit of ${tokenLimit.value} ${tokenLimit.per} allows${fix}`,
+        `this request reserves ${tokens} tokens (about ${estimate.inputTokens} of input and ${cap}), more than ${scopeWho(scope.kind, scope.id)}'s limit of ${tokenLimit.value} ${tokenLimit.per} allows${fix}`,
       );
     }
   }

@@ -1,5 +1,5 @@
 import { SwitchyardError } from '../errors.js';
-import type { RateLimitView, Refusal, ScopeKind } from './limits.js';
+import { type RateLimitView, type Refusal, type ScopeKind, scopeWho } from './limits.js';
 import type { BudgetFit } from './pricing.js';
 import { formatUsd } from './store.js';
 
@@ -82,5 +82,5 @@ export function budgetRefusalMessage(
         : room === 0
           ? `not even one output token fits: ${renew}`
           : `a max_tokens of at most ${room} would fit, or ${renew}`;
-  return `this request reserves up to ${formatUsd(costMicroUsd)} (about ${estimate.inputTokens} input tokens and ${cap}${at}), more than the ${formatUsd(leftMicroUsd)} ${scope.kind} "${scope.id}" has left of its monthly budget; ${fix}`;
+  return `this request reserves up to ${formatUsd(costMicroUsd)} (about ${estimate.inputTokens} input tokens and ${cap}${at}), more than the ${formatUsd(leftMicroUsd)} ${scopeWho(scope.kind, scope.id)} has left of its monthly budget; ${fix}`;
 }

@@ -1,5 +1,5 @@
 import type { LimitKind, Limits, RateLimitView, RateWindowView, Refusal, Scope, ScopeKind } from './limits.js';
-import { msUntilNextUtcDay, msUntilNextUtcMonth, NO_RATE_LIMIT, secondsCeil, WINDOW_MS } from './limits.js';
+import { msUntilNextUtcDay, msUntilNextUtcMonth, NO_RATE_LIMIT, scopeWho, secondsCeil, WINDOW_MS } from './limits.js';
 
 // The counters behind rate limits, quotas and budgets, and the one interface both stores
 // (memory, redis) implement. Both run the same decision: check every scope in order, then
@@ -159,7 +159,7 @@ export function limitRefusal(
   rateLimit: RateLimitView,
   leftMicroUsd = 0,
 ): Refusal {
-  const who = `${scope.kind} "${scope.id}"`;
+  const who = scopeWho(scope.kind, scope.id);
   const l = scope.limits;
   const scopeRef = { kind: scope.kind, id: scope.id };
   if (limit === 'budget') {

@@ -1,5 +1,5 @@
 import type { LimitKind, Principal, RateLimitView, Refusal, ScopeKind } from './limits.js';
-import { NO_RATE_LIMIT } from './limits.js';
+import { NO_RATE_LIMIT, scopeWho } from './limits.js';
 import type { GovernancePolicy } from './policy.js';
 import type { GovernanceStore, MaybePromise, Reservation } from './store.js';
 
@@ -24,9 +24,16 @@ export function checkTool(policy: GovernancePolicy, principal: Principal, tool: 
   const team = policy.teams.get(principal.team);
   if (team !== undefined && !team.allowsTool(tool))
     return toolRefusal(`team "${principal.team}" may not use tool "${tool}"`, 'team', principal.team);
-  const key = principal.keyId === null ? undefined : policy.keyToolAllows.get(principal.keyId);
-  if (key !== undefined && !key(tool))
-    return toolRefusal(`key "${principal.keyId}" may not use tool "${tool}"`, 'key', principal.keyId as string);
+  const key =
+    principal.grant !== undefined
+      ? principal.grant.tools
+      : principal.keyId === null
+        ? undefined
+        : policy.keyToolAllows.get(principal.keyId);
+  if (key != null && !key(tool)) {
+    const who = principal.grant !== undefined ? `principal "${principal.keyId}" (by its token's scopes)` : `key "${principal.keyId}"`;
+    return toolRefusal(`${who} may not use tool "${tool}"`, 'key', principal.keyId as string);
+  }
   return null;
 }
 
@@ -54,7 +61,7 @@ export function admitToolCall(
   const denied = checkTool(policy, principal, tool);
   if (denied !== null) return { ok: false, refusal: denied };
   if (principal.keyId === null) return ADMITTED_FREELY;
-  const scopes = policy.toolScopesByKey.get(principal.keyId);
+  const scopes = principal.grant?.toolScopes ?? policy.toolScopesByKey.get(principal.keyId);
   if (scopes === undefined || scopes.every((s) => s.limits.rpm === undefined && s.limits.tokensPerDay === undefined))
     return ADMITTED_FREELY;
   const reserved = store.reserve({ scopes, tokens: 1, costMicroUsd: 0, nowMs });
@@ -66,7 +73,7 @@ export function admitToolCall(
 /** The store's refusal in tool-call words: the scope's own id, and the daily quota named as tool calls. */
 function asToolRefusal(refusal: Refusal): Refusal {
   const scope = refusal.scope === null ? null : { kind: refusal.scope.kind, id: refusal.scope.id.replace(/\/tools$/, '') };
-  const who = scope === null ? '' : `${scope.kind} "${scope.id}" `;
+  const who = scope === null ? '' : `${scopeWho(scope.kind, scope.id)} `;
   let message = refusal.message.replace(/"([^"]*)\/tools"/, '"$1"');
   let limit: LimitKind | null = refusal.limit;
   if (refusal.limit === 'tokens_per_day') {

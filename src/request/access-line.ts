@@ -29,14 +29,17 @@ const q = JSON.stringify;
 const callers = new WeakMap<Principal, string>();
 
 /**
- * `,"team":…,"key":…` for an authenticated caller: the key's id, never its secret. Nothing
+ * `,"team":…,"key":…` for an authenticated caller: the key's id, never its secret (`"principal":…`
+ * for a signed-in caller, never its token). Nothing
  * for a request refused before it had a caller (401), nor for the open gateway's anonymous one.
  */
 function callerMembers(p: Principal | null): string {
   if (p === null) return '';
   let members = callers.get(p);
   if (members === undefined) {
-    members = `${p.team === null ? '' : `,"team":${q(p.team)}`}${p.keyId === null ? '' : `,"key":${q(p.keyId)}`}`;
+    // A signed-in caller's principal id stands where a key's id would.
+    const who = p.keyId === null ? '' : p.grant !== undefined ? `,"principal":${q(p.keyId)}` : `,"key":${q(p.keyId)}`;
+    members = `${p.team === null ? '' : `,"team":${q(p.team)}`}${who}`;
     callers.set(p, members);
   }
   return members;

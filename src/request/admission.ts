@@ -1,8 +1,10 @@
 import type { Socket } from 'node:net';
 import { requestStarted } from '../audit/index.js';
+import { SwitchyardError } from '../errors.js';
 import type { MaybePromise, Reservation } from '../governance/index.js';
 import * as governance from '../governance/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
+import { credentialRequired, signedInCaller } from './caller-token.js';
 import type { Caller, Exchange, ModelRequest } from './exchange.js';
 import { operations } from './operations.js';
 import { policyOf } from './policy.js';
@@ -21,18 +23,46 @@ import type { Services } from './services.js';
  * the caller, from the request's headers alone, or the refusal (401 `unauthorized`,
  * `key_expired`). A keyring without keys is an open gateway: every caller is anonymous.
  */
-export function admitCaller(x: Exchange, svc: Services): Caller {
+export function admitCaller(x: Exchange, svc: Services, resource: string | null = null): Caller {
   const gen = svc.holder.current();
   const keyring = svc.keyring.current();
   x.captured(gen, keyring);
-  const keys = policyOf(keyring).keys;
-  const auth = governance.authenticate(keys, x.req.headers, Date.now(), keys.open ? undefined : keyMemoOf(x.req.socket));
-  if (!auth.ok) {
-    auditStarted(x, svc, gen, auth.refusal.code);
-    throw governance.refusalError(auth.refusal);
+  const policy = policyOf(keyring);
+  let principal: governance.Principal;
+  try {
+    principal = x.token !== null ? signedInCaller(svc, x.token, policy, resource) : keyCaller(x, svc, policy, resource);
+  } catch (err) {
+    auditStarted(x, svc, gen, err instanceof SwitchyardError ? err.code : 'unauthorized');
+    throw err;
   }
-  x.authenticated(auth.principal);
-  return { gen, keyring, principal: auth.principal };
+  x.authenticated(principal);
+  return { gen, keyring, principal };
+}
+
+/**
+ * A caller by its API key (or none). With issuers configured, a gateway without keys is no
+ * longer open: under `auth.jwt.mode: strict` every call needs a token or a key; under
+ * `optional` a call with neither is judged as the keys alone would judge it.
+ */
+function keyCaller(x: Exchange, svc: Services, policy: governance.GovernancePolicy, resource: string | null): governance.Principal {
+  const keys = policy.keys;
+  const jwt = svc.auth.config;
+  if (jwt !== null) {
+    const presented = governance.presentedKey(x.req.headers);
+    if (presented === null && (jwt.mode === 'strict' || !keys.open)) throw credentialRequired(resource, !keys.open);
+    if (presented !== null && keys.open && jwt.mode === 'strict')
+      throw new SwitchyardError(
+        'unauthorized',
+        'invalid credential: not a token from a trusted issuer, and the gateway has no API keys',
+        null,
+        {
+          'www-authenticate': 'Bearer error="invalid_token"',
+        },
+      );
+  }
+  const auth = governance.authenticate(keys, x.req.headers, Date.now(), keys.open ? undefined : keyMemoOf(x.req.socket));
+  if (!auth.ok) throw governance.refusalError(auth.refusal);
+  return auth.principal;
 }
 
 /** Each connection's last resolved key (governance.KeyMemo): a keep-alive client hashes its key once. */

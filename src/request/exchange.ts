@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TokenVerdict } from '../auth/index.js';
 import type { Principal } from '../governance/index.js';
 import type { Generation, Keyring } from '../live/index.js';
 import type { ChatProtocol, Operation, StopSlot } from '../providers/index.js';
@@ -79,6 +80,8 @@ export class Exchange extends RequestRecord {
   readonly res: ServerResponse;
   /** The running attempt's controls (see ControlSlot): the listener's, which the relay fills while it runs. */
   readonly running: ControlSlot;
+  /** The verdict on the JWT the request presented (caller-token.ts), judged before its endpoint ran; null = none presented. */
+  token: TokenVerdict | null = null;
   #pending = 2;
   readonly #onRecord: (x: Exchange) => void;
 

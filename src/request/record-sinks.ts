@@ -14,8 +14,9 @@ export function keysUsedSink(keysUsed: KeysUsed): RecordSink {
   return {
     name: 'keys_used',
     write(r) {
-      const keyId = r.principal?.keyId;
-      if (keyId != null) keysUsed.seen(keyId, r.endedAtMs);
+      const p = r.principal;
+      // Signed-in principals are not keys: there is no key row to note, and no bound on how many there are.
+      if (p != null && p.keyId !== null && p.grant === undefined) keysUsed.seen(p.keyId, r.endedAtMs);
     },
   };
 }

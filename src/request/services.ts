@@ -1,4 +1,5 @@
 import type { AuditWriter } from '../audit/index.js';
+import type { JwtAuthority } from '../auth/index.js';
 import type { PolicedStore } from '../governance/index.js';
 import type { GenerationHolder, KeyringHolder } from '../live/index.js';
 import type { PoolRegistry, TokenSourceRegistry } from '../providers/index.js';
@@ -48,6 +49,8 @@ export interface Services {
   readonly keysUsed: KeysUsed;
   /** The usage ledger (one row per finished request of an authenticated caller), or null without a database. */
   readonly ledger: UsageLedger | null;
+  /** Callers who sign in: the trusted issuers, their keys and the tokens already verified (auth.jwt). */
+  readonly auth: JwtAuthority;
 }
 
 /** Settings fixed at start-up (changing them takes a restart). */

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { adminRoleOf, audienceAccepted, audienceRefusal, looksLikeJwt, principalIdOf, type TokenVerdict } from '../auth/index.js';
 import { SwitchyardError } from '../errors.js';
 import { bearerToken, governanceNow, governanceStatus } from '../governance/index.js';
 import type { Generation, Keyring } from '../live/index.js';
@@ -7,6 +8,7 @@ import {
   type Answerable,
   type ExposedTool,
   failRequest,
+  invalidToken,
   pathOf,
   policyOf,
   readBody,
@@ -136,11 +138,21 @@ export function createAdminHandler(ctx: AdminContext) {
   const table = new EndpointTable<AdminRequest>(endpoints);
   return (req: IncomingMessage, res: ServerResponse): void => {
     const a: AdminRequest = { req, res, failed: unrecorded, caller: ANONYMOUS };
+    // An operator who signs in: the token is judged first (a wait only when it is new).
+    const presented = bearerToken(req.headers.authorization);
+    const verdict = presented !== null && svc.auth.active && looksLikeJwt(presented) ? svc.auth.verify(presented, Date.now()) : null;
+    if (verdict instanceof Promise) verdict.then((v) => serve(a, v));
+    else serve(a, verdict);
+  };
+
+  function serve(a: AdminRequest, verdict: TokenVerdict | null): void {
+    const { req } = a;
     const path = pathOf(req);
     const match = table.match(req.method, path);
     try {
       // An unknown path is refused to a caller without the token the same way as a known one.
-      if (match.kind !== 'found' || match.endpoint.authenticated !== false) a.caller = adminCaller(svc, req);
+      if (match.kind !== 'found' || match.endpoint.authenticated !== false)
+        a.caller = verdict === null ? adminCaller(svc, req) : signedInOperator(verdict);
       if (match.kind !== 'found') throw refusal(match, req.method, path);
       if (match.endpoint.authenticated !== false && !path.startsWith('/admin/v1/')) mayOperate(a.caller, req.method);
       match.endpoint.handle(a, match.rest, (err) => {
@@ -149,7 +161,33 @@ export function createAdminHandler(ctx: AdminContext) {
     } catch (err) {
       failRequest(a, err, svc);
     }
-  };
+  }
+}
+
+/**
+ * An operator signed in with a JWT: the role its issuer's `roles` mapping gives (admin,
+ * read_only or team:<id>), with exactly that admin token's powers, under its principal id
+ * (which audit records of its writes name). A token that maps to no role is refused 403.
+ */
+function signedInOperator(verdict: TokenVerdict): AdminCaller {
+  if (!verdict.ok) {
+    if (verdict.code === 'credential_unavailable')
+      throw new SwitchyardError('credential_unavailable', verdict.description, null, { 'retry-after': '5' });
+    throw invalidToken(verdict.description, null);
+  }
+  const token = verdict.token;
+  if (!audienceAccepted(token)) {
+    const refused = audienceRefusal(token);
+    throw invalidToken(refused.ok ? '' : refused.description, null);
+  }
+  const role = adminRoleOf(token);
+  const id = principalIdOf(token) ?? `jwt:${token.issuer.id}`;
+  if (role === null)
+    throw new SwitchyardError(
+      'forbidden',
+      `${id} holds no admin role: its issuer's roles mapping (auth.jwt.issuers ${token.issuer.id}.roles) names none of its claim's values`,
+    );
+  return { id, role };
 }
 
 /**
@@ -159,13 +197,15 @@ export function createAdminHandler(ctx: AdminContext) {
  */
 function adminCaller(svc: Services, req: IncomingMessage): AdminCaller {
   const tokens = svc.holder.ready ? svc.holder.current().adminTokens : [];
-  if (tokens.length === 0) return ANONYMOUS;
+  // Operators who sign in (an issuer with a roles mapping) close the listener as a token does.
+  if (tokens.length === 0 && !svc.auth.issuers.some((i) => i.config.roles !== undefined)) return ANONYMOUS;
   const presented = bearerToken(req.headers.authorization);
   // Every token is compared (in constant time each), so the time taken does not say which one matched.
   let found: AdminCaller | null = null;
   if (presented !== null) for (const t of tokens) if (t.credential.matches(presented) && found === null) found = { id: t.id, role: t.role };
   if (found === null) {
-    throw new SwitchyardError('unauthorized', 'the admin API needs Authorization: Bearer <an admin token>', null, {
+    const what = svc.auth.active ? 'an admin token, or a token from a trusted issuer' : 'an admin token';
+    throw new SwitchyardError('unauthorized', `the admin API needs Authorization: Bearer <${what}>`, null, {
       'www-authenticate': 'Bearer',
     });
   }

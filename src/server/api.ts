@@ -15,6 +15,7 @@ import {
   metricsSink,
   modelHandlers,
   pathOf,
+  protectedResource,
   type RecordSink,
   recentSink,
   recordTo,
@@ -22,6 +23,7 @@ import {
   type Services,
   sendBody,
   spanSink,
+  verifyCallerToken,
 } from '../request/index.js';
 import { refusal, serveMetrics } from './answers.js';
 import { answered, type Endpoint, EndpointTable, type Handler } from './endpoints.js';
@@ -94,12 +96,20 @@ export function createApiHandler(svc: Services, settings: ListenerSettings, traf
     // Before anything can fail, so every answer, a refusal included, is in the client's shape.
     const traced = tracing !== null && endpoint.recorded !== false;
     x.matched(endpoint, traced ? tracing.startServer(endpoint.method, endpoint.path, path, req.headers) : null);
-    try {
-      endpoint.handle(x, match.rest, finish);
-    } catch (err) {
-      finish(err);
-    }
+    // A signed-in caller's token is judged first: at once when it was verified before, or
+    // after its signature is checked (the one wait authentication may take).
+    const judged = endpoint.recorded === false ? undefined : verifyCallerToken(x, svc);
+    if (judged === undefined) return handle(endpoint, x, match.rest, finish);
+    judged.then(() => handle(endpoint, x, match.rest, finish), finish);
   };
+}
+
+function handle(endpoint: ApiEndpoint, x: Exchange, rest: string, finish: (err: unknown) => void): void {
+  try {
+    endpoint.handle(x, rest, finish);
+  } catch (err) {
+    finish(err);
+  }
 }
 
 const READY_STORE_UP = '{"status":"ready","governance_store":"up"}';
@@ -129,6 +139,9 @@ function apiEndpoints(svc: Services, settings: ListenerSettings, traffic: Traffi
     { method: 'DELETE', path: '/v1/conversations/*', protocol: 'openai', handle: models.conversations },
     { method: 'POST', path: '/v1/messages/count_tokens', operation: 'count_tokens', protocol: 'anthropic', handle: serve },
     { method: 'GET', path: '/v1/models', handle: answered((x) => listModels(x, svc)) },
+    // OAuth 2.0 protected-resource metadata (RFC 9728) for /mcp: where MCP clients learn which issuers to ask for a token.
+    { method: 'GET', path: '/.well-known/oauth-protected-resource', handle: answered((x) => protectedResource(x, svc)) },
+    { method: 'GET', path: '/.well-known/oauth-protected-resource/*', handle: answered((x, rest) => protectedResource(x, svc, rest)) },
     { method: 'GET', path: '/v1/models/*', handle: answered((x, id) => retrieveModel(x, svc, id)) },
     { method: 'GET', path: '/healthz', recorded: false, handle: answered((x) => sendBody(x.res, 200, HEALTHY, 'application/json')) },
     {

@@ -2,6 +2,7 @@ import { createServer, type Server, type ServerOptions } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { AuditWriter } from '../audit/index.js';
+import { JwtAuthority } from '../auth/index.js';
 import {
   type AuditConfig,
   type ConfigIssue,
@@ -134,6 +135,17 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   // Each fetch is bounded: an authority that is down delays the start by that much, and its
   // provider then fails over until a retry gets a token.
   await tokens.settled();
+  // The same for the trusted issuers' keys: an issuer that cannot be had by then starts
+  // unavailable (its tokens get 503) and is served as soon as a retry gets its keys.
+  await svc.auth.ready(JWKS_READY_TIMEOUT_MS);
+  for (const issuer of svc.auth.issuers) {
+    if (issuer.keys.state !== 'ready')
+      svc.logger.warn({
+        msg: "a trusted issuer's signing keys could not be fetched at start: its tokens get 503 until a retry gets them; API keys and other issuers serve",
+        issuer: issuer.id,
+        error: issuer.keys.lastError,
+      });
+  }
   // A remote store gets a moment to connect before the listener opens, so the first requests
   // are not refused (fail_closed) only because the connection was still being made. One that
   // is not there by then is logged; the store policy decides meanwhile, and it reconnects.
@@ -252,6 +264,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 async function releaseServices(svc: Services, database: DatabaseLink): Promise<void> {
   await svc.mcp.close();
   svc.tokens.stopAll();
+  svc.auth.close();
   await svc.pools.destroyAll();
   await svc.governance.close();
   await svc.audit?.close();
@@ -286,6 +299,9 @@ function trackLastUsed(svc: Services, database: DatabaseLink): { timer: NodeJS.T
 /** How long shutdown gives the usage ledger to write what it still holds. */
 const LEDGER_CLOSE_MS = 5000;
 
+/** How long start-up waits for the trusted issuers' first key fetches. */
+const JWKS_READY_TIMEOUT_MS = 5000;
+
 /** How long start-up waits for a remote governance store to connect. */
 const STORE_READY_TIMEOUT_MS = 5000;
 
@@ -312,7 +328,23 @@ async function buildServices(
   const audit = config.audit === undefined ? null : await openAudit(config.audit, logger, metrics);
   const ledger = await startLedger(database, config, logger, metrics);
   const responseStore = buildResponseStore(config, database.database, logger, options.env ?? process.env);
+  const auth = new JwtAuthority({
+    fetched: (issuer, result, d) => {
+      metrics.jwksFetches.inc({ issuer, result, reason: d.reason });
+      if (result === 'ok') logger.debug({ msg: 'jwks fetched', issuer, reason: d.reason, keys: d.keys });
+      else
+        logger.warn({
+          msg: "an issuer's signing keys could not be fetched: the last good keys serve (its tokens get 503 until it has some)",
+          issuer,
+          reason: d.reason,
+          error: d.error,
+          retry_in_ms: d.retryInMs,
+        });
+    },
+  });
+  auth.configure(config.auth?.jwt);
   return {
+    auth,
     holder,
     keyring,
     breakers,
@@ -567,6 +599,7 @@ async function drain(listeners: Listeners, traffic: TrafficState, server: Server
   admin?.closeAllConnections();
   await closed;
   svc.tokens.stopAll();
+  svc.auth.close();
   await svc.pools.destroyAll();
   await svc.governance.close();
   await svc.audit?.close();

@@ -315,6 +315,8 @@ export class Reloader {
     breakers.retain(next.identities);
     pools.retain([...Object.values(next.providers), ...Object.values(next.tools.servers)].map((p) => p.pool));
     tokens.retain(cloudSources(next));
+    // The trusted issuers follow the generation; those whose key source is unchanged keep their keys.
+    this.#svc.auth.configure(next.config.auth?.jwt);
     counters.retain(next.counterKeys);
     const sessions = next.config.routing.session_affinity;
     if (sessions !== undefined) affinity.configure({ ttlMs: sessions.ttl_s * 1000, maxEntries: sessions.max_entries });

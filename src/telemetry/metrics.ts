@@ -45,6 +45,7 @@ export class Metrics {
   readonly ledgerRowsLost: Counter;
   readonly recordSinkErrors: Counter<'sink'>;
   readonly responsesStoreFailures: Counter<'operation'>;
+  readonly jwksFetches: Counter<'issuer' | 'result' | 'reason'>;
   /** The audit writer's last seq, read at each scrape; null without an audit log. */
   auditHead: (() => number) | null = null;
   readonly reloads: Counter<'trigger' | 'result'>;
@@ -165,6 +166,12 @@ export class Metrics {
       'switchyard_responses_store_failures_total',
       "Writes to the response store (routing.responses.store) that failed after the answer was sent: the response's id is then not found later, never a wrong conversation.",
       ['operation'],
+    );
+    this.jwksFetches = counter(
+      r,
+      'switchyard_jwks_fetches_total',
+      "Fetches of a trusted issuer's signing keys (auth.jwt), by issuer id, result (ok, error) and reason: start, reload, recheck, retry, or unknown_kid (a token named a key the gateway did not hold; one fetch serves every such request while it runs).",
+      ['issuer', 'result', 'reason'],
     );
     this.recordSinkErrors = counter(
       r,

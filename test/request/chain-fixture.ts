@@ -4,6 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { JwtAuthority } from '../../src/auth/index.js';
 import { checkConfig } from '../../src/config/index.js';
 import { createGovernanceStore, hashKey, type Principal, type Reservation } from '../../src/governance/index.js';
 import {
@@ -165,6 +166,7 @@ export function servicesFor(gen: Generation, breakers: BreakerRegistry): Service
   const logger = createLogger({ level: 'silent' });
   const metrics = new Metrics(() => []);
   return {
+    auth: new JwtAuthority({ fetched: () => undefined }),
     holder,
     keyring,
     breakers,

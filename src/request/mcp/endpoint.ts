@@ -5,6 +5,7 @@ import { type JsonRpcId, LATEST_MCP_PROTOCOL_VERSION, MCP_PROTOCOL_VERSIONS, typ
 import { transformBody, transformEvents } from '../../providers/index.js';
 import { admitCaller } from '../admission.js';
 import { readBodyThen } from '../body.js';
+import { mcpResource, resourceMetadataUrl } from '../caller-token.js';
 import type { Caller, Exchange } from '../exchange.js';
 import { type ToolPath, toolPath } from '../handlers.js';
 import { policyOf } from '../policy.js';
@@ -124,12 +125,19 @@ function checked(svc: Services, x: Exchange): Caller | null {
     return null;
   }
   let caller: Caller;
+  // With issuers configured, /mcp is an OAuth protected resource: a token may name it as its audience.
+  const resource = mcpResource(svc, x.req);
   try {
-    caller = admitCaller(x, svc);
+    caller = admitCaller(x, svc, resource);
   } catch (err) {
     if (!(err instanceof SwitchyardError)) throw err;
-    const headers =
-      err.code === 'unauthorized' || err.code === 'key_expired' ? { ...err.headers, 'www-authenticate': 'Bearer' } : err.headers;
+    const challenge = err.headers?.['www-authenticate'];
+    let headers = err.headers;
+    if (challenge === undefined && (err.code === 'unauthorized' || err.code === 'key_expired'))
+      headers = {
+        ...err.headers,
+        'www-authenticate': resource === null ? 'Bearer' : `Bearer resource_metadata="${resourceMetadataUrl(resource)}"`,
+      };
     refuse(svc, x, new SwitchyardError(err.code, err.message, null, headers));
     return null;
   }

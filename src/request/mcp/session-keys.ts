@@ -34,7 +34,8 @@ export class SessionKeyWatch {
     let next = Number.POSITIVE_INFINITY;
     for (const session of [...this.#sessions.values()]) {
       const keyId = session.principal.keyId;
-      if (keyId === null) continue;
+      // A signed-in caller has no key to revoke: each request shows its token again.
+      if (keyId === null || session.principal.grant !== undefined) continue;
       const record = keys.byId.get(keyId);
       const expiresAtMs = record?.expiresAtMs ?? null;
       if (record === undefined || (expiresAtMs !== null && expiresAtMs <= now)) {
@@ -48,7 +49,7 @@ export class SessionKeyWatch {
 
   /** A new session's key: the timer moves sooner if the key expires before it fires. */
   watch(principal: Principal): void {
-    if (principal.keyId === null || !this.#holder.ready) return;
+    if (principal.keyId === null || principal.grant !== undefined || !this.#holder.ready) return;
     const expiresAtMs = policyOf(this.#holder.current()).keys.byId.get(principal.keyId)?.expiresAtMs ?? null;
     if (expiresAtMs !== null) this.#arm(expiresAtMs, false);
   }
