@@ -5,6 +5,7 @@ import { before, describe, it } from 'node:test';
 import { sqliteDatabase } from '../support/databases.js';
 import { baseConfig, type GatewayProcess } from '../support/gateway-process.js';
 import { v1 } from '../support/managed.js';
+import { waitUntil } from '../support/observe.js';
 import { type LocalOidcProvider, startOidcProvider } from '../support/oidc.js';
 import { fileResources } from '../support/resources.js';
 
@@ -86,12 +87,20 @@ describe('the admin API with a signed-in principal', () => {
     const token = await op.token('root');
     const created = await v1(admin, 'POST', 'teams', { token, body: { id: 'growth' } });
     assert.equal(created.status, 201, created.text);
-    const audit = readFileSync(join(gw.dir, 'audit.jsonl'), 'utf8')
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
-    const write = audit.find((r) => r.event === 'admin_write' && r.object === 'team' && r.object_id === 'growth');
-    assert.ok(write !== undefined, 'the write is audited');
+    const records = (): Array<Record<string, unknown>> =>
+      readFileSync(join(gw.dir, 'audit.jsonl'), 'utf8')
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const isTheWrite = (r: Record<string, unknown>): boolean =>
+      r.event === 'admin_write' && r.object === 'team' && r.object_id === 'growth';
+    // The audit writer appends after the answer: wait for the line, not for a time.
+    await waitUntil(
+      () => records().some(isTheWrite),
+      `the write is audited: ${JSON.stringify(records().filter((r) => r.event === 'admin_write'))}`,
+    );
+    const audit = records();
+    const write = audit.find(isTheWrite)!;
     assert.equal(write.token, 'jwt:corp:root');
     assert.equal(write.outcome, 'applied');
     assert.ok(!JSON.stringify(audit).includes(token.split('.')[2]!), 'no token in the audit log');

@@ -56,7 +56,7 @@ function gatewayConfig(databaseUrl: string, dir: string): Record<string, unknown
               algorithms: ['RS256'],
               team: { claim: 'groups', map: { 'ai-platform': 'platform', 'acme-eng': 'acme' } },
               principal: { claim: 'sub' },
-              scopes: { claim: 'scope', models: { 'llm:cheap': ['gpt-4o-mini'] } },
+              scopes: { claim: 'scope', models: { 'llm:cheap': ['gpt-4o-mini'], 'llm:all': ['*'] } },
             },
           ],
         },
@@ -69,6 +69,9 @@ function gatewayConfig(databaseUrl: string, dir: string): Record<string, unknown
 }
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+/** A token with the scope that allows every model: with `scopes.models` set, a token naming none of its scopes may use no model. */
+const tokenOf = (clientId: string): Promise<string> => op.token(clientId, { scope: 'llm:all' });
 
 async function post(
   path: string,
@@ -108,7 +111,7 @@ async function refusedAsInvalidToken(token: string, reason: RegExp): Promise<voi
 describe('callers signed in with an OpenID provider token', () => {
   before(async () => {
     op = await startOidcProvider({
-      scopes: ['llm:cheap', 'tools:read'],
+      scopes: ['llm:cheap', 'llm:all'],
       clients: [
         { id: 'alice', claims: { groups: ['ai-platform'] } },
         { id: 'carol', claims: { groups: ['acme-eng'] } },
@@ -129,7 +132,7 @@ describe('callers signed in with an OpenID provider token', () => {
   });
 
   it('the official openai client with a token as its API key is served, and the call is billed to its principal', async () => {
-    const token = await op.token('alice');
+    const token = await tokenOf('alice');
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: token, maxRetries: 0, timeout: 10_000 });
     const { data, response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages }).withResponse();
     assert.equal(data.choices[0]!.message.content, 'Hello from east.');
@@ -157,7 +160,7 @@ describe('callers signed in with an OpenID provider token', () => {
   });
 
   it('the official Anthropic client is served with a token as authToken (Bearer) and as apiKey (x-api-key)', async () => {
-    const token = await op.token('alice');
+    const token = await tokenOf('alice');
     for (const client of [
       new Anthropic({ baseURL: gw.url, authToken: token, apiKey: null, maxRetries: 0, timeout: 10_000 }),
       new Anthropic({ baseURL: gw.url, apiKey: token, maxRetries: 0, timeout: 10_000 }),
@@ -176,7 +179,7 @@ describe('callers signed in with an OpenID provider token', () => {
   });
 
   it("the token's group picks its team; a group that maps to no team is refused with 403 forbidden", async () => {
-    const carol = await op.token('carol');
+    const carol = await tokenOf('carol');
     const served = await post('/v1/chat/completions', bearer(carol), chatBody('gpt-4o-mini'));
     assert.equal(served.status, 200, served.text);
     await waitUntil(async () => (await ledgerRowsOf('jwt:corp:carol')).length >= 1, "carol's call is in the ledger");
@@ -185,7 +188,7 @@ describe('callers signed in with an OpenID provider token', () => {
       ['acme'],
     );
 
-    const refused = await post('/v1/chat/completions', bearer(await op.token('mallory')), chatBody('gpt-4o-mini'));
+    const refused = await post('/v1/chat/completions', bearer(await tokenOf('mallory')), chatBody('gpt-4o-mini'));
     assert.equal(refused.status, 403, refused.text);
     assert.equal(JSON.parse(refused.text).error.code, 'forbidden');
   });
@@ -196,6 +199,9 @@ describe('callers signed in with an OpenID provider token', () => {
     const refused = await post('/v1/chat/completions', bearer(cheap), chatBody('gpt-4o'));
     assert.equal(refused.status, 403, refused.text);
     assert.equal(JSON.parse(refused.text).error.code, 'model_not_allowed');
+    const unscoped = await post('/v1/chat/completions', bearer(await op.token('alice')), chatBody('gpt-4o-mini'));
+    assert.equal(unscoped.status, 403, `a token naming none of the configured scopes may use no model: ${unscoped.text}`);
+    assert.equal(JSON.parse(unscoped.text).error.code, 'model_not_allowed');
   });
 
   it('refuses a token that is expired, not yet valid, for another audience or from an unknown issuer, each naming why', async () => {
@@ -209,7 +215,7 @@ describe('callers signed in with an OpenID provider token', () => {
     await refusedAsInvalidToken(await op.hostile.algNone('alice'), /alg|algorithm/i);
     await refusedAsInvalidToken(await op.hostile.hs256WithPublicKey('alice', 'pem'), /alg|algorithm/i);
     await refusedAsInvalidToken(await op.hostile.hs256WithPublicKey('alice', 'jwk'), /alg|algorithm/i);
-    await refusedAsInvalidToken(await op.hostile.unknownKid('alice'), /kid|signing key/i);
+    await refusedAsInvalidToken(await op.hostile.unknownKid('alice'), /unknown key|kid|signing key/i);
     await refusedAsInvalidToken(await op.hostile.jkuElsewhere('alice'), /jku/i);
   });
 
@@ -244,7 +250,10 @@ describe('callers signed in with an OpenID provider token', () => {
     for (const path of ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource']) {
       const res = await fetch(`${gw.url}${path}`);
       assert.equal(res.status, 200, path);
-      assert.deepEqual(await res.json(), { resource, authorization_servers: [op.issuer], bearer_methods_supported: ['header'] });
+      const doc = (await res.json()) as Record<string, unknown>;
+      assert.equal(doc.resource, resource, path);
+      assert.deepEqual(doc.authorization_servers, [op.issuer]);
+      assert.deepEqual(doc.bearer_methods_supported, ['header']);
     }
     const res = await fetch(resource, {
       method: 'POST',
