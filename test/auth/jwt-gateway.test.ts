@@ -217,6 +217,9 @@ describe('callers signed in with an OpenID provider token', () => {
     await refusedAsInvalidToken(await op.hostile.hs256WithPublicKey('alice', 'jwk'), /alg|algorithm/i);
     await refusedAsInvalidToken(await op.hostile.unknownKid('alice'), /unknown key|kid|signing key/i);
     await refusedAsInvalidToken(await op.hostile.jkuElsewhere('alice'), /jku/i);
+    // The other two header members that would hand the verifier a key of the token's choosing.
+    await refusedAsInvalidToken(await op.hostile.sign(op.hostile.claimsFor('alice'), { x5u: 'http://127.0.0.1:9/cert.pem' }), /x5u/i);
+    await refusedAsInvalidToken(await op.hostile.sign(op.hostile.claimsFor('alice'), { jwk: op.signingKey.publicJwk }), /jwk/i);
   });
 
   it('a token past 8 KiB is a 401 naming its size; one past the header limit is a 431 (or 401), never served', async () => {
@@ -261,10 +264,21 @@ describe('callers signed in with an OpenID provider token', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
     assert.equal(res.status, 401);
-    assert.match(
-      res.headers.get('www-authenticate') ?? '',
-      /resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource\/mcp"/,
-    );
+    const metadataAt = `resource_metadata="${gw.url}/.well-known/oauth-protected-resource/mcp"`;
+    assert.ok(res.headers.get('www-authenticate')?.includes(metadataAt), res.headers.get('www-authenticate') ?? '');
+
+    // A token the provider issued for another resource is not for this one.
+    const elsewhere = await op.token('mcp-bot', { resource: 'http://127.0.0.1:9/mcp' });
+    const refused = await fetch(resource, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...bearer(elsewhere) },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    assert.equal(refused.status, 401);
+    const www = refused.headers.get('www-authenticate') ?? '';
+    assert.ok(www.includes(metadataAt), www);
+    assert.match(www, /error="invalid_token"/);
+    assert.match(www, /audience/);
   });
 
   it('the official MCP client discovers the provider from the 401, gets a token by client credentials and calls a tool', async () => {

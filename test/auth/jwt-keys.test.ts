@@ -11,7 +11,8 @@ import { fileResources } from '../support/resources.js';
 // the JWKS from: a key rotation is picked up by the first token that needs it once the refetch
 // cooldown allows, with one fetch for many concurrent callers, while tokens it verified before
 // keep working; a provider that is down when the gateway starts costs its own callers a 503
-// until it comes up, and nobody else anything. Never a restart.
+// until it comes up, and nobody else anything. A verified token is kept only until it expires.
+// Never a restart.
 
 const resources = fileResources('switchyard-jwt-keys-');
 const PLATFORM_KEY = 'sy-jwt-keys-test-platform-key-000000';
@@ -103,6 +104,22 @@ describe("a rotation of the issuer's signing key", () => {
     await sleep(COOLDOWN_S * 1000 + 500);
     assert.equal((await call(gw, newer)).status, 200);
     assert.equal((await call(gw, older)).status, 200, 'never verified before, its key is still published');
+  });
+});
+
+describe('a verified token kept until it expires', () => {
+  it('is refused as expired at its exp, though the gateway verified it before', async () => {
+    const op = await startOidcProvider({ clients: [{ id: 'brief', claims: { team: 'platform' } }], accessTokenTtlS: 2 });
+    resources.addUpstream(() => op.stop());
+    const gw = await gatewayOver([{ ...issuerEntry('corp', op), clock_skew_s: 0 }]);
+    const token = await op.token('brief');
+    assert.equal((await call(gw, token)).status, 200);
+    const exp = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).exp as number;
+    // Past its exp by a whole second, whatever the rounding of either clock.
+    await sleep(Math.max(0, (exp + 1) * 1000 - Date.now()) + 100);
+    const refused = await call(gw, token);
+    assert.equal(refused.status, 401, refused.text);
+    assert.match(JSON.parse(refused.text).error.message, /expired/);
   });
 });
 
