@@ -11,7 +11,7 @@ import { sqliteDatabase } from '../support/databases.js';
 import { baseConfig, type GatewayProcess } from '../support/gateway-process.js';
 import { chatBody } from '../support/http.js';
 import { v1 } from '../support/managed.js';
-import { mcpProvider } from '../support/mcp.js';
+import { catalogsListed, mcpProvider } from '../support/mcp.js';
 import { waitUntil } from '../support/observe.js';
 import { type LocalOidcProvider, startOidcProvider } from '../support/oidc.js';
 import { fileResources } from '../support/resources.js';
@@ -54,9 +54,13 @@ function gatewayConfig(databaseUrl: string, dir: string): Record<string, unknown
               jwks: { discovery: true },
               jwks_refetch_cooldown_s: 1,
               algorithms: ['RS256'],
-              team: { claim: 'groups', map: { 'ai-platform': 'platform', 'acme-eng': 'acme' } },
+              team: { claim: 'groups', map: { 'ai-platform': 'platform', 'acme-eng': 'acme', 'ghost-group': 'ghost' } },
               principal: { claim: 'sub' },
-              scopes: { claim: 'scope', models: { 'llm:cheap': ['gpt-4o-mini'], 'llm:all': ['*'] } },
+              scopes: {
+                claim: 'scope',
+                models: { 'llm:cheap': ['gpt-4o-mini'], 'llm:all': ['*'] },
+                tools: { 'tools:all': ['*'], 'tools:weather': ['weather'] },
+              },
             },
           ],
         },
@@ -64,7 +68,10 @@ function gatewayConfig(databaseUrl: string, dir: string): Record<string, unknown
     },
   );
   (config.providers as Record<string, unknown>).tools = mcpProvider(tools);
-  (config.routing as Record<string, unknown>).tools = { echo: { candidates: [{ provider: 'tools' }] } };
+  (config.routing as Record<string, unknown>).tools = {
+    echo: { candidates: [{ provider: 'tools' }] },
+    weather: { candidates: [{ provider: 'tools' }] },
+  };
   return config;
 }
 
@@ -111,11 +118,13 @@ async function refusedAsInvalidToken(token: string, reason: RegExp): Promise<voi
 describe('callers signed in with an OpenID provider token', () => {
   before(async () => {
     op = await startOidcProvider({
-      scopes: ['llm:cheap', 'llm:all'],
+      scopes: ['llm:cheap', 'llm:all', 'tools:all', 'tools:weather'],
       clients: [
         { id: 'alice', claims: { groups: ['ai-platform'] } },
         { id: 'carol', claims: { groups: ['acme-eng'] } },
         { id: 'mallory', claims: { groups: ['marketing'] } },
+        { id: 'ghost', claims: { groups: ['ghost-group'] } },
+        { id: 'split', claims: { groups: ['ai-platform', 'acme-eng'] } },
         { id: 'frugal', claims: { groups: ['ai-platform'] }, scope: 'llm:cheap' },
         { id: 'mcp-bot', claims: { groups: ['ai-platform'] } },
       ],
@@ -129,6 +138,7 @@ describe('callers signed in with an OpenID provider token', () => {
     resources.addGateway(() => db.drop());
     const dir = resources.tempDir();
     gw = await resources.startGw(gatewayConfig(db.url, dir), { dir, env: ENV });
+    await catalogsListed(gw, 1);
   });
 
   it('the official openai client with a token as its API key is served, and the call is billed to its principal', async () => {
@@ -178,7 +188,7 @@ describe('callers signed in with an OpenID provider token', () => {
     assert.equal(bare.status, 401, bare.text);
   });
 
-  it("the token's group picks its team; a group that maps to no team is refused with 403 forbidden", async () => {
+  it("the token's group picks its team; a group that maps to no team, to a team that does not exist, or to two teams is refused with 403 forbidden", async () => {
     const carol = await tokenOf('carol');
     const served = await post('/v1/chat/completions', bearer(carol), chatBody('gpt-4o-mini'));
     assert.equal(served.status, 200, served.text);
@@ -188,9 +198,15 @@ describe('callers signed in with an OpenID provider token', () => {
       ['acme'],
     );
 
-    const refused = await post('/v1/chat/completions', bearer(await tokenOf('mallory')), chatBody('gpt-4o-mini'));
-    assert.equal(refused.status, 403, refused.text);
-    assert.equal(JSON.parse(refused.text).error.code, 'forbidden');
+    for (const [client, why] of [
+      ['mallory', 'a group the map does not name'],
+      ['ghost', 'a group mapped to a team the config lacks'],
+      ['split', 'groups that map to two teams: no one owner'],
+    ] as const) {
+      const refused = await post('/v1/chat/completions', bearer(await tokenOf(client)), chatBody('gpt-4o-mini'));
+      assert.equal(refused.status, 403, `${why}: ${refused.text}`);
+      assert.equal(JSON.parse(refused.text).error.code, 'forbidden', why);
+    }
   });
 
   it("the token's scopes narrow the team's models: a model outside them is 403 model_not_allowed", async () => {
@@ -286,6 +302,8 @@ describe('callers signed in with an OpenID provider token', () => {
       clientId: 'mcp-bot',
       clientSecret: op.secretOf('mcp-bot'),
       expectedIssuer: op.issuer,
+      // The SDK's client-credentials request asks for this scope (not the metadata's scopes_supported).
+      scope: 'llm:all tools:all',
     });
     const transport = new StreamableHTTPClientTransport(new URL('/mcp', gw.url), { authProvider });
     const client = new Client({ name: 'jwt-test', version: '1.0.0' });
@@ -302,6 +320,11 @@ describe('callers signed in with an OpenID provider token', () => {
     const claims = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { aud: string; sub: string };
     assert.equal(claims.aud, `${gw.url}/mcp`, 'issued for the resource the gateway named');
     assert.equal(claims.sub, 'mcp-bot');
+    const upstream = tools.mcpStats();
+    assert.ok(
+      upstream.authorization_seen.every((v) => !v.includes(token.split('.')[2]!)),
+      'the MCP server never saw the token',
+    );
     await waitUntil(
       async () => (await ledgerRowsOf('jwt:corp:mcp-bot')).some((r) => r.endpoint === '/mcp'),
       'the tool call is billed to its principal',
@@ -311,5 +334,43 @@ describe('callers signed in with an OpenID provider token', () => {
   it('after all the calls above, served and refused, no log line of the gateway holds a token', () => {
     const text = gw.output.join('\n');
     assert.ok(!/eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\./.test(text), 'no JWT in the logs');
+  });
+
+  it("the token's scopes narrow the tools: a tool outside them is not listed and its call is refused", async () => {
+    const listWith = async (token: string): Promise<{ client: Client; names: string[] }> => {
+      const transport = new StreamableHTTPClientTransport(new URL('/mcp', gw.url), { requestInit: { headers: bearer(token) } });
+      const client = new Client({ name: 'jwt-scope-test', version: '1.0.0' });
+      await client.connect(transport);
+      return { client, names: (await client.listTools()).tools.map((t) => t.name) };
+    };
+    // The same principal with every tool first: what it is shown must not carry over to a narrower token.
+    const wide = await listWith(await op.token('mcp-bot', { scope: 'llm:all tools:all' }));
+    await wide.client.close();
+    assert.ok(wide.names.includes('echo') && wide.names.includes('weather'), JSON.stringify(wide.names));
+    const { client, names: listed } = await listWith(await op.token('mcp-bot', { scope: 'llm:all tools:weather' }));
+    try {
+      assert.ok(listed.includes('weather'), JSON.stringify(listed));
+      assert.ok(!listed.includes('echo'), JSON.stringify(listed));
+      assert.notEqual((await client.callTool({ name: 'weather', arguments: { city: 'Oslo' } })).isError, true);
+      const refused = await client.callTool({ name: 'echo', arguments: { text: 'not for you' } }).then(
+        (r) => JSON.stringify(r),
+        (err: unknown) => String(err),
+      );
+      assert.doesNotMatch(refused, /not for you/, 'the tool did not run');
+      assert.match(refused, /may not use tool "echo"/, refused);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("GET /v1/models lists only the models the token's scopes allow, whichever token of the team asked first", {
+    todo: 'the filtered list is cached per generation and team, so a narrower key or token is shown the first caller’s list',
+  }, async () => {
+    const wide = await fetch(`${gw.url}/v1/models`, { headers: bearer(await tokenOf('alice')) });
+    await wide.arrayBuffer();
+    const narrow = await fetch(`${gw.url}/v1/models`, { headers: bearer(await op.token('frugal', { scope: 'llm:cheap' })) });
+    assert.equal(narrow.status, 200);
+    const ids = ((await narrow.json()) as { data: Array<{ id: string }> }).data.map((m) => m.id);
+    assert.deepEqual(ids, ['gpt-4o-mini']);
   });
 });
