@@ -363,6 +363,38 @@ describe('callers signed in with an OpenID provider token', () => {
     }
   });
 
+  it('an MCP session belongs to its principal: another principal of the team, or an API key, does not find it', async () => {
+    const headers = (token: string, session?: string) => ({
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-06-18',
+      ...bearer(token),
+      ...(session === undefined ? {} : { 'mcp-session-id': session }),
+    });
+    const init = await fetch(`${gw.url}/mcp`, {
+      method: 'POST',
+      headers: headers(await tokenOf('mcp-bot')),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'jwt-session-test', version: '1.0.0' } },
+      }),
+    });
+    assert.equal(init.status, 200, await init.text());
+    const session = init.headers.get('mcp-session-id');
+    assert.ok(session !== null);
+    const list = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
+    const statusWith = async (token: string): Promise<number> => {
+      const res = await fetch(`${gw.url}/mcp`, { method: 'POST', headers: headers(token, session), body: list });
+      await res.arrayBuffer();
+      return res.status;
+    };
+    assert.equal(await statusWith(await tokenOf('mcp-bot')), 200, 'another token of the same principal');
+    assert.equal(await statusWith(await tokenOf('alice')), 404, 'another principal of the same team');
+    assert.equal(await statusWith(PLATFORM_KEY), 404, 'an API key of the same team');
+  });
+
   it("GET /v1/models lists only the models the token's scopes allow, whichever token of the team asked first", {
     todo: 'the filtered list is cached per generation and team, so a narrower key or token is shown the first caller’s list',
   }, async () => {
