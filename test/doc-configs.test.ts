@@ -19,7 +19,21 @@ import { envelope } from './support/overlay.js';
 const ROOT = resolve(import.meta.dirname, '..');
 const SKIP = /<!--\s*doc-configs:\s*skip\b/;
 /** The config's top-level sections: a block with any of them is (part of) a gateway config. */
-const TOP_LEVEL = ['server', 'log', 'providers', 'routing', 'pricing', 'resilience', 'teams', 'keys', 'governance', 'audit'];
+const TOP_LEVEL = [
+  'server',
+  'log',
+  'providers',
+  'routing',
+  'pricing',
+  'resilience',
+  'teams',
+  'keys',
+  'governance',
+  'audit',
+  'auth',
+  'mcp',
+  'database',
+];
 
 interface Snippet {
   readonly where: string;

@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { errors, type JWTPayload, jwtVerify } from 'jose';
 import type { JwtConfig, JwtIssuerConfig } from '../config/index.js';
 import { IssuerKeys, type JwksHooks, jwksSourceOf } from './jwks.js';
@@ -77,6 +78,14 @@ export class JwtAuthority {
     const kept = new Set<IssuerKeys>();
     for (const c of next?.issuers ?? []) {
       const before = this.#byId.get(c.id);
+      if (before !== undefined && isDeepStrictEqual(before.config, c)) {
+        // Unchanged (most reloads re-read the same auth block): the same issuer, so its verified tokens stay verified.
+        kept.add(before.keys);
+        byIss.set(c.issuer, before);
+        byId.set(c.id, before);
+        void before.keys.refetchForUnknownKid('reload');
+        continue;
+      }
       let keys: IssuerKeys;
       if (before !== undefined && before.keys.source === jwksSourceOf(c)) {
         // A reload refreshes the keys it keeps, within the cooldown (an overlay may reload every few seconds).

@@ -6,6 +6,7 @@
 
 export {
   type AuthConfig,
+  authSchema,
   fetchableUrl,
   JWT_ALGORITHMS,
   type JwtAlgorithm,

@@ -43,6 +43,7 @@ export {
   checkModel,
   extendGovernancePolicy,
   type GovernancePolicy,
+  ownList,
   type PolicyInput,
   principalScopes,
   scopesOf,

@@ -187,15 +187,24 @@ export function checkModel(policy: GovernancePolicy, principal: Principal, model
   if (principal.team === null) return null;
   const team = policy.teams.get(principal.team);
   if (team !== undefined && !team.allows(model)) return modelRefusal('team', principal.team, `team "${principal.team}"`, model);
-  if (principal.grant !== undefined) {
-    const own = principal.grant.models;
-    if (own !== null && !own(model))
-      return modelRefusal('key', principal.keyId as string, `principal "${principal.keyId}" (by its token's scopes)`, model);
-    return null;
-  }
-  const key = principal.keyId === null ? undefined : policy.keyModelAllows.get(principal.keyId);
-  if (key !== undefined && !key(model)) return modelRefusal('key', principal.keyId as string, `key "${principal.keyId}"`, model);
+  const own = ownList(policy, principal, 'models');
+  if (own !== null && !own(model)) return modelRefusal('key', principal.keyId as string, ownerOf(principal), model);
   return null;
+}
+
+/**
+ * The caller's own list of models or tools within its team's: a key's `allowed_models` /
+ * `allowed_tools`, or what a signed-in principal's token scopes allow; null = the team's.
+ */
+export function ownList(policy: GovernancePolicy, principal: Principal, of: 'models' | 'tools'): ModelAllowList | null {
+  if (principal.grant !== undefined) return of === 'models' ? principal.grant.models : principal.grant.tools;
+  if (principal.keyId === null) return null;
+  return (of === 'models' ? policy.keyModelAllows : policy.keyToolAllows).get(principal.keyId) ?? null;
+}
+
+/** Who a refusal by the caller's own list names: its key, or its principal and why. */
+export function ownerOf(principal: Principal): string {
+  return principal.grant !== undefined ? `principal "${principal.keyId}" (by its token's scopes)` : `key "${principal.keyId}"`;
 }
 
 /**

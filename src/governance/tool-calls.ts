@@ -1,6 +1,6 @@
 import type { LimitKind, Principal, RateLimitView, Refusal, ScopeKind } from './limits.js';
 import { NO_RATE_LIMIT, scopeWho } from './limits.js';
-import type { GovernancePolicy } from './policy.js';
+import { type GovernancePolicy, ownerOf, ownList } from './policy.js';
 import type { GovernanceStore, MaybePromise, Reservation } from './store.js';
 
 // Governance of the /mcp endpoint's tools/call. A call is counted in counters of its own,
@@ -24,14 +24,9 @@ export function checkTool(policy: GovernancePolicy, principal: Principal, tool: 
   const team = policy.teams.get(principal.team);
   if (team !== undefined && !team.allowsTool(tool))
     return toolRefusal(`team "${principal.team}" may not use tool "${tool}"`, 'team', principal.team);
-  const key =
-    principal.grant !== undefined
-      ? principal.grant.tools
-      : principal.keyId === null
-        ? undefined
-        : policy.keyToolAllows.get(principal.keyId);
-  if (key != null && !key(tool)) {
-    const who = principal.grant !== undefined ? `principal "${principal.keyId}" (by its token's scopes)` : `key "${principal.keyId}"`;
+  const own = ownList(policy, principal, 'tools');
+  if (own !== null && !own(tool)) {
+    const who = ownerOf(principal);
     return toolRefusal(`${who} may not use tool "${tool}"`, 'key', principal.keyId as string);
   }
   return null;

@@ -28,7 +28,15 @@ export function verifyCallerToken(x: Exchange, svc: Services): void | Promise<vo
   const socket = x.req.socket;
   const last = lastTokens.get(socket);
   const nowMs = Date.now();
-  if (last !== undefined && last.token === presented && nowMs < last.verdict.token.expMs) {
+  // The same token again on this connection, still unexpired, under the same issuer (a reload may have changed it).
+  const token = last?.verdict.token;
+  if (
+    last !== undefined &&
+    last.token === presented &&
+    token !== undefined &&
+    nowMs < token.expMs &&
+    svc.auth.issuer(token.issuer.id) === token.issuer
+  ) {
     x.token = last.verdict;
     return;
   }

@@ -14,9 +14,9 @@ import type { Services } from './services.js';
 /** GET /v1/models: every model the serving generation routes that the caller may use. */
 export function listModels(x: Exchange, svc: Services): void {
   const anthropic = speaksAnthropic(x);
-  const { gen, allows } = callerAllows(x, svc);
+  const { gen, allows, listKey } = callerAllows(x, svc);
   const body = anthropic ? anthropicModelsBody(gen) : gen.modelsBody;
-  sendBody(x.res, 200, allows === null ? body : allowedBody(gen, x.principal?.team ?? '', body, anthropic, allows), 'application/json');
+  sendBody(x.res, 200, allows === null || listKey === null ? body : allowedBody(gen, listKey, body, anthropic, allows), 'application/json');
 }
 
 /** GET /v1/models/{model}: one routable model the caller may use, in the shape of the client's protocol. */
@@ -48,20 +48,51 @@ export function retrieveModel(x: Exchange, svc: Services, encoded: string): void
  * are configured), with the generation it captured, and which models its team may use;
  * null = every model (an open gateway, or a team without `allowed_models`).
  */
-function callerAllows(x: Exchange, svc: Services): { gen: Generation; allows: ((model: string) => boolean) | null } {
+function callerAllows(
+  x: Exchange,
+  svc: Services,
+): { gen: Generation; allows: ((model: string) => boolean) | null; listKey: ListKey | null } {
   const { gen, keyring, principal } = admitCaller(x, svc);
-  if (principal.team === null) return { gen, allows: null };
+  if (principal.team === null) return { gen, allows: null, listKey: null };
   const policy = policyOf(keyring);
-  return { gen, allows: (model) => governance.checkModel(policy, principal, model) === null };
+  // The key's or the signed-in principal's own list narrows the team's: the rendered list is kept per list, not per team.
+  const own = governance.ownList(policy, principal, 'models');
+  return {
+    gen,
+    allows: (model) => governance.checkModel(policy, principal, model) === null,
+    listKey: { policy, key: `${principal.team}\u0000${own === null ? '' : listIdOf(own)}` },
+  };
 }
 
-const teamLists = new WeakMap<Generation, Map<string, string>>();
+/** Whose list a rendered model list is: the keyring's policy, and the team with its caller's own list. */
+interface ListKey {
+  readonly policy: governance.GovernancePolicy;
+  readonly key: string;
+}
 
-/** A model list body with only the models `allows` lets through; rendered once per generation, team and protocol. */
-function allowedBody(gen: Generation, team: string, body: string, anthropic: boolean, allows: (model: string) => boolean): string {
-  let lists = teamLists.get(gen);
-  if (lists === undefined) teamLists.set(gen, (lists = new Map()));
-  const key = `${anthropic ? 'a' : 'o'}:${team}`;
+/** A number per compiled allow-list (scopes' lists are shared by every token with the same scopes). */
+const listIds = new WeakMap<(model: string) => boolean, number>();
+let nextListId = 1;
+
+function listIdOf(allows: (model: string) => boolean): number {
+  let id = listIds.get(allows);
+  if (id === undefined) {
+    id = nextListId++;
+    listIds.set(allows, id);
+  }
+  return id;
+}
+
+/** Rendered lists per generation and keyring policy (a team's allowed_models may change with the keyring alone). */
+const teamLists = new WeakMap<Generation, WeakMap<governance.GovernancePolicy, Map<string, string>>>();
+
+/** A model list body with only the models `allows` lets through; rendered once per generation, keyring, list and protocol. */
+function allowedBody(gen: Generation, listKey: ListKey, body: string, anthropic: boolean, allows: (model: string) => boolean): string {
+  let byPolicy = teamLists.get(gen);
+  if (byPolicy === undefined) teamLists.set(gen, (byPolicy = new WeakMap()));
+  let lists = byPolicy.get(listKey.policy);
+  if (lists === undefined) byPolicy.set(listKey.policy, (lists = new Map()));
+  const key = `${anthropic ? 'a' : 'o'}:${listKey.key}`;
   let out = lists.get(key);
   if (out === undefined) {
     const parsed = JSON.parse(body) as { data: Array<{ id: string }> } & Record<string, unknown>;

@@ -64,6 +64,11 @@ export async function serveV1(ctx: V1Context, a: V1Request, method: string, rest
 async function route(ctx: V1Context, a: V1Request, method: string, rest: string): Promise<void> {
   const parts = rest.split('/').map(pathSegment);
   const [collection, id, action] = parts;
+  // Who the caller is, as the gateway judged its token: what a page or a script shows before it tries anything.
+  if (collection === 'me' && parts.length === 1) {
+    if (method !== 'GET') throw notAllowed('GET');
+    return send(a.res, 200, { id: a.caller.id, role: a.caller.role });
+  }
   // The usage ledger: its own file, its own parameters.
   if (collection === 'usage') {
     const settings = ctx.database.settings;

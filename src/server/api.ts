@@ -178,7 +178,8 @@ function apiEndpoints(svc: Services, settings: ListenerSettings, traffic: Traffi
 function checkMetricsAccess(svc: Services, req: IncomingMessage): void {
   if (!svc.holder.ready) return;
   const gen = svc.holder.current();
-  if (gen.config.server.public_metrics || svc.keyring.current().keys.length === 0) return;
+  // Tenants are keys or signed-in principals: with neither, there are none to keep apart.
+  if (gen.config.server.public_metrics || (svc.keyring.current().keys.length === 0 && !svc.auth.active)) return;
   const presented = bearerToken(req.headers.authorization);
   if (gen.adminToken !== null && presented !== null && gen.adminToken.matches(presented)) return;
   throw new SwitchyardError(

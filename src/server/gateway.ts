@@ -173,7 +173,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     },
     () => svc.governance.health.up,
   );
-  if (first.keyring.keys.length === 0 && !isLoopback(splitHostPort(config.server.listen).host)) {
+  const openToAnyone = first.keyring.keys.length === 0 && (config.auth?.jwt === undefined || config.auth.jwt.mode === 'optional');
+  if (openToAnyone && !isLoopback(splitHostPort(config.server.listen).host)) {
     svc.logger.warn({
       msg: `no keys are configured and ${config.server.listen} is not a loopback address: anyone who reaches it may call it`,
     });

@@ -12,6 +12,14 @@ const $ = (id) => document.getElementById(id);
 
 let lastOk = 0;
 let lastProblem = '';
+/** Who signed in, as GET admin/v1/me says ({id, role}); null with no token given. */
+let operator = null;
+/**
+ * Counts sign-ins and refusals: a poll or a read of teams and keys that was under way when the
+ * token changed or was refused draws nothing and schedules nothing.
+ */
+let session = 0;
+let pollTimer = null;
 
 /** An element with attributes and children (strings become text). */
 function el(tag, attrs = {}, ...children) {
@@ -579,7 +587,7 @@ async function adminCall(method, path, body) {
   });
   const text = await res.text();
   const data = text === '' ? {} : JSON.parse(text);
-  if (!res.ok) throw new Error(data.error?.message ?? `HTTP ${res.status}`);
+  if (!res.ok) throw Object.assign(new Error(data.error?.message ?? `HTTP ${res.status}`), { status: res.status });
   return data;
 }
 
@@ -678,12 +686,17 @@ function action(label, attrs, run) {
   return b;
 }
 
+/** A read_only role may change nothing: the page offers it no write. */
+function mayWrite() {
+  return operator?.role !== 'read_only';
+}
+
 function keyRow(k) {
   const managed = k.managed_by === 'database';
   // A key of the config file is never revoked: it is removed from the file instead.
   const revoked = k.revoked_at !== null && k.revoked_at !== undefined;
   const actions =
-    managed && !revoked
+    managed && !revoked && mayWrite()
       ? [
           action('Rotate', { 'data-action': 'rotate', 'data-key': k.id }, async () => {
             const r = await adminCall('POST', `keys/${encodeURIComponent(k.id)}/rotate`, { grace_s: 0 });
@@ -709,7 +722,8 @@ function keyRow(k) {
 
 function renderManaged(teams, keys, spend) {
   const month = new Date().toISOString().slice(0, 7);
-  $('managed-hint').textContent = spend === null ? '(no usage ledger data)' : '(spend from the usage ledger, UTC days)';
+  const ledger = spend === null ? 'no usage ledger data' : 'spend from the usage ledger, UTC days';
+  $('managed-hint').textContent = mayWrite() ? `(${ledger})` : `(${ledger}; read-only: nothing can be changed from here)`;
   const cards = teams.map((t) => {
     const days = spend?.get(t.id) ?? null;
     let monthSpend = 0;
@@ -729,10 +743,12 @@ function renderManaged(teams, keys, spend) {
       el('p', { 'data-spend': monthSpend.toFixed(6) }, `Spend this month: ${usd(monthSpend)}`),
       spendChart(t.id, days),
       table(null, [['Key'], ['Prefix'], ['Last used'], ['Expires'], ['Kind'], ['']], own.map(keyRow)),
-      action('Create key', { 'data-action': 'create-key', 'data-team': t.id }, async () => {
-        const r = await adminCall('POST', 'keys', { team: t.id });
-        showSecret(`Secret of new key ${r.id}`, r.key);
-      }),
+      mayWrite()
+        ? action('Create key', { 'data-action': 'create-key', 'data-team': t.id }, async () => {
+            const r = await adminCall('POST', 'keys', { team: t.id });
+            showSecret(`Secret of new key ${r.id}`, r.key);
+          })
+        : null,
     );
   });
   replace('managed', cards.length === 0 ? el('p', { class: 'muted', text: 'No teams.' }) : cards);
@@ -740,11 +756,21 @@ function renderManaged(teams, keys, spend) {
 
 async function refreshManaged() {
   if (managedTimer !== null) clearTimeout(managedTimer);
+  managedTimer = null;
+  const mine = session;
   try {
     const [teams, keys, spend] = await Promise.all([allPages('teams'), allPages('keys'), spendByTeam()]);
+    if (mine !== session) return;
     renderManaged(teams, keys, spend);
   } catch (err) {
-    showManagedProblem(`Cannot read the teams and keys: ${err.message}`);
+    if (mine !== session) return;
+    // A token that expired while a team role's view was open: nothing else would notice.
+    if (err.status === 401) return refused(err.message);
+    showManagedProblem(
+      err.status === 404 && operator?.role.startsWith('team:')
+        ? 'This gateway has no database, so it keeps no teams and keys to show: a team role sees nothing else here.'
+        : `Cannot read the teams and keys: ${err.message}`,
+    );
   }
   managedTimer = setTimeout(refreshManaged, MANAGED_POLL_MS);
 }
@@ -795,48 +821,144 @@ function showConnection() {
   }
 }
 
+/** Stops every update and shows the form, with why the last token was refused ('' for none). */
 function askForToken(message) {
+  session++;
+  clearTimeout(pollTimer);
+  clearTimeout(managedTimer);
+  managedTimer = null;
+  managedShown = false;
+  operator = null;
+  lastOk = 0;
+  lastProblem = '';
+  $('signed-in').hidden = true;
   $('status').hidden = true;
+  delete $('status').dataset.view;
+  // Nothing the refused token was shown stays in the document, a new key's secret least of all.
+  $('new-secret-value').textContent = '';
+  $('new-secret').hidden = true;
+  showManagedProblem('');
+  replace('managed');
   $('token-form').hidden = false;
   $('token-error').hidden = message === '';
   $('token-error').textContent = message;
-  $('connection').textContent = 'Waiting for the admin token.';
+  $('connection').textContent = 'Waiting for a token.';
   $('connection').className = 'connection';
 }
 
+/** The token in this tab was refused: it is dropped, and the form says what the gateway said. */
+function refused(reason) {
+  sessionStorage.removeItem(TOKEN_KEY);
+  askForToken(`The gateway refused this token: ${reason}`);
+}
+
+/** The gateway's own words for a refusal (its error message), or the status. */
+async function reasonOf(res) {
+  try {
+    return (await res.json()).error?.message ?? `HTTP ${res.status}`;
+  } catch {
+    return `HTTP ${res.status}`;
+  }
+}
+
+/** Who the gateway takes the caller for; null when it will not say (a gateway before /admin/v1/me). */
+async function whoAmI() {
+  try {
+    return await adminCall('GET', 'me');
+  } catch {
+    return null;
+  }
+}
+
+function showSignedIn(me) {
+  operator = me ?? { id: 'unknown', role: 'unknown' };
+  $('signed-in-as').textContent = me ? `Signed in as ${me.id} (${me.role})` : 'Signed in with a token';
+  $('signed-in').hidden = false;
+}
+
+/**
+ * A team role may not read the gateway's status (403), only its own team's teams and keys:
+ * the page shows those, says so, and stops polling the status.
+ */
+function showTeamView(me) {
+  const team = me.role.slice('team:'.length);
+  showSignedIn(me);
+  $('token-form').hidden = true;
+  $('status').hidden = false;
+  $('status').dataset.view = 'team';
+  $('team-note').hidden = false;
+  $('team-note').textContent =
+    `Role ${me.role} sees the keys and spend of team ${team} only (when the gateway has a database), and may create, ` +
+    "rotate and revoke that team's keys. The gateway's status (generations, routes, providers, reloads) is for the " +
+    'admin and read_only roles.';
+  $('managed-section').hidden = false;
+  $('connection').className = 'connection';
+  $('connection').textContent = `Team view: updated every ${MANAGED_POLL_MS / 1000} s.`;
+  if (!managedShown) {
+    managedShown = true;
+    refreshManaged();
+  }
+}
+
 async function poll() {
+  const mine = session;
   const token = sessionStorage.getItem(TOKEN_KEY);
   try {
     const res = await fetch('admin/status/page-data', {
       headers: token ? { authorization: `Bearer ${token}` } : {},
       cache: 'no-store',
     });
+    if (mine !== session) return;
     if (res.status === 401) {
       // Stop polling until a token is given: the form's submit starts it again.
-      askForToken(token ? 'The gateway refused this token.' : '');
-      if (token) sessionStorage.removeItem(TOKEN_KEY);
+      if (token) refused(await reasonOf(res));
+      else askForToken('');
+      return;
+    }
+    if (res.status === 403 && token) {
+      const reason = await reasonOf(res);
+      const me = await whoAmI();
+      if (mine !== session) return;
+      if (me?.role.startsWith('team:')) showTeamView(me);
+      else refused(reason);
       return;
     }
     if (!res.ok) throw new Error(`HTTP ${res.status}`);
     const data = await res.json();
+    if (token && operator === null) {
+      const me = await whoAmI();
+      if (mine !== session) return;
+      showSignedIn(me);
+    }
     $('token-form').hidden = true;
+    $('team-note').hidden = true;
     $('status').hidden = false;
     render(data);
     lastOk = Date.now();
     lastProblem = '';
   } catch (err) {
+    if (mine !== session) return;
     lastProblem = err instanceof Error ? err.message : String(err);
   }
   showConnection();
-  setTimeout(poll, POLL_MS);
+  pollTimer = setTimeout(poll, POLL_MS);
 }
 
 $('token-form').addEventListener('submit', (e) => {
   e.preventDefault();
-  sessionStorage.setItem(TOKEN_KEY, $('token').value);
+  sessionStorage.setItem(TOKEN_KEY, $('token').value.trim());
   $('token').value = '';
   $('token-form').hidden = true;
+  $('connection').textContent = 'Signing in…';
+  session++;
   poll();
+});
+
+// Sign out: the token leaves the tab, and a fresh document starts with nothing of the
+// signed-in view in it (its first poll, without a token, brings the form back).
+$('sign-out').addEventListener('click', () => {
+  sessionStorage.removeItem(TOKEN_KEY);
+  location.reload();
 });
 
 setInterval(showConnection, 1000);

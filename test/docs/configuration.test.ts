@@ -36,7 +36,7 @@ function unwrap(schema: Schema): { inner: Schema; fallback: string } {
   for (;;) {
     const def = defOf(s);
     if (def.type === 'optional') fallback = fallback === 'required' ? 'none' : fallback;
-    else if (def.type === 'default') fallback = formatDefault(def.defaultValue);
+    else if (def.type === 'default' || def.type === 'prefault') fallback = formatDefault(def.defaultValue);
     else if (def.type === 'pipe') {
       s = def.in as Schema;
       continue;
@@ -87,8 +87,16 @@ function typeName(s: Schema, path: string): string {
       if (defOf(element).type === 'enum') return `list, each ${typeName(element, path)}`;
       return `list of ${typeName(element, path)}s`;
     }
-    case 'record':
-      return `map of ${typeName(unwrap(def.valueType as Schema).inner, path)}s`;
+    case 'record': {
+      const value = typeName(unwrap(def.valueType as Schema).inner, path);
+      // A map of lists reads "map of lists of strings", not "map of list of stringss".
+      return value.startsWith('list ') ? `map of lists ${value.slice(5)}` : `map of ${value}s`;
+    }
+    case 'object':
+      // One option of a plain union (auth's `jwks`): its keys and their types, as a reader writes it.
+      return `{${Object.entries(def.shape as Record<string, Schema>)
+        .map(([k, v]) => `${k}: ${typeName(unwrap(v).inner, `${path}.${k}`)}`)
+        .join(', ')}}`;
     case 'union':
       return (def.options as Schema[]).map((o) => typeName(unwrap(o).inner, path)).join(' or ');
     default:
@@ -294,6 +302,30 @@ const common = {
     cap_output: true,
   },
   audit: { file: '/var/audit.jsonl', max_bytes: 104857600 },
+  auth: {
+    jwt: {
+      mode: 'optional',
+      issuers: [
+        {
+          id: 'corp',
+          issuer: 'https://idp.example/realms/corp',
+          audiences: ['switchyard'],
+          jwks: { url: 'https://idp.example/realms/corp/certs' },
+          jwks_recheck_s: 600,
+          jwks_refetch_cooldown_s: 10,
+          algorithms: ['RS256'],
+          clock_skew_s: 30,
+          team: { claim: 'groups', map: { '/ai-platform': 'platform' } },
+          principal: { claim: 'azp' },
+          roles: { claim: 'realm_access.roles', map: { 'sy-admin': 'admin' } },
+          scopes: { claim: 'scope', models: { 'llm.cheap': ['m*'] }, tools: { 'tools.read': ['search'] } },
+          principals: { rpm: 1, tpm: 1, tokens_per_day: 1, tool_calls_per_day: 1, budget_usd_per_month: 1 },
+        },
+      ],
+      principals: { rpm: 1, tpm: 1, tokens_per_day: 1, tool_calls_per_day: 1, budget_usd_per_month: 1 },
+      resource: 'https://gateway.example/mcp',
+    },
+  },
   database: {
     url: 'postgres://switchyard@db.example:5432/switchyard',
     password: { env: 'DB_PASSWORD' },

@@ -39,6 +39,8 @@ describe('the model list per key', () => {
             { id: 'gpts', team: 'gpts', sha256: hashKey(keyOf('gpts')) },
             { id: 'llamas', team: 'llamas', sha256: hashKey(keyOf('llamas')) },
             { id: 'everything', team: 'everything', sha256: hashKey(keyOf('everything')) },
+            // A key with a list of its own beside one of the same team without.
+            { id: 'everything-mini', team: 'everything', sha256: hashKey(keyOf('everything-mini')), allowed_models: ['*-mini'] },
           ],
         }),
       ),
@@ -55,6 +57,13 @@ describe('the model list per key', () => {
     assert.deepEqual(await listedIds(openaiFor(keyed, keyOf('gpts'))), ['gpt-4o', 'gpt-4o-mini']);
     assert.deepEqual(await listedIds(openaiFor(keyed, keyOf('llamas'))), ['llama-3-70b']);
     assert.deepEqual(await listedIds(openaiFor(keyed, keyOf('everything'))), [...MODELS].sort());
+  });
+
+  it("lists a key's own allowed_models within its team's, apart from its team mates' lists", async () => {
+    // In both orders: a list rendered for one caller of a team is never served to another with a different list.
+    assert.deepEqual(await listedIds(openaiFor(keyed, keyOf('everything-mini'))), ['gpt-4o-mini']);
+    assert.deepEqual(await listedIds(openaiFor(keyed, keyOf('everything'))), [...MODELS].sort());
+    assert.deepEqual(await listedIds(openaiFor(keyed, keyOf('everything-mini'))), ['gpt-4o-mini']);
   });
 
   it('lists per key in Anthropic shape too', async () => {
