@@ -108,8 +108,53 @@ describe('the admin API with a signed-in principal', () => {
 
   it('a principal whose roles map to nothing, and an expired token, are refused', async () => {
     const none = await v1(admin, 'GET', 'teams', { token: await op.token('nobody') });
-    assert.ok(none.status === 401 || none.status === 403, `${none.status} ${none.text}`);
+    assert.equal(none.status, 403, none.text);
+    assert.equal(none.body.error.code, 'forbidden');
     const expired = await v1(admin, 'GET', 'teams', { token: await op.hostile.expired('root') });
     assert.equal(expired.status, 401, expired.text);
+  });
+
+  it('GET /admin/v1/me names the principal and the role its token was given', async () => {
+    const me = await v1(admin, 'GET', 'me', { token: await op.token('viewer') });
+    assert.equal(me.status, 200, me.text);
+    assert.equal(me.body.id, 'jwt:corp:viewer');
+    assert.equal(me.body.role, 'read_only');
+  });
+});
+
+describe('an admin listener with no admin token, beside an issuer with a roles mapping', () => {
+  it('is closed: a call with no credential is a 401, and a token with a role is served', async () => {
+    const east = await resources.startMock({ name: 'east' });
+    const gw = await resources.startGw(
+      baseConfig(
+        { east: east.baseUrl },
+        { 'gpt-4o-mini': { candidates: [{ provider: 'east' }] } },
+        {
+          teams: { platform: {} },
+          auth: {
+            jwt: {
+              issuers: [
+                {
+                  id: 'corp',
+                  issuer: op.issuer,
+                  audiences: ['switchyard'],
+                  jwks: { url: op.jwksUri },
+                  roles: { claim: 'roles', map: { 'switchyard-viewer': 'read_only' } },
+                },
+              ],
+            },
+          },
+        },
+      ),
+    );
+    const url = gw.adminUrl as string;
+    const anonymous = await v1(url, 'GET', 'teams');
+    assert.equal(anonymous.status, 401, anonymous.text);
+    const status = await fetch(`${url}/admin/status`);
+    await status.arrayBuffer();
+    assert.equal(status.status, 401, 'the status endpoint too');
+    const signedIn = await fetch(`${url}/admin/status`, { headers: { authorization: `Bearer ${await op.token('viewer')}` } });
+    await signedIn.arrayBuffer();
+    assert.equal(signedIn.status, 200);
   });
 });

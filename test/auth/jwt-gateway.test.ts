@@ -238,6 +238,30 @@ describe('callers signed in with an OpenID provider token', () => {
     await refusedAsInvalidToken(await op.hostile.sign(op.hostile.claimsFor('alice'), { jwk: op.signingKey.publicJwk }), /jwk/i);
   });
 
+  it('a kid or alg chosen to break the challenge header cannot add a parameter to it, nor a header line', async () => {
+    const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+    const forged = 'x", error="insufficient_scope", scope="admin';
+    const tokens = [
+      await op.hostile.sign(op.hostile.claimsFor('alice'), { kid: forged }),
+      await op.hostile.sign(op.hostile.claimsFor('alice'), { kid: 'x\r\nset-cookie: session=stolen' }),
+      `${b64({ alg: forged, kid: op.signingKey.kid })}.${b64(op.hostile.claimsFor('alice'))}.AAAA`,
+      `${b64({ alg: 'x\r\nset-cookie: session=stolen', kid: op.signingKey.kid })}.${b64(op.hostile.claimsFor('alice'))}.AAAA`,
+    ];
+    for (const token of tokens) {
+      const r = await post('/v1/chat/completions', bearer(token), chatBody('gpt-4o-mini'));
+      assert.equal(r.status, 401, r.text);
+      const www = r.headers.get('www-authenticate') ?? '';
+      // Two parameters, the description one quoted string with no quote of its own inside.
+      assert.match(www, /^Bearer error="invalid_token", error_description="[^"\\\r\n]*"$/, www);
+      assert.equal(r.headers.get('set-cookie'), null);
+    }
+    assert.equal(
+      (await post('/v1/chat/completions', bearer(await tokenOf('alice')), chatBody('gpt-4o-mini'))).status,
+      200,
+      'still serving',
+    );
+  });
+
   it('a token past 8 KiB is a 401 naming its size; one past the header limit is a 431 (or 401), never served', async () => {
     await refusedAsInvalidToken(await op.hostile.oversized('alice', 10 * 1024), /KiB|large|size|long/i);
     const huge = await op.hostile.oversized('alice', 20 * 1024);

@@ -138,6 +138,7 @@ describe('an issuer whose provider is down when the gateway starts', () => {
     const unavailable = await call(gw, danaToken);
     assert.equal(unavailable.status, 503, unavailable.text);
     assert.equal(JSON.parse(unavailable.text).error.code, 'credential_unavailable');
+    assert.equal(unavailable.headers.get('retry-after'), '5');
     assert.ok(!unavailable.text.includes(danaToken.split('.')[2]!));
     assert.equal((await call(gw, PLATFORM_KEY)).status, 200, 'API keys are served');
     assert.equal((await call(gw, await up.token('erin'))).status, 200, "another issuer's tokens are served");
