@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { MockProvider } from '../../src/mock/index.js';
@@ -157,5 +159,28 @@ describe('an issuer whose provider is down when the gateway starts', () => {
     assert.equal((await call(gw, await down.token('dana'))).status, 200);
     assert.equal(gw.child.pid, pid);
     assert.equal(gw.child.exitCode, null, 'no restart');
+  });
+});
+
+describe('where the keys come from', () => {
+  it('a JWKS file serves as the issuer publishes it', async () => {
+    const op = await startOidcProvider({ clients: [{ id: 'fay', claims: { team: 'platform' } }] });
+    resources.addUpstream(() => op.stop());
+    const file = join(resources.tempDir(), 'jwks.json');
+    writeFileSync(file, await (await fetch(op.jwksUri)).text());
+    const gw = await gatewayOver([{ ...issuerEntry('corp', op), jwks: { file } }]);
+    assert.equal((await call(gw, await op.token('fay'))).status, 200);
+  });
+
+  it('a discovery document that names another issuer is refused: the configured issuer has no keys, and its tokens get 503', async () => {
+    const op = await startOidcProvider({ clients: [{ id: 'gus', claims: { team: 'platform' } }] });
+    resources.addUpstream(() => op.stop());
+    // One slash more than the document's own issuer (OpenID Connect Discovery 4.3: they must be identical).
+    const configured = `${op.issuer}/`;
+    const gw = await gatewayOver([{ ...issuerEntry('corp', op), issuer: configured, jwks: { discovery: true } }]);
+    const token = await op.hostile.sign(op.hostile.claimsFor('gus', { iss: configured }));
+    const r = await call(gw, token);
+    assert.equal(r.status, 503, r.text);
+    assert.equal(JSON.parse(r.text).error.code, 'credential_unavailable');
   });
 });
