@@ -1,5 +1,5 @@
 import type { ScopeStatus } from '../governance/index.js';
-import type { Generation, GenerationChanges, GenerationRoute } from '../live/index.js';
+import type { Generation, GenerationChanges, GenerationRoute, Keyring } from '../live/index.js';
 import { type ExposedTool, policyOf, type Services } from '../request/index.js';
 import type { BreakerState } from '../resilience/index.js';
 import type { RoutableCandidate } from '../routing/index.js';
@@ -96,7 +96,7 @@ export function pageData(ctx: PageContext, nowMs: number): Record<string, unknow
     uptime_s: Math.round((nowMs - ctx.startedAt) / 1000),
     generation: gen === null ? null : { number: gen.number, built_at: gen.builtAt, age_s: ageS(gen.builtAt) },
     // With no key (from the file or the database) the gateway is open: every caller is anonymous.
-    access: keyring === null ? null : { open: policyOf(keyring).keys.open, keys: policyOf(keyring).keys.byId.size },
+    access: keyring === null ? null : accessOf(svc, keyring),
     overlay:
       gen === null || gen.config.routing.overlay === undefined
         ? null
@@ -414,5 +414,17 @@ function teamsView(governance: Record<string, unknown> | null): Record<string, u
       tokens_today: s.tokensToday.used,
       tokens_per_day_limit: s.tokensToday.limit,
     })),
+  };
+}
+
+/** Who may call: keys, signed-in callers (their issuers and mode), or anyone. */
+function accessOf(svc: Services, keyring: Keyring): { open: boolean; keys: number; issuers: string[]; mode: string | null } {
+  const keys = policyOf(keyring).keys;
+  const jwt = svc.auth.config;
+  return {
+    open: keys.open && (jwt === null || jwt.mode === 'optional'),
+    keys: keys.byId.size,
+    issuers: jwt === null ? [] : jwt.issuers.map((i) => i.id),
+    mode: jwt?.mode ?? null,
   };
 }

@@ -113,6 +113,15 @@ function breakerBadge(state) {
 
 // ---------------------------------------------------------------- the cards
 
+/** Who may call, in words: API keys, tokens from trusted issuers, or both. */
+function accessText(a) {
+  const keys = `${a.keys} key${a.keys === 1 ? '' : 's'}`;
+  if (!a.issuers?.length) return `an API key is required (${keys}); a request without one gets 401`;
+  const tokens = `a token from ${a.issuers.join(', ')}`;
+  const what = a.keys > 0 ? `an API key (${keys}) or ${tokens}` : tokens;
+  return `${what} is required; a request without one gets 401`;
+}
+
 function renderGeneration(d) {
   const g = d.generation;
   $('generation-number').textContent = g === null ? 'none' : `#${g.number}`;
@@ -121,9 +130,7 @@ function renderGeneration(d) {
     ['gateway up for', duration(d.uptime_s)],
     d.access && [
       'access',
-      d.access.open
-        ? 'open: no API key is configured, so every request is served without one'
-        : `an API key is required (${d.access.keys} key${d.access.keys === 1 ? '' : 's'}); a request without one gets 401`,
+      d.access.open ? 'open: no API key is configured, so every request is served without one' : accessText(d.access),
       { id: 'access', class: d.access.open ? 'warn-text' : 'ok-text' },
     ],
   ]);
