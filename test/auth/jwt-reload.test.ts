@@ -10,6 +10,7 @@ import { fileResources } from '../support/resources.js';
 // The trusted issuers follow the config through a reload, with no restart: an issuer added is
 // served from then on, and one removed is refused from then on, its tokens that the gateway
 // had already verified included (removing an issuer is how an operator cuts off a compromised one).
+// An issuer the reload leaves as it was keeps its verified tokens; one it changes checks them again.
 
 const resources = fileResources('switchyard-jwt-reload-');
 
@@ -75,5 +76,28 @@ describe('trusted issuers across a reload', () => {
     assert.equal((await call(gw, bob)).status, 200);
     assert.equal(gw.child.pid, pid);
     assert.equal(gw.child.exitCode, null, 'no restart');
+  });
+
+  it("a reload keeps an unchanged issuer's verified tokens, and one that changes the issuer verifies them again against the keys it holds", async () => {
+    const op = await startOidcProvider({ clients: [{ id: 'carol', claims: { team: 'platform' } }] });
+    resources.addUpstream(() => op.stop());
+    const entry = { ...issuerEntry('rotating', op), jwks_refetch_cooldown_s: 1 };
+    const gw = await resources.startGw(configWith([entry]));
+    const older = await op.token('carol');
+    assert.equal((await call(gw, older)).status, 200);
+    await op.rotate({ retireOld: true });
+    await new Promise((res) => setTimeout(res, 1500));
+    assert.equal((await call(gw, await op.token('carol'))).status, 200, 'the new key is fetched');
+    assert.equal((await call(gw, older)).status, 200, 'verified before the rotation: kept');
+
+    assert.equal((await adminReload(gw.adminUrl as string)).status, 200);
+    assert.equal((await call(gw, older)).status, 200, 'a reload that leaves the issuer as it was keeps its verified tokens');
+
+    gw.writeConfig(configWith([{ ...entry, clock_skew_s: 30 }]));
+    assert.equal((await adminReload(gw.adminUrl as string)).status, 200);
+    const again = await call(gw, older);
+    assert.equal(again.status, 401, `its key is no longer published: ${again.text}`);
+    assert.match(again.json().error.message, /unknown key/);
+    assert.equal((await call(gw, await op.token('carol'))).status, 200);
   });
 });
