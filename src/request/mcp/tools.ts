@@ -147,15 +147,17 @@ function sourceRoute(name: string, server: McpServerRuntime, upstream: string): 
 /**
  * What tools/list answers this caller: the tools it may use that admit new sessions (an
  * existing_only tool keeps serving the sessions bound to it, but is not offered), in name
- * order, with their digest, built once per view and key.
+ * order, with their digest, built once per view and key (each time for a signed-in principal).
  */
 export function listingFor(
   view: ToolView,
   policy: GovernancePolicy,
   principal: Principal,
 ): { readonly json: string; readonly digest: string } {
-  const key = principal.keyId ?? '';
-  const known = view.listings.get(key);
+  // A key's listing is the same on every call; a signed-in principal's follows the scopes of
+  // the token it came with, which differ token to token under one principal id: not kept.
+  const key = principal.grant === undefined ? (principal.keyId ?? '') : null;
+  const known = key === null ? undefined : view.listings.get(key);
   if (known !== undefined) return known;
   const parts: string[] = [];
   for (const name of view.names) {
@@ -165,7 +167,7 @@ export function listingFor(
   }
   const json = `{"tools":[${parts.join(',')}]}`;
   const listing = { json, digest: createHash('sha256').update(json).digest('hex') };
-  view.listings.set(key, listing);
+  if (key !== null) view.listings.set(key, listing);
   return listing;
 }
 
