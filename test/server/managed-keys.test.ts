@@ -323,10 +323,10 @@ describe('an open gateway and its first managed key', () => {
       const admin = gw.adminUrl as string;
       const pageData = async () =>
         (await (await fetch(`${admin}/admin/status/page-data`, { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as {
-          access: { open: boolean; keys: number };
+          access: { open: boolean; keys: number; issuers: string[]; mode: string | null };
         };
       assert.equal((await postChat(gw.url, chatBody('m'))).status, 200, 'open: served without a key');
-      assert.deepEqual((await pageData()).access, { open: true, keys: 0 });
+      assert.deepEqual((await pageData()).access, { open: true, keys: 0, issuers: [], mode: null });
 
       const team = await v1(admin, 'POST', 'teams', { token: ADMIN, body: { id: 'growth' } });
       assert.deepEqual(team.body.warnings, [], 'a write that changes no access warns of nothing');
@@ -347,7 +347,7 @@ describe('an open gateway and its first managed key', () => {
       const line = await gw.waitForLog((l) => l.msg === 'access changed');
       assert.equal(line.level, 'warn');
       assert.equal(line.change, closing);
-      assert.deepEqual((await pageData()).access, { open: false, keys: 1 });
+      assert.deepEqual((await pageData()).access, { open: false, keys: 1, issuers: [], mode: null });
 
       const revoked = await v1(admin, 'POST', 'keys/first/revoke', { token: ADMIN });
       assert.ok(
@@ -355,7 +355,7 @@ describe('an open gateway and its first managed key', () => {
         `revoking the last key warns: ${revoked.text}`,
       );
       assert.equal((await postChat(gw.url, chatBody('m'))).status, 200);
-      assert.deepEqual((await pageData()).access, { open: true, keys: 0 });
+      assert.deepEqual((await pageData()).access, { open: true, keys: 0, issuers: [], mode: null });
       await gw.stop();
     } finally {
       await db.drop();
