@@ -20,8 +20,11 @@ import type { Services } from './services.js';
 /**
  * The one place a model request captures its generation and keyring (one pair, read
  * together in one synchronous step, so no swap falls between them) and is authenticated:
- * the caller, from the request's headers alone, or the refusal (401 `unauthorized`,
- * `key_expired`). A keyring without keys is an open gateway: every caller is anonymous.
+ * the caller, from the request's headers alone (an API key, or the verdict on its JWT,
+ * judged before the endpoint ran), or the refusal (401 `unauthorized`, `key_expired`; 403
+ * for a token whose claims name no team; 503 while its issuer's keys are missing). A
+ * keyring without keys and no `auth.jwt` is an open gateway: every caller is anonymous.
+ * `resource` is the MCP resource a token may name as its audience (on /mcp only).
  */
 export function admitCaller(x: Exchange, svc: Services, resource: string | null = null): Caller {
   const gen = svc.holder.current();
