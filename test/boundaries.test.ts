@@ -91,6 +91,9 @@ const allowed: Record<string, readonly string[]> = {
     'responses',
     'auth',
   ],
+  // Guardrails: pure detectors, masking and checks; they read a guardrail's config and the
+  // canonical shapes of what they check, and nothing stateful.
+  guardrails: ['config', 'providers'],
   // cli/ holds the subcommands; it may import every folder's surface.
   cli: [
     'config',
