@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
+import fc from 'fast-check';
 import {
   detectorReach,
   detectPii,
@@ -13,6 +14,7 @@ import {
   PLACEHOLDER_MAX_CHARS,
   restoreText,
   SECRET_CATEGORIES,
+  type SecretCategory,
 } from '../../src/guardrails/index.js';
 
 // Masking and restoring, and the bounds a streaming masker relies on: how far a match
@@ -127,6 +129,70 @@ describe('reach', () => {
       assert.deepEqual(again && { ...again, start: again.start + from, end: again.end + from }, f);
     }
   });
+});
+
+describe('reach, on random texts', () => {
+  // Texts built of planted values, their near misses and the characters that join or cut
+  // them, detector by detector with that detector's own (much shorter) reach.
+  const fragments = [
+    'jane@example.com',
+    'a.b',
+    '4111 1111 1111 1111',
+    ' 1111',
+    '+1 415 555 2671',
+    'DE89 3704 0044 0532 0130 00',
+    '123-45-6789',
+    'SSN',
+    '123456789',
+    '10.0.0.1',
+    'fe80::1ff:fe23:4567:890a',
+    '2024-01-02',
+    'version 1.2.3',
+    'AKIAIOSFODNN7EXAMPLE',
+    'aws_secret_access_key = ',
+    'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
+    'ghp_',
+    'glpat-',
+    'xoxb-',
+    'abcdefghij0123456789ABCDEFGHIJklmnop',
+    '<EMAIL_1>',
+    ' ',
+    '\n',
+    '.',
+    '-',
+    '1',
+    '22',
+    '0',
+    '@',
+    ':',
+    '=',
+    '+',
+    'x',
+    'lorem ipsum dolor sit amet '.repeat(8),
+  ];
+  const tokens: SecretCategory[] = ['aws_access_key', 'aws_secret_key', 'github_token', 'gitlab_token', 'slack_token'];
+  const cases: [string, (text: string) => Finding[], number][] = [
+    ['pii', (text) => detectPii(text), detectorReach(PII_ENTITIES)],
+    ['token formats', (text) => detectSecrets(text, { categories: tokens }), detectorReach(tokens)],
+  ];
+  for (const [name, detect, reach] of cases) {
+    test(`${name}: every finding is the same in a window of the reach around it, and masking round-trips`, () => {
+      fc.assert(
+        fc.property(fc.array(fc.constantFrom(...fragments), { maxLength: 120 }), (parts) => {
+          const text = parts.join('');
+          const findings = detect(text);
+          const mapping = new Mapping();
+          assert.equal(restoreText(maskText(text, findings, mapping), mapping), text);
+          for (const f of findings) {
+            const from = Math.max(0, f.start - reach);
+            const again = detect(text.slice(from, f.start + reach)).find((g) => g.start + from === f.start);
+            assert.deepEqual(again && { ...again, start: again.start + from, end: again.end + from }, f);
+          }
+        }),
+        { numRuns: 300 },
+      );
+    });
+  }
 });
 
 test('a megabyte through every detector finishes (time reported, not asserted)', { timeout: 60_000 }, (t) => {
