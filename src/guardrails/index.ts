@@ -27,3 +27,4 @@ export {
   shannonEntropy,
 } from './detectors/index.js';
 export { Mapping, maskText, PLACEHOLDER_MAX_CHARS, restoreText } from './mask.js';
+export { type StreamDetectors, StreamMasker, StreamRestorer } from './stream.js';
