@@ -206,18 +206,29 @@ export type McpGuardrailAttachmentConfig = z.infer<typeof mcpGuardrailAttachment
 const PATTERN_SHOWN = 120;
 
 /**
+ * The most instructions one compiled pattern may have. RE2's time is linear in the text but
+ * also in the pattern's size: finding where `\pL{500}` matches costs ~9 µs per character of
+ * text (9 s for a 1 MB prompt), while rules as people write them (`sk-[A-Za-z0-9]{20,}`,
+ * `(?i)ignore (all|previous) instructions`) are under 50.
+ */
+export const MAX_PATTERN_INSTRUCTIONS = 500;
+
+/**
  * Why RE2 refuses a pattern, naming the pattern, or null when it compiles. RE2 has no
  * backreferences or lookaround because they are what makes a match take exponential time;
  * those two get a plain reason, anything else RE2's own.
  */
 export function re2Problem(pattern: string): string | null {
+  const shown = pattern.length > PATTERN_SHOWN ? `${pattern.slice(0, PATTERN_SHOWN)}…` : pattern;
+  let size: number;
   try {
-    RE2JS.compile(pattern);
-    return null;
+    size = RE2JS.compile(pattern).matcher('').programSize();
   } catch (error) {
-    const shown = pattern.length > PATTERN_SHOWN ? `${pattern.slice(0, PATTERN_SHOWN)}…` : pattern;
     return `RE2 cannot compile "${shown}": ${re2Reason(error)}`;
   }
+  if (size > MAX_PATTERN_INSTRUCTIONS)
+    return `"${shown}" compiles to ${size} RE2 instructions, more than ${MAX_PATTERN_INSTRUCTIONS}: matching time grows with a pattern's size; prefer {n,} or + to a large {n}`;
+  return null;
 }
 
 function re2Reason(error: unknown): string {

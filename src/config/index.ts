@@ -24,6 +24,7 @@ export {
   type GuardrailsConfig,
   guardrailsSchema,
   type JudgeGuardrailConfig,
+  MAX_PATTERN_INSTRUCTIONS,
   type McpGuardrailAttachmentConfig,
   type NemoGuardrailConfig,
   PII_ENTITIES,

@@ -265,6 +265,13 @@ describe('guardrails config: patterns compile under RE2', () => {
     );
   });
 
+  it('refuses a pattern whose program is too large to match quickly, and accepts one just within', () => {
+    const issues = refusal(withGuardrails(String.raw`  deny: { type: regex, patterns: ["\\pL{600}", "[a-z]{20,}"] }`));
+    assert.equal(issues.length, 1, issues.join('\n'));
+    assert.match(issues[0] ?? '', /^guardrails\.deny\.patterns\[0\]: "\\pL\{600\}" compiles to \d+ RE2 instructions, more than 500/);
+    assert.equal(re2Problem(String.raw`\pL{400}`), null);
+  });
+
   it('shortens a very long pattern in the message', () => {
     const long = `(${'a'.repeat(300)})\\1`;
     const problem = re2Problem(long) ?? '';

@@ -98,6 +98,15 @@ describe('regex guardrail: offsets are UTF-16, as String.prototype.slice takes t
     assert.deepEqual(spans(text, guardrail(['\\[.\\]']).findAll(text)), ['pattern_0:[😀]']);
   });
 
+  it('a lone surrogate (text cut mid-emoji) neither throws nor shifts the offsets after it', () => {
+    const text = 'x\uD800 secret \uDC00a\uD83Db';
+    const found = guardrail(['secret', 'a.b']).findAll(text);
+    assert.deepEqual(found, [
+      { entity: 'pattern_0', start: 3, end: 9 },
+      { entity: 'pattern_1', start: 11, end: 14 },
+    ]);
+  });
+
   it('case-insensitive matching of non-ASCII letters', () => {
     const text = 'Ärger: ÉCOLE';
     assert.deepEqual(spans(text, guardrail(['(?i)école']).findAll(text)), ['pattern_0:ÉCOLE']);
