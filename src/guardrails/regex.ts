@@ -78,19 +78,21 @@ function collect(p: CompiledPattern, text: string, into: PatternFinding[]): void
 }
 
 /**
- * Two patterns may match overlapping text: the one starting first wins, the longer when they
- * start together, then the earlier pattern. One span of text is then masked or reported once.
+ * Two patterns may match overlapping text: the longer match stays, and of two as long the
+ * one starting first, then the earlier pattern. Longest first, as the built-in detectors
+ * resolve theirs, so one span of text is masked or reported once and whole.
  */
 function nonOverlapping(found: PatternFinding[]): PatternFinding[] {
   if (found.length < 2) return found;
   // Array.prototype.sort is stable: equal spans keep pattern order.
   found.sort((a, b) => a.start - b.start || b.end - a.end);
   const kept: PatternFinding[] = [];
-  let reached = 0;
+  // One sweep: a finding overlapping the last one kept replaces it only if longer; it starts
+  // at or after that one's start, so it cannot reach back into the one kept before.
   for (const f of found) {
-    if (f.start < reached) continue;
-    kept.push(f);
-    reached = f.end;
+    const last = kept[kept.length - 1];
+    if (last === undefined || f.start >= last.end) kept.push(f);
+    else if (f.end - f.start > last.end - last.start) kept[kept.length - 1] = f;
   }
   return kept;
 }

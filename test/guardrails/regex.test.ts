@@ -58,7 +58,13 @@ describe('regex guardrail: matching', () => {
     assert.deepEqual(spans(text, guardrail(['x*']).findAll(text)), ['pattern_0:xx']);
   });
 
-  it('sorts findings of several patterns by position and drops overlaps, the earliest and longest winning', () => {
+  it('of two overlapping matches keeps the longer, even when it starts later', () => {
+    const text = 'xx abcdefg yy';
+    assert.deepEqual(spans(text, guardrail(['abc', 'bcdefg'], ['short', 'long']).findAll(text)), ['long:bcdefg']);
+    assert.deepEqual(spans(text, guardrail(['abcd', 'cdef'], ['first', 'second']).findAll(text)), ['first:abcd']);
+  });
+
+  it('sorts findings of several patterns by position and drops overlaps, the longer winning', () => {
     const g = guardrail(['world', 'hello world', 'lo w', 'o'], ['w', 'hw', 'low', 'o']);
     const text = 'world, hello world, foo';
     const found = g.findAll(text);
