@@ -55,6 +55,9 @@ const allowed: Record<string, readonly string[]> = {
   publisher: ['contract', 'watch', 'telemetry'],
   // Callers who sign in: the `auth` block's types, and the principal and policy a token's claims are mapped under.
   auth: ['config', 'governance'],
+  // Guardrails: pure checks on canonical text, reading only their config's types and the
+  // canonical form (providers/). Nothing on the request path imports them yet.
+  guardrails: ['config', 'providers'],
   // The request path: from an admitted caller to its record. It reads the generation (live/),
   // routes (routing/), relays (providers/), admits and bills (governance/), audits and
   // records; it never reaches the listeners or the composition root (server/).
@@ -91,9 +94,6 @@ const allowed: Record<string, readonly string[]> = {
     'responses',
     'auth',
   ],
-  // Guardrails: pure detectors, masking and checks; they read a guardrail's config and the
-  // canonical shapes of what they check, and nothing stateful.
-  guardrails: ['config', 'providers'],
   // cli/ holds the subcommands; it may import every folder's surface.
   cli: [
     'config',

@@ -15,6 +15,28 @@ export {
   type PrincipalLimitsConfig,
 } from './auth-schema.js';
 export { crossReferenceIssues, responseStoreIssues, routeReferenceIssues, toolReferenceIssues } from './cross-check.js';
+export {
+  checkGuardrailReferences,
+  GUARDRAIL_NAME,
+  type GuardrailAction,
+  type GuardrailAttachmentConfig,
+  type GuardrailConfig,
+  type GuardrailsConfig,
+  guardrailsSchema,
+  type JudgeGuardrailConfig,
+  MAX_PATTERN_INSTRUCTIONS,
+  type McpGuardrailAttachmentConfig,
+  type NemoGuardrailConfig,
+  PII_ENTITIES,
+  type PiiEntity,
+  type PiiGuardrailConfig,
+  type RegexGuardrailConfig,
+  re2Problem,
+  SECRET_CATEGORIES,
+  type SecretCategory,
+  type SecretsGuardrailConfig,
+  type WebhookGuardrailConfig,
+} from './guardrails-schema.js';
 export { adminTokenRequired, isLoopback, splitHostPort } from './listen-address.js';
 export {
   type ConfigIssue,

@@ -1,5 +1,11 @@
 import { z } from 'zod';
 import { authSchema } from './auth-schema.js';
+import {
+  checkGuardrailReferences,
+  guardrailAttachmentSchema,
+  guardrailsSchema,
+  mcpGuardrailAttachmentSchema,
+} from './guardrails-schema.js';
 import { adminTokenRequired } from './listen-address.js';
 import { providerSchema } from './provider-types.js';
 import { positiveInt, type retrySchema, secretRefSchema, tlsSchema, toolName } from './schema-parts.js';
@@ -126,6 +132,8 @@ const routeSchema = z.strictObject({
   /** This route's translation mode; defaults to routing.translation. */
   translation: translationSchema.optional(),
   fallback_on: fallbackOn,
+  /** Guardrails on this route's requests and answers; a team's and a key's are added to them. */
+  guardrails: guardrailAttachmentSchema.optional(),
 });
 
 /** A tool route's candidate: an mcp provider, and the tool's name there (default: the exposed name, or the provider's `tools` map). */
@@ -330,6 +338,8 @@ const mcpSchema = z.strictObject({
     .default([]),
   /** The most tool calls the gateway runs for one Responses request before it answers with what it has. */
   responses_max_calls: positiveInt.max(256).default(16),
+  /** Guardrails on every tools/call's arguments and results. */
+  guardrails: mcpGuardrailAttachmentSchema.optional(),
 });
 
 /** USD per million tokens; so tokens x price is micro-USD exactly. */
@@ -426,6 +436,8 @@ export const teamSchema = z.strictObject({
       on_exceeded: z.enum(['block', 'warn'], { error: 'must be "block" or "warn"' }).default('block'),
     })
     .optional(),
+  /** Added to the route's guardrails: a team cannot remove one. */
+  guardrails: guardrailAttachmentSchema.optional(),
 });
 
 /** A key by its SHA-256 (one, or two while it is rotated) or by a secret reference, never in clear. */
@@ -446,6 +458,8 @@ export const keySchema = z
     /** tools/call a UTC day, for this key. */
     tool_calls_per_day: limitCount.optional(),
     expires_at: rfc3339Schema.optional(),
+    /** Added to the route's and the team's guardrails. */
+    guardrails: guardrailAttachmentSchema.optional(),
   })
   .superRefine((k, ctx) => {
     if ((k.sha256 === undefined) === (k.key === undefined)) {
@@ -615,8 +629,11 @@ export const configSchema = z
     mcp: mcpSchema.prefault({}),
     /** Callers who sign in with a JWT, beside API keys. */
     auth: authSchema.optional(),
+    /** Named checks on prompts, answers and tool calls; routes, teams, keys and mcp attach them by name. */
+    guardrails: guardrailsSchema.optional(),
   })
-  .superRefine(checkGovernanceReferences);
+  .superRefine(checkGovernanceReferences)
+  .superRefine(checkGuardrailReferences);
 
 export type GatewayConfig = z.infer<typeof configSchema>;
 export type ServerConfig = GatewayConfig['server'];

@@ -1,10 +1,9 @@
-/**
- * Guardrails: checks on what a caller sends and what comes back. This folder holds the
- * pure pieces (detectors, masking and restoring); the request path wires them in.
- *
- * Boundary: imports config/ and providers/ types only, so a detector knows nothing of
- * generations, listeners or the request path.
- */
+// guardrails/: checks on prompts, answers, streams and MCP tool calls, as pure functions of
+// their config and the text they are given (no I/O, no timers): the built-in pii and secrets
+// detectors, masking with typed placeholders and restoring them (in a stream too), and the
+// regex guardrail's RE2 patterns. May import only config/ (types and the RE2 compile check)
+// and providers/ (the canonical form's types); the request path composes them as stages and
+// transforms. See docs/decisions/0040-guardrails.md.
 
 export {
   DEFAULT_MIN_ENTROPY,
@@ -27,4 +26,5 @@ export {
   shannonEntropy,
 } from './detectors/index.js';
 export { Mapping, maskText, PLACEHOLDER_MAX_CHARS, restoreText } from './mask.js';
+export { compileRegexGuardrail, type PatternFinding, type RegexGuardrail } from './regex.js';
 export { type StreamDetectors, StreamMasker, StreamRestorer } from './stream.js';

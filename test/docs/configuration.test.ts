@@ -267,6 +267,7 @@ const common = {
       quota: { tokens_per_day: 1, tool_calls_per_day: 1 },
       budget: { usd_per_month: 1, on_exceeded: 'warn' },
       allowed_tools: ['search'],
+      guardrails: { input: ['deny'], output: ['pii'] },
     },
   },
   keys: [
@@ -282,6 +283,7 @@ const common = {
       allowed_models: ['m*'],
       allowed_tools: ['search'],
       tool_calls_per_day: 1,
+      guardrails: { input: ['secrets'], output: ['deny'] },
     },
     { id: 'b', team: 'platform', key: { env: 'B_KEY' } },
   ],
@@ -326,6 +328,35 @@ const common = {
       resource: 'https://gateway.example/mcp',
     },
   },
+  guardrails: {
+    pii: {
+      type: 'pii',
+      entities: ['email', 'credit_card'],
+      action: 'mask',
+      restore: true,
+      stream: 'hold',
+      window_chars: 200,
+      on_error: 'fail_open',
+    },
+    secrets: {
+      type: 'secrets',
+      categories: ['aws_access_key', 'high_entropy'],
+      entropy: { min_length: 40, min_entropy: 4.5 },
+      action: 'block',
+      restore: false,
+    },
+    deny: { type: 'regex', patterns: ['(?i)ignore (all|previous) instructions'], categories: ['injection'], action: 'block' },
+    nemo: {
+      type: 'nemo',
+      base_url: 'http://127.0.0.1:8000',
+      config_id: 'main',
+      model: 'm',
+      timeout_ms: 500,
+      headers: { 'x-api-key': { env: 'NEMO_KEY' } },
+    },
+    review: { type: 'webhook', url: 'https://guard.example/check', headers: { authorization: { env: 'GUARD_TOKEN' } }, max_bytes: 65536 },
+    judge: { type: 'judge', route: 'm', prompt: { file: '/guard-prompt.txt' }, unsafe_when: '^unsafe' },
+  },
   database: {
     url: 'postgres://switchyard@db.example:5432/switchyard',
     password: { env: 'DB_PASSWORD' },
@@ -355,6 +386,7 @@ const fixtures: Record<string, unknown>[] = [
           deadline_ms: 1000,
           translation: 'strict',
           fallback_on: ['context_length'],
+          guardrails: { input: ['secrets', 'pii'], output: ['pii'] },
           candidates: [
             { provider: 'azure', model: 'm', deployment: 'd', weight: 2 },
             { provider: 'vertex', model: 'claude-sonnet-4-5', publisher: 'anthropic' },
@@ -376,6 +408,7 @@ const fixtures: Record<string, unknown>[] = [
       responses_label: 'gateway_tools',
       responses_self_urls: ['https://gateway.example.com/mcp'],
       responses_max_calls: 8,
+      guardrails: { arguments: ['secrets'], results: ['pii'] },
     },
   },
   {

@@ -6,11 +6,12 @@
 
 import { isIP } from 'node:net';
 import { getCountrySpecifications, isValidIBAN } from 'ibantools';
+import { PII_ENTITIES, type PiiEntity } from '../../config/index.js';
 import { type Finding, resolveOverlaps, scanCandidates } from './finding.js';
 import { findPhones, PHONE_MAX_CHARS } from './phone.js';
 
-export const PII_ENTITIES = ['email', 'phone', 'credit_card', 'iban', 'us_ssn', 'ip_address'] as const;
-export type PiiEntity = (typeof PII_ENTITIES)[number];
+// The entity names are the config's (guardrails.<name>.entities): one list, so a name the schema accepts is one a detector has.
+export { PII_ENTITIES, type PiiEntity };
 
 /** Every finding of the given entities in `text`, sorted and not overlapping. */
 export function detectPii(text: string, entities: readonly PiiEntity[] = PII_ENTITIES): Finding[] {

@@ -4,20 +4,12 @@
 // entropy rule for everything else. Every regex starts with a literal and bounds its
 // quantifiers, so a scan is linear in the text.
 
+import { SECRET_CATEGORIES, type SecretCategory } from '../../config/index.js';
 import { DEFAULT_MIN_LENGTH, type EntropyOptions, findHighEntropy, HIGH_ENTROPY_MAX_CHARS } from './entropy.js';
 import { type Finding, resolveOverlaps } from './finding.js';
 
-export const SECRET_CATEGORIES = [
-  'aws_access_key',
-  'aws_secret_key',
-  'github_token',
-  'gitlab_token',
-  'slack_token',
-  'private_key',
-  'jwt',
-  'high_entropy',
-] as const;
-export type SecretCategory = (typeof SECRET_CATEGORIES)[number];
+// The category names are the config's (guardrails.<name>.categories): one list for both.
+export { SECRET_CATEGORIES, type SecretCategory };
 
 export interface SecretsOptions extends EntropyOptions {
   /** The categories to look for (default all). */
