@@ -26,6 +26,13 @@ export function configWarnings(document: unknown, config: GatewayConfig): Config
     });
   }
   warnings.push(...capacityWarnings(config));
+  // The guardrails' config is read and checked, but no request path runs them yet: a
+  // guardrail an operator relies on must never look active while it is not.
+  if (config.guardrails !== undefined && Object.keys(config.guardrails).length > 0)
+    warnings.push({
+      path: 'guardrails',
+      message: 'not enforced yet: this version checks the guardrails config but runs no guardrail on requests or tool calls',
+    });
   const responses = config.routing.responses;
   if (record(record(record(document)?.routing)?.responses)?.retention_days !== undefined && responses?.store !== 'database')
     warnings.push({
