@@ -48,6 +48,7 @@ export const errorCatalog = {
   governance_unavailable: { status: 503, openai: 'server_error', anthropic: 'overloaded_error' },
   database_unavailable: { status: 503, openai: 'server_error', anthropic: 'overloaded_error' },
   store_unavailable: { status: 503, openai: 'server_error', anthropic: 'overloaded_error' },
+  guardrail_unavailable: { status: 503, openai: 'server_error', anthropic: 'overloaded_error' },
   outcome_unknown: { status: 503, openai: 'server_error', anthropic: 'api_error' },
   shutting_down: { status: 503, openai: 'server_error', anthropic: 'overloaded_error' },
   upstream_timeout: { status: 504, openai: 'server_error', anthropic: 'api_error' },
