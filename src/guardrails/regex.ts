@@ -1,18 +1,14 @@
 import { RE2JS, RE2Set } from 're2js';
 import type { RegexGuardrailConfig } from '../config/index.js';
+import { type Finding, resolveOverlaps } from './detectors/index.js';
 
 // The `regex` guardrail: an operator's RE2 patterns, compiled once per generation. RE2 runs
 // in time linear in the text whatever the pattern, so a pattern such as `(a+)+$` cannot
 // stall the gateway on a crafted prompt the way a backtracking engine (JavaScript's own
 // RegExp) would. The config schema has already refused what RE2 cannot compile.
 
-/** A match in a text: UTF-16 offsets (what String.prototype.slice takes), and what it is. */
-export interface PatternFinding {
-  /** The pattern's category, or `pattern_<i>` (its index in `patterns`). */
-  readonly entity: string;
-  readonly start: number;
-  readonly end: number;
-}
+/** A pattern's match, UTF-16 offsets (what String.prototype.slice takes): its category, or `pattern_<i>` (its index in `patterns`), as `entity`. */
+export type PatternFinding = Finding;
 
 export interface RegexGuardrail {
   /** Every match of every pattern in `text`, sorted by start, none overlapping another. */
@@ -48,7 +44,8 @@ export function compileRegexGuardrail(config: Pick<RegexGuardrailConfig, 'patter
         const p = compiled[id];
         if (p !== undefined) collect(p, text, found);
       }
-      return nonOverlapping(found);
+      // Of two patterns' overlapping matches the longer stays, as the built-in detectors resolve theirs.
+      return resolveOverlaps(found);
     },
     reach: config.window_chars,
   };
@@ -75,24 +72,4 @@ function collect(p: CompiledPattern, text: string, into: PatternFinding[]): void
     const end = m.end();
     if (end > start) into.push({ entity: p.entity, start, end });
   }
-}
-
-/**
- * Two patterns may match overlapping text: the longer match stays, and of two as long the
- * one starting first, then the earlier pattern. Longest first, as the built-in detectors
- * resolve theirs, so one span of text is masked or reported once and whole.
- */
-function nonOverlapping(found: PatternFinding[]): PatternFinding[] {
-  if (found.length < 2) return found;
-  // Array.prototype.sort is stable: equal spans keep pattern order.
-  found.sort((a, b) => a.start - b.start || b.end - a.end);
-  const kept: PatternFinding[] = [];
-  // One sweep: a finding overlapping the last one kept replaces it only if longer; it starts
-  // at or after that one's start, so it cannot reach back into the one kept before.
-  for (const f of found) {
-    const last = kept[kept.length - 1];
-    if (last === undefined || f.start >= last.end) kept.push(f);
-    else if (f.end - f.start > last.end - last.start) kept[kept.length - 1] = f;
-  }
-  return kept;
 }
