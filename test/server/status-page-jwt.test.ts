@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import type { Browser, Page } from 'playwright-core';
-import { browserMissing, launchBrowser, openPage, screenshot } from '../support/browser.js';
+import { browserMissing, launchBrowser, openPage, screenshot, waitForText } from '../support/browser.js';
 import { sqliteDatabase, type TestDatabase } from '../support/databases.js';
 import { baseConfig, type GatewayProcess } from '../support/gateway-process.js';
 import { keyStatus, v1 } from '../support/managed.js';
@@ -106,24 +106,6 @@ async function auditWrites(until: (writes: Array<Record<string, unknown>>) => bo
     await sleep(50);
   }
   return writes;
-}
-
-/** Waits until the element's text contains `expected`; fails with what it showed instead. */
-async function waitForText(page: Page, selector: string, expected: string, timeoutMs = 15_000): Promise<void> {
-  try {
-    await page.waitForFunction(
-      ([s, e]) => (document.querySelector(s as string)?.textContent ?? '').includes(e as string),
-      [selector, expected],
-      { timeout: timeoutMs, polling: 100 },
-    );
-  } catch {
-    const shown = await page
-      .locator(selector)
-      .first()
-      .textContent({ timeout: 1000 })
-      .catch(() => '(nothing)');
-    assert.fail(`${selector} never showed "${expected}"; it shows "${shown}"`);
-  }
 }
 
 async function signIn(page: Page, value: string): Promise<void> {

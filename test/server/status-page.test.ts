@@ -6,7 +6,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Browser, Page } from 'playwright-core';
 import { adminReload } from '../support/admin.js';
-import { browserMissing, launchBrowser, openPage, screenshot } from '../support/browser.js';
+import { browserMissing, launchBrowser, openPage, screenshot, waitForText } from '../support/browser.js';
 import { baseConfig } from '../support/gateway-process.js';
 import { chatBody, postChat } from '../support/http.js';
 import { catalogsListed, twoServerConfig } from '../support/mcp.js';
@@ -41,19 +41,6 @@ const ADMIN_TOKEN = `tok-${'statuspageADMIN0123456789'}`;
 
 async function text(page: Page, selector: string): Promise<string> {
   return (await page.locator(selector).first().textContent()) ?? '';
-}
-
-/** Waits until the element's text contains `expected`; fails with what it showed instead. */
-async function waitForText(page: Page, selector: string, expected: string, timeoutMs = 10_000): Promise<void> {
-  try {
-    await page.waitForFunction(
-      ([s, e]) => (document.querySelector(s as string)?.textContent ?? '').includes(e as string),
-      [selector, expected],
-      { timeout: timeoutMs, polling: 100 },
-    );
-  } catch {
-    assert.fail(`${selector} never showed "${expected}"; it shows "${await text(page, selector).catch(() => '(nothing)')}"`);
-  }
 }
 
 /** Marks the document: the mark survives only if the page is never reloaded. */

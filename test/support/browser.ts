@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -38,4 +39,25 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   const path = resolve(RESULTS_DIR, `${name}.png`);
   await page.screenshot({ path, fullPage: true });
   return path;
+}
+
+// Runs in the page, not in Node: the DOM's one member the helper below reads.
+declare const document: { querySelector(selector: string): { textContent: string | null } | null };
+
+/** Waits until the element's text contains `expected`; fails with what it showed instead. */
+export async function waitForText(page: Page, selector: string, expected: string, timeoutMs = 15_000): Promise<void> {
+  try {
+    await page.waitForFunction(
+      ([s, e]) => (document.querySelector(s as string)?.textContent ?? '').includes(e as string),
+      [selector, expected],
+      { timeout: timeoutMs, polling: 100 },
+    );
+  } catch {
+    const shown = await page
+      .locator(selector)
+      .first()
+      .textContent({ timeout: 1000 })
+      .catch(() => '(nothing)');
+    assert.fail(`${selector} never showed "${expected}"; it shows "${shown}"`);
+  }
 }
