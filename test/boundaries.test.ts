@@ -56,7 +56,7 @@ const allowed: Record<string, readonly string[]> = {
   // Callers who sign in: the `auth` block's types, and the principal and policy a token's claims are mapped under.
   auth: ['config', 'governance'],
   // Guardrails: pure checks on canonical text, reading only their config's types and the
-  // canonical form (providers/). Nothing on the request path imports them yet.
+  // canonical form (providers/). request/ composes them into stages and transforms.
   guardrails: ['config', 'providers'],
   // The request path: from an admitted caller to its record. It reads the generation (live/),
   // routes (routing/), relays (providers/), admits and bills (governance/), audits and
@@ -75,6 +75,7 @@ const allowed: Record<string, readonly string[]> = {
     'database',
     'responses',
     'auth',
+    'guardrails',
   ],
   server: [
     'config',
@@ -93,6 +94,7 @@ const allowed: Record<string, readonly string[]> = {
     'managed',
     'responses',
     'auth',
+    'guardrails',
   ],
   // cli/ holds the subcommands; it may import every folder's surface.
   cli: [

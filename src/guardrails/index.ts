@@ -28,3 +28,15 @@ export {
 export { Mapping, maskText, PLACEHOLDER_MAX_CHARS, restoreText } from './mask.js';
 export { compileRegexGuardrail, type PatternFinding, type RegexGuardrail } from './regex.js';
 export { type StreamDetectors, StreamMasker, StreamRestorer } from './stream.js';
+export {
+  actedGuardrails,
+  describeBlock,
+  GUARDRAIL_PHASES,
+  type GuardrailErrorKind,
+  type GuardrailErrorOutcome,
+  type GuardrailPhase,
+  type GuardrailVerdict,
+  strongestAction,
+  VERDICT_ACTIONS,
+  type VerdictAction,
+} from './verdict.js';

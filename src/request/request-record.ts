@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { ErrorCode } from '../errors.js';
 import type { Principal } from '../governance/index.js';
+import type { GuardrailVerdict } from '../guardrails/index.js';
 import type { Generation, GenerationCandidate, Keyring, ToolCandidate } from '../live/index.js';
 import type { ChatProtocol, Operation, TokenUsage } from '../providers/index.js';
 import type { FailureReason } from '../resilience/index.js';
@@ -89,6 +90,8 @@ const PHASE_NAMES = [
   'ended',
 ] as const;
 
+const NO_VERDICTS: readonly GuardrailVerdict[] = Object.freeze([]);
+
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
@@ -146,6 +149,7 @@ export class RequestRecord {
   #durationMs = 0;
   #endedAtMs = 0;
   #routedModel: string | null = null;
+  #guardrails: GuardrailVerdict[] | null = null;
 
   constructor(req: IncomingMessage) {
     this.req = req;
@@ -292,6 +296,16 @@ export class RequestRecord {
     this.#pricingMissing = pricingMissing;
   }
 
+  /**
+   * A guardrail's verdict on one phase (input, output, a tool call's arguments or result):
+   * written whenever a check ends, at any point before the record ends (an output check
+   * ends with the stream it read).
+   */
+  guardrailChecked(verdict: GuardrailVerdict): void {
+    this.#open();
+    (this.#guardrails ??= []).push(verdict);
+  }
+
   /** The error code of a refusal, or of an answer the gateway wrote itself. */
   failed(code: ErrorCode): void {
     this.#at(FAILED, true);
@@ -406,6 +420,10 @@ export class RequestRecord {
   }
   get reason(): ErrorCode | null {
     return this.#reason;
+  }
+  /** Every guardrail verdict, in the order the checks ended; empty when no guardrail ran. */
+  get guardrails(): readonly GuardrailVerdict[] {
+    return this.#guardrails ?? NO_VERDICTS;
   }
   get toolCall(): ToolCallRecord | null {
     return this.#toolCall;
