@@ -117,6 +117,8 @@ const nemoSchema = z.strictObject({
   timeout_ms: timeoutMs.default(2000),
   on_error: onErrorSchema.default('fail_closed'),
   headers: z.record(headerName, secretRefSchema).optional(),
+  stream: streamSchema,
+  window_chars: windowChars,
 });
 
 const webhookSchema = z.strictObject({
@@ -130,6 +132,8 @@ const webhookSchema = z.strictObject({
   on_error: onErrorSchema.default('fail_open'),
   /** The largest body posted to the webhook, and the largest answer read; past it, on_error applies. */
   max_bytes: positiveInt.max(64 * 1024 * 1024).optional(),
+  stream: streamSchema,
+  window_chars: windowChars,
 });
 
 const judgeSchema = z
@@ -149,6 +153,8 @@ const judgeSchema = z
     action: actionSchema.default('block'),
     timeout_ms: timeoutMs.default(3000),
     on_error: onErrorSchema.default('fail_closed'),
+    stream: streamSchema,
+    window_chars: windowChars,
   })
   .superRefine((g, ctx) => {
     const problem = re2Problem(g.unsafe_when);

@@ -61,6 +61,11 @@ export class Mapping {
     return this.#byPlaceholder.get(placeholder);
   }
 
+  /** Sets aside every placeholder `other` issued: a second mapping of the same request (the answer's) never issues one of them. */
+  reserveIssued(other: Mapping): void {
+    for (const p of other.#byPlaceholder.keys()) this.#reserved.add(p);
+  }
+
   /** How many placeholders were issued. */
   get size(): number {
     return this.#byPlaceholder.size;
@@ -96,4 +101,13 @@ export function maskText(text: string, findings: readonly Finding[], mapping: Ma
 export function restoreText(text: string, mapping: Mapping): string {
   if (mapping.size === 0) return text;
   return text.replace(PLACEHOLDER, (p) => mapping.originalOf(p) ?? p);
+}
+
+/** restoreText inside a JSON string's text (a tool call's arguments): each original is written JSON-escaped. */
+export function restoreJsonText(text: string, mapping: Mapping): string {
+  if (mapping.size === 0) return text;
+  return text.replace(PLACEHOLDER, (p) => {
+    const original = mapping.originalOf(p);
+    return original === undefined ? p : JSON.stringify(original).slice(1, -1);
+  });
 }

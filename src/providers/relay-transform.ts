@@ -56,6 +56,21 @@ export interface RelayTransform {
   readonly trailers?: string;
 }
 
+/** A value now, or a promise of it: a guardrail that asks a service answers later. */
+export type MaybeAsync<T> = T | Promise<T>;
+
+/**
+ * What the relay takes: a RelayTransform whose body parts may answer later (a promise), as
+ * the transform stack's do when a guardrail in it asks a service. The relay then waits,
+ * with the upstream paused, and keeps the order of what it writes. Translations are never
+ * asynchronous; only the composed transform may be.
+ */
+export interface RelayTransformAsync extends Omit<RelayTransform, 'plain' | 'chunk' | 'end'> {
+  plain?(status: number, body: Buffer): MaybeAsync<PlainAnswer>;
+  chunk?(chunk: Buffer): MaybeAsync<Buffer | string>;
+  end?(): MaybeAsync<string>;
+}
+
 /** A transform of the whole body, both kinds: a translation, or metering of another usage shape. */
 export type BodyTransform = Required<Pick<RelayTransform, 'plain' | 'chunk' | 'end' | 'fail' | 'usage'>>;
 

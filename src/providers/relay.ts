@@ -6,7 +6,7 @@ import type { TokenUsage } from './metering.js';
 import { usageFromJson } from './openai-body.js';
 import type { ProviderPool, RawHandler, UpstreamCall } from './provider-pool.js';
 import { headerNameBytes, rawHeaderValue } from './raw-headers.js';
-import type { RelayTransform, StreamFailureCode } from './relay-transform.js';
+import type { MaybeAsync, PlainAnswer, RelayTransformAsync, StreamFailureCode } from './relay-transform.js';
 import { type ClientHeaders, responseHeaders } from './response-headers.js';
 import { holdsErrorEvent } from './sse-event.js';
 import { DEFAULT_MAX_EVENT_BYTES, SseReader } from './sse-reader.js';
@@ -61,7 +61,7 @@ export interface RelayRequest {
    * transforms in the client's protocol, composed into one (composeTransforms); without
    * one, the pass-through path runs unchanged.
    */
-  readonly transform?: RelayTransform;
+  readonly transform?: RelayTransformAsync;
   /**
    * When this attempt must be over, as performance.now() ms: the provider's
    * request_timeout_ms for a non-streamed response, or the route's deadline, whichever comes
@@ -196,12 +196,17 @@ const NO_HEADERS: readonly Buffer[] = Object.freeze([]);
 class Relay implements RawHandler {
   readonly #request: RelayRequest;
   readonly #res: ServerResponse;
-  readonly #transform: RelayTransform | undefined;
+  readonly #transform: RelayTransformAsync | undefined;
   /**
    * The transform once the response's kind is known, when it has a part for that kind
    * (`plain` for a plain body, `chunk` for a stream); undefined: the bytes pass as they are.
    */
-  #body: RelayTransform | undefined = undefined;
+  #body: RelayTransformAsync | undefined = undefined;
+  /**
+   * While a transform's part answers later (a guardrail asking a service): the upstream is
+   * paused, and what arrives meanwhile waits here, in order, with the stream's end.
+   */
+  #waiting: { chunks: Buffer[]; complete: boolean } | null = null;
   readonly #resolve: RelayCallback;
   /** Who waits for the committed response to end; the relayed outcome once it has. */
   #observers: Array<(relayed: Relayed) => void> | null = null;
@@ -379,6 +384,10 @@ class Relay implements RawHandler {
       return true;
     }
     if (this.#state !== 'relaying') return true;
+    if (this.#waiting !== null) {
+      this.#waiting.chunks.push(chunk);
+      return false;
+    }
     if (this.#firstByteAt === null) this.#firstByteAt = performance.now();
     const sse = this.#sse;
     if (sse === null) {
@@ -396,9 +405,58 @@ class Relay implements RawHandler {
     if (!this.#upstreamError) this.#upstreamError = this.#isEventStream ? holdsFailedFrame(events) : holdsErrorEvent(events);
     const body = this.#body;
     // Set only for a stream whose transform has `chunk` (onHeaders).
-    if (body !== undefined) return this.#write(body.chunk!(events));
+    if (body !== undefined) {
+      const out = body.chunk!(events);
+      return out instanceof Promise ? this.#wait(out) : this.#write(out);
+    }
     this.#keptBytes = keepTail(this.#kept, this.#keptBytes, events);
     return this.#write(events);
+  }
+
+  /**
+   * A transform answers later: the upstream pauses until it has, then its bytes are written,
+   * and what arrived meanwhile (more data, the end) is taken in order. Returns false (pause).
+   */
+  #wait(out: Promise<Buffer | string>): false {
+    this.#waiting = { chunks: [], complete: false };
+    out.then(
+      (bytes) => this.#resumeAfter(bytes),
+      (err: unknown) => this.#transformFailed(err),
+    );
+    return false;
+  }
+
+  #resumeAfter(bytes: Buffer | string): void {
+    const waiting = this.#waiting;
+    this.#waiting = null;
+    if (waiting === null || this.#state !== 'relaying' || this.#res.destroyed) return;
+    let flowing = this.#write(bytes);
+    for (let i = 0; i < waiting.chunks.length; i++) {
+      flowing = this.onData(waiting.chunks[i] as Buffer);
+      if (this.#waiting !== null) {
+        // Waiting again: the rest of what came meanwhile queues behind.
+        const again = this.#waiting as { chunks: Buffer[]; complete: boolean };
+        again.chunks.push(...waiting.chunks.slice(i + 1));
+        again.complete ||= waiting.complete;
+        return;
+      }
+    }
+    if (waiting.complete) return this.onComplete();
+    // Resumed at once unless the client's socket is full (then its drain resumes it).
+    if (flowing) this.#resume?.();
+  }
+
+  /** A transform part failed: the stream ends with its error event, as an upstream break would. */
+  #transformFailed(err: unknown): void {
+    this.#waiting = null;
+    if (this.#state !== 'relaying') return;
+    this.#state = 'ended';
+    this.#abort?.(new Error('transform failed'));
+    const message = `the gateway could not finish the answer: ${(err as Error)?.message ?? String(err)}`;
+    if (this.#isSse && !this.#res.destroyed)
+      this.#res.end(this.#transform?.fail?.(message) ?? `data: ${openaiErrorBody('stream_interrupted', message)}\n\n`);
+    else this.#res.destroy();
+    this.#served('partial', undefined, 'stream_interrupted');
   }
 
   #write(out: Buffer | string): boolean {
@@ -427,6 +485,10 @@ class Relay implements RawHandler {
   }
 
   onComplete(): void {
+    if (this.#waiting !== null) {
+      this.#waiting.complete = true;
+      return;
+    }
     const state = this.#state;
     this.#state = 'ended';
     this.#answer?.end();
@@ -437,8 +499,35 @@ class Relay implements RawHandler {
     if (state !== 'relaying') return;
     // An event the upstream left without its empty line goes on as it came.
     const rest = this.#sse?.end();
-    if (rest !== undefined && rest.length > 0) this.#relayEvents(rest);
+    if (rest !== undefined && rest.length > 0) {
+      this.#state = 'relaying';
+      this.#relayEvents(rest);
+      if (this.#waiting !== null) {
+        (this.#waiting as { complete: boolean }).complete = true;
+        return;
+      }
+      this.#state = 'ended';
+    }
     const last = this.#body?.end?.();
+    if (last instanceof Promise) {
+      last.then(
+        (bytes) => this.#endStream(bytes),
+        (err: unknown) => {
+          this.#state = 'relaying';
+          this.#transformFailed(err);
+        },
+      );
+      return;
+    }
+    this.#endStream(last);
+  }
+
+  /** The stream's last bytes: its trailers, the end, and the relayed outcome. */
+  #endStream(last: Buffer | string | undefined): void {
+    if (this.#res.destroyed) {
+      this.#served('aborted');
+      return;
+    }
     const usage = this.#usage();
     const transform = this.#transform;
     if (transform?.trailers !== undefined) {
@@ -543,11 +632,28 @@ class Relay implements RawHandler {
     if (rewriting === undefined) usage = this.#status < 300 ? usageFromJson(whole) : null;
     else {
       // Set only for a plain body whose transform has `plain` (onHeaders).
-      const answer = rewriting.plain!(this.#status, whole);
+      const answer: MaybeAsync<PlainAnswer> = rewriting.plain!(this.#status, whole);
+      if (answer instanceof Promise) {
+        answer.then(
+          (a) => this.#writeAnswer(a.status, a.body, a.usage),
+          (err: unknown) => this.#failed(upstreamFailure(err)),
+        );
+        return;
+      }
       this.#status = answer.status;
       body = answer.body;
       usage = answer.usage;
     }
+    this.#writeAnswer(this.#status, body, usage);
+  }
+
+  /** A whole answer, read: one write, with the headers its usage decides. */
+  #writeAnswer(status: number, body: Buffer | string, usage: TokenUsage | null): void {
+    if (this.#clientGone || this.#res.destroyed) {
+      this.#failed(ABORTED);
+      return;
+    }
+    this.#status = status;
     const translated = typeof body === 'string';
     const extra = this.#transform?.usageHeaders?.(usage) ?? null;
     const headers = responseHeaders(this.#upstreamHeaders, this.#request.clientHeaders, extra, translated);

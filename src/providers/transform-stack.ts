@@ -1,17 +1,18 @@
 import type { TokenUsage } from './metering.js';
 import { usageFromJson } from './openai-body.js';
-import type { PlainAnswer, RelayTransform } from './relay-transform.js';
+import type { MaybeAsync, PlainAnswer, RelayTransform, RelayTransformAsync } from './relay-transform.js';
 import { keepTail, usageOfTail } from './usage-tail.js';
 
 // What happens to an answer on its way to the client, as one stack composed by one
 // function: first the translation (from the upstream's protocol to the client's, or the
 // reading of another usage shape, or an event taken out: relay-transform.ts), then the
-// transforms in the client's protocol, in order (the cost headers; later a redaction). A
+// transforms in the client's protocol, in order (the cost headers, the guardrails). A
 // transform of the stack sees what the client is about to get: a whole plain body, or
 // whole server-sent events of a stream (the relay hands on whole events only), already in
 // the client's protocol. The relay takes the composed result as its one transform; an
 // empty stack over no translation composes to none, and the relay's pass-through path
-// runs byte for byte.
+// runs byte for byte. A transform's part may answer with a promise (a guardrail asking a
+// service): the parts after it wait for it, and so does the relay.
 
 /** Headers computed from a response's usage (null when it reported none), or null for none. */
 export type UsageHeadersOf = (usage: TokenUsage | null) => Readonly<Record<string, string>> | null;
@@ -19,9 +20,11 @@ export type UsageHeadersOf = (usage: TokenUsage | null) => Readonly<Record<strin
 /** A transform in the client's protocol. Each part is optional: one it leaves out passes that part on as it is. */
 export interface AnswerTransform {
   /** A whole plain answer (any status, the status the client gets): the body the client gets instead. */
-  body?(status: number, body: Buffer | string): Buffer | string;
+  body?(status: number, body: Buffer | string): MaybeAsync<Buffer | string>;
   /** Whole events of a stream (one or more, never a part of one): the bytes the client gets instead (possibly none). */
-  events?(events: Buffer | string): Buffer | string;
+  events?(events: Buffer | string): MaybeAsync<Buffer | string>;
+  /** The stream ended: the last bytes this transform has for the client (what it held back), which the transforms after it see as events. */
+  end?(): MaybeAsync<Buffer | string>;
   /** Headers from the usage the answer reports: on a buffered answer, or as trailers of a stream that names them in `trailers`. */
   readonly usageHeaders?: UsageHeadersOf;
   /** For a stream: the names `usageHeaders` returns, announced in `Trailer` and sent after the body. */
@@ -39,18 +42,18 @@ const EMPTY_STACK: readonly AnswerTransform[] = Object.freeze([]);
 export function composeTransforms(
   translation: RelayTransform | undefined,
   stack: readonly AnswerTransform[] = EMPTY_STACK,
-): RelayTransform | undefined {
+): RelayTransformAsync | undefined {
   if (stack.length === 0) return translation;
   if (stack.length === 1 && translation === undefined) {
     // Headers alone over the pass-through (a priced answer's cost): the one transform is itself the relay's, with no body part.
     const only = stack[0] as AnswerTransform;
-    if (only.body === undefined && only.events === undefined) return only;
+    if (only.body === undefined && only.events === undefined && only.end === undefined) return only as RelayTransformAsync;
   }
   let rewritesBody = false;
   let rewritesEvents = false;
   for (const t of stack) {
     if (t.body !== undefined) rewritesBody = true;
-    if (t.events !== undefined) rewritesEvents = true;
+    if (t.events !== undefined || t.end !== undefined) rewritesEvents = true;
   }
   const headers = headersOf(translation, stack);
   const plain = rewritesBody ? plainThrough(translation, stack) : translation?.plain?.bind(translation);
@@ -73,32 +76,68 @@ export function composeTransforms(
 }
 
 /** A whole plain body through the stack's `body` parts, in order: also the seam for an answer the relay does not carry (a tool's result). */
-export function transformBody(stack: readonly AnswerTransform[], status: number, body: Buffer | string): Buffer | string {
+export function transformBody(stack: readonly AnswerTransform[], status: number, body: Buffer | string): MaybeAsync<Buffer | string> {
+  return bodyFrom(stack, 0, status, body);
+}
+
+function bodyFrom(stack: readonly AnswerTransform[], from: number, status: number, body: Buffer | string): MaybeAsync<Buffer | string> {
   let out = body;
-  for (const t of stack) if (t.body !== undefined) out = t.body(status, out);
+  for (let i = from; i < stack.length; i++) {
+    const t = stack[i] as AnswerTransform;
+    if (t.body === undefined) continue;
+    const next = t.body(status, out);
+    if (next instanceof Promise) return next.then((b) => bodyFrom(stack, i + 1, status, b));
+    out = next;
+  }
   return out;
 }
 
 /** Whole events through the stack's `events` parts, in order. */
-export function transformEvents(stack: readonly AnswerTransform[], events: Buffer | string): Buffer | string {
+export function transformEvents(stack: readonly AnswerTransform[], events: Buffer | string): MaybeAsync<Buffer | string> {
+  return eventsFrom(stack, 0, events);
+}
+
+function eventsFrom(stack: readonly AnswerTransform[], from: number, events: Buffer | string): MaybeAsync<Buffer | string> {
   let out = events;
-  for (const t of stack) {
+  for (let i = from; i < stack.length; i++) {
+    const t = stack[i] as AnswerTransform;
     if (t.events === undefined) continue;
     if (out.length === 0) return out;
-    out = t.events(out);
+    const next = t.events(out);
+    if (next instanceof Promise) return next.then((e) => eventsFrom(stack, i + 1, e));
+    out = next;
   }
   return out;
+}
+
+/**
+ * The end of a stream through the stack: the translation's last events (`carried`) through
+ * each transform, then that transform's own `end`, both seen by the transforms after it.
+ */
+function endFrom(stack: readonly AnswerTransform[], i: number, carried: Buffer | string): MaybeAsync<string> {
+  if (i >= stack.length) return String(carried);
+  const t = stack[i] as AnswerTransform;
+  const passed = t.events === undefined || carried.length === 0 ? carried : t.events(carried);
+  const withOwn = (p: Buffer | string): MaybeAsync<string> => {
+    if (t.end === undefined) return endFrom(stack, i + 1, p);
+    const own = t.end();
+    if (own instanceof Promise) return own.then((o) => endFrom(stack, i + 1, String(p) + String(o)));
+    return endFrom(stack, i + 1, String(p) + String(own));
+  };
+  return passed instanceof Promise ? passed.then(withOwn) : withOwn(passed);
 }
 
 /** The translation's plain part (or the pass-through's: the bytes, with OpenAI's usage), then the stack's body parts. */
 function plainThrough(
   translation: RelayTransform | undefined,
   stack: readonly AnswerTransform[],
-): (status: number, body: Buffer) => PlainAnswer {
+): (status: number, body: Buffer) => MaybeAsync<PlainAnswer> {
   const first = translation?.plain?.bind(translation) ?? passThroughPlain;
   return (status, body) => {
     const answer = first(status, body);
-    return { status: answer.status, body: transformBody(stack, answer.status, answer.body), usage: answer.usage };
+    const out = transformBody(stack, answer.status, answer.body);
+    if (out instanceof Promise) return out.then((b) => ({ status: answer.status, body: b, usage: answer.usage }));
+    return { status: answer.status, body: out, usage: answer.usage };
   };
 }
 
@@ -107,7 +146,7 @@ function passThroughPlain(status: number, body: Buffer): PlainAnswer {
   return { status, body, usage: status < 300 ? usageFromJson(body) : null };
 }
 
-type Plain = RelayTransform['plain'];
+type Plain = RelayTransformAsync['plain'];
 type Headers = Pick<RelayTransform, 'usageHeaders' | 'trailers'>;
 
 /**
@@ -121,10 +160,10 @@ function streamThrough(
   stack: readonly AnswerTransform[],
   plain: Plain,
   headers: Headers,
-): RelayTransform {
+): RelayTransformAsync {
   const { usageHeaders, trailers } = headers;
   const end = translation?.end;
-  const last = end === undefined ? undefined : (): string => String(transformEvents(stack, end.call(translation)));
+  const last = (): MaybeAsync<string> => endFrom(stack, 0, end === undefined ? '' : end.call(translation));
   const fail = translation?.fail?.bind(translation);
   const chunk = translation?.chunk;
   if (translation !== undefined && chunk !== undefined) {

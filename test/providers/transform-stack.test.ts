@@ -6,10 +6,11 @@ import {
   type AnswerTransform,
   anthropicMetering,
   composeTransforms,
+  type PlainAnswer,
   type ProviderPool,
   type Relayed,
   type RelayResult,
-  type RelayTransform,
+  type RelayTransformAsync,
   relay,
   responsesMetering,
   type TokenUsage,
@@ -58,7 +59,7 @@ interface Seen {
 }
 
 let server: Server;
-let next: { pool: ProviderPool; transform: RelayTransform | undefined } | null = null;
+let next: { pool: ProviderPool; transform: RelayTransformAsync | undefined } | null = null;
 let outcome: Promise<Relayed | null> | null = null;
 
 before(async () => {
@@ -91,7 +92,7 @@ after(() => {
   server.close();
 });
 
-async function through(pool: ProviderPool, transform: RelayTransform | undefined): Promise<Seen> {
+async function through(pool: ProviderPool, transform: RelayTransformAsync | undefined): Promise<Seen> {
   next = { pool, transform };
   const { port } = server.address() as AddressInfo;
   const seen = await new Promise<Omit<Seen, 'relayed'>>((resolve, reject) => {
@@ -223,12 +224,12 @@ describe('composeTransforms: one function over the translation and the stack', (
 
   it('a stack that only adds headers over no translation has no body part: the relay keeps its pass-through for the bytes', () => {
     const cost: AnswerTransform = { usageHeaders: () => ({ 'x-cost': '1' }), trailers: 'x-cost' };
-    const t = composeTransforms(undefined, [cost]) as RelayTransform;
+    const t = composeTransforms(undefined, [cost]) as RelayTransformAsync;
     for (const part of ['plain', 'chunk', 'end', 'fail', 'usage'] as const) assert.equal(t[part], undefined, part);
     assert.equal(t.trailers, 'x-cost');
   });
 
-  it('the stack runs in order, after the translation, and the headers of every transform are merged', () => {
+  it('the stack runs in order, after the translation, and the headers of every transform are merged', async () => {
     const order: string[] = [];
     const step = (name: string): AnswerTransform => ({
       body: (_s, body) => {
@@ -237,8 +238,8 @@ describe('composeTransforms: one function over the translation and the stack', (
       },
       usageHeaders: () => ({ [`x-${name}`]: name }),
     });
-    const t = composeTransforms(undefined, [step('a'), step('b')]) as RelayTransform;
-    const answer = t.plain?.(200, b('{"usage":{"prompt_tokens":1,"completion_tokens":2}}'));
+    const t = composeTransforms(undefined, [step('a'), step('b')]) as RelayTransformAsync;
+    const answer = (await t.plain?.(200, b('{"usage":{"prompt_tokens":1,"completion_tokens":2}}'))) as PlainAnswer | undefined;
     assert.deepEqual(order, ['a', 'b']);
     assert.equal(answer?.body, '{"usage":{"prompt_tokens":1,"completion_tokens":2}}ab');
     assert.deepEqual(answer?.usage, { inputTokens: 1, outputTokens: 2 }, 'billed on what the upstream reported');

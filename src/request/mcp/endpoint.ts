@@ -326,7 +326,11 @@ async function call(
       if (stack.length === 0) res.write(sseMessage(json));
       else {
         const events = transformEvents(stack, sseMessage(json));
-        if (events.length > 0) res.write(events);
+        if (events instanceof Promise) {
+          events.then((e) => {
+            if (e.length > 0 && !res.writableEnded) res.write(e);
+          }, noop);
+        } else if (events.length > 0) res.write(events);
       }
     },
     answer(json) {
@@ -340,11 +344,18 @@ async function call(
       // An empty stack (the gateway's today) sends the same string: no copy, no call.
       if (stack.length === 0) return this.answer(json);
       if (this.gone) return;
-      if (!streamed) return sendJsonRpc(res, transformBody(stack, 200, json), session.id);
+      if (!streamed) {
+        const body = transformBody(stack, 200, json);
+        if (body instanceof Promise) body.then((b) => sendJsonRpc(res, b, session.id), noop);
+        else sendJsonRpc(res, body, session.id);
+        return;
+      }
       if (!res.headersSent) startSse(res, session.id);
       x.eventSent();
       // A stack transform sees whole events: the one that carries the answer.
-      res.end(transformEvents(stack, sseMessage(json)));
+      const events = transformEvents(stack, sseMessage(json));
+      if (events instanceof Promise) events.then((e) => res.end(e), noop);
+      else res.end(events);
     },
   };
   if (streamed) startSse(res, session.id);
@@ -451,3 +462,5 @@ function accepts(accept: string | undefined, type: string): boolean {
   const lower = accept.toLowerCase();
   return lower.includes(type) || lower.includes('*/*');
 }
+
+function noop(): void {}
