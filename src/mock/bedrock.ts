@@ -9,9 +9,9 @@ import type { Exchange } from './exchange.js';
 import { drained, pause, replyJson, replyTruncated, sever } from './exchange.js';
 import type { ActiveFault } from './fault-queue.js';
 import { serveModelRequest } from './model-request.js';
-import { outputLimitOf } from './output-limit.js';
+import { cutText, outputLimitOf } from './output-limit.js';
 import type { MockContext } from './provider-context.js';
-import { estimateTokens, splitReply } from './provider-context.js';
+import { estimateTokens, splitReply, textPieces } from './provider-context.js';
 import { checkSignature } from './sigv4-check.js';
 
 // The Bedrock Runtime Converse API, served alone with `--protocol bedrock`:
@@ -188,11 +188,11 @@ function exceptionMessage(name: string): Uint8Array {
 
 /** The content deltas: the text in `chunks` pieces (JSON and tool input stop at their length rather than repeat). */
 function deltasOf(ctx: MockContext, p: ConversePlan, index: number): Record<string, unknown>[] {
-  const exact = p.turn.kind === 'tool' || p.turn.json === true || p.stopReason !== 'end_turn';
+  // A stop sequence or a limit only ever shortens the text, so the answered text is the turn's cut.
   const pieces =
-    p.turn.kind === 'text' && p.text === ctx.reply
-      ? ctx.piecesFor(p.chunks).deltas
-      : splitReply(p.text, exact ? Math.min(p.chunks, p.text.length) : p.chunks).deltas;
+    p.turn.kind === 'tool'
+      ? splitReply(p.text, Math.min(p.chunks, p.text.length)).deltas
+      : textPieces(ctx, cutText(p.turn, p.text.length), p.chunks).deltas;
   return pieces.map((piece) => {
     const value = JSON.parse(piece) as string;
     return { delta: p.turn.kind === 'tool' ? { toolUse: { input: value } } : { text: value }, contentBlockIndex: index };

@@ -1,6 +1,6 @@
 import { SYSTEM_FINGERPRINT, streamCompletion } from './completion-stream.js';
 import type { ConversationTail, MockToolChoice, OutputFormat, Turn } from './conversation.js';
-import { decideTurn, isRecord, reasoningText } from './conversation.js';
+import { decideTurn, isRecord, reasoningText, saidTurn } from './conversation.js';
 import type { Exchange } from './exchange.js';
 import { replyInvalid, replyJson, replyTruncated } from './exchange.js';
 import { serveModelRequest } from './model-request.js';
@@ -109,16 +109,17 @@ function askedOf(messages: readonly Record<string, unknown>[]): { asked?: { text
 }
 
 /**
- * No tools offered, no structured output and no tool results to answer: the greeting,
- * decided without reading the conversation, since the benchmark's "direct" baseline runs
- * through here.
+ * No tools offered, no structured output, no tool results to answer and no `say:`: the
+ * greeting, decided without reading the rest of the conversation, since the benchmark's
+ * "direct" baseline runs through here.
  */
 function plainChat(payload: Record<string, unknown>): boolean {
   if (Array.isArray(payload.tools) && payload.tools.length > 0) return false;
   if (payload.response_format !== undefined && payload.response_format !== null) return false;
   const messages = payload.messages;
   const last = Array.isArray(messages) ? messages[messages.length - 1] : undefined;
-  return !(isRecord(last) && last.role === 'tool');
+  if (!isRecord(last)) return true;
+  return last.role !== 'tool' && !(last.role === 'user' && saidTurn(textOf(last.content)) !== null);
 }
 
 function planChat(ctx: MockContext, ex: Exchange): ChatPlan | string {

@@ -2,7 +2,7 @@ import type { Turn } from './conversation.js';
 import type { Exchange } from './exchange.js';
 import { drained, pause, sever } from './exchange.js';
 import type { MockContext, StreamPieces } from './provider-context.js';
-import { estimateTokens, splitReply } from './provider-context.js';
+import { estimateTokens, splitReply, textPieces } from './provider-context.js';
 
 /** The backend configuration OpenAI names on every chat answer: a string (OpenAI's schema has no null for it), fixed here. */
 export const SYSTEM_FINGERPRINT = 'fp_mock';
@@ -52,14 +52,10 @@ export async function streamCompletion(ctx: MockContext, ex: Exchange, plan: Str
   // OpenAI sends `"usage":null` on every chunk but the last when usage was requested.
   const tail = plan.includeUsage ? '],"usage":null}\n\n' : ']}\n\n';
   const turn = plan.turn;
-  // JSON (tool arguments, structured output) stops at its length rather than repeat itself.
-  const json = turn.kind === 'tool' ? JSON.stringify(turn.input) : turn.json === true ? turn.text : null;
+  // Tool arguments stop at their length rather than repeat themselves, as exact texts do.
+  const args = turn.kind === 'tool' ? JSON.stringify(turn.input) : '';
   const pieces: StreamPieces =
-    json !== null
-      ? splitReply(json, Math.min(plan.chunks, json.length))
-      : turn.kind === 'text' && turn.text === ctx.reply
-        ? ctx.piecesFor(plan.chunks)
-        : splitReply(turn.kind === 'text' ? turn.text : '', plan.chunks);
+    turn.kind === 'tool' ? splitReply(args, Math.min(plan.chunks, args.length)) : textPieces(ctx, turn, plan.chunks);
   const { deltas } = pieces;
   const reasoning = plan.reasoning === null ? null : splitReply(plan.reasoning, Math.max(1, Math.min(plan.chunks, plan.reasoning.length)));
   const reasoningTokens = plan.reasoning === null ? 0 : estimateTokens(plan.reasoning.length);

@@ -1,15 +1,16 @@
 import { streamShapeOf } from './chat-completion.js';
-import { isRecord } from './conversation.js';
+import { isRecord, saidTurn } from './conversation.js';
 import { writeEventStream } from './event-stream.js';
 import type { Exchange } from './exchange.js';
 import { readModelRequest, replyInvalid, replyJson, replyTruncated } from './exchange.js';
 import { serveModelRequest } from './model-request.js';
 import type { MockContext } from './provider-context.js';
-import { estimateTokens } from './provider-context.js';
+import { estimateTokens, textPieces } from './provider-context.js';
 
 // `POST /v1/completions`, OpenAI's legacy text completions: the greeting as the completion
-// of any prompt, plain or streamed (`text_completion` chunks, then `data: [DONE]`), with
-// a usage-only last chunk when `stream_options.include_usage` asks for one.
+// of any prompt (or the text a string prompt dictates with `say:`), plain or streamed
+// (`text_completion` chunks, then `data: [DONE]`), with a usage-only last chunk when
+// `stream_options.include_usage` asks for one.
 
 let completionSeq = 0;
 
@@ -35,11 +36,12 @@ function answer(ctx: MockContext, ex: Exchange, cutAfter: number): void {
   const id = `cmpl-mock${(++completionSeq).toString(36)}`;
   const created = Math.floor(Date.now() / 1000);
   const usage = (completion: number) => ({ prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion });
+  const turn = (typeof payload.prompt === 'string' ? saidTurn(payload.prompt) : null) ?? ctx.greeting;
 
   if (payload.stream === true) {
     const shape = streamShapeOf(ctx, ex);
     if (typeof shape === 'string') return replyInvalid(ex, 400, shape);
-    const pieces = ctx.piecesFor(shape.chunks);
+    const pieces = textPieces(ctx, turn, shape.chunks);
     const event = (text: string, finish: string | null): string =>
       `data: ${JSON.stringify({ id, object: 'text_completion', created, model, choices: [{ text, index: 0, logprobs: null, finish_reason: finish }] })}\n\n`;
     const options = payload.stream_options;
@@ -62,8 +64,8 @@ function answer(ctx: MockContext, ex: Exchange, cutAfter: number): void {
     object: 'text_completion',
     created,
     model,
-    choices: [{ text: ctx.reply, index: 0, logprobs: null, finish_reason: 'stop' }],
-    usage: usage(ctx.completionTokens),
+    choices: [{ text: turn.text, index: 0, logprobs: null, finish_reason: 'stop' }],
+    usage: usage(turn.text === ctx.reply ? ctx.completionTokens : estimateTokens(turn.text.length)),
   });
   if (cutAfter < 0) return replyJson(ex, 200, text);
   replyTruncated(ex, text);

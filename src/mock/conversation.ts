@@ -1,8 +1,9 @@
 // What the mock answers, decided the same way for both protocols so a conversation gives the
 // same turns through either: a tool call when tools are offered and the user asks for one,
-// a final text after tool results, the provider's greeting otherwise; JSON for that schema in
-// place of the text when the request asks for structured output. Deterministic, so tests and
-// demos can drive a whole tool-use round trip (docs/mock-provider.md).
+// a final text after tool results, the text the user dictated after `say:`, the provider's
+// greeting otherwise; JSON for that schema in place of the text when the request asks for
+// structured output. Deterministic, so tests and demos can drive a whole tool-use round trip
+// (docs/mock-provider.md).
 
 import { placeholderObjectFor, placeholderValue } from './schema-placeholder.js';
 
@@ -34,12 +35,24 @@ export interface ConversationTail {
 
 export type OutputFormat = { readonly kind: 'json_schema'; readonly schema: unknown } | { readonly kind: 'json_object' };
 
-export type Turn =
-  /** `json`: the text must stream exactly (structured output, or a text cut at its output limit), never repeated to fill its chunks. */
-  | { readonly kind: 'text'; readonly text: string; readonly json?: true }
-  | { readonly kind: 'tool'; readonly name: string; readonly input: Record<string, unknown> };
+export type Turn = TextTurn | { readonly kind: 'tool'; readonly name: string; readonly input: Record<string, unknown> };
+
+export interface TextTurn {
+  readonly kind: 'text';
+  readonly text: string;
+  /**
+   * The text must stream exactly, never repeated to fill its chunks: structured output, a
+   * text cut at its output limit, or a text dictated with `say:`.
+   */
+  readonly json?: true;
+  /** The stream's chunks exactly as `say:` marked them, whatever the chunk count; they join to `text`. */
+  readonly pieces?: readonly string[];
+}
 
 const TOOL_WORD = /\btools?\b/i;
+const SAY_PREFIX = 'say:';
+/** U+241F SYMBOL FOR UNIT SEPARATOR: visible in a test's source, and no model would write it. */
+const CHUNK_MARK = '\u241f';
 const resultPreviewChars = 200;
 
 /** What a reasoning model "thinks" before answering, the same every time. */
@@ -53,7 +66,8 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
  * The trigger: tool results in the last user turn always get a final text. Otherwise a tool
  * is called when tools are offered and tool_choice is not `none`, and either tool_choice
  * forces one or the user's last message contains the word "tool". The tool is the forced
- * one, else the first whose name the message mentions, else the first offered.
+ * one, else the first whose name the message mentions, else the first offered. A last
+ * message starting `say:` is answered with its text (see `saidTurn`) unless a call is forced.
  */
 export function decideTurn(reply: string, tail: ConversationTail): Turn {
   if (tail.toolResults.length > 0) {
@@ -63,13 +77,31 @@ export function decideTurn(reply: string, tail: ConversationTail): Turn {
     return textTurn(`${reply} The tool said: ${said}`, tail.format);
   }
   const choice = tail.toolChoice;
-  if (tail.tools.length === 0 || choice === 'none') return textTurn(reply, tail.format);
+  const offered = tail.tools.length > 0 && choice !== 'none';
+  const forced = offered && choice !== 'auto';
+  const said = forced ? null : saidTurn(tail.lastUserText);
+  if (said !== null) return said;
+  if (!offered) return textTurn(reply, tail.format);
   const text = tail.lastUserText ?? '';
-  const forced = choice !== 'auto';
   if (!forced && (tail.lastUserText === null || !TOOL_WORD.test(text))) return textTurn(reply, tail.format);
   const named = typeof choice === 'object' ? tail.tools.find((t) => t.name === choice.name) : undefined;
   const tool = named ?? tail.tools.find((t) => text.includes(t.name)) ?? (tail.tools[0] as MockTool);
   return { kind: 'tool', name: tool.name, input: placeholderObjectFor(tool.schema) };
+}
+
+/**
+ * `say: <text>` makes the model say exactly `<text>` (one space after the colon dropped),
+ * so a test can put any text in the answer; each U+241F in it ends a stream chunk and is
+ * removed, so `say: ab\u241fcd` streams `ab` then `cd`. Structured output does not apply: the
+ * text is said as written. Null when the message does not start with `say:`.
+ */
+export function saidTurn(userText: string | null): TextTurn | null {
+  if (userText === null || !userText.startsWith(SAY_PREFIX)) return null;
+  const rest = userText.slice(SAY_PREFIX.length);
+  const said = rest.startsWith(' ') ? rest.slice(1) : rest;
+  if (!said.includes(CHUNK_MARK)) return { kind: 'text', text: said, json: true };
+  const pieces = said.split(CHUNK_MARK);
+  return { kind: 'text', text: pieces.join(''), json: true, pieces };
 }
 
 /**

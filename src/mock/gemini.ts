@@ -6,7 +6,7 @@ import { drained, geminiError, pause, replyJson, replyTruncated, sever } from '.
 import { serveModelRequest } from './model-request.js';
 import { outputLimitOf, stopAtLimit } from './output-limit.js';
 import type { MockContext } from './provider-context.js';
-import { estimateTokens, splitReply } from './provider-context.js';
+import { estimateTokens, textPieces } from './provider-context.js';
 
 // The Gemini API: `POST /v1beta/models/{model}:generateContent` and
 // `:streamGenerateContent` (server-sent events with `alt=sse`, else one JSON array), with
@@ -192,11 +192,7 @@ function chunksOf(ctx: MockContext, p: GeminiPlan): Record<string, unknown>[] {
     out.push(chunkBody(p, [toolPart(ctx, p, p.turn)], true, usage));
     return out;
   }
-  const text = p.turn.text;
-  const pieces =
-    text === ctx.reply
-      ? ctx.piecesFor(p.chunks).deltas
-      : splitReply(text, p.turn.json === true ? Math.min(p.chunks, text.length) : p.chunks).deltas;
+  const pieces = textPieces(ctx, p.turn, p.chunks).deltas;
   if (pieces.length === 0) out.push(chunkBody(p, [{ text: '' }], true, usage));
   pieces.forEach((piece, i) => {
     const last = i === pieces.length - 1;

@@ -7,7 +7,7 @@ import { drained, pause, replyAnthropicInvalid, replyJson, replyTruncated, sever
 import { serveModelRequest } from './model-request.js';
 import { outputLimitOf, stopAtLimit } from './output-limit.js';
 import type { MockContext } from './provider-context.js';
-import { estimateTokens, splitReply } from './provider-context.js';
+import { estimateTokens, splitReply, textPieces } from './provider-context.js';
 
 // Anthropic's Messages API: `POST /v1/messages` (plain and streamed) and
 // `POST /v1/messages/count_tokens`, answering the same turns as the chat endpoint. With
@@ -103,9 +103,8 @@ function output(p: MessagesPlan): { text: string; outputTokens: number } {
 
 /** Deltas of JSON (tool input, structured output) stop at its length rather than repeat it. */
 function deltasFor(ctx: MockContext, p: MessagesPlan, text: string): readonly string[] {
-  if (p.turn.kind === 'text' && p.turn.text === ctx.reply) return ctx.piecesFor(p.chunks).deltas;
-  const exact = p.turn.kind === 'tool' || p.turn.json === true;
-  return splitReply(text, exact ? Math.min(p.chunks, text.length) : p.chunks).deltas;
+  if (p.turn.kind === 'text') return textPieces(ctx, p.turn, p.chunks).deltas;
+  return splitReply(text, Math.min(p.chunks, text.length)).deltas;
 }
 
 /** The thinking block streamed whole before the answer: start, its text in pieces, the signature, stop. */

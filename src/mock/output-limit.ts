@@ -1,4 +1,4 @@
-import type { Turn } from './conversation.js';
+import type { TextTurn, Turn } from './conversation.js';
 import type { Exchange } from './exchange.js';
 
 // Where a model runs out of output tokens. `x-mock-max-tokens: N` gives the model an output
@@ -28,5 +28,24 @@ export function outputLimitOf(ex: Exchange): number | null | string {
  */
 export function stopAtLimit(turn: Turn, limitTokens: number | null): { readonly turn: Turn; readonly cut: boolean } {
   if (limitTokens === null || turn.kind !== 'text' || turn.text.length <= limitTokens * 4) return { turn, cut: false };
-  return { turn: { kind: 'text', text: turn.text.slice(0, limitTokens * 4), json: true }, cut: true };
+  return { turn: cutText(turn, limitTokens * 4), cut: true };
+}
+
+/**
+ * The text's first `maxChars` characters, streaming exactly; chunks marked with `say:` keep
+ * their boundaries up to the cut, and those wholly past it are dropped. The turn itself when
+ * it is no longer than that.
+ */
+export function cutText(turn: TextTurn, maxChars: number): TextTurn {
+  if (turn.text.length <= maxChars) return turn;
+  const text = turn.text.slice(0, maxChars);
+  if (turn.pieces === undefined) return { kind: 'text', text, json: true };
+  const pieces: string[] = [];
+  let left = maxChars;
+  for (const piece of turn.pieces) {
+    if (left === 0) break;
+    pieces.push(piece.slice(0, left));
+    left -= Math.min(left, piece.length);
+  }
+  return { kind: 'text', text, json: true, pieces };
 }

@@ -1,4 +1,4 @@
-import type { Turn } from './conversation.js';
+import type { TextTurn } from './conversation.js';
 import { FaultQueue } from './fault-queue.js';
 import { GcpTokens } from './gcp-tokens.js';
 import type { McpMock } from './mcp.js';
@@ -41,7 +41,7 @@ export interface MockContext {
   /** `Hello from <name>.`, the non-streaming content. */
   readonly reply: string;
   /** `reply` as a turn, built once. */
-  readonly greeting: Turn;
+  readonly greeting: TextTurn;
   /** Token estimate of `reply`, reported as completion_tokens. */
   readonly completionTokens: number;
   readonly modelsBody: string;
@@ -75,6 +75,19 @@ export function splitReply(reply: string, chunks: number): StreamPieces {
     deltas[i] = JSON.stringify(piece);
   }
   return { deltas, completionTokens: estimateTokens(chars) };
+}
+
+/**
+ * A text answer's stream pieces: the chunks `say:` marked, whatever `chunks` says; an exact
+ * text (JSON, a cut or dictated text) in at most as many pieces as it has characters; the
+ * greeting's cached pieces; any other text in `chunks` pieces.
+ */
+export function textPieces(ctx: MockContext, turn: TextTurn, chunks: number): StreamPieces {
+  if (turn.pieces !== undefined) {
+    return { deltas: turn.pieces.map((piece) => JSON.stringify(piece)), completionTokens: estimateTokens(turn.text.length) };
+  }
+  if (turn.json === true) return splitReply(turn.text, Math.min(chunks, turn.text.length));
+  return turn.text === ctx.reply ? ctx.piecesFor(chunks) : splitReply(turn.text, chunks);
 }
 
 export interface ContextOptions {

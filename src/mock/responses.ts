@@ -6,9 +6,9 @@ import { writeEventStream } from './event-stream.js';
 import type { Exchange } from './exchange.js';
 import { openAiError, readModelRequest, replyInvalid, replyJson, replyTruncated } from './exchange.js';
 import { serveModelRequest } from './model-request.js';
-import { outputLimitOf } from './output-limit.js';
-import type { MockContext, StoredResponse } from './provider-context.js';
-import { estimateTokens, splitReply } from './provider-context.js';
+import { cutText, outputLimitOf } from './output-limit.js';
+import type { MockContext, StoredResponse, StreamPieces } from './provider-context.js';
+import { estimateTokens, splitReply, textPieces } from './provider-context.js';
 import { echoedReasoning, echoedText, echoedTools, inputChars, reasoningOf, responsesTail } from './responses-request.js';
 
 // OpenAI's Responses API, statefully, as the real one: `POST /v1/responses` answers the same
@@ -49,8 +49,7 @@ function store(ctx: MockContext, stored: StoredResponse): void {
   ctx.responses.set(stored.response.id as string, stored);
 }
 
-function textDeltas(ctx: MockContext, text: string, chunks: number, exact: boolean): string[] {
-  const pieces = !exact && text === ctx.reply ? ctx.piecesFor(chunks) : splitReply(text, exact ? Math.min(chunks, text.length) : chunks);
+function parsed(pieces: StreamPieces): string[] {
   return pieces.deltas.map((d) => JSON.parse(d) as string);
 }
 
@@ -65,7 +64,7 @@ function planAnswer(ctx: MockContext, payload: Record<string, unknown>, chunks: 
   if (turn.kind === 'tool') {
     const args = JSON.stringify(turn.input);
     const item = { id: newId('fc'), type: 'function_call', status: 'completed', arguments: args, call_id: newId('call'), name: turn.name };
-    const deltas = textDeltas(ctx, args, chunks, true);
+    const deltas = parsed(splitReply(args, Math.min(chunks, args.length)));
     return {
       turn,
       reasoning,
@@ -82,8 +81,7 @@ function planAnswer(ctx: MockContext, payload: Record<string, unknown>, chunks: 
   const max = Math.min(requested, limit ?? Number.POSITIVE_INFINITY);
   const budget = Math.max(0, max - reasoningTokens);
   const incomplete = estimateTokens(turn.text.length) > budget;
-  const answered = incomplete ? turn.text.slice(0, budget * 4) : turn.text;
-  const deltas = textDeltas(ctx, answered, chunks, incomplete || turn.json === true);
+  const deltas = parsed(textPieces(ctx, incomplete ? cutText(turn, budget * 4) : turn, chunks));
   const text = deltas.join('');
   const part = { type: 'output_text', annotations: [], logprobs: [], text };
   const item = { id: newId('msg'), type: 'message', status: incomplete ? 'incomplete' : 'completed', role: 'assistant', content: [part] };
