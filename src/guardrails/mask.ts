@@ -26,6 +26,8 @@ export class Mapping {
   readonly #lastNumber = new Map<string, number>();
   /** Placeholder-shaped text the caller wrote: never issued, so restoring cannot rewrite it. */
   readonly #reserved = new Set<string>();
+  /** The placeholders an answer may have put back (issued by a guardrail with `restore: true`). */
+  readonly #restorable = new Set<string>();
   #longest = 0;
 
   /**
@@ -39,11 +41,17 @@ export class Mapping {
     }
   }
 
-  /** The placeholder for `original` as an `entity`: the one issued before, or the entity's next number. */
-  placeholderFor(entity: string, original: string): string {
+  /**
+   * The placeholder for `original` as an `entity`: the one issued before, or the entity's
+   * next number. `restore`: the answer may have it put back (a guardrail with `restore: true`).
+   */
+  placeholderFor(entity: string, original: string, restore = true): string {
     const key = `${entity}\u0000${original}`;
     const known = this.#byValue.get(key);
-    if (known !== undefined) return known;
+    if (known !== undefined) {
+      if (restore) this.#restorable.add(known);
+      return known;
+    }
     const label = labelOf(entity);
     let n = this.#lastNumber.get(label) ?? 0;
     let placeholder: string;
@@ -52,13 +60,16 @@ export class Mapping {
     this.#lastNumber.set(label, n);
     this.#byValue.set(key, placeholder);
     this.#byPlaceholder.set(placeholder, original);
-    this.#longest = Math.max(this.#longest, placeholder.length);
+    if (restore) {
+      this.#restorable.add(placeholder);
+      this.#longest = Math.max(this.#longest, placeholder.length);
+    }
     return placeholder;
   }
 
-  /** The original a placeholder stands for, if this mapping issued it. */
+  /** The original a placeholder stands for, if this mapping issued it to be restored. */
   originalOf(placeholder: string): string | undefined {
-    return this.#byPlaceholder.get(placeholder);
+    return this.#restorable.has(placeholder) ? this.#byPlaceholder.get(placeholder) : undefined;
   }
 
   /** Sets aside every placeholder `other` issued: a second mapping of the same request (the answer's) never issues one of them. */
@@ -66,12 +77,12 @@ export class Mapping {
     for (const p of other.#byPlaceholder.keys()) this.#reserved.add(p);
   }
 
-  /** How many placeholders were issued. */
+  /** How many placeholders were issued to be restored. */
   get size(): number {
-    return this.#byPlaceholder.size;
+    return this.#restorable.size;
   }
 
-  /** The length of the longest placeholder issued (0 before any): what a streaming restorer holds back. */
+  /** The length of the longest placeholder issued to be restored (0 before any): what a streaming restorer holds back. */
   get longestPlaceholder(): number {
     return this.#longest;
   }
@@ -81,13 +92,13 @@ export class Mapping {
  * `text` with each finding replaced by its placeholder in `mapping`. Findings must be sorted
  * and not overlap (as the detectors return them); one that overlaps its predecessor is skipped.
  */
-export function maskText(text: string, findings: readonly Finding[], mapping: Mapping): string {
+export function maskText(text: string, findings: readonly Finding[], mapping: Mapping, restore = true): string {
   mapping.reserve(text);
   let out = '';
   let at = 0;
   for (const f of findings) {
     if (f.start < at || f.end <= f.start || f.end > text.length) continue;
-    out += text.slice(at, f.start) + mapping.placeholderFor(f.entity, text.slice(f.start, f.end));
+    out += text.slice(at, f.start) + mapping.placeholderFor(f.entity, text.slice(f.start, f.end), restore);
     at = f.end;
   }
   return at === 0 ? text : out + text.slice(at);

@@ -106,7 +106,7 @@ function runLocal(g: LocalGuardrail, input: PhaseInput, state: RunState): void {
     found = true;
     for (const f of findings) categories[f.entity] = (categories[f.entity] ?? 0) + 1;
     if (masks) {
-      state.texts[i] = { role: t.role, text: maskText(t.text, findings, input.mapping as Mapping) };
+      state.texts[i] = { role: t.role, text: maskText(t.text, findings, input.mapping as Mapping, g.restore) };
       state.changed = true;
     }
   }
