@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 // holding the trigger word is blocked, one holding the mask word is rewritten, the rest pass.
 // Endpoints and behaviours: docs/mock-provider.md, "A mock guardrail service".
 
-export type MockGuardrailMode = 'rule' | 'allow' | 'block' | 'mask' | 'modified' | 'timeout' | 'garbage' | 'status' | 'oversize';
+export type MockGuardrailMode = 'rule' | 'allow' | 'block' | 'mask' | 'modified' | 'timeout' | 'garbage' | 'status' | 'oversize' | 'answer';
 export const MOCK_GUARDRAIL_MODES: readonly MockGuardrailMode[] = [
   'rule',
   'allow',
@@ -20,6 +20,7 @@ export const MOCK_GUARDRAIL_MODES: readonly MockGuardrailMode[] = [
   'garbage',
   'status',
   'oversize',
+  'answer',
 ];
 
 /** A behaviour, the same object in-process and as `POST /__mock/behavior`'s JSON body. */
@@ -40,6 +41,8 @@ export interface MockGuardrailBehavior {
   readonly status?: number;
   /** oversize: a valid allow answer padded to this many bytes (default 5 MiB). */
   readonly bytes?: number;
+  /** answer: this JSON, answered with 200 as it is, whichever API was asked (a malformed verdict). */
+  readonly answer?: unknown;
 }
 
 /** One check the mock received. Header names are lower-case. */
@@ -123,6 +126,8 @@ export async function startMockGuardrailService(options: MockGuardrailServiceOpt
         const padding = 'x'.repeat(b.bytes ?? DEFAULT_OVERSIZE_BYTES);
         return sendJson(res, 200, api === 'nemo' ? { status: 'success', rails_status: {}, padding } : { action: 'allow', padding });
       }
+      case 'answer':
+        return sendJson(res, 200, b.answer ?? null);
       default:
         return sendAnswer(api, res, decide(b, texts), body);
     }

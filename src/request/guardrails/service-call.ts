@@ -115,12 +115,12 @@ async function exchange(call: ServiceCall, payload: string, signal: AbortSignal)
     signal,
   });
   if (res.statusCode < 200 || res.statusCode > 299) {
-    res.body.destroy();
+    discard(res.body);
     throw new GuardrailServiceError('error', `${call.what} answered ${res.statusCode}`);
   }
   const declared = Number(res.headers['content-length']);
   if (Number.isFinite(declared) && declared > call.maxAnswerBytes) {
-    res.body.destroy();
+    discard(res.body);
     throw tooLarge(call);
   }
   const chunks: Buffer[] = [];
@@ -128,12 +128,22 @@ async function exchange(call: ServiceCall, payload: string, signal: AbortSignal)
   for await (const chunk of res.body as AsyncIterable<Buffer>) {
     size += chunk.length;
     if (size > call.maxAnswerBytes) {
-      res.body.destroy();
+      discard(res.body);
       throw tooLarge(call);
     }
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Drops an answer's body unread. undici reports a body destroyed before its end as an abort
+ * error on the stream, which nothing else listens to: without a listener it would be thrown
+ * as an uncaught exception.
+ */
+function discard(body: NodeJS.ReadableStream & { destroy(): void }): void {
+  body.on('error', () => {});
+  body.destroy();
 }
 
 function tooLarge(call: ServiceCall): GuardrailServiceError {
