@@ -177,6 +177,23 @@ for (const client of clients) {
   });
 }
 
+describe('a check the caller abandons', () => {
+  it('ends the call as an error, sent or not yet sent', { timeout: 15_000 }, async () => {
+    await behave({ mode: 'timeout', hold_ms: 30_000 });
+    const cfg = webhookConfig({ timeout_ms: 60_000 });
+    const gone = new AbortController();
+    const call = checkWebhook(cfg, {}, checkOf([SECRET_TEXT]), gone.signal);
+    while (mock.received.length === 0) await new Promise((r) => setTimeout(r, 10));
+    gone.abort();
+    const err = await failure(call);
+    assert.equal(err.kind, 'error');
+    assert.match(err.message, /cancelled/);
+    const before = await failure(checkNemo(nemoConfig(), {}, checkOf(['hello']), AbortSignal.abort()));
+    assert.match(before.message, /cancelled/);
+    assert.equal(mock.received.length, 1);
+  });
+});
+
 describe('nemo client: the checks API', () => {
   it('posts the messages with their roles, the config id and the configured model', async () => {
     const cfg = nemoConfig({ model: 'meta/llama-3.3-70b-instruct' });

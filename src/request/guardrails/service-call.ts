@@ -87,7 +87,8 @@ export async function postServiceJson(call: ServiceCall): Promise<unknown> {
     controller.abort();
   }, call.timeoutMs);
   const cancel = (): void => controller.abort();
-  call.signal?.addEventListener('abort', cancel, { once: true });
+  if (call.signal?.aborted === true) cancel();
+  else call.signal?.addEventListener('abort', cancel, { once: true });
   try {
     const text = await exchange(call, payload, controller.signal);
     try {
