@@ -20,6 +20,7 @@ import { StartupError, startGateway } from '../server/index.js';
 import { type Command, help, UsageError } from './command.js';
 import { demoCommand } from './demo.js';
 import { managedCommands } from './managed.js';
+import { mockGuardrailCommand } from './mock-guardrail.js';
 import { publisherCommands } from './publisher.js';
 import { usageCommand } from './usage.js';
 
@@ -207,6 +208,7 @@ Details: docs/mock-provider.md.`,
       return 'running';
     },
   },
+  'mock-guardrail': mockGuardrailCommand,
   demo: demoCommand(serve),
   usage: usageCommand,
   audit: {

@@ -7,7 +7,8 @@
  * behind a SigV4 check) or Vertex AI (Gemini and Claude, behind bearer tokens it issues at
  * its own token endpoint and metadata server), or an MCP server (Streamable HTTP, on the
  * official SDK); records what it received and injects faults
- * on request. Endpoints, the tool trigger and the fault API: docs/mock-provider.md. The
+ * on request. Beside it, a mock guardrail service (NeMo Guardrails' checks API and the
+ * webhook guardrail's contract). Endpoints, the tool trigger and the fault API: docs/mock-provider.md. The
  * demo, the tests and the benchmark's "direct" baseline all run against it.
  *
  * Boundary: imports node: built-ins (SigV4 is checked with node:crypto) and, for Bedrock, AWS's event-stream codec
@@ -17,6 +18,15 @@
 export type { MockFault, MockFaultMode } from './fault-queue.js';
 export { MOCK_SERVICE_ACCOUNT, type MockServiceAccount, mockServiceAccount } from './gcp-service-account.js';
 export type { MockTokenStats } from './gcp-tokens.js';
+export {
+  MOCK_GUARDRAIL_MODES,
+  type MockGuardrailBehavior,
+  type MockGuardrailCall,
+  type MockGuardrailMode,
+  type MockGuardrailService,
+  type MockGuardrailServiceOptions,
+  startMockGuardrailService,
+} from './guardrail-service.js';
 export type { McpStats, McpToolChange } from './mcp.js';
 export type { McpAddedTool, McpToolName } from './mcp-tools.js';
 export { MCP_TOOL_NAMES } from './mcp-tools.js';
