@@ -5,6 +5,7 @@
 // and providers/ (the canonical form's types); the request path composes them as stages and
 // transforms. See docs/decisions/0040-guardrails.md.
 
+export { type CompiledGuardrail, compileGuardrails, type LocalGuardrail, type ServiceGuardrail, type StreamMode } from './compiled.js';
 export {
   DEFAULT_MIN_ENTROPY,
   DEFAULT_MIN_LENGTH,
@@ -25,9 +26,21 @@ export {
   type SecretsOptions,
   shannonEntropy,
 } from './detectors/index.js';
-export { Mapping, maskText, PLACEHOLDER_MAX_CHARS, restoreText } from './mask.js';
+export { type Dialect, dialectOf, splitEvents } from './dialects.js';
+export { Mapping, maskText, PLACEHOLDER_MAX_CHARS, restoreJsonText, restoreText } from './mask.js';
+export { guardAnswer, type OutputPlan, OutputStream, outputActs } from './output.js';
 export { compileRegexGuardrail, type PatternFinding, type RegexGuardrail } from './regex.js';
+export {
+  type AskService,
+  type CheckedText,
+  type CheckSubject,
+  type PhaseRun,
+  runPhase,
+  type ServiceAnswer,
+  type ServiceCheck,
+} from './run.js';
 export { type StreamDetectors, StreamMasker, StreamRestorer } from './stream.js';
+export { answerTexts, filteredAnswer, itemTexts, requestTexts, type TextKind, type TextSlot, withTexts } from './texts.js';
 export {
   actedGuardrails,
   describeBlock,

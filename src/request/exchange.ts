@@ -3,6 +3,7 @@ import type { TokenVerdict } from '../auth/index.js';
 import type { Principal } from '../governance/index.js';
 import type { Generation, Keyring } from '../live/index.js';
 import type { ChatProtocol, Operation, StopSlot } from '../providers/index.js';
+import type { RequestGuard } from './guardrails/guard.js';
 import { RequestRecord } from './request-record.js';
 import type { ResponsesTurn } from './responses/turn-state.js';
 
@@ -44,6 +45,8 @@ export interface ModelRequest extends Caller {
   readonly stored: StoredResponse | null;
   /** A new Responses API request: its turn of the conversation the gateway holds (responses/turn.ts). */
   readonly turn?: ResponsesTurn;
+  /** Set by the input guardrails' stage: what the answer owes them (its checks, the placeholders to restore). */
+  readonly guard?: RequestGuard;
 }
 
 /**

@@ -4,6 +4,7 @@ import { type AnswerTransform, composeTransforms, providerHeaders, relay, type U
 import { usageBoundsOf } from './admission.js';
 import type { AdmittedRequest, Attempt } from './attempt.js';
 import type { Exchange, ModelRequest } from './exchange.js';
+import { outputTransform } from './guardrails/guard.js';
 import { operations } from './operations.js';
 
 // The core of an attempt, which the wraps of attempt.ts decorate: the upstream call for one
@@ -90,7 +91,7 @@ export const sendToCandidate: Attempt = (a, done) => {
         expose: provider.exposeHeaders,
         limitsReplaced: limits !== null && hasRateLimitHeaders(limits),
       },
-      transform: composeTransforms(upstream.transform, answerTransforms(fixed, request)),
+      transform: composeTransforms(upstream.transform, answerTransforms(fixed, request, x)),
       doneBy: doneBy(a.admitted, provider.requestTimeoutMs),
       streamMaxMs: request.stream ? (provider.streamMaxMs ?? undefined) : undefined,
       maxEventBytes: provider.maxEventBytes,
@@ -168,14 +169,22 @@ const NO_TRANSFORMS: readonly AnswerTransform[] = Object.freeze([]);
  * stream (its cost is known only after its body). Unpriced, none: with no translation
  * either, the relay's pass-through path.
  */
-function answerTransforms(fixed: CandidateFixed, request: ModelRequest): readonly AnswerTransform[] {
-  const cost = fixed.cost;
-  if (cost === null) return NO_TRANSFORMS;
-  // The header shows what settle bills by: a usage settle would refuse as insane (and bill
-  // as missing) gets no cost header, as a missing usage gets none.
+function answerTransforms(fixed: CandidateFixed, request: ModelRequest, x: Exchange): readonly AnswerTransform[] {
+  const cost = fixed.cost === null ? null : costTransform(fixed.cost, request);
+  // The guardrails' output phase, for a request whose input stage set one: before the cost, which only reads the usage.
+  const guarded = request.guard === undefined ? null : outputTransform(request.guard, x);
+  if (guarded === null) return cost === null ? NO_TRANSFORMS : [cost];
+  return cost === null ? [guarded] : [guarded, cost];
+}
+
+/**
+ * The cost header: the header shows what settle bills by, so a usage settle would refuse
+ * as insane (and bill as missing) gets no cost header, as a missing usage gets none.
+ */
+function costTransform(cost: UsageHeadersOf, request: ModelRequest): AnswerTransform {
   const bounds = usageBoundsOf(request);
   const saneCost: UsageHeadersOf = (usage) => (usage === null || !checkUsage(usage, bounds).ok ? null : cost(usage));
-  return [{ usageHeaders: saneCost, trailers: request.stream ? COST_HEADER : undefined }];
+  return { usageHeaders: saneCost, trailers: request.stream ? COST_HEADER : undefined };
 }
 
 /** Whether a gateway limit put its own `x-ratelimit-*` headers on the response (names are at even places). */

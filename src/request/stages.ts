@@ -1,4 +1,5 @@
 import type { Operation } from '../providers/index.js';
+import { guardInput } from './guardrails/input-stage.js';
 import type { Stage } from './stage.js';
 import { estimateUnserved } from './token-count.js';
 
@@ -16,10 +17,11 @@ import { estimateUnserved } from './token-count.js';
 // no upstream call. A stage is a file with the contract of stage.ts, and a line here.
 
 export const stages: Readonly<Record<Operation, readonly Stage[]>> = {
-  chat: [],
-  embeddings: [],
-  completions: [],
-  responses: [],
+  // The input guardrails: a blocked request reserves nothing and reaches no upstream.
+  chat: [guardInput],
+  embeddings: [guardInput],
+  completions: [guardInput],
+  responses: [guardInput],
   // No Anthropic provider counted: the gateway's own estimate.
   count_tokens: [estimateUnserved],
 };

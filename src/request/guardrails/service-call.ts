@@ -1,5 +1,5 @@
 import { request } from 'undici';
-import type { GuardrailErrorKind, GuardrailPhase } from '../../guardrails/index.js';
+import type { GuardrailErrorKind } from '../../guardrails/index.js';
 
 // One call to a guardrail service (NeMo Guardrails, an operator's webhook): what is asked,
 // what a service may answer, and the one HTTP exchange both clients share. A call is bounded
@@ -8,33 +8,7 @@ import type { GuardrailErrorKind, GuardrailPhase } from '../../guardrails/index.
 // is the caller's `on_error`. Messages name the service's origin and what went wrong: never a
 // header value, a checked text, or the body the service answered (it may quote the texts).
 
-/** One text a guardrail checks, with the role it has in the conversation. */
-export interface CheckedText {
-  readonly role: 'system' | 'user' | 'assistant' | 'tool';
-  readonly text: string;
-}
-
-/** What a service is asked about: the texts of one phase, and who and what they belong to. */
-export interface ServiceCheck {
-  readonly phase: GuardrailPhase;
-  /** The client protocol: 'openai' | 'anthropic' | 'mcp'. */
-  readonly protocol: string;
-  /** The model route (or, on /mcp, the tool name). */
-  readonly route: string | null;
-  /** The model asked for. */
-  readonly model: string | null;
-  readonly team: string | null;
-  /** The caller's key id, never the key. */
-  readonly key: string | null;
-  readonly texts: readonly CheckedText[];
-}
-
-export type ServiceAnswer =
-  | { readonly action: 'allow' }
-  /** `reason` is the service's own words, bounded in length; it may quote the texts, so it is no record's field. */
-  | { readonly action: 'block'; readonly categories: readonly string[]; readonly reason: string | null }
-  /** Rewritten texts, one per checked text, same order (a webhook's `mask`, NeMo's `modified`). */
-  | { readonly action: 'mask'; readonly texts: readonly string[]; readonly categories: readonly string[] };
+export type { CheckedText, ServiceAnswer, ServiceCheck } from '../../guardrails/index.js';
 
 /** A service that could not give a verdict: timed out, failed, or answered something that is not one. */
 export class GuardrailServiceError extends Error {
