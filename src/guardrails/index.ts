@@ -40,7 +40,17 @@ export {
   type ServiceCheck,
 } from './run.js';
 export { type StreamDetectors, StreamMasker, StreamRestorer } from './stream.js';
-export { answerTexts, filteredAnswer, itemTexts, requestTexts, type TextKind, type TextSlot, withTexts } from './texts.js';
+export {
+  answerTexts,
+  filteredAnswer,
+  itemTexts,
+  requestTexts,
+  type TextKind,
+  type TextSlot,
+  toolResultTexts,
+  valueTexts,
+  withTexts,
+} from './texts.js';
 export {
   actedGuardrails,
   describeBlock,

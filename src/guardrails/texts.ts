@@ -103,6 +103,24 @@ function stringLeaves(v: unknown, role: CheckedText['role'], path: JsonPath, out
   } else if (isRecord(v)) for (const [k, x] of Object.entries(v)) stringLeaves(x, role, [...path, k], out, depth + 1);
 }
 
+/** The strings inside a JSON value (a tool call's arguments), each a slot of its own. */
+export function valueTexts(value: unknown, role: CheckedText['role'], root: JsonPath = []): TextSlot[] {
+  const out: TextSlot[] = [];
+  stringLeaves(value, role, root, out, 0);
+  return out;
+}
+
+/** The texts of an MCP tool result: its text content blocks, and the strings of its structured content. */
+export function toolResultTexts(result: Json): TextSlot[] {
+  const out: TextSlot[] = [];
+  if (Array.isArray(result.content))
+    result.content.forEach((b, i) => {
+      if (isRecord(b) && b.type === 'text') push(out, 'tool', b.text, ['content', i, 'text']);
+    });
+  if (result.structuredContent !== undefined) stringLeaves(result.structuredContent, 'tool', ['structuredContent'], out, 0);
+  return out;
+}
+
 /** The texts of Responses API items (a request's input items, or an answer's output items). */
 export function itemTexts(items: readonly unknown[], root: JsonPath = []): TextSlot[] {
   const out: TextSlot[] = [];

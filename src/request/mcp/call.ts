@@ -4,8 +4,9 @@ import type { JsonRpcId } from '../../mcp/index.js';
 import { select } from '../../routing/index.js';
 import { runChain } from '../chain.js';
 import type { ToolCallRecord } from '../exchange.js';
+import { type ArgumentsVerdict, guardArguments } from '../guardrails/tool-guard.js';
 import { policyOf } from '../policy.js';
-import { errorText, gatewayError } from './messages.js';
+import { errorText, gatewayError, resultText } from './messages.js';
 import { type CallReply, finish, ToolCall, type ToolCallRequest } from './tool-call.js';
 
 import type { ToolView } from './tools.js';
@@ -64,6 +65,39 @@ export function callTool(t: ToolCallRequest, done: (err: unknown) => void): void
     return queueMicrotask(() => done(null));
   }
   record.routed = true;
+  // The arguments' guardrails, before the call is admitted: a blocked call costs no tool call of the caller's.
+  const guarded = guardArguments(x, gen, principal, name, params.arguments as Record<string, unknown> | undefined);
+  const checked = (verdict: ArgumentsVerdict): void => {
+    if (verdict.kind === 'blocked') {
+      record.outcome = 'refused';
+      record.reason = 'content_filter';
+      reply.answer(resultText(id, JSON.stringify({ content: [{ type: 'text', text: verdict.message }], isError: true })));
+      return done(null);
+    }
+    if (verdict.kind === 'unavailable') {
+      refuse(record, reply, id, 'guardrail_unavailable', verdict.message);
+      return done(null);
+    }
+    const call: ToolCallRequest =
+      verdict.guard === null && verdict.args === params.arguments
+        ? t
+        : { ...t, params: verdict.args === undefined ? params : { ...params, arguments: verdict.args }, guard: verdict.guard };
+    admitAndCall(call, policy, tool, record, done);
+  };
+  if (guarded instanceof Promise) guarded.then(checked).catch(done);
+  else queueMicrotask(() => checked(guarded));
+}
+
+/** Admits the call against the caller's tool-call limits, then runs its chain. */
+function admitAndCall(
+  t: ToolCallRequest,
+  policy: ReturnType<typeof policyOf>,
+  tool: NonNullable<ReturnType<ToolView['tools']['get']>>,
+  record: ToolCallRecord,
+  done: (err: unknown) => void,
+): void {
+  const { svc, principal, reply, id } = t;
+  const name = tool.name;
   const admitted = governance.admitToolCall(svc.governance, policy, principal, name, governance.governanceNow());
   const admit = (admission: governance.ToolAdmission): void => {
     if (!admission.ok) {
@@ -82,7 +116,7 @@ export function callTool(t: ToolCallRequest, done: (err: unknown) => void): void
     runChain(new ToolCall(t, record, tool, chain, admission.reservation, done));
   };
   if (admitted instanceof Promise) admitted.then(admit, done);
-  else queueMicrotask(() => admit(admitted));
+  else admit(admitted);
 }
 
 function refuse(

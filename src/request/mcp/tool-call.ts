@@ -7,6 +7,7 @@ import type { Span } from '../../telemetry/index.js';
 import type { Skipped } from '../attempt.js';
 import type { CallKind } from '../chain.js';
 import type { Exchange, ToolCallRecord } from '../exchange.js';
+import { guardResult, type ToolGuard } from '../guardrails/tool-guard.js';
 import type { Services } from '../services.js';
 import { errorText, gatewayError, resultText } from './messages.js';
 import type { ClientSession } from './sessions.js';
@@ -43,6 +44,8 @@ export interface ToolCallRequest {
   readonly signal: StopSignal;
   /** The attempt at one candidate, its wraps composed once at start. */
   readonly attempt: ToolAttempt;
+  /** What the result owes `mcp.guardrails` (its checks, the arguments' placeholders to restore); absent: none. */
+  readonly guard?: ToolGuard | null;
 }
 
 let nextProgressToken = 0;
@@ -208,6 +211,20 @@ export class ToolCall implements CallKind<ToolCandidate, ToolOutcome> {
     const { reply, id, session } = this.#t;
     session.bindings.set(this.#tool.name, c.stableId);
     const answer = r.answer;
+    const guard = this.#t.guard;
+    if (answer.kind === 'result' && guard !== undefined && guard !== null) {
+      const guarded = guardResult(this.#t.x, guard, answer.result as Record<string, unknown>);
+      const send = (result: Record<string, unknown>): void => {
+        record.outcome = result.isError === true ? 'tool_error' : 'result';
+        if (result.isError === true && answer.result.isError !== true) record.reason = 'content_filter';
+        this.#span?.setAttribute('switchyard.tool.is_error', result.isError === true);
+        reply.relay(resultText(id, result === answer.result ? (answer.resultJson ?? JSON.stringify(result)) : JSON.stringify(result)));
+        this.end(null);
+      };
+      if (guarded instanceof Promise) guarded.then(send, (err: unknown) => this.end(err));
+      else send(guarded);
+      return;
+    }
     if (answer.kind === 'result') {
       record.outcome = answer.result.isError === true ? 'tool_error' : 'result';
       this.#span?.setAttribute('switchyard.tool.is_error', answer.result.isError === true);
