@@ -219,3 +219,74 @@ describe('output guardrails', { timeout: 60_000 }, () => {
     assert.equal(r.text, `${CARD} forbidden`);
   });
 });
+
+describe('every endpoint', { timeout: 60_000 }, () => {
+  for (const model of ['masked', 'masked-claude']) {
+    it(`Responses API, streamed (${model}): masked upstream, restored deltas, done events and final response agree`, async () => {
+      const before = mock.stats().recent.length;
+      const stream = await openai.responses.create({
+        model,
+        input: `say: card ${CARD}${SEP} and <CREDIT_CA${SEP}RD_1> again`,
+        stream: true,
+        store: false,
+      });
+      let deltas = '';
+      let done = '';
+      let final: { output?: Array<{ type: string; content?: Array<{ text?: string }> }>; status?: string } | null = null;
+      for await (const event of stream) {
+        if (event.type === 'response.output_text.delta') deltas += event.delta;
+        if (event.type === 'response.output_text.done') done = event.text;
+        if (event.type === 'response.completed') final = event.response;
+      }
+      const seen = upstreamBodies(before).join('\n');
+      assert.ok(!seen.includes(CARD), 'the upstream never saw the card');
+      const want = `card ${CARD} and ${CARD} again`;
+      assert.equal(deltas, want);
+      assert.equal(done, want);
+      assert.equal(final?.status, 'completed');
+      const message = final?.output?.find((i) => i.type === 'message');
+      assert.equal(message?.content?.map((p) => p.text ?? '').join(''), want, 'the final response carries the restored text too');
+    });
+  }
+
+  it('Responses API, plain: a blocked answer is incomplete with reason content_filter', async () => {
+    const response = await openai.responses.create({ model: 'window', input: 'say: forbidden', store: false });
+    assert.equal(response.status, 'incomplete');
+    assert.equal(response.incomplete_details?.reason, 'content_filter');
+    assert.equal(response.output_text, '');
+  });
+
+  it('Responses API, streamed: a block mid-stream ends with response.incomplete (content_filter)', async () => {
+    const stream = await openai.responses.create({
+      model: 'window',
+      input: `say: ${'c'.repeat(45)}${SEP} fine${SEP} forbidden${SEP} rest`,
+      stream: true,
+      store: false,
+    });
+    let text = '';
+    let last: { type: string; response?: { status?: string; incomplete_details?: { reason?: string } | null } } | null = null;
+    for await (const event of stream) {
+      if (event.type === 'response.output_text.delta') text += event.delta;
+      last = event as typeof last;
+    }
+    assert.equal(last?.type, 'response.incomplete');
+    assert.equal(last?.response?.incomplete_details?.reason, 'content_filter');
+    assert.ok(!text.includes('forbidden'));
+  });
+
+  it('legacy completions: the prompt is masked upstream and the completion restored', async () => {
+    const before = mock.stats().recent.length;
+    const completion = await openai.completions.create({ model: 'masked', prompt: `say: mail ${EMAIL}` });
+    assert.ok(!upstreamBodies(before).join('').includes(EMAIL));
+    assert.equal(completion.choices[0]?.text, `mail ${EMAIL}`);
+  });
+
+  it('embeddings: the input is masked before the upstream embeds it, and a secret blocks it', async () => {
+    const before = mock.stats().recent.length;
+    await openai.embeddings.create({ model: 'masked', input: [`mail ${EMAIL}`, 'plain'] });
+    const seen = upstreamBodies(before).join('');
+    assert.ok(!seen.includes(EMAIL));
+    assert.match(seen, /mail <EMAIL_1>/);
+    await assert.rejects(openai.embeddings.create({ model: 'masked', input: `k ${AWS_KEY}` }), { status: 400 });
+  });
+});
