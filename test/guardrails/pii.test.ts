@@ -187,6 +187,16 @@ describe('all entities', () => {
       ['a', 'long', 'tie1'],
     );
   });
+  test('a card right after a spaced IBAN is found: the IBAN’s last digits never start a card of their own', () => {
+    const text = 'GB82 WEST 1234 5698 7654 32 4111 1111 1111 1111 <';
+    assert.deepEqual(
+      detectPii(text).map((f) => [f.entity, text.slice(f.start, f.end)]),
+      [
+        ['iban', 'GB82 WEST 1234 5698 7654 32'],
+        ['credit_card', '4111 1111 1111 1111'],
+      ],
+    );
+  });
   test('a text full of every entity yields sorted, disjoint findings', () => {
     const text = 'jane@example.com +1 415 555 2671 4111111111111111 DE89370400440532013000 123-45-6789 10.1.2.3 '.repeat(20);
     const findings = detectPii(text, PII_ENTITIES);

@@ -16,8 +16,28 @@ export { PII_ENTITIES, type PiiEntity };
 /** Every finding of the given entities in `text`, sorted and not overlapping. */
 export function detectPii(text: string, entities: readonly PiiEntity[] = PII_ENTITIES): Finding[] {
   const out: Finding[] = [];
-  for (const entity of new Set(entities)) finders[entity](text, out);
+  const wanted = new Set(entities);
+  // The structured entities first, then the numbers in what they left: a card scan that
+  // read an IBAN's last digits and the card after it as one number would find a "card"
+  // inside the IBAN, lose it to the longer IBAN, and miss the real card.
+  for (const entity of STRUCTURED) if (wanted.has(entity)) finders[entity](text, out);
+  const rest = out.length === 0 ? text : blanked(text, out);
+  for (const entity of wanted) if (!STRUCTURED.includes(entity)) finders[entity](rest, out);
   return resolveOverlaps(out);
+}
+
+const STRUCTURED: readonly PiiEntity[] = ['iban', 'email'];
+
+/** `text` with each finding's span replaced by NULs: the same offsets, and no word or digit for a later scan to run into. */
+function blanked(text: string, findings: readonly Finding[]): string {
+  let out = '';
+  let at = 0;
+  for (const f of [...findings].sort((a, b) => a.start - b.start)) {
+    if (f.start < at) continue;
+    out += text.slice(at, f.start) + '\u0000'.repeat(f.end - f.start);
+    at = f.end;
+  }
+  return out + text.slice(at);
 }
 
 const finders: Record<PiiEntity, (text: string, out: Finding[]) => void> = {
