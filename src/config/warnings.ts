@@ -26,13 +26,7 @@ export function configWarnings(document: unknown, config: GatewayConfig): Config
     });
   }
   warnings.push(...capacityWarnings(config));
-  // The guardrails' config is read and checked, but no request path runs them yet: a
-  // guardrail an operator relies on must never look active while it is not.
-  if (config.guardrails !== undefined && Object.keys(config.guardrails).length > 0)
-    warnings.push({
-      path: 'guardrails',
-      message: 'not enforced yet: this version checks the guardrails config but runs no guardrail on requests or tool calls',
-    });
+  warnings.push(...guardrailWarnings(config));
   const responses = config.routing.responses;
   if (record(record(record(document)?.routing)?.responses)?.retention_days !== undefined && responses?.store !== 'database')
     warnings.push({
@@ -70,5 +64,34 @@ function capacityWarnings(config: GatewayConfig): ConfigIssue[] {
     check(`keys[${i}].tpm`, key.tpm, 'tokens per minute');
     check(`keys[${i}].tokens_per_day`, key.tokens_per_day, 'tokens per day');
   });
+  return warnings;
+}
+
+/**
+ * A guardrail runs only where a list names it: one defined but attached to nothing in the
+ * file must not look active. (A team or key in the database may still name it.) In overlay
+ * mode the routes come from the control plane and carry no guardrails: only teams, keys and
+ * `mcp` can attach one there.
+ */
+function guardrailWarnings(config: GatewayConfig): ConfigIssue[] {
+  const defined = config.guardrails;
+  if (defined === undefined) return [];
+  const named = new Set<string>();
+  const add = (a: { input?: readonly string[]; output?: readonly string[] } | undefined): void => {
+    for (const n of [...(a?.input ?? []), ...(a?.output ?? [])]) named.add(n);
+  };
+  for (const route of Object.values(config.routing.routes ?? {})) add(route.guardrails);
+  for (const team of Object.values(config.teams ?? {})) add(team.guardrails);
+  for (const key of config.keys ?? []) add(key.guardrails);
+  for (const n of [...(config.mcp.guardrails?.arguments ?? []), ...(config.mcp.guardrails?.results ?? [])]) named.add(n);
+  const warnings: ConfigIssue[] = [];
+  for (const name of Object.keys(defined)) {
+    if (named.has(name)) continue;
+    warnings.push({
+      path: `guardrails.${name}`,
+      message:
+        'attached nowhere in this file: no route, team, key or mcp.guardrails lists it, so it runs only if a team or key in the database does',
+    });
+  }
   return warnings;
 }

@@ -150,6 +150,7 @@ export class RequestRecord {
   #endedAtMs = 0;
   #routedModel: string | null = null;
   #guardrails: GuardrailVerdict[] | null = null;
+  #guardrailQuestion = false;
 
   constructor(req: IncomingMessage) {
     this.req = req;
@@ -306,6 +307,12 @@ export class RequestRecord {
     (this.#guardrails ??= []).push(verdict);
   }
 
+  /** The request is a judge guardrail's question about another request: billed under endpoint `guardrail`. */
+  askedByGuardrail(): void {
+    this.#open();
+    this.#guardrailQuestion = true;
+  }
+
   /** The error code of a refusal, or of an answer the gateway wrote itself. */
   failed(code: ErrorCode): void {
     this.#at(FAILED, true);
@@ -420,6 +427,10 @@ export class RequestRecord {
   }
   get reason(): ErrorCode | null {
     return this.#reason;
+  }
+  /** Whether this request is a judge guardrail's question (its ledger row's endpoint is `guardrail`). */
+  get guardrailQuestion(): boolean {
+    return this.#guardrailQuestion;
   }
   /** Every guardrail verdict, in the order the checks ended; empty when no guardrail ran. */
   get guardrails(): readonly GuardrailVerdict[] {

@@ -102,6 +102,8 @@ describe('guardrails config: definitions', () => {
       action: 'block',
       timeout_ms: 2000,
       on_error: 'fail_closed',
+      stream: 'window',
+      window_chars: 400,
     });
     assert.deepEqual(g.w, {
       type: 'webhook',
@@ -110,6 +112,8 @@ describe('guardrails config: definitions', () => {
       action: 'block',
       timeout_ms: 1500,
       on_error: 'fail_open',
+      stream: 'window',
+      window_chars: 400,
     });
     assert.deepEqual(g.j, {
       type: 'judge',
@@ -119,6 +123,8 @@ describe('guardrails config: definitions', () => {
       action: 'block',
       timeout_ms: 3000,
       on_error: 'fail_closed',
+      stream: 'window',
+      window_chars: 400,
     });
   });
 
@@ -348,5 +354,20 @@ routing:
     assert.equal(config.guardrails, undefined);
     assert.equal(config.routing.routes?.m?.guardrails, undefined);
     assert.equal(config.mcp.guardrails, undefined);
+  });
+});
+
+describe('guardrails config: warnings', () => {
+  it('a guardrail no list names is warned of, by its path; one that a list names is not', () => {
+    const result = withGuardrails(
+      `  used: { type: secrets }\n  unused: { type: pii }`,
+      `${ROUTES}    named: { guardrails: { input: [used] }, candidates: [ { provider: east } ] }\n`,
+    );
+    assert.ok(result.ok, JSON.stringify(result));
+    const warned = result.ok ? result.warnings.map((w) => w.path) : [];
+    assert.deepEqual(
+      warned.filter((p) => p.startsWith('guardrails')),
+      ['guardrails.unused'],
+    );
   });
 });

@@ -232,7 +232,7 @@ describe('every endpoint', { timeout: 60_000 }, () => {
       });
       let deltas = '';
       let done = '';
-      let final: { output?: Array<{ type: string; content?: Array<{ text?: string }> }>; status?: string } | null = null;
+      let final: OpenAI.Responses.Response | null = null;
       for await (const event of stream) {
         if (event.type === 'response.output_text.delta') deltas += event.delta;
         if (event.type === 'response.output_text.done') done = event.text;
@@ -244,8 +244,11 @@ describe('every endpoint', { timeout: 60_000 }, () => {
       assert.equal(deltas, want);
       assert.equal(done, want);
       assert.equal(final?.status, 'completed');
-      const message = final?.output?.find((i) => i.type === 'message');
-      assert.equal(message?.content?.map((p) => p.text ?? '').join(''), want, 'the final response carries the restored text too');
+      const finalText = (final as OpenAI.Responses.Response | null)?.output
+        .flatMap((i) => (i.type === 'message' ? i.content : []))
+        .map((p) => (p.type === 'output_text' ? p.text : ''))
+        .join('');
+      assert.equal(finalText, want, 'the final response carries the restored text too');
     });
   }
 
@@ -264,10 +267,11 @@ describe('every endpoint', { timeout: 60_000 }, () => {
       store: false,
     });
     let text = '';
-    let last: { type: string; response?: { status?: string; incomplete_details?: { reason?: string } | null } } | null = null;
+    type Last = { type: string; response?: { status?: string; incomplete_details?: { reason?: string } | null } };
+    let last = null as Last | null;
     for await (const event of stream) {
       if (event.type === 'response.output_text.delta') text += event.delta;
-      last = event as typeof last;
+      last = event as unknown as Last;
     }
     assert.equal(last?.type, 'response.incomplete');
     assert.equal(last?.response?.incomplete_details?.reason, 'content_filter');

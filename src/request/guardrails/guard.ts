@@ -2,6 +2,7 @@ import {
   type AskService,
   type CheckSubject,
   type CompiledGuardrail,
+  type GuardrailVerdict,
   guardAnswer,
   type Mapping,
   type OutputPlan,
@@ -10,7 +11,6 @@ import {
   type TextKind,
 } from '../../guardrails/index.js';
 import type { AnswerTransform } from '../../providers/index.js';
-import type { Exchange } from '../exchange.js';
 
 // What a request's answer owes its guardrails, set by the input stage: the output phase's
 // guardrails, and the placeholders its input masking issued, to be restored. Each attempt's
@@ -25,8 +25,14 @@ export interface RequestGuard {
   readonly ask: AskService;
 }
 
+/** Where the verdicts go: the request's record (its Exchange), while it is open. */
+export interface VerdictSink {
+  readonly ended: boolean;
+  guardrailChecked(verdict: GuardrailVerdict): void;
+}
+
 /** The output transform of one attempt's answer, or null when the answer has nothing to check or restore. */
-export function outputTransform(guard: RequestGuard | undefined, x: Exchange): AnswerTransform | null {
+export function outputTransform(guard: RequestGuard | undefined, x: VerdictSink): AnswerTransform | null {
   if (guard === undefined || guard.kind === 'embeddings') return null;
   const plan: OutputPlan = {
     kind: guard.kind,

@@ -47,7 +47,12 @@ export function textKindOf(request: Pick<ModelRequest, 'operation' | 'protocol'>
 
 export const guardInput: Stage = (next) => (r, done) => {
   const { x, request } = r;
-  if (request.stored !== null || isGuardrailQuestion(x)) return next(r, done);
+  if (request.stored !== null) return next(r, done);
+  if (isGuardrailQuestion(x)) {
+    // A judge's question runs no guardrail (a judge asked about it would never end), and is billed as the guardrail's.
+    x.askedByGuardrail();
+    return next(r, done);
+  }
   const attached = attachedFor(request.gen, request.keyring, request.principal, request.model);
   const kind = textKindOf(request);
   if (kind === null || (attached.input.length === 0 && attached.output.length === 0)) return next(r, done);
