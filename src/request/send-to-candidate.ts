@@ -174,6 +174,9 @@ function answerTransforms(fixed: CandidateFixed, request: ModelRequest, x: Excha
   // The guardrails' output phase, for a request whose input stage set one: before the cost, which only reads the usage.
   const guarded = request.guard === undefined ? null : outputTransform(request.guard, x);
   if (guarded === null) return cost === null ? NO_TRANSFORMS : [cost];
+  const answer = request.turn?.answer.get() ?? null;
+  // The store keeps the response the client was given (masked, restored, or filtered), not the upstream's.
+  if (answer !== null) request.turn?.answer.set({ ...answer, response: () => guarded.given() });
   return cost === null ? [guarded] : [guarded, cost];
 }
 

@@ -294,3 +294,23 @@ describe('every endpoint', { timeout: 60_000 }, () => {
     await assert.rejects(openai.embeddings.create({ model: 'masked', input: `k ${AWS_KEY}` }), { status: 400 });
   });
 });
+
+describe('what the gateway keeps', { timeout: 60_000 }, () => {
+  for (const stream of [false, true]) {
+    it(`a stored response is the one the client was given, masked (${stream ? 'streamed' : 'plain'})`, async () => {
+      let id: string;
+      if (stream) {
+        const events = await openai.responses.create({ model: 'out-masked-claude', input: `say: mail ${EMAIL}`, stream: true });
+        id = '';
+        for await (const event of events) if (event.type === 'response.completed') id = event.response.id;
+      } else {
+        const response = await openai.responses.create({ model: 'out-masked-claude', input: `say: mail ${EMAIL}` });
+        assert.equal(response.output_text, 'mail <EMAIL_1>');
+        id = response.id;
+      }
+      const kept = await openai.responses.retrieve(id);
+      assert.equal(kept.output_text, 'mail <EMAIL_1>');
+      assert.ok(!JSON.stringify(kept).includes(EMAIL), 'the store never kept what the client was not given');
+    });
+  }
+});
