@@ -1,5 +1,6 @@
 import { type AuditWriter, guardrailVerdict } from '../audit/index.js';
-import type { GuardrailStats, Metrics } from '../telemetry/index.js';
+import { actedGuardrails, strongestAction } from '../guardrails/index.js';
+import type { GuardrailStats, Metrics, Span } from '../telemetry/index.js';
 import type { RecordSink } from './record.js';
 import type { RequestRecord } from './request-record.js';
 
@@ -49,4 +50,12 @@ export function auditGuardrails(audit: AuditWriter, r: RequestRecord): void {
       }),
     );
   }
+}
+
+/** The strongest action and the guardrails that acted, on the request's (or tools/call's) span; nothing when none acted. */
+export function guardrailAttributes(span: Span, r: RequestRecord): void {
+  const action = strongestAction(r.guardrails);
+  if (action === null) return;
+  span.setAttribute('switchyard.guardrail.action', action);
+  span.setAttribute('switchyard.guardrail.names', actedGuardrails(r.guardrails));
 }

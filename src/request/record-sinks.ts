@@ -2,7 +2,7 @@ import { type AuditWriter, requestCompleted, toolCalled } from '../audit/index.j
 import { strongestAction } from '../guardrails/index.js';
 import type { TokenUsage } from '../providers/index.js';
 import { genAiOperation, genAiSystem, type Metrics, type RecentTraffic, type Tracing } from '../telemetry/index.js';
-import { auditGuardrails, countGuardrails } from './guardrail-sinks.js';
+import { auditGuardrails, countGuardrails, guardrailAttributes } from './guardrail-sinks.js';
 import type { KeysUsed } from './keys-used.js';
 import type { RecordSink } from './record.js';
 import type { Failure, RequestRecord, ToolCallRecord } from './request-record.js';
@@ -260,6 +260,7 @@ export function spanSink(tracing: Tracing): RecordSink {
       const status = r.status;
       const gen = r.gen;
       span.setAttribute('http.response.status_code', typeof status === 'number' ? status : r.statusCode);
+      if (r.guardrails.length > 0) guardrailAttributes(span, r);
       if (r.toolCall !== null) {
         span.setAttribute('switchyard.request_id', r.requestId);
         if (gen !== null) span.setAttribute('switchyard.generation', gen.number);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -17,8 +18,9 @@ import {
   metricsSink,
   type RecordSink,
   recordTo,
+  spanSink,
 } from '../../src/request/index.js';
-import { AccessLog, createLogger, GuardrailStats, Metrics } from '../../src/telemetry/index.js';
+import { AccessLog, createLogger, GuardrailStats, Metrics, type Span, Tracing } from '../../src/telemetry/index.js';
 import { chainOf, keyringFor, modelRequest, ResponseDouble, staticGeneration } from './chain-fixture.js';
 
 // Every sink reports a record's guardrail verdicts, for a model request and a tools/call
@@ -59,9 +61,9 @@ function request(id: string, path: string): { x: Exchange; res: ResponseDouble }
   return { x: new Exchange(req, res as unknown as ServerResponse, () => undefined), res };
 }
 
-function servedRecord(id: string, verdicts: readonly GuardrailVerdict[]): Exchange {
+function servedRecord(id: string, verdicts: readonly GuardrailVerdict[], span: Span | null = null): Exchange {
   const { x, res } = request(id, '/v1/chat/completions');
-  x.matched({ path: '/v1/chat/completions', operation: 'chat', protocol: 'openai' }, null);
+  x.matched({ path: '/v1/chat/completions', operation: 'chat', protocol: 'openai' }, span);
   x.captured(gen, keyringFor(gen));
   x.authenticated(principal);
   x.asked(modelRequest(gen, 'm', { principal }));
@@ -258,6 +260,56 @@ describe('the record sinks report guardrail verdicts', () => {
       audit.map((r) => r.event),
       ['request_completed', 'request_completed'],
     );
+  });
+});
+
+interface ExportedSpan {
+  readonly name: string;
+  readonly attributes: ReadonlyArray<{ readonly key: string; readonly value: Record<string, unknown> }>;
+}
+
+describe('the span sink reports guardrail verdicts', { timeout: 30_000 }, () => {
+  it('a request a guardrail acted on has the strongest action and the guardrails’ names on its span; a clean one has neither', async () => {
+    const spans: ExportedSpan[] = [];
+    const collector = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceSpans: { scopeSpans: { spans: ExportedSpan[] }[] }[] };
+        for (const rs of body.resourceSpans) for (const ss of rs.scopeSpans) spans.push(...ss.spans);
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
+    try {
+      const port = (collector.address() as AddressInfo).port;
+      const tracing = await Tracing.start({
+        endpoint: `http://127.0.0.1:${port}/v1/traces`,
+        headers: {},
+        serviceName: 'guardrail-sinks',
+        serviceVersion: 'test',
+        instance: 'test',
+        sampleRatio: 1,
+      });
+      const sink = spanSink(tracing);
+      sink.write(servedRecord('req-span-guarded', [masked, allowed, blocked], tracing.startServer('POST', 'guarded', '/guarded', {})));
+      sink.write(servedRecord('req-span-clean', [allowed], tracing.startServer('POST', 'clean', '/clean', {})));
+      await tracing.shutdown();
+      const attrs = (name: string) => {
+        const span = spans.find((x) => x.name === `POST ${name}`);
+        assert.ok(span !== undefined, `spans: ${spans.map((x) => x.name).join(', ')}`);
+        return Object.fromEntries(span.attributes.map((a) => [a.key, a.value]));
+      };
+      const guarded = attrs('guarded');
+      assert.deepEqual(guarded['switchyard.guardrail.action'], { stringValue: 'block' });
+      assert.deepEqual(guarded['switchyard.guardrail.names'], {
+        arrayValue: { values: [{ stringValue: 'pii' }, { stringValue: 'secrets' }] },
+      });
+      const clean = attrs('clean');
+      assert.ok(!('switchyard.guardrail.action' in clean) && !('switchyard.guardrail.names' in clean));
+    } finally {
+      await new Promise((r) => collector.close(r));
+    }
   });
 });
 
