@@ -2,12 +2,15 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { verifyAuditFile } from '../../src/audit/index.js';
 import type { MockProvider } from '../../src/mock/index.js';
 import { sqliteDatabase } from '../support/databases.js';
 import { baseConfig, type GatewayProcess } from '../support/gateway-process.js';
 import { postChat } from '../support/http.js';
 import { v1 } from '../support/managed.js';
+import { catalogsListed, mcpProvider } from '../support/mcp.js';
 import { waitUntil } from '../support/observe.js';
 import { fileResources } from '../support/resources.js';
 
@@ -26,10 +29,14 @@ const auth = { authorization: `Bearer ${KEY}` };
 type Row = Record<string, any>;
 
 let east: MockProvider;
+let tools: MockProvider;
 let gw: GatewayProcess;
 let dir: string;
 before(async () => {
-  east = await resources.startMock({ name: 'east' });
+  [east, tools] = await Promise.all([
+    resources.startMock({ name: 'east' }),
+    resources.startMock({ name: 'tools', protocol: 'mcp', mcpResponse: 'json' }),
+  ]);
   const database = sqliteDatabase();
   resources.addGateway(() => database.drop());
   dir = resources.tempDir();
@@ -52,9 +59,13 @@ before(async () => {
       keys: [{ id: 'platform-a', team: 'platform', key: { env: 'KEY' } }],
       audit: { file: join(dir, 'audit.jsonl') },
       database: { url: database.url },
+      mcp: { catalog_recheck_ms: 0, guardrails: { arguments: ['secrets'] } },
     },
   );
+  (config.providers as Record<string, unknown>).tools = mcpProvider(tools);
+  (config.routing as Record<string, unknown>).tools = { echo: { candidates: [{ provider: 'tools' }] } };
   gw = await resources.startGw(config, { dir, env: { ADMIN_TOKEN: ADMIN, KEY } });
+  await catalogsListed(gw, 1);
 });
 
 const chat = (model: string, content: string, id: string) =>
@@ -131,5 +142,33 @@ describe('guardrail verdicts through a gateway', { timeout: 60_000 }, () => {
 
     const everything = [JSON.stringify(gw.logs()), readFileSync(join(dir, 'audit.jsonl'), 'utf8'), JSON.stringify(rows), metrics];
     for (const text of everything) assert.ok(!text.includes(EMAIL) && !text.includes(AWS_KEY), 'no sink holds a matched text');
+  });
+
+  it('a tools/call whose arguments a guardrail blocked: its line, its ledger row and its audit record name the block', async () => {
+    const client = new Client({ name: 'guardrail-records-test', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL('/mcp', gw.url), { requestInit: { headers: { ...auth, 'x-request-id': 'gr-tool' } } }),
+    );
+    try {
+      const result = await client.callTool({ name: 'echo', arguments: { text: `use ${AWS_KEY}` } });
+      assert.equal(result.isError, true);
+    } finally {
+      await client.close();
+    }
+    const line = await gw.waitForLog((l) => l.msg === 'request' && l.mcp_method === 'tools/call');
+    assert.deepEqual([line.tool, line.guardrails], ['echo', ['secrets']]);
+    let row: Row | undefined;
+    await waitUntil(async () => {
+      row = (await ledgerRows()).find((r) => r.endpoint === '/mcp' && r.model === 'echo');
+      return row !== undefined;
+    }, 'the tools/call row is written');
+    assert.equal(row?.guardrail, 'block');
+    let verdict: Row | undefined;
+    await waitUntil(async () => {
+      verdict = auditRecords().find((r) => r.event === 'guardrail_verdict' && r.phase === 'arguments');
+      return verdict !== undefined;
+    }, 'the verdict record is written');
+    assert.deepEqual([verdict?.guardrail, verdict?.action, verdict?.categories], ['secrets', 'block', { aws_access_key: 1 }]);
+    assert.ok(!readFileSync(join(dir, 'audit.jsonl'), 'utf8').includes(AWS_KEY));
   });
 });
