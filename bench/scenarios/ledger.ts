@@ -262,6 +262,7 @@ function rowOf(i: number, atMs: number): LedgerRow {
     status: 200,
     partial: false,
     durationMs: 1.5,
+    guardrail: null,
   };
 }
 

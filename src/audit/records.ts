@@ -72,6 +72,25 @@ export interface ToolCalledInput {
   readonly latencyMs: number;
 }
 
+/**
+ * A guardrail that acted on a request or a tools/call (warn, mask, block), or a guardrail
+ * service that could not answer: the categories it found and how many of each, never the
+ * text it read or matched.
+ */
+export interface GuardrailVerdictInput {
+  readonly requestId: string;
+  readonly keyId: string | null;
+  readonly team: string | null;
+  readonly guardrail: string;
+  readonly phase: string;
+  readonly action: string;
+  readonly categories: Readonly<Record<string, number>>;
+  readonly error: { readonly kind: string; readonly outcome: string } | null;
+  /** The mode a stream's output check ran under; null for anything else. */
+  readonly stream: string | null;
+  readonly latencyMs: number;
+}
+
 export interface ReloadInput {
   readonly trigger: string;
   readonly result: 'applied' | 'unchanged' | 'rejected';
@@ -121,7 +140,15 @@ export function adminWrite(x: AdminWriteInput): AuditEvent {
 
 /** An event's own fields; the writer adds id, ts, instance, seq and prev_hash. */
 export type AuditEvent = {
-  readonly event: 'request_started' | 'request_completed' | 'tool_called' | 'reload' | 'gap' | 'anchor' | 'admin_write';
+  readonly event:
+    | 'request_started'
+    | 'request_completed'
+    | 'tool_called'
+    | 'guardrail_verdict'
+    | 'reload'
+    | 'gap'
+    | 'anchor'
+    | 'admin_write';
 } & Readonly<Record<string, unknown>>;
 
 /**
@@ -200,6 +227,28 @@ export function toolCalled(x: ToolCalledInput): AuditEvent {
     is_error: x.isError,
     reason: x.reason,
     fallback: [...x.fallback],
+    latency_ms: round3(x.latencyMs),
+  };
+}
+
+/** A service's categories are its own words: at most this many, each cut to CATEGORY_MAX_CHARS. */
+const MAX_CATEGORIES = 32;
+const CATEGORY_MAX_CHARS = 128;
+
+export function guardrailVerdict(x: GuardrailVerdictInput): AuditEvent {
+  const categories: Record<string, number> = {};
+  for (const [name, count] of Object.entries(x.categories).slice(0, MAX_CATEGORIES)) categories[name.slice(0, CATEGORY_MAX_CHARS)] = count;
+  return {
+    event: 'guardrail_verdict',
+    request_id: x.requestId,
+    key_id: x.keyId,
+    team: x.team,
+    guardrail: x.guardrail,
+    phase: x.phase,
+    action: x.action,
+    categories,
+    error: x.error === null ? null : { kind: x.error.kind, outcome: x.error.outcome },
+    stream: x.stream,
     latency_ms: round3(x.latencyMs),
   };
 }

@@ -27,6 +27,8 @@ export interface LedgerRow {
   /** The response was cut after it began (by the upstream, or by the client leaving). */
   readonly partial: boolean;
   readonly durationMs: number;
+  /** The strongest action a guardrail took on the request (`warn`, `mask`, `block`); null when none acted. */
+  readonly guardrail: string | null;
 }
 
 /** The table's row for `r`; `entryId` is the writer's id for it, the same on every retry of its batch. */
@@ -51,6 +53,7 @@ export function rawRow(r: LedgerRow, entryId: string): UsageRequestsTable {
     status: r.status,
     partial: r.partial ? 1 : 0,
     duration_ms: r.durationMs,
+    guardrail: r.guardrail,
   };
 }
 
@@ -77,6 +80,7 @@ function lossRecord(nowMs: number, count: number): LedgerRow {
     status: 0,
     partial: false,
     durationMs: 0,
+    guardrail: null,
   };
 }
 
@@ -151,6 +155,7 @@ export const RAW_FIELDS = [
   'status',
   'partial',
   'duration_ms',
+  'guardrail',
 ] as const satisfies ReadonlyArray<keyof UsageRequestsTable>;
 
 /** A batch for Postgres: its COPY text as UTF-8, and the rollups of its requests. */
@@ -263,14 +268,14 @@ export function copyLines(
 }
 
 function copyLine(r: LedgerRow, at: string, day: string, entryId: string): string {
-  return `${at}\t${day}\t${copyText(r.requestId)}\t${copyText(entryId)}\t${copyText(r.team)}\t${copyText(r.keyId)}\t${copyText(r.endpoint)}\t${copyText(r.model)}\t${copyText(r.provider)}\t${copyText(r.candidate)}\t${r.inputTokens}\t${r.outputTokens}\t${r.cacheReadTokens}\t${r.cacheWriteTokens}\t${r.costMicroUsd}\t${r.status}\t${r.partial ? 1 : 0}\t${r.durationMs}\n`;
+  return `${at}\t${day}\t${copyText(r.requestId)}\t${copyText(entryId)}\t${copyText(r.team)}\t${copyText(r.keyId)}\t${copyText(r.endpoint)}\t${copyText(r.model)}\t${copyText(r.provider)}\t${copyText(r.candidate)}\t${r.inputTokens}\t${r.outputTokens}\t${r.cacheReadTokens}\t${r.cacheWriteTokens}\t${r.costMicroUsd}\t${r.status}\t${r.partial ? 1 : 0}\t${r.durationMs}\t${r.guardrail === null ? '\\N' : copyText(r.guardrail)}\n`;
 }
 
 const COPY_RESERVED = /[\\\t\n\r]/;
 const COPY_SPECIAL = /[\\\t\n\r]/g;
 const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 
-/** A text field in COPY's text format: backslash, tab and line ends escaped. */
+/** A text field in COPY's text format (a null is `\N`): backslash, tab and line ends escaped. */
 function copyText(value: string): string {
   return COPY_RESERVED.test(value) ? value.replace(COPY_SPECIAL, (c) => COPY_ESCAPES[c] as string) : value;
 }

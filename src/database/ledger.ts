@@ -367,7 +367,7 @@ async function copyBatch(pool: pg.Pool, batch: CopyBatch, retry: boolean): Promi
   }
 }
 
-/** SQLite rows per multi-row statement: 64 x 17 parameters is far below its limit of 32766. */
+/** SQLite rows per multi-row statement: 64 x 19 parameters is far below its limit of 32766. */
 const SQLITE_CHUNK = 64;
 
 /**

@@ -154,6 +154,14 @@ const MIGRATIONS: readonly Migration[] = [
         .execute();
     },
   },
+  {
+    version: 4,
+    name: 'usage ledger guardrail column',
+    async up(db) {
+      // Nullable, so adding it rewrites no row; on Postgres the partitions take it from their parent.
+      await db.schema.alterTable('usage_requests').addColumn('guardrail', 'text').execute();
+    },
+  },
 ];
 
 /** The newest schema this gateway knows. */

@@ -71,6 +71,8 @@ export interface UsageRequestsTable {
   status: number;
   partial: number;
   duration_ms: number;
+  /** The strongest action a guardrail took (`warn`, `mask`, `block`), null when none did or before schema version 4. */
+  guardrail: string | null;
 }
 
 export interface UsageDailyTable {

@@ -74,6 +74,7 @@ const RECORD_FIELDS: readonly TextColumn[] = [
   { name: 'status', from: 'status', kind: 'number' },
   { name: 'partial', from: 'partial', kind: 'boolean' },
   { name: 'duration_ms', from: 'duration_ms', kind: 'number' },
+  { name: 'guardrail', from: 'guardrail', kind: 'text_or_null' },
 ];
 
 /** Where a page starts: after the row with this sort key (the grouped fields in `groupBy` order, or a raw row's at and request id). */
@@ -218,6 +219,7 @@ export async function usageRecordsPage(
       status: Number(r.status),
       partial: Number(r.partial) === 1,
       durationMs: Number(r.duration_ms),
+      guardrail: r.guardrail == null ? null : String(r.guardrail),
     }));
   const rowsFrom = (after: readonly string[] | undefined, limit: number | null) => {
     const q = base(after, next).selectAll();

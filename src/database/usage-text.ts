@@ -5,8 +5,8 @@
 
 export type TextFormat = 'json' | 'csv';
 
-/** How a database value is written: as text, a number, micro-USD as USD, or 0/1 as a boolean. */
-export type FieldKind = 'text' | 'number' | 'usd' | 'boolean';
+/** How a database value is written: as text, text or null (empty in CSV), a number, micro-USD as USD, or 0/1 as a boolean. */
+export type FieldKind = 'text' | 'text_or_null' | 'number' | 'usd' | 'boolean';
 
 /** One output field: its name on the wire, the database column it comes from, and how it is written. */
 export interface TextColumn {
@@ -25,8 +25,9 @@ export function renderRows(rows: readonly Record<string, unknown>[], columns: re
 /** The CSV header line for `columns`. */
 export const csvHeader = (columns: readonly TextColumn[]): string => `${columns.map((c) => csvField(c.name)).join(',')}\r\n`;
 
-function fieldValue(value: unknown, kind: FieldKind): string | number | boolean {
+function fieldValue(value: unknown, kind: FieldKind): string | number | boolean | null {
   if (kind === 'text') return String(value ?? '');
+  if (kind === 'text_or_null') return value == null ? null : String(value);
   if (kind === 'boolean') return Number(value) === 1;
   return kind === 'usd' ? Number(value) / 1e6 : Number(value);
 }

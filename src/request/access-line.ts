@@ -1,4 +1,5 @@
 import type { Principal } from '../governance/index.js';
+import { actedGuardrails } from '../guardrails/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
 import type { AccessLog } from '../telemetry/index.js';
 import { pathOf } from './exchange.js';
@@ -88,7 +89,7 @@ function accessLine(r: RequestRecord): string {
   if (usage !== null) s += `,"input_tokens":${usage.inputTokens},"output_tokens":${usage.outputTokens}`;
   if (r.usageEstimated) s += ',"usage_estimated":true';
   if (r.costMicroUsd !== null) s += `,"cost_micro_usd":${r.costMicroUsd}`;
-  return s;
+  return s + guardrailsMember(r);
 }
 
 /** A tools/call's access line: the tool, the MCP server that answered and the outcome; never its arguments or result. */
@@ -104,7 +105,14 @@ function toolCallLine(r: RequestRecord, call: ToolCallRecord): string {
   if (call.reason !== null) s += `,"reason":${q(call.reason)}`;
   s += `,"stream":${r.stream},"duration_ms":${msText(r.durationMs)}`;
   if (call.fallback.length > 0) s += `,"fallback":${q(call.fallback)}`;
-  return s;
+  return s + guardrailsMember(r);
+}
+
+/** `,"guardrails":["pii","secrets"]`: the guardrails that acted (warn, mask, block), each once; nothing when none did. */
+function guardrailsMember(r: RequestRecord): string {
+  if (r.guardrails.length === 0) return '';
+  const acted = actedGuardrails(r.guardrails);
+  return acted.length === 0 ? '' : `,"guardrails":${q(acted)}`;
 }
 
 /** ".001" to ".999" with trailing zeros dropped, and "" for 0: what `String(k / 1000)` prints after the point. */

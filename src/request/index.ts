@@ -12,6 +12,7 @@ export { accessLogSink } from './access-line.js';
 export { readBody } from './body.js';
 export { invalidToken, protectedResource, verifyCallerToken } from './caller-token.js';
 export { type Caller, ControlSlot, Exchange, type Failure, type ModelRequest, pathOf } from './exchange.js';
+export { guardrailStatsSink } from './guardrail-sinks.js';
 export { type ModelHandler, type ModelHandlers, modelHandlers } from './handlers.js';
 export { KeysUsed } from './keys-used.js';
 export { type McpHandlers, mcpHandlers } from './mcp/endpoint.js';

@@ -1,6 +1,8 @@
 import { type AuditWriter, requestCompleted, toolCalled } from '../audit/index.js';
+import { strongestAction } from '../guardrails/index.js';
 import type { TokenUsage } from '../providers/index.js';
 import { genAiOperation, genAiSystem, type Metrics, type RecentTraffic, type Tracing } from '../telemetry/index.js';
+import { auditGuardrails, countGuardrails, guardrailAttributes } from './guardrail-sinks.js';
 import type { KeysUsed } from './keys-used.js';
 import type { RecordSink } from './record.js';
 import type { Failure, RequestRecord, ToolCallRecord } from './request-record.js';
@@ -21,11 +23,12 @@ export function keysUsedSink(keysUsed: KeysUsed): RecordSink {
   };
 }
 
-/** Requests, tokens, durations and cost; tools/calls and their duration. */
+/** Requests, tokens, durations and cost; tools/calls and their duration; the guardrails' verdicts on either. */
 export function metricsSink(metrics: Metrics): RecordSink {
   return {
     name: 'metrics',
     write(r) {
+      countGuardrails(metrics, r);
       const call = r.toolCall;
       if (call !== null) {
         const tool = call.routed ? call.tool : 'none';
@@ -103,6 +106,7 @@ export function ledgerSink(ledger: UsageLedger): RecordSink {
           status: status === 'partial' ? r.statusCode : status,
           partial: status === 'partial',
           durationMs: r.durationMs,
+          guardrail: strongestAction(r.guardrails),
         });
         return;
       }
@@ -125,6 +129,7 @@ export function ledgerSink(ledger: UsageLedger): RecordSink {
         status: status === 'partial' ? r.statusCode : status,
         partial: isPartial(r),
         durationMs: r.durationMs,
+        guardrail: strongestAction(r.guardrails),
       });
     },
   };
@@ -168,13 +173,15 @@ export function recentSink(models: RecentTraffic, tools: RecentTraffic): RecordS
 
 /**
  * The audit record of an admitted request (what served it, what it used and cost), and of
- * every tools/call (who, which tool, where, how long, isError). Never a prompt, a
- * completion, a tool's arguments or result, or a secret.
+ * every tools/call (who, which tool, where, how long, isError), each after the records of
+ * the guardrails that acted on it. Never a prompt, a completion, a tool's arguments or
+ * result, or a secret.
  */
 export function auditSink(audit: AuditWriter): RecordSink {
   return {
     name: 'audit',
     write(r) {
+      auditGuardrails(audit, r);
       const call = r.toolCall;
       if (call !== null) return auditToolCall(audit, r, call);
       if (!r.isAdmitted) return;
@@ -253,6 +260,7 @@ export function spanSink(tracing: Tracing): RecordSink {
       const status = r.status;
       const gen = r.gen;
       span.setAttribute('http.response.status_code', typeof status === 'number' ? status : r.statusCode);
+      if (r.guardrails.length > 0) guardrailAttributes(span, r);
       if (r.toolCall !== null) {
         span.setAttribute('switchyard.request_id', r.requestId);
         if (gen !== null) span.setAttribute('switchyard.generation', gen.number);

@@ -20,6 +20,7 @@ import { serveV1 } from './admin-v1.js';
 import { refusal, serveMetrics } from './answers.js';
 import type { DatabaseLink } from './database-link.js';
 import { answered, type Endpoint, EndpointTable } from './endpoints.js';
+import { guardrailsView } from './guardrail-view.js';
 import { pageData } from './page-data.js';
 import type { Reloader, ReloadResult } from './reload.js';
 import { StatusPageFiles } from './status-page.js';
@@ -323,6 +324,7 @@ function adminStatus(ctx: AdminContext): Record<string, unknown> {
             ),
           })),
     mcp: gen === null ? null : mcpStatus(svc, gen),
+    guardrails: gen === null ? [] : guardrailsView(gen.config, svc.keyring.ready ? svc.keyring.current() : null, svc.guardrailStats),
     // The chain head: with it, `audit verify --head SEQ:HASH` later shows whether records after it were cut.
     audit:
       svc.audit === null

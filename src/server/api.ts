@@ -7,6 +7,7 @@ import {
   auditSink,
   Exchange,
   failRequest,
+  guardrailStatsSink,
   keysUsedSink,
   type ListenerSettings,
   ledgerSink,
@@ -49,7 +50,7 @@ const UNMATCHED = { path: 'none' } as const;
 export function recordSinks(svc: Services): RecordSink[] {
   const sinks = [keysUsedSink(svc.keysUsed), metricsSink(svc.metrics)];
   if (svc.ledger !== null) sinks.push(ledgerSink(svc.ledger));
-  sinks.push(recentSink(svc.recent, svc.mcp.recent));
+  sinks.push(recentSink(svc.recent, svc.mcp.recent), guardrailStatsSink(svc.guardrailStats));
   if (svc.audit !== null) sinks.push(auditSink(svc.audit));
   if (svc.tracing !== null) sinks.push(spanSink(svc.tracing));
   sinks.push(accessLogSink(svc.accessLog));

@@ -4,6 +4,8 @@ import { addProcessMetrics, counter, gauge, histogram } from './registry.js';
 import { CounterFamily, HistogramFamily } from './series.js';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+/** A guardrail's check: a pattern over a prompt takes a fraction of a ms, a service or a judge model seconds. */
+const GUARDRAIL_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
 /** A provider's breaker state for the gauge: 0 closed, 1 open, 2 half-open. */
 export type BreakerStateCode = 0 | 1 | 2;
@@ -59,6 +61,12 @@ export class Metrics {
   readonly mcpToolCalls: CounterFamily;
   /** tool */
   readonly mcpToolCallDuration: HistogramFamily;
+  /** guardrail, phase, action: every guardrail verdict. */
+  readonly guardrailVerdicts: CounterFamily;
+  /** guardrail, phase */
+  readonly guardrailDuration: HistogramFamily;
+  /** guardrail, outcome: checks a guardrail service could not answer. */
+  readonly guardrailErrors: CounterFamily;
   /** Open client sessions and catalog sizes, read at each scrape (set by the MCP service). */
   mcpGauges: { sessions(): number; catalogs(): Iterable<readonly [provider: string, tools: number]> } | null = null;
 
@@ -232,6 +240,25 @@ export class Metrics {
       'Time from a tools/call received to its answer sent.',
       ['tool'],
       LATENCY_BUCKETS,
+    );
+    this.guardrailVerdicts = new CounterFamily(
+      r,
+      'switchyard_guardrail_verdicts_total',
+      'Guardrail verdicts by guardrail (its name in config), phase (input, output, arguments, results) and action: allow (nothing found), warn, mask, block.',
+      ['guardrail', 'phase', 'action'],
+    );
+    this.guardrailDuration = new HistogramFamily(
+      r,
+      'switchyard_guardrail_duration_seconds',
+      "Time a guardrail's check took, by guardrail and phase (a stream's output: the sum of its checks).",
+      ['guardrail', 'phase'],
+      GUARDRAIL_BUCKETS,
+    );
+    this.guardrailErrors = new CounterFamily(
+      r,
+      'switchyard_guardrail_errors_total',
+      'Guardrail checks a service could not answer (timeout, error, invalid answer), by guardrail and outcome: fail_open (served) or fail_closed (refused).',
+      ['guardrail', 'outcome'],
     );
     gauge(r, 'switchyard_mcp_sessions', 'Open MCP client sessions on /mcp.', [], function () {
       this.set(metrics.mcpGauges?.sessions() ?? 0);

@@ -453,6 +453,73 @@ function renderProviders(d) {
   );
 }
 
+/** Where a guardrail is attached: "route m (input, output); team research (input); mcp (arguments)". */
+function attachedText(a) {
+  const holders = (kind, byName) => Object.entries(byName).map(([name, phases]) => `${kind} ${name} (${phases.join(', ')})`);
+  const parts = [
+    ...holders('route', a.routes),
+    ...holders('team', a.teams),
+    ...holders('key', a.keys),
+    ...(a.mcp.length > 0 ? [`mcp (${a.mcp.join(', ')})`] : []),
+  ];
+  return parts.length === 0 ? 'not attached' : parts.join('; ');
+}
+
+/** A guardrail's verdicts of one action, over every phase; the title splits them by phase. */
+function actionCell(g, action) {
+  const byPhase = Object.entries(g.verdicts)
+    .map(([phase, actions]) => [phase, actions[action] ?? 0])
+    .filter(([, n]) => n > 0);
+  const total = byPhase.reduce((n, [, k]) => n + k, 0);
+  return el('td', {
+    class: 'num',
+    'data-action': action,
+    title: byPhase.length === 0 ? null : byPhase.map(([phase, n]) => `${phase}: ${n}`).join(', '),
+    text: num(total),
+  });
+}
+
+function renderGuardrails(d) {
+  const guardrails = d.guardrails ?? [];
+  $('guardrails-section').hidden = guardrails.length === 0;
+  if (guardrails.length === 0) return;
+  const ms = (x) => (x === null ? '–' : `${num(x, x < 10 ? 2 : 0)} ms`);
+  const rows = guardrails.map((g) =>
+    el(
+      'tr',
+      { 'data-guardrail': g.name },
+      el('td', { class: 'mono', text: g.name }),
+      el('td', { text: g.type }),
+      el('td', { text: attachedText(g.attached) }),
+      el('td', { class: 'num', text: num(g.checks) }),
+      ['allow', 'warn', 'mask', 'block'].map((action) => actionCell(g, action)),
+      el('td', { class: 'num', text: `${num(g.errors.fail_open)} / ${num(g.errors.fail_closed)}` }),
+      el('td', { class: 'num', text: ms(g.latency_ms.p50) }),
+      el('td', { class: 'num', text: ms(g.latency_ms.p99) }),
+    ),
+  );
+  replace(
+    'guardrails',
+    table(
+      null,
+      [
+        ['Guardrail'],
+        ['Type'],
+        ['Attached to', '', 'the phases each route, team, key or /mcp checks with it'],
+        ['Checks', 'num'],
+        ['Allowed', 'num', 'checks that found nothing'],
+        ['Warned', 'num'],
+        ['Masked', 'num'],
+        ['Blocked', 'num'],
+        ['Errors (open / closed)', 'num', 'checks its service could not answer: served under fail_open, refused under fail_closed'],
+        ['p50', 'num', 'check latency (within 25 %)'],
+        ['p99', 'num', 'check latency (within 25 %)'],
+      ],
+      rows,
+    ),
+  );
+}
+
 /** An MCP server's catalog size; '–' for a model provider. */
 function catalogSize(server) {
   if (server === undefined) return '–';
@@ -808,6 +875,7 @@ function render(d) {
   renderModels(d);
   renderTools(d);
   renderProviders(d);
+  renderGuardrails(d);
   renderTeams(d);
   renderManagedSection(d);
   renderReloads(d);

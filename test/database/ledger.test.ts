@@ -42,6 +42,7 @@ function row(i: number, atMs: number, extra: Partial<LedgerRow> = {}): LedgerRow
     status: 200,
     partial: false,
     durationMs: 1.25,
+    guardrail: null,
     ...extra,
   };
 }
@@ -125,6 +126,29 @@ for (const engine of ['sqlite', 'postgres'] as const) {
       assert.ok(byDay.every((t) => t.group.day !== undefined && t.group.model !== undefined));
     });
 
+    it('keeps the strongest guardrail action of a row, null where none acted, and counts a judge model’s row (endpoint guardrail) as a request', async (t) => {
+      if (skip) return t.skip(skip);
+      const database = await fresh();
+      const ledger = new Ledger(database, { queueRows: 100, retentionDays: 30 });
+      await ledger.start();
+      const atMs = Date.parse('2026-12-01T10:00:00.000Z');
+      ledger.record(row(1, atMs));
+      ledger.record(row(2, atMs + 1, { guardrail: 'mask' }));
+      ledger.record(row(3, atMs + 2, { endpoint: 'guardrail', model: 'judge', costMicroUsd: 40 }));
+      await ledger.close();
+      const got = await allRecords(database);
+      assert.deepEqual(
+        got.map((r) => [r.requestId, r.endpoint, r.guardrail]),
+        [
+          ['req-000001', '/v1/chat/completions', null],
+          ['req-000002', '/v1/chat/completions', 'mask'],
+          ['req-000003', 'guardrail', null],
+        ],
+      );
+      const [judge] = await usageTotals(database, EVERYTHING, { model: 'judge' }, ['model']);
+      assert.deepEqual([judge?.requests, judge?.costMicroUsd], [1, 40]);
+    });
+
     it('keeps every field of a row exactly, names with a tab, a line end, a backslash or a quote included', async (t) => {
       if (skip) return t.skip(skip);
       const database = await fresh();
@@ -146,6 +170,7 @@ for (const engine of ['sqlite', 'postgres'] as const) {
         status: 499,
         partial: true,
         durationMs: 12.5,
+        guardrail: 'block',
       });
       ledger.record(odd);
       await ledger.close();
@@ -169,6 +194,7 @@ for (const engine of ['sqlite', 'postgres'] as const) {
           status: 499,
           partial: true,
           durationMs: 12.5,
+          guardrail: 'block',
         },
       );
       const [total] = await usageTotals(database, EVERYTHING, {}, ['team', 'key', 'model', 'day']);

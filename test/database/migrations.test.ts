@@ -66,6 +66,7 @@ for (const { engine, open } of engines) {
       // Back to schema version 1, as a database written before version 2 is.
       for (const table of ['conversation_items', 'conversations', 'response_items', 'responses'])
         await sql`drop table ${sql.table(table)}`.execute(database.db);
+      await sql`alter table usage_requests drop column guardrail`.execute(database.db);
       await sql`drop index usage_requests_day_entry`.execute(database.db);
       await sql`alter table usage_requests drop column entry_id`.execute(database.db);
       await sql`delete from schema_version where version >= 2`.execute(database.db);

@@ -71,11 +71,12 @@ describe('the status page in a browser', { skip: missing ?? false }, () => {
       baseConfig(
         { east: east.baseUrl, west: west.baseUrl, south: south.baseUrl },
         {
-          'gpt-4o': { candidates: [{ provider: gptProvider }] },
+          'gpt-4o': { guardrails: { input: ['secrets'] }, candidates: [{ provider: gptProvider }] },
           'ew-model': { policy: 'ordered', candidates: [{ provider: 'east' }, { provider: 'west' }] },
         },
         {
           log: { level: 'info', access: false },
+          guardrails: { secrets: { type: 'secrets', action: 'block' } },
           resilience: { breaker: { open_base_ms: 60_000 } },
           teams: { research: { rate_limit: { rpm: 100 }, quota: { tokens_per_day: 100_000 }, budget: { usd_per_month: 50 } } },
           keys: [{ id: 'research-app', team: 'research', key: { env: 'STATUS_PAGE_KEY' } }],
@@ -94,6 +95,7 @@ describe('the status page in a browser', { skip: missing ?? false }, () => {
     await waitForText(page, 'tr[data-team="research"]', '6 of 100');
     await waitForText(page, '#governance-store', 'Governance store (in memory): up');
     assert.equal(await page.locator('#tools-section').isHidden(), true, 'no MCP tools, no tools section');
+    await waitForText(page, '#guardrails tr[data-guardrail="secrets"]', 'route gpt-4o (input)');
     await markDocument(page);
 
     // A reload puts south on gpt-4o.

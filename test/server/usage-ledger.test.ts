@@ -209,6 +209,7 @@ for (const engine of ['sqlite', 'postgres'] as const) {
         const r = byId.get(a.request_id) as Row;
         assert.equal(r.team, a.team, a.request_id);
         assert.equal(r.key, a.key_id);
+        assert.equal(r.guardrail, null, 'no guardrail acted');
         if (a.event === 'request_completed') {
           assert.equal(r.partial, a.partial);
           if (a.status !== 'partial') assert.equal(r.status, a.status);
@@ -304,6 +305,16 @@ for (const engine of ['sqlite', 'postgres'] as const) {
       const same = await v1(admin, 'GET', 'usage?group_by=day,team', { token: ADMIN });
       assert.equal(lines.length, 1 + (same.body.rows as Row[]).length);
       assert.ok(lines.slice(1).some((l) => l.includes(',platform,')));
+      const rawCsv = await fetch(`${admin}/admin/v1/usage/requests?format=csv`, { headers: auth(ADMIN) });
+      const rawLines = (await rawCsv.text()).trim().split('\r\n');
+      assert.equal(
+        rawLines[0],
+        'at,request_id,team,key,endpoint,model,provider,candidate,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cost_usd,status,partial,duration_ms,guardrail',
+      );
+      assert.ok(
+        rawLines.slice(1).every((l) => l.endsWith(',')),
+        'no guardrail acted: the last field is empty',
+      );
 
       const first = await v1(admin, 'GET', 'usage/requests?limit=2', { token: ADMIN });
       assert.equal(first.body.rows.length, 2);
