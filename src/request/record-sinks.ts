@@ -117,7 +117,8 @@ export function ledgerSink(ledger: UsageLedger): RecordSink {
         requestId: r.requestId,
         team: principal.team ?? 'none',
         keyId: principal.keyId ?? 'none',
-        endpoint: r.endpoint,
+        // A judge guardrail's question is billed as the guardrail's, apart from the request it judged.
+        endpoint: r.guardrailQuestion ? 'guardrail' : r.endpoint,
         model: r.routedModel ?? 'none',
         provider: c?.provider.name ?? 'none',
         candidate: c?.stableId ?? 'none',

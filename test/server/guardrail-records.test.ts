@@ -45,6 +45,8 @@ before(async () => {
     {
       guarded: { guardrails: { input: ['secrets', 'pii'] }, candidates: [{ provider: 'east' }] },
       reviewed: { guardrails: { input: ['review'] }, candidates: [{ provider: 'east' }] },
+      judged: { guardrails: { input: ['judge'] }, candidates: [{ provider: 'east' }] },
+      'judge-model': { candidates: [{ provider: 'east' }] },
     },
     {
       server: { admin_token: { env: 'ADMIN_TOKEN' } },
@@ -54,6 +56,8 @@ before(async () => {
         pii: { type: 'pii', action: 'mask' },
         // Nothing listens there: every check fails, and fail_open serves the request.
         review: { type: 'webhook', url: 'http://127.0.0.1:9/check', timeout_ms: 500, on_error: 'fail_open' },
+        // The mock greets ("Hello from east."), which this judge reads as safe.
+        judge: { type: 'judge', route: 'judge-model', prompt: { text: 'Safe? {{texts}}' }, timeout_ms: 5000 },
       },
       teams: { platform: {} },
       keys: [{ id: 'platform-a', team: 'platform', key: { env: 'KEY' } }],
@@ -170,5 +174,19 @@ describe('guardrail verdicts through a gateway', { timeout: 60_000 }, () => {
     }, 'the verdict record is written');
     assert.deepEqual([verdict?.guardrail, verdict?.action, verdict?.categories], ['secrets', 'block', { aws_access_key: 1 }]);
     assert.ok(!readFileSync(join(dir, 'audit.jsonl'), 'utf8').includes(AWS_KEY));
+  });
+
+  it('a judge’s question is billed to the caller’s team as a row of its own, endpoint guardrail', async () => {
+    const r = await chat('judged', 'is this fine?', 'judged-1');
+    assert.equal(r.status, 200, r.text);
+    await waitUntil(async () => (await ledgerRows()).some((row) => row.request_id === 'judged-1'), 'the judged request is in the ledger');
+    const rows = await ledgerRows();
+    const question = rows.find((row) => row.endpoint === 'guardrail');
+    assert.ok(question !== undefined, JSON.stringify(rows.map((row) => [row.request_id, row.endpoint])));
+    assert.equal(question.team, 'platform');
+    assert.equal(question.model, 'judge-model');
+    assert.ok(question.input_tokens > 0, 'the question is billed on its own usage');
+    const judged = rows.find((row) => row.request_id === 'judged-1');
+    assert.equal(judged?.endpoint, '/v1/chat/completions');
   });
 });
