@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { SwitchyardError } from '../../src/errors.js';
 import type { Generation, GenerationCandidate } from '../../src/live/index.js';
@@ -16,6 +14,7 @@ import {
 import { withTracing } from '../../src/request/attempt-tracing.js';
 import type { BreakerOptions, BreakerRegistry, BreakerTransition } from '../../src/resilience/index.js';
 import { type Span, Tracing } from '../../src/telemetry/index.js';
+import { Collector, type OtlpSpan } from '../support/otlp.js';
 import {
   always,
   breakersFor,
@@ -317,13 +316,6 @@ describe('composeAttempt', { timeout: 30_000 }, () => {
   });
 });
 
-interface ExportedSpan {
-  readonly spanId: string;
-  readonly parentSpanId?: string;
-  readonly name: string;
-  readonly attributes: ReadonlyArray<{ readonly key: string; readonly value: Record<string, unknown> }>;
-}
-
 describe('withTracing', { timeout: 30_000 }, () => {
   it('without a request span the attempt passes through untouched: no trace context is made up', async () => {
     const tracing = await Tracing.start({
@@ -347,21 +339,12 @@ describe('withTracing', { timeout: 30_000 }, () => {
   });
 
   it('with a request span, each upstream attempt gets a client span that carries its traceparent upstream and ends with the attempt’s outcome', async () => {
-    const spans: ExportedSpan[] = [];
-    const collector = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceSpans: { scopeSpans: { spans: ExportedSpan[] }[] }[] };
-        for (const rs of body.resourceSpans) for (const ss of rs.scopeSpans) spans.push(...ss.spans);
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-      });
-    });
-    await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
+    const collector = new Collector();
+    const endpoint = await collector.listen();
+    const spans = collector.spans;
     try {
-      const port = (collector.address() as AddressInfo).port;
       const tracing = await Tracing.start({
-        endpoint: `http://127.0.0.1:${port}/v1/traces`,
+        endpoint,
         headers: {},
         serviceName: 'wraps',
         serviceVersion: 'test',
@@ -383,7 +366,7 @@ describe('withTracing', { timeout: 30_000 }, () => {
       assert.ok(server !== undefined, `spans: ${spans.map((s) => s.name).join(', ')}`);
       const clients = spans.filter((s) => s.parentSpanId === server.spanId);
       assert.equal(clients.length, 3);
-      const attr = (s: ExportedSpan, key: string) => {
+      const attr = (s: OtlpSpan, key: string) => {
         const v = s.attributes.find((at) => at.key === key)?.value;
         return v === undefined ? undefined : (v.stringValue ?? (v.intValue === undefined ? undefined : Number(v.intValue)));
       };
@@ -405,7 +388,7 @@ describe('withTracing', { timeout: 30_000 }, () => {
         assert.deepEqual(outcome, expected[i], `attempt ${i}'s span`);
       }
     } finally {
-      await new Promise((r) => collector.close(r));
+      await new Promise((r) => collector.server.close(r));
     }
   });
 });

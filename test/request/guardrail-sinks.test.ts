@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -21,6 +20,7 @@ import {
   spanSink,
 } from '../../src/request/index.js';
 import { AccessLog, createLogger, GuardrailStats, Metrics, type Span, Tracing } from '../../src/telemetry/index.js';
+import { Collector } from '../support/otlp.js';
 import { chainOf, keyringFor, modelRequest, ResponseDouble, staticGeneration } from './chain-fixture.js';
 
 // Every sink reports a record's guardrail verdicts, for a model request and a tools/call
@@ -263,28 +263,14 @@ describe('the record sinks report guardrail verdicts', () => {
   });
 });
 
-interface ExportedSpan {
-  readonly name: string;
-  readonly attributes: ReadonlyArray<{ readonly key: string; readonly value: Record<string, unknown> }>;
-}
-
 describe('the span sink reports guardrail verdicts', { timeout: 30_000 }, () => {
   it('a request a guardrail acted on has the strongest action and the guardrails’ names on its span; a clean one has neither', async () => {
-    const spans: ExportedSpan[] = [];
-    const collector = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceSpans: { scopeSpans: { spans: ExportedSpan[] }[] }[] };
-        for (const rs of body.resourceSpans) for (const ss of rs.scopeSpans) spans.push(...ss.spans);
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-      });
-    });
-    await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
+    const collector = new Collector();
+    const endpoint = await collector.listen();
+    const spans = collector.spans;
     try {
-      const port = (collector.address() as AddressInfo).port;
       const tracing = await Tracing.start({
-        endpoint: `http://127.0.0.1:${port}/v1/traces`,
+        endpoint,
         headers: {},
         serviceName: 'guardrail-sinks',
         serviceVersion: 'test',
@@ -308,7 +294,7 @@ describe('the span sink reports guardrail verdicts', { timeout: 30_000 }, () => 
       const clean = attrs('clean');
       assert.ok(!('switchyard.guardrail.action' in clean) && !('switchyard.guardrail.names' in clean));
     } finally {
-      await new Promise((r) => collector.close(r));
+      await new Promise((r) => collector.server.close(r));
     }
   });
 });
