@@ -1,6 +1,7 @@
 import type { Scenario } from '../lib/scenario.js';
 import { adminIsolation } from './admin-isolation.js';
 import { governanceOverhead } from './governance-overhead.js';
+import { guardrails } from './guardrails.js';
 import { jwt } from './jwt.js';
 import { keyWrite } from './key-write.js';
 import { largeConfigReload } from './large-config-reload.js';
@@ -30,4 +31,5 @@ export const scenarios: readonly Scenario[] = [
   adminIsolation,
   keyWrite,
   jwt,
+  guardrails,
 ];
