@@ -36,6 +36,8 @@ export interface Dialect {
   read(ev: SseEvent): EventReading;
   /** The event with its deltas' texts replaced (same order as `read` gave them), and whole texts carried by a done event set from `emitted`. */
   write(ev: SseEvent, reading: EventReading, texts: readonly string[], emitted: ReadonlyMap<string, string>): string;
+  /** Whether an event whose deltas are unchanged must still be written anew (a number or a whole text it carries changed). */
+  restates(reading: EventReading): boolean;
   /** An event that carries `text` more of `channel` (its held-back tail). */
   flush(channel: string, text: string): string;
   /** After a block: what this upstream event becomes (the filtered ending, a usage report, the end marker), or null to drop it. */
@@ -58,6 +60,19 @@ function parse(data: string): Json | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * `data` with the one JSON string member `"key":"<from>"` given `to` instead, when it
+ * appears exactly once as JSON.stringify writes it; null otherwise (the caller rebuilds the
+ * event). Most events carry one piece of text: splicing it in costs far less than parsing
+ * and writing the whole event again.
+ */
+function spliced(data: string, key: string, from: string, to: string): string | null {
+  const needle = `"${key}":${JSON.stringify(from)}`;
+  const at = data.indexOf(needle);
+  if (at === -1 || data.indexOf(needle, at + needle.length) !== -1) return null;
+  return `${data.slice(0, at)}"${key}":${JSON.stringify(to)}${data.slice(at + needle.length)}`;
 }
 
 export function serialize(name: string | null, data: string): string {
@@ -126,6 +141,12 @@ class OpenaiDialect implements Dialect {
   write(ev: SseEvent, reading: EventReading, texts: readonly string[]): string {
     const json = reading.json;
     if (json === null || reading.deltas.length === 0) return serialize(ev.name, ev.data);
+    if (reading.deltas.length === 1) {
+      const d = reading.deltas[0] as Delta;
+      const key = this.#legacy ? 'text' : d.json ? 'arguments' : d.channel.endsWith('r') ? 'reasoning_content' : 'content';
+      const out = spliced(ev.data, key, d.text, texts[0] as string);
+      if (out !== null) return serialize(ev.name, out);
+    }
     let n = 0;
     const choices = (json.choices as unknown[]).map((c) => {
       if (!isRecord(c)) return c;
@@ -146,6 +167,10 @@ class OpenaiDialect implements Dialect {
       return { ...c, delta: d };
     });
     return serialize(ev.name, JSON.stringify({ ...json, choices }));
+  }
+
+  restates(): boolean {
+    return false;
   }
 
   flush(channel: string, text: string): string {
@@ -218,8 +243,14 @@ class AnthropicDialect implements Dialect {
     const json = reading.json;
     if (json === null || reading.deltas.length === 0) return serialize(ev.name, ev.data);
     const d = json.delta as Json;
+    const out = spliced(ev.data, d.type === 'text_delta' ? 'text' : 'partial_json', (reading.deltas[0] as Delta).text, texts[0] as string);
+    if (out !== null) return serialize(ev.name, out);
     const delta = d.type === 'text_delta' ? { ...d, text: texts[0] } : { ...d, partial_json: texts[0] };
     return serialize(ev.name, JSON.stringify({ ...json, delta }));
+  }
+
+  restates(): boolean {
+    return false;
   }
 
   flush(channel: string, text: string): string {
@@ -329,6 +360,20 @@ class ResponsesDialect implements Dialect {
     return serialize(name, JSON.stringify(json));
   }
 
+  /**
+   * Every event is numbered again once a flushed tail was inserted (or an event dropped), and
+   * a done event, an item or the final response carries whole texts that may have changed.
+   */
+  restates(reading: EventReading): boolean {
+    const json = reading.json;
+    if (json === null) return false;
+    if (typeof json.sequence_number === 'number' && json.sequence_number !== this.#sequence) return true;
+    if (typeof json.type === 'string' && (json.type.endsWith('.done') || RESPONSES_TERMINAL.has(json.type))) return true;
+    // Sent as it came: its number is the next one.
+    if (typeof json.sequence_number === 'number') this.#sequence += 1;
+    return false;
+  }
+
   flush(channel: string, text: string): string {
     const at = channel.lastIndexOf(':');
     const item = channel.slice(0, at);
@@ -402,16 +447,36 @@ function itemWithTexts(item: Json, emitted: ReadonlyMap<string, string>): Json {
 /** Splits whole SSE events (the relay hands on whole events only). */
 export function splitEvents(text: string): SseEvent[] {
   const out: SseEvent[] = [];
-  for (const block of text.split(/\r?\n\r?\n/)) {
-    if (block.length === 0) continue;
-    let name: string | null = null;
-    const data: string[] = [];
-    for (const line of block.split(/\r?\n/)) {
-      if (line.startsWith('data:')) data.push(line.slice(line.charCodeAt(5) === 32 ? 6 : 5));
-      else if (line.startsWith('event:')) name = line.slice(line.charCodeAt(6) === 32 ? 7 : 6);
+  // Providers frame events with LF; CRLF (Gemini's) is made LF first, once.
+  const lf = text.includes('\r') ? text.replace(/\r\n?/g, '\n') : text;
+  let at = 0;
+  while (at < lf.length) {
+    let end = lf.indexOf('\n\n', at);
+    if (end === -1) end = lf.length;
+    if (end > at) {
+      const ev = eventOf(lf, at, end);
+      if (ev !== null) out.push(ev);
     }
-    if (data.length === 0 && name === null) continue;
-    out.push({ name, data: data.join('\n') });
+    at = end + 2;
   }
   return out;
+}
+
+/** One event's `event:` name and `data:` lines, from lf[at, end). */
+function eventOf(lf: string, at: number, end: number): SseEvent | null {
+  let name: string | null = null;
+  let data: string | null = null;
+  let line = at;
+  while (line < end) {
+    let next = lf.indexOf('\n', line);
+    if (next === -1 || next > end) next = end;
+    if (lf.startsWith('data:', line)) {
+      const from = lf.charCodeAt(line + 5) === 32 ? line + 6 : line + 5;
+      const piece = lf.slice(from, next);
+      data = data === null ? piece : `${data}\n${piece}`;
+    } else if (lf.startsWith('event:', line)) name = lf.slice(lf.charCodeAt(line + 6) === 32 ? line + 7 : line + 6, next);
+    line = next + 1;
+  }
+  if (data === null && name === null) return null;
+  return { name, data: data ?? '' };
 }

@@ -234,6 +234,7 @@ export class OutputStream {
       return { out: serialize(ev.name, ev.data), text: '' };
     const texts: string[] = [];
     let masked = '';
+    let same = true;
     for (const d of reading.deltas) {
       const channel = this.#channel(d.channel, d.json);
       let t = d.text;
@@ -242,7 +243,10 @@ export class OutputStream {
       const shown = channel.restorer === null ? t : channel.restorer.push(t);
       this.#emitted.set(d.channel, (this.#emitted.get(d.channel) ?? '') + shown);
       texts.push(shown);
+      if (shown !== d.text) same = false;
     }
+    // An event whose texts went out as they came is sent as it came (no rewrite), unless the dialect must restate it.
+    if (same && !this.#dialect.restates(reading)) return { out: serialize(ev.name, ev.data), text: masked };
     return { out: this.#dialect.write(ev, reading, texts, this.#emitted), text: masked };
   }
 

@@ -17,8 +17,17 @@ export interface StreamDetectors {
   readonly reach: number;
 }
 
-/** The least text a push releases: below it the text waits for more (each release runs the detectors over the window). */
+/**
+ * The least text a push releases: below it the text waits for more. Each release runs the
+ * detectors over the held window and its left context (about twice the reach), so a
+ * release of at least half the reach keeps the detection per character of answer to a few
+ * passes; a detector with a short reach releases in pieces of 32.
+ */
 const MIN_RELEASE = 32;
+
+function minReleaseOf(reach: number): number {
+  return Math.max(MIN_RELEASE, reach >> 1);
+}
 
 /**
  * Masks a stream incrementally. `push` returns the text that may be released now, masked;
@@ -30,12 +39,14 @@ export class StreamMasker {
   readonly #detectors: StreamDetectors;
   readonly #mask: (text: string, findings: readonly Finding[]) => string;
   #held = '';
+  readonly #minRelease: number;
   /** The last `reach` characters released, unmasked: the left context of what is held. */
   #before = '';
 
   constructor(detectors: StreamDetectors, mask: (text: string, findings: readonly Finding[]) => string) {
     this.#detectors = detectors;
     this.#mask = mask;
+    this.#minRelease = minReleaseOf(detectors.reach);
   }
 
   /** The text held back now (not yet released): at most about the reach, unless a match is still open. */
@@ -48,7 +59,7 @@ export class StreamMasker {
     const reach = this.#detectors.reach;
     let release = text.length - reach;
     // Detection reads the whole held window: run it once some text can go, not on every token.
-    if (release < MIN_RELEASE) {
+    if (release < this.#minRelease) {
       this.#held = text;
       return '';
     }

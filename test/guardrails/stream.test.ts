@@ -74,7 +74,8 @@ describe('masking and restoring inside a stream', () => {
         const out = masker.push(chunk);
         if (out !== '') pieces += 1;
         streamed += out;
-        assert.ok(masker.held < detectors.reach + 32, `seed ${seed}: held ${masker.held} characters`);
+        // At most the reach, and the half reach a release waits for (fewer passes of the detectors).
+        assert.ok(masker.held < detectors.reach + Math.max(32, detectors.reach >> 1), `seed ${seed}: held ${masker.held} characters`);
       }
       streamed += masker.end();
       assert.equal(streamed, whole, `seed ${seed}`);
