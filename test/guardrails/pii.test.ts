@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { isIP } from 'node:net';
 import { describe, test } from 'node:test';
 import { detectPii, type Finding, PII_ENTITIES, type PiiEntity, resolveOverlaps } from '../../src/guardrails/index.js';
+import { seededRandom } from '../../src/routing/index.js';
 
 // The pii detectors on real-looking values and their near misses: every entity must find
 // the forms people write and leave alone what only looks like them.
@@ -154,6 +156,31 @@ describe('ip_address', () => {
     const text =
       'bad 10.0.0.256 and 010.1.1.1, version 1.2.3 or v1.2.3.4, 1.2.3.4.5, at 12:30:45, mac 00:1A:2B:3C:4D:5E, std::vector, a::b, ::1';
     assert.deepEqual(found(text, 'ip_address'), []);
+  });
+  test('IPv6 candidates tried only before colons find what a scan of every position finds', () => {
+    // The reference: the candidate pattern tried at every position, as the detector once did.
+    const everywhere = /(?<![\w:.])(?=[0-9A-Fa-f]{0,4}:)[0-9A-Fa-f:.]{2,45}/g;
+    const reference = (text: string): string[] => {
+      const out: string[] = [];
+      for (const m of text.matchAll(everywhere)) {
+        if (/\w/.test(text[m.index + m[0].length] ?? '')) continue;
+        let token = m[0];
+        while (token.endsWith('.')) token = token.slice(0, -1);
+        if (token.endsWith(':') && !token.endsWith('::')) token = token.slice(0, -1);
+        const groups = token.split(':').filter((g) => g !== '');
+        if (groups.length >= 2 && groups.join('').length >= 4 && isIP(token) === 6) out.push(token);
+      }
+      return out;
+    };
+    const random = seededRandom(7);
+    const alphabet = ['a', 'f', '0', '9', 'db8', ':', '::', '.', ' ', 'g', 'x', '1', 'ffff', '192.0.2.1'];
+    for (let run = 0; run < 2000; run++) {
+      let text = '';
+      const n = 1 + Math.floor(random() * 30);
+      for (let i = 0; i < n; i++) text += alphabet[Math.floor(random() * alphabet.length)];
+      const ipv6 = found(text, 'ip_address').filter((v) => v.includes(':'));
+      assert.deepEqual(ipv6, reference(text), JSON.stringify(text));
+    }
   });
 });
 

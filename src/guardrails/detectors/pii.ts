@@ -242,14 +242,29 @@ function ssnRules(area: string, group: string, serial: string): boolean {
 // IPv6 as a run of hex digits, colons and dots that node:net accepts, with at least two
 // groups and four hex digits, so that "a::b" in a C++ scope or "::1" alone is not taken for an address.
 const IPV4 = /(?<![\w.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?!\w|\.\d)/g;
-const IPV6 = /(?<![\w:.])(?=[0-9A-Fa-f]{0,4}:)[0-9A-Fa-f:.]{2,45}/g;
+const IPV6 = /(?<![\w:.])(?=[0-9A-Fa-f]{0,4}:)[0-9A-Fa-f:.]{2,45}/y;
+
+function isHexCode(c: number): boolean {
+  return (c >= 48 && c <= 57) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102);
+}
 
 function findIpAddresses(text: string, out: Finding[]): void {
   scanCandidates(text, IPV4, (m) => {
     if (!m.slice(1, 5).every((o) => Number(o) <= 255 && (o === '0' || o[0] !== '0'))) return false;
     return out.push({ entity: 'ip_address', start: m.index, end: m.index + m[0].length }) > 0;
   });
-  for (const m of text.matchAll(IPV6)) {
+  // An IPv6 address has a colon within its first five characters: candidates are tried only
+  // where one could start, the hex digits before each colon (scanning every word of a long
+  // prompt for a colon ahead of it was most of this detector's time).
+  let after = 0;
+  for (let colon = text.indexOf(':'); colon !== -1; colon = text.indexOf(':', Math.max(colon + 1, after))) {
+    let start = colon;
+    while (start > 0 && colon - start < 4 && isHexCode(text.charCodeAt(start - 1))) start--;
+    if (start < after) continue;
+    IPV6.lastIndex = start;
+    const m = IPV6.exec(text);
+    if (m === null) continue;
+    after = start + m[0].length;
     if (/\w/.test(text[m.index + m[0].length] ?? '')) continue;
     let token = m[0];
     while (token.endsWith('.')) token = token.slice(0, -1);
