@@ -1,6 +1,6 @@
 import type { GuardrailConfig, GuardrailsConfig } from '../config/index.js';
 import type { Finding } from './detectors/finding.js';
-import { detectorReach } from './detectors/index.js';
+import { detectorReach, MAX_CONTEXT_CHARS, PEM_MAX_CHARS } from './detectors/index.js';
 import { detectPii } from './detectors/pii.js';
 import { detectSecrets } from './detectors/secrets.js';
 import { compileRegexGuardrail } from './regex.js';
@@ -56,17 +56,52 @@ export function compileGuardrails(config: GuardrailsConfig | undefined): Readonl
 
 const EMPTY: ReadonlyMap<string, CompiledGuardrail> = new Map();
 
+/** The left context the built-in detectors read before a match (a context word, a label), and a boundary character. */
+const CONTEXT = MAX_CONTEXT_CHARS + 2;
+
+/** The length of the text's last run without whitespace, up to `max`. */
+function lastRun(text: string, max: number): number {
+  let i = text.length;
+  const stop = Math.max(0, text.length - max);
+  while (i > stop) {
+    const c = text.charCodeAt(i - 1);
+    if (c === 32 || c === 10 || c === 13 || c === 9 || c === 12 || c === 11 || c === 0xa0) break;
+    i--;
+  }
+  return text.length - i;
+}
+
 function compileOne(name: string, g: GuardrailConfig): CompiledGuardrail {
   switch (g.type) {
     case 'pii': {
       const entities = g.entities;
-      return local(name, g, 'pii', { detect: (text) => detectPii(text, entities), reach: detectorReach(entities) }, g.restore);
+      const reach = detectorReach(entities);
+      // An email (the longest entity by far) has no whitespace in it: one still being written
+      // lies in the text's last unbroken run. The other entities span at most their own reach.
+      const spaced = entities.filter((e) => e !== 'email');
+      const base = spaced.length === 0 ? MAX_CONTEXT_CHARS : detectorReach(spaced);
+      const hold = entities.includes('email') ? (text: string) => Math.max(base, lastRun(text, reach) + 1) : () => base;
+      return local(name, g, 'pii', { detect: (text) => detectPii(text, entities), reach, hold, context: CONTEXT }, g.restore);
     }
     case 'secrets': {
       const options = { categories: g.categories, minLength: g.entropy.min_length, minEntropy: g.entropy.min_entropy };
       // The high-entropy rule reads a whole token: its reach is the longest token it judges.
       const reach = Math.max(detectorReach(g.categories), g.categories.includes('high_entropy') ? g.entropy.min_length * 4 : 0);
-      return local(name, g, 'secrets', { detect: (text) => detectSecrets(text, options), reach }, g.restore);
+      // Every secret but a PEM block is one token, with no whitespace: one still being written
+      // lies in the text's last unbroken run. A PEM block is open from its BEGIN line to its END line.
+      const pem = g.categories.includes('private_key');
+      const hold = (text: string): number => {
+        const run = lastRun(text, reach) + 1;
+        if (!pem) return run;
+        const begin = text.lastIndexOf('-----BEGIN');
+        if (begin === -1 || text.length - begin > PEM_MAX_CHARS) return run;
+        // Open until its END line is whole (and a character after it, for the boundary).
+        const end = text.indexOf('-----END', begin);
+        const closed = end === -1 ? -1 : text.indexOf('KEY-----', end);
+        if (closed !== -1 && closed + 8 < text.length) return run;
+        return Math.max(run, text.length - begin);
+      };
+      return local(name, g, 'secrets', { detect: (text) => detectSecrets(text, options), reach, hold, context: CONTEXT }, g.restore);
     }
     case 'regex': {
       const re = compileRegexGuardrail(g);

@@ -15,19 +15,18 @@ export interface StreamDetectors {
    * word boundary): a finding that starts this far before the end of the text seen is final.
    */
   readonly reach: number;
+  /**
+   * How many characters at the end of `text` could still be part of a match, when the
+   * detectors can tell it is fewer than the reach (an email has no whitespace in it, so it
+   * is no longer than the text's last unbroken run); absent: the reach.
+   */
+  hold?(text: string): number;
+  /** How far before a match the detectors read (a context word, a label); absent: the reach. */
+  readonly context?: number;
 }
 
-/**
- * The least text a push releases: below it the text waits for more. Each release runs the
- * detectors over the held window and its left context (about twice the reach), so a
- * release of at least half the reach keeps the detection per character of answer to a few
- * passes; a detector with a short reach releases in pieces of 32.
- */
+/** The least text a push releases: below it the text waits for more (each release runs the detectors over the window). */
 const MIN_RELEASE = 32;
-
-function minReleaseOf(reach: number): number {
-  return Math.max(MIN_RELEASE, reach >> 1);
-}
 
 /**
  * Masks a stream incrementally. `push` returns the text that may be released now, masked;
@@ -39,14 +38,14 @@ export class StreamMasker {
   readonly #detectors: StreamDetectors;
   readonly #mask: (text: string, findings: readonly Finding[]) => string;
   #held = '';
-  readonly #minRelease: number;
-  /** The last `reach` characters released, unmasked: the left context of what is held. */
+  readonly #context: number;
+  /** The last `context` characters released, unmasked: the left context of what is held. */
   #before = '';
 
   constructor(detectors: StreamDetectors, mask: (text: string, findings: readonly Finding[]) => string) {
     this.#detectors = detectors;
     this.#mask = mask;
-    this.#minRelease = minReleaseOf(detectors.reach);
+    this.#context = detectors.context ?? detectors.reach;
   }
 
   /** The text held back now (not yet released): at most about the reach, unless a match is still open. */
@@ -56,14 +55,16 @@ export class StreamMasker {
 
   push(chunk: string): string {
     const text = this.#held + chunk;
-    const reach = this.#detectors.reach;
-    let release = text.length - reach;
+    const detectors = this.#detectors;
+    const reach = detectors.reach;
+    const keep = detectors.hold === undefined ? reach : Math.min(reach, detectors.hold(text));
+    let release = text.length - keep;
     // Detection reads the whole held window: run it once some text can go, not on every token.
-    if (release < this.#minRelease) {
+    if (release < MIN_RELEASE) {
       this.#held = text;
       return '';
     }
-    // The detectors see the released text's last `reach` characters too (a boundary, a
+    // The detectors see the released text's last `context` characters too (a boundary, a
     // context word), as they would in the whole text; findings there were released already.
     const before = this.#before.length;
     const kept: Finding[] = [];
@@ -78,7 +79,7 @@ export class StreamMasker {
     }
     const out = text.slice(0, release);
     this.#held = text.slice(release);
-    this.#before = (this.#before + out).slice(-reach);
+    this.#before = (this.#before + out).slice(-this.#context);
     return this.#mask(out, kept);
   }
 

@@ -1,12 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import type { GuardrailsConfig } from '../../src/config/index.js';
 import {
+  compileGuardrails,
   detectorReach,
   detectPii,
+  type LocalGuardrail,
   Mapping,
   maskText,
   PII_ENTITIES,
   restoreText,
+  SECRET_CATEGORIES,
   StreamMasker,
   StreamRestorer,
 } from '../../src/guardrails/index.js';
@@ -107,4 +111,65 @@ describe('masking and restoring inside a stream', () => {
     assert.equal(restorer.push('then <EMA'), 'then ');
     assert.equal(restorer.end(), '<EMA');
   });
+});
+
+describe('the built-in guardrails hold back only what a match could still span', () => {
+  const AWS = 'AKIAIOSFODNN7EXAMPLE';
+  const JWT = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U';
+  const PEM =
+    '-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu\nKUpRKfFLfRYC9AIKjbJTWit+CqvjWYzvQwECAwEAAQ==\n-----END RSA PRIVATE KEY-----';
+  const SECRET_PLANTS = [AWS, JWT, PEM, `aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY`];
+  const compiled = compileGuardrails({
+    pii: {
+      type: 'pii',
+      entities: [...PII_ENTITIES],
+      action: 'mask',
+      restore: false,
+      stream: 'window',
+      window_chars: 400,
+      on_error: 'fail_closed',
+    },
+    secrets: {
+      type: 'secrets',
+      categories: [...SECRET_CATEGORIES],
+      entropy: { min_length: 32, min_entropy: 4 },
+      action: 'mask',
+      restore: false,
+      stream: 'window',
+      window_chars: 400,
+    },
+  } as unknown as GuardrailsConfig);
+
+  for (const name of ['pii', 'secrets'] as const) {
+    test(`${name}: for random texts split at random places, the stream masks exactly what the whole text masks, and releases text early`, () => {
+      const g = compiled.get(name) as LocalGuardrail;
+      let released = 0;
+      let pushes = 0;
+      for (let seed = 1; seed <= 300; seed++) {
+        const random = seededRandom(seed);
+        const parts: string[] = [];
+        const n = 10 + Math.floor(random() * 40);
+        for (let i = 0; i < n; i++) {
+          const plant = random() < 0.15 && i > 0;
+          const pool = name === 'pii' ? PLANTED : SECRET_PLANTS;
+          parts.push(plant ? (pool[Math.floor(random() * pool.length)] as string) : (WORDS[Math.floor(random() * WORDS.length)] as string));
+        }
+        const text = parts.join(' ');
+        const whole = maskText(text, g.detectors.detect(text), new Mapping());
+        const mapping = new Mapping();
+        const masker = new StreamMasker(g.detectors, (t, f) => maskText(t, f, mapping));
+        let streamed = '';
+        for (const chunk of chunksOf(text, random)) {
+          const out = masker.push(chunk);
+          pushes += 1;
+          if (out !== '') released += 1;
+          streamed += out;
+        }
+        streamed += masker.end();
+        assert.equal(streamed, whole, `seed ${seed}: ${JSON.stringify(text)}`);
+      }
+      // Not one final burst: text goes out every few pushes (pieces of 1-12 characters here).
+      assert.ok(released / pushes > 0.05, `${released} of ${pushes} pushes released text`);
+    });
+  }
 });
