@@ -138,9 +138,13 @@ describe('a gateway whose audit file is deleted while it runs', () => {
     assert.deepEqual([first.event, first.reason], ['anchor', 'file_deleted']);
     const r = await runCli(['audit', 'verify', file]);
     assert.equal(r.code, 0, r.stderr + r.stdout);
+    // The start-up record may still be in its write's after-check (the writer stats the file
+    // once a batch is written) when the test deletes the file: the writer cannot tell that
+    // from a write that raced the deletion, and says so with a records-lost gap after the
+    // anchor. Either way the chain is intact and the deletion gap comes first.
     assert.match(
       r.stdout,
-      /chain intact, 1 gap\(s\): the writer went on here after its file was deleted; the file before ends at seq \d+ \(line 1\)/,
+      /chain intact, (1 gap\(s\)|2 gap\(s\)): the writer went on here after its file was deleted; the file before ends at seq \d+ \(line 1\)(; \d+ record\(s\) lost at the start of the file \(line 2\))?\n/,
     );
   });
 });
