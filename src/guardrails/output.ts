@@ -1,4 +1,4 @@
-import type { CompiledGuardrail, LocalGuardrail, ServiceGuardrail, StreamMode } from './compiled.js';
+import type { CompiledGuardrail, LocalGuardrail, StreamMode } from './compiled.js';
 import type { Finding } from './detectors/finding.js';
 import { type Dialect, dialectOf, type EventReading, type SseEvent, serialize, splitEvents } from './dialects.js';
 import { Mapping, maskText, restoreJsonText, restoreText } from './mask.js';
@@ -392,5 +392,3 @@ export class OutputStream {
 }
 
 const RANK: Readonly<Record<GuardrailVerdict['action'], number>> = { allow: 0, warn: 1, mask: 2, block: 3 };
-
-export type { ServiceGuardrail };

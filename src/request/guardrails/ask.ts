@@ -3,7 +3,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { RE2JS } from 're2js';
 import { request } from 'undici';
 import type { JudgeGuardrailConfig } from '../../config/index.js';
-import type { AskService, ServiceAnswer, ServiceCheck, ServiceGuardrail } from '../../guardrails/index.js';
+import type { AskService, ServiceAnswer, ServiceCheck } from '../../guardrails/index.js';
 import type { Exchange } from '../exchange.js';
 import { checkNemo, checkWebhook, GuardrailServiceError, serviceHeaders } from './services.js';
 
@@ -36,7 +36,7 @@ export function askFor(x: Exchange): AskService {
         return g.type === 'nemo' ? checkNemo(cfg, headers.headers, check) : checkWebhook(cfg, headers.headers, check);
       }
       case 'judge':
-        return askJudge(x, g, g.config as JudgeGuardrailConfig, check);
+        return askJudge(x, g.config as JudgeGuardrailConfig, check);
     }
   };
 }
@@ -77,7 +77,7 @@ function unsafeOf(cfg: JudgeGuardrailConfig): RE2JS {
   return re;
 }
 
-async function askJudge(x: Exchange, g: ServiceGuardrail, cfg: JudgeGuardrailConfig, check: ServiceCheck): Promise<ServiceAnswer> {
+async function askJudge(x: Exchange, cfg: JudgeGuardrailConfig, check: ServiceCheck): Promise<ServiceAnswer> {
   const prompt = promptOf(cfg);
   const texts = check.texts.map((t) => `${t.role}: ${t.text}`).join('\n\n');
   const messages = prompt.includes('{{texts}}')
@@ -124,7 +124,7 @@ async function askJudge(x: Exchange, g: ServiceGuardrail, cfg: JudgeGuardrailCon
     );
   }
   if (!unsafeOf(cfg).matcher(text).find()) return { action: 'allow' };
-  return { action: 'block', categories: judgeCategories(text, g.name), reason: null };
+  return { action: 'block', categories: judgeCategories(text), reason: null };
 }
 
 /** The judge's words: the first choice's message content. */
@@ -145,7 +145,7 @@ const CATEGORY_LINE = /^\s*([A-Za-z0-9_]{1,32}(?:\s*,\s*[A-Za-z0-9_]{1,32}){0,15
  * The categories a judge named: Llama Guard answers `unsafe` and, on the next line, the
  * codes of the categories it found (`S1,S10`). Anything else is category `unsafe`.
  */
-function judgeCategories(text: string, _name: string): string[] {
+function judgeCategories(text: string): string[] {
   const second = text.split('\n')[1];
   const m = second === undefined ? null : CATEGORY_LINE.exec(second);
   if (m === null) return ['unsafe'];

@@ -15,7 +15,7 @@ import {
 import type { Item } from '../../responses/index.js';
 import type { ModelRequest } from '../exchange.js';
 import type { ResponsesTurn } from '../responses/turn-state.js';
-import type { RoutedRequest, Stage } from '../stage.js';
+import type { Stage } from '../stage.js';
 import { askFor, isGuardrailQuestion } from './ask.js';
 import { attachedFor } from './attached.js';
 import type { RequestGuard } from './guard.js';
@@ -117,5 +117,3 @@ function masked(
   }
   return { ...request, parsed, raw, turn, guard };
 }
-
-export type { RoutedRequest };
