@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { cacheSchema, callerCacheSchema, routeCacheSchema } from './cache-schema.js';
 import { authSchema } from './auth-schema.js';
 import {
   checkGuardrailReferences,
@@ -134,6 +135,8 @@ const routeSchema = z.strictObject({
   fallback_on: fallbackOn,
   /** Guardrails on this route's requests and answers; a team's and a key's are added to them. */
   guardrails: guardrailAttachmentSchema.optional(),
+  /** The response cache for this route's requests (default off). */
+  cache: routeCacheSchema.optional(),
 });
 
 /** A tool route's candidate: an mcp provider, and the tool's name there (default: the exposed name, or the provider's `tools` map). */
@@ -438,6 +441,8 @@ export const teamSchema = z.strictObject({
     .optional(),
   /** Added to the route's guardrails: a team cannot remove one. */
   guardrails: guardrailAttachmentSchema.optional(),
+  /** `off`: this team's requests neither use nor fill the response cache. */
+  cache: callerCacheSchema.optional(),
 });
 
 /** A key by its SHA-256 (one, or two while it is rotated) or by a secret reference, never in clear. */
@@ -460,6 +465,8 @@ export const keySchema = z
     expires_at: rfc3339Schema.optional(),
     /** Added to the route's and the team's guardrails. */
     guardrails: guardrailAttachmentSchema.optional(),
+    /** `off`: this key's requests neither use nor fill the response cache. */
+    cache: callerCacheSchema.optional(),
   })
   .superRefine((k, ctx) => {
     if ((k.sha256 === undefined) === (k.key === undefined)) {
@@ -631,6 +638,8 @@ export const configSchema = z
     auth: authSchema.optional(),
     /** Named checks on prompts, answers and tool calls; routes, teams, keys and mcp attach them by name. */
     guardrails: guardrailsSchema.optional(),
+    /** The response cache's store and bounds; routes turn it on. */
+    cache: cacheSchema.prefault({}),
   })
   .superRefine(checkGovernanceReferences)
   .superRefine(checkGuardrailReferences);

@@ -41,6 +41,27 @@ export interface MatchedEndpoint {
   readonly recorded?: boolean;
 }
 
+/** What a lookup in the response cache came to, as the record keeps it (the sinks: metrics, ledger, access line, status). */
+export interface CacheOutcome {
+  /**
+   * `hit`: answered from an entry; `miss`: looked up, not found (or not usable); `refresh`:
+   * the client said `no-cache` (no lookup, the answer replaces the entry); `bypass`: neither
+   * looked up nor stored (`no-store`, the cache off for the caller, a request it never
+   * serves); `error`: the store failed or was too slow, answered as a miss.
+   */
+  readonly result: 'hit' | 'miss' | 'bypass' | 'refresh' | 'error';
+  /** The route the lookup was for (a metrics label: a routed model). */
+  readonly route: string;
+  /** The key's digest; null for a bypass. */
+  readonly key: string | null;
+  /** A semantic hit's (or nearest miss's) cosine similarity; null for an exact lookup. */
+  readonly similarity: number | null;
+  /** A hit: what its entry cost when it was made (micro-USD), the money the hit saved; null when unpriced or not a hit. */
+  readonly savedMicroUsd: number | null;
+  /** A hit: the candidate that made its entry. */
+  readonly origin: { readonly provider: string; readonly model: string; readonly candidate: string } | null;
+}
+
 /** What the parsed request asks for, as the record keeps it. */
 interface Asked {
   readonly model: string;
@@ -151,6 +172,9 @@ export class RequestRecord {
   #routedModel: string | null = null;
   #guardrails: GuardrailVerdict[] | null = null;
   #guardrailQuestion = false;
+  #cacheCall = false;
+  #cache: CacheOutcome | null = null;
+  #cacheStored = false;
 
   constructor(req: IncomingMessage) {
     this.req = req;
@@ -313,6 +337,34 @@ export class RequestRecord {
     this.#guardrailQuestion = true;
   }
 
+  /** The request is the response cache's own embedding of another request's last turn: billed under endpoint `cache`. */
+  askedByCache(): void {
+    this.#open();
+    this.#cacheCall = true;
+  }
+
+  /** What the response cache made of this request: written once, when the lookup (or the decision not to look) is over. */
+  cacheLooked(outcome: CacheOutcome): void {
+    this.#open();
+    this.#cache = outcome;
+  }
+
+  /** The answer was stored in the response cache (after a miss or a refresh). */
+  cacheStored(): void {
+    this.#open();
+    this.#cacheStored = true;
+  }
+
+  /**
+   * A hit: the answer is the cache's, written by the gateway, with no upstream call. Its
+   * record says which candidate made the entry (the attribution), and that nothing was billed.
+   */
+  servedFromCache(events: number): void {
+    this.#at(RELAYED, true);
+    this.#events = events;
+    this.#firstByteAt = performance.now();
+  }
+
   /** The error code of a refusal, or of an answer the gateway wrote itself. */
   failed(code: ErrorCode): void {
     this.#at(FAILED, true);
@@ -435,6 +487,18 @@ export class RequestRecord {
   /** Every guardrail verdict, in the order the checks ended; empty when no guardrail ran. */
   get guardrails(): readonly GuardrailVerdict[] {
     return this.#guardrails ?? NO_VERDICTS;
+  }
+  /** Whether this request is the response cache's embedding call (its ledger row's endpoint is `cache`). */
+  get cacheCall(): boolean {
+    return this.#cacheCall;
+  }
+  /** What the response cache made of the request; null when its route has no cache. */
+  get cache(): CacheOutcome | null {
+    return this.#cache;
+  }
+  /** Whether the answer was stored in the response cache. */
+  get cacheStoredAnswer(): boolean {
+    return this.#cacheStored;
   }
   get toolCall(): ToolCallRecord | null {
     return this.#toolCall;
