@@ -19,3 +19,4 @@ export {
   vectorToBase64,
   vectorToBytes,
 } from './vector.js';
+export { DEFAULTS, KEY_HEADERS, KEY_PARTS, type KeyInput, type KeyPart, keyBody, keyTableMarkdown, LEFT_OUT, type RequestKey, requestKey } from './key.js';

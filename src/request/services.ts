@@ -1,3 +1,4 @@
+import type { CacheStore } from '../cache/index.js';
 import type { AuditWriter } from '../audit/index.js';
 import type { JwtAuthority } from '../auth/index.js';
 import type { PolicedStore } from '../governance/index.js';
@@ -28,6 +29,8 @@ export interface Services {
   readonly responses: ResponseOwners;
   /** The gateway's own store of the responses it served and the Conversations API's conversations. */
   readonly responseStore: ResponseStore;
+  /** The response cache's store (memory or Redis), built at start; a reload keeps it. */
+  readonly cache: CacheStore;
   readonly pools: PoolRegistry;
   /** The cloud credential sources (Entra ID and Google Cloud tokens, AWS keys), kept fresh off the request path and across reloads. */
   readonly tokens: TokenSourceRegistry;

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { JwtAuthority } from '../../src/auth/index.js';
+import { MemoryCacheStore } from '../../src/cache/index.js';
 import { checkConfig } from '../../src/config/index.js';
 import { createGovernanceStore, hashKey, type Principal, type Reservation } from '../../src/governance/index.js';
 import {
@@ -174,6 +175,7 @@ export function servicesFor(gen: Generation, breakers: BreakerRegistry): Service
     affinity: new SessionAffinity({ ttlMs: 60_000, maxEntries: 100 }),
     responses: new ResponseOwners({ ttlMs: 60_000, maxEntries: 100 }),
     responseStore: new MemoryResponseStore({ ttlMs: 60_000, maxEntries: 100 }),
+    cache: new MemoryCacheStore({ maxBytes: 1024 * 1024 }),
     pools,
     tokens: new TokenSourceRegistry(),
     metrics,
