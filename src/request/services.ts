@@ -7,7 +7,7 @@ import type { PoolRegistry, TokenSourceRegistry } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
 import type { ResponseStore } from '../responses/index.js';
 import type { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
-import type { AccessLog, GuardrailStats, Logger, Metrics, RecentTraffic, Tracing } from '../telemetry/index.js';
+import type { AccessLog, CacheStats, GuardrailStats, Logger, Metrics, RecentTraffic, Tracing } from '../telemetry/index.js';
 import type { KeysUsed } from './keys-used.js';
 import type { McpService } from './mcp/service.js';
 import type { ResponseOwners } from './response-owners.js';
@@ -39,6 +39,8 @@ export interface Services {
   readonly recent: RecentTraffic;
   /** Each guardrail's verdicts, errors and latency since start, for /admin/status and the status page. */
   readonly guardrailStats: GuardrailStats;
+  /** The response cache's lookups by route and team since start, for /admin/status and the status page. */
+  readonly cacheStats: CacheStats;
   readonly logger: Logger;
   readonly accessLog: AccessLog;
   /** The governance store (memory or Redis): counters by team and key id, kept across reloads. */

@@ -32,6 +32,7 @@ import { RoundRobinCounters, SessionAffinity, seededRandom } from '../routing/in
 import {
   AccessLog,
   type BreakerStateCode,
+  CacheStats,
   createLogger,
   flushLogger,
   GuardrailStats,
@@ -365,6 +366,7 @@ async function buildServices(
     metrics,
     recent: new RecentTraffic(),
     guardrailStats: new GuardrailStats(),
+    cacheStats: new CacheStats(),
     logger,
     governance,
     audit,

@@ -31,7 +31,7 @@ import type { Services } from '../../src/request/services.js';
 import { type BreakerOptions, BreakerRegistry, type FailureReason } from '../../src/resilience/index.js';
 import { MemoryResponseStore } from '../../src/responses/index.js';
 import { candidatesOf, RoundRobinCounters, SessionAffinity } from '../../src/routing/index.js';
-import { AccessLog, createLogger, GuardrailStats, Metrics, RecentTraffic, type Span } from '../../src/telemetry/index.js';
+import { AccessLog, CacheStats, createLogger, GuardrailStats, Metrics, RecentTraffic, type Span } from '../../src/telemetry/index.js';
 import { candidate, envelope } from '../support/overlay.js';
 
 // What the chain and wrap tests share: a real generation, real services (metrics, the
@@ -181,6 +181,7 @@ export function servicesFor(gen: Generation, breakers: BreakerRegistry): Service
     metrics,
     recent: new RecentTraffic(),
     guardrailStats: new GuardrailStats(),
+    cacheStats: new CacheStats(),
     logger,
     accessLog: new AccessLog({ level: 'silent', flushMs: 1000 }),
     governance: createGovernanceStore({ store: 'memory' }, { onFailure: () => undefined }),
