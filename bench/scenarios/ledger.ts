@@ -263,6 +263,8 @@ function rowOf(i: number, atMs: number): LedgerRow {
     partial: false,
     durationMs: 1.5,
     guardrail: null,
+    cache: null,
+    savedMicroUsd: 0,
   };
 }
 

@@ -26,6 +26,7 @@ export function crossReferenceIssues(document: unknown, env?: NodeJS.ProcessEnv)
   for (const [model, route] of Object.entries(routes)) issues.push(...routeReferenceIssues(model, route, providers));
   issues.push(...toolReferenceIssues(record(doc.routing), providers));
   issues.push(...responseStoreIssues(doc));
+  issues.push(...cacheIssues(doc, routes, providers));
   if (env === undefined) return issues;
   const refs: Array<[string, unknown]> = Object.entries(providers).map(([name, p]) => [`providers.${name}.api_key`, record(p)?.api_key]);
   for (const [name, p] of Object.entries(providers)) {
@@ -96,6 +97,46 @@ export function responseStoreIssues(document: unknown): ConfigIssue[] {
   if (store === 'database' && record(doc?.database)?.url === undefined)
     return [{ path, message: '"database" keeps responses in the gateway\'s database: set database.url' }];
   return [];
+}
+
+/**
+ * The response cache's references: a redis cache needs a Redis (its own `cache.redis_url`,
+ * or the governance store's), and a semantic route's `embedding_route` is a route of this
+ * gateway whose candidates serve embeddings.
+ */
+export function cacheIssues(
+  doc: Record<string, unknown>,
+  routes: Readonly<Record<string, unknown>>,
+  providers: Readonly<Record<string, unknown>>,
+): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const cache = record(doc.cache);
+  const governance = record(doc.governance);
+  if (cache?.store === 'redis' && cache.redis_url === undefined && (governance?.store !== 'redis' || governance.redis_url === undefined))
+    issues.push({
+      path: 'cache.store',
+      message: '"redis" needs a Redis: set cache.redis_url, or governance.store: redis and governance.redis_url',
+    });
+  for (const [model, route] of Object.entries(routes)) {
+    const semantic = record(record(record(route)?.cache)?.semantic);
+    const target = semantic?.embedding_route;
+    if (typeof target !== 'string') continue;
+    const path = `routing.routes.${model}.cache.semantic.embedding_route`;
+    const embedding = record(routes[target]);
+    if (embedding === undefined) {
+      issues.push({ path, message: `unknown route "${target}": the embedding route is one of this gateway's routes` });
+      continue;
+    }
+    const candidates = embedding.candidates;
+    const serves =
+      Array.isArray(candidates) &&
+      candidates.some((c: unknown) => {
+        const type = record(providers[String(record(c)?.provider)])?.type;
+        return type === 'openai' || type === 'azure_openai';
+      });
+    if (!serves) issues.push({ path, message: `route "${target}" has no candidate that serves embeddings` });
+  }
+  return issues;
 }
 
 /**

@@ -37,6 +37,7 @@ export {
   type SecretsGuardrailConfig,
   type WebhookGuardrailConfig,
 } from './guardrails-schema.js';
+export type { CacheConfig, RouteCacheConfig } from './cache-schema.js';
 export { adminTokenRequired, isLoopback, splitHostPort } from './listen-address.js';
 export {
   type ConfigIssue,

@@ -29,6 +29,10 @@ export interface LedgerRow {
   readonly durationMs: number;
   /** The strongest action a guardrail took on the request (`warn`, `mask`, `block`); null when none acted. */
   readonly guardrail: string | null;
+  /** What the response cache made of the request (`hit`, `miss`, `refresh`, `bypass`, `error`); null when its route has no cache. */
+  readonly cache: string | null;
+  /** A hit: what its entry cost when it was made (its own cost is 0); 0 for any other row. */
+  readonly savedMicroUsd: number;
 }
 
 /** The table's row for `r`; `entryId` is the writer's id for it, the same on every retry of its batch. */
@@ -54,6 +58,8 @@ export function rawRow(r: LedgerRow, entryId: string): UsageRequestsTable {
     partial: r.partial ? 1 : 0,
     duration_ms: r.durationMs,
     guardrail: r.guardrail,
+    cache: r.cache,
+    saved_micro_usd: r.savedMicroUsd,
   };
 }
 
@@ -81,8 +87,13 @@ function lossRecord(nowMs: number, count: number): LedgerRow {
     partial: false,
     durationMs: 0,
     guardrail: null,
+    cache: null,
+    savedMicroUsd: 0,
   };
 }
+
+/** The `cache` value of a row the response cache answered: what a rollup's cache_hits counts. */
+export const CACHE_HIT = 'hit';
 
 /** A loss row's endpoint, and its request_id's prefix before the count of rows lost. */
 export const LOSS_ENDPOINT = 'ledger';
@@ -101,6 +112,8 @@ export const ROLLUP_SOURCE_FIELDS = [
   'cache_read_tokens',
   'cache_write_tokens',
   'cost_micro_usd',
+  'cache',
+  'saved_micro_usd',
 ] as const;
 
 export function rollupsOf(raw: readonly RollupSource[]): UsageDailyTable[] {
@@ -122,6 +135,8 @@ export function rollupsOf(raw: readonly RollupSource[]): UsageDailyTable[] {
         cache_read_tokens: r.cache_read_tokens,
         cache_write_tokens: r.cache_write_tokens,
         cost_micro_usd: r.cost_micro_usd,
+        cache_hits: r.cache === CACHE_HIT ? 1 : 0,
+        saved_micro_usd: r.saved_micro_usd,
       });
       continue;
     }
@@ -131,6 +146,8 @@ export function rollupsOf(raw: readonly RollupSource[]): UsageDailyTable[] {
     sum.cache_read_tokens += r.cache_read_tokens;
     sum.cache_write_tokens += r.cache_write_tokens;
     sum.cost_micro_usd += r.cost_micro_usd;
+    if (r.cache === CACHE_HIT) sum.cache_hits += 1;
+    sum.saved_micro_usd += r.saved_micro_usd;
   }
   return [...byKey.values()];
 }
@@ -156,6 +173,8 @@ export const RAW_FIELDS = [
   'partial',
   'duration_ms',
   'guardrail',
+  'cache',
+  'saved_micro_usd',
 ] as const satisfies ReadonlyArray<keyof UsageRequestsTable>;
 
 /** A batch for Postgres: its COPY text as UTF-8, and the rollups of its requests. */
@@ -247,6 +266,8 @@ export function copyLines(
           cache_read_tokens: 0,
           cache_write_tokens: 0,
           cost_micro_usd: 0,
+          cache_hits: 0,
+          saved_micro_usd: 0,
         };
         byKey.set(key, sum);
       }
@@ -259,6 +280,8 @@ export function copyLines(
     sum.cache_read_tokens += r.cacheReadTokens;
     sum.cache_write_tokens += r.cacheWriteTokens;
     sum.cost_micro_usd += r.costMicroUsd;
+    if (r.cache === CACHE_HIT) sum.cache_hits += 1;
+    sum.saved_micro_usd += r.savedMicroUsd;
   }
   if (loss !== null) {
     const at = isoAt(loss.atMs);
@@ -268,7 +291,11 @@ export function copyLines(
 }
 
 function copyLine(r: LedgerRow, at: string, day: string, entryId: string): string {
-  return `${at}\t${day}\t${copyText(r.requestId)}\t${copyText(entryId)}\t${copyText(r.team)}\t${copyText(r.keyId)}\t${copyText(r.endpoint)}\t${copyText(r.model)}\t${copyText(r.provider)}\t${copyText(r.candidate)}\t${r.inputTokens}\t${r.outputTokens}\t${r.cacheReadTokens}\t${r.cacheWriteTokens}\t${r.costMicroUsd}\t${r.status}\t${r.partial ? 1 : 0}\t${r.durationMs}\t${r.guardrail === null ? '\\N' : copyText(r.guardrail)}\n`;
+  return `${at}\t${day}\t${copyText(r.requestId)}\t${copyText(entryId)}\t${copyText(r.team)}\t${copyText(r.keyId)}\t${copyText(r.endpoint)}\t${copyText(r.model)}\t${copyText(r.provider)}\t${copyText(r.candidate)}\t${r.inputTokens}\t${r.outputTokens}\t${r.cacheReadTokens}\t${r.cacheWriteTokens}\t${r.costMicroUsd}\t${r.status}\t${r.partial ? 1 : 0}\t${r.durationMs}\t${nullableText(r.guardrail)}\t${nullableText(r.cache)}\t${r.savedMicroUsd}\n`;
+}
+
+function nullableText(value: string | null): string {
+  return value === null ? '\\N' : copyText(value);
 }
 
 const COPY_RESERVED = /[\\\t\n\r]/;

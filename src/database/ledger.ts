@@ -6,6 +6,7 @@ import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Database } from './engine.js';
 import {
+  CACHE_HIT,
   type CopyBatch,
   CopyText,
   copyLines,
@@ -306,7 +307,27 @@ export class Ledger {
 }
 
 const ROLLUP_KEY = ['day', 'team', 'key_id', 'model', 'provider'] as const;
-const ROLLUP_COUNTS = ['requests', 'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cost_micro_usd'] as const;
+const ROLLUP_COUNTS = [
+  'requests',
+  'input_tokens',
+  'output_tokens',
+  'cache_read_tokens',
+  'cache_write_tokens',
+  'cost_micro_usd',
+  'cache_hits',
+  'saved_micro_usd',
+] as const;
+/** Each rollup count as an aggregate of the raw rows it sums (a retry's rows, grouped in SQL). */
+const ROLLUP_OF_RAW: Record<(typeof ROLLUP_COUNTS)[number], string> = {
+  requests: 'count(*)',
+  input_tokens: 'sum(input_tokens)',
+  output_tokens: 'sum(output_tokens)',
+  cache_read_tokens: 'sum(cache_read_tokens)',
+  cache_write_tokens: 'sum(cache_write_tokens)',
+  cost_micro_usd: 'sum(cost_micro_usd)',
+  cache_hits: `count(*) filter (where cache = '${CACHE_HIT}')`,
+  saved_micro_usd: 'sum(saved_micro_usd)',
+};
 const ROLLUP_FIELDS = [...ROLLUP_KEY, ...ROLLUP_COUNTS] as const satisfies ReadonlyArray<keyof UsageDailyTable>;
 const ROLLUP_SUMS_TEXT = ROLLUP_COUNTS.map((c) => `${c} = usage_daily.${c} + excluded.${c}`).join(', ');
 
@@ -324,9 +345,7 @@ const MOVE_NEW_ROWS = `with added as (
     on conflict (day, entry_id) do nothing
     returning endpoint, ${ROLLUP_SOURCE_FIELDS.join(', ')})
   insert into usage_daily (${ROLLUP_FIELDS.join(', ')})
-  select ${ROLLUP_KEY.join(', ')}, count(*), ${ROLLUP_COUNTS.slice(1)
-    .map((c) => `sum(${c})`)
-    .join(', ')}
+  select ${ROLLUP_KEY.join(', ')}, ${ROLLUP_COUNTS.map((c) => ROLLUP_OF_RAW[c]).join(', ')}
   from added where endpoint <> '${LOSS_ENDPOINT}' group by ${ROLLUP_KEY.join(', ')}
   on conflict (${ROLLUP_KEY.join(', ')}) do update set ${ROLLUP_SUMS_TEXT}`;
 
@@ -367,7 +386,7 @@ async function copyBatch(pool: pg.Pool, batch: CopyBatch, retry: boolean): Promi
   }
 }
 
-/** SQLite rows per multi-row statement: 64 x 19 parameters is far below its limit of 32766. */
+/** SQLite rows per multi-row statement: 64 x 21 parameters is far below its limit of 32766. */
 const SQLITE_CHUNK = 64;
 
 /**

@@ -162,6 +162,28 @@ const MIGRATIONS: readonly Migration[] = [
       await db.schema.alterTable('usage_requests').addColumn('guardrail', 'text').execute();
     },
   },
+  {
+    version: 5,
+    name: 'usage ledger cache columns',
+    async up(db) {
+      // A constant default is written into the catalog, not into each row, on both engines
+      // (Postgres 11 and later): adding these rewrites no row either. Rows and rollups written
+      // before carry 0, which is what they saved: there was no cache.
+      await db.schema.alterTable('usage_requests').addColumn('cache', 'text').execute();
+      await db.schema
+        .alterTable('usage_requests')
+        .addColumn('saved_micro_usd', 'bigint', (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema
+        .alterTable('usage_daily')
+        .addColumn('cache_hits', 'bigint', (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema
+        .alterTable('usage_daily')
+        .addColumn('saved_micro_usd', 'bigint', (c) => c.notNull().defaultTo(0))
+        .execute();
+    },
+  },
 ];
 
 /** The newest schema this gateway knows. */

@@ -73,6 +73,10 @@ export interface UsageRequestsTable {
   duration_ms: number;
   /** The strongest action a guardrail took (`warn`, `mask`, `block`), null when none did or before schema version 4. */
   guardrail: string | null;
+  /** What the response cache made of the request (`hit`, `miss`, `refresh`, `bypass`, `error`); null when its route has no cache, or before schema version 5. */
+  cache: string | null;
+  /** A hit: what its entry cost when it was made, the money the hit saved (0 otherwise, and before schema version 5). */
+  saved_micro_usd: number;
 }
 
 export interface UsageDailyTable {
@@ -87,6 +91,10 @@ export interface UsageDailyTable {
   cache_read_tokens: number;
   cache_write_tokens: number;
   cost_micro_usd: number;
+  /** Requests the response cache answered (0 before schema version 5). */
+  cache_hits: number;
+  /** What those hits' entries cost when they were made. */
+  saved_micro_usd: number;
 }
 
 /** A Responses API response the gateway served (the responses store, schema version 3). */

@@ -35,6 +35,9 @@ export interface UsageTotals {
   readonly cacheReadTokens: number;
   readonly cacheWriteTokens: number;
   readonly costMicroUsd: number;
+  /** Requests the response cache answered, and what their entries cost when they were made. */
+  readonly cacheHits: number;
+  readonly savedMicroUsd: number;
 }
 
 /** A page of one query: the cursor after it (null on the last page), and its rows as they are read. */
@@ -55,6 +58,8 @@ const TOTAL_FIELDS: readonly TextColumn[] = [
   { name: 'cache_read_tokens', from: 'cache_read_tokens', kind: 'number' },
   { name: 'cache_write_tokens', from: 'cache_write_tokens', kind: 'number' },
   { name: 'cost_usd', from: 'cost_micro_usd', kind: 'usd' },
+  { name: 'cache_hits', from: 'cache_hits', kind: 'number' },
+  { name: 'saved_usd', from: 'saved_micro_usd', kind: 'usd' },
 ];
 
 const RECORD_FIELDS: readonly TextColumn[] = [
@@ -75,6 +80,8 @@ const RECORD_FIELDS: readonly TextColumn[] = [
   { name: 'partial', from: 'partial', kind: 'boolean' },
   { name: 'duration_ms', from: 'duration_ms', kind: 'number' },
   { name: 'guardrail', from: 'guardrail', kind: 'text_or_null' },
+  { name: 'cache', from: 'cache', kind: 'text_or_null' },
+  { name: 'saved_usd', from: 'saved_micro_usd', kind: 'usd' },
 ];
 
 /** Where a page starts: after the row with this sort key (the grouped fields in `groupBy` order, or a raw row's at and request id). */
@@ -118,6 +125,8 @@ export async function usageTotalsPage(
       eb.fn.sum<string | number>('cache_read_tokens').as('cache_read_tokens'),
       eb.fn.sum<string | number>('cache_write_tokens').as('cache_write_tokens'),
       eb.fn.sum<string | number>('cost_micro_usd').as('cost_micro_usd'),
+      eb.fn.sum<string | number>('cache_hits').as('cache_hits'),
+      eb.fn.sum<string | number>('saved_micro_usd').as('saved_micro_usd'),
     ]);
     for (const c of columns) q = q.select(c).groupBy(c).orderBy(c);
     // With no group, an empty range still makes one row of nulls: no row is the answer.
@@ -133,6 +142,8 @@ export async function usageTotalsPage(
       cacheReadTokens: Number(r.cache_read_tokens),
       cacheWriteTokens: Number(r.cache_write_tokens),
       costMicroUsd: Number(r.cost_micro_usd),
+      cacheHits: Number(r.cache_hits),
+      savedMicroUsd: Number(r.saved_micro_usd),
     }));
   const wire: TextColumn[] = [...groupBy.map((g): TextColumn => ({ name: g, from: COLUMN_OF[g], kind: 'text' })), ...TOTAL_FIELDS];
   return pageOf(database, { keys: columns, from: rowsFrom }, page, next, wire, totalsOf);
@@ -220,6 +231,8 @@ export async function usageRecordsPage(
       partial: Number(r.partial) === 1,
       durationMs: Number(r.duration_ms),
       guardrail: r.guardrail == null ? null : String(r.guardrail),
+      cache: r.cache == null ? null : String(r.cache),
+      savedMicroUsd: Number(r.saved_micro_usd),
     }));
   const rowsFrom = (after: readonly string[] | undefined, limit: number | null) => {
     const q = base(after, next).selectAll();

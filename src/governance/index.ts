@@ -97,6 +97,7 @@ export {
   type StoreHealth,
   type UnbookedReason,
 } from './store-error-policy.js';
+export { admitCachedAnswer, type CachedAdmission } from './cached-answer.js';
 export { admitToolCall, checkTool, finishToolCall, mayUseTool, type ToolAdmission } from './tool-calls.js';
 export {
   checkUsage,

@@ -61,6 +61,9 @@ export function restartOnlyWarnings(serving: Generation['config'], next: Generat
   // The response store is built once, at start: its bounds follow a reload, its backend does not.
   if ((serving.routing.responses?.store ?? 'memory') !== (next.routing.responses?.store ?? 'memory'))
     changed.push('routing.responses.store');
+  // The response cache's store is built once, at start: what a request reads of `cache` follows a reload, the store does not.
+  const cacheStore = (c: Generation['config']['cache']) => [c.store, c.redis_url, c.redis_username, c.redis_password, c.redis_tls, c.max_bytes];
+  if (!isDeepStrictEqual(cacheStore(serving.cache), cacheStore(next.cache))) changed.push('cache (store settings)');
   const before = serving.routing.overlay;
   const after = next.routing.overlay;
   if (before !== undefined && after !== undefined) {

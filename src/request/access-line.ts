@@ -2,6 +2,7 @@ import type { Principal } from '../governance/index.js';
 import { actedGuardrails } from '../guardrails/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
 import type { AccessLog } from '../telemetry/index.js';
+import { cacheMembers } from './cache-sinks.js';
 import { pathOf } from './exchange.js';
 import type { RecordSink } from './record.js';
 import { fallbackEntry } from './record-sinks.js';
@@ -89,7 +90,7 @@ function accessLine(r: RequestRecord): string {
   if (usage !== null) s += `,"input_tokens":${usage.inputTokens},"output_tokens":${usage.outputTokens}`;
   if (r.usageEstimated) s += ',"usage_estimated":true';
   if (r.costMicroUsd !== null) s += `,"cost_micro_usd":${r.costMicroUsd}`;
-  return s + guardrailsMember(r);
+  return s + cacheMembers(r) + guardrailsMember(r);
 }
 
 /** A tools/call's access line: the tool, the MCP server that answered and the outcome; never its arguments or result. */

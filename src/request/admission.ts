@@ -289,3 +289,29 @@ function billed(x: Exchange, svc: Services, settled: governance.Settlement): voi
     svc.metrics.spendUsd.series(principal.team, principal.keyId ?? '').inc(settled.costMicroUsd / 1e6);
   }
 }
+
+/**
+ * Admits a cached answer (the response cache's hit): the allow-lists and rpm alone, with no
+ * reservation (it costs nothing; see governance/cached-answer.ts), audited as admitted or
+ * refused like any request. Answers the `x-ratelimit-*` headers, or throws the refusal.
+ */
+export function admitCached(x: Exchange, svc: Services, request: ModelRequest): MaybePromise<readonly string[]> {
+  const { gen, keyring, principal } = request;
+  const policy = policyOf(keyring);
+  if (principal.team === null) {
+    admit(x, svc, gen, NO_ADMISSION);
+    return NO_LIMIT_HEADERS;
+  }
+  const admission = governance.admitCachedAnswer(svc.governance, policy, principal, request.model, governance.governanceNow());
+  const decide = (a: governance.CachedAdmission): readonly string[] => {
+    if (!a.ok) {
+      auditStarted(x, svc, gen, a.refusal.code);
+      throw governance.refusalError(a.refusal);
+    }
+    admit(x, svc, gen, NO_ADMISSION);
+    return governance.pushRateLimitHeaders(a.rateLimit, []);
+  };
+  return admission instanceof Promise ? admission.then(decide) : decide(admission);
+}
+
+const NO_ADMISSION: Admitted = Object.freeze({ candidates: [], reservation: null, limitHeaders: null, outputCap: null });

@@ -3,11 +3,12 @@ import type { TokenVerdict } from '../auth/index.js';
 import type { Principal } from '../governance/index.js';
 import type { Generation, Keyring } from '../live/index.js';
 import type { ChatProtocol, Operation, StopSlot } from '../providers/index.js';
+import type { AnswerCacheSlot } from './cache/miss.js';
 import type { RequestGuard } from './guardrails/guard.js';
 import { RequestRecord } from './request-record.js';
 import type { ResponsesTurn } from './responses/turn-state.js';
 
-export type { Failure, MatchedEndpoint, ToolCallRecord } from './request-record.js';
+export type { CacheOutcome, Failure, MatchedEndpoint, ToolCallRecord } from './request-record.js';
 
 /**
  * The caller of a model endpoint, once authenticated: the generation and the keyring
@@ -47,6 +48,8 @@ export interface ModelRequest extends Caller {
   readonly turn?: ResponsesTurn;
   /** Set by the input guardrails' stage: what the answer owes them (its checks, the placeholders to restore). */
   readonly guard?: RequestGuard;
+  /** Set by the cache stage on a request it did not answer: its answer's cache headers, and the capture of each attempt. */
+  readonly cache?: AnswerCacheSlot;
 }
 
 /**

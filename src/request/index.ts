@@ -10,6 +10,7 @@
 
 export { accessLogSink } from './access-line.js';
 export { readBody } from './body.js';
+export { cacheStatsSink } from './cache-sinks.js';
 export { invalidToken, protectedResource, verifyCallerToken } from './caller-token.js';
 export { type Caller, ControlSlot, Exchange, type Failure, type ModelRequest, pathOf } from './exchange.js';
 export { guardrailStatsSink } from './guardrail-sinks.js';

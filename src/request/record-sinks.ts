@@ -2,6 +2,7 @@ import { type AuditWriter, requestCompleted, toolCalled } from '../audit/index.j
 import { strongestAction } from '../guardrails/index.js';
 import type { TokenUsage } from '../providers/index.js';
 import { genAiOperation, genAiSystem, type Metrics, type RecentTraffic, type Tracing } from '../telemetry/index.js';
+import { cacheAttributes, countCache, savedMicroUsd } from './cache-sinks.js';
 import { auditGuardrails, countGuardrails, guardrailAttributes } from './guardrail-sinks.js';
 import type { KeysUsed } from './keys-used.js';
 import type { RecordSink } from './record.js';
@@ -23,7 +24,7 @@ export function keysUsedSink(keysUsed: KeysUsed): RecordSink {
   };
 }
 
-/** Requests, tokens, durations and cost; tools/calls and their duration; the guardrails' verdicts on either. */
+/** Requests, tokens, durations and cost; tools/calls and their duration; the guardrails' verdicts on either; the response cache's lookups. */
 export function metricsSink(metrics: Metrics): RecordSink {
   return {
     name: 'metrics',
@@ -36,6 +37,7 @@ export function metricsSink(metrics: Metrics): RecordSink {
         metrics.mcpToolCallDuration.series(tool).observe(r.durationMs / 1000);
         return;
       }
+      countCache(metrics, r);
       const model = r.routedModel ?? 'none';
       const c = r.candidate;
       const provider = c?.provider.name ?? 'none';
@@ -107,21 +109,27 @@ export function ledgerSink(ledger: UsageLedger): RecordSink {
           partial: status === 'partial',
           durationMs: r.durationMs,
           guardrail: strongestAction(r.guardrails),
+          cache: null,
+          savedMicroUsd: 0,
         });
         return;
       }
       const c = r.candidate;
       const usage = r.usage;
+      const cache = r.cache;
+      // A hit has no candidate: its row names the one that made the entry, and what that cost then.
+      const origin = cache?.result === 'hit' ? cache.origin : null;
       ledger.record({
         atMs: r.endedAtMs,
         requestId: r.requestId,
         team: principal.team ?? 'none',
         keyId: principal.keyId ?? 'none',
         // A judge guardrail's question is billed as the guardrail's, apart from the request it judged.
-        endpoint: r.guardrailQuestion ? 'guardrail' : r.endpoint,
+        // So is the response cache's embedding of a prompt, as the cache's.
+        endpoint: r.guardrailQuestion ? 'guardrail' : r.cacheCall ? 'cache' : r.endpoint,
         model: r.routedModel ?? 'none',
-        provider: c?.provider.name ?? 'none',
-        candidate: c?.stableId ?? 'none',
+        provider: c?.provider.name ?? origin?.provider ?? 'none',
+        candidate: c?.stableId ?? origin?.candidate ?? 'none',
         inputTokens: usage?.inputTokens ?? 0,
         outputTokens: usage?.outputTokens ?? 0,
         cacheReadTokens: usage?.cacheReadTokens ?? 0,
@@ -131,6 +139,8 @@ export function ledgerSink(ledger: UsageLedger): RecordSink {
         partial: isPartial(r),
         durationMs: r.durationMs,
         guardrail: strongestAction(r.guardrails),
+        cache: cache?.result ?? null,
+        savedMicroUsd: savedMicroUsd(cache),
       });
     },
   };
@@ -262,6 +272,7 @@ export function spanSink(tracing: Tracing): RecordSink {
       const gen = r.gen;
       span.setAttribute('http.response.status_code', typeof status === 'number' ? status : r.statusCode);
       if (r.guardrails.length > 0) guardrailAttributes(span, r);
+      cacheAttributes(span, r);
       if (r.toolCall !== null) {
         span.setAttribute('switchyard.request_id', r.requestId);
         if (gen !== null) span.setAttribute('switchyard.generation', gen.number);

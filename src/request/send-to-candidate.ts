@@ -53,6 +53,8 @@ export const sendToCandidate: Attempt = (a, done) => {
   if (dropped !== null) own.push(DROPPED_HEADER, dropped.join(','));
   // A gateway limit's headers replace the upstream's of the same names.
   if (limits !== null) for (const v of limits) own.push(v);
+  const cache = request.cache;
+  if (cache !== undefined) for (const v of cache.headers) own.push(v);
   const fixed = fixedOf(gen, c);
   x.attemptStarted(dropped);
   const wire = provider.wire;
@@ -170,6 +172,13 @@ const NO_TRANSFORMS: readonly AnswerTransform[] = Object.freeze([]);
  * either, the relay's pass-through path.
  */
 function answerTransforms(fixed: CandidateFixed, request: ModelRequest, x: Exchange): readonly AnswerTransform[] {
+  const stack = ownTransforms(fixed, request, x);
+  // The response cache's capture comes last: it keeps what the client gets, once every transform has had its say.
+  const capture = request.cache?.attempt() ?? null;
+  return capture === null ? stack : [...stack, capture];
+}
+
+function ownTransforms(fixed: CandidateFixed, request: ModelRequest, x: Exchange): readonly AnswerTransform[] {
   const cost = fixed.cost === null ? null : costTransform(fixed.cost, request);
   // The guardrails' output phase, for a request whose input stage set one: before the cost, which only reads the usage.
   const guarded = request.guard === undefined ? null : outputTransform(request.guard, x);

@@ -1,3 +1,4 @@
+import type { CacheStore } from '../cache/index.js';
 import type { AuditWriter } from '../audit/index.js';
 import type { JwtAuthority } from '../auth/index.js';
 import type { PolicedStore } from '../governance/index.js';
@@ -6,7 +7,7 @@ import type { PoolRegistry, TokenSourceRegistry } from '../providers/index.js';
 import type { BreakerRegistry } from '../resilience/index.js';
 import type { ResponseStore } from '../responses/index.js';
 import type { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
-import type { AccessLog, GuardrailStats, Logger, Metrics, RecentTraffic, Tracing } from '../telemetry/index.js';
+import type { AccessLog, CacheStats, GuardrailStats, Logger, Metrics, RecentTraffic, Tracing } from '../telemetry/index.js';
 import type { KeysUsed } from './keys-used.js';
 import type { McpService } from './mcp/service.js';
 import type { ResponseOwners } from './response-owners.js';
@@ -28,6 +29,8 @@ export interface Services {
   readonly responses: ResponseOwners;
   /** The gateway's own store of the responses it served and the Conversations API's conversations. */
   readonly responseStore: ResponseStore;
+  /** The response cache's store (memory or Redis), built at start; a reload keeps it. */
+  readonly cache: CacheStore;
   readonly pools: PoolRegistry;
   /** The cloud credential sources (Entra ID and Google Cloud tokens, AWS keys), kept fresh off the request path and across reloads. */
   readonly tokens: TokenSourceRegistry;
@@ -36,6 +39,8 @@ export interface Services {
   readonly recent: RecentTraffic;
   /** Each guardrail's verdicts, errors and latency since start, for /admin/status and the status page. */
   readonly guardrailStats: GuardrailStats;
+  /** The response cache's lookups by route and team since start, for /admin/status and the status page. */
+  readonly cacheStats: CacheStats;
   readonly logger: Logger;
   readonly accessLog: AccessLog;
   /** The governance store (memory or Redis): counters by team and key id, kept across reloads. */

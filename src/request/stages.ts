@@ -1,4 +1,5 @@
 import type { Operation } from '../providers/index.js';
+import { cacheStage } from './cache/stage.js';
 import { guardInput } from './guardrails/input-stage.js';
 import type { Stage } from './stage.js';
 import { estimateUnserved } from './token-count.js';
@@ -17,11 +18,13 @@ import { estimateUnserved } from './token-count.js';
 // no upstream call. A stage is a file with the contract of stage.ts, and a line here.
 
 export const stages: Readonly<Record<Operation, readonly Stage[]>> = {
-  // The input guardrails: a blocked request reserves nothing and reaches no upstream.
-  chat: [guardInput],
-  embeddings: [guardInput],
-  completions: [guardInput],
-  responses: [guardInput],
+  // The input guardrails: a blocked request reserves nothing and reaches no upstream. Then
+  // the response cache: a request they would block is never answered from it, and a hit
+  // reserves nothing either.
+  chat: [guardInput, cacheStage],
+  embeddings: [guardInput, cacheStage],
+  completions: [guardInput, cacheStage],
+  responses: [guardInput, cacheStage],
   // No Anthropic provider counted: the gateway's own estimate.
   count_tokens: [estimateUnserved],
 };

@@ -20,6 +20,7 @@ import {
 import { readBody } from '../request/index.js';
 import type { V1Context, V1Request } from './admin-caller.js';
 import { ifMatch, jsonBody, MAX_BODY_BYTES, reloadHeaders, send, sendObject } from './admin-http.js';
+import { serveCacheDrop } from './admin-cache.js';
 import { getKey, listKeys } from './admin-keys.js';
 import { getTeam, listTeams } from './admin-teams.js';
 import { serveUsage } from './admin-usage.js';
@@ -75,6 +76,8 @@ async function route(ctx: V1Context, a: V1Request, method: string, rest: string)
     const usage = settings === null ? null : { maxRangeDays: settings.usage_max_range_days };
     return serveUsage(ctx.database.database, usage, a, method, parts.slice(1));
   }
+  // The response cache: entries dropped fleet-wide.
+  if (collection === 'cache') return serveCacheDrop(ctx.svc.cache, a, method, parts.slice(1));
   if (parts.length > 3 || (collection !== 'teams' && collection !== 'keys')) {
     throw new SwitchyardError('not_found', `no such admin endpoint: /admin/v1/${rest}`);
   }

@@ -5,6 +5,7 @@ import type { ChatProtocol, Operation } from '../providers/index.js';
 import {
   accessLogSink,
   auditSink,
+  cacheStatsSink,
   Exchange,
   failRequest,
   guardrailStatsSink,
@@ -50,7 +51,7 @@ const UNMATCHED = { path: 'none' } as const;
 export function recordSinks(svc: Services): RecordSink[] {
   const sinks = [keysUsedSink(svc.keysUsed), metricsSink(svc.metrics)];
   if (svc.ledger !== null) sinks.push(ledgerSink(svc.ledger));
-  sinks.push(recentSink(svc.recent, svc.mcp.recent), guardrailStatsSink(svc.guardrailStats));
+  sinks.push(recentSink(svc.recent, svc.mcp.recent), guardrailStatsSink(svc.guardrailStats), cacheStatsSink(svc.cacheStats));
   if (svc.audit !== null) sinks.push(auditSink(svc.audit));
   if (svc.tracing !== null) sinks.push(spanSink(svc.tracing));
   sinks.push(accessLogSink(svc.accessLog));

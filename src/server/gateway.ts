@@ -32,6 +32,7 @@ import { RoundRobinCounters, SessionAffinity, seededRandom } from '../routing/in
 import {
   AccessLog,
   type BreakerStateCode,
+  CacheStats,
   createLogger,
   flushLogger,
   GuardrailStats,
@@ -48,6 +49,7 @@ import { DatabaseLink } from './database-link.js';
 import { buildGovernanceStore, GovernanceStoreSettingsError } from './governance-store.js';
 import { OpenExchanges } from './open-exchanges.js';
 import { Reloader, type ReloadResult } from './reload.js';
+import { buildCacheStore } from './cache-store.js';
 import { buildResponseStore, pruneResponses } from './response-store.js';
 
 export interface GatewayOptions {
@@ -235,6 +237,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       if (responsePrune !== null) clearInterval(responsePrune);
       // Before the database: the database store writes through its connection.
       await svc.responseStore.close();
+      await svc.cache.close();
       await database.close();
       signals?.uninstall();
     })();
@@ -272,6 +275,7 @@ async function releaseServices(svc: Services, database: DatabaseLink): Promise<v
   await svc.audit?.close();
   if (svc.ledger instanceof Ledger) await svc.ledger.close(LEDGER_CLOSE_MS);
   await svc.responseStore.close();
+  await svc.cache.close();
   await database.close();
   await svc.tracing?.shutdown().catch(() => undefined);
   svc.accessLog.close();
@@ -330,6 +334,7 @@ async function buildServices(
   const audit = config.audit === undefined ? null : await openAudit(config.audit, logger, metrics);
   const ledger = await startLedger(database, config, logger, metrics);
   const responseStore = buildResponseStore(config, database.database, logger, options.env ?? process.env);
+  const cache = buildCacheStore(config, logger, options.env ?? process.env);
   const auth = new JwtAuthority({
     fetched: (issuer, result, d) => {
       metrics.jwksFetches.inc({ issuer, result, reason: d.reason });
@@ -355,11 +360,13 @@ async function buildServices(
     // Shared by the replicas of a redis store, so that any of them routes a follow-up.
     responses: new ResponseOwners({ ttlMs: responses.ttl_s * 1000, maxEntries: responses.max_entries }, governance.sharedRecords),
     responseStore,
+    cache,
     pools,
     tokens,
     metrics,
     recent: new RecentTraffic(),
     guardrailStats: new GuardrailStats(),
+    cacheStats: new CacheStats(),
     logger,
     governance,
     audit,

@@ -3,6 +3,7 @@
 // a callback so this folder needs no knowledge of resilience/.
 
 export { AccessLog } from './access-log.js';
+export { type CacheResult, CacheStats, type CacheStatsRow } from './cache-stats.js';
 export { GuardrailStats, type GuardrailStatsView } from './guardrail-stats.js';
 export { createLogger, flushLogger, type Logger, type LoggerOptions } from './logger.js';
 export { type BreakerStateCode, Metrics } from './metrics.js';

@@ -7,6 +7,9 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 /** A guardrail's check: a pattern over a prompt takes a fraction of a ms, a service or a judge model seconds. */
 const GUARDRAIL_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
+/** A semantic lookup's cosine similarity: below the usual thresholds coarsely, finely near 1. */
+const SIMILARITY_BUCKETS = [0.5, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.99, 1];
+
 /** A provider's breaker state for the gauge: 0 closed, 1 open, 2 half-open. */
 export type BreakerStateCode = 0 | 1 | 2;
 
@@ -67,6 +70,15 @@ export class Metrics {
   readonly guardrailDuration: HistogramFamily;
   /** guardrail, outcome: checks a guardrail service could not answer. */
   readonly guardrailErrors: CounterFamily;
+  /** route, result (hit, miss, refresh, bypass, error): every request whose route has a cache. */
+  readonly cacheLookups: CounterFamily;
+  /** team: what the hits' entries cost when they were made, in USD. */
+  readonly cacheSavedUsd: CounterFamily;
+  readonly cacheSimilarity: Histogram;
+  /** operation (lookup, store, drop): store operations that failed or timed out, counted by the request path. */
+  readonly cacheErrors: Counter<'operation'>;
+  /** The bytes the response cache's entries take, read at each scrape (set by the composition root with its store); null without one. */
+  cacheBytes: (() => number | Promise<number>) | null = null;
   /** Open client sessions and catalog sizes, read at each scrape (set by the MCP service). */
   mcpGauges: { sessions(): number; catalogs(): Iterable<readonly [provider: string, tools: number]> } | null = null;
 
@@ -259,6 +271,47 @@ export class Metrics {
       'switchyard_guardrail_errors_total',
       'Guardrail checks a service could not answer (timeout, error, invalid answer), by guardrail and outcome: fail_open (served) or fail_closed (refused).',
       ['guardrail', 'outcome'],
+    );
+    this.cacheLookups = new CounterFamily(
+      r,
+      'switchyard_cache_lookups_total',
+      'Requests of routes with a response cache, by route (the requested model; "none" for one the generation does not route) and result: hit (answered from the cache), miss, refresh (the client asked for a fresh answer), bypass (neither looked up nor stored), error (the store failed or was too slow: answered as a miss).',
+      ['route', 'result'],
+    );
+    this.cacheSavedUsd = new CounterFamily(
+      r,
+      'switchyard_cache_saved_usd_total',
+      'What the answers served from the response cache cost when their entries were made, by the team served ("none" for an anonymous caller), in USD: the spend the hits saved.',
+      ['team'],
+    );
+    this.cacheSimilarity = histogram(
+      r,
+      'switchyard_cache_similarity',
+      "Semantic lookups' cosine similarity between the request's last user turn and the nearest entry's, hits and misses alike.",
+      SIMILARITY_BUCKETS,
+    );
+    this.cacheErrors = counter(
+      r,
+      'switchyard_cache_errors_total',
+      'Response cache store operations that failed or timed out, by operation: lookup (answered as a miss), store (the answer was sent, not kept), drop.',
+      ['operation'],
+    );
+    let cacheBytesRead = 0;
+    gauge(
+      r,
+      'switchyard_cache_bytes',
+      "The bytes the response cache's entries take (each entry's JSON); 0 without a cache store.",
+      [],
+      async function () {
+        const read = metrics.cacheBytes;
+        // A store that cannot answer this scrape leaves the last value it gave, never a false 0.
+        if (read === null) cacheBytesRead = 0;
+        else
+          cacheBytesRead = await Promise.resolve()
+            .then(read)
+            .catch(() => cacheBytesRead);
+        this.set(cacheBytesRead);
+      },
     );
     gauge(r, 'switchyard_mcp_sessions', 'Open MCP client sessions on /mcp.', [], function () {
       this.set(metrics.mcpGauges?.sessions() ?? 0);

@@ -43,6 +43,8 @@ function row(i: number, atMs: number, extra: Partial<LedgerRow> = {}): LedgerRow
     partial: false,
     durationMs: 1.25,
     guardrail: null,
+    cache: null,
+    savedMicroUsd: 0,
     ...extra,
   };
 }
@@ -149,6 +151,39 @@ for (const engine of ['sqlite', 'postgres'] as const) {
       assert.deepEqual([judge?.requests, judge?.costMicroUsd], [1, 40]);
     });
 
+    it('keeps what the response cache made of each row, and adds its hits and what they saved to the daily rollups', async (t) => {
+      if (skip) return t.skip(skip);
+      const database = await fresh();
+      const ledger = new Ledger(database, { queueRows: 100, retentionDays: 30 });
+      await ledger.start();
+      const atMs = Date.parse('2026-12-01T10:00:00.000Z');
+      const cached = { team: 'platform', keyId: 'ci', model: 'm', provider: 'east' };
+      ledger.record(row(1, atMs, { ...cached, cache: 'miss', costMicroUsd: 900 }));
+      const hit = { ...cached, cache: 'hit', inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, costMicroUsd: 0, savedMicroUsd: 900 };
+      ledger.record(row(2, atMs + 1, hit));
+      ledger.record(row(3, atMs + 2, hit));
+      ledger.record(row(4, atMs + 3, { ...cached, cache: 'hit', costMicroUsd: 0, savedMicroUsd: 0 }));
+      ledger.record(row(5, atMs + 4, { ...cached }));
+      ledger.record(row(6, atMs + 5, { ...cached, endpoint: 'cache', model: 'embed', cache: null, costMicroUsd: 3 }));
+      await ledger.close();
+      const got = await allRecords(database);
+      assert.deepEqual(
+        got.map((r) => [r.requestId, r.endpoint, r.cache, r.costMicroUsd, r.savedMicroUsd]),
+        [
+          ['req-000001', '/v1/chat/completions', 'miss', 900, 0],
+          ['req-000002', '/v1/chat/completions', 'hit', 0, 900],
+          ['req-000003', '/v1/chat/completions', 'hit', 0, 900],
+          ['req-000004', '/v1/chat/completions', 'hit', 0, 0],
+          ['req-000005', '/v1/chat/completions', null, 105, 0],
+          ['req-000006', 'cache', null, 3, 0],
+        ],
+      );
+      const [m] = await usageTotals(database, EVERYTHING, { model: 'm' }, ['model']);
+      assert.deepEqual([m?.requests, m?.cacheHits, m?.savedMicroUsd, m?.costMicroUsd, m?.inputTokens], [5, 3, 1800, 1005, 11 + 14 + 15]);
+      const [embed] = await usageTotals(database, EVERYTHING, { model: 'embed' }, ['model']);
+      assert.deepEqual([embed?.requests, embed?.cacheHits, embed?.savedMicroUsd], [1, 0, 0]);
+    });
+
     it('keeps every field of a row exactly, names with a tab, a line end, a backslash or a quote included', async (t) => {
       if (skip) return t.skip(skip);
       const database = await fresh();
@@ -171,6 +206,8 @@ for (const engine of ['sqlite', 'postgres'] as const) {
         partial: true,
         durationMs: 12.5,
         guardrail: 'block',
+        cache: 'bypass\tx',
+        savedMicroUsd: 2 ** 40,
       });
       ledger.record(odd);
       await ledger.close();
@@ -195,6 +232,8 @@ for (const engine of ['sqlite', 'postgres'] as const) {
           partial: true,
           durationMs: 12.5,
           guardrail: 'block',
+          cache: 'bypass\tx',
+          savedMicroUsd: 2 ** 40,
         },
       );
       const [total] = await usageTotals(database, EVERYTHING, {}, ['team', 'key', 'model', 'day']);
@@ -203,6 +242,11 @@ for (const engine of ['sqlite', 'postgres'] as const) {
         [odd.team, odd.keyId, odd.model, '2026-11-30'],
       );
       assert.equal(total?.costMicroUsd, odd.costMicroUsd);
+      assert.deepEqual(
+        [total?.cacheHits, total?.savedMicroUsd],
+        [0, 2 ** 40],
+        'only a hit counts as one, but the rollup adds what any row saved',
+      );
     });
 
     it('drops and counts rows past a full queue without waiting, and writes one row that says how many were lost', async (t) => {
@@ -276,7 +320,8 @@ for (const engine of ['sqlite', 'postgres'] as const) {
         const reopen = await refuseConnections(name);
         try {
           const now = Date.now();
-          for (let i = 0; i < 50; i++) ledger.record(row(i, now));
+          // Every fifth a cache hit: the retry's rollups, summed in SQL, count them as the first attempt's do.
+          for (let i = 0; i < 50; i++) ledger.record(row(i, now, i % 5 === 0 ? { cache: 'hit', costMicroUsd: 0, savedMicroUsd: 250 } : {}));
           await ledger.flush();
           assert.equal(ledger.depth, 50, 'the refused batch is still queued');
           assert.ok(problems.length > 0, 'the failure is reported');
@@ -291,6 +336,8 @@ for (const engine of ['sqlite', 'postgres'] as const) {
         await ledger.close();
         assert.equal(ledger.lost, 0);
         assert.equal((await allRecords(database)).length, 50);
+        const [total] = await usageTotals(database, EVERYTHING, {}, []);
+        assert.deepEqual([total?.requests, total?.cacheHits, total?.savedMicroUsd], [50, 10, 2500]);
       });
 
       it('summarizes every row lost while the database refused in one row, however many retries failed', async (t) => {

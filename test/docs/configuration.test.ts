@@ -113,6 +113,15 @@ function schemaKeys(schema: Schema, path = '', out = new Map<string, KeySpec>())
     for (const [key, child] of Object.entries(def.shape as Record<string, Schema>)) into(child, path === '' ? key : `${path}.${key}`);
   } else if (def.type === 'union' && typeof def.discriminator === 'string') {
     discriminatedKeys(def.options as Schema[], def.discriminator, path, out);
+  } else if (
+    def.type === 'union' &&
+    (def.options as Schema[]).some((o) => defOf(unwrap(o).inner).type === 'literal') &&
+    (def.options as Schema[]).some((o) => defOf(unwrap(o).inner).type === 'object')
+  ) {
+    // A word or an object (a route's `cache`: `off`, or its settings): a row for the key, and rows for the object's keys.
+    const words = (def.options as Schema[]).filter((o) => defOf(unwrap(o).inner).type === 'literal').map((o) => typeName(o, path));
+    out.set(path, { type: [...words, 'an object'].join(' or '), default: fallback });
+    for (const option of def.options as Schema[]) if (defOf(unwrap(option).inner).type === 'object') into(option, path);
   } else if (def.type === 'record' && isObject(unwrap(def.valueType as Schema).inner)) {
     into(def.valueType as Schema, `${path}.*`);
   } else if (def.type === 'array' && isObject(unwrap(def.element as Schema).inner)) {
@@ -268,6 +277,7 @@ const common = {
       budget: { usd_per_month: 1, on_exceeded: 'warn' },
       allowed_tools: ['search'],
       guardrails: { input: ['deny'], output: ['pii'] },
+      cache: { mode: 'off' },
     },
   },
   keys: [
@@ -284,9 +294,22 @@ const common = {
       allowed_tools: ['search'],
       tool_calls_per_day: 1,
       guardrails: { input: ['secrets'], output: ['deny'] },
+      cache: { mode: 'off' },
     },
     { id: 'b', team: 'platform', key: { env: 'B_KEY' } },
   ],
+  cache: {
+    store: 'redis',
+    redis_url: 'rediss://127.0.0.1:6380',
+    redis_username: { env: 'CACHE_REDIS_USER' },
+    redis_password: { env: 'CACHE_REDIS_PASSWORD' },
+    redis_tls: { ca: { file: '/c-ca.pem' }, cert: { file: '/c-c.pem' }, key: { file: '/c-k.pem' }, server_name: 'cache.example' },
+    max_bytes: 1024,
+    max_entry_bytes: 512,
+    default_ttl_s: 10,
+    scope: 'key',
+    lookup_timeout_ms: 10,
+  },
   governance: {
     store: 'redis',
     redis_url: 'rediss://127.0.0.1:6379',
@@ -387,6 +410,13 @@ const fixtures: Record<string, unknown>[] = [
           translation: 'strict',
           fallback_on: ['context_length'],
           guardrails: { input: ['secrets', 'pii'], output: ['pii'] },
+          cache: {
+            mode: 'semantic',
+            ttl_s: 60,
+            store_fallbacks: true,
+            cache_tool_calls: true,
+            semantic: { embedding_route: 'm', threshold: 0.9, max_turns: 2, max_entries_per_context: 10, timeout_ms: 100 },
+          },
           candidates: [
             { provider: 'azure', model: 'm', deployment: 'd', weight: 2 },
             { provider: 'vertex', model: 'claude-sonnet-4-5', publisher: 'anthropic' },

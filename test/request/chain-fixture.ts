@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { JwtAuthority } from '../../src/auth/index.js';
+import { MemoryCacheStore } from '../../src/cache/index.js';
 import { checkConfig } from '../../src/config/index.js';
 import { createGovernanceStore, hashKey, type Principal, type Reservation } from '../../src/governance/index.js';
 import {
@@ -30,7 +31,7 @@ import type { Services } from '../../src/request/services.js';
 import { type BreakerOptions, BreakerRegistry, type FailureReason } from '../../src/resilience/index.js';
 import { MemoryResponseStore } from '../../src/responses/index.js';
 import { candidatesOf, RoundRobinCounters, SessionAffinity } from '../../src/routing/index.js';
-import { AccessLog, createLogger, GuardrailStats, Metrics, RecentTraffic, type Span } from '../../src/telemetry/index.js';
+import { AccessLog, CacheStats, createLogger, GuardrailStats, Metrics, RecentTraffic, type Span } from '../../src/telemetry/index.js';
 import { candidate, envelope } from '../support/overlay.js';
 
 // What the chain and wrap tests share: a real generation, real services (metrics, the
@@ -174,11 +175,13 @@ export function servicesFor(gen: Generation, breakers: BreakerRegistry): Service
     affinity: new SessionAffinity({ ttlMs: 60_000, maxEntries: 100 }),
     responses: new ResponseOwners({ ttlMs: 60_000, maxEntries: 100 }),
     responseStore: new MemoryResponseStore({ ttlMs: 60_000, maxEntries: 100 }),
+    cache: new MemoryCacheStore({ maxBytes: 1024 * 1024 }),
     pools,
     tokens: new TokenSourceRegistry(),
     metrics,
     recent: new RecentTraffic(),
     guardrailStats: new GuardrailStats(),
+    cacheStats: new CacheStats(),
     logger,
     accessLog: new AccessLog({ level: 'silent', flushMs: 1000 }),
     governance: createGovernanceStore({ store: 'memory' }, { onFailure: () => undefined }),

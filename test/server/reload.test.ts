@@ -649,6 +649,7 @@ describe('Invariant 3 — stateful services survive reloads', () => {
     'governance',
     'audit',
     'responseStore',
+    'cache',
   ] as const;
 
   async function requestsCounted(metrics: { requests: { get(): Promise<{ values: ReadonlyArray<{ value: number }> }> } }): Promise<number> {

@@ -45,6 +45,8 @@ function rollups(): UsageDailyTable[] {
           cache_read_tokens: 0,
           cache_write_tokens: 0,
           cost_micro_usd: 1000 * n,
+          cache_hits: 0,
+          saved_micro_usd: 0,
         });
       }
     }
@@ -62,6 +64,8 @@ function rollups(): UsageDailyTable[] {
       cache_read_tokens: 0,
       cache_write_tokens: 0,
       cost_micro_usd: 1,
+      cache_hits: 0,
+      saved_micro_usd: 0,
     });
   }
   for (let k = 0; k < MANY_KEYS; k++) {
@@ -77,6 +81,8 @@ function rollups(): UsageDailyTable[] {
       cache_read_tokens: 0,
       cache_write_tokens: 0,
       cost_micro_usd: 1,
+      cache_hits: 0,
+      saved_micro_usd: 0,
     });
   }
   return rows;
@@ -170,7 +176,10 @@ for (const { engine, open } of await eachEngine()) {
         );
         assert.equal(res.status, 200);
         const [header, ...body] = (await res.text()).trimEnd().split('\r\n');
-        assert.equal(header, 'day,team,model,requests,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cost_usd');
+        assert.equal(
+          header,
+          'day,team,model,requests,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cost_usd,cache_hits,saved_usd',
+        );
         lines.push(...body);
         after = res.headers.get('x-switchyard-next');
         if (after === null) break;
@@ -262,7 +271,7 @@ for (const { engine, open } of await eachEngine()) {
       const csv = await runCli([...args, '--format', 'csv']);
       assert.equal(csv.code, 0, csv.stderr);
       const lines = csv.stdout.trimEnd().split('\r\n');
-      assert.equal(lines[0], 'key,requests,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cost_usd');
+      assert.equal(lines[0], 'key,requests,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cost_usd,cache_hits,saved_usd');
       assert.equal(lines.length, 1 + MANY_KEYS, 'one header, then every group once');
       assert.equal(new Set(lines.slice(1).map((l) => l.split(',')[0])).size, MANY_KEYS);
       const json = await runCli([...args, '--format', 'json']);

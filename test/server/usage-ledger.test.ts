@@ -301,7 +301,10 @@ for (const engine of ['sqlite', 'postgres'] as const) {
       const csv = await fetch(`${admin}/admin/v1/usage?group_by=day,team&format=csv`, { headers: auth(ADMIN) });
       assert.match(csv.headers.get('content-type') ?? '', /^text\/csv/);
       const lines = (await csv.text()).trim().split('\r\n');
-      assert.equal(lines[0], 'day,team,requests,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cost_usd');
+      assert.equal(
+        lines[0],
+        'day,team,requests,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cost_usd,cache_hits,saved_usd',
+      );
       const same = await v1(admin, 'GET', 'usage?group_by=day,team', { token: ADMIN });
       assert.equal(lines.length, 1 + (same.body.rows as Row[]).length);
       assert.ok(lines.slice(1).some((l) => l.includes(',platform,')));
@@ -309,11 +312,11 @@ for (const engine of ['sqlite', 'postgres'] as const) {
       const rawLines = (await rawCsv.text()).trim().split('\r\n');
       assert.equal(
         rawLines[0],
-        'at,request_id,team,key,endpoint,model,provider,candidate,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cost_usd,status,partial,duration_ms,guardrail',
+        'at,request_id,team,key,endpoint,model,provider,candidate,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cost_usd,status,partial,duration_ms,guardrail,cache,saved_usd',
       );
       assert.ok(
-        rawLines.slice(1).every((l) => l.endsWith(',')),
-        'no guardrail acted: the last field is empty',
+        rawLines.slice(1).every((l) => l.endsWith(',,0')),
+        'no guardrail acted and no route has a cache: both fields are empty, and nothing was saved',
       );
 
       const first = await v1(admin, 'GET', 'usage/requests?limit=2', { token: ADMIN });
