@@ -10,6 +10,8 @@ export interface LoadSpec {
   readonly headers?: Readonly<Record<string, string>>;
   /** Called for every request: headers on top of `headers`, e.g. a different caller's credential each time. */
   readonly headersFor?: () => Readonly<Record<string, string>>;
+  /** Called for every request: its body in place of `body`, e.g. a prompt no earlier request had. */
+  readonly bodyFor?: () => string;
 }
 
 /** One autocannon run, with every response's latency kept (autocannon's own histogram has 1 ms resolution). */
@@ -55,7 +57,7 @@ export function runLoad(spec: LoadSpec): Promise<LoadRun> {
         headers: { 'content-type': 'application/json', ...spec.headers },
         body: spec.body,
         // A request with a setupRequest is rebuilt before each send; without one, autocannon sends one prebuilt buffer.
-        ...(spec.headersFor === undefined ? {} : { requests: [{ setupRequest: withHeaders(spec.headersFor) }] }),
+        ...(spec.headersFor === undefined && spec.bodyFor === undefined ? {} : { requests: [{ setupRequest: rebuilt(spec) }] }),
         connections: spec.connections,
         pipelining: 1,
         duration: spec.durationS,
@@ -86,8 +88,13 @@ export function runLoad(spec: LoadSpec): Promise<LoadRun> {
   });
 }
 
-function withHeaders(headersFor: () => Readonly<Record<string, string>>): autocannon.SetupRequest {
-  return (req) => ({ ...req, headers: { ...req.headers, ...headersFor() } });
+function rebuilt(spec: LoadSpec): autocannon.SetupRequest {
+  const { headersFor, bodyFor } = spec;
+  return (req) => ({
+    ...req,
+    ...(headersFor === undefined ? {} : { headers: { ...req.headers, ...headersFor() } }),
+    ...(bodyFor === undefined ? {} : { body: bodyFor() }),
+  });
 }
 
 /** Merges runs against one target (e.g. the two halves of an A-B-B-A schedule). */

@@ -62,10 +62,18 @@ export interface StreamedRequest {
   isFirstToken(event: string): boolean;
 }
 
-/** Streams one at a time on one keep-alive connection: hrtime from send to the event holding the first text. */
-export async function runFirstTokens(base: string, r: StreamedRequest, count: number): Promise<{ failures: number; samplesMs: number[] }> {
+/**
+ * Streams one at a time on one keep-alive connection: hrtime from send to the event holding
+ * the first text (`samplesMs`), and to the body's first byte (`firstByteMs`).
+ */
+export async function runFirstTokens(
+  base: string,
+  r: StreamedRequest,
+  count: number,
+): Promise<{ failures: number; samplesMs: number[]; firstByteMs: number[] }> {
   const client = new Client(base, { pipelining: 1, keepAliveTimeout: 30_000 });
   const samplesMs: number[] = [];
+  const firstByteMs: number[] = [];
   let failures = 0;
   try {
     for (let i = 0; i < count; i++) {
@@ -74,15 +82,19 @@ export async function runFirstTokens(base: string, r: StreamedRequest, count: nu
         const res = await client.request({ method: 'POST', path: r.path, headers: r.headers, body: r.body });
         let pending = '';
         let firstAt: bigint | null = null;
+        let firstByteAt: bigint | null = null;
         for await (const chunk of res.body) {
+          firstByteAt ??= process.hrtime.bigint();
           if (firstAt !== null) continue; // drain the rest so the connection is reused
           pending += (chunk as Buffer).toString('utf8');
           const events = pending.split('\n\n');
           pending = events.pop() ?? '';
           if (events.some((e) => r.isFirstToken(e))) firstAt = process.hrtime.bigint();
         }
-        if (res.statusCode === 200 && firstAt !== null) samplesMs.push(Number(firstAt - t0) / 1e6);
-        else failures += 1;
+        if (res.statusCode === 200 && firstAt !== null && firstByteAt !== null) {
+          samplesMs.push(Number(firstAt - t0) / 1e6);
+          firstByteMs.push(Number(firstByteAt - t0) / 1e6);
+        } else failures += 1;
       } catch {
         failures += 1;
       }
@@ -90,5 +102,5 @@ export async function runFirstTokens(base: string, r: StreamedRequest, count: nu
   } finally {
     await client.close().catch(() => undefined);
   }
-  return { failures, samplesMs };
+  return { failures, samplesMs, firstByteMs };
 }

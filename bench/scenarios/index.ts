@@ -1,5 +1,6 @@
 import type { Scenario } from '../lib/scenario.js';
 import { adminIsolation } from './admin-isolation.js';
+import { cache } from './cache.js';
 import { governanceOverhead } from './governance-overhead.js';
 import { guardrails } from './guardrails.js';
 import { jwt } from './jwt.js';
@@ -32,4 +33,5 @@ export const scenarios: readonly Scenario[] = [
   keyWrite,
   jwt,
   guardrails,
+  cache,
 ];

@@ -1,0 +1,71 @@
+import { randomUUID } from 'node:crypto';
+import { connect } from 'node:net';
+import type { MockProcess } from './fleet.js';
+
+// The requests the cache scenario sends, and the checks that a cached route answers them as
+// it should. Every prompt carries the run's nonce, so an entry left in a shared store (Redis)
+// by an earlier run is never what this run measures. Whether an answer came from the cache is
+// read off the mock: a hit never reaches it, a miss always does.
+
+export const CACHED_ROUTE = 'cached';
+export const UNCACHED_ROUTE = 'uncached';
+const HEADERS = { 'content-type': 'application/json' };
+
+/** The request bodies of one run. */
+export interface CacheRequests {
+  /** The one question asked over and over: a hit after the first. */
+  repeated(model: string): string;
+  /** The same question streamed. */
+  streamed(model: string): string;
+  /** A question nobody asked before, from a counter shared by every route. */
+  fresh(model: string): string;
+}
+
+export function cacheRequests(): CacheRequests {
+  const nonce = randomUUID().slice(0, 8);
+  let asked = 0;
+  const body = (model: string, content: string, stream: boolean) =>
+    JSON.stringify({ model, ...(stream ? { stream: true } : {}), messages: [{ role: 'user', content }] });
+  return {
+    repeated: (model) => body(model, `What is the capital of France? (run ${nonce})`, false),
+    streamed: (model) => body(model, `What is the capital of Italy? (run ${nonce})`, true),
+    fresh: (model) => body(model, `Question ${++asked} of run ${nonce}: what is ${asked} squared?`, false),
+  };
+}
+
+/**
+ * Null when `body`, sent twice to a gateway's cached route, is a miss that reaches the mock and
+ * then a hit that does not; else what went wrong. Streamed bodies are read to their end.
+ */
+export async function checkHitAfterMiss(gatewayUrl: string, body: string, mock: MockProcess): Promise<string | null> {
+  const url = `${gatewayUrl}/v1/chat/completions`;
+  const seen: string[] = [];
+  for (const expected of ['miss', 'hit'] as const) {
+    const before = await mock.total();
+    const res = await fetch(url, { method: 'POST', headers: HEADERS, body });
+    const text = await res.text();
+    if (res.status !== 200) return `the ${expected} answered ${res.status}: ${text.slice(0, 300)}`;
+    const upstream = (await mock.total()) - before;
+    const header = res.headers.get('x-switchyard-cache');
+    seen.push(`${header ?? 'no x-switchyard-cache'} (${upstream} upstream)`);
+    if (header !== expected || upstream !== (expected === 'miss' ? 1 : 0))
+      return `asked twice, the cached route answered ${seen.join(', then ')}: expected a miss, then a hit that stays off the mock`;
+  }
+  return null;
+}
+
+/** Whether a Redis answers PING on `port` of 127.0.0.1 within `timeoutMs`. */
+export function redisAnswers(port = 6379, timeoutMs = 500): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    const done = (up: boolean) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(up);
+    };
+    const timer = setTimeout(() => done(false), timeoutMs);
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.once('data', (chunk) => done(chunk.toString('latin1').startsWith('+PONG')));
+    socket.once('error', () => done(false));
+  });
+}
