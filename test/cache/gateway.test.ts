@@ -95,7 +95,7 @@ function fresh(label: string): string {
   return `${label} number ${serial} at ${process.pid}`;
 }
 
-const upstreamCalls = (m: MockProvider = mock): number => m.stats().recent.length;
+const upstreamCalls = (m: MockProvider = mock): number => m.stats().total;
 
 async function chatRaw(key: string, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<Response> {
   return fetch(`${gw.url}/v1/chat/completions`, {

@@ -1,5 +1,4 @@
-import { randomBytes } from 'node:crypto';
-import { type CacheEntry, type Fresh, replayEvents, replayWhole } from '../../cache/index.js';
+import { type CacheEntry, freshIds, replayEvents, replayWhole } from '../../cache/index.js';
 import { admitCached } from '../admission.js';
 import type { RoutedRequest } from '../stage.js';
 import { outcome } from './outcome.js';
@@ -84,26 +83,4 @@ function write(
     return;
   }
   done(null);
-}
-
-/** New ids for the replayed answer, in each protocol's own prefix style, and the time now. */
-function freshIds(): Fresh {
-  return {
-    nowS: Math.floor(Date.now() / 1000),
-    id(kind) {
-      const tail = randomBytes(12).toString('hex');
-      switch (kind) {
-        case 'chatcmpl':
-          return `chatcmpl-${tail}`;
-        case 'cmpl':
-          return `cmpl-${tail}`;
-        case 'msg':
-          return `msg_${tail}`;
-        case 'resp':
-          return `resp_${tail}`;
-        case 'item':
-          return `msg_${tail}`;
-      }
-    },
-  };
 }

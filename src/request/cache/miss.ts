@@ -60,7 +60,12 @@ export class MissSlot implements AnswerCacheSlot {
   }
 
   attempt(): AnswerTransform {
-    const capture = new AnswerCapture(this.#s.maxEntryBytes);
+    const request = this.#r.request;
+    const capture = new AnswerCapture({
+      operation: request.operation as CacheEntry['operation'],
+      protocol: request.operation === 'responses' ? 'responses' : request.protocol,
+      maxBytes: this.#s.maxEntryBytes,
+    });
     this.#capture = capture;
     return {
       body(status, body) {
