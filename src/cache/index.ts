@@ -10,12 +10,4 @@ export { type CachedOperation, type CachedProtocol, type CacheEntry, type EntryO
 export { MemoryCacheStore, type MemoryCacheStoreOptions } from './memory-store.js';
 export { type CacheRedisTls, RedisCacheStore, type RedisCacheStoreOptions } from './redis-store.js';
 export { type CacheStore, CacheStoreError, type DropFilter } from './store.js';
-export {
-  cosineSimilarity,
-  cosineWithNorms,
-  vectorFromBase64,
-  vectorFromBytes,
-  vectorNorm,
-  vectorToBase64,
-  vectorToBytes,
-} from './vector.js';
+export { cosineSimilarity, vectorFromBase64, vectorToBase64 } from './vector.js';

@@ -65,6 +65,18 @@ describe('redis cache store', () => {
     assert.ok(ttl > 0 && ttl <= 600_000, `vector ttl ${ttl}`);
   });
 
+  it('a vector added right after an unawaited put is noted in its entry, so that a drop removes it', async () => {
+    const prefix = `${RUN_PREFIX}order:`;
+    const store = await open(prefix);
+    const e = entry('order', { createdAtMs: Date.now() });
+    const stored = store.put(e);
+    await store.addVector('ctx', e.key, Float32Array.from([1, 0]), 600, 10);
+    await stored;
+    assert.equal(await admin.hget(`${prefix}cache:e:${e.key}`, 'ctx'), 'ctx');
+    assert.equal(await store.drop({}), 1);
+    assert.equal(await admin.exists(`${prefix}cache:v:ctx`, `${prefix}cache:vz:ctx`), 0);
+  });
+
   it('a record of another format is a miss; a record that is not JSON fails with CacheStoreError', async () => {
     const prefix = `${RUN_PREFIX}records:`;
     const store = await open(prefix);

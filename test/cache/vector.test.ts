@@ -8,7 +8,7 @@ import {
   vectorNorm,
   vectorToBase64,
   vectorToBytes,
-} from '../../src/cache/index.js';
+} from '../../src/cache/vector.js';
 
 const vec = (...xs: number[]): Float32Array => Float32Array.from(xs);
 
