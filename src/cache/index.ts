@@ -10,13 +10,5 @@ export { type CachedOperation, type CachedProtocol, type CacheEntry, type EntryO
 export { MemoryCacheStore, type MemoryCacheStoreOptions } from './memory-store.js';
 export { type CacheRedisTls, RedisCacheStore, type RedisCacheStoreOptions } from './redis-store.js';
 export { type CacheStore, CacheStoreError, type DropFilter } from './store.js';
-export {
-  cosineSimilarity,
-  cosineWithNorms,
-  vectorFromBase64,
-  vectorFromBytes,
-  vectorNorm,
-  vectorToBase64,
-  vectorToBytes,
-} from './vector.js';
 export { DEFAULTS, KEY_HEADERS, KEY_PARTS, type KeyInput, type KeyPart, keyBody, keyTableMarkdown, LEFT_OUT, type RequestKey, requestKey } from './key.js';
+export { cosineSimilarity, vectorFromBase64, vectorToBase64 } from './vector.js';
