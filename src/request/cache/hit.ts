@@ -57,9 +57,7 @@ function write(
   ];
   if (similarity !== null) headers.push('x-switchyard-cache-similarity', similarity.toFixed(4));
   for (const v of limits) headers.push(v);
-  x.cacheLooked(
-    outcome('hit', request.model, entry.key, { similarity, savedMicroUsd: entry.costMicroUsd, origin: entry.origin }),
-  );
+  x.cacheLooked(outcome('hit', request.model, entry.key, { similarity, savedMicroUsd: entry.costMicroUsd, origin: entry.origin }));
   const fresh = freshIds();
   try {
     if (request.stream) {
