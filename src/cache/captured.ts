@@ -123,24 +123,20 @@ export class AnswerCapture {
       this.#pending = '';
       return;
     }
-    const checks = this.#checks;
-    if (!this.#toolCalls && checks.tool?.test(text)) this.#toolCalls = true;
-    if (!this.#ended && checks.end.test(text)) this.#ended = true;
-    if (!this.#failed && checks.failure?.test(text)) this.#failed = true;
     const from = this.#events.length;
-    this.#cut(text);
-    if (this.#options.protocol === 'openai' && !this.#failed && text.includes('"error"')) this.#findError(from);
+    this.#judge(this.#cut(text), from);
   }
 
   result(): CapturedAnswer {
     const form = this.#form ?? 'whole';
-    const kept = this.#oversize
-      ? {}
-      : form === 'whole'
-        ? this.#body === undefined
-          ? {}
-          : { body: this.#body }
-        : { events: this.#eventList() };
+    // A last event that came without its blank line is judged at the end, once.
+    if (form === 'stream' && !this.#oversize && this.#pending.trim() !== '') {
+      this.#events.push(`${this.#pending.replace(/[\r\n]+$/, '')}\n\n`);
+      this.#pending = '';
+      this.#judge(this.#events.at(-1) as string, this.#events.length - 1);
+    }
+    let kept: { body?: string; events?: readonly string[] } = {};
+    if (!this.#oversize) kept = form === 'stream' ? { events: this.#events } : this.#body === undefined ? {} : { body: this.#body };
     return {
       form,
       ...kept,
@@ -157,8 +153,24 @@ export class AnswerCapture {
     this.#form = form;
   }
 
-  /** Cuts the held text and this piece into whole events; a last line end that may be half a CRLF waits for the next piece. */
-  #cut(text: string): void {
+  /**
+   * Judges whole events (their text, from the event at `from` on) by the protocol's string
+   * checks: each byte is checked once, when the event it belongs to is whole, so a piece
+   * that ends inside a member name cannot hide it.
+   */
+  #judge(text: string, from: number): void {
+    const checks = this.#checks;
+    if (!this.#toolCalls && checks.tool?.test(text)) this.#toolCalls = true;
+    if (!this.#ended && checks.end.test(text)) this.#ended = true;
+    if (!this.#failed && checks.failure?.test(text)) this.#failed = true;
+    if (this.#options.protocol === 'openai' && !this.#failed && text.includes('"error"')) this.#findError(from);
+  }
+
+  /**
+   * Cuts the held text and this piece into whole events, and answers their text; a last
+   * line end that may be half a CRLF waits for the next piece.
+   */
+  #cut(text: string): string {
     const all = this.#pending + text;
     let start = 0;
     BLANK_LINE.lastIndex = 0;
@@ -169,11 +181,7 @@ export class AnswerCapture {
       start = end;
     }
     this.#pending = all.slice(start);
-  }
-
-  /** The kept events, with a last one that came without its blank line made whole. */
-  #eventList(): string[] {
-    return this.#pending.trim() === '' ? this.#events : [...this.#events, `${this.#pending.replace(/[\r\n]+$/, '')}\n\n`];
+    return all.slice(0, start);
   }
 
   /** Reads the new events that mention an error: OpenAI's error chunk has `error` at its top level. */
