@@ -46,26 +46,32 @@ export interface AskOptions {
   readonly tool?: boolean;
   /** OpenAI: `stream_options.include_usage`. */
   readonly includeUsage?: boolean;
+  /** Ask for the model's reasoning (OpenAI `reasoning_effort`, Anthropic `thinking`, a Responses reasoning summary). */
+  readonly reasoning?: boolean;
 }
 
 function requestBody(c: AnswerCase, o: AskOptions): Record<string, unknown> {
   const words = o.tool === true ? 'use the weather tool for Oslo' : `say: ${SAID}`;
   const stream = o.stream === true ? { stream: true } : {};
   const usage = o.includeUsage === true ? { stream_options: { include_usage: true } } : {};
+  const think = o.reasoning === true;
   switch (c) {
     case 'chat': {
       const tools = o.tool === true ? { tools: [{ type: 'function', function: { name: 'weather', parameters: WEATHER_SCHEMA } }] } : {};
-      return { model: 'm', messages: [{ role: 'user', content: words }], ...tools, ...stream, ...usage };
+      const reasoning = think ? { reasoning_effort: 'low' } : {};
+      return { model: 'm', messages: [{ role: 'user', content: words }], ...tools, ...reasoning, ...stream, ...usage };
     }
     case 'messages': {
       const tools = o.tool === true ? { tools: [{ name: 'weather', input_schema: WEATHER_SCHEMA }] } : {};
-      return { model: 'm', max_tokens: 512, messages: [{ role: 'user', content: words }], ...tools, ...stream };
+      const thinking = think ? { thinking: { type: 'enabled', budget_tokens: 1024 } } : {};
+      return { model: 'm', max_tokens: 2048, messages: [{ role: 'user', content: words }], ...tools, ...thinking, ...stream };
     }
     case 'completions':
       return { model: 'm', prompt: words, ...stream, ...usage };
     case 'responses': {
       const tools = o.tool === true ? { tools: [{ type: 'function', name: 'weather', parameters: WEATHER_SCHEMA }] } : {};
-      return { model: 'm', input: words, store: false, ...tools, ...stream };
+      const reasoning = think ? { reasoning: { effort: 'low', summary: 'auto' } } : {};
+      return { model: 'm', input: words, store: false, ...tools, ...reasoning, ...stream };
     }
     case 'embeddings':
       return { model: 'm', input: SAID };

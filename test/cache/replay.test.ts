@@ -248,6 +248,62 @@ describe('replaying a cached answer', { timeout: 120_000 }, () => {
     }
   });
 
+  it("the model's reasoning survives either way, Anthropic's thinking with its signature", async () => {
+    const reasoningOf = (c: AnswerCase, body: string): unknown => {
+      const b = JSON.parse(body);
+      if (c === 'chat') return b.choices[0].message.reasoning_content;
+      if (c === 'messages') return b.content.filter((x: any) => x.type === 'thinking').map((x: any) => [x.thinking, x.signature]);
+      return b.output.filter((i: any) => i.type === 'reasoning').map((i: any) => i.summary.map((p: any) => p.text));
+    };
+    for (const c of WITH_TOOLS) {
+      const whole = await ask(mock, c, { reasoning: true });
+      const expected = reasoningOf(c, whole);
+      assert.ok(JSON.stringify(expected).includes('Thinking about it.'), `${c}: ${JSON.stringify(expected)}`);
+      const stream = await ask(mock, c, { stream: true, reasoning: true, includeUsage: true });
+      assert.deepEqual(reasoningOf(c, replayWhole(entryOf(c, 'stream', stream), fresh())), expected, `${c}, a stream replayed whole`);
+      const events = replayEvents(entryOf(c, 'whole', whole, usageOfWhole(c, whole)), fresh());
+      assert.deepEqual(
+        reasoningOf(c, replayWhole(entryOf(c, 'stream', events.join('')), fresh())),
+        expected,
+        `${c}, a whole answer streamed`,
+      );
+    }
+  });
+
+  it('an OpenAI answer of several choices keeps each apart, whole or streamed', () => {
+    const chunk = (choices: unknown[], usage?: unknown) =>
+      `data: ${JSON.stringify({ id: 'chatcmpl-n2', object: 'chat.completion.chunk', created: 1, model: 'm', choices, ...(usage ? { usage } : {}) })}\n\n`;
+    const delta = (index: number, content: string, finish: string | null = null) => ({
+      index,
+      delta: { content },
+      logprobs: null,
+      finish_reason: finish,
+    });
+    const stream = [
+      chunk([delta(0, 'Red '), delta(1, 'Blue ')]),
+      chunk([delta(1, 'sky.')]),
+      chunk([delta(0, 'rose.', 'stop')]),
+      chunk([delta(1, '', 'length')]),
+      chunk([], { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 }),
+      'data: [DONE]\n\n',
+    ].join('');
+    const whole = JSON.parse(replayWhole(entryOf('chat', 'stream', stream), fresh()));
+    assert.deepEqual(
+      whole.choices.map((c: any) => [c.index, c.message.content, c.finish_reason]),
+      [
+        [0, 'Red rose.', 'stop'],
+        [1, 'Blue sky.', 'length'],
+      ],
+    );
+    const events = replayEvents(entryOf('chat', 'whole', JSON.stringify(whole)), fresh(), { includeUsage: true });
+    const again = JSON.parse(replayWhole(entryOf('chat', 'stream', events.join('')), fresh()));
+    assert.deepEqual(
+      again.choices.map((c: any) => [c.index, c.message.content, c.finish_reason]),
+      whole.choices.map((c: any) => [c.index, c.message.content, c.finish_reason]),
+    );
+    assert.equal(again.usage.total_tokens, 7);
+  });
+
   it("the usage-only chunk follows the client's stream_options, not the stored stream's", async () => {
     const usageChunks = (events: readonly string[]) =>
       dataOf(events).filter((d: any) => d !== '[DONE]' && d.choices.length === 0 && d.usage != null) as any[];
