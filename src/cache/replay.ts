@@ -8,8 +8,11 @@ import { type Fresh, IdMap, renamedResponse } from './fresh-ids.js';
 
 // A hit's answer, written from the entry in the form the request asks for. In the form it
 // was stored in, it is the stored answer with fresh ids and a fresh clock, byte for byte
-// otherwise; in the other form it is rebuilt: a stream assembled into the whole answer, or
-// a whole answer streamed. Pure: the ids and the time come in through `Fresh`.
+// otherwise (a Response object is re-serialised: the same in value); in the other form it
+// is rebuilt: a stream assembled into the whole answer, or a whole answer streamed. Pure:
+// the ids and the time come in through `Fresh`. An entry that cannot be replayed (a body
+// that is not JSON, a stream without its whole Response, embeddings asked as a stream) is
+// a TypeError, which the caller answers as a miss.
 
 export { type Fresh, type FreshIdKind, freshIds } from './fresh-ids.js';
 
