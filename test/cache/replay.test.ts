@@ -396,6 +396,28 @@ describe('the official SDKs read a replayed stream', { timeout: 120_000 }, () =>
     }
   });
 
+  it("the Anthropic SDK reads a replayed thinking block with its signature, and the OpenAI SDK a Response's reasoning", async () => {
+    const message = await ask(mock, 'messages', { reasoning: true });
+    const thinking = JSON.parse(message).content[0];
+    for (const entry of [
+      entryOf('messages', 'whole', message),
+      entryOf('messages', 'stream', await ask(mock, 'messages', { stream: true, reasoning: true })),
+    ]) {
+      server.reply = { events: replayEvents(entry, fresh()) };
+      const final = await anthropic.messages
+        .stream({ model: 'm', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] })
+        .finalMessage();
+      assert.deepEqual(final.content[0], thinking, entry.form);
+      assert.deepEqual(final.content[1], { type: 'text', text: SAID });
+    }
+    const response = await ask(mock, 'responses', { reasoning: true });
+    server.reply = { events: replayEvents(entryOf('responses', 'whole', response), fresh()) };
+    const final = await openai.responses.stream({ model: 'm', input: 'hi' }).finalResponse();
+    const reasoning = final.output.find((i) => i.type === 'reasoning');
+    assert.deepEqual(reasoning?.type === 'reasoning' && reasoning.summary, JSON.parse(response).output[0].summary);
+    assert.equal(final.output_text, SAID);
+  });
+
   it('the OpenAI SDK reads a replayed completion stream', async () => {
     for (const entry of await bothForms('completions')) {
       server.reply = { events: replayEvents(entry, fresh(), { includeUsage: true }) };
