@@ -58,13 +58,37 @@ describe('the cache key', () => {
   });
 
   it('gives the semantic context without the last user turn, and counts user turns but not a system prompt', () => {
-    const a = requestKey(input({ ...base, messages: [{ role: 'system', content: 'S' }, { role: 'user', content: 'What is X?' }] }));
-    const b = requestKey(input({ ...base, messages: [{ role: 'system', content: 'S' }, { role: 'user', content: 'x is what' }] }));
+    const a = requestKey(
+      input({
+        ...base,
+        messages: [
+          { role: 'system', content: 'S' },
+          { role: 'user', content: 'What is X?' },
+        ],
+      }),
+    );
+    const b = requestKey(
+      input({
+        ...base,
+        messages: [
+          { role: 'system', content: 'S' },
+          { role: 'user', content: 'x is what' },
+        ],
+      }),
+    );
     assert.notEqual(a.key, b.key);
     assert.equal(a.semantic?.context, b.semantic?.context);
     assert.equal(a.semantic?.text, 'What is X?');
     assert.equal(a.userTurns, 1);
-    const c = requestKey(input({ ...base, messages: [{ role: 'system', content: 'T' }, { role: 'user', content: 'What is X?' }] }));
+    const c = requestKey(
+      input({
+        ...base,
+        messages: [
+          { role: 'system', content: 'T' },
+          { role: 'user', content: 'What is X?' },
+        ],
+      }),
+    );
     assert.notEqual(c.semantic?.context, a.semantic?.context, 'another system prompt is another context');
     const image = requestKey(
       input({ ...base, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:,' } }] }] }),

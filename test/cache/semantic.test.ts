@@ -129,13 +129,16 @@ describe('the books', { timeout: 60_000 }, () => {
     let rows: Array<Record<string, unknown>> = [];
     for (let i = 0; i < 50; i++) {
       const page = await v1(gw.adminUrl as string, 'GET', 'usage/requests?limit=1000', { token: ADMIN });
-      rows = (page.body.data ?? page.body.items ?? []) as Array<Record<string, unknown>>;
+      assert.equal(page.status, 200, page.text);
+      rows = page.body.rows as Array<Record<string, unknown>>;
       if (rows.some((r) => r.request_id === `hit-${n}`)) break;
       await new Promise((r) => setTimeout(r, 100));
     }
     const miss = rows.find((r) => r.request_id === `miss-${n}`);
     const hit = rows.find((r) => r.request_id === `hit-${n}`);
-    const embeddings = rows.filter((r) => String(r.request_id).startsWith(`miss-${n}.cache`) || String(r.request_id).startsWith(`hit-${n}.cache`));
+    const embeddings = rows.filter(
+      (r) => String(r.request_id).startsWith(`miss-${n}.cache`) || String(r.request_id).startsWith(`hit-${n}.cache`),
+    );
     assert.ok(miss !== undefined && hit !== undefined, JSON.stringify(rows.slice(-5)));
     assert.equal(miss.cache, 'miss');
     assert.ok(Number(miss.cost_usd) > 0);
@@ -160,7 +163,8 @@ describe('the books', { timeout: 60_000 }, () => {
 describe('more clients and endpoints', { timeout: 60_000 }, () => {
   it('the Responses API is cached with store: false, and bypassed without it', async () => {
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
-    const input = `Name a colour ${nonce()}`;
+    // A long answer, so that a stream built from the whole entry has several deltas.
+    const input = `say: name a colour ${nonce()}, and then say a sentence long enough to be cut into several deltas`;
     const first = await client.responses.create({ model: 'cached', input, store: false }).withResponse();
     const second = await client.responses.create({ model: 'cached', input, store: false }).withResponse();
     assert.equal(first.response.headers.get('x-switchyard-cache'), 'miss');
