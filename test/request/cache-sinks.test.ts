@@ -201,7 +201,7 @@ describe('the record sinks report the response cache', () => {
     assert.doesNotMatch(text, /switchyard_cache_saved_usd_total\{/, 'an unpriced hit saved nothing it can count');
     // Rows of the same millisecond come back in request-id order: compare them by id.
     assert.deepEqual(
-      [...rows].sort((a, b) => a.requestId.localeCompare(b.requestId)).map((r) => [r.requestId, r.cache, r.savedMicroUsd]),
+      [...rows].sort((a, b) => String(a.requestId).localeCompare(String(b.requestId))).map((r) => [r.requestId, r.cache, r.savedMicroUsd]),
       [
         ['req-bypass', 'bypass', 0],
         ['req-error', 'error', 0],
