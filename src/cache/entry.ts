@@ -53,7 +53,19 @@ export interface NearestMatch {
   readonly similarity: number;
 }
 
-/** The size an entry is counted at (max_entry_bytes, max_bytes, `switchyard_cache_bytes`): its JSON's UTF-8 bytes. */
+/**
+ * The size an entry is counted at (max_entry_bytes, max_bytes, `switchyard_cache_bytes`):
+ * the UTF-8 bytes of its answer (body or events) and its names, plus a fixed allowance for
+ * the rest of the record. Not its JSON's exact length (that would stringify the whole answer
+ * once more on every store); within a few hundred bytes of it, more for text JSON escapes.
+ */
 export function entryBytes(entry: CacheEntry): number {
-  return Buffer.byteLength(JSON.stringify(entry));
+  let bytes = ENTRY_OVERHEAD_BYTES + entry.key.length + Buffer.byteLength(entry.route) + Buffer.byteLength(entry.team);
+  if (entry.body !== undefined) bytes += Buffer.byteLength(entry.body);
+  if (entry.events !== undefined) for (const e of entry.events) bytes += Buffer.byteLength(e) + 3;
+  const o = entry.origin;
+  return bytes + Buffer.byteLength(o.provider) + Buffer.byteLength(o.model) + Buffer.byteLength(o.candidate);
 }
+
+/** The record's fixed members (version, form, times, usage, cost) and their names, generously. */
+const ENTRY_OVERHEAD_BYTES = 384;

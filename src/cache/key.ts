@@ -1,8 +1,8 @@
 import { hash } from 'node:crypto';
-import canonicalize from 'canonicalize';
 import type { CachedOperation, CachedProtocol } from './entry.js';
 
-// The key of a cached answer: SHA-256 over the RFC 8785 canonical JSON of everything that
+// The key of a cached answer: SHA-256 over the canonical JSON (members sorted by name at
+// every level, so key order never matters) of everything that
 // decides what the answer says, and nothing else. The request's body counts whole (key
 // order does not: JCS sorts it), less the fields that never change the answer, with each
 // field that equals its documented default left out (so `n: 1` and no `n` are one key);
@@ -104,12 +104,15 @@ export interface RequestKey {
   readonly userTurns: number;
 }
 
-/** The exact key of a request and, where it has one, its semantic context and last user turn. */
-export function requestKey(input: KeyInput): RequestKey {
+/**
+ * The exact key of a request and, with `semantic` (a route in semantic mode), its semantic
+ * context and last user turn, where it has one.
+ */
+export function requestKey(input: KeyInput, semantic = true): RequestKey {
   const body = keyBody(input.operation, input.protocol, input.body);
   const key = digest({ ...head(input), body });
-  const turn = lastUserTurn(input.operation, input.protocol, body);
-  if (turn === null) return { key, semantic: null, userTurns: userTurns(input.operation, input.protocol, body) };
+  const turn = semantic ? lastUserTurn(input.operation, input.protocol, body) : null;
+  if (turn === null) return { key, semantic: null, userTurns: semantic ? userTurns(input.operation, input.protocol, body) : 0 };
   return {
     key,
     semantic: { context: digest({ ...head(input), body: turn.without, semantic: true }), text: turn.text },
@@ -131,9 +134,31 @@ function head(input: KeyInput): Record<string, unknown> {
 }
 
 function digest(value: unknown): string {
-  const text = canonicalize(value);
-  if (text === undefined) throw new TypeError('the request cannot be put in canonical form');
-  return hash('sha256', text, 'hex');
+  return hash('sha256', canonicalJson(value), 'hex');
+}
+
+/**
+ * JSON with every object's members sorted by name, at every level: one text per value,
+ * whatever order its members came in. (A parsed body holds only JSON values.)
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i++) out += `${i === 0 ? '' : ','}${canonicalJson(value[i])}`;
+    return `${out}]`;
+  }
+  const record = value as Record<string, unknown>;
+  const names = Object.keys(record).sort();
+  let out = '{';
+  let first = true;
+  for (const name of names) {
+    const v = record[name];
+    if (v === undefined) continue;
+    out += `${first ? '' : ','}${JSON.stringify(name)}:${canonicalJson(v)}`;
+    first = false;
+  }
+  return `${out}}`;
 }
 
 /** The body as the key sees it: the left-out fields and the defaults removed, `model` too (the route stands for it). */

@@ -48,16 +48,19 @@ export const cacheStage: Stage = (next) => (r, done) => {
     return next(withSlot(r, BYPASS), done);
   }
   const s = settings as CacheSettings;
-  const keyed = requestKey({
-    operation: request.operation as CachedOperation,
-    protocol: protocolOf(request),
-    route: request.model,
-    scope: scopeOf(s, request),
-    namespace: controls.namespace,
-    body: request.parsed,
-    headers: keyHeaders(x),
-    guardrails: guardrailsOf(request),
-  });
+  const keyed = requestKey(
+    {
+      operation: request.operation as CachedOperation,
+      protocol: protocolOf(request),
+      route: request.model,
+      scope: scopeOf(s, request),
+      namespace: controls.namespace,
+      body: request.parsed,
+      headers: keyHeaders(x),
+      guardrails: guardrailsOf(request),
+    },
+    s.mode === 'semantic',
+  );
   const look = new Lookup(r, s, controls, keyed, next, done);
   look.start();
 };
