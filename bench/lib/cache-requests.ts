@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
+import { Redis } from 'ioredis';
 import type { MockProcess } from './fleet.js';
 
 // The requests the cache scenario sends, and the checks that a cached route answers them as
@@ -68,4 +69,20 @@ export function redisAnswers(port = 6379, timeoutMs = 500): Promise<boolean> {
     socket.once('data', (chunk) => done(chunk.toString('latin1').startsWith('+PONG')));
     socket.once('error', () => done(false));
   });
+}
+
+/** Deletes every key under `prefix`: what a run's gateways left in Redis. */
+export async function dropRedisKeys(url: string, prefix: string): Promise<void> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      if (keys.length > 0) await redis.unlink(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
 }
