@@ -335,6 +335,8 @@ async function buildServices(
   const ledger = await startLedger(database, config, logger, metrics);
   const responseStore = buildResponseStore(config, database.database, logger, options.env ?? process.env);
   const cache = buildCacheStore(config, logger, options.env ?? process.env);
+  // switchyard_cache_bytes: read from the store at each scrape.
+  metrics.cacheBytes = () => cache.bytes();
   const auth = new JwtAuthority({
     fetched: (issuer, result, d) => {
       metrics.jwksFetches.inc({ issuer, result, reason: d.reason });
