@@ -58,6 +58,9 @@ const allowed: Record<string, readonly string[]> = {
   // Guardrails: pure checks on canonical text, reading only their config's types and the
   // canonical form (providers/). request/ composes them into stages and transforms.
   guardrails: ['config', 'providers'],
+  // The response cache's entries, key and stores, and the replay of an entry in the client's
+  // protocol through the canonical form (providers/). request/ looks up and stores.
+  cache: ['providers'],
   // The request path: from an admitted caller to its record. It reads the generation (live/),
   // routes (routing/), relays (providers/), admits and bills (governance/), audits and
   // records; it never reaches the listeners or the composition root (server/).
@@ -76,6 +79,7 @@ const allowed: Record<string, readonly string[]> = {
     'responses',
     'auth',
     'guardrails',
+    'cache',
   ],
   server: [
     'config',
@@ -95,6 +99,7 @@ const allowed: Record<string, readonly string[]> = {
     'responses',
     'auth',
     'guardrails',
+    'cache',
   ],
   // cli/ holds the subcommands; it may import every folder's surface.
   cli: [

@@ -5,18 +5,23 @@
 // (types only, the usage an entry reports) and nothing else; request/ looks up and stores,
 // server/ builds the store once at start. See docs/decisions/0041-response-cache.md.
 
+export { AnswerCapture, type AnswerCaptureOptions, type CapturedAnswer } from './captured.js';
 export { type CacheStoreDeps, type CacheStoreSettings, createCacheStore } from './create-store.js';
 export { type CachedOperation, type CachedProtocol, type CacheEntry, type EntryOrigin, entryBytes, type NearestMatch } from './entry.js';
+export {
+  DEFAULTS,
+  KEY_HEADERS,
+  KEY_PARTS,
+  type KeyInput,
+  type KeyPart,
+  keyBody,
+  keyTableMarkdown,
+  LEFT_OUT,
+  type RequestKey,
+  requestKey,
+} from './key.js';
 export { MemoryCacheStore, type MemoryCacheStoreOptions } from './memory-store.js';
 export { type CacheRedisTls, RedisCacheStore, type RedisCacheStoreOptions } from './redis-store.js';
+export { type Fresh, type FreshIdKind, freshIds, REPLAY_CONTENT_TYPE, type ReplayOptions, replayEvents, replayWhole } from './replay.js';
 export { type CacheStore, CacheStoreError, type DropFilter } from './store.js';
-export {
-  cosineSimilarity,
-  cosineWithNorms,
-  vectorFromBase64,
-  vectorFromBytes,
-  vectorNorm,
-  vectorToBase64,
-  vectorToBytes,
-} from './vector.js';
-export { DEFAULTS, KEY_HEADERS, KEY_PARTS, type KeyInput, type KeyPart, keyBody, keyTableMarkdown, LEFT_OUT, type RequestKey, requestKey } from './key.js';
+export { cosineSimilarity, vectorFromBase64, vectorToBase64 } from './vector.js';

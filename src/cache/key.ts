@@ -30,7 +30,10 @@ export const KEY_PARTS: readonly KeyPart[] = Object.freeze([
     part: 'headers',
     what: '`anthropic-beta`, `anthropic-version` and `openai-beta`, as sent (they change what a provider answers)',
   },
-  { part: 'guardrails', what: "the names and settings of the guardrails the request runs (a changed guardrail never replays an answer it did not check)" },
+  {
+    part: 'guardrails',
+    what: 'the names and settings of the guardrails the request runs (a changed guardrail never replays an answer it did not check)',
+  },
 ]);
 
 /** Body fields that never change the answer: left out of the key, with why. */
@@ -41,7 +44,7 @@ export const LEFT_OUT: Readonly<Record<string, string>> = Object.freeze({
   metadata: "tags for the provider's logs (Anthropic's user_id, OpenAI's metadata)",
   safety_identifier: "an end-user id for the provider's abuse tracking",
   prompt_cache_key: "a hint for the provider's own prompt cache",
-  service_tier: 'the provider\'s latency tier, not the answer',
+  service_tier: "the provider's latency tier, not the answer",
   store: 'a Responses request is cached only with `store: false`',
 });
 

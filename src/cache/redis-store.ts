@@ -123,22 +123,19 @@ export class RedisCacheStore implements CacheStore {
     return typeof entry === 'object' && entry !== null && entry.v === 1 ? entry : null;
   }
 
-  // No await before the script is sent: an addVector called right after (even unawaited)
-  // runs after it on the one connection, and so finds the entry to note its context in.
-  put(entry: CacheEntry): Promise<void> {
+  // The script is sent before put's first await: an addVector called right after (even
+  // unawaited) runs after it on the one connection, and so finds the entry to note its context in.
+  async put(entry: CacheEntry): Promise<void> {
     const expiresAtMs = entry.createdAtMs + entry.ttlS * 1000;
-    const data = JSON.stringify(entry);
     const keys = [this.#entryKey(entry.key), this.#key('exp'), this.#key('size'), this.#key('bytes')];
-    return this.#call(() => this.#redis.syCachePut(...keys, entry.key, entry.route, entry.team, entryBytes(entry), data, expiresAtMs)).then(
-      () => undefined,
-    );
+    const data = JSON.stringify(entry);
+    await this.#call(() => this.#redis.syCachePut(...keys, entry.key, entry.route, entry.team, entryBytes(entry), data, expiresAtMs));
   }
 
-  addVector(context: string, key: string, vector: Float32Array, ttlS: number, maxEntries: number): Promise<void> {
+  async addVector(context: string, key: string, vector: Float32Array, ttlS: number, maxEntries: number): Promise<void> {
     const keys = [this.#key('v', context), this.#key('vz', context), this.#entryKey(key)];
-    return this.#call(() =>
-      this.#redis.syCacheAddVector(...keys, key, vectorToBytes(vector), Math.max(1, Math.round(ttlS * 1000)), maxEntries, context),
-    ).then(() => undefined);
+    const ttlMs = Math.max(1, Math.round(ttlS * 1000));
+    await this.#call(() => this.#redis.syCacheAddVector(...keys, key, vectorToBytes(vector), ttlMs, maxEntries, context));
   }
 
   async nearest(context: string, vector: Float32Array): Promise<NearestMatch | null> {
@@ -168,6 +165,8 @@ export class RedisCacheStore implements CacheStore {
         dead.push(m.key);
       }
     }
+    // A key found dead may be stored again meanwhile and lose its fresh vector here: it is
+    // then found by its exact key only, until its next store; not worth a script.
     if (dead.length > 0) {
       const vz = this.#key('vz', context);
       await this.#call(() =>

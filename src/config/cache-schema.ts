@@ -70,7 +70,11 @@ export const routeCacheSchema = z.union(
       })
       .superRefine((c, ctx) => {
         if (c.mode === 'semantic' && c.semantic === undefined)
-          ctx.addIssue({ code: 'custom', path: ['semantic'], message: 'is required when mode is "semantic" (its embedding_route at least)' });
+          ctx.addIssue({
+            code: 'custom',
+            path: ['semantic'],
+            message: 'is required when mode is "semantic" (its embedding_route at least)',
+          });
         if (c.mode !== 'semantic' && c.semantic !== undefined)
           ctx.addIssue({ code: 'custom', path: ['semantic'], message: 'only applies when mode is "semantic"' });
       }),

@@ -14,6 +14,7 @@ export {
   type JwtIssuerConfig,
   type PrincipalLimitsConfig,
 } from './auth-schema.js';
+export type { CacheConfig, RouteCacheConfig } from './cache-schema.js';
 export { crossReferenceIssues, responseStoreIssues, routeReferenceIssues, toolReferenceIssues } from './cross-check.js';
 export {
   checkGuardrailReferences,
@@ -37,7 +38,6 @@ export {
   type SecretsGuardrailConfig,
   type WebhookGuardrailConfig,
 } from './guardrails-schema.js';
-export type { CacheConfig, RouteCacheConfig } from './cache-schema.js';
 export { adminTokenRequired, isLoopback, splitHostPort } from './listen-address.js';
 export {
   type ConfigIssue,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { cacheSchema, callerCacheSchema, routeCacheSchema } from './cache-schema.js';
 import { authSchema } from './auth-schema.js';
+import { cacheSchema, callerCacheSchema, routeCacheSchema } from './cache-schema.js';
 import {
   checkGuardrailReferences,
   guardrailAttachmentSchema,

@@ -9,6 +9,7 @@
 // team and key id. See docs/decisions/0009-governance-limits-and-budgets.md.
 
 export { compileModelAllowList, type ModelAllowList } from './allow-list.js';
+export { admitCachedAnswer, type CachedAdmission } from './cached-answer.js';
 export { anchoredClock, governanceNow } from './clock.js';
 export { createGovernanceStore, type StoreHooks, type StoreSettings } from './create-store.js';
 export {
@@ -97,7 +98,6 @@ export {
   type StoreHealth,
   type UnbookedReason,
 } from './store-error-policy.js';
-export { admitCachedAnswer, type CachedAdmission } from './cached-answer.js';
 export { admitToolCall, checkTool, finishToolCall, mayUseTool, type ToolAdmission } from './tool-calls.js';
 export {
   checkUsage,

@@ -62,7 +62,14 @@ export function restartOnlyWarnings(serving: Generation['config'], next: Generat
   if ((serving.routing.responses?.store ?? 'memory') !== (next.routing.responses?.store ?? 'memory'))
     changed.push('routing.responses.store');
   // The response cache's store is built once, at start: what a request reads of `cache` follows a reload, the store does not.
-  const cacheStore = (c: Generation['config']['cache']) => [c.store, c.redis_url, c.redis_username, c.redis_password, c.redis_tls, c.max_bytes];
+  const cacheStore = (c: Generation['config']['cache']) => [
+    c.store,
+    c.redis_url,
+    c.redis_username,
+    c.redis_password,
+    c.redis_tls,
+    c.max_bytes,
+  ];
   if (!isDeepStrictEqual(cacheStore(serving.cache), cacheStore(next.cache))) changed.push('cache (store settings)');
   const before = serving.routing.overlay;
   const after = next.routing.overlay;

@@ -3,7 +3,7 @@ import type { TokenVerdict } from '../auth/index.js';
 import type { Principal } from '../governance/index.js';
 import type { Generation, Keyring } from '../live/index.js';
 import type { ChatProtocol, Operation, StopSlot } from '../providers/index.js';
-import type { AnswerCacheSlot } from './cache/miss.js';
+import type { AnswerCacheSlot } from './cache/slot.js';
 import type { RequestGuard } from './guardrails/guard.js';
 import { RequestRecord } from './request-record.js';
 import type { ResponsesTurn } from './responses/turn-state.js';

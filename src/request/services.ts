@@ -1,6 +1,6 @@
-import type { CacheStore } from '../cache/index.js';
 import type { AuditWriter } from '../audit/index.js';
 import type { JwtAuthority } from '../auth/index.js';
+import type { CacheStore } from '../cache/index.js';
 import type { PolicedStore } from '../governance/index.js';
 import type { GenerationHolder, KeyringHolder } from '../live/index.js';
 import type { PoolRegistry, TokenSourceRegistry } from '../providers/index.js';

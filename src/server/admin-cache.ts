@@ -38,7 +38,10 @@ export async function serveCacheDrop(store: CacheStore, call: CacheCall, method:
   try {
     deleted = await store.drop({ route, team });
   } catch (err) {
-    throw new SwitchyardError('store_unavailable', `the response cache's store did not answer (${(err as Error).message}); nothing is known to be dropped`);
+    throw new SwitchyardError(
+      'store_unavailable',
+      `the response cache's store did not answer (${(err as Error).message}); nothing is known to be dropped`,
+    );
   }
   send(call.res, 200, { deleted });
 }
@@ -46,6 +49,7 @@ export async function serveCacheDrop(store: CacheStore, call: CacheCall, method:
 function single(query: URLSearchParams, name: string): string | undefined {
   const values = query.getAll(name);
   if (values.length === 0) return undefined;
-  if (values.length > 1 || values[0] === '') throw new SwitchyardError('invalid_request', `parameter "${name}" must be given once, not empty`, name);
+  if (values.length > 1 || values[0] === '')
+    throw new SwitchyardError('invalid_request', `parameter "${name}" must be given once, not empty`, name);
   return values[0];
 }

@@ -18,9 +18,9 @@ import {
   writeTargetOf,
 } from '../managed/index.js';
 import { readBody } from '../request/index.js';
+import { serveCacheDrop } from './admin-cache.js';
 import type { V1Context, V1Request } from './admin-caller.js';
 import { ifMatch, jsonBody, MAX_BODY_BYTES, reloadHeaders, send, sendObject } from './admin-http.js';
-import { serveCacheDrop } from './admin-cache.js';
 import { getKey, listKeys } from './admin-keys.js';
 import { getTeam, listTeams } from './admin-teams.js';
 import { serveUsage } from './admin-usage.js';

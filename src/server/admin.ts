@@ -18,6 +18,7 @@ import {
 } from '../request/index.js';
 import { serveV1 } from './admin-v1.js';
 import { refusal, serveMetrics } from './answers.js';
+import { cacheView } from './cache-view.js';
 import type { DatabaseLink } from './database-link.js';
 import { answered, type Endpoint, EndpointTable } from './endpoints.js';
 import { guardrailsView } from './guardrail-view.js';
@@ -325,6 +326,7 @@ function adminStatus(ctx: AdminContext): Record<string, unknown> {
           })),
     mcp: gen === null ? null : mcpStatus(svc, gen),
     guardrails: gen === null ? [] : guardrailsView(gen.config, svc.keyring.ready ? svc.keyring.current() : null, svc.guardrailStats),
+    cache: gen === null ? null : cacheView(gen.config, svc.cacheStats),
     // The chain head: with it, `audit verify --head SEQ:HASH` later shows whether records after it were cut.
     audit:
       svc.audit === null

@@ -45,11 +45,11 @@ import { FileWatch } from '../watch/index.js';
 import { type AdminContext, createAdminHandler } from './admin.js';
 import { createApiHandler, type TrafficState } from './api.js';
 import { logBreakerTransition } from './breaker-log.js';
+import { buildCacheStore } from './cache-store.js';
 import { DatabaseLink } from './database-link.js';
 import { buildGovernanceStore, GovernanceStoreSettingsError } from './governance-store.js';
 import { OpenExchanges } from './open-exchanges.js';
 import { Reloader, type ReloadResult } from './reload.js';
-import { buildCacheStore } from './cache-store.js';
 import { buildResponseStore, pruneResponses } from './response-store.js';
 
 export interface GatewayOptions {

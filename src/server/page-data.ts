@@ -4,6 +4,7 @@ import { type ExposedTool, policyOf, type Services } from '../request/index.js';
 import type { BreakerState } from '../resilience/index.js';
 import type { RoutableCandidate } from '../routing/index.js';
 import { type RecentModel, SLOT_MS, type TrafficPoint } from '../telemetry/index.js';
+import { cacheView } from './cache-view.js';
 import { guardrailsView } from './guardrail-view.js';
 import type { ReloadResult } from './reload.js';
 
@@ -127,6 +128,7 @@ export function pageData(ctx: PageContext, nowMs: number): Record<string, unknow
     models: gen === null ? [] : modelsView(gen, svc, svc.recent.models(nowMs, RECENT_MS)),
     tools: gen === null ? [] : toolsView(gen, svc, svc.mcp.recent.models(nowMs, RECENT_MS)),
     guardrails: gen === null ? [] : guardrailsView(gen.config, keyring, svc.guardrailStats),
+    cache: gen === null ? null : cacheView(gen.config, svc.cacheStats),
     mcp:
       gen === null
         ? null

@@ -520,6 +520,65 @@ function renderGuardrails(d) {
   );
 }
 
+/** A route's lookups of one team: hits, misses, hit rate and savings; the title has the other results. */
+function cacheRow(route, mode, l) {
+  return el(
+    'tr',
+    { 'data-cache-route': route, 'data-cache-team': l.team },
+    el('td', { class: 'mono', text: route }),
+    el('td', { text: mode ?? 'off' }),
+    el('td', { class: 'mono', text: l.team }),
+    el('td', { class: 'num', 'data-result': 'hit', text: num(l.lookups.hit) }),
+    el('td', { class: 'num', 'data-result': 'miss', text: num(l.lookups.miss) }),
+    el('td', {
+      class: 'num',
+      title: `refreshed ${l.lookups.refresh}, bypassed ${l.lookups.bypass}, store errors ${l.lookups.error}`,
+      text: num(l.lookups.refresh + l.lookups.bypass + l.lookups.error),
+    }),
+    el('td', { class: 'num', text: percent(l.hit_rate) }),
+    el('td', { class: 'num', text: usd(l.saved_usd) }),
+  );
+}
+
+function renderCache(d) {
+  const cache = d.cache ?? null;
+  $('cache-section').hidden = cache === null;
+  if (cache === null) return;
+  $('cache-store').textContent =
+    `(${cache.store === 'redis' ? 'Redis, shared by the fleet' : 'in memory, this replica'}; since the gateway started)`;
+  const rows = cache.lookups.map((l) => cacheRow(l.route, cache.routes[l.route], l));
+  // A route that caches but has had no lookup yet still has its line.
+  for (const [route, mode] of Object.entries(cache.routes)) {
+    if (cache.lookups.some((l) => l.route === route)) continue;
+    rows.push(
+      el(
+        'tr',
+        { 'data-cache-route': route },
+        el('td', { class: 'mono', text: route }),
+        el('td', { text: mode }),
+        el('td', { colspan: 6, class: 'hint', text: 'no lookups yet' }),
+      ),
+    );
+  }
+  replace(
+    'cache',
+    table(
+      null,
+      [
+        ['Route'],
+        ['Mode'],
+        ['Team'],
+        ['Hits', 'num', 'answered from the cache'],
+        ['Misses', 'num', 'looked up, not found: answered by a provider'],
+        ['Other', 'num', 'refreshed (the client asked for a fresh answer), bypassed (not looked up), store errors (answered as misses)'],
+        ['Hit rate', 'num', 'hits over hits, misses, refreshes and errors'],
+        ['Saved', 'num', 'what the hits’ entries cost when they were made'],
+      ],
+      rows,
+    ),
+  );
+}
+
 /** An MCP server's catalog size; '–' for a model provider. */
 function catalogSize(server) {
   if (server === undefined) return '–';
@@ -876,6 +935,7 @@ function render(d) {
   renderTools(d);
   renderProviders(d);
   renderGuardrails(d);
+  renderCache(d);
   renderTeams(d);
   renderManagedSection(d);
   renderReloads(d);

@@ -42,7 +42,7 @@ before(async () => {
     server: { listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', drain_timeout_ms: 2000 },
     providers: {
       oai: { type: 'openai', base_url: mock.baseUrl, timeout_ms: 5000 },
-      anth: { type: 'anthropic', base_url: mock.origin, timeout_ms: 5000 },
+      anth: { type: 'anthropic', base_url: mock.baseUrl, timeout_ms: 5000 },
       flaky: { type: 'openai', base_url: flaky.baseUrl, timeout_ms: 5000 },
       backup: { type: 'openai', base_url: backup.baseUrl, timeout_ms: 5000 },
     },
@@ -51,10 +51,19 @@ before(async () => {
         cached: { cache: exact, candidates: [{ provider: 'oai', model: 'gpt-4o-mini' }] },
         'cached-claude': { cache: exact, candidates: [{ provider: 'anth', model: 'claude-haiku-4-5' }] },
         'cached-translated': { cache: exact, candidates: [{ provider: 'anth', model: 'claude-haiku-4-5' }] },
-        'with-fallback': { cache: exact, candidates: [{ provider: 'flaky', model: 'gpt-4o-mini' }, { provider: 'backup', model: 'gpt-4o-mini' }] },
+        'with-fallback': {
+          cache: exact,
+          candidates: [
+            { provider: 'flaky', model: 'gpt-4o-mini' },
+            { provider: 'backup', model: 'gpt-4o-mini' },
+          ],
+        },
         'fallback-stored': {
           cache: { ...exact, store_fallbacks: true },
-          candidates: [{ provider: 'flaky', model: 'gpt-4o-mini' }, { provider: 'backup', model: 'gpt-4o-mini' }],
+          candidates: [
+            { provider: 'flaky', model: 'gpt-4o-mini' },
+            { provider: 'backup', model: 'gpt-4o-mini' },
+          ],
         },
         'tool-calls-stored': { cache: { ...exact, cache_tool_calls: true }, candidates: [{ provider: 'oai', model: 'gpt-4o-mini' }] },
         embed: { cache: exact, candidates: [{ provider: 'oai', model: 'text-embedding-3-small' }] },
@@ -95,7 +104,7 @@ function fresh(label: string): string {
   return `${label} number ${serial} at ${process.pid}`;
 }
 
-const upstreamCalls = (m: MockProvider = mock): number => m.stats().recent.length;
+const upstreamCalls = (m: MockProvider = mock): number => m.stats().total;
 
 async function chatRaw(key: string, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<Response> {
   return fetch(`${gw.url}/v1/chat/completions`, {
@@ -225,7 +234,7 @@ describe('exact cache', { timeout: 120_000 }, () => {
     const third = await chatRaw(KEYS.a, { model: 'with-fallback', messages: [{ role: 'user', content }] });
     await third.text();
     assert.equal(third.headers.get('x-switchyard-cache'), 'hit');
-    assert.equal(third.headers.get('x-switchyard-provider'), 'flaky', "the hit names the primary, whose answer it is");
+    assert.equal(third.headers.get('x-switchyard-provider'), 'flaky', 'the hit names the primary, whose answer it is');
 
     const stored = fresh('fallback stored');
     flaky.addFault({ mode: 'status', status: 500, count: 1 });
@@ -252,7 +261,9 @@ describe('exact cache', { timeout: 120_000 }, () => {
   });
 
   it('an answer that calls a tool is stored only with cache_tool_calls', async () => {
-    const tools = [{ type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
+    const tools = [
+      { type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } },
+    ];
     const content = fresh('use the weather tool for Paris');
     for (const [model, second] of [
       ['cached', 'miss'],
@@ -281,7 +292,11 @@ describe('exact cache', { timeout: 120_000 }, () => {
 });
 
 describe('streams', { timeout: 120_000 }, () => {
-  async function openaiStream(client: OpenAI, model: string, content: string): Promise<{ text: string; deltas: number; cache: string | null; ids: Set<string> }> {
+  async function openaiStream(
+    client: OpenAI,
+    model: string,
+    content: string,
+  ): Promise<{ text: string; deltas: number; cache: string | null; ids: Set<string> }> {
     const { data: stream, response } = await client.chat.completions
       .create({ model, messages: [{ role: 'user', content }], stream: true, stream_options: { include_usage: true } })
       .withResponse();
@@ -319,12 +334,15 @@ describe('streams', { timeout: 120_000 }, () => {
     const client = openaiAs(KEYS.a);
     const streamedFirst = fresh('streamed first');
     const s = await openaiStream(client, 'cached', streamedFirst);
-    const whole = await client.chat.completions.create({ model: 'cached', messages: [{ role: 'user', content: streamedFirst }] }).withResponse();
+    const whole = await client.chat.completions
+      .create({ model: 'cached', messages: [{ role: 'user', content: streamedFirst }] })
+      .withResponse();
     assert.equal(whole.response.headers.get('x-switchyard-cache'), 'hit');
     assert.equal(whole.data.choices[0]?.message.content, s.text);
     assert.equal(whole.data.choices[0]?.finish_reason, 'stop');
 
-    const wholeFirst = fresh('whole first');
+    // A long answer, so that its replay as a stream has several deltas to cut it into.
+    const wholeFirst = `say: ${fresh('whole first')} and then a sentence long enough to be cut into several deltas by the replay`;
     const w = await client.chat.completions.create({ model: 'cached', messages: [{ role: 'user', content: wholeFirst }] });
     const replayed = await openaiStream(client, 'cached', wholeFirst);
     assert.equal(replayed.cache, 'hit');
@@ -350,12 +368,14 @@ describe('streams', { timeout: 120_000 }, () => {
     assert.notEqual(second.id, first.id);
     assert.ok(deltas > 1, `${deltas} text deltas`);
     assert.equal(second.stop_reason, first.stop_reason);
-    const whole = await client.messages.create({ model: 'cached-claude', max_tokens: 200, messages: [{ role: 'user', content }] }).withResponse();
+    const whole = await client.messages
+      .create({ model: 'cached-claude', max_tokens: 200, messages: [{ role: 'user', content }] })
+      .withResponse();
     assert.equal(whole.response.headers.get('x-switchyard-cache'), 'hit');
     assert.deepEqual(whole.data.content, first.content);
     assert.equal(upstreamCalls() - calls, 1);
 
-    const wholeFirst = fresh('claude whole first');
+    const wholeFirst = `say: ${fresh('claude whole first')} with words enough for a replay to cut into several text deltas`;
     const w = await client.messages.create({ model: 'cached-claude', max_tokens: 200, messages: [{ role: 'user', content: wholeFirst }] });
     let replayedDeltas = 0;
     const replay = client.messages.stream({ model: 'cached-claude', max_tokens: 200, messages: [{ role: 'user', content: wholeFirst }] });

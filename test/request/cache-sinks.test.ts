@@ -199,13 +199,14 @@ describe('the record sinks report the response cache', () => {
     for (const result of ['bypass', 'refresh', 'error', 'hit'])
       assert.match(text, new RegExp(`switchyard_cache_lookups_total\\{route="m",result="${result}"\\} 1`));
     assert.doesNotMatch(text, /switchyard_cache_saved_usd_total\{/, 'an unpriced hit saved nothing it can count');
+    // Rows of the same millisecond come back in request-id order: compare them by id.
     assert.deepEqual(
-      rows.map((r) => [r.cache, r.savedMicroUsd]),
+      [...rows].sort((a, b) => String(a.requestId).localeCompare(String(b.requestId))).map((r) => [r.requestId, r.cache, r.savedMicroUsd]),
       [
-        ['bypass', 0],
-        ['refresh', 0],
-        ['error', 0],
-        ['hit', 0],
+        ['req-bypass', 'bypass', 0],
+        ['req-error', 'error', 0],
+        ['req-refresh', 'refresh', 0],
+        ['req-unpriced', 'hit', 0],
       ],
     );
     const bypass = access.find((l) => l.request_id === 'req-bypass');

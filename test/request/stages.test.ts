@@ -5,6 +5,7 @@ import { type Principal, scopesOf } from '../../src/governance/index.js';
 import type { GenerationCandidate } from '../../src/live/index.js';
 import type { Operation } from '../../src/providers/index.js';
 import { type AttemptRequest, composeAttempt, withBreaker, withCredentialCheck } from '../../src/request/attempt.js';
+import { cacheStage } from '../../src/request/cache/stage.js';
 import { guardInput } from '../../src/request/guardrails/input-stage.js';
 import { operations } from '../../src/request/operations.js';
 import { policyOf } from '../../src/request/policy.js';
@@ -290,8 +291,8 @@ describe('request stages: count_tokens', { timeout: 30_000 }, () => {
     assert.equal(spec.metered, false);
     assert.equal(spec.guarded, false);
     assert.deepEqual(stages.count_tokens, [estimateUnserved]);
-    // The other endpoints run the input guardrails (a route without any passes straight through).
-    for (const op of ['chat', 'embeddings', 'completions', 'responses'] as const) assert.deepEqual(stages[op], [guardInput]);
+    // The other endpoints run the input guardrails, then the response cache (a route without either passes straight through).
+    for (const op of ['chat', 'embeddings', 'completions', 'responses'] as const) assert.deepEqual(stages[op], [guardInput, cacheStage]);
   });
 
   it('when every candidate fails, the operation’s own estimate is written and done(null); no breaker hears of it', async () => {

@@ -9,6 +9,7 @@
 export { ANTHROPIC_ERROR_TYPES, type AnthropicErrorType, anthropicErrorTypeOfClass } from './anthropic-error-types.js';
 export { anthropicRequestToCanonical } from './anthropic-request-reader.js';
 export { type AnthropicRequestOptions, canonicalToAnthropicRequest, DEFAULT_MAX_TOKENS } from './anthropic-request-writer.js';
+export { AnthropicEventDecoder, AnthropicEventEncoder } from './anthropic-stream.js';
 export { AnthropicUsageReader } from './anthropic-usage-reader.js';
 export { type BedrockRequestOptions, canonicalToBedrockRequest, isClaudeModel } from './bedrock-request-writer.js';
 export { bedrockPart, bedrockResponseToCanonical } from './bedrock-response.js';
@@ -26,6 +27,7 @@ export { geminiResponseToCanonical } from './gemini-response.js';
 export { GEMINI_KEY_REASONS, type GeminiErrorDetails, geminiErrorDetails, usageFromGemini } from './gemini-wire.js';
 export { openaiRequestToCanonical, TOOL_ERROR_PREFIX } from './openai-request-reader.js';
 export { canonicalToOpenaiRequest, type OpenaiRequestOptions } from './openai-request-writer.js';
+export { OpenaiChunkDecoder, OpenaiChunkEncoder } from './openai-stream.js';
 export {
   effortOfBudget,
   MIN_THINKING_BUDGET,
@@ -50,7 +52,7 @@ export {
   responsesEcho,
 } from './responses-object.js';
 export { responsesRequestToCanonical } from './responses-request-reader.js';
-export { ResponsesEventEncoder, ResponsesEventLog, replayResponse } from './responses-stream.js';
+export { type DeltaPieces, ResponsesEventEncoder, ResponsesEventLog, replayResponse } from './responses-stream.js';
 export { type SseListener, SseParser } from './sse-parser.js';
 export {
   type AnthropicStopReason,
@@ -60,6 +62,7 @@ export {
   stopReasonToAnthropic,
   stopReasonToOpenai,
 } from './stop-reason.js';
+export type { StreamSink } from './stream-sink.js';
 export { type StreamEncoder, StreamTranslator, type StreamTranslatorOptions } from './stream-translator.js';
 export type {
   CacheControl,

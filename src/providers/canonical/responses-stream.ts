@@ -240,7 +240,7 @@ export class ResponsesEventLog {
   }
 
   item(item: Record<string, unknown>, outputIndex: number): string {
-    replayItem(this.#log, item, outputIndex);
+    replayItem(this.#log, item, outputIndex, WHOLE);
     return this.#take();
   }
 
@@ -270,12 +270,18 @@ export class ResponsesEventLog {
   }
 }
 
+/** Cuts a text into the deltas a replayed stream gives it in; concatenated, they are the text. */
+export type DeltaPieces = (text: string) => readonly string[];
+
+const WHOLE: DeltaPieces = (text) => [text];
+
 /**
  * A stored Response as the event stream that would have produced it (a stored response
- * fetched with `stream=true`): each item added, its content given whole as one delta, and
- * done; then the terminal event of its status (none for one still in progress).
+ * fetched with `stream=true`): each item added, its content given as deltas (whole, as one,
+ * unless `pieces` cuts it), and done; then the terminal event of its status (none for one
+ * still in progress).
  */
-export function replayResponse(response: Record<string, unknown>): string {
+export function replayResponse(response: Record<string, unknown>, pieces: DeltaPieces = WHOLE): string {
   const log = new EventLog();
   const output = Array.isArray(response.output) ? response.output : [];
   const start: Record<string, unknown> = {
@@ -290,14 +296,14 @@ export function replayResponse(response: Record<string, unknown>): string {
   log.emit('response.created', { response: start });
   log.emit('response.in_progress', { response: start });
   output.forEach((item: unknown, index) => {
-    if (isRecord(item)) replayItem(log, item, index);
+    if (isRecord(item)) replayItem(log, item, index, pieces);
   });
   const terminal = typeof response.status === 'string' ? TERMINAL[response.status] : undefined;
   if (terminal !== undefined) log.emit(terminal, { response });
   return log.out;
 }
 
-function replayItem(log: EventLog, item: Record<string, unknown>, index: number): void {
+function replayItem(log: EventLog, item: Record<string, unknown>, index: number, pieces: DeltaPieces): void {
   const at = { item_id: typeof item.id === 'string' ? item.id : '', output_index: index };
   if (item.type === 'message' && Array.isArray(item.content)) {
     log.emit('response.output_item.added', { output_index: index, item: { ...item, status: 'in_progress', content: [] } });
@@ -310,7 +316,7 @@ function replayItem(log: EventLog, item: Record<string, unknown>, index: number)
       const logprobs = refusal ? {} : { logprobs: [] };
       log.emit('response.content_part.added', { ...at, content_index: j, part: { ...part, [key]: '' } });
       if (part.type === 'output_text' || refusal) {
-        log.emit(`response.${kind}.delta`, { ...at, content_index: j, delta: value, ...logprobs });
+        for (const delta of pieces(value)) log.emit(`response.${kind}.delta`, { ...at, content_index: j, delta, ...logprobs });
         log.emit(`response.${kind}.done`, { ...at, content_index: j, [key]: value, ...logprobs });
       }
       log.emit('response.content_part.done', { ...at, content_index: j, part });
@@ -320,14 +326,14 @@ function replayItem(log: EventLog, item: Record<string, unknown>, index: number)
     item.summary.forEach((part: unknown, k) => {
       const text = isRecord(part) && typeof part.text === 'string' ? part.text : '';
       log.emit('response.reasoning_summary_part.added', { ...at, summary_index: k, part: summaryText('') });
-      log.emit('response.reasoning_summary_text.delta', { ...at, summary_index: k, delta: text });
+      for (const delta of pieces(text)) log.emit('response.reasoning_summary_text.delta', { ...at, summary_index: k, delta });
       log.emit('response.reasoning_summary_text.done', { ...at, summary_index: k, text });
       log.emit('response.reasoning_summary_part.done', { ...at, summary_index: k, part: summaryText(text) });
     });
   } else if (item.type === 'function_call') {
     const args = typeof item.arguments === 'string' ? item.arguments : '';
     log.emit('response.output_item.added', { output_index: index, item: { ...item, status: 'in_progress', arguments: '' } });
-    log.emit('response.function_call_arguments.delta', { ...at, delta: args });
+    for (const delta of pieces(args)) log.emit('response.function_call_arguments.delta', { ...at, delta });
     log.emit('response.function_call_arguments.done', { ...at, name: item.name, arguments: args });
   } else if (item.type === 'mcp_list_tools') {
     log.emit('response.output_item.added', { output_index: index, item: { ...item, tools: [] } });

@@ -1,5 +1,4 @@
-import { randomBytes } from 'node:crypto';
-import { type CacheEntry, type Fresh, replayEvents, replayWhole } from '../../cache/index.js';
+import { type CacheEntry, freshIds, replayEvents, replayWhole } from '../../cache/index.js';
 import { admitCached } from '../admission.js';
 import type { RoutedRequest } from '../stage.js';
 import { outcome } from './outcome.js';
@@ -58,9 +57,7 @@ function write(
   ];
   if (similarity !== null) headers.push('x-switchyard-cache-similarity', similarity.toFixed(4));
   for (const v of limits) headers.push(v);
-  x.cacheLooked(
-    outcome('hit', request.model, entry.key, { similarity, savedMicroUsd: entry.costMicroUsd, origin: entry.origin }),
-  );
+  x.cacheLooked(outcome('hit', request.model, entry.key, { similarity, savedMicroUsd: entry.costMicroUsd, origin: entry.origin }));
   const fresh = freshIds();
   try {
     if (request.stream) {
@@ -84,26 +81,4 @@ function write(
     return;
   }
   done(null);
-}
-
-/** New ids for the replayed answer, in each protocol's own prefix style, and the time now. */
-function freshIds(): Fresh {
-  return {
-    nowS: Math.floor(Date.now() / 1000),
-    id(kind) {
-      const tail = randomBytes(12).toString('hex');
-      switch (kind) {
-        case 'chatcmpl':
-          return `chatcmpl-${tail}`;
-        case 'cmpl':
-          return `cmpl-${tail}`;
-        case 'msg':
-          return `msg_${tail}`;
-        case 'resp':
-          return `resp_${tail}`;
-        case 'item':
-          return `msg_${tail}`;
-      }
-    },
-  };
 }

@@ -1,8 +1,9 @@
 import { AnswerCapture, type CacheEntry, entryBytes } from '../../cache/index.js';
 import type { AnswerTransform } from '../../providers/index.js';
 import type { RoutedRequest } from '../stage.js';
-import type { CacheSettings } from './settings.js';
 import { noteCacheError } from './note-error.js';
+import type { CacheSettings } from './settings.js';
+import type { AnswerCacheSlot } from './slot.js';
 
 // A request the cache did not answer, on its way to the chain: the headers its answer
 // carries (`x-switchyard-cache`, `x-switchyard-cache-key`), and a capture of what its
@@ -11,13 +12,6 @@ import { noteCacheError } from './note-error.js';
 // it may be reused: a success, whole, from the route's first candidate (or any, with
 // store_fallbacks), that no guardrail acted on, that calls no tool (unless
 // cache_tool_calls), within max_entry_bytes.
-
-/** What an answer owes the cache: headers, and per attempt a transform that captures it (none for a bypass). */
-export interface AnswerCacheSlot {
-  /** Names and values, in turn, for the answer's headers. */
-  readonly headers: readonly string[];
-  attempt(): AnswerTransform | null;
-}
 
 /** Neither looked up nor stored: `x-switchyard-cache: bypass`. */
 export const BYPASS: AnswerCacheSlot = Object.freeze({
@@ -60,7 +54,12 @@ export class MissSlot implements AnswerCacheSlot {
   }
 
   attempt(): AnswerTransform {
-    const capture = new AnswerCapture(this.#s.maxEntryBytes);
+    const request = this.#r.request;
+    const capture = new AnswerCapture({
+      operation: request.operation as CacheEntry['operation'],
+      protocol: request.operation === 'responses' ? 'responses' : request.protocol,
+      maxBytes: this.#s.maxEntryBytes,
+    });
     this.#capture = capture;
     return {
       body(status, body) {
@@ -81,14 +80,17 @@ export class MissSlot implements AnswerCacheSlot {
     const { x, svc } = this.#r;
     x.cacheStored();
     const store = svc.cache;
-    store.put(entry).then(
-      () => {
-        const semantic = this.#semantic;
-        if (semantic === null) return;
-        return store.addVector(semantic.context, entry.key, semantic.vector, entry.ttlS, semantic.maxEntries);
-      },
-      (err: unknown) => noteCacheError(svc, 'store', err),
-    ).catch((err: unknown) => noteCacheError(svc, 'store', err));
+    store
+      .put(entry)
+      .then(
+        () => {
+          const semantic = this.#semantic;
+          if (semantic === null) return;
+          return store.addVector(semantic.context, entry.key, semantic.vector, entry.ttlS, semantic.maxEntries);
+        },
+        (err: unknown) => noteCacheError(svc, 'store', err),
+      )
+      .catch((err: unknown) => noteCacheError(svc, 'store', err));
   }
 
   #entry(): CacheEntry | null {

@@ -1,6 +1,7 @@
 import type { CacheConfig, RouteCacheConfig } from '../../config/index.js';
 import type { Principal } from '../../governance/index.js';
 import type { Generation, Keyring } from '../../live/index.js';
+import { callerMemo } from '../caller-memo.js';
 
 // Whether, and how, the response cache serves a request: the route's `cache` (off unless it
 // says otherwise), which the caller's team or key may turn off but never on, with the
@@ -31,32 +32,17 @@ export interface CacheSettings {
 /** `off`: the route has a cache, and the caller's team or key turned it off; null: the route has none. */
 export type CallerCache = CacheSettings | 'off' | null;
 
-const resolved = new WeakMap<Generation, WeakMap<Keyring, Map<string, CallerCache>>>();
-const MAX_RESOLVED = 4096;
-
 /** The cache of `principal`'s requests for `model`. */
 export function cacheFor(gen: Generation, keyring: Keyring, principal: Principal, model: string): CallerCache {
   const route = gen.config.routing.routes?.[model]?.cache;
   if (route === undefined || route === 'off' || route.mode === 'off') return null;
-  let byKeyring = resolved.get(gen);
-  if (byKeyring === undefined) {
-    byKeyring = new WeakMap();
-    resolved.set(gen, byKeyring);
-  }
-  let byCaller = byKeyring.get(keyring);
-  if (byCaller === undefined) {
-    byCaller = new Map();
-    byKeyring.set(keyring, byCaller);
-  }
-  const key = `${model}\u0000${principal.team ?? ''}\u0000${principal.keyId ?? ''}`;
-  let found = byCaller.get(key);
-  if (found === undefined) {
-    found = resolve(gen.config.cache, route, keyring, principal);
-    if (byCaller.size >= MAX_RESOLVED) byCaller.clear();
-    byCaller.set(key, found);
-  }
-  return found;
+  return resolvedFor(gen, keyring, principal, model);
 }
+
+const resolvedFor = callerMemo((gen, keyring, principal, model) => {
+  const route = gen.config.routing.routes?.[model]?.cache as Exclude<RouteCacheConfig, 'off'>;
+  return resolve(gen.config.cache, route, keyring, principal);
+});
 
 function resolve(
   cache: CacheConfig,

@@ -159,7 +159,11 @@ class Lookup {
   start(): void {
     if (this.#controls.noCache) return this.#miss('refresh');
     const got = this.#bounded(() => this.#store.get(this.#keyed.key), 'lookup');
-    if (got instanceof Promise) got.then((e) => this.#afterExact(e), (err) => this.#done(err));
+    if (got instanceof Promise)
+      got.then(
+        (e) => this.#afterExact(e),
+        (err) => this.#done(err),
+      );
     else this.#afterExact(got);
   }
 

@@ -2,6 +2,7 @@ import type { GuardrailAttachmentConfig } from '../../config/index.js';
 import type { Principal } from '../../governance/index.js';
 import { type CompiledGuardrail, compileGuardrails } from '../../guardrails/index.js';
 import type { Generation, Keyring } from '../../live/index.js';
+import { callerMemo } from '../caller-memo.js';
 
 // Which guardrails a request runs, in each phase: the route's, then the team's, then the
 // key's, each name once, at the first place it appears. A team's or key's list only adds:
@@ -16,33 +17,13 @@ export interface Attached {
 
 export const NONE: Attached = Object.freeze({ input: Object.freeze([]), output: Object.freeze([]) });
 
-/** Resolutions per generation, then per keyring; bounded, since the keys are callers. */
-const resolved = new WeakMap<Generation, WeakMap<Keyring, Map<string, Attached>>>();
-const MAX_RESOLVED = 4096;
-
 /** The guardrails of a model request of `principal` for `model`. */
 export function attachedFor(gen: Generation, keyring: Keyring, principal: Principal, model: string): Attached {
-  const defined = gen.config.guardrails;
-  if (defined === undefined) return NONE;
-  let byKeyring = resolved.get(gen);
-  if (byKeyring === undefined) {
-    byKeyring = new WeakMap();
-    resolved.set(gen, byKeyring);
-  }
-  let byCaller = byKeyring.get(keyring);
-  if (byCaller === undefined) {
-    byCaller = new Map();
-    byKeyring.set(keyring, byCaller);
-  }
-  const key = `${model}\u0000${principal.team ?? ''}\u0000${principal.keyId ?? ''}`;
-  let found = byCaller.get(key);
-  if (found === undefined) {
-    found = resolve(gen, keyring, principal, model);
-    if (byCaller.size >= MAX_RESOLVED) byCaller.clear();
-    byCaller.set(key, found);
-  }
-  return found;
+  if (gen.config.guardrails === undefined) return NONE;
+  return resolvedFor(gen, keyring, principal, model);
 }
+
+const resolvedFor = callerMemo(resolve);
 
 function resolve(gen: Generation, keyring: Keyring, principal: Principal, model: string): Attached {
   const lists: Array<GuardrailAttachmentConfig | undefined> = [gen.config.routing.routes?.[model]?.guardrails];
