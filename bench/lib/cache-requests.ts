@@ -86,3 +86,30 @@ export async function dropRedisKeys(url: string, prefix: string): Promise<void> 
     redis.disconnect();
   }
 }
+
+/** A gateway's response-cache counters, from its /metrics: lookups on the cached route by result, store failures by operation. */
+export interface CacheCounts {
+  readonly lookups: Readonly<Record<string, number>>;
+  readonly errors: Readonly<Record<string, number>>;
+}
+
+export async function cacheCounts(gatewayUrl: string): Promise<CacheCounts> {
+  const text = await (await fetch(`${gatewayUrl}/metrics`)).text();
+  const lookups: Record<string, number> = {};
+  const errors: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    const m = /^(switchyard_cache_lookups_total|switchyard_cache_errors_total)\{([^}]*)\} (\S+)$/.exec(line);
+    if (m === null) continue;
+    const labels = Object.fromEntries([...(m[2] as string).matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1], l[2]]));
+    if (m[1] === 'switchyard_cache_errors_total') errors[labels.operation ?? '?'] = Number(m[3]);
+    else if (labels.route === CACHED_ROUTE) lookups[labels.result ?? '?'] = Number(m[3]);
+  }
+  return { lookups, errors };
+}
+
+/** What happened between two readings of the same gateway's counters (zeros left out). */
+export function countsSince(before: CacheCounts, after: CacheCounts): CacheCounts {
+  const since = (a: Readonly<Record<string, number>>, b: Readonly<Record<string, number>>) =>
+    Object.fromEntries(Object.entries(a).flatMap(([k, v]) => (v - (b[k] ?? 0) === 0 ? [] : [[k, v - (b[k] ?? 0)]])));
+  return { lookups: since(after.lookups, before.lookups), errors: since(after.errors, before.errors) };
+}

@@ -1,22 +1,23 @@
 import { randomUUID } from 'node:crypto';
-import { alternate, roundsFor } from '../lib/alternation.js';
+import { roundsFor } from '../lib/alternation.js';
 import {
   CACHED_ROUTE,
-  type CacheRequests,
+  type CacheCounts,
+  cacheCounts,
   cacheRequests,
   checkHitAfterMiss,
+  countsSince,
   dropRedisKeys,
   redisAnswers,
   UNCACHED_ROUTE,
 } from '../lib/cache-requests.js';
 import type { GatewayProcess, MockProcess } from '../lib/fleet.js';
 import { gatewayConfig, mockProvider } from '../lib/gateway-config.js';
-import { failuresOf, type LoadFigures, type LoadSpec, loadFigures, runLoad } from '../lib/load.js';
-import { type LatencySummary, round, summarizeLatency } from '../lib/percentiles.js';
-import { cpuUsedDuring } from '../lib/proc-cpu.js';
+import { failuresOf, type LoadSpec, runLoad } from '../lib/load.js';
+import { round } from '../lib/percentiles.js';
 import { checkTarget, type Scenario, type ScenarioContext, type ScenarioReport } from '../lib/scenario.js';
-import { runFirstTokens } from '../lib/sequential.js';
 import { renderTable } from '../lib/table.js';
+import { type CountedLoad, countedLoad, countedStreams } from '../lib/upstream-counted.js';
 
 // What the response cache gives and costs, on one mock. The hit path: one question asked over
 // and over of a route with `cache: {mode: exact}`, against the same request sent straight to
@@ -45,20 +46,6 @@ const MISS_LABELS: Record<MissWay, string> = {
 };
 const HEADERS = { 'content-type': 'application/json' };
 const isFirstToken = (event: string) => /"content":"[^"]/.test(event);
-
-/** One way's slices: its load, the CPU of the process that answered, and the requests that reached the mock. */
-interface Measured {
-  readonly load: LoadFigures;
-  readonly cpu_us_per_request: number | null;
-  readonly upstream_requests: number;
-}
-
-interface FirstBytes {
-  readonly failures: number;
-  readonly upstream_requests: number;
-  readonly first_byte_ms: LatencySummary;
-  readonly first_token_ms: LatencySummary;
-}
 
 function cacheConfig(mockBaseUrl: string, store: Store, redisKeyPrefix: string): Record<string, unknown> {
   const candidates = [{ provider: 'bench' }];
@@ -123,32 +110,86 @@ async function measureAll(
 
   const hitWays: HitWay[] = ['direct', ...stores];
   const missWays: MissWay[] = ['uncached', ...stores];
-  const hitSpec = (way: HitWay, durationS: number): LoadSpec =>
-    way === 'direct'
-      ? { url: `${mock.baseUrl}/chat/completions`, body: requests.repeated(CACHED_ROUTE), connections: CONNECTIONS, durationS }
-      : { url: `${gateways[way].url}/v1/chat/completions`, body: requests.repeated(CACHED_ROUTE), connections: CONNECTIONS, durationS };
+  const hitSpec = (way: HitWay, durationS: number): LoadSpec => ({
+    url: way === 'direct' ? `${mock.baseUrl}/chat/completions` : `${gateways[way].url}/v1/chat/completions`,
+    body: requests.repeated(CACHED_ROUTE),
+    connections: CONNECTIONS,
+    durationS,
+  });
+  // The route without a cache is the memory gateway's: its misses and its plain requests share a process.
+  const gatewayOf = (way: MissWay) => gateways[way === 'uncached' ? 'memory' : way];
   const missSpec = (way: MissWay, durationS: number): LoadSpec => {
-    const gw = gateways[way === 'uncached' ? 'memory' : way];
     const route = way === 'uncached' ? UNCACHED_ROUTE : CACHED_ROUTE;
-    return { url: `${gw.url}/v1/chat/completions`, body: '', bodyFor: () => requests.fresh(route), connections: CONNECTIONS, durationS };
+    return {
+      url: `${gatewayOf(way).url}/v1/chat/completions`,
+      body: '',
+      bodyFor: () => requests.fresh(route),
+      connections: CONNECTIONS,
+      durationS,
+    };
   };
-  const servingPid = (way: HitWay | MissWay) => (way === 'direct' ? mock.pid : gateways[way === 'uncached' ? 'memory' : way].pid);
 
   ctx.progress(`warm-up: ${ctx.warmupS} s per way at c=${CONNECTIONS}`);
   for (const way of hitWays) await runLoad(hitSpec(way, ctx.warmupS));
   for (const way of missWays) await runLoad(missSpec(way, ctx.warmupS));
 
+  // What each gateway's cache made of each phase's requests, from its own counters.
+  const counts: Record<string, Partial<Record<Store, CacheCounts>>> = {};
+  const counted = async <T>(phase: string, work: () => Promise<T>): Promise<T> => {
+    const before = await Promise.all(stores.map((s) => cacheCounts(gateways[s].url)));
+    const result = await work();
+    const after = await Promise.all(stores.map((s) => cacheCounts(gateways[s].url)));
+    counts[phase] = Object.fromEntries(stores.map((s, i) => [s, countsSince(before[i] as CacheCounts, after[i] as CacheCounts)]));
+    return result;
+  };
+  const lookupErrors = (phase: string, store: Store) => counts[phase]?.[store]?.lookups.error ?? 0;
+
   const rounds = roundsFor(ctx.durationS);
-  ctx.progress(`hits, c=${CONNECTIONS}: ${hitWays.length} ways x ${rounds} slices of ${ctx.durationS / rounds} s, order A-B-C-C-B-A-…`);
-  const hits = await measure(hitWays, (w) => hitSpec(w, ctx.durationS / rounds), servingPid, mock, rounds);
-  ctx.progress(`misses, c=${CONNECTIONS}: ${missWays.length} ways x ${rounds} slices of ${ctx.durationS / rounds} s`);
-  const misses = await measure(missWays, (w) => missSpec(w, ctx.durationS / rounds), servingPid, mock, rounds);
+  const slice = ctx.durationS / rounds;
+  ctx.progress(`hits, c=${CONNECTIONS}: ${hitWays.length} ways x ${rounds} slices of ${slice} s, order A-B-C-C-B-A-…`);
+  const hits = await counted('hits', () =>
+    countedLoad(
+      hitWays,
+      (w) => hitSpec(w, slice),
+      (w) => (w === 'direct' ? mock.pid : gateways[w].pid),
+      mock,
+      rounds,
+    ),
+  );
+  ctx.progress(`misses, c=${CONNECTIONS}: ${missWays.length} ways x ${rounds} slices of ${slice} s`);
+  const misses = await counted('misses', () =>
+    countedLoad(
+      missWays,
+      (w) => missSpec(w, slice),
+      (w) => gatewayOf(w).pid,
+      mock,
+      rounds,
+    ),
+  );
+  ctx.progress(`streamed, one at a time: time to first byte, ${STREAMS_PER_HALF} streams per way and half`);
+  const streamed = await counted('streamed', () =>
+    countedStreams(
+      hitWays,
+      (w) => (w === 'direct' ? new URL(mock.baseUrl).origin : gateways[w].url),
+      { path: '/v1/chat/completions', headers: HEADERS, body: requests.streamed(CACHED_ROUTE), isFirstToken },
+      mock,
+      STREAMS_PER_HALF,
+    ),
+  );
+
   for (const way of hitWays) {
-    const m = hits[way];
-    const problem = failuresOf(HIT_LABELS[way], m.load);
+    const problem = failuresOf(HIT_LABELS[way], hits[way].load);
     if (problem !== null) problems.push(problem);
-    if (way !== 'direct' && m.upstream_requests > 0)
-      problems.push(`${HIT_LABELS[way]}: ${m.upstream_requests} of ${m.load.ok} requests reached the mock`);
+    if (streamed[way].failures > 0) problems.push(`${HIT_LABELS[way]}, streamed: ${streamed[way].failures} failed streams`);
+    if (way === 'direct') continue;
+    // A lookup slower than lookup_timeout_ms is answered as a miss by design; any other hit that went upstream is a fault.
+    for (const [phase, upstream] of [
+      ['hits', hits[way].upstream_requests],
+      ['streamed', streamed[way].upstream_requests],
+    ] as const) {
+      if (upstream > lookupErrors(phase, way))
+        problems.push(`${HIT_LABELS[way]}, ${phase}: ${upstream} requests reached the mock, ${lookupErrors(phase, way)} lookups failed`);
+    }
   }
   for (const way of missWays) {
     const m = misses[way];
@@ -156,15 +197,6 @@ async function measureAll(
     if (problem !== null) problems.push(problem);
     if (m.upstream_requests < m.load.ok)
       problems.push(`${MISS_LABELS[way]}: only ${m.upstream_requests} of ${m.load.ok} answers came from the mock`);
-  }
-
-  ctx.progress(`streamed, one at a time: time to first byte, ${STREAMS_PER_HALF} streams per way and half`);
-  const streamed = await firstBytes(hitWays, gateways, mock, requests, STREAMS_PER_HALF);
-  for (const way of hitWays) {
-    const s = streamed[way];
-    if (s.failures > 0) problems.push(`${HIT_LABELS[way]}, streamed: ${s.failures} failed streams`);
-    if (way !== 'direct' && s.upstream_requests > 0)
-      problems.push(`${HIT_LABELS[way]}, streamed: ${s.upstream_requests} streams reached the mock`);
   }
 
   const hitRatio = (w: HitWay) => round(hits[w].load.req_per_s / hits.direct.load.req_per_s, 3);
@@ -197,13 +229,26 @@ async function measureAll(
       missWays.map((w) => row(MISS_LABELS[w], misses[w], missRatio(w))),
     ),
     renderTable(
-      `streamed hits, one at a time on one connection: time to first byte and to the first text (ms)`,
+      'streamed hits, one at a time on one connection: time to first byte and to the first text (ms)',
       ['way', 'streams', 'ttfb p50', 'ttfb p90', 'ttfb p99', 'first text p50', 'upstream'],
       hitWays.map((w) => {
         const s = streamed[w];
         const b = s.first_byte_ms;
         return [HIT_LABELS[w], b.count, b.p50Ms, b.p90Ms, b.p99Ms, s.first_token_ms.p50Ms, s.upstream_requests];
       }),
+    ),
+    renderTable(
+      "what each gateway's cache made of each phase (its switchyard_cache_lookups_total on the cached route, and switchyard_cache_errors_total)",
+      ['phase', 'store', 'hit', 'miss', 'error', 'other', 'store errors'],
+      Object.entries(counts).flatMap(([phase, byStore]) =>
+        stores.map((store) => {
+          const { lookups, errors } = byStore[store] ?? { lookups: {}, errors: {} };
+          const { hit = 0, miss = 0, error = 0, ...other } = lookups;
+          const rest = Object.entries(other).map(([k, v]) => `${k} ${v}`);
+          const failed = Object.entries(errors).map(([k, v]) => `${k} ${v}`);
+          return [phase, store, hit, miss, error, rest.join(', ') || '-', failed.join(', ') || '-'];
+        }),
+      ),
     ),
   ];
   return {
@@ -213,6 +258,7 @@ async function measureAll(
       hits,
       misses,
       streamed,
+      cache_counts: counts,
       hit_ratio: Object.fromEntries(stores.map((s) => [s, hitRatio(s)])),
       miss_ratio: Object.fromEntries(stores.map((s) => [s, missRatio(s)])),
     },
@@ -222,7 +268,7 @@ async function measureAll(
   };
 }
 
-function row(label: string, m: Measured, ratio: number): Array<string | number | null> {
+function row(label: string, m: CountedLoad, ratio: number): Array<string | number | null> {
   const f = m.load;
   return [
     label,
@@ -235,66 +281,4 @@ function row(label: string, m: Measured, ratio: number): Array<string | number |
     f.errors + f.non2xx,
     m.upstream_requests,
   ];
-}
-
-/** Alternating slices per way, each with the answering process's CPU and the mock's request count around it. */
-async function measure<W extends string>(
-  ways: readonly W[],
-  spec: (way: W) => LoadSpec,
-  pidOf: (way: W) => number,
-  mock: MockProcess,
-  rounds: number,
-): Promise<Record<W, Measured>> {
-  const cpuMs = Object.fromEntries(ways.map((w) => [w, 0])) as Record<W, number>;
-  const upstream = Object.fromEntries(ways.map((w) => [w, 0])) as Record<W, number>;
-  const runs = await alternate(
-    ways,
-    async (way) => {
-      const before = await mock.total();
-      const { result, cpuMs: used } = await cpuUsedDuring([pidOf(way)], () => runLoad(spec(way)));
-      upstream[way] += (await mock.total()) - before;
-      cpuMs[way] += used[0] ?? Number.NaN;
-      return result;
-    },
-    rounds,
-  );
-  const out = {} as Record<W, Measured>;
-  for (const way of ways) {
-    const load = loadFigures(runs[way]);
-    const cpu = load.ok > 0 && Number.isFinite(cpuMs[way]) ? round((cpuMs[way] * 1000) / load.ok, 1) : null;
-    out[way] = { load, cpu_us_per_request: cpu, upstream_requests: upstream[way] };
-  }
-  return out;
-}
-
-/** The streamed question, one at a time: straight to the mock, and as a hit on each store. */
-async function firstBytes(
-  ways: readonly HitWay[],
-  gateways: Record<Store, GatewayProcess>,
-  mock: MockProcess,
-  requests: CacheRequests,
-  perHalf: number,
-): Promise<Record<HitWay, FirstBytes>> {
-  const upstream = Object.fromEntries(ways.map((w) => [w, 0])) as Record<HitWay, number>;
-  const runs = await alternate(ways, async (way) => {
-    const base = way === 'direct' ? new URL(mock.baseUrl).origin : gateways[way].url;
-    const before = await mock.total();
-    const run = await runFirstTokens(
-      base,
-      { path: '/v1/chat/completions', headers: HEADERS, body: requests.streamed(CACHED_ROUTE), isFirstToken },
-      perHalf,
-    );
-    upstream[way] += (await mock.total()) - before;
-    return run;
-  });
-  const out = {} as Record<HitWay, FirstBytes>;
-  for (const way of ways) {
-    out[way] = {
-      failures: runs[way].reduce((s, r) => s + r.failures, 0),
-      upstream_requests: upstream[way],
-      first_byte_ms: summarizeLatency(runs[way].flatMap((r) => r.firstByteMs)),
-      first_token_ms: summarizeLatency(runs[way].flatMap((r) => r.samplesMs)),
-    };
-  }
-  return out;
 }
