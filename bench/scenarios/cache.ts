@@ -4,15 +4,18 @@ import {
   CACHED_ROUTE,
   type CacheCounts,
   cacheCounts,
+  cacheGatewayConfig,
   cacheRequests,
   checkHitAfterMiss,
   countsSince,
+  countsTable,
   dropRedisKeys,
+  EMBEDDING_ROUTE,
   redisAnswers,
+  SEMANTIC_ROUTE,
   UNCACHED_ROUTE,
 } from '../lib/cache-requests.js';
 import type { GatewayProcess, MockProcess } from '../lib/fleet.js';
-import { gatewayConfig, mockProvider } from '../lib/gateway-config.js';
 import { failuresOf, type LoadSpec, runLoad } from '../lib/load.js';
 import { round } from '../lib/percentiles.js';
 import { checkTarget, type Scenario, type ScenarioContext, type ScenarioReport } from '../lib/scenario.js';
@@ -24,7 +27,9 @@ import { type CountedLoad, countedLoad, countedStreams } from '../lib/upstream-c
 // the mock (a hit should be no slower than the cheapest upstream there is). The miss path:
 // questions nobody asked before, to the cached route and to the same route without a cache
 // (the lookup and the store's write are all a miss adds). Then a streamed hit's time to first
-// byte, one at a time, beside the mock's own. The memory store's figures are judged; with a
+// byte, one at a time, beside the mock's own. Last, semantic hits: every request a new wording
+// of a stored question, which the mock embeds as the original (its vectors are bags of words),
+// against the route without a cache. The memory store's exact figures are judged; with a
 // Redis on 127.0.0.1:6379, a second gateway on the redis store is measured beside it.
 
 const HIT_RATIO_TARGET = 1.0;
@@ -38,34 +43,24 @@ const REDIS_TTL_S = 120;
 type Store = 'memory' | 'redis';
 type HitWay = 'direct' | Store;
 type MissWay = 'uncached' | Store;
+type SemanticWay = 'uncached' | 'semantic';
 const HIT_LABELS: Record<HitWay, string> = { direct: 'direct to the mock', memory: 'hit, memory store', redis: 'hit, redis store' };
 const MISS_LABELS: Record<MissWay, string> = {
   uncached: 'the route without a cache',
   memory: 'miss, memory store',
   redis: 'miss, redis store',
 };
+const SEMANTIC_LABELS: Record<SemanticWay, string> = {
+  uncached: MISS_LABELS.uncached,
+  semantic: 'semantic hit, memory store',
+};
 const HEADERS = { 'content-type': 'application/json' };
 const isFirstToken = (event: string) => /"content":"[^"]/.test(event);
 
-function cacheConfig(mockBaseUrl: string, store: Store, redisKeyPrefix: string): Record<string, unknown> {
-  const candidates = [{ provider: 'bench' }];
-  return {
-    ...gatewayConfig({
-      providers: { bench: mockProvider(mockBaseUrl) },
-      routes: {
-        [CACHED_ROUTE]: { candidates, cache: { mode: 'exact', ...(store === 'redis' ? { ttl_s: REDIS_TTL_S } : {}) } },
-        [UNCACHED_ROUTE]: { candidates },
-      },
-    }),
-    // The cache's keys go under the governance store's prefix, here one of this run's own.
-    ...(store === 'memory' ? { cache: { store } } : { cache: { store, redis_url: REDIS_URL }, governance: { key_prefix: redisKeyPrefix } }),
-  };
-}
-
 export const cache: Scenario = {
   name: 'cache',
-  summary: `exact-cache hits against the mock itself, misses against no cache (req/s at c=${CONNECTIONS}); a streamed hit's time to first byte`,
-  estimateS: (d) => 10 + 5 * 1.5 + 2 * 1.5 * d + (3 * 2 * STREAMS_PER_HALF) / 400,
+  summary: `exact-cache hits against the mock itself, misses against no cache (req/s at c=${CONNECTIONS}); a streamed hit's time to first byte; semantic hits`,
+  estimateS: (d) => 12 + 6 * 1.5 + (3 + 3 + 2) * d + (3 * 2 * STREAMS_PER_HALF) / 400,
   async run(ctx: ScenarioContext): Promise<ScenarioReport> {
     const mock = await ctx.fleet.startMock('bench');
     const stores: Store[] = (await redisAnswers()) ? ['memory', 'redis'] : ['memory'];
@@ -73,9 +68,13 @@ export const cache: Scenario = {
     const redisKeyPrefix = `switchyard-bench-${randomUUID()}:`;
     const gateways = {} as Record<Store, GatewayProcess>;
     for (const store of stores)
-      gateways[store] = await ctx.fleet.startGateway(`cache-${store}`, cacheConfig(mock.baseUrl, store, redisKeyPrefix), {
-        cpuProfileDir: ctx.cpuProfileDir,
-      });
+      gateways[store] = await ctx.fleet.startGateway(
+        `cache-${store}`,
+        cacheGatewayConfig(mock.baseUrl, store === 'memory' ? null : { url: REDIS_URL, keyPrefix: redisKeyPrefix, ttlS: REDIS_TTL_S }),
+        {
+          cpuProfileDir: ctx.cpuProfileDir,
+        },
+      );
     try {
       return await measureAll(ctx, mock, stores, gateways);
     } finally {
@@ -103,10 +102,14 @@ async function measureAll(
       ['', requests.repeated(CACHED_ROUTE)],
       ['streamed: ', requests.streamed(CACHED_ROUTE)],
     ] as const) {
-      const problem = await checkHitAfterMiss(gateways[store].url, body, mock);
+      const problem = await checkHitAfterMiss(gateways[store].url, [body, body], mock);
       if (problem !== null) problems.push(`${store} store: ${what}${problem}`);
     }
   }
+  // And on the semantic route: the question, then a rewording of it (each lookup embeds once).
+  const reworded = [requests.repeated(SEMANTIC_ROUTE), requests.reworded(SEMANTIC_ROUTE)] as const;
+  const semanticProblem = await checkHitAfterMiss(gateways.memory.url, reworded, mock, 1);
+  if (semanticProblem !== null) problems.push(`memory store, semantic: ${semanticProblem}`);
 
   const hitWays: HitWay[] = ['direct', ...stores];
   const missWays: MissWay[] = ['uncached', ...stores];
@@ -129,17 +132,27 @@ async function measureAll(
     };
   };
 
+  const semanticWays: SemanticWay[] = ['uncached', 'semantic'];
+  const semanticSpec = (way: SemanticWay, durationS: number): LoadSpec => ({
+    url: `${gateways.memory.url}/v1/chat/completions`,
+    body: '',
+    bodyFor: way === 'uncached' ? () => requests.fresh(UNCACHED_ROUTE) : () => requests.reworded(SEMANTIC_ROUTE),
+    connections: CONNECTIONS,
+    durationS,
+  });
+
   ctx.progress(`warm-up: ${ctx.warmupS} s per way at c=${CONNECTIONS}`);
   for (const way of hitWays) await runLoad(hitSpec(way, ctx.warmupS));
   for (const way of missWays) await runLoad(missSpec(way, ctx.warmupS));
+  await runLoad(semanticSpec('semantic', ctx.warmupS));
 
   // What each gateway's cache made of each phase's requests, from its own counters.
   const counts: Record<string, Partial<Record<Store, CacheCounts>>> = {};
-  const counted = async <T>(phase: string, work: () => Promise<T>): Promise<T> => {
-    const before = await Promise.all(stores.map((s) => cacheCounts(gateways[s].url)));
+  const counted = async <T>(phase: string, work: () => Promise<T>, route = CACHED_ROUTE, on: readonly Store[] = stores): Promise<T> => {
+    const before = await Promise.all(on.map((s) => cacheCounts(gateways[s].url, route)));
     const result = await work();
-    const after = await Promise.all(stores.map((s) => cacheCounts(gateways[s].url)));
-    counts[phase] = Object.fromEntries(stores.map((s, i) => [s, countsSince(before[i] as CacheCounts, after[i] as CacheCounts)]));
+    const after = await Promise.all(on.map((s) => cacheCounts(gateways[s].url, route)));
+    counts[phase] = Object.fromEntries(on.map((s, i) => [s, countsSince(before[i] as CacheCounts, after[i] as CacheCounts)]));
     return result;
   };
   const lookupErrors = (phase: string, store: Store) => counts[phase]?.[store]?.lookups.error ?? 0;
@@ -176,6 +189,20 @@ async function measureAll(
       STREAMS_PER_HALF,
     ),
   );
+  ctx.progress(`semantic hits, c=${CONNECTIONS}: ${semanticWays.length} ways x ${rounds} slices of ${slice} s`);
+  const semantic = await counted(
+    'semantic',
+    () =>
+      countedLoad(
+        semanticWays,
+        (w) => semanticSpec(w, slice),
+        () => gateways.memory.pid,
+        mock,
+        rounds,
+      ),
+    SEMANTIC_ROUTE,
+    ['memory'],
+  );
 
   for (const way of hitWays) {
     const problem = failuresOf(HIT_LABELS[way], hits[way].load);
@@ -199,8 +226,17 @@ async function measureAll(
       problems.push(`${MISS_LABELS[way]}: only ${m.upstream_requests} of ${m.load.ok} answers came from the mock`);
   }
 
+  for (const way of semanticWays) {
+    const problem = failuresOf(SEMANTIC_LABELS[way], semantic[way].load);
+    if (problem !== null) problems.push(problem);
+  }
+  const semanticHits = counts.semantic?.memory?.lookups.hit ?? 0;
+  if (semanticHits < semantic.semantic.load.ok)
+    problems.push(`${SEMANTIC_LABELS.semantic}: ${semanticHits} hits for ${semantic.semantic.load.ok} answers`);
+
   const hitRatio = (w: HitWay) => round(hits[w].load.req_per_s / hits.direct.load.req_per_s, 3);
   const missRatio = (w: MissWay) => round(misses[w].load.req_per_s / misses.uncached.load.req_per_s, 3);
+  const semanticRatio = (w: SemanticWay) => round(semantic[w].load.req_per_s / semantic.uncached.load.req_per_s, 3);
   const targets = [
     checkTarget(
       `hit throughput, exact hit (memory store) / direct to the mock, c=${CONNECTIONS}`,
@@ -238,18 +274,11 @@ async function measureAll(
       }),
     ),
     renderTable(
-      "what each gateway's cache made of each phase (its switchyard_cache_lookups_total on the cached route, and switchyard_cache_errors_total)",
-      ['phase', 'store', 'hit', 'miss', 'error', 'other', 'store errors'],
-      Object.entries(counts).flatMap(([phase, byStore]) =>
-        stores.map((store) => {
-          const { lookups, errors } = byStore[store] ?? { lookups: {}, errors: {} };
-          const { hit = 0, miss = 0, error = 0, ...other } = lookups;
-          const rest = Object.entries(other).map(([k, v]) => `${k} ${v}`);
-          const failed = Object.entries(errors).map(([k, v]) => `${k} ${v}`);
-          return [phase, store, hit, miss, error, rest.join(', ') || '-', failed.join(', ') || '-'];
-        }),
-      ),
+      `semantic hits: each request a new wording of a stored question (the same words reordered and recased), embedded by the route ${EMBEDDING_ROUTE} on the mock, c=${CONNECTIONS} (ms; cpu: the gateway's µs per request; upstream: requests that reached the mock, embeddings included)`,
+      ['way', 'req/s', '/no cache', 'cpu µs/req', 'p50', 'p99', '2xx', 'failed', 'upstream'],
+      semanticWays.map((w) => row(SEMANTIC_LABELS[w], semantic[w], semanticRatio(w))),
     ),
+    countsTable(counts, stores),
   ];
   return {
     figures: {
@@ -258,9 +287,11 @@ async function measureAll(
       hits,
       misses,
       streamed,
+      semantic,
       cache_counts: counts,
       hit_ratio: Object.fromEntries(stores.map((s) => [s, hitRatio(s)])),
       miss_ratio: Object.fromEntries(stores.map((s) => [s, missRatio(s)])),
+      semantic_hit_ratio: semanticRatio('semantic'),
     },
     targets,
     tables,
