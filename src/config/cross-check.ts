@@ -1,4 +1,4 @@
-import { candidateKeyType, servesTools } from './provider-types.js';
+import { candidateKeyType, servesEmbeddings, servesTools } from './provider-types.js';
 import { type SecretRef, secretRefSchema } from './schema.js';
 import { resolveSecret } from './secrets.js';
 
@@ -131,8 +131,7 @@ export function cacheIssues(
     const serves =
       Array.isArray(candidates) &&
       candidates.some((c: unknown) => {
-        const type = record(providers[String(record(c)?.provider)])?.type;
-        return type === 'openai' || type === 'azure_openai';
+        return servesEmbeddings(record(providers[String(record(c)?.provider)])?.type);
       });
     if (!serves) issues.push({ path, message: `route "${target}" has no candidate that serves embeddings` });
   }

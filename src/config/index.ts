@@ -49,7 +49,7 @@ export {
   parseConfigText,
 } from './load.js';
 export { type Checked, checkKey, checkTeam } from './managed.js';
-export { PROVIDER_SCHEMAS, PROVIDER_TYPES, type ProviderTypeName, providerKeyHint } from './provider-types.js';
+export { PROVIDER_SCHEMAS, PROVIDER_TYPES, type ProviderTypeName, providerKeyHint, servesEmbeddings } from './provider-types.js';
 export {
   type AuditConfig,
   type AwsAuthConfig,

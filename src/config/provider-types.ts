@@ -303,6 +303,15 @@ export function servesTools(type: unknown): boolean {
   return type === 'mcp';
 }
 
+/**
+ * Whether a provider of the type serves `/v1/embeddings` (a semantic cache's embedding route
+ * needs one). The providers' registry holds the same list (operationProviders('embeddings')),
+ * which config/ cannot import; a test keeps the two equal.
+ */
+export function servesEmbeddings(type: unknown): boolean {
+  return type === 'openai' || type === 'azure_openai';
+}
+
 /** A route candidate's keys that only one type reads: an Azure deployment, a Vertex publisher. */
 const CANDIDATE_KEY_TYPE: Readonly<Record<'deployment' | 'publisher', ProviderTypeName>> = {
   deployment: 'azure_openai',
