@@ -106,7 +106,15 @@ export class AnswerCapture {
       return;
     }
     this.#body = text;
-    const parsed = status >= 200 && status < 300 ? jsonObject(text) : null;
+    if (status < 200 || status >= 300) return;
+    // The common case judged by string checks alone (this runs on every cached miss): no tool
+    // member, no error member, so a success that is whole. Anything else is parsed.
+    const protocol = this.#options.protocol;
+    if (protocol !== 'responses' && !text.includes('"error"') && !(this.#checks.tool?.test(text) ?? false)) {
+      this.#ended = text.length > 0 && text.charCodeAt(0) === 0x7b && text.trimEnd().endsWith('}');
+      return;
+    }
+    const parsed = jsonObject(text);
     if (parsed === null) return;
     this.#ended = wholeIsComplete(this.#options.protocol, parsed);
     this.#toolCalls = this.#checks.tool !== null && wholeCallsTool(this.#options.protocol, parsed);

@@ -99,12 +99,20 @@ export function replayEvents(entry: CacheEntry, fresh: Fresh, options: ReplayOpt
 /** A `created` member with its number: in an OpenAI chunk or body every nested value the client's text could hold is a string, so this is the top level's. */
 const CREATED = /"created"(\s*:\s*)\d+/g;
 
+/** A body whose first member is its id (as OpenAI and Anthropic write them): the id read without parsing the body. */
+const LEADING_ID = /^\{\s*"id"\s*:\s*"([A-Za-z0-9_.:-]{1,200})"/;
+
 function renamedBody(kind: AnswerKind, body: string, ids: IdMap, fresh: Fresh): string {
   if (kind === 'embeddings') return body;
-  const parsed = jsonObject(body);
-  if (parsed === null) throw new TypeError('the entry body is not a JSON object');
-  if (kind === 'responses') return JSON.stringify(renamedResponse(parsed, ids, fresh.nowS));
-  ids.rename(parsed.id, kind === 'chat' ? 'chatcmpl' : kind === 'completions' ? 'cmpl' : 'msg');
+  const idKind = kind === 'chat' ? 'chatcmpl' : kind === 'completions' ? 'cmpl' : 'msg';
+  const leading = kind === 'responses' ? null : LEADING_ID.exec(body);
+  if (leading !== null) ids.rename(leading[1], idKind);
+  else {
+    const parsed = jsonObject(body);
+    if (parsed === null) throw new TypeError('the entry body is not a JSON object');
+    if (kind === 'responses') return JSON.stringify(renamedResponse(parsed, ids, fresh.nowS));
+    ids.rename(parsed.id, idKind);
+  }
   const renamed = ids.rewrite(body);
   return kind === 'messages' ? renamed : renamed.replace(CREATED, `"created"$1${fresh.nowS}`);
 }

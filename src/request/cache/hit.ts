@@ -11,23 +11,46 @@ import { outcome } from './outcome.js';
 // is built from the other through the canonical form (cache/replay.ts). The headers name
 // the candidate that made the entry, as its own answer's did, and say it was a hit.
 
-/** Answers `r` from `entry`; `done` once, after the answer is written (or with the refusal). */
-export function serveHit(r: RoutedRequest, entry: CacheEntry, similarity: number | null, done: (err: unknown) => void): void {
+/** A hit's answer, built before anything is written: a whole body, or the events of a stream. */
+type Replayed = { readonly body: string } | { readonly events: readonly string[] };
+
+/**
+ * Answers `r` from `entry`; `done` once, after the answer is written (or with the refusal).
+ * Returns false, having done nothing, when the entry cannot be replayed (a record this
+ * version cannot read): the caller goes on as on a miss.
+ */
+export function serveHit(r: RoutedRequest, entry: CacheEntry, similarity: number | null, done: (err: unknown) => void): boolean {
+  const request = r.request;
+  let replayed: Replayed;
+  try {
+    replayed = request.stream
+      ? { events: replayEvents(entry, freshIds(), { includeUsage: includesUsage(request.parsed) }) }
+      : { body: replayWhole(entry, freshIds()) };
+  } catch (err) {
+    if (err instanceof TypeError) return false;
+    throw err;
+  }
   let limits: ReturnType<typeof admitCached>;
   try {
-    limits = admitCached(r.x, r.svc, r.request);
+    limits = admitCached(r.x, r.svc, request);
   } catch (err) {
     done(err);
-    return;
+    return true;
   }
-  if (limits instanceof Promise) limits.then((l) => write(r, entry, similarity, l, done), done);
-  else write(r, entry, similarity, limits, done);
+  if (limits instanceof Promise) limits.then((l) => write(r, entry, similarity, replayed, l, done), done);
+  else write(r, entry, similarity, replayed, limits, done);
+  return true;
+}
+
+function includesUsage(parsed: Record<string, unknown>): boolean {
+  return (parsed.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
 }
 
 function write(
   r: RoutedRequest,
   entry: CacheEntry,
   similarity: number | null,
+  replayed: Replayed,
   limits: readonly string[],
   done: (err: unknown) => void,
 ): void {
@@ -58,23 +81,19 @@ function write(
   if (similarity !== null) headers.push('x-switchyard-cache-similarity', similarity.toFixed(4));
   for (const v of limits) headers.push(v);
   x.cacheLooked(outcome('hit', request.model, entry.key, { similarity, savedMicroUsd: entry.costMicroUsd, origin: entry.origin }));
-  const fresh = freshIds();
   try {
-    if (request.stream) {
-      const includeUsage = (request.parsed.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
-      const events = replayEvents(entry, fresh, { includeUsage });
+    if ('events' in replayed) {
       headers.push('content-type', 'text/event-stream; charset=utf-8', 'cache-control', 'no-cache');
       res.writeHead(200, headers);
-      x.servedFromCache(events.length);
+      x.servedFromCache(replayed.events.length);
       // One write per event: each reaches the client as a chunk of its own.
-      for (const event of events) res.write(event);
+      for (const event of replayed.events) res.write(event);
       res.end();
     } else {
-      const body = replayWhole(entry, fresh);
-      headers.push('content-type', 'application/json', 'content-length', String(Buffer.byteLength(body)));
+      headers.push('content-type', 'application/json', 'content-length', String(Buffer.byteLength(replayed.body)));
       res.writeHead(200, headers);
       x.servedFromCache(0);
-      res.end(body);
+      res.end(replayed.body);
     }
   } catch (err) {
     done(err);

@@ -253,9 +253,11 @@ class Lookup {
   }
 
   #hit(found: NonNullable<Found>): void {
-    const r = this.#r;
     const { entry, similarity } = found;
-    serveHit(r, entry, similarity, this.#done);
+    if (serveHit(this.#r, entry, similarity, this.#done)) return;
+    // An entry this version cannot replay: counted, and answered as a miss (its answer replaces it).
+    this.#failure('replay', new Error(`the entry ${entry.key} cannot be replayed`));
+    this.#miss('miss');
   }
 
   #miss(result: 'miss' | 'refresh'): void {
