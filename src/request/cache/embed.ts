@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
+import { vectorFromBase64 } from '../../cache/index.js';
 import type { Exchange } from '../exchange.js';
 
 // Semantic mode's embedding: the last user turn, embedded by one of this gateway's own
@@ -42,7 +43,8 @@ export async function embed(x: Exchange, route: string, text: string, timeoutMs:
     const answer = await request(url, {
       method: 'POST',
       headers,
-      body: JSON.stringify({ model: route, input: text, encoding_format: 'float' }),
+      // base64: the little-endian float32 bytes, a quarter of the JSON numbers' size and one decode.
+      body: JSON.stringify({ model: route, input: text, encoding_format: 'base64' }),
       signal,
     });
     const chunks: Buffer[] = [];
@@ -66,6 +68,11 @@ function vectorOf(body: string, route: string): Float32Array {
   try {
     const json = JSON.parse(body) as { data?: Array<{ embedding?: unknown }> };
     const v = json.data?.[0]?.embedding;
+    // An upstream that ignores encoding_format answers numbers; both are taken.
+    if (typeof v === 'string') {
+      const decoded = vectorFromBase64(v);
+      if (decoded !== null && decoded.length > 0 && decoded.every(Number.isFinite)) return decoded;
+    }
     if (Array.isArray(v) && v.length > 0 && v.every((n) => typeof n === 'number' && Number.isFinite(n))) return Float32Array.from(v);
   } catch {
     // fall through
