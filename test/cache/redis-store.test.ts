@@ -17,7 +17,8 @@ const REDIS_URL = 'redis://127.0.0.1:6379';
 const RUN_PREFIX = `switchyard-test:cache:${process.pid}:${randomUUID()}:`;
 const opened: RedisCacheStore[] = [];
 
-async function open(keyPrefix = `${RUN_PREFIX}${randomUUID()}:`, url = REDIS_URL, commandTimeoutMs?: number): Promise<RedisCacheStore> {
+/** A store under its own prefix; its command timeout is generous, since only the paused-Redis test is about slowness. */
+async function open(keyPrefix = `${RUN_PREFIX}${randomUUID()}:`, url = REDIS_URL, commandTimeoutMs = 5000): Promise<RedisCacheStore> {
   const store = new RedisCacheStore({ url, keyPrefix, commandTimeoutMs });
   opened.push(store);
   if (!(await store.ready(5000))) throw new Error(`Redis at ${url} is not reachable`);
@@ -107,11 +108,14 @@ describe('redis cache store', () => {
     const store = await open(prefix);
     const other = await open(`${RUN_PREFIX}many-other:`);
     const now = Date.now();
-    await Promise.all(
-      Array.from({ length: 1200 }, (_, i) =>
-        store.put(entry(`bulk-${i}`, { createdAtMs: now, team: i % 3 === 0 ? 'research' : 'platform' })),
-      ),
-    );
+    for (let batch = 0; batch < 12; batch += 1) {
+      await Promise.all(
+        Array.from({ length: 100 }, (_, j) => {
+          const i = batch * 100 + j;
+          return store.put(entry(`bulk-${i}`, { createdAtMs: now, team: i % 3 === 0 ? 'research' : 'platform' }));
+        }),
+      );
+    }
     const neighbour = entry('neighbour', { createdAtMs: now, team: 'research' });
     await other.put(neighbour);
     assert.equal(await store.drop({ team: 'research' }), 400);
@@ -123,10 +127,10 @@ describe('redis cache store', () => {
   it('forgets an expired entry in its byte count, and its index with it', async () => {
     const prefix = `${RUN_PREFIX}sweep:`;
     const store = await open(prefix);
-    const e = entry('brief', { createdAtMs: Date.now(), ttlS: 1 });
+    const e = entry('brief', { createdAtMs: Date.now(), ttlS: 2 });
     await store.put(e);
     assert.equal(await store.bytes(), entryBytes(e));
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await new Promise((resolve) => setTimeout(resolve, 2100));
     assert.equal(await store.bytes(), 0);
     assert.equal(await admin.zcard(`${prefix}cache:exp`), 0);
     assert.equal(await admin.hlen(`${prefix}cache:size`), 0);

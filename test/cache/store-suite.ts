@@ -75,12 +75,12 @@ export function cacheStoreSuite(name: string, fixture: CacheStoreFixture): void 
 
     it('an entry misses once its ttl has passed since it was created, and stops being counted', async () => {
       const store = await fixture.fresh();
-      const short = entry('short-lived', { createdAtMs: fixture.now(), ttlS: 1 });
+      const short = entry('short-lived', { createdAtMs: fixture.now(), ttlS: 2 });
       const long = entry('long-lived', { createdAtMs: fixture.now(), ttlS: 3600 });
       await store.put(short);
       await store.put(long);
       assert.deepEqual(await store.get(short.key), short);
-      await fixture.pass(1100);
+      await fixture.pass(2100);
       assert.equal(await store.get(short.key), null);
       assert.deepEqual(await store.get(long.key), long);
       assert.equal(await store.bytes(), entryBytes(long));
@@ -131,7 +131,7 @@ export function cacheStoreSuite(name: string, fixture: CacheStoreFixture): void 
       const store = await fixture.fresh();
       const now = fixture.now();
       const gone = entry('gone', { createdAtMs: now, route: 'old-route' });
-      const expiring = entry('expiring', { createdAtMs: now, ttlS: 1 });
+      const expiring = entry('expiring', { createdAtMs: now, ttlS: 2 });
       const kept = entry('kept', { createdAtMs: now, ttlS: 3600 });
       for (const e of [gone, expiring, kept]) await store.put(e);
       await store.addVector('ctx', gone.key, vec(1, 0), 3600, 10);
@@ -140,7 +140,7 @@ export function cacheStoreSuite(name: string, fixture: CacheStoreFixture): void 
       await store.addVector('ctx', digest('never stored'), vec(1, 0.01), 3600, 10);
       assert.equal(await store.drop({ route: 'old-route' }), 1);
       assert.equal((await store.nearest('ctx', vec(1, 0)))?.key, expiring.key);
-      await fixture.pass(1100);
+      await fixture.pass(2100);
       assert.equal((await store.nearest('ctx', vec(1, 0)))?.key, kept.key);
       assert.equal((await store.nearest('ctx', vec(1, 0)))?.key, kept.key, 'the same answer once the dead vectors are removed');
     });
