@@ -134,8 +134,8 @@ async function sinks(): Promise<Sinks> {
 describe('the record sinks report the response cache', () => {
   it('a miss then a hit: counted by route and result, the hit’s row names the entry’s maker, costs nothing and carries what it saved', async () => {
     const s = await sinks();
-    s.record(servedRecord('req-miss', outcome({ result: 'miss' })));
-    s.record(hitRecord('req-hit', outcome({ result: 'hit', savedMicroUsd: 900, origin })));
+    s.record(servedRecord('req-1-miss', outcome({ result: 'miss' })));
+    s.record(hitRecord('req-2-hit', outcome({ result: 'hit', savedMicroUsd: 900, origin })));
     const { access, rows, totals } = await s.finish();
 
     const text = await s.metrics.render();
@@ -164,8 +164,8 @@ describe('the record sinks report the response cache', () => {
         r.savedMicroUsd,
       ]),
       [
-        ['req-miss', 'm', c0.provider.name, c0.stableId, 5, 7, 900, 'miss', 0],
-        ['req-hit', 'm', c0.provider.name, c0.stableId, 0, 0, 0, 'hit', 900],
+        ['req-1-miss', 'm', c0.provider.name, c0.stableId, 5, 7, 900, 'miss', 0],
+        ['req-2-hit', 'm', c0.provider.name, c0.stableId, 0, 0, 0, 'hit', 900],
       ],
     );
     assert.deepEqual(
@@ -177,8 +177,8 @@ describe('the record sinks report the response cache', () => {
     assert.deepEqual(
       access.map((l) => [l.request_id, l.provider, l.cache, l.cache_key]),
       [
-        ['req-miss', c0.provider.name, 'miss', KEY],
-        ['req-hit', 'none', 'hit', KEY],
+        ['req-1-miss', c0.provider.name, 'miss', KEY],
+        ['req-2-hit', 'none', 'hit', KEY],
       ],
     );
     assert.deepEqual(
@@ -199,15 +199,13 @@ describe('the record sinks report the response cache', () => {
     for (const result of ['bypass', 'refresh', 'error', 'hit'])
       assert.match(text, new RegExp(`switchyard_cache_lookups_total\\{route="m",result="${result}"\\} 1`));
     assert.doesNotMatch(text, /switchyard_cache_saved_usd_total\{/, 'an unpriced hit saved nothing it can count');
-    assert.deepEqual(
-      rows.map((r) => [r.cache, r.savedMicroUsd]),
-      [
-        ['bypass', 0],
-        ['refresh', 0],
-        ['error', 0],
-        ['hit', 0],
-      ],
-    );
+    // Rows finished within one millisecond are in request id order: compared by id.
+    assert.deepEqual(Object.fromEntries(rows.map((r) => [r.requestId, [r.cache, r.savedMicroUsd]])), {
+      'req-bypass': ['bypass', 0],
+      'req-refresh': ['refresh', 0],
+      'req-error': ['error', 0],
+      'req-unpriced': ['hit', 0],
+    });
     const bypass = access.find((l) => l.request_id === 'req-bypass');
     assert.ok(bypass !== undefined && bypass.cache === 'bypass' && !('cache_key' in bypass));
     const [row] = s.stats.view();
