@@ -175,15 +175,15 @@ describe('the record sinks report the response cache', () => {
     );
 
     assert.deepEqual(
-      access.map((l) => [l.request_id, l.provider, l.cache, l.cache_key]),
+      access.map((l) => [l.request_id, l.provider, l.cache, l.cache_key, l.cache_stored]),
       [
-        ['req-1-miss', c0.provider.name, 'miss', KEY],
-        ['req-2-hit', 'none', 'hit', KEY],
+        ['req-1-miss', c0.provider.name, 'miss', KEY, true],
+        ['req-2-hit', 'none', 'hit', KEY, undefined],
       ],
     );
     assert.deepEqual(
-      s.stats.view().map((v) => [v.route, v.team, v.lookups.hit, v.lookups.miss, v.hitRate, v.savedMicroUsd]),
-      [['m', 'platform', 1, 1, 0.5, 900]],
+      s.stats.view().map((v) => [v.route, v.team, v.lookups.hit, v.lookups.miss, v.hitRate, v.savedMicroUsd, v.stored]),
+      [['m', 'platform', 1, 1, 0.5, 900, 1]],
     );
   });
 
@@ -211,6 +211,8 @@ describe('the record sinks report the response cache', () => {
     const [row] = s.stats.view();
     assert.deepEqual(row?.lookups, { hit: 1, miss: 0, refresh: 1, bypass: 1, error: 1 });
     assert.equal(row?.hitRate, 1 / 3, 'a bypass is not a request the cache could have answered');
+    assert.equal(row?.stored, 2, 'the refreshed and the errored answers were kept');
+    assert.ok(!('cache_stored' in (bypass ?? {})), 'a bypass stores nothing');
   });
 
   it('a route without a cache adds nothing: no lookup, a null ledger column, no access-line member', async () => {
@@ -338,13 +340,27 @@ describe('cache stats', () => {
     stats.record('m', 'research', 'bypass', 0);
     stats.record('m', 'platform', 'hit', 100);
     stats.record('m', 'platform', 'hit', 50);
-    stats.record('m', 'platform', 'miss', 0);
+    stats.record('m', 'platform', 'miss', 0, true);
     stats.record('m', 'platform', 'error', 0);
     stats.record('a', 'none', 'refresh', 0);
     assert.deepEqual(stats.view(), [
-      { route: 'a', team: 'none', lookups: { hit: 0, miss: 0, refresh: 1, bypass: 0, error: 0 }, hitRate: 0, savedMicroUsd: 0 },
-      { route: 'm', team: 'platform', lookups: { hit: 2, miss: 1, refresh: 0, bypass: 0, error: 1 }, hitRate: 0.5, savedMicroUsd: 150 },
-      { route: 'm', team: 'research', lookups: { hit: 0, miss: 0, refresh: 0, bypass: 1, error: 0 }, hitRate: null, savedMicroUsd: 0 },
+      { route: 'a', team: 'none', lookups: { hit: 0, miss: 0, refresh: 1, bypass: 0, error: 0 }, hitRate: 0, savedMicroUsd: 0, stored: 0 },
+      {
+        route: 'm',
+        team: 'platform',
+        lookups: { hit: 2, miss: 1, refresh: 0, bypass: 0, error: 1 },
+        hitRate: 0.5,
+        savedMicroUsd: 150,
+        stored: 1,
+      },
+      {
+        route: 'm',
+        team: 'research',
+        lookups: { hit: 0, miss: 0, refresh: 0, bypass: 1, error: 0 },
+        hitRate: null,
+        savedMicroUsd: 0,
+        stored: 0,
+      },
     ]);
   });
 });
