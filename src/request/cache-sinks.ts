@@ -31,22 +31,27 @@ export function countCache(metrics: Metrics, r: RequestRecord): void {
   if (cache.similarity !== null) metrics.cacheSimilarity.observe(cache.similarity);
 }
 
-/** Each route's and team's lookups by result and the money hits saved, since start: /admin/status and the status page. */
+/** Each route's and team's lookups by result, the answers stored and the money hits saved, since start: /admin/status and the status page. */
 export function cacheStatsSink(stats: CacheStats): RecordSink {
   return {
     name: 'cache',
     write(r) {
       const cache = r.cache;
-      if (cache !== null) stats.record(cacheRoute(r, cache), r.principal?.team ?? 'none', cache.result, savedMicroUsd(cache));
+      if (cache !== null)
+        stats.record(cacheRoute(r, cache), r.principal?.team ?? 'none', cache.result, savedMicroUsd(cache), r.cacheStoredAnswer);
     },
   };
 }
 
-/** `,"cache":"hit","cache_key":"…"`: the lookup's result, and its key's digest when there was one; nothing when the route has no cache. */
+/**
+ * `,"cache":"miss","cache_key":"…","cache_stored":true`: the lookup's result, its key's digest
+ * when there was one, and whether the answer was kept; nothing when the route has no cache.
+ */
 export function cacheMembers(r: RequestRecord): string {
   const cache = r.cache;
   if (cache === null) return '';
-  return cache.key === null ? `,"cache":"${cache.result}"` : `,"cache":"${cache.result}","cache_key":${JSON.stringify(cache.key)}`;
+  const key = cache.key === null ? '' : `,"cache_key":${JSON.stringify(cache.key)}`;
+  return `,"cache":"${cache.result}"${key}${r.cacheStoredAnswer ? ',"cache_stored":true' : ''}`;
 }
 
 /** The lookup's result and key on the request's span; nothing when the route has no cache. */

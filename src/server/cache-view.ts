@@ -15,6 +15,8 @@ export interface CacheLookupsView {
   readonly hit_rate: number | null;
   /** What the hits' entries cost when they were made, in USD. */
   readonly saved_usd: number;
+  /** Answers kept as entries. */
+  readonly stored: number;
 }
 
 export interface CacheView {
@@ -44,6 +46,7 @@ export function cacheView(config: Pick<GatewayConfig, 'cache' | 'routing'>, stat
       lookups: r.lookups,
       hit_rate: r.hitRate,
       saved_usd: r.savedMicroUsd / 1e6,
+      stored: r.stored,
     })),
   };
 }

@@ -21,18 +21,21 @@ export interface CacheStatsRow {
   readonly hitRate: number | null;
   /** What the hits' entries cost when they were made, in micro-USD. */
   readonly savedMicroUsd: number;
+  /** Answers kept as entries (after a miss, a refresh or an error; not one too large, a fallback's or a tool call's). */
+  readonly stored: number;
 }
 
 class CacheCounts {
   readonly lookups: Record<CacheResult, number> = { hit: 0, miss: 0, refresh: 0, bypass: 0, error: 0 };
   savedMicroUsd = 0;
+  stored = 0;
 }
 
 export class CacheStats {
   /** route -> team -> counts. */
   readonly #byRoute = new Map<string, Map<string, CacheCounts>>();
 
-  record(route: string, team: string, result: CacheResult, savedMicroUsd: number): void {
+  record(route: string, team: string, result: CacheResult, savedMicroUsd: number, stored = false): void {
     // A result this class does not know is not counted rather than minting a key.
     if (!RESULTS.includes(result)) return;
     let byTeam = this.#byRoute.get(route);
@@ -41,6 +44,7 @@ export class CacheStats {
     if (counts === undefined) byTeam.set(team, (counts = new CacheCounts()));
     counts.lookups[result] += 1;
     counts.savedMicroUsd += savedMicroUsd;
+    if (stored) counts.stored += 1;
   }
 
   /** Every route and team with a lookup since start, by route then team. */
@@ -58,6 +62,7 @@ export class CacheStats {
           lookups: { ...l },
           hitRate: servable === 0 ? null : l.hit / servable,
           savedMicroUsd: c.savedMicroUsd,
+          stored: c.stored,
         });
       }
     }

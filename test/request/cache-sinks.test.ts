@@ -134,8 +134,8 @@ async function sinks(): Promise<Sinks> {
 describe('the record sinks report the response cache', () => {
   it('a miss then a hit: counted by route and result, the hit’s row names the entry’s maker, costs nothing and carries what it saved', async () => {
     const s = await sinks();
-    s.record(servedRecord('req-miss', outcome({ result: 'miss' })));
-    s.record(hitRecord('req-hit', outcome({ result: 'hit', savedMicroUsd: 900, origin })));
+    s.record(servedRecord('req-1-miss', outcome({ result: 'miss' })));
+    s.record(hitRecord('req-2-hit', outcome({ result: 'hit', savedMicroUsd: 900, origin })));
     const { access, rows, totals } = await s.finish();
 
     const text = await s.metrics.render();
@@ -164,8 +164,8 @@ describe('the record sinks report the response cache', () => {
         r.savedMicroUsd,
       ]),
       [
-        ['req-miss', 'm', c0.provider.name, c0.stableId, 5, 7, 900, 'miss', 0],
-        ['req-hit', 'm', c0.provider.name, c0.stableId, 0, 0, 0, 'hit', 900],
+        ['req-1-miss', 'm', c0.provider.name, c0.stableId, 5, 7, 900, 'miss', 0],
+        ['req-2-hit', 'm', c0.provider.name, c0.stableId, 0, 0, 0, 'hit', 900],
       ],
     );
     assert.deepEqual(
@@ -175,15 +175,15 @@ describe('the record sinks report the response cache', () => {
     );
 
     assert.deepEqual(
-      access.map((l) => [l.request_id, l.provider, l.cache, l.cache_key]),
+      access.map((l) => [l.request_id, l.provider, l.cache, l.cache_key, l.cache_stored]),
       [
-        ['req-miss', c0.provider.name, 'miss', KEY],
-        ['req-hit', 'none', 'hit', KEY],
+        ['req-1-miss', c0.provider.name, 'miss', KEY, true],
+        ['req-2-hit', 'none', 'hit', KEY, undefined],
       ],
     );
     assert.deepEqual(
-      s.stats.view().map((v) => [v.route, v.team, v.lookups.hit, v.lookups.miss, v.hitRate, v.savedMicroUsd]),
-      [['m', 'platform', 1, 1, 0.5, 900]],
+      s.stats.view().map((v) => [v.route, v.team, v.lookups.hit, v.lookups.miss, v.hitRate, v.savedMicroUsd, v.stored]),
+      [['m', 'platform', 1, 1, 0.5, 900, 1]],
     );
   });
 
@@ -199,21 +199,20 @@ describe('the record sinks report the response cache', () => {
     for (const result of ['bypass', 'refresh', 'error', 'hit'])
       assert.match(text, new RegExp(`switchyard_cache_lookups_total\\{route="m",result="${result}"\\} 1`));
     assert.doesNotMatch(text, /switchyard_cache_saved_usd_total\{/, 'an unpriced hit saved nothing it can count');
-    // Rows of the same millisecond come back in request-id order: compare them by id.
-    assert.deepEqual(
-      [...rows].sort((a, b) => String(a.requestId).localeCompare(String(b.requestId))).map((r) => [r.requestId, r.cache, r.savedMicroUsd]),
-      [
-        ['req-bypass', 'bypass', 0],
-        ['req-error', 'error', 0],
-        ['req-refresh', 'refresh', 0],
-        ['req-unpriced', 'hit', 0],
-      ],
-    );
+    // Rows finished within one millisecond are in request id order: compared by id.
+    assert.deepEqual(Object.fromEntries(rows.map((r) => [r.requestId, [r.cache, r.savedMicroUsd]])), {
+      'req-bypass': ['bypass', 0],
+      'req-refresh': ['refresh', 0],
+      'req-error': ['error', 0],
+      'req-unpriced': ['hit', 0],
+    });
     const bypass = access.find((l) => l.request_id === 'req-bypass');
     assert.ok(bypass !== undefined && bypass.cache === 'bypass' && !('cache_key' in bypass));
     const [row] = s.stats.view();
     assert.deepEqual(row?.lookups, { hit: 1, miss: 0, refresh: 1, bypass: 1, error: 1 });
     assert.equal(row?.hitRate, 1 / 3, 'a bypass is not a request the cache could have answered');
+    assert.equal(row?.stored, 2, 'the refreshed and the errored answers were kept');
+    assert.ok(!('cache_stored' in (bypass ?? {})), 'a bypass stores nothing');
   });
 
   it('a route without a cache adds nothing: no lookup, a null ledger column, no access-line member', async () => {
@@ -341,13 +340,27 @@ describe('cache stats', () => {
     stats.record('m', 'research', 'bypass', 0);
     stats.record('m', 'platform', 'hit', 100);
     stats.record('m', 'platform', 'hit', 50);
-    stats.record('m', 'platform', 'miss', 0);
+    stats.record('m', 'platform', 'miss', 0, true);
     stats.record('m', 'platform', 'error', 0);
     stats.record('a', 'none', 'refresh', 0);
     assert.deepEqual(stats.view(), [
-      { route: 'a', team: 'none', lookups: { hit: 0, miss: 0, refresh: 1, bypass: 0, error: 0 }, hitRate: 0, savedMicroUsd: 0 },
-      { route: 'm', team: 'platform', lookups: { hit: 2, miss: 1, refresh: 0, bypass: 0, error: 1 }, hitRate: 0.5, savedMicroUsd: 150 },
-      { route: 'm', team: 'research', lookups: { hit: 0, miss: 0, refresh: 0, bypass: 1, error: 0 }, hitRate: null, savedMicroUsd: 0 },
+      { route: 'a', team: 'none', lookups: { hit: 0, miss: 0, refresh: 1, bypass: 0, error: 0 }, hitRate: 0, savedMicroUsd: 0, stored: 0 },
+      {
+        route: 'm',
+        team: 'platform',
+        lookups: { hit: 2, miss: 1, refresh: 0, bypass: 0, error: 1 },
+        hitRate: 0.5,
+        savedMicroUsd: 150,
+        stored: 1,
+      },
+      {
+        route: 'm',
+        team: 'research',
+        lookups: { hit: 0, miss: 0, refresh: 0, bypass: 1, error: 0 },
+        hitRate: null,
+        savedMicroUsd: 0,
+        stored: 0,
+      },
     ]);
   });
 });

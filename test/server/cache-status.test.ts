@@ -36,20 +36,21 @@ describe('the cache status section', () => {
   it('names the store and the routes that cache, and per route and team the lookups, hit rate and USD saved since start', () => {
     const stats = new CacheStats();
     stats.record('m', 'platform', 'hit', 1500);
-    stats.record('m', 'platform', 'miss', 0);
+    stats.record('m', 'platform', 'miss', 0, true);
     stats.record('m', 'platform', 'bypass', 0);
     stats.record('m', 'none', 'error', 0);
     assert.deepEqual(cacheView(parsed(CONFIG), stats), {
       store: 'memory',
       routes: { m: 'exact', s: 'semantic' },
       lookups: [
-        { route: 'm', team: 'none', lookups: { hit: 0, miss: 0, refresh: 0, bypass: 0, error: 1 }, hit_rate: 0, saved_usd: 0 },
+        { route: 'm', team: 'none', lookups: { hit: 0, miss: 0, refresh: 0, bypass: 0, error: 1 }, hit_rate: 0, saved_usd: 0, stored: 0 },
         {
           route: 'm',
           team: 'platform',
           lookups: { hit: 1, miss: 1, refresh: 0, bypass: 1, error: 0 },
           hit_rate: 0.5,
           saved_usd: 0.0015,
+          stored: 1,
         },
       ],
     });
@@ -122,6 +123,7 @@ describe('the cache section over the admin listener', () => {
         lookups: { hit: 3, miss: 1, refresh: 0, bypass: 2, error: 0 },
         hit_rate: 0.75,
         saved_usd: 0.0042,
+        stored: 1,
       },
     ];
     await waitForText(page, '#cache tr[data-cache-team="research"]', '75 %');
