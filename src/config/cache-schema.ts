@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { positiveInt, secretRefSchema, tlsSchema } from './schema-parts.js';
+import { positiveInt, redisUrlSchema, secretRefSchema, tlsSchema } from './schema-parts.js';
 
 // `cache`: the response cache's store and bounds (top level), and the per-route settings
 // that turn it on (`routing.routes.<model>.cache`); a team or a key may only turn it off.
@@ -11,13 +11,7 @@ export const cacheSchema = z
   .strictObject({
     /** `memory`: this replica alone (bounded by max_bytes); `redis`: the fleet, on governance's Redis unless redis_url is given. */
     store: z.enum(['memory', 'redis'], { error: 'must be "memory" or "redis"' }).default('memory'),
-    redis_url: z
-      .url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' })
-      .refine(
-        (u) => !URL.canParse(u) || new URL(u).password === '',
-        'must not contain a password: give it as cache.redis_password ({env: NAME} or {file: PATH})',
-      )
-      .optional(),
+    redis_url: redisUrlSchema('cache').optional(),
     redis_username: secretRefSchema.optional(),
     redis_password: secretRefSchema.optional(),
     redis_tls: tlsSchema.optional(),
@@ -33,9 +27,19 @@ export const cacheSchema = z
     lookup_timeout_ms: positiveInt.max(10_000).default(50),
   })
   .superRefine((c, ctx) => {
-    if (c.store === 'redis') return;
-    for (const key of ['redis_url', 'redis_username', 'redis_password', 'redis_tls'] as const)
-      if (c[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: 'only applies when store is "redis"' });
+    if (c.store === 'memory') {
+      for (const key of ['redis_url', 'redis_username', 'redis_password', 'redis_tls'] as const)
+        if (c[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: 'only applies when store is "redis"' });
+      return;
+    }
+    // The cache's own credentials go with its own URL; without one it uses governance's Redis and credentials.
+    for (const key of ['redis_username', 'redis_password', 'redis_tls'] as const)
+      if (c[key] !== undefined && c.redis_url === undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: [key],
+          message: "applies with cache.redis_url only (without it the cache uses governance's Redis and credentials)",
+        });
     if (c.redis_username !== undefined && c.redis_password === undefined)
       ctx.addIssue({ code: 'custom', path: ['redis_password'], message: 'is required with cache.redis_username' });
   });

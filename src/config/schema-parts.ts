@@ -117,3 +117,37 @@ export const retrySchema = z
 export const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 const TOOL_NAME_HINT = "must be 1-128 of A-Z a-z 0-9 _ - . (the MCP specification's tool name characters)";
 export const toolName = z.string().regex(TOOL_NAME, TOOL_NAME_HINT);
+
+/**
+ * The query parameters of a URL that its driver would take a secret from, by the name the URL
+ * gives: pg reads a password, or a TLS key, certificate or CA from a path; ioredis turns every
+ * query parameter into a connection option, a password among them. Config holds references
+ * only, and these would bypass them.
+ */
+const SECRET_QUERY_PARAMS = {
+  postgres: new Set(['password', 'sslpassword', 'sslkey', 'sslcert', 'sslrootcert']),
+  redis: new Set(['password']),
+} as const;
+
+export function secretQueryParams(url: string, driver: keyof typeof SECRET_QUERY_PARAMS): string[] {
+  if (!url.startsWith(driver) || !URL.canParse(url)) return [];
+  const names = [...new URL(url).searchParams.keys()].filter((name) => SECRET_QUERY_PARAMS[driver].has(name.toLowerCase()));
+  return [...new Set(names)];
+}
+
+/**
+ * A Redis URL (`redis://` or `rediss://`) with no secret in it: config holds references only,
+ * so a password in the URL or its query is refused (never echoed), and `<section>.redis_password` named instead.
+ */
+export function redisUrlSchema(section: string) {
+  return z
+    .url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' })
+    .refine(
+      (u) => !URL.canParse(u) || new URL(u).password === '',
+      `must not contain a password: give it as ${section}.redis_password ({env: NAME} or {file: PATH})`,
+    )
+    .refine(
+      (u) => secretQueryParams(u, 'redis').length === 0,
+      `must not carry a password in its query: give it as ${section}.redis_password ({env: NAME} or {file: PATH})`,
+    );
+}

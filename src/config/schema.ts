@@ -9,7 +9,7 @@ import {
 } from './guardrails-schema.js';
 import { adminTokenRequired } from './listen-address.js';
 import { providerSchema } from './provider-types.js';
-import { positiveInt, type retrySchema, secretRefSchema, tlsSchema, toolName } from './schema-parts.js';
+import { positiveInt, redisUrlSchema, type retrySchema, secretQueryParams, secretRefSchema, tlsSchema, toolName } from './schema-parts.js';
 
 export type { AwsAuthConfig, EntraAuthConfig, GcpAuthConfig, ProviderConfig, ProviderConfigOf } from './provider-types.js';
 export { type SecretRef, secretRefSchema, TOOL_NAME } from './schema-parts.js';
@@ -484,18 +484,7 @@ const REDIS_ONLY = ['redis_url', 'redis_username', 'redis_password', 'redis_tls'
 export const governanceSchema = z
   .strictObject({
     store: z.enum(['memory', 'redis'], { error: 'must be "memory" or "redis"' }).default('memory'),
-    redis_url: z
-      .url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' })
-      // Config holds references only, so a password in the URL is refused (never echoed).
-      .refine(
-        (u) => !URL.canParse(u) || new URL(u).password === '',
-        'must not contain a password: give it as governance.redis_password ({env: NAME} or {file: PATH})',
-      )
-      .refine(
-        (u) => secretQueryParams(u, 'redis').length === 0,
-        'must not carry a password in its query: give it as governance.redis_password ({env: NAME} or {file: PATH})',
-      )
-      .optional(),
+    redis_url: redisUrlSchema('governance').optional(),
     /** The ACL user (Redis 6+); absent = the default user (or the URL's user). */
     redis_username: secretRefSchema.optional(),
     /** AUTH's password: `requirepass`, or the ACL user's. */
@@ -527,23 +516,6 @@ export const governanceSchema = z
     if (url !== null && url.protocol === 'redis:' && g.redis_tls !== undefined)
       ctx.addIssue({ code: 'custom', path: ['redis_tls'], message: 'applies to a rediss:// URL only' });
   });
-
-/**
- * The query parameters of a URL that its driver would take a secret from, by the name the URL
- * gives: pg reads a password, or a TLS key, certificate or CA from a path; ioredis turns every
- * query parameter into a connection option, a password among them. Config holds references
- * only, and these would bypass them.
- */
-const SECRET_QUERY_PARAMS = {
-  postgres: new Set(['password', 'sslpassword', 'sslkey', 'sslcert', 'sslrootcert']),
-  redis: new Set(['password']),
-} as const;
-
-function secretQueryParams(url: string, driver: keyof typeof SECRET_QUERY_PARAMS): string[] {
-  if (!url.startsWith(driver) || !URL.canParse(url)) return [];
-  const names = [...new URL(url).searchParams.keys()].filter((name) => SECRET_QUERY_PARAMS[driver].has(name.toLowerCase()));
-  return [...new Set(names)];
-}
 
 /**
  * Managed teams and keys and the usage ledger: SQLite for one replica, Postgres for several.

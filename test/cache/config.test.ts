@@ -87,3 +87,21 @@ describe('the cache config', () => {
     assert.ok(ok.ok, paths(ok).join('\n'));
   });
 });
+
+describe('the cache’s Redis', () => {
+  it('refuses a password in its URL or its query, and credentials without a URL of its own', () => {
+    const bad = paths(checkConfig(config({ cache: { store: 'redis', redis_url: 'redis://u:pw@127.0.0.1:6379' } }))).join('\n');
+    assert.match(bad, /^cache\.redis_url: must not contain a password: give it as cache\.redis_password/m);
+    const query = paths(checkConfig(config({ cache: { store: 'redis', redis_url: 'redis://127.0.0.1:6379/?password=x' } }))).join('\n');
+    assert.match(query, /^cache\.redis_url: must not carry a password in its query/m);
+    const orphan = paths(
+      checkConfig(
+        config({
+          cache: { store: 'redis', redis_password: { env: 'P' } },
+          governance: { store: 'redis', redis_url: 'redis://127.0.0.1:6379' },
+        }),
+      ),
+    ).join('\n');
+    assert.match(orphan, /^cache\.redis_password: applies with cache\.redis_url only/m);
+  });
+});
