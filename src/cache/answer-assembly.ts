@@ -113,21 +113,9 @@ export function assembledOpenaiChat(events: readonly ReadEvent[], ids: IdMap, fr
     }
     return found;
   };
-  let head: Record<string, unknown> | null = null;
-  let usage: TokenUsage | null = null;
-  for (const { data } of events) {
-    if (data === null || data === '[DONE]') continue;
-    const chunk = jsonObject(data);
-    if (chunk === null) continue;
-    if (head === null && typeof chunk.id === 'string' && chunk.id !== '') head = chunk;
-    usage = usageFromOpenai(chunk.usage) ?? usage;
-    const list: unknown[] = Array.isArray(chunk.choices) ? chunk.choices : [];
-    for (const c of list) {
-      if (!isRecord(c)) continue;
-      const index = typeof c.index === 'number' ? c.index : 0;
-      choice(index).decoder.data(list.length === 1 ? data : JSON.stringify({ ...chunk, choices: [c] }));
-    }
-  }
+  const { head, usage } = walkChunks(events, (c, index, chunk, data, alone) => {
+    choice(index).decoder.data(alone ? data : JSON.stringify({ ...chunk, choices: [c] }));
+  });
   if (choices.size === 0) choice(0);
   const built = [...choices.entries()]
     .sort(([a], [b]) => a - b)
@@ -179,23 +167,12 @@ export function assembledResponse(events: readonly ReadEvent[], ids: IdMap, fres
 /** A legacy completion from its chunks: each choice's text in order, its finish reason, and the usage. */
 export function assembledCompletion(events: readonly ReadEvent[], ids: IdMap, fresh: Fresh, entryUsage: TokenUsage | null): string {
   const choices = new Map<number, { text: string; finish: unknown }>();
-  let head: Record<string, unknown> | null = null;
-  let usage: TokenUsage | null = null;
-  for (const { data } of events) {
-    if (data === null || data === '[DONE]') continue;
-    const chunk = jsonObject(data);
-    if (chunk === null) continue;
-    if (head === null && typeof chunk.id === 'string' && chunk.id !== '') head = chunk;
-    usage = usageFromOpenai(chunk.usage) ?? usage;
-    for (const c of Array.isArray(chunk.choices) ? chunk.choices : []) {
-      if (!isRecord(c)) continue;
-      const index = typeof c.index === 'number' ? c.index : 0;
-      const sofar = choices.get(index) ?? { text: '', finish: null };
-      if (typeof c.text === 'string') sofar.text += c.text;
-      if (c.finish_reason !== null && c.finish_reason !== undefined) sofar.finish = c.finish_reason;
-      choices.set(index, sofar);
-    }
-  }
+  const { head, usage } = walkChunks(events, (c, index) => {
+    const sofar = choices.get(index) ?? { text: '', finish: null };
+    if (typeof c.text === 'string') sofar.text += c.text;
+    if (c.finish_reason !== null && c.finish_reason !== undefined) sofar.finish = c.finish_reason;
+    choices.set(index, sofar);
+  });
   const body: Record<string, unknown> = {
     id: ids.rename(head?.id, 'cmpl'),
     object: 'text_completion',
@@ -209,6 +186,30 @@ export function assembledCompletion(events: readonly ReadEvent[], ids: IdMap, fr
   if (known !== null) body.usage = completionUsage(known);
   if (typeof head?.system_fingerprint === 'string') body.system_fingerprint = head.system_fingerprint;
   return JSON.stringify(body);
+}
+
+/**
+ * Walks an OpenAI chunk stream (chat or completions): each choice of each chunk to `each`
+ * (with its index, its chunk, the chunk's text, and whether it is the chunk's only choice),
+ * and answers the first chunk that names the answer (its id, model, fingerprint) and the
+ * last usage reported.
+ */
+function walkChunks(
+  events: readonly ReadEvent[],
+  each: (choice: Record<string, unknown>, index: number, chunk: Record<string, unknown>, data: string, alone: boolean) => void,
+): { head: Record<string, unknown> | null; usage: TokenUsage | null } {
+  let head: Record<string, unknown> | null = null;
+  let usage: TokenUsage | null = null;
+  for (const { data } of events) {
+    if (data === null || data === '[DONE]') continue;
+    const chunk = jsonObject(data);
+    if (chunk === null) continue;
+    if (head === null && typeof chunk.id === 'string' && chunk.id !== '') head = chunk;
+    usage = usageFromOpenai(chunk.usage) ?? usage;
+    const list: unknown[] = Array.isArray(chunk.choices) ? chunk.choices : [];
+    for (const c of list) if (isRecord(c)) each(c, typeof c.index === 'number' ? c.index : 0, chunk, data, list.length === 1);
+  }
+  return { head, usage };
 }
 
 /** A completion's usage: the three counts (the legacy endpoint has no token details). */

@@ -14,7 +14,6 @@ export {
   KEY_PARTS,
   type KeyInput,
   type KeyPart,
-  keyBody,
   keyTableMarkdown,
   LEFT_OUT,
   type RequestKey,
@@ -22,6 +21,6 @@ export {
 } from './key.js';
 export { MemoryCacheStore, type MemoryCacheStoreOptions } from './memory-store.js';
 export { type CacheRedisTls, RedisCacheStore, type RedisCacheStoreOptions } from './redis-store.js';
-export { type Fresh, type FreshIdKind, freshIds, REPLAY_CONTENT_TYPE, type ReplayOptions, replayEvents, replayWhole } from './replay.js';
+export { type Fresh, type FreshIdKind, freshIds, type ReplayOptions, replayEvents, replayWhole } from './replay.js';
 export { type CacheStore, CacheStoreError, type DropFilter } from './store.js';
 export { cosineSimilarity, vectorFromBase64, vectorToBase64 } from './vector.js';

@@ -141,7 +141,7 @@ function digest(value: unknown): string {
  * JSON with every object's members sorted by name, at every level: one text per value,
  * whatever order its members came in. (A parsed body holds only JSON values.)
  */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
   if (Array.isArray(value)) {
     let out = '[';
@@ -162,11 +162,7 @@ export function canonicalJson(value: unknown): string {
 }
 
 /** The body as the key sees it: the left-out fields and the defaults removed, `model` too (the route stands for it). */
-export function keyBody(
-  operation: CachedOperation,
-  protocol: CachedProtocol,
-  body: Readonly<Record<string, unknown>>,
-): Record<string, unknown> {
+function keyBody(operation: CachedOperation, protocol: CachedProtocol, body: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const defaults = DEFAULTS[`${operation}/${protocol}`] ?? {};
   const out: Record<string, unknown> = {};
   for (const name of Object.keys(body)) {

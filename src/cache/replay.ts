@@ -16,9 +16,6 @@ import { type Fresh, IdMap, renamedResponse } from './fresh-ids.js';
 
 export { type Fresh, type FreshIdKind, freshIds } from './fresh-ids.js';
 
-/** The content type of a replay: a whole answer's, a stream's. */
-export const REPLAY_CONTENT_TYPE = { whole: 'application/json', stream: 'text/event-stream' } as const;
-
 export interface ReplayOptions {
   /** OpenAI chat completions and completions: the client asked for the usage-only last chunk (`stream_options.include_usage`). */
   readonly includeUsage?: boolean;

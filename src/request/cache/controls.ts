@@ -8,8 +8,8 @@ import { SwitchyardError } from '../../errors.js';
 // `x-switchyard-cache-namespace` (a namespace within the caller's scope). A malformed one
 // is the client's 400, naming the header.
 
-export const TTL_HEADER = 'x-switchyard-cache-ttl';
-export const NAMESPACE_HEADER = 'x-switchyard-cache-namespace';
+const TTL_HEADER = 'x-switchyard-cache-ttl';
+const NAMESPACE_HEADER = 'x-switchyard-cache-namespace';
 
 export interface CacheControls {
   readonly noStore: boolean;

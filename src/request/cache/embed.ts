@@ -10,7 +10,7 @@ import type { Exchange } from '../exchange.js';
 // It carries a header with this process's secret, which marks it as the cache's own call:
 // the cache leaves it alone (an embedding looked up in the cache would be another call).
 
-export const CACHE_CALL_HEADER = 'x-switchyard-cache-call';
+const CACHE_CALL_HEADER = 'x-switchyard-cache-call';
 const CACHE_CALL_TOKEN = randomBytes(24).toString('base64url');
 
 /** Whether a request is the cache's embedding call, made by this process. */
