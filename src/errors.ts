@@ -22,6 +22,7 @@ export const errorCatalog = {
   budget_exceeded: { status: 402, openai: 'insufficient_quota', anthropic: 'permission_error' },
   model_not_allowed: { status: 403, openai: 'permission_error', anthropic: 'permission_error' },
   tool_not_allowed: { status: 403, openai: 'permission_error', anthropic: 'permission_error' },
+  agent_not_allowed: { status: 403, openai: 'permission_error', anthropic: 'permission_error' },
   origin_not_allowed: { status: 403, openai: 'permission_error', anthropic: 'permission_error' },
   forbidden: { status: 403, openai: 'permission_error', anthropic: 'permission_error' },
   not_found: { status: 404, openai: 'invalid_request_error', anthropic: 'not_found_error' },

@@ -1,4 +1,4 @@
-import { candidateKeyType, servesEmbeddings, servesTools } from './provider-types.js';
+import { candidateKeyType, servesAgents, servesEmbeddings, servesTools } from './provider-types.js';
 import { type SecretRef, secretRefSchema } from './schema.js';
 import { resolveSecret } from './secrets.js';
 
@@ -25,6 +25,7 @@ export function crossReferenceIssues(document: unknown, env?: NodeJS.ProcessEnv)
   const routes = record(record(doc.routing)?.routes) ?? {};
   for (const [model, route] of Object.entries(routes)) issues.push(...routeReferenceIssues(model, route, providers));
   issues.push(...toolReferenceIssues(record(doc.routing), providers));
+  issues.push(...agentReferenceIssues(record(record(doc.routing)?.agents) ?? {}, providers));
   issues.push(...responseStoreIssues(doc));
   issues.push(...cacheIssues(doc, routes, providers));
   if (env === undefined) return issues;
@@ -65,6 +66,11 @@ export function routeReferenceIssues(model: string, route: unknown, providers: R
       issues.push({
         path: `routing.routes.${model}.candidates[${i}].provider`,
         message: `"${provider}" is an MCP server (type: mcp): it serves tools (routing.tools), not models`,
+      });
+    } else if (typeof provider === 'string' && servesAgents(record(providers[provider])?.type)) {
+      issues.push({
+        path: `routing.routes.${model}.candidates[${i}].provider`,
+        message: `"${provider}" is an agent (type: a2a): it serves agents (routing.agents), not models`,
       });
     } else if (typeof provider === 'string') {
       for (const key of ['deployment', 'publisher'] as const) {
@@ -165,5 +171,26 @@ export function toolReferenceIssues(
     sources.forEach((s: unknown, i) => {
       check(`routing.tools_from[${i}].provider`, record(s)?.provider);
     });
+  return issues;
+}
+
+/** The agents' references: every candidate of routing.agents names a configured provider of type a2a. */
+export function agentReferenceIssues(
+  agents: Readonly<Record<string, unknown>>,
+  providers: Readonly<Record<string, unknown>>,
+): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  for (const [agent, route] of Object.entries(agents)) {
+    const candidates = record(route)?.candidates;
+    if (!Array.isArray(candidates)) continue;
+    candidates.forEach((c: unknown, i) => {
+      const provider = record(c)?.provider;
+      if (typeof provider !== 'string') return;
+      const path = `routing.agents.${agent}.candidates[${i}].provider`;
+      if (providers[provider] === undefined) issues.push({ path, message: `unknown provider "${provider}"` });
+      else if (!servesAgents(record(providers[provider])?.type))
+        issues.push({ path, message: `"${provider}" is not an agent (type: a2a); an agent route needs one` });
+    });
+  }
   return issues;
 }

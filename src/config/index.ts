@@ -4,6 +4,7 @@
 // credential-value shapes, so the config and the overlay name paths and refuse literal
 // secrets alike. See docs/decisions/0001-one-generation.md.
 
+export { type A2aConfig, agentName } from './a2a-schema.js';
 export {
   type AuthConfig,
   authSchema,
@@ -15,7 +16,13 @@ export {
   type PrincipalLimitsConfig,
 } from './auth-schema.js';
 export type { CacheConfig, RouteCacheConfig } from './cache-schema.js';
-export { crossReferenceIssues, responseStoreIssues, routeReferenceIssues, toolReferenceIssues } from './cross-check.js';
+export {
+  agentReferenceIssues,
+  crossReferenceIssues,
+  responseStoreIssues,
+  routeReferenceIssues,
+  toolReferenceIssues,
+} from './cross-check.js';
 export {
   checkGuardrailReferences,
   GUARDRAIL_NAME,
@@ -49,8 +56,16 @@ export {
   parseConfigText,
 } from './load.js';
 export { type Checked, checkKey, checkTeam } from './managed.js';
-export { PROVIDER_SCHEMAS, PROVIDER_TYPES, type ProviderTypeName, providerKeyHint, servesEmbeddings } from './provider-types.js';
 export {
+  PROVIDER_SCHEMAS,
+  PROVIDER_TYPES,
+  type ProviderTypeName,
+  providerKeyHint,
+  servesAgents,
+  servesEmbeddings,
+} from './provider-types.js';
+export {
+  type AgentRouteConfig,
   type AuditConfig,
   type AwsAuthConfig,
   type BreakerConfig,

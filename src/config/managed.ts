@@ -22,7 +22,7 @@ function issuesOf(error: z.ZodError): ConfigIssue[] {
   return issues;
 }
 
-/** A team's fields (rate_limit, quota, budget, allowed_models, allowed_tools), as under `teams.<id>`. */
+/** A team's fields (rate_limit, quota, budget, allowed_models, allowed_tools, allowed_agents), as under `teams.<id>`. */
 export function checkTeam(spec: unknown): Checked<TeamConfig> {
   const parsed = teamSchema.safeParse(spec);
   return parsed.success ? { ok: true, value: parsed.data } : { ok: false, issues: issuesOf(parsed.error) };

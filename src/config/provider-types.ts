@@ -15,11 +15,11 @@ import {
 // another type is an unknown key, named as such with the type(s) it belongs to. Each type's
 // adapter (providers/<type>/) reads the config its schema gives.
 
-export const PROVIDER_TYPES = ['openai', 'azure_openai', 'anthropic', 'gemini', 'bedrock', 'vertex', 'mcp'] as const;
+export const PROVIDER_TYPES = ['openai', 'azure_openai', 'anthropic', 'gemini', 'bedrock', 'vertex', 'mcp', 'a2a'] as const;
 export type ProviderTypeName = (typeof PROVIDER_TYPES)[number];
 
 const PROVIDER_TYPES_HINT =
-  'must be "openai" (any OpenAI-compatible API), "azure_openai", "anthropic", "gemini", "bedrock" (AWS Bedrock Converse), "vertex" (Google Vertex AI) or "mcp" (an MCP server\'s Streamable HTTP endpoint)';
+  'must be "openai" (any OpenAI-compatible API), "azure_openai", "anthropic", "gemini", "bedrock" (AWS Bedrock Converse), "vertex" (Google Vertex AI), "mcp" (an MCP server\'s Streamable HTTP endpoint) or "a2a" (an agent speaking the Agent2Agent protocol)';
 
 /** A missing key that the type needs: named with the type, since another type does without it. */
 function requiredFor(type: string): { error: (issue: { readonly input?: unknown }) => string | undefined } {
@@ -141,6 +141,9 @@ const upstreamShape = {
   tls: tlsSchema.optional(),
 };
 
+/** An agent's upstream settings: every type's but max_event_bytes, which `a2a.max_event_bytes` sets for every agent. */
+const { max_event_bytes: _eventBytes, ...agentUpstreamShape } = upstreamShape;
+
 /** What every model provider has besides: exposed headers, model names, retries. */
 const modelShape = {
   ...upstreamShape,
@@ -236,6 +239,20 @@ export const PROVIDER_SCHEMAS = {
      */
     trust_annotations: z.boolean().optional(),
   }),
+  /** An agent speaking the Agent2Agent protocol (A2A): it serves agents (routing.agents), not models. */
+  a2a: z.strictObject({
+    type: z.literal('a2a'),
+    /** Where the agent lives; its card is read from here, and names the JSON-RPC endpoint calls go to. */
+    base_url: httpUrl,
+    /** The card's path, joined to base_url. */
+    card_path: z
+      .string()
+      .regex(/^\/[^?#\s]*$/, 'must be a path starting with / (no query, no fragment)')
+      .default('/.well-known/agent-card.json'),
+    /** Sent as `Authorization: Bearer`; never the caller's own. */
+    api_key: secretRefSchema.optional(),
+    ...agentUpstreamShape,
+  }),
 } as const satisfies Record<ProviderTypeName, z.ZodType>;
 
 export const providerSchema = z.discriminatedUnion(
@@ -248,6 +265,7 @@ export const providerSchema = z.discriminatedUnion(
     PROVIDER_SCHEMAS.bedrock,
     PROVIDER_SCHEMAS.vertex,
     PROVIDER_SCHEMAS.mcp,
+    PROVIDER_SCHEMAS.a2a,
   ],
   { error: (issue) => ((issue.input as { type?: unknown } | undefined)?.type === undefined ? 'required' : PROVIDER_TYPES_HINT) },
 );
@@ -263,6 +281,12 @@ const NOT_A_KEY_BECAUSE: Partial<Record<ProviderTypeName, Readonly<Record<string
     models: 'it serves tools; map their names with tools',
     retry: 'a tool call may be a write; see retry_safe on a tool route',
     expose_headers: 'it serves tools',
+  },
+  a2a: {
+    models: 'it serves an agent (routing.agents)',
+    retry: 'a message may start work; a new task fails over only when it never reached the agent',
+    expose_headers: 'it serves an agent',
+    max_event_bytes: "a2a.max_event_bytes bounds every agent's events",
   },
 };
 
@@ -301,6 +325,11 @@ export function providerKeyHint(type: unknown, key: string): string | null {
 /** Whether a provider of the type serves tools (an MCP server) rather than models. */
 export function servesTools(type: unknown): boolean {
   return type === 'mcp';
+}
+
+/** Whether a provider of the type is an agent (A2A) rather than a model or tool server. */
+export function servesAgents(type: unknown): boolean {
+  return type === 'a2a';
 }
 
 /**

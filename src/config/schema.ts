@@ -1,4 +1,6 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
+import { a2aSchema, agentName } from './a2a-schema.js';
 import { authSchema } from './auth-schema.js';
 import { cacheSchema, callerCacheSchema, routeCacheSchema } from './cache-schema.js';
 import {
@@ -32,6 +34,17 @@ const adminTokenSchema = z.strictObject({
   token: secretRefSchema,
   role: z.string().regex(ADMIN_ROLE, 'must be "admin", "read_only" or "team:<team id>"'),
 });
+
+/** An IP address or a CIDR range (10.0.0.0/8, fd00::/8). */
+const cidrSchema = z.string().refine((text) => {
+  const slash = text.indexOf('/');
+  const address = slash < 0 ? text : text.slice(0, slash);
+  const family = isIP(address);
+  if (family === 0) return false;
+  if (slash < 0) return true;
+  const bits = text.slice(slash + 1);
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}, 'must be an IP address or a CIDR range such as 10.0.0.0/8 or fd00::/8');
 
 const serverSchema = z
   .strictObject({
@@ -73,6 +86,12 @@ const serverSchema = z
      * configured (its series name teams and key ids and show their spend).
      */
     public_metrics: z.boolean().default(false),
+    /**
+     * Proxies (IP addresses or CIDR ranges) whose X-Forwarded-Proto, -Host and -Prefix (or
+     * Forwarded) headers are believed when the gateway names its own URL, as in the agent
+     * cards it serves; anyone else's are ignored.
+     */
+    trusted_proxies: z.array(cidrSchema).max(1024).default([]),
   })
   .refine((s) => s.admin_token !== undefined || (s.admin_tokens ?? []).length > 0 || !adminTokenRequired(s.admin_listen), {
     path: ['admin_token'],
@@ -156,6 +175,22 @@ const toolRouteSchema = z.strictObject({
    * it only a call that never reached its candidate moves on.
    */
   retry_safe: z.boolean().default(false),
+});
+
+/** An agent route's candidate: a provider of type a2a. */
+const agentCandidateSchema = z.strictObject({
+  provider: z.string().min(1),
+  weight: z.number().int().min(1).max(1000).default(1),
+});
+
+/**
+ * `routing.agents.<agent name>`: the upstream agents that serve one exposed agent (replicas
+ * of one agent, or a primary and a fallback). A new task is routed by the policy; every
+ * follow-up goes to the candidate that owns the task.
+ */
+const agentRouteSchema = z.strictObject({
+  policy: policySchema.default('ordered'),
+  candidates: z.array(agentCandidateSchema).min(1, 'an agent needs at least one candidate'),
 });
 
 /** `routing.tools_from[]`: expose every tool a server lists, under an optional prefix. */
@@ -242,9 +277,11 @@ const routingSchema = z
     tools: z.record(toolName, toolRouteSchema).optional(),
     /** Servers whose every listed tool is exposed (under the prefix), beside routing.tools. */
     tools_from: z.array(toolsFromSchema).max(256).optional(),
+    /** Agents served at /a2a/<agent name> (the Agent2Agent protocol), by exposed name. */
+    agents: z.record(agentName, agentRouteSchema).optional(),
   })
   .superRefine((routing, ctx) => {
-    const staticTools = routing.tools !== undefined || routing.tools_from !== undefined;
+    const staticTools = routing.tools !== undefined || routing.tools_from !== undefined || routing.agents !== undefined;
     if (routing.routes !== undefined && routing.overlay !== undefined) {
       ctx.addIssue({
         code: 'custom',
@@ -256,7 +293,7 @@ const routingSchema = z
         code: 'custom',
         path: [],
         message:
-          'set either routing.routes (static routes) or routing.overlay (candidates from an overlay file), or tool routes (routing.tools, routing.tools_from)',
+          'set either routing.routes (static routes) or routing.overlay (candidates from an overlay file), or tool routes (routing.tools, routing.tools_from), or agents (routing.agents)',
       });
     }
     if (routing.overlay !== undefined) {
@@ -430,9 +467,21 @@ export const teamSchema = z.strictObject({
   allowed_models: z.array(z.string().min(1).max(256)).optional(),
   /** Glob patterns over exposed tool names (/mcp); absent = every tool. */
   allowed_tools: z.array(z.string().min(1).max(256)).optional(),
-  /** rpm counts model requests and, on /mcp, tools/call (in a window of its own); tpm applies to models only. */
+  /** Glob patterns over exposed agent names (/a2a); absent = every agent. */
+  allowed_agents: z.array(z.string().min(1).max(256)).optional(),
+  /**
+   * rpm counts model requests and, each in a window of its own, tools/call on /mcp and
+   * messages to agents on /a2a; tpm applies to models only.
+   */
   rate_limit: z.strictObject({ rpm: limitCount.optional(), tpm: limitCount.optional() }).optional(),
-  quota: z.strictObject({ tokens_per_day: limitCount.optional(), tool_calls_per_day: limitCount.optional() }).optional(),
+  quota: z
+    .strictObject({
+      tokens_per_day: limitCount.optional(),
+      tool_calls_per_day: limitCount.optional(),
+      /** Messages to agents (SendMessage, SendStreamingMessage) a UTC day; reads are not counted. */
+      agent_messages_per_day: limitCount.optional(),
+    })
+    .optional(),
   budget: z
     .strictObject({
       usd_per_month: z.number().min(0),
@@ -462,6 +511,10 @@ export const keySchema = z
     allowed_tools: z.array(z.string().min(1).max(256)).optional(),
     /** tools/call a UTC day, for this key. */
     tool_calls_per_day: limitCount.optional(),
+    /** Glob patterns over exposed agent names, within the team's; absent = the team's. */
+    allowed_agents: z.array(z.string().min(1).max(256)).optional(),
+    /** Messages to agents a UTC day, for this key. */
+    agent_messages_per_day: limitCount.optional(),
     expires_at: rfc3339Schema.optional(),
     /** Added to the route's and the team's guardrails. */
     guardrails: guardrailAttachmentSchema.optional(),
@@ -612,6 +665,8 @@ export const configSchema = z
     guardrails: guardrailsSchema.optional(),
     /** The response cache's store and bounds; routes turn it on. */
     cache: cacheSchema.prefault({}),
+    /** The bounds of the /a2a endpoints and how long task ownership is remembered; routing.agents exposes agents. */
+    a2a: a2aSchema.prefault({}),
   })
   .superRefine(checkGovernanceReferences)
   .superRefine(checkGuardrailReferences);
@@ -630,6 +685,7 @@ export type DatabaseConfig = z.infer<typeof databaseSchema>;
 export type TelemetryConfig = GatewayConfig['telemetry'];
 export type McpConfig = GatewayConfig['mcp'];
 export type ToolRouteConfig = z.infer<typeof toolRouteSchema>;
+export type AgentRouteConfig = z.infer<typeof agentRouteSchema>;
 
 /** Session-affinity settings when the config has no `routing.session_affinity` block: the schema's defaults. */
 export const sessionAffinityDefaults: z.infer<typeof sessionAffinitySchema> = Object.freeze(sessionAffinitySchema.parse({}));

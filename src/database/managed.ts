@@ -12,7 +12,7 @@ export const CHANGES_CHANNEL = 'switchyard_managed';
 
 export interface ManagedTeam {
   readonly id: string;
-  /** As the config file writes a team (rate_limit, quota, budget, allowed_models, allowed_tools). */
+  /** As the config file writes a team (rate_limit, quota, budget, allowed_models, allowed_tools, allowed_agents). */
   readonly spec: Record<string, unknown>;
   readonly metadata: Record<string, unknown>;
   readonly version: number;

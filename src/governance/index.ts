@@ -8,6 +8,7 @@
 // The store is built once by server/ and survives every reload; its counters are keyed by
 // team and key id. See docs/decisions/0009-governance-limits-and-budgets.md.
 
+export { type AgentAdmission, admitAgentMessage, checkAgent, finishAgentMessage, mayUseAgent } from './agent-messages.js';
 export { compileModelAllowList, type ModelAllowList } from './allow-list.js';
 export { admitCachedAnswer, type CachedAdmission } from './cached-answer.js';
 export { anchoredClock, governanceNow } from './clock.js';

@@ -14,6 +14,8 @@ export interface KeyRecord {
   readonly allowedModels?: readonly string[];
   /** Globs over exposed tool names, within the team's; absent = the team's. */
   readonly allowedTools?: readonly string[];
+  /** Globs over exposed agent names, within the team's; absent = the team's. */
+  readonly allowedAgents?: readonly string[];
   /** Epoch ms; null = never expires. */
   readonly expiresAtMs: number | null;
   /**

@@ -11,6 +11,8 @@ export interface Limits {
   readonly budgetMicroUsdPerMonth?: number;
   /** tools/call a UTC day (/mcp); counted in the scope's tool-call counters (see tool-calls.ts). */
   readonly toolCallsPerDay?: number;
+  /** Messages to agents a UTC day (/a2a); counted in the scope's agent counters (see agent-messages.ts). */
+  readonly agentMessagesPerDay?: number;
   /** `warn` admits a request over budget and flags it; default `block`. */
   readonly budgetOnExceeded?: 'block' | 'warn';
 }
@@ -55,9 +57,11 @@ export interface Grant {
   readonly models: ((model: string) => boolean) | null;
   /** Tools its token's scopes allow, within the team's; null = the team's. */
   readonly tools: ((tool: string) => boolean) | null;
+  /** The same for messages to agents: the team's agent counters, then its own. */
+  readonly agentScopes: readonly Scope[];
 }
 
-export type LimitKind = 'rpm' | 'tpm' | 'tokens_per_day' | 'budget' | 'tool_calls_per_day';
+export type LimitKind = 'rpm' | 'tpm' | 'tokens_per_day' | 'budget' | 'tool_calls_per_day' | 'agent_messages_per_day';
 
 /** Values for the `x-ratelimit-*-requests` / `-tokens` headers, from the tightest scope. */
 export interface RateWindowView {
@@ -86,6 +90,7 @@ export interface Refusal {
     | 'key_expired'
     | 'model_not_allowed'
     | 'tool_not_allowed'
+    | 'agent_not_allowed'
     | 'rate_limit_exceeded'
     | 'quota_exceeded'
     | 'budget_exceeded'

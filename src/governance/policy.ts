@@ -12,6 +12,8 @@ export interface TeamRecord {
   readonly allowedModels?: readonly string[];
   /** Globs over exposed tool names; absent = every tool. */
   readonly allowedTools?: readonly string[];
+  /** Globs over exposed agent names; absent = every agent. */
+  readonly allowedAgents?: readonly string[];
   readonly limits: Limits;
 }
 
@@ -29,6 +31,7 @@ interface CompiledTeam {
   readonly record: TeamRecord;
   readonly allows: ModelAllowList;
   readonly allowsTool: ModelAllowList;
+  readonly allowsAgent: ModelAllowList;
 }
 
 /**
@@ -51,21 +54,49 @@ export interface GovernancePolicy {
   readonly toolScopesByKey: ReadonlyMap<string, readonly Scope[]>;
   /** Each key's own allowed_tools, compiled; a key without one has no entry. */
   readonly keyToolAllows: ReadonlyMap<string, ModelAllowList>;
+  /** The same for messages to agents: the agent counters of the team, then the key (agent-messages.ts). */
+  readonly agentScopesByKey: ReadonlyMap<string, readonly Scope[]>;
+  /** Each key's own allowed_agents, compiled; a key without one has no entry. */
+  readonly keyAgentAllows: ReadonlyMap<string, ModelAllowList>;
   /** Each key's own allowed_models, compiled; a key without one has no entry. */
   readonly keyModelAllows: ReadonlyMap<string, ModelAllowList>;
 }
 
 export function buildGovernancePolicy(input: PolicyInput): GovernancePolicy {
   const teams = new Map<string, CompiledTeam>();
-  for (const t of input.teams)
-    teams.set(
-      t.id,
-      Object.freeze({ record: t, allows: compileModelAllowList(t.allowedModels), allowsTool: compileModelAllowList(t.allowedTools) }),
-    );
+  for (const t of input.teams) teams.set(t.id, compileTeam(t));
   for (const k of input.keys) if (!teams.has(k.team)) throw new Error(`key "${k.id}" names unknown team "${k.team}"`);
   const teamScopes = new Map<string, Scope>();
   for (const t of input.teams) teamScopes.set(t.id, Object.freeze({ kind: 'team', id: t.id, team: t.id, limits: t.limits }));
-  return finish(input, teams, teamScopes, new Map(), new Map(), new Map(), new Map(), buildKeyTable(input.keys), input.keys);
+  return finish(input, teams, teamScopes, new Map(), emptyKeyMaps(), buildKeyTable(input.keys), input.keys);
+}
+
+function compileTeam(t: TeamRecord): CompiledTeam {
+  return Object.freeze({
+    record: t,
+    allows: compileModelAllowList(t.allowedModels),
+    allowsTool: compileModelAllowList(t.allowedTools),
+    allowsAgent: compileModelAllowList(t.allowedAgents),
+  });
+}
+
+/** What each key adds to a policy besides its model scopes: its tool and agent counters and its own lists. */
+interface KeyMaps {
+  readonly toolScopesByKey: Map<string, readonly Scope[]>;
+  readonly keyToolAllows: Map<string, ModelAllowList>;
+  readonly keyModelAllows: Map<string, ModelAllowList>;
+  readonly agentScopesByKey: Map<string, readonly Scope[]>;
+  readonly keyAgentAllows: Map<string, ModelAllowList>;
+}
+
+function emptyKeyMaps(): KeyMaps {
+  return {
+    toolScopesByKey: new Map(),
+    keyToolAllows: new Map(),
+    keyModelAllows: new Map(),
+    agentScopesByKey: new Map(),
+    keyAgentAllows: new Map(),
+  };
 }
 
 /** Each policy's team scopes, so that an extension gives a base team's keys the very same scope object. */
@@ -87,25 +118,22 @@ export function extendGovernancePolicy(
   const teamScopes = new Map<string, Scope>();
   for (const t of extra.teams) {
     if (teams.has(t.id) || base.teams.has(t.id)) throw new Error(`duplicate team id "${t.id}"`);
-    teams.set(
-      t.id,
-      Object.freeze({ record: t, allows: compileModelAllowList(t.allowedModels), allowsTool: compileModelAllowList(t.allowedTools) }),
-    );
+    teams.set(t.id, compileTeam(t));
     teamScopes.set(t.id, Object.freeze({ kind: 'team', id: t.id, team: t.id, limits: t.limits }));
   }
   const allTeams = new LayeredMap(teams, base.teams);
   for (const k of extra.keys) if (!allTeams.has(k.team)) throw new Error(`key "${k.id}" names unknown team "${k.team}"`);
   const scopesByKey = new Map<string, readonly Scope[]>();
-  const toolScopesByKey = new Map<string, readonly Scope[]>();
-  const keyToolAllows = new Map<string, ModelAllowList>();
-  const keyModelAllows = new Map<string, ModelAllowList>();
+  const maps = emptyKeyMaps();
   const keys = extendKeyTable(base.keys, extra.keys);
   const allScopes = new LayeredMap(teamScopes, baseTeamScopes);
-  compileKeys(extra.keys, allTeams, allScopes, scopesByKey, toolScopesByKey, keyToolAllows, keyModelAllows);
+  compileKeys(extra.keys, allTeams, allScopes, scopesByKey, maps);
   const policy: GovernancePolicy = Object.freeze({
-    toolScopesByKey: new LayeredMap(toolScopesByKey, base.toolScopesByKey),
-    keyToolAllows: new LayeredMap(keyToolAllows, base.keyToolAllows),
-    keyModelAllows: new LayeredMap(keyModelAllows, base.keyModelAllows),
+    toolScopesByKey: new LayeredMap(maps.toolScopesByKey, base.toolScopesByKey),
+    keyToolAllows: new LayeredMap(maps.keyToolAllows, base.keyToolAllows),
+    keyModelAllows: new LayeredMap(maps.keyModelAllows, base.keyModelAllows),
+    agentScopesByKey: new LayeredMap(maps.agentScopesByKey, base.agentScopesByKey),
+    keyAgentAllows: new LayeredMap(maps.keyAgentAllows, base.keyAgentAllows),
     keys,
     teams: allTeams,
     defaultMaxTokens: base.defaultMaxTokens,
@@ -122,9 +150,7 @@ function compileKeys(
   teams: ReadonlyMap<string, CompiledTeam>,
   teamScopes: ReadonlyMap<string, Scope>,
   scopesByKey: Map<string, readonly Scope[]>,
-  toolScopesByKey: Map<string, readonly Scope[]>,
-  keyToolAllows: Map<string, ModelAllowList>,
-  keyModelAllows: Map<string, ModelAllowList>,
+  maps: KeyMaps,
 ): void {
   for (const k of added) {
     const keyScope: Scope = Object.freeze({ kind: 'key', id: k.id, team: k.team, limits: k.limits });
@@ -132,9 +158,17 @@ function compileKeys(
   }
   for (const k of added) {
     const team = (teams.get(k.team) as CompiledTeam).record;
-    toolScopesByKey.set(k.id, Object.freeze([toolScope('team', team.id, team.id, team.limits), toolScope('key', k.id, k.team, k.limits)]));
-    if (k.allowedTools !== undefined) keyToolAllows.set(k.id, compileModelAllowList(k.allowedTools));
-    if (k.allowedModels !== undefined) keyModelAllows.set(k.id, compileModelAllowList(k.allowedModels));
+    maps.toolScopesByKey.set(
+      k.id,
+      Object.freeze([toolScope('team', team.id, team.id, team.limits), toolScope('key', k.id, k.team, k.limits)]),
+    );
+    maps.agentScopesByKey.set(
+      k.id,
+      Object.freeze([agentScope('team', team.id, team.id, team.limits), agentScope('key', k.id, k.team, k.limits)]),
+    );
+    if (k.allowedTools !== undefined) maps.keyToolAllows.set(k.id, compileModelAllowList(k.allowedTools));
+    if (k.allowedModels !== undefined) maps.keyModelAllows.set(k.id, compileModelAllowList(k.allowedModels));
+    if (k.allowedAgents !== undefined) maps.keyAgentAllows.set(k.id, compileModelAllowList(k.allowedAgents));
   }
 }
 
@@ -143,17 +177,17 @@ function finish(
   teams: Map<string, CompiledTeam>,
   teamScopes: Map<string, Scope>,
   scopesByKey: Map<string, readonly Scope[]>,
-  toolScopesByKey: Map<string, readonly Scope[]>,
-  keyToolAllows: Map<string, ModelAllowList>,
-  keyModelAllows: Map<string, ModelAllowList>,
+  maps: KeyMaps,
   keys: KeyTable,
   added: readonly KeyRecord[],
 ): GovernancePolicy {
-  compileKeys(added, teams, teamScopes, scopesByKey, toolScopesByKey, keyToolAllows, keyModelAllows);
+  compileKeys(added, teams, teamScopes, scopesByKey, maps);
   const policy: GovernancePolicy = Object.freeze({
-    toolScopesByKey,
-    keyToolAllows,
-    keyModelAllows,
+    toolScopesByKey: maps.toolScopesByKey,
+    keyToolAllows: maps.keyToolAllows,
+    keyModelAllows: maps.keyModelAllows,
+    agentScopesByKey: maps.agentScopesByKey,
+    keyAgentAllows: maps.keyAgentAllows,
     keys,
     teams,
     defaultMaxTokens: input.defaultMaxTokens,
@@ -196,10 +230,12 @@ export function checkModel(policy: GovernancePolicy, principal: Principal, model
  * The caller's own list of models or tools within its team's: a key's `allowed_models` /
  * `allowed_tools`, or what a signed-in principal's token scopes allow; null = the team's.
  */
-export function ownList(policy: GovernancePolicy, principal: Principal, of: 'models' | 'tools'): ModelAllowList | null {
-  if (principal.grant !== undefined) return of === 'models' ? principal.grant.models : principal.grant.tools;
+export function ownList(policy: GovernancePolicy, principal: Principal, of: 'models' | 'tools' | 'agents'): ModelAllowList | null {
+  // A token's scopes name models and tools; its agents are its team's.
+  if (principal.grant !== undefined) return of === 'models' ? principal.grant.models : of === 'tools' ? principal.grant.tools : null;
   if (principal.keyId === null) return null;
-  return (of === 'models' ? policy.keyModelAllows : policy.keyToolAllows).get(principal.keyId) ?? null;
+  const lists = of === 'models' ? policy.keyModelAllows : of === 'tools' ? policy.keyToolAllows : policy.keyAgentAllows;
+  return lists.get(principal.keyId) ?? null;
 }
 
 /** Who a refusal by the caller's own list names: its key, or its principal and why. */
@@ -217,7 +253,7 @@ export function principalScopes(
   team: string,
   id: string,
   limits: Limits,
-): { readonly scopes: readonly Scope[]; readonly toolScopes: readonly Scope[] } | null {
+): { readonly scopes: readonly Scope[]; readonly toolScopes: readonly Scope[]; readonly agentScopes: readonly Scope[] } | null {
   const compiled = policy.teams.get(team);
   if (compiled === undefined) return null;
   const teamScope = teamScopesOf.get(policy)?.get(team) ?? Object.freeze({ kind: 'team', id: team, team, limits: compiled.record.limits });
@@ -225,6 +261,7 @@ export function principalScopes(
   return {
     scopes: Object.freeze([teamScope, own]),
     toolScopes: Object.freeze([toolScope('team', team, team, compiled.record.limits), toolScope('key', id, team, limits)]),
+    agentScopes: Object.freeze([agentScope('team', team, team, compiled.record.limits), agentScope('key', id, team, limits)]),
   };
 }
 
@@ -248,4 +285,15 @@ export function toolScope(kind: ScopeKind, id: string, team: string, limits: Lim
   if (limits.rpm !== undefined) toolLimits.rpm = limits.rpm;
   if (limits.toolCallsPerDay !== undefined) toolLimits.tokensPerDay = limits.toolCallsPerDay;
   return Object.freeze({ kind, id: `${id}${TOOL_SCOPE_SUFFIX}`, team, limits: Object.freeze(toolLimits) });
+}
+
+/** Messages to agents are counted under the team's or key's id with this suffix (see agent-messages.ts). */
+const AGENT_SCOPE_SUFFIX = '/agents';
+
+/** The agent-message counters of one team or key, with only the limits that apply to them (rpm, agent_messages_per_day). */
+export function agentScope(kind: ScopeKind, id: string, team: string, limits: Limits): Scope {
+  const agentLimits: { rpm?: number; tokensPerDay?: number } = {};
+  if (limits.rpm !== undefined) agentLimits.rpm = limits.rpm;
+  if (limits.agentMessagesPerDay !== undefined) agentLimits.tokensPerDay = limits.agentMessagesPerDay;
+  return Object.freeze({ kind, id: `${id}${AGENT_SCOPE_SUFFIX}`, team, limits: Object.freeze(agentLimits) });
 }

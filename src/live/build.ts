@@ -1,5 +1,7 @@
 import {
+  type AgentRouteConfig,
   type AwsAuthConfig,
+  agentReferenceIssues,
   type ConfigIssue,
   describeSecretRef,
   type EntraAuthConfig,
@@ -34,9 +36,13 @@ import {
 import { stableIdTable } from '../routing/index.js';
 import {
   type AdminToken,
+  type AgentCandidate,
+  type AgentRoute,
+  type AgentServerRuntime,
   deepFreeze,
   deepFreezeSteps,
   type Generation,
+  type GenerationAgents,
   type GenerationCandidate,
   type GenerationRoute,
   type GenerationTools,
@@ -209,7 +215,7 @@ function awsSpec(name: string, region: string, aws: AwsAuthConfig, env: NodeJS.P
 }
 
 /** A provider that serves models: every type's config but an MCP server's. */
-type ModelProviderConfig = Exclude<ProviderConfig, ProviderConfigOf<'mcp'>>;
+type ModelProviderConfig = Exclude<ProviderConfig, ProviderConfigOf<'mcp'> | ProviderConfigOf<'a2a'>>;
 
 /**
  * Builds a generation from a validated config, cross-checking everything the schema
@@ -238,6 +244,7 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
   const issues: ConfigIssue[] = [];
   const providers: Record<string, ProviderRuntime> = Object.create(null) as Record<string, ProviderRuntime>;
   const servers: Record<string, McpServerRuntime> = Object.create(null) as Record<string, McpServerRuntime>;
+  const agentServers: Record<string, AgentServerRuntime> = Object.create(null) as Record<string, AgentServerRuntime>;
   const pending: Array<() => void> = [];
 
   // Maps of many entries are walked by key: Object.entries and Object.values of a map of
@@ -254,6 +261,11 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
     const adapter = adapterOf(config_.type);
     if (adapter.serves === 'tools') {
       pending.push(mcpServer(name, config_ as ProviderConfigOf<'mcp'>, credential, issues, inputs.poolFor, servers));
+      yield;
+      continue;
+    }
+    if (adapter.serves === 'agents') {
+      pending.push(agentServer(name, config_ as ProviderConfigOf<'a2a'>, credential, issues, inputs.poolFor, agentServers));
       yield;
       continue;
     }
@@ -353,11 +365,14 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
     yield;
   }
   issues.push(...toolReferenceIssues(config.routing as unknown as Record<string, unknown>, config.providers));
+  issues.push(...agentReferenceIssues(config.routing.agents ?? {}, config.providers));
   issues.push(...responseStoreIssues(config));
   const toolSpecs = config.routing.tools ?? {};
+  const agentSpecs = config.routing.agents ?? {};
+  const agentNames = Object.keys(agentSpecs);
   const hasTools = Object.keys(toolSpecs).length > 0 || (config.routing.tools_from ?? []).length > 0;
-  if (overlaySettings === undefined && models.length === 0 && !hasTools)
-    issues.push({ path: 'routing.routes', message: 'at least one route (or tool route) is required' });
+  if (overlaySettings === undefined && models.length === 0 && !hasTools && agentNames.length === 0)
+    issues.push({ path: 'routing.routes', message: 'at least one route (or tool route, or agent) is required' });
   if (issues.length > 0) return { ok: false, issues };
 
   for (const open of pending) open();
@@ -387,6 +402,9 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
     routes: toolRoutes,
     from: (config.routing.tools_from ?? []).map((f) => ({ provider: f.provider, prefix: f.prefix })),
   };
+  const agentRoutes = Object.create(null) as Record<string, AgentRoute>;
+  for (const agent of agentNames) agentRoutes[agent] = agentRoute(agent, agentSpecs[agent] as AgentRouteConfig, agentServers);
+  const agents: GenerationAgents = { servers: agentServers, routes: agentRoutes, names: agentNames };
 
   const builtAt = (inputs.now?.() ?? new Date()).toISOString();
   const builtAtS = Math.floor(Date.parse(builtAt) / 1000);
@@ -408,6 +426,8 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
   Object.freeze(modelsFirstSeen);
   for (const tool of Object.keys(toolRoutes))
     for (const group of (toolRoutes[tool] as ToolRoute).groups) if (group.counterKey !== '') counterKeys.add(group.counterKey);
+  for (const agent of agentNames)
+    for (const group of (agentRoutes[agent] as AgentRoute).groups) if (group.counterKey !== '') counterKeys.add(group.counterKey);
   const pricing: Record<string, PriceEntry> = Object.create(null) as Record<string, PriceEntry>;
   for (const key of Object.keys(config.pricing.models)) {
     pricing[key] = { ...config.pricing.models[key] } as PriceEntry;
@@ -422,8 +442,11 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
     providers,
     routes,
     tools,
+    agents,
     models: Object.freeze(routed),
-    identities: [...new Set([...Object.values(providers), ...Object.values(servers)].map((p) => p.identity))],
+    identities: [
+      ...new Set([...Object.values(providers), ...Object.values(servers), ...Object.values(agentServers)].map((p) => p.identity)),
+    ],
     // A Set's entries are not frozen by Object.freeze: ReadonlySet is what keeps them.
     counterKeys: Object.freeze(counterKeys),
     modelsFirstSeen,
@@ -520,6 +543,77 @@ function mcpServer(
       tools: upstreamNames(p.tools),
       trustAnnotations: p.trust_annotations === true,
     };
+  };
+}
+
+/**
+ * An upstream agent's runtime, opened once the whole config is valid. Its pool is keyed by
+ * base_url's origin: calls go to the JSON-RPC endpoint its card names, which must be on that
+ * origin, and they carry only its own api_key, never a caller's.
+ */
+function agentServer(
+  name: string,
+  p: ProviderConfigOf<'a2a'>,
+  credential: Credential | null,
+  issues: ConfigIssue[],
+  poolFor: BuildInputs['poolFor'],
+  agentServers: Record<string, AgentServerRuntime>,
+): () => void {
+  const baseUrl = (p.base_url as string).replace(/\/+$/, '');
+  const identity = `a2a ${baseUrl}`;
+  const tls = p.tls === undefined ? undefined : readTls(name, baseUrl, p.tls, issues);
+  return () => {
+    const pool = poolFor({
+      identity,
+      baseUrl: new URL(baseUrl).origin,
+      connectTimeoutMs: p.connect_timeout_ms,
+      maxConnections: p.max_connections,
+      tls,
+    });
+    agentServers[name] = {
+      name,
+      baseUrl,
+      cardUrl: `${baseUrl}${p.card_path}`,
+      identity,
+      timeoutMs: p.timeout_ms,
+      requestTimeoutMs: p.request_timeout_ms ?? null,
+      streamMaxMs: p.stream_max_ms ?? null,
+      pool,
+      credential,
+      headers: { ...p.headers },
+    };
+  };
+}
+
+/** A `routing.agents` entry: its candidates serve one agent, in one group. */
+function agentRoute(agent: string, spec: AgentRouteConfig, agentServers: Readonly<Record<string, AgentServerRuntime>>): AgentRoute {
+  const seen = new Set<string>();
+  const candidates: AgentCandidate[] = spec.candidates.map((c, i) => {
+    const server = agentServers[c.provider] as AgentServerRuntime;
+    let stableId = c.provider;
+    if (seen.has(stableId)) stableId = `${stableId}#${i}`;
+    seen.add(stableId);
+    return {
+      stableId,
+      providerName: server.name,
+      identity: server.identity,
+      weight: c.weight,
+      admission: 'new_and_existing',
+      group: 0,
+      server,
+      credential: null,
+      credentialProblem: null,
+    };
+  });
+  const counterKey = spec.policy === 'round_robin' ? `agent:${agent}:${sha256Hex(JSON.stringify(spec)).slice(0, 16)}` : '';
+  return {
+    model: agent,
+    policy: spec.policy,
+    groups: [
+      { index: 0, admission: 'new_and_existing', candidates, totalWeight: candidates.reduce((s, c) => s + c.weight, 0), counterKey },
+    ],
+    byStableId: stableIdTable(candidates),
+    admitsNew: candidates.length > 0,
   };
 }
 

@@ -131,6 +131,47 @@ export interface GenerationTools {
   readonly from: ReadonlyArray<{ readonly provider: string; readonly prefix: string }>;
 }
 
+/** A provider of `type: a2a`: an upstream agent speaking the Agent2Agent protocol. */
+export interface AgentServerRuntime {
+  readonly name: string;
+  /** `base_url` without a trailing slash: calls go to the JSON-RPC endpoint its card names, on this origin. */
+  readonly baseUrl: string;
+  /** base_url joined with card_path. */
+  readonly cardUrl: string;
+  /** `a2a <base_url>`: what its breaker and pool are keyed by. */
+  readonly identity: string;
+  /** Time to the answer's head, and the longest silence between two events of a stream. */
+  readonly timeoutMs: number;
+  /** The provider's own bound on a call's whole answer; null = a2a.call_timeout_ms alone. */
+  readonly requestTimeoutMs: number | null;
+  /** The provider's own bound on a stream's length; null = a2a.stream_max_ms alone. */
+  readonly streamMaxMs: number | null;
+  readonly pool: ProviderPool;
+  /** Sent as `Authorization: Bearer`; never the caller's own. */
+  readonly credential: Credential | null;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** One upstream agent that may serve an exposed agent. */
+export interface AgentCandidate extends RoutableCandidate {
+  readonly server: AgentServerRuntime;
+  readonly credential: null;
+  readonly credentialProblem: null;
+}
+
+/** An exposed agent (`routing.agents.<name>`): `model` is the agent's name. */
+export type AgentRoute = Route<AgentCandidate>;
+
+/** The /a2a endpoints' routing in one generation. */
+export interface GenerationAgents {
+  /** The configured upstream agents, by provider name. */
+  readonly servers: Readonly<Record<string, AgentServerRuntime>>;
+  /** Exposed agents by name. */
+  readonly routes: Readonly<Record<string, AgentRoute>>;
+  /** The exposed agents' names, in the config's order. */
+  readonly names: readonly string[];
+}
+
 export type GenerationRoute = Route<GenerationCandidate>;
 export type GenerationGroup = CandidateGroup<GenerationCandidate>;
 
@@ -180,6 +221,8 @@ export interface Generation {
   readonly routes: Readonly<Record<string, GenerationRoute>>;
   /** The /mcp endpoint's servers and tool routes. */
   readonly tools: GenerationTools;
+  /** The /a2a endpoints' upstream agents and exposed agents. */
+  readonly agents: GenerationAgents;
   /**
    * The routes' names, in order (a static config's order): what walks every route reads,
    * since taking the keys of a map of 60k routes holds the event loop 10-15 ms.

@@ -9,7 +9,11 @@
 export { type BuildInputs, type BuildResult, buildGeneration, buildGenerationInSlices, readTlsFiles } from './build.js';
 export { diffGenerations, diffGenerationsInSlices, type GenerationChanges, restartOnlyWarnings } from './diff.js';
 export type {
+  AgentCandidate,
+  AgentRoute,
+  AgentServerRuntime,
   Generation,
+  GenerationAgents,
   GenerationCandidate,
   GenerationGroup,
   GenerationRoute,

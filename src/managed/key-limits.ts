@@ -13,9 +13,9 @@ export interface KeyLimits {
 }
 
 /** Limits where a smaller number is tighter. */
-const COUNTS = ['rpm', 'tpm', 'tokens_per_day', 'budget_usd_per_month', 'tool_calls_per_day'] as const;
+const COUNTS = ['rpm', 'tpm', 'tokens_per_day', 'budget_usd_per_month', 'tool_calls_per_day', 'agent_messages_per_day'] as const;
 /** Allow lists, where fewer models (or tools) is tighter, and absent means the team's whole list. */
-const LISTS = ['allowed_models', 'allowed_tools'] as const;
+const LISTS = ['allowed_models', 'allowed_tools', 'allowed_agents'] as const;
 
 /** Each field whose change from `current` to `next` lets the key do more; empty when none does. */
 export function loosenedLimits(current: KeyLimits, next: KeyLimits): ConfigIssue[] {

@@ -25,6 +25,8 @@ const KEY_FIELDS = [
   'allowed_models',
   'allowed_tools',
   'tool_calls_per_day',
+  'allowed_agents',
+  'agent_messages_per_day',
 ] as const;
 /** A rotation's old secret works at most this long after it: 30 days. */
 const MAX_GRACE_S = 30 * 24 * 3600;

@@ -18,7 +18,7 @@ import type { AnswerHeader, AnswerReader } from './upstream-failure.js';
 // written for it and how its answers are read. Nothing outside these folders, the registry
 // and config/'s list of types asks which type a provider is.
 
-export type ProviderType = 'openai' | 'azure_openai' | 'anthropic' | 'gemini' | 'bedrock' | 'vertex' | 'mcp';
+export type ProviderType = 'openai' | 'azure_openai' | 'anthropic' | 'gemini' | 'bedrock' | 'vertex' | 'mcp' | 'a2a';
 
 /**
  * What a request asks of a provider. `chat` is served by every model type (across protocols by
@@ -117,8 +117,8 @@ export interface AdapterConfig {
 /** One provider type. */
 export interface ProviderAdapter {
   readonly type: ProviderType;
-  /** What it serves: `tools` for an MCP server, `models` for the rest. */
-  readonly serves: 'models' | 'tools';
+  /** What it serves: `tools` for an MCP server, `agents` for an A2A agent, `models` for the rest. */
+  readonly serves: 'models' | 'tools' | 'agents';
   /** The operations its providers serve. */
   readonly operations: readonly Operation[];
   /** The protocols its candidates speak, so the translation policy's rows that apply to it (`to` one of these). */

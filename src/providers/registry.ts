@@ -1,3 +1,4 @@
+import { a2aAdapter } from './a2a/index.js';
 import type { Operation, ProviderAdapter, ProviderType } from './adapter.js';
 import { anthropicAdapter } from './anthropic/index.js';
 import { azureOpenaiAdapter } from './azure_openai/index.js';
@@ -18,6 +19,7 @@ export const ADAPTERS: Readonly<Record<ProviderType, ProviderAdapter>> = Object.
   bedrock: bedrockAdapter,
   vertex: vertexAdapter,
   mcp: mcpAdapter,
+  a2a: a2aAdapter,
 });
 
 /** The adapter of a type the config schema accepted. */
