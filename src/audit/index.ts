@@ -24,6 +24,8 @@ export {
   requestStarted,
   type ToolCalledInput,
   toolCalled,
+  agentCalled,
+  type AgentCalledInput,
 } from './records.js';
 export { UlidGenerator } from './ulid.js';
 export {

@@ -144,6 +144,7 @@ export type AuditEvent = {
     | 'request_started'
     | 'request_completed'
     | 'tool_called'
+    | 'agent_called'
     | 'guardrail_verdict'
     | 'reload'
     | 'gap'
@@ -207,6 +208,55 @@ export function requestCompleted(x: RequestCompletedInput): AuditEvent {
     pricing_missing: x.pricingMissing,
     latency_ms: round3(x.latencyMs),
     ttft_ms: x.ttftMs === null ? null : round3(x.ttftMs),
+  };
+}
+
+export interface AgentCalledInput {
+  readonly requestId: string;
+  readonly keyId: string | null;
+  readonly team: string | null;
+  /** The exposed agent. */
+  readonly agent: string;
+  /** The A2A method, in 1.0's words, and the version the client spoke. */
+  readonly method: string;
+  readonly version: string | null;
+  /** The upstream agent that answered (or the last one tried), and its candidate. */
+  readonly provider: string | null;
+  readonly stableId: string | null;
+  /** The task the call named or created, and its state after the call; never a message's content. */
+  readonly taskId: string | null;
+  readonly contextId: string | null;
+  readonly state: string | null;
+  readonly generation: number | null;
+  readonly keyring: number | null;
+  /** `answered`, `error` (the agent's JSON-RPC error), `refused` (by the gateway), `failed` (no agent answered). */
+  readonly outcome: string;
+  readonly reason: string | null;
+  readonly fallback: readonly string[];
+  readonly latencyMs: number;
+}
+
+/** One call on /a2a/<agent>: who, which agent and method, where it went, the task and its state; never the message. */
+export function agentCalled(x: AgentCalledInput): AuditEvent {
+  return {
+    event: 'agent_called',
+    request_id: x.requestId,
+    key_id: x.keyId,
+    team: x.team,
+    agent: x.agent,
+    method: x.method,
+    version: x.version,
+    provider: x.provider,
+    stable_id: x.stableId,
+    task_id: x.taskId,
+    context_id: x.contextId,
+    state: x.state,
+    generation: x.generation,
+    keyring: x.keyring,
+    outcome: x.outcome,
+    reason: x.reason,
+    fallback: [...x.fallback],
+    latency_ms: round3(x.latencyMs),
   };
 }
 

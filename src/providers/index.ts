@@ -40,7 +40,7 @@ export type { PriceEntry, PriceTable, TokenUsage } from './metering.js';
 export { CHAT_COMPLETIONS_PATH, chatBodyFor, usageFromJson, usageFromSseTail, withStreamUsage } from './openai-body.js';
 export { PoolRegistry } from './pool-registry.js';
 export { providerHeaders, storedResponsePath, upstreamPathFor } from './provider-call.js';
-export { type PoolSpec, type PoolTls, ProviderPool, type UpstreamCall } from './provider-pool.js';
+export { type PoolSpec, type PoolTls, ProviderPool, type RawHandler, type UpstreamCall } from './provider-pool.js';
 export { ADAPTERS, adapterOf, operationProviders, servesOperation } from './registry.js';
 export {
   type Committed,

@@ -2,11 +2,12 @@ import type { Principal } from '../governance/index.js';
 import { actedGuardrails } from '../guardrails/index.js';
 import type { Generation, GenerationCandidate } from '../live/index.js';
 import type { AccessLog } from '../telemetry/index.js';
+import { agentCallMembers } from './a2a/record.js';
 import { cacheMembers } from './cache-sinks.js';
 import { pathOf } from './exchange.js';
 import type { RecordSink } from './record.js';
 import { fallbackEntry } from './record-sinks.js';
-import type { RequestRecord, ToolCallRecord } from './request-record.js';
+import type { AgentCallRecord, RequestRecord, ToolCallRecord } from './request-record.js';
 
 /**
  * The access line of every finished request, when the access log is on (`log.access` in
@@ -19,6 +20,8 @@ export function accessLogSink(accessLog: AccessLog): RecordSink {
     write(r) {
       const gen = r.gen;
       if ((gen !== null && !gen.config.log.access) || !accessLog.enabled) return;
+      const agentCall = r.agentCall;
+      if (agentCall !== null) return accessLog.writeFields(agentCallLine(r, agentCall));
       const call = r.toolCall;
       accessLog.writeFields(call === null ? accessLine(r) : toolCallLine(r, call));
     },
@@ -107,6 +110,11 @@ function toolCallLine(r: RequestRecord, call: ToolCallRecord): string {
   s += `,"stream":${r.stream},"duration_ms":${msText(r.durationMs)}`;
   if (call.fallback.length > 0) s += `,"fallback":${q(call.fallback)}`;
   return s + guardrailsMember(r);
+}
+
+/** A call on /a2a/<agent>'s access line: the agent, method, where it went, the task and how it ended; never the message. */
+function agentCallLine(r: RequestRecord, call: AgentCallRecord): string {
+  return `,"request_id":"${r.requestId}","method":${q(r.req.method ?? 'POST')}${callerMembers(r.principal)}${agentCallMembers(r, call)},"stream":${r.stream},"duration_ms":${msText(r.durationMs)}`;
 }
 
 /** `,"guardrails":["pii","secrets"]`: the guardrails that acted (warn, mask, block), each once; nothing when none did. */

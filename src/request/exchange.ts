@@ -8,7 +8,7 @@ import type { RequestGuard } from './guardrails/guard.js';
 import { RequestRecord } from './request-record.js';
 import type { ResponsesTurn } from './responses/turn-state.js';
 
-export type { CacheOutcome, Failure, MatchedEndpoint, ToolCallRecord } from './request-record.js';
+export type { AgentCallRecord, CacheOutcome, Failure, MatchedEndpoint, ToolCallRecord } from './request-record.js';
 
 /**
  * The caller of a model endpoint, once authenticated: the generation and the keyring

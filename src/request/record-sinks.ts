@@ -2,6 +2,7 @@ import { type AuditWriter, requestCompleted, toolCalled } from '../audit/index.j
 import { strongestAction } from '../guardrails/index.js';
 import type { TokenUsage } from '../providers/index.js';
 import { genAiOperation, genAiSystem, type Metrics, type RecentTraffic, type Tracing } from '../telemetry/index.js';
+import { agentLedgerRow, agentSpanAttributes, auditAgentCall, countAgentCall, recentAgentCall } from './a2a/record.js';
 import { cacheAttributes, countCache, savedMicroUsd } from './cache-sinks.js';
 import { auditGuardrails, countGuardrails, guardrailAttributes } from './guardrail-sinks.js';
 import type { KeysUsed } from './keys-used.js';
@@ -30,6 +31,8 @@ export function metricsSink(metrics: Metrics): RecordSink {
     name: 'metrics',
     write(r) {
       countGuardrails(metrics, r);
+      const agentCall = r.agentCall;
+      if (agentCall !== null) return countAgentCall(metrics, r, agentCall);
       const call = r.toolCall;
       if (call !== null) {
         const tool = call.routed ? call.tool : 'none';
@@ -87,6 +90,8 @@ export function ledgerSink(ledger: UsageLedger): RecordSink {
     write(r) {
       const principal = r.principal;
       if (principal === null) return;
+      const agentCall = r.agentCall;
+      if (agentCall !== null) return agentLedgerRow(ledger, r, agentCall);
       const call = r.toolCall;
       const status = r.status;
       if (call !== null) {
@@ -146,11 +151,13 @@ export function ledgerSink(ledger: UsageLedger): RecordSink {
   };
 }
 
-/** The status page's recent traffic: models, and tools on /mcp. */
-export function recentSink(models: RecentTraffic, tools: RecentTraffic): RecordSink {
+/** The status page's recent traffic: models, tools on /mcp, and agents on /a2a. */
+export function recentSink(models: RecentTraffic, tools: RecentTraffic, agents: RecentTraffic): RecordSink {
   return {
     name: 'recent_traffic',
     write(r) {
+      const agentCall = r.agentCall;
+      if (agentCall !== null) return recentAgentCall(agents, r, agentCall);
       const call = r.toolCall;
       if (call !== null) {
         const ok = answered(call);
@@ -193,6 +200,8 @@ export function auditSink(audit: AuditWriter): RecordSink {
     name: 'audit',
     write(r) {
       auditGuardrails(audit, r);
+      const agentCall = r.agentCall;
+      if (agentCall !== null) return auditAgentCall(audit, r, agentCall);
       const call = r.toolCall;
       if (call !== null) return auditToolCall(audit, r, call);
       if (!r.isAdmitted) return;
@@ -273,7 +282,12 @@ export function spanSink(tracing: Tracing): RecordSink {
       span.setAttribute('http.response.status_code', typeof status === 'number' ? status : r.statusCode);
       if (r.guardrails.length > 0) guardrailAttributes(span, r);
       cacheAttributes(span, r);
-      if (r.toolCall !== null) {
+      const agentCall = r.agentCall;
+      if (agentCall !== null) {
+        agentSpanAttributes(span, agentCall);
+        if (agentCall.outcome === 'failed') tracing.fail(span, agentCall.reason ?? 'failed', agentCall.reason ?? 'failed', false);
+      }
+      if (r.toolCall !== null || agentCall !== null) {
         span.setAttribute('switchyard.request_id', r.requestId);
         if (gen !== null) span.setAttribute('switchyard.generation', gen.number);
         span.end();

@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { ErrorCode } from '../errors.js';
 import type { Principal } from '../governance/index.js';
 import type { GuardrailVerdict } from '../guardrails/index.js';
-import type { Generation, GenerationCandidate, Keyring, ToolCandidate } from '../live/index.js';
+import type { AgentCandidate, Generation, GenerationCandidate, Keyring, ToolCandidate } from '../live/index.js';
 import type { ChatProtocol, Operation, TokenUsage } from '../providers/index.js';
 import type { FailureReason } from '../resilience/index.js';
 import type { Span } from '../telemetry/index.js';
@@ -26,6 +26,36 @@ export interface ToolCallRecord {
   candidate: ToolCandidate | null;
   outcome: 'result' | 'tool_error' | 'error' | 'refused' | 'failed';
   /** The error's stable code, or the upstream's JSON-RPC error code as text. */
+  reason: string | null;
+  /** `provider:reason` of each candidate given up on, and those candidates' stable_ids. */
+  readonly fallback: string[];
+  readonly failedCandidates: string[];
+}
+
+/** One call on /a2a/<agent> (a JSON-RPC method of the Agent2Agent protocol), as its record needs it (filled as the call goes). */
+export interface AgentCallRecord {
+  /** The exposed agent asked for. */
+  readonly agent: string;
+  /** The generation routes the name (so it may be a metrics label). */
+  routed: boolean;
+  /** The method in 1.0's words (SendMessage, GetTask, ...), whichever naming the client used; `none` before it is read. */
+  method: string;
+  /** The protocol version the client spoke. */
+  version: '1.0' | '0.3' | null;
+  /** The candidate that answered, or the last one tried. */
+  candidate: AgentCandidate | null;
+  /** The task and context the call named or its answer created. */
+  taskId: string | null;
+  contextId: string | null;
+  /** The task's state after the call, as the answer (or the stream's last event) gave it. */
+  state: string | null;
+  /**
+   * `answered`: the agent's result (whole, or a stream that ended); `error`: the agent's
+   * JSON-RPC error; `refused`: the gateway refused it (auth, allow-list, limit, an unknown
+   * or foreign task); `failed`: no agent could answer, or the answer broke off.
+   */
+  outcome: 'answered' | 'error' | 'refused' | 'failed';
+  /** The error's stable code, or the agent's JSON-RPC error code as text. */
   reason: string | null;
   /** `provider:reason` of each candidate given up on, and those candidates' stable_ids. */
   readonly fallback: string[];
@@ -165,6 +195,7 @@ export class RequestRecord {
   #pricingMissing = false;
   #reason: ErrorCode | null = null;
   #toolCall: ToolCallRecord | null = null;
+  #agentCall: AgentCallRecord | null = null;
   #status: number | 'partial' = 0;
   #statusCode = 0;
   #durationMs = 0;
@@ -260,6 +291,12 @@ export class RequestRecord {
   toolCalled(call: ToolCallRecord): void {
     this.#at(ROUTED, true);
     this.#toolCall = call;
+  }
+
+  /** A call on /a2a: its own record (metrics, audit, ledger, access line) instead of a model request's. */
+  agentCalled(call: AgentCallRecord): void {
+    this.#open();
+    this.#agentCall = call;
   }
 
   /** An attempt goes to the upstream now, with the request fields its translation dropped or clamped (null = none). */
@@ -502,6 +539,9 @@ export class RequestRecord {
   }
   get toolCall(): ToolCallRecord | null {
     return this.#toolCall;
+  }
+  get agentCall(): AgentCallRecord | null {
+    return this.#agentCall;
   }
   /** Once ended: the status the record reports (what was sent, 'partial' for a cut stream, 499 when the client left first). */
   get status(): number | 'partial' {

@@ -64,6 +64,10 @@ export class Metrics {
   readonly mcpToolCalls: CounterFamily;
   /** tool */
   readonly mcpToolCallDuration: HistogramFamily;
+  /** agent, method, outcome: every call on /a2a/<agent>. */
+  readonly a2aRequests: CounterFamily;
+  /** agent, method */
+  readonly a2aRequestDuration: HistogramFamily;
   /** guardrail, phase, action: every guardrail verdict. */
   readonly guardrailVerdicts: CounterFamily;
   /** guardrail, phase */
@@ -79,6 +83,8 @@ export class Metrics {
   readonly cacheErrors: Counter<'operation'>;
   /** The bytes the response cache's entries take, read at each scrape (set by the composition root with its store); null without one. */
   cacheBytes: (() => number | Promise<number>) | null = null;
+  /** The task and context ids the gateway remembers the owners of, read at each scrape (set by the A2A service). */
+  a2aTasksTracked: (() => Promise<number>) | null = null;
   /** Open client sessions and catalog sizes, read at each scrape (set by the MCP service). */
   mcpGauges: { sessions(): number; catalogs(): Iterable<readonly [provider: string, tools: number]> } | null = null;
 
@@ -253,6 +259,19 @@ export class Metrics {
       ['tool'],
       LATENCY_BUCKETS,
     );
+    this.a2aRequests = new CounterFamily(
+      r,
+      'switchyard_a2a_requests_total',
+      'Calls on /a2a/<agent> by exposed agent ("none" when not routed), method in A2A 1.0 words (SendMessage, GetTask, ...; "none" when unreadable) and outcome: answered, error (the agent\'s JSON-RPC error), refused (by the gateway: authentication, allow-list, limit, an unknown or foreign task), failed (no agent answered, or the answer broke off).',
+      ['agent', 'method', 'outcome'],
+    );
+    this.a2aRequestDuration = new HistogramFamily(
+      r,
+      'switchyard_a2a_request_duration_seconds',
+      'Time from a call on /a2a/<agent> received to its answer ended (a stream: to its last event).',
+      ['agent', 'method'],
+      LATENCY_BUCKETS,
+    );
     this.guardrailVerdicts = new CounterFamily(
       r,
       'switchyard_guardrail_verdicts_total',
@@ -311,6 +330,22 @@ export class Metrics {
             .then(read)
             .catch(() => cacheBytesRead);
         this.set(cacheBytesRead);
+      },
+    );
+    let tasksTracked = 0;
+    gauge(
+      r,
+      'switchyard_a2a_tasks_tracked',
+      'Task and context ids whose owner (candidate and team) the gateway remembers: this replica\'s, or the fleet\'s in Redis.',
+      [],
+      async function () {
+        const read = metrics.a2aTasksTracked;
+        if (read === null) tasksTracked = 0;
+        else
+          tasksTracked = await Promise.resolve()
+            .then(read)
+            .catch(() => tasksTracked);
+        this.set(tasksTracked);
       },
     );
     gauge(r, 'switchyard_mcp_sessions', 'Open MCP client sessions on /mcp.', [], function () {
