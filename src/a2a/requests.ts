@@ -40,8 +40,7 @@ function sendParamsTo03(value: unknown, path: string): JsonObject {
       blocking: !member(c, 'returnImmediately'),
       acceptedOutputModes: Array.isArray(accepted) ? accepted.map(loose) : [],
     };
-    const historyLength = member(c, 'historyLength');
-    if (typeof historyLength === 'number') configuration.historyLength = historyLength;
+    put(configuration, 'historyLength', historyLengthOf(c));
     const push = member(c, 'taskPushNotificationConfig');
     if (isObject(push)) {
       configuration.pushNotificationConfig = pushConfigTo03(push, `${path}.configuration.taskPushNotificationConfig`);
@@ -58,9 +57,11 @@ const taskIdOf = (params: JsonObject, key: string, path: string): string => {
   return id;
 };
 
+// ProtoJSON readers take an int32 as a number or as its decimal string.
 const historyLengthOf = (params: JsonObject): number | undefined => {
   const n = member(params, 'historyLength');
-  return typeof n === 'number' ? n : undefined;
+  if (typeof n === 'number') return n;
+  return typeof n === 'string' && /^-?\d+$/.test(n) ? Number(n) : undefined;
 };
 
 /** Request converters by 1.0 method name: [0.3 -> 1.0, 1.0 -> 0.3]. */

@@ -20,9 +20,18 @@ import {
 } from '@a2a-js/sdk';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
-import { type A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
+import {
+  ContentTypeNotSupportedError,
+  InvalidAgentResponseError,
+  PushNotificationNotSupportedError,
+  TaskNotCancelableError,
+  TaskNotFoundError,
+  UnsupportedOperationError,
+} from '@a2a-js/sdk/errors';
+import { type A2ARequestHandler, JsonRpcTransportHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import { type A2AMethod, methodOf } from '../../src/a2a/methods.js';
-import { translateEvent, translateRequest, translateResult } from '../../src/a2a/translate.js';
+import { translateError, translateEvent, translateRequest, translateResult } from '../../src/a2a/translate.js';
+import type { JsonRpcErrorObject } from '../../src/a2a/types.js';
 
 const m = (name: string): A2AMethod => {
   const found = methodOf(name);
@@ -447,5 +456,38 @@ describe('a2a round trips 1.0 -> 0.3 -> 1.0', () => {
     const back = translateRequest(m('SendMessage'), to03.params, '0.3', '1.0');
     assert.ok(back.ok);
     assert.deepEqual(back.params, v1);
+  });
+});
+
+describe('a2a error translation against the SDK handlers of both versions', () => {
+  it("an A2A error a 1.0 agent throws reaches each client as that version's SDK handler writes it", async () => {
+    const errors = [
+      new TaskNotFoundError({ message: 'no task t' }),
+      new TaskNotCancelableError({ message: 'done already' }),
+      new PushNotificationNotSupportedError({ message: 'no push' }),
+      new UnsupportedOperationError({ message: 'nope' }),
+      new ContentTypeNotSupportedError({ message: 'no pdf' }),
+      new InvalidAgentResponseError({ message: 'bad answer' }),
+    ];
+    for (const error of errors) {
+      const handler = {
+        getTask: async () => {
+          throw error;
+        },
+      } as unknown as A2ARequestHandler;
+      const v1 = await new JsonRpcTransportHandler(handler).handle(
+        { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 't' } },
+        new ServerCallContext(),
+      );
+      const v03 = await new LegacyJsonRpcTransportHandler(handler).handle(
+        { jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 't' } },
+        new ServerCallContext(),
+      );
+      assert.ok(!(Symbol.asyncIterator in v1) && !(Symbol.asyncIterator in v03));
+      const v1Error = plain(v1.error) as JsonRpcErrorObject;
+      const v03Error = plain(v03.error) as JsonRpcErrorObject;
+      assert.deepEqual(translateError(v1Error, '1.0', '0.3'), v03Error, error.name);
+      assert.deepEqual(translateError(v03Error, '0.3', '1.0'), v1Error, error.name);
+    }
   });
 });

@@ -170,6 +170,19 @@ describe('a2a request translation', () => {
     });
   });
 
+  it("GetTask's historyLength crosses in both directions, 1.0's decimal-string int32 included", () => {
+    assert.deepEqual(translateRequest(m('tasks/get'), { id: 't', historyLength: 0 }, '0.3', '1.0'), {
+      ok: true,
+      method: 'GetTask',
+      params: { id: 't', historyLength: 0 },
+    });
+    assert.deepEqual(translateRequest(m('GetTask'), { id: 't', historyLength: '5', tenant: 'x' }, '1.0', '0.3'), {
+      ok: true,
+      method: 'tasks/get',
+      params: { id: 't', historyLength: 5 },
+    });
+  });
+
   it('the extended card: 0.3 sends no params, 1.0 an empty object', () => {
     assert.deepEqual(translateRequest(m('agent/getAuthenticatedExtendedCard'), undefined, '0.3', '1.0'), {
       ok: true,
