@@ -20,7 +20,7 @@ function sendParamsTo1(value: unknown, path: string): JsonObject {
     if (c.pushNotificationConfig !== undefined && c.pushNotificationConfig !== null) {
       configuration.taskPushNotificationConfig = pushConfigTo1(c.pushNotificationConfig, `${path}.configuration.pushNotificationConfig`);
     }
-    if (typeof c.historyLength === 'number') configuration.historyLength = c.historyLength;
+    put(configuration, 'historyLength', historyLengthOf(c));
     // 0.3's `blocking` is 1.0's `returnImmediately` inverted; the SDK reads a configuration
     // that leaves `blocking` out as non-blocking.
     if (c.blocking === undefined || !c.blocking) configuration.returnImmediately = true;

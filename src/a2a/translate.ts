@@ -54,12 +54,12 @@ export function translateRequest(method: A2AMethod, params: unknown, from: A2AVe
 // ---- answers ----------------------------------------------------------------------------
 
 // A 1.0 result or event names its payload by member (`{"task": {...}}`); 0.3 tags it with `kind`.
-const PAYLOAD_BY_KIND: Readonly<Record<string, readonly [string, (v: unknown, p: string) => JsonObject]>> = {
-  task: ['task', taskTo1],
-  message: ['message', messageTo1],
-  'status-update': ['statusUpdate', statusUpdateTo1],
-  'artifact-update': ['artifactUpdate', artifactUpdateTo1],
-};
+const PAYLOAD_BY_KIND: ReadonlyMap<unknown, readonly [string, (v: unknown, p: string) => JsonObject]> = new Map([
+  ['task', ['task', taskTo1]],
+  ['message', ['message', messageTo1]],
+  ['status-update', ['statusUpdate', statusUpdateTo1]],
+  ['artifact-update', ['artifactUpdate', artifactUpdateTo1]],
+] as const);
 
 const PAYLOAD_BY_MEMBER: readonly (readonly [string, (v: unknown, p: string) => JsonObject])[] = [
   ['task', taskTo03],
@@ -69,8 +69,8 @@ const PAYLOAD_BY_MEMBER: readonly (readonly [string, (v: unknown, p: string) => 
 ];
 
 function payloadTo1(result: unknown): unknown {
-  if (!isObject(result) || typeof result.kind !== 'string') return result;
-  const entry = PAYLOAD_BY_KIND[result.kind];
+  if (!isObject(result)) return result;
+  const entry = PAYLOAD_BY_KIND.get(result.kind);
   if (entry === undefined) return result;
   return { [entry[0]]: entry[1](result, 'result') };
 }

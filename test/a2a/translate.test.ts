@@ -227,6 +227,7 @@ describe('a2a answer translation', () => {
   it('an answer that cannot be read is handed on unchanged, in both directions', () => {
     const broken03 = { kind: 'task', id: 't', contextId: 'c', status: { state: 'working' }, history: 'nope' };
     assert.equal(translateResult(m('tasks/get'), broken03, '0.3', '1.0'), broken03);
+    assert.deepEqual(translateEvent({ kind: 'toString' }, '0.3', '1.0'), { kind: 'toString' });
     const unknownEvent = { kind: 'surprise' };
     assert.equal(translateEvent(unknownEvent, '0.3', '1.0'), unknownEvent);
     const emptyEvent = {};
