@@ -89,6 +89,13 @@ export class AgentCards {
     return Promise.all(entries.map((e) => this.#read(e))).then(() => undefined);
   }
 
+  /** Reads a provider's card now when none has been read well yet (or waits for the read under way). */
+  refreshIfUnread(name: string): Promise<void> {
+    const entry = this.#byName.get(name);
+    if (entry === undefined || entry.state.view !== null) return Promise.resolve();
+    return this.#read(entry);
+  }
+
   /** The card of a provider, by its name. */
   stateOf(name: string): CardState {
     return this.#byName.get(name)?.state ?? NO_CARD;

@@ -23,5 +23,5 @@ export { MemoryOwnershipStore } from './ownership-memory.js';
 export { RedisOwnershipStore } from './ownership-redis.js';
 export { checkPushUrl, isPublicAddress } from './push-url.js';
 export { translateError, translateEvent, translateRequest, translateResult } from './translate.js';
-export { type A2AVersion, A2A_ERRORS, type JsonRpcErrorObject, type LearnedIds, TERMINAL_STATES, type TaskStateName } from './types.js';
+export { A2A_ERRORS, type A2AVersion, type JsonRpcErrorObject, type LearnedIds, type TaskStateName, TERMINAL_STATES } from './types.js';
 export { type AgentCall, type AgentCallEnd, type AgentCallFailure, type AgentCallSpec, callAgent } from './upstream.js';

@@ -34,7 +34,7 @@ export interface AgentCallSpec {
   /** The endpoint's path (and query) on the pool's origin. */
   readonly path: string;
   readonly headers: Record<string, string>;
-  readonly body: string | null;
+  readonly body: string | Buffer | null;
   /** Time to the answer's head, and the longest silence between two chunks of its body. */
   readonly timeoutMs: number;
   /** The whole exchange: a call's answer, or a stream's length. */

@@ -7,10 +7,12 @@
 export { GENESIS_HASH, recordHash } from './chain.js';
 export {
   type AdminWriteInput,
+  type AgentCalledInput,
   type AnchorReason,
   type AuditEvent,
   type AuditUsage,
   adminWrite,
+  agentCalled,
   anchor,
   type GapInput,
   type GuardrailVerdictInput,
@@ -24,8 +26,6 @@ export {
   requestStarted,
   type ToolCalledInput,
   toolCalled,
-  agentCalled,
-  type AgentCalledInput,
 } from './records.js';
 export { UlidGenerator } from './ulid.js';
 export {

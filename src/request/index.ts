@@ -8,6 +8,8 @@
 // and never rebuilt by a reload. See docs/decisions/0019-request-path-on-callbacks.md and
 // docs/architecture.md.
 
+export { type A2aHandlers, a2aHandlers } from './a2a/endpoint.js';
+export { A2aService } from './a2a/service.js';
 export { accessLogSink } from './access-line.js';
 export { readBody } from './body.js';
 export { cacheStatsSink } from './cache-sinks.js';

@@ -8,6 +8,7 @@ import type { BreakerRegistry } from '../resilience/index.js';
 import type { ResponseStore } from '../responses/index.js';
 import type { RoundRobinCounters, SessionAffinity } from '../routing/index.js';
 import type { AccessLog, CacheStats, GuardrailStats, Logger, Metrics, RecentTraffic, Tracing } from '../telemetry/index.js';
+import type { A2aService } from './a2a/service.js';
 import type { KeysUsed } from './keys-used.js';
 import type { McpService } from './mcp/service.js';
 import type { ResponseOwners } from './response-owners.js';
@@ -52,6 +53,8 @@ export interface Services {
   readonly random: () => number;
   /** The /mcp endpoint: client sessions, the MCP clients of the configured servers, the tool view. */
   readonly mcp: McpService;
+  /** The /a2a endpoints: the upstream agents' cards, who owns each task, the recent traffic. */
+  readonly a2a: A2aService;
   /** When each key was last used (noted once a minute per key), for managed keys' last_used_at. */
   readonly keysUsed: KeysUsed;
   /** The usage ledger (one row per finished request of an authenticated caller), or null without a database. */

@@ -3,6 +3,7 @@ import { SwitchyardError } from '../errors.js';
 import { bearerToken } from '../governance/index.js';
 import type { ChatProtocol, Operation } from '../providers/index.js';
 import {
+  a2aHandlers,
   accessLogSink,
   auditSink,
   cacheStatsSink,
@@ -51,7 +52,11 @@ const UNMATCHED = { path: 'none' } as const;
 export function recordSinks(svc: Services): RecordSink[] {
   const sinks = [keysUsedSink(svc.keysUsed), metricsSink(svc.metrics)];
   if (svc.ledger !== null) sinks.push(ledgerSink(svc.ledger));
-  sinks.push(recentSink(svc.recent, svc.mcp.recent), guardrailStatsSink(svc.guardrailStats), cacheStatsSink(svc.cacheStats));
+  sinks.push(
+    recentSink(svc.recent, svc.mcp.recent, svc.a2a.recent),
+    guardrailStatsSink(svc.guardrailStats),
+    cacheStatsSink(svc.cacheStats),
+  );
   if (svc.audit !== null) sinks.push(auditSink(svc.audit));
   if (svc.tracing !== null) sinks.push(spanSink(svc.tracing));
   sinks.push(accessLogSink(svc.accessLog));
@@ -121,7 +126,12 @@ function apiEndpoints(svc: Services, settings: ListenerSettings, traffic: Traffi
   const models = modelHandlers(svc, settings);
   const serve: Handler<Exchange> = models.serve;
   const mcp = mcpHandlers(svc, settings, settings.version ?? 'dev');
+  const a2a = a2aHandlers(svc, settings);
   return [
+    // The Agent2Agent protocol: agents routed like models and tools.
+    { method: 'GET', path: '/a2a', handle: a2a.list },
+    { method: 'GET', path: '/a2a/*', handle: a2a.card },
+    { method: 'POST', path: '/a2a/*', handle: a2a.post },
     // The MCP Streamable HTTP endpoint: tools routed like models.
     { method: 'POST', path: '/mcp', handle: mcp.post },
     { method: 'GET', path: '/mcp', handle: mcp.get },

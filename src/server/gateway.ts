@@ -25,7 +25,7 @@ import {
   type ReloadTrigger,
 } from '../live/index.js';
 import { PoolRegistry, type TokenEvent, TokenSourceRegistry } from '../providers/index.js';
-import { KeysUsed, McpService, policyOf, ResponseOwners, type Services } from '../request/index.js';
+import { A2aService, KeysUsed, McpService, policyOf, ResponseOwners, type Services } from '../request/index.js';
 import { BreakerRegistry } from '../resilience/index.js';
 import { RedisResponseStore } from '../responses/index.js';
 import { RoundRobinCounters, SessionAffinity, seededRandom } from '../routing/index.js';
@@ -42,6 +42,7 @@ import {
   Tracing,
 } from '../telemetry/index.js';
 import { FileWatch } from '../watch/index.js';
+import { buildOwnershipStore } from './a2a-owners.js';
 import { type AdminContext, createAdminHandler } from './admin.js';
 import { createApiHandler, type TrafficState } from './api.js';
 import { logBreakerTransition } from './breaker-log.js';
@@ -268,6 +269,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 /** A start that failed after the services were built: each is closed, as a drain would, with no listener to drain. */
 async function releaseServices(svc: Services, database: DatabaseLink): Promise<void> {
   await svc.mcp.close();
+  await svc.a2a.close();
   svc.tokens.stopAll();
   svc.auth.close();
   await svc.pools.destroyAll();
@@ -377,6 +379,7 @@ async function buildServices(
     random: options.random ?? randomSource(options.env ?? process.env, logger),
     // Sessions shared by the replicas of a redis store, so that any of them serves a session.
     mcp: new McpService(holder, keyring, logger, metrics, config.mcp, options.version ?? 'dev', governance.sharedRecords),
+    a2a: new A2aService(buildOwnershipStore(config, logger, options.env ?? process.env), config.a2a, logger, metrics),
     keysUsed: new KeysUsed(),
     ledger,
   };
@@ -607,6 +610,7 @@ async function drain(listeners: Listeners, traffic: TrafficState, server: Server
   }
   // Before the connections close: the MCP clients end their upstream sessions.
   await svc.mcp.close();
+  await svc.a2a.close();
   api.closeAllConnections();
   admin?.closeAllConnections();
   await closed;

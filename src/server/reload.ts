@@ -313,7 +313,9 @@ export class Reloader {
     const breaker = next.config.resilience.breaker;
     breakers.configure({ failureThreshold: breaker.failure_threshold, openBaseMs: breaker.open_base_ms, openMaxMs: breaker.open_max_ms });
     breakers.retain(next.identities);
-    pools.retain([...Object.values(next.providers), ...Object.values(next.tools.servers)].map((p) => p.pool));
+    pools.retain(
+      [...Object.values(next.providers), ...Object.values(next.tools.servers), ...Object.values(next.agents.servers)].map((p) => p.pool),
+    );
     tokens.retain(cloudSources(next));
     // The trusted issuers follow the generation; those whose key source is unchanged keep their keys.
     this.#svc.auth.configure(next.config.auth?.jwt);
@@ -330,6 +332,8 @@ export class Reloader {
     }
     // The MCP servers' clients follow the new generation, and sessions whose tool list changed are told.
     this.#svc.mcp.sync(next);
+    // The upstream agents' cards: a new or moved agent's is read now.
+    void this.#svc.a2a.sync(next);
     metrics.generation.set(next.number);
     metrics.overlayUnroutable.set(next.overlay?.unroutable.length ?? 0);
     metrics.lastReloadSuccess.set(Date.now() / 1000);

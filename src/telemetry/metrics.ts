@@ -336,7 +336,7 @@ export class Metrics {
     gauge(
       r,
       'switchyard_a2a_tasks_tracked',
-      'Task and context ids whose owner (candidate and team) the gateway remembers: this replica\'s, or the fleet\'s in Redis.',
+      "Task and context ids whose owner (candidate and team) the gateway remembers: this replica's, or the fleet's in Redis.",
       [],
       async function () {
         const read = metrics.a2aTasksTracked;

@@ -4,6 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { MemoryOwnershipStore } from '../../src/a2a/index.js';
 import { JwtAuthority } from '../../src/auth/index.js';
 import { MemoryCacheStore } from '../../src/cache/index.js';
 import { checkConfig } from '../../src/config/index.js';
@@ -24,7 +25,7 @@ import { PoolRegistry, TokenSourceRegistry } from '../../src/providers/index.js'
 import { preCheck } from '../../src/request/admission.js';
 import type { Attempt, AttemptRequest, AttemptResult } from '../../src/request/attempt.js';
 import { Exchange, type ModelRequest } from '../../src/request/exchange.js';
-import { KeysUsed, McpService } from '../../src/request/index.js';
+import { A2aService, KeysUsed, McpService } from '../../src/request/index.js';
 import { ResponseOwners } from '../../src/request/response-owners.js';
 import { type ChainRequest, serveChain } from '../../src/request/serve-chain.js';
 import type { Services } from '../../src/request/services.js';
@@ -189,6 +190,7 @@ export function servicesFor(gen: Generation, breakers: BreakerRegistry): Service
     tracing: null,
     random: () => 0.5,
     mcp: new McpService(holder, keyring, logger, metrics, gen.config.mcp, 'test'),
+    a2a: new A2aService(new MemoryOwnershipStore(), gen.config.a2a, logger, metrics),
     keysUsed: new KeysUsed(),
     ledger: null,
   };

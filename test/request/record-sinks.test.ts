@@ -63,7 +63,14 @@ describe('record sinks', () => {
     const models = new RecentTraffic();
     const keysUsed = new KeysUsed();
     const record = recordTo(
-      [keysUsedSink(keysUsed), throwing, metricsSink(metrics), recentSink(models, new RecentTraffic(), new RecentTraffic()), throwing, accessLogSink(accessLog)],
+      [
+        keysUsedSink(keysUsed),
+        throwing,
+        metricsSink(metrics),
+        recentSink(models, new RecentTraffic(), new RecentTraffic()),
+        throwing,
+        accessLogSink(accessLog),
+      ],
       metrics,
       logger,
     );

@@ -165,7 +165,8 @@ function outcomeOf(end: AgentCallEnd, a: AgentAttemptRequest, c: AgentCandidate,
         return { kind: 'failed', reason: 'dropped', detail: `${name} ${end.detail}`, reached: true, code: 'upstream_error' };
     }
   }
-  if (end.kind === 'stream') return { kind: 'failed', reason: 'malformed', detail: `${name}: an empty event stream`, reached: true, code: 'upstream_error' };
+  if (end.kind === 'stream')
+    return { kind: 'failed', reason: 'malformed', detail: `${name}: an empty event stream`, reached: true, code: 'upstream_error' };
   const response = jsonRpcResponse(end.body);
   if (response === null) {
     // A gateway in front of the agent answered for it: the agent never saw the call.
@@ -314,7 +315,11 @@ class StreamRelay {
           return false;
         }
       } else if (this.#from !== this.#a.version && m.error !== null && typeof m.error === 'object') {
-        out = JSON.stringify({ jsonrpc: '2.0', id: this.#a.id, error: translateError(m.error as JsonRpcErrorObject, this.#from, this.#a.version) });
+        out = JSON.stringify({
+          jsonrpc: '2.0',
+          id: this.#a.id,
+          error: translateError(m.error as JsonRpcErrorObject, this.#from, this.#a.version),
+        });
       }
     }
     return this.#a.reply.event(out);
@@ -334,7 +339,11 @@ class StreamRelay {
     else if (end.reason === 'aborted') result = { outcome: 'aborted', failure: null };
     else {
       const code: ErrorCode =
-        end.reason === 'too_large' ? 'stream_event_too_large' : end.reason === 'timeout' || end.reason === 'too_long' ? 'upstream_timeout' : 'stream_interrupted';
+        end.reason === 'too_large'
+          ? 'stream_event_too_large'
+          : end.reason === 'timeout' || end.reason === 'too_long'
+            ? 'upstream_timeout'
+            : 'stream_interrupted';
       result = {
         outcome: 'partial',
         failure: { kind: 'failed', reason: end.reason, detail: `${name}: ${end.detail}`, reached: true, code },
@@ -362,4 +371,3 @@ function merge(prev: LearnedIds | null, next: LearnedIds): LearnedIds {
     state: next.state ?? prev.state,
   };
 }
-

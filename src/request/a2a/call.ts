@@ -115,7 +115,11 @@ export async function serveAgentCall(ctx: AgentCallContext): Promise<void> {
     if (found === null || found.team !== teamOf(caller)) return notFound(ctx, what);
     owner = ctx.route.groups.flatMap((g) => g.candidates).find((c) => c.providerName === found.candidate) ?? null;
     if (owner === null)
-      return refuse(ctx, 'upstream_unavailable', `${what} belongs to agent provider "${found.candidate}", which this gateway no longer routes to ${agent}`);
+      return refuse(
+        ctx,
+        'upstream_unavailable',
+        `${what} belongs to agent provider "${found.candidate}", which this gateway no longer routes to ${agent}`,
+      );
   }
   let reservation: governance.Reservation | null = null;
   if (message) {
@@ -128,7 +132,9 @@ export async function serveAgentCall(ctx: AgentCallContext): Promise<void> {
   }
   x.callStarted(method.streams);
   const chain =
-    owner !== null ? [owner] : (select(ctx.route, { counters: svc.counters, random: svc.random, boundStableId: undefined }).chain as AgentCandidate[]);
+    owner !== null
+      ? [owner]
+      : (select(ctx.route, { counters: svc.counters, random: svc.random, boundStableId: undefined }).chain as AgentCandidate[]);
   if (chain.length === 0) {
     await finishMessage(svc, reservation, false);
     return refuse(ctx, 'no_route', `agent ${agent}: no candidate takes new tasks now`);
@@ -193,7 +199,12 @@ function learner(ctx: AgentCallContext): Learn {
 }
 
 /** What an attempt at each candidate shares. */
-function attemptBase(ctx: AgentCallContext, signal: AbortSignal, reply: StreamReply, learn: Learn): Omit<AgentAttemptRequest, 'candidate' | 'pass'> {
+function attemptBase(
+  ctx: AgentCallContext,
+  signal: AbortSignal,
+  reply: StreamReply,
+  learn: Learn,
+): Omit<AgentAttemptRequest, 'candidate' | 'pass'> {
   const settings = ctx.caller.gen.config.a2a;
   const streams = ctx.method.streams;
   const extensions = ctx.x.req.headers['a2a-extensions'] ?? ctx.x.req.headers['x-a2a-extensions'];
@@ -399,9 +410,13 @@ class AgentChain implements CallKind<AgentCandidate, AgentOutcome> {
     ctx.record.outcome = 'failed';
     ctx.record.reason = 'upstream_unavailable';
     if (!ctx.x.res.destroyed)
-      this.#answerError('upstream_unavailable', `agent ${ctx.agent}: no upstream agent could take the call (${ctx.record.fallback.join(', ')})`, {
-        failures: ctx.record.fallback,
-      });
+      this.#answerError(
+        'upstream_unavailable',
+        `agent ${ctx.agent}: no upstream agent could take the call (${ctx.record.fallback.join(', ')})`,
+        {
+          failures: ctx.record.fallback,
+        },
+      );
     this.end(null);
   }
 
@@ -491,7 +506,10 @@ async function listTasks(ctx: AgentCallContext): Promise<void> {
     record.reason = 'upstream_unavailable';
     return sendJson(
       x.res,
-      errorText(request.id, gatewayError('upstream_unavailable', `agent ${agent}: no upstream agent could list tasks (${failures.join(', ')})`)),
+      errorText(
+        request.id,
+        gatewayError('upstream_unavailable', `agent ${agent}: no upstream agent could list tasks (${failures.join(', ')})`),
+      ),
       503,
     );
   }
@@ -529,7 +547,11 @@ async function extendedCard(ctx: AgentCallContext): Promise<void> {
   }
   record.outcome = 'failed';
   record.reason = 'upstream_unavailable';
-  sendJson(x.res, errorText(request.id, gatewayError('upstream_unavailable', `agent ${agent}: no upstream agent gave its extended card`)), 503);
+  sendJson(
+    x.res,
+    errorText(request.id, gatewayError('upstream_unavailable', `agent ${agent}: no upstream agent gave its extended card`)),
+    503,
+  );
 }
 
 function resultOf(id: JsonRpcId, result: unknown): string {

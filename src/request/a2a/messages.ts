@@ -28,7 +28,9 @@ export interface ClientRequest {
 /** The body as one JSON-RPC request, or the error to answer it with (and the id, when one could be read). */
 export function readRequest(
   body: Buffer,
-): { readonly ok: true; readonly request: ClientRequest } | { readonly ok: false; readonly error: JsonRpcErrorObject; readonly id: JsonRpcId } {
+):
+  | { readonly ok: true; readonly request: ClientRequest }
+  | { readonly ok: false; readonly error: JsonRpcErrorObject; readonly id: JsonRpcId } {
   let value: unknown;
   try {
     value = JSON.parse(body.toString('utf8'));

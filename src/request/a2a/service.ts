@@ -21,7 +21,8 @@ export class A2aService {
     this.cards = new AgentCards({
       maxCardBytes: settings.max_card_bytes,
       recheckMs: settings.card_recheck_ms,
-      onProblem: (provider, problem) => logger.warn({ msg: "an agent's card could not be read: the last good one serves", provider, problem }),
+      onProblem: (provider, problem) =>
+        logger.warn({ msg: "an agent's card could not be read: the last good one serves", provider, problem }),
     });
     metrics.a2aTasksTracked = () => owners.tracked();
   }
