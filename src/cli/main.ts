@@ -6,6 +6,8 @@ import { describeIntact, verifyAuditFile, verifyAuditSet } from '../audit/index.
 import { type ConfigIssue, formatIssue } from '../config/index.js';
 import { type OverlaySnapshot, prepareGeneration } from '../live/index.js';
 import {
+  A2A_VERSIONS,
+  type A2aVersion,
   MOCK_PROTOCOLS,
   type MockProtocol,
   type MockProtocolTraits,
@@ -76,12 +78,13 @@ an overlay candidate naming no configured provider). Otherwise prints every erro
   },
   'mock-provider': {
     summary:
-      'run a mock OpenAI, Anthropic and Gemini provider, or Bedrock, Vertex AI or an MCP server alone (for demos, tests and benchmarks)',
+      'run a mock OpenAI, Anthropic and Gemini provider, or Bedrock, Vertex AI, an MCP server or A2A agents alone (for demos, tests and benchmarks)',
     usage: `switchyard mock-provider --port N --name NAME [--latency-ms N] [--stream-chunk-delay-ms N] [--stream-chunks N] [--host HOST]
-                         [--api-key KEY] [--protocol bedrock|vertex|gemini|mcp] [--token-ttl-s N]
+                         [--api-key KEY] [--protocol bedrock|vertex|gemini|mcp|a2a] [--token-ttl-s N]
                          [--gcp-public-key FILE | --write-service-account FILE]
                          [--aws-access-key-id AKID --aws-secret-access-key SECRET]
                          [--mcp-tools a,b,...] [--mcp-tool-prefix P] [--mcp-page-size N] [--mcp-response json|sse]
+                         [--a2a-versions 1.0,0.3] [--a2a-signed-cards] [--a2a-public-url URL] [--a2a-step-ms N]
 
 Prints "listening on URL": the URL is what a provider's base_url takes (the protocol's own, with
 --protocol). Serves on HOST (default 127.0.0.1):
@@ -133,6 +136,24 @@ only; cut_stream runs the tool, then drops the connection before its answer. Con
 GET /__mock/mcp (sessions, calls, writes, Authorization seen), POST /__mock/mcp/tools
 {"add"?: [{"name", "description"?, "text"?}], "remove"?: [names]} (then tools/list_changed),
 POST /__mock/mcp/restart (forget every session), POST /__mock/mcp/drop-streams.
+--protocol a2a serves four A2A agents alone, on the official @a2a-js/sdk server:
+  POST /{agent}                                JSON-RPC: 1.0 names (SendMessage, SendStreamingMessage,
+                                               GetTask, ListTasks, CancelTask, SubscribeToTask, push
+                                               configs) and 0.3 names (message/send, message/stream,
+                                               tasks/get|cancel|resubscribe, tasks/pushNotificationConfig/*);
+                                               streams answer text/event-stream
+  GET  /{agent}/.well-known/agent-card.json    its card: 1.0, or with A2A-Version 0.3 or none the
+                                               SDK's hybrid 0.3 card
+  GET  /                                       {"agents": [{"name", "card_url"}]}
+Agents: instant (a message "echo: TEXT"), worker (a task: working, one artifact "chunk i" per
+step, --a2a-step-ms apart (default 20), 3 steps or "steps:N" up to 1000, completed; cancelable,
+resubscribable), asker (input-required with a question; the next message on the task completes
+it with the answer as an artifact), failer (a task that fails when the text says "fail").
+--a2a-versions 1.0 or 0.3 serves one version only (a 0.3-only agent has a pure 0.3 card); other
+version's method names get -32601. --a2a-signed-cards signs the cards (ES256; the key at
+GET /.well-known/jwks.json). --a2a-public-url URL is the base the cards name. Control:
+GET /__mock/a2a (requests by "<agent> <method>" and card fetch, the A2A-Version and
+Authorization each agent saw last).
 Details: docs/mock-provider.md.`,
     options: {
       port: { type: 'string', short: 'p' },
@@ -152,6 +173,10 @@ Details: docs/mock-provider.md.`,
       'mcp-tool-prefix': { type: 'string' },
       'mcp-page-size': { type: 'string' },
       'mcp-response': { type: 'string' },
+      'a2a-versions': { type: 'string' },
+      'a2a-signed-cards': { type: 'boolean' },
+      'a2a-public-url': { type: 'string' },
+      'a2a-step-ms': { type: 'string' },
       help,
     },
     async run(values) {
@@ -174,6 +199,7 @@ Details: docs/mock-provider.md.`,
       const account = serviceAccountOf(values, traits);
       const mock = await startMockProvider({
         ...mcp,
+        ...a2aOptions(values, traits),
         ...(typeof values.protocol === 'string' ? { protocol: mockProtocol(values.protocol) } : {}),
         ...(typeof values['api-key'] === 'string' ? { apiKey: requireString(values['api-key'], '--api-key') } : {}),
         ...(values['token-ttl-s'] === undefined ? {} : { tokenTtlS: int(values['token-ttl-s'], '--token-ttl-s', 3600) }),
@@ -360,6 +386,36 @@ function serviceAccountOf(
     throw new UsageError('--write-service-account and --gcp-public-key both name the key JWTs are verified by: give one');
   const file = resolve(requireString(flag, '--write-service-account'));
   return { file, key: mockServiceAccount(file) };
+}
+
+/** The A2A agents' flags as options, refused without --protocol a2a. */
+function a2aOptions(
+  values: Record<string, string | boolean | undefined>,
+  traits: MockProtocolTraits,
+): Partial<Parameters<typeof startMockProvider>[0]> {
+  const flags = ['a2a-versions', 'a2a-signed-cards', 'a2a-public-url', 'a2a-step-ms'] as const;
+  const given = flags.find((flag) => values[flag] !== undefined);
+  if (given === undefined) return {};
+  if (!traits.a2aOptions) throw new UsageError(`--${given} only applies with --protocol a2a`);
+  const versions = values['a2a-versions'];
+  let a2aVersions: A2aVersion[] | undefined;
+  if (typeof versions === 'string') {
+    const list = versions.split(',').map((v) => v.trim());
+    if (
+      list.length === 0 ||
+      !list.every((v): v is A2aVersion => (A2A_VERSIONS as readonly string[]).includes(v)) ||
+      new Set(list).size !== list.length
+    ) {
+      throw new UsageError(`--a2a-versions must list distinct versions among ${A2A_VERSIONS.join(', ')}`);
+    }
+    a2aVersions = list;
+  }
+  return {
+    ...(a2aVersions === undefined ? {} : { a2aVersions }),
+    ...(values['a2a-signed-cards'] === true ? { a2aSignedCards: true } : {}),
+    ...(typeof values['a2a-public-url'] === 'string' ? { a2aPublicUrl: values['a2a-public-url'] } : {}),
+    ...(values['a2a-step-ms'] === undefined ? {} : { a2aStepMs: int(values['a2a-step-ms'], '--a2a-step-ms', 20) }),
+  };
 }
 
 function mockProtocol(value: string): MockProtocol {

@@ -14,6 +14,7 @@ export function resetProvider(ctx: MockContext): void {
   ctx.promptCache.clear();
   ctx.responses.clear();
   ctx.mcp?.reset();
+  ctx.a2a?.reset();
 }
 
 /**
@@ -73,6 +74,10 @@ export function handleControl(ctx: MockContext, ex: Exchange): void {
     case '/__mock/tokens':
       if (ex.req.method !== 'GET') return replyMethodNotAllowed(ex, 'GET');
       return replyJson(ex, 200, JSON.stringify(ctx.gcpTokens.stats()));
+    case '/__mock/a2a':
+      if (ctx.a2a === null) return replyNotFound(ex);
+      if (ex.req.method !== 'GET') return replyMethodNotAllowed(ex, 'GET');
+      return replyJson(ex, 200, JSON.stringify(ctx.a2a.stats()));
     default:
       if (ctx.mcp !== null && (ex.path === '/__mock/mcp' || ex.path.startsWith('/__mock/mcp/'))) return handleMcpControl(ctx.mcp, ex);
       return replyNotFound(ex);

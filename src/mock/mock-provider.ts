@@ -2,6 +2,10 @@ import { createPublicKey } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo, Server, Socket } from 'node:net';
+import { A2aMock } from './a2a.js';
+import type { A2aVersion } from './a2a-cards.js';
+import { A2A_VERSIONS } from './a2a-cards.js';
+import type { A2aStats } from './a2a-stats.js';
 import { routeBedrock } from './bedrock.js';
 import { handleChatCompletion } from './chat-completion.js';
 import { handleCompletions } from './completions.js';
@@ -26,12 +30,12 @@ import { listenH1AndH2c } from './two-protocol-listener.js';
 import { routeVertex } from './vertex.js';
 
 /**
- * An API the mock serves alone, as that service would (a cloud's model API, or an MCP server);
- * without one it serves OpenAI, Anthropic and Gemini paths together.
+ * An API the mock serves alone, as that service would (a cloud's model API, an MCP server, or
+ * A2A agents); without one it serves OpenAI, Anthropic and Gemini paths together.
  */
-export type MockProtocol = 'bedrock' | 'vertex' | 'gemini' | 'mcp';
+export type MockProtocol = 'bedrock' | 'vertex' | 'gemini' | 'mcp' | 'a2a';
 
-export const MOCK_PROTOCOLS: readonly MockProtocol[] = ['bedrock', 'vertex', 'gemini', 'mcp'];
+export const MOCK_PROTOCOLS: readonly MockProtocol[] = ['bedrock', 'vertex', 'gemini', 'mcp', 'a2a'];
 
 /** What a protocol of the mock takes besides the common options, and where a provider points at it. */
 export interface MockProtocolTraits {
@@ -41,20 +45,48 @@ export interface MockProtocolTraits {
   readonly serviceAccount: boolean;
   /** The MCP server's options: which tools, their prefix, paging, the response mode. */
   readonly mcpOptions: boolean;
+  /** The A2A agents' options: versions, signed cards, public URL, the worker's pace. */
+  readonly a2aOptions: boolean;
   /** The base_url a provider of that kind takes to reach the mock listening at `origin`. */
   baseUrlHint(origin: string): string;
 }
 
 const TRAITS: Readonly<Record<MockProtocol, MockProtocolTraits>> = {
-  bedrock: { awsKeys: true, serviceAccount: false, mcpOptions: false, baseUrlHint: (o) => `${o} (base_url for a bedrock provider)` },
+  bedrock: {
+    awsKeys: true,
+    serviceAccount: false,
+    mcpOptions: false,
+    a2aOptions: false,
+    baseUrlHint: (o) => `${o} (base_url for a bedrock provider)`,
+  },
   vertex: {
     awsKeys: false,
     serviceAccount: true,
     mcpOptions: false,
+    a2aOptions: false,
     baseUrlHint: (o) => `${o} (base_url for a vertex provider; gcp.token_url: ${o}/token)`,
   },
-  gemini: { awsKeys: false, serviceAccount: false, mcpOptions: false, baseUrlHint: (o) => `${o} (base_url for a gemini provider)` },
-  mcp: { awsKeys: false, serviceAccount: false, mcpOptions: true, baseUrlHint: (o) => `${o}/mcp (base_url for an mcp provider)` },
+  gemini: {
+    awsKeys: false,
+    serviceAccount: false,
+    mcpOptions: false,
+    a2aOptions: false,
+    baseUrlHint: (o) => `${o} (base_url for a gemini provider)`,
+  },
+  mcp: {
+    awsKeys: false,
+    serviceAccount: false,
+    mcpOptions: true,
+    a2aOptions: false,
+    baseUrlHint: (o) => `${o}/mcp (base_url for an mcp provider)`,
+  },
+  a2a: {
+    awsKeys: false,
+    serviceAccount: false,
+    mcpOptions: false,
+    a2aOptions: true,
+    baseUrlHint: (o) => `${o} (A2A agents at ${o}/instant, /worker, /asker, /failer; cards at /<agent>/.well-known/agent-card.json)`,
+  },
 };
 
 /** The OpenAI, Anthropic and Gemini paths served together (no protocol named). */
@@ -62,6 +94,7 @@ const TOGETHER: MockProtocolTraits = {
   awsKeys: false,
   serviceAccount: false,
   mcpOptions: false,
+  a2aOptions: false,
   baseUrlHint: (o) => `${o}/v1 (base_url for openai and anthropic providers; gemini and azure_openai: ${o})`,
 };
 
@@ -113,12 +146,27 @@ export interface MockProviderOptions {
   mcpPageSize?: number;
   /** MCP: how POSTs are answered (the transport's `enableJsonResponse`). Default `sse`. */
   mcpResponse?: McpResponseMode;
+  /**
+   * A2A: the protocol versions the cards advertise and the endpoints take. Default both. A
+   * 1.0-only mock answers 0.3 method names -32601; a 0.3-only one serves a pure 0.3 card and
+   * answers 1.0 names -32601.
+   */
+  a2aVersions?: readonly A2aVersion[];
+  /** A2A: cards carry `signatures` (ES256 JWS by a key made at start; its public JWK at `GET /.well-known/jwks.json`). */
+  a2aSignedCards?: boolean;
+  /** A2A: the base URL (`http(s)://host[:port][/prefix]`) the cards and `GET /` name instead of the listen URL. */
+  a2aPublicUrl?: string;
+  /** A2A: the worker's wait before each step, in ms. Default 20. */
+  a2aStepMs?: number;
 }
 
 export interface MockProvider {
   readonly name: string;
   readonly port: number;
-  /** `http://127.0.0.1:PORT/v1`, ready to use as an OpenAI base URL. */
+  /**
+   * `http://127.0.0.1:PORT/v1`, ready to use as an OpenAI base URL; with protocol a2a the origin
+   * `http://127.0.0.1:PORT` (the agents are at `/<agent>`).
+   */
   readonly baseUrl: string;
   /** `http://127.0.0.1:PORT`, ready to use as an Anthropic base URL (its SDK adds `/v1/messages`) or a Gemini one (`/v1beta/models/...`). */
   readonly origin: string;
@@ -139,6 +187,8 @@ export interface MockProvider {
   mcpRestart(): Promise<void>;
   /** MCP: ends every standalone GET stream, sessions kept, like `POST /__mock/mcp/drop-streams`. */
   mcpDropStreams(): void;
+  /** A2A: requests per agent and method, card fetches, the headers each agent saw last, like `GET /__mock/a2a`; throws unless serving A2A. */
+  a2aStats(): A2aStats;
   /** Stops listening and destroys every open connection, hanging requests included. */
   close(): Promise<void>;
 }
@@ -177,7 +227,8 @@ function checkOptions(opts: MockProviderOptions): void {
     if (opts.protocol !== 'bedrock' && value !== undefined) throw new TypeError(`mock provider ${key} only applies with protocol bedrock`);
   }
   checkMcpOptions(opts);
-  for (const key of ['latencyMs', 'streamChunkDelayMs', 'streamChunks', 'port', 'tokenTtlS', 'mcpPageSize'] as const) {
+  checkA2aOptions(opts);
+  for (const key of ['latencyMs', 'streamChunkDelayMs', 'streamChunks', 'port', 'tokenTtlS', 'mcpPageSize', 'a2aStepMs'] as const) {
     const value = opts[key];
     if (value !== undefined && !(Number.isSafeInteger(value) && value >= 0)) {
       throw new RangeError(`mock provider ${key} must be a non-negative integer, got ${String(value)}`);
@@ -198,6 +249,38 @@ function checkMcpOptions(opts: MockProviderOptions): void {
   if (opts.mcpResponse !== undefined && opts.mcpResponse !== 'json' && opts.mcpResponse !== 'sse') {
     throw new TypeError(`mock provider mcpResponse must be json or sse, got ${String(opts.mcpResponse)}`);
   }
+}
+
+function checkA2aOptions(opts: MockProviderOptions): void {
+  for (const key of ['a2aVersions', 'a2aSignedCards', 'a2aPublicUrl', 'a2aStepMs'] as const) {
+    if (opts.protocol !== 'a2a' && opts[key] !== undefined) throw new TypeError(`mock provider ${key} only applies with protocol a2a`);
+  }
+  const versions = opts.a2aVersions;
+  if (
+    versions !== undefined &&
+    !(
+      Array.isArray(versions) &&
+      versions.length > 0 &&
+      versions.every((v) => A2A_VERSIONS.includes(v)) &&
+      new Set(versions).size === versions.length
+    )
+  ) {
+    throw new TypeError(`mock provider a2aVersions must list distinct versions among ${A2A_VERSIONS.join(', ')}`);
+  }
+  if (opts.a2aSignedCards !== undefined && typeof opts.a2aSignedCards !== 'boolean')
+    throw new TypeError('mock provider a2aSignedCards must be a boolean');
+  if (opts.a2aPublicUrl !== undefined && publicBase(opts.a2aPublicUrl) === null) {
+    throw new TypeError('mock provider a2aPublicUrl must be an http(s) URL without query, fragment or credentials');
+  }
+}
+
+/** The public URL as the cards' base: no trailing slash, no query, fragment or userinfo; null when unfit. */
+function publicBase(text: unknown): string | null {
+  if (typeof text !== 'string' || !URL.canParse(text)) return null;
+  const url = new URL(text);
+  if (!['http:', 'https:'].includes(url.protocol) || url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '')
+    return null;
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
 function baseUrlFor(host: string, port: number): string {
@@ -224,6 +307,8 @@ function routeFor(protocol: MockProtocol | undefined): (ctx: MockContext, ex: Ex
       return routeGemini;
     case 'mcp':
       return (ctx, ex) => (ctx.mcp as McpMock).handle(ex, ctx.faults);
+    case 'a2a':
+      return (ctx, ex) => (ctx.a2a as A2aMock).handle(ex);
     default:
       return route;
   }
@@ -353,6 +438,11 @@ function mcpOf(mcp: McpMock | null): McpMock {
   return mcp;
 }
 
+function a2aOf(a2a: A2aMock | null): A2aMock {
+  if (a2a === null) throw new TypeError('this mock provider does not serve A2A (start it with protocol a2a)');
+  return a2a;
+}
+
 /** Starts a mock LLM provider (OpenAI chat, embeddings, completions and responses; Anthropic messages; Gemini generateContent) on a real HTTP port. */
 export function startMockProvider(opts: MockProviderOptions): Promise<MockProvider> {
   checkOptions(opts);
@@ -368,6 +458,16 @@ export function startMockProvider(opts: MockProviderOptions): Promise<MockProvid
           apiKey: opts.apiKey ?? null,
         })
       : null;
+  const a2a =
+    opts.protocol === 'a2a'
+      ? new A2aMock({
+          name: opts.name,
+          versions: opts.a2aVersions ?? A2A_VERSIONS,
+          signed: opts.a2aSignedCards ?? false,
+          publicUrl: opts.a2aPublicUrl === undefined ? null : publicBase(opts.a2aPublicUrl),
+          stepMs: opts.a2aStepMs ?? 20,
+        })
+      : null;
   const ctx = createContext({
     name: opts.name,
     latencyMs: opts.latencyMs ?? 0,
@@ -376,6 +476,7 @@ export function startMockProvider(opts: MockProviderOptions): Promise<MockProvid
     apiKey: opts.apiKey ?? null,
     protocol: opts.protocol ?? null,
     mcp,
+    a2a,
     tokenTtlS: opts.tokenTtlS ?? 3600,
     gcpPublicKeyPem: opts.gcpPublicKeyPem ?? null,
     awsCredentials:
@@ -403,6 +504,8 @@ export function startMockProvider(opts: MockProviderOptions): Promise<MockProvid
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     // MCP sessions first: closing their transports ends the SSE streams and their keep-alive timers.
+    // The A2A worker's steps stop too, so no timer outlives the mock.
+    a2a?.close();
     closing ??= (mcp?.close() ?? Promise.resolve()).then(
       () =>
         new Promise((resolve) => {
@@ -415,13 +518,20 @@ export function startMockProvider(opts: MockProviderOptions): Promise<MockProvid
 
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(opts.port ?? 0, host, () => {
+    server.listen(opts.port ?? 0, host, async () => {
       server.off('error', reject);
       const port = (server.address() as AddressInfo).port;
+      const origin = baseUrlFor(host, port).slice(0, -'/v1'.length);
+      try {
+        await a2a?.start(origin);
+      } catch (err) {
+        await close();
+        return reject(err);
+      }
       resolve({
         name: opts.name,
         port,
-        baseUrl: baseUrlFor(host, port),
+        baseUrl: a2a === null ? baseUrlFor(host, port) : origin,
         origin: baseUrlFor(host, port).slice(0, -'/v1'.length),
         stats: () => ctx.stats.snapshot(),
         tokenStats: () => ctx.gcpTokens.stats(),
@@ -436,6 +546,7 @@ export function startMockProvider(opts: MockProviderOptions): Promise<MockProvid
         mcpTools: (change) => void mcpOf(mcp).changeTools(change),
         mcpRestart: () => mcpOf(mcp).restart(),
         mcpDropStreams: () => mcpOf(mcp).dropStreams(),
+        a2aStats: () => a2aOf(a2a).stats(),
         close,
       });
     });

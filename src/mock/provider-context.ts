@@ -1,3 +1,4 @@
+import type { A2aMock } from './a2a.js';
 import type { TextTurn } from './conversation.js';
 import { FaultQueue } from './fault-queue.js';
 import { GcpTokens } from './gcp-tokens.js';
@@ -25,9 +26,11 @@ export interface MockContext {
   /** The one key the Gemini endpoints accept (with protocol mcp: the bearer /mcp wants); null = any. */
   readonly apiKey: string | null;
   /** The one cloud API served, when the mock serves one alone; null = OpenAI, Anthropic and Gemini together. */
-  readonly protocol: 'bedrock' | 'vertex' | 'gemini' | 'mcp' | null;
+  readonly protocol: 'bedrock' | 'vertex' | 'gemini' | 'mcp' | 'a2a' | null;
   /** The MCP server at /mcp, with its sessions and stats; null unless serving MCP. */
   readonly mcp: McpMock | null;
+  /** The A2A agents at /<agent>, with their stats; null unless serving A2A. */
+  readonly a2a: A2aMock | null;
   /** The one key pair whose SigV4 signatures the Bedrock endpoints accept; null unless serving Bedrock. */
   readonly awsCredentials: { readonly accessKeyId: string; readonly secretAccessKey: string } | null;
   readonly stats: RequestStats;
@@ -96,8 +99,9 @@ export interface ContextOptions {
   streamChunkDelayMs: number;
   streamChunks: number;
   apiKey: string | null;
-  protocol: 'bedrock' | 'vertex' | 'gemini' | 'mcp' | null;
+  protocol: 'bedrock' | 'vertex' | 'gemini' | 'mcp' | 'a2a' | null;
   mcp: McpMock | null;
+  a2a: A2aMock | null;
   /** Seconds a Vertex AI access token lives. */
   tokenTtlS: number;
   /** The service account's public key; null = any well-formed JWT is taken. */
