@@ -42,7 +42,13 @@ interface Entry {
   target: CardTarget;
   state: CardState;
   reading: Promise<void> | null;
+  /** Reads failed in a row; a card-less agent's retry waits longer after each. */
+  failures: number;
+  retry: NodeJS.Timeout | null;
 }
+
+const RETRY_BASE_MS = 1000;
+const RETRY_MAX_MS = 60_000;
 
 export class AgentCards {
   readonly #options: AgentCardsOptions;
@@ -72,7 +78,7 @@ export class AgentCards {
       const key = `${target.name} ${target.cardUrl}`;
       let entry = this.#entries.get(key);
       if (entry === undefined) {
-        entry = { target, state: NO_CARD, reading: null };
+        entry = { target, state: NO_CARD, reading: null, failures: 0, retry: null };
         reads.push(this.#read(entry));
       } else entry.target = target;
       next.set(key, entry);
@@ -104,6 +110,19 @@ export class AgentCards {
   close(): void {
     this.#closed = true;
     if (this.#timer !== null) clearInterval(this.#timer);
+    for (const entry of this.#entries.values()) if (entry.retry !== null) clearTimeout(entry.retry);
+  }
+
+  #retryLater(entry: Entry): void {
+    if (entry.retry !== null || this.#closed) return;
+    const wait = Math.min(RETRY_BASE_MS * 2 ** entry.failures, RETRY_MAX_MS);
+    entry.failures += 1;
+    entry.retry = setTimeout(() => {
+      entry.retry = null;
+      // Only while the agent is still served and still has no card.
+      if (this.#byName.get(entry.target.name) === entry && entry.state.view === null) void this.#read(entry);
+    }, wait);
+    entry.retry.unref();
   }
 
   #read(entry: Entry): Promise<void> {
@@ -111,10 +130,14 @@ export class AgentCards {
     const reading = readOne(entry.target, this.#options.maxCardBytes).then((result) => {
       entry.reading = null;
       if (this.#closed) return;
-      if ('view' in result) entry.state = Object.freeze({ view: result.view, problem: null, readAt: Date.now() });
-      else {
+      if ('view' in result) {
+        entry.state = Object.freeze({ view: result.view, problem: null, readAt: Date.now() });
+        entry.failures = 0;
+      } else {
         entry.state = Object.freeze({ view: entry.state.view, problem: result.problem, readAt: entry.state.readAt });
         this.#options.onProblem?.(entry.target.name, result.problem);
+        // An agent with no card yet is tried again soon (1 s, doubling to 1 min), not only at the recheck.
+        if (entry.state.view === null) this.#retryLater(entry);
       }
     });
     entry.reading = reading;

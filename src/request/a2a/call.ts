@@ -139,9 +139,27 @@ export async function serveAgentCall(ctx: AgentCallContext): Promise<void> {
     await finishMessage(svc, reservation, false);
     return refuse(ctx, 'no_route', `agent ${agent}: no candidate takes new tasks now`);
   }
+  await firstCards(svc, chain);
   await new Promise<void>((resolve, reject) => {
     runChain(new AgentChain(ctx, chain, owner !== null, reservation, (err) => (err === null ? resolve() : reject(err))));
   });
+}
+
+/** How long a call waits for a candidate's first card (at start, or after a reload brought the agent). */
+const FIRST_CARD_WAIT_MS = 5000;
+
+/** A candidate whose card was never read well is read now (bounded), rather than skipped for want of one. */
+async function firstCards(svc: Services, chain: readonly AgentCandidate[]): Promise<void> {
+  const unread = chain.filter((c) => svc.a2a.cards.stateOf(c.server.name).view === null);
+  if (unread.length === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.all(unread.map((c) => svc.a2a.cards.refreshIfUnread(c.server.name))),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, FIRST_CARD_WAIT_MS);
+    }),
+  ]);
+  clearTimeout(timer);
 }
 
 function finishMessage(svc: Services, reservation: governance.Reservation | null, reached: boolean): Promise<void> {
