@@ -55,7 +55,7 @@ export interface AgentAttemptRequest extends AttemptOf<AgentCandidate> {
   readonly signal: AbortSignal;
   readonly reply: StreamReply;
   readonly learn: Learn;
-  readonly endpointFor: (c: AgentCandidate) => { readonly url: string; readonly version: A2AVersion } | string;
+  readonly endpointFor: (c: AgentCandidate) => { readonly path: string; readonly version: A2AVersion } | string;
 }
 
 export interface AgentFailure {
@@ -116,7 +116,6 @@ export function sendToAgent(a: AgentAttemptRequest, done: (r: AgentOutcome | Ski
     }
     body = JSON.stringify({ jsonrpc: '2.0', id: a.id, method: translated.method, params: translated.params });
   }
-  const url = new URL(endpoint.url);
   const headers = agentHeaders(c.server);
   headers['content-type'] = 'application/json';
   headers.accept = a.method.streams ? 'text/event-stream, application/json' : 'application/json';
@@ -126,7 +125,7 @@ export function sendToAgent(a: AgentAttemptRequest, done: (r: AgentOutcome | Ski
   const relay = new StreamRelay(a, c, upstreamVersion);
   const call = callAgent({
     pool: c.server.pool,
-    path: `${url.pathname}${url.search}`,
+    path: endpoint.path,
     headers,
     body,
     timeoutMs: c.server.timeoutMs,

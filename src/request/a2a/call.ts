@@ -245,16 +245,38 @@ function attemptBase(
   };
 }
 
+type Endpoint = { readonly url: string; readonly path: string; readonly version: A2AVersion } | string;
+
+/** Each card's endpoints, as judged for each server (a card is read again as a new object, so the cache follows it). */
+const endpoints = new WeakMap<object, Map<string, Endpoint>>();
+
 /** The candidate's JSON-RPC endpoint for a client of `version`, from its card; or why it has none. */
-function endpointOf(svc: Services, c: AgentCandidate, version: A2AVersion): { url: string; version: A2AVersion } | string {
+function endpointOf(svc: Services, c: AgentCandidate, version: A2AVersion): Endpoint {
   const state = svc.a2a.cards.stateOf(c.server.name);
-  if (state.view === null) return `${c.server.name} has no card (${state.problem ?? 'not read yet'})`;
-  const endpoint = jsonRpcEndpointFor(state.view, version);
-  if (endpoint === null) return `${c.server.name}'s card names no JSON-RPC interface`;
-  // Calls go only where the operator pointed the gateway: a card cannot send it elsewhere.
-  if (new URL(endpoint.url).origin !== new URL(c.server.baseUrl).origin)
-    return `${c.server.name}'s card names ${new URL(endpoint.url).origin}, not its base_url's origin`;
+  const view = state.view;
+  if (view === null) return `${c.server.name} has no card (${state.problem ?? 'not read yet'})`;
+  let judged = endpoints.get(view);
+  if (judged === undefined) endpoints.set(view, (judged = new Map()));
+  const key = `${version} ${c.server.baseUrl}`;
+  let endpoint = judged.get(key);
+  if (endpoint === undefined) {
+    endpoint = judgeEndpoint(view, c, version);
+    judged.set(key, endpoint);
+  }
   return endpoint;
+}
+
+function judgeEndpoint(
+  view: NonNullable<ReturnType<Services['a2a']['cards']['stateOf']>['view']>,
+  c: AgentCandidate,
+  version: A2AVersion,
+): Endpoint {
+  const endpoint = jsonRpcEndpointFor(view, version);
+  if (endpoint === null) return `${c.server.name}'s card names no JSON-RPC interface`;
+  const url = new URL(endpoint.url);
+  // Calls go only where the operator pointed the gateway: a card cannot send it elsewhere.
+  if (url.origin !== new URL(c.server.baseUrl).origin) return `${c.server.name}'s card names ${url.origin}, not its base_url's origin`;
+  return { url: endpoint.url, path: `${url.pathname}${url.search}`, version: endpoint.version };
 }
 
 /** The client's SSE stream for a streamed answer. */
