@@ -1,6 +1,7 @@
 import {
   type A2AMethod,
   type A2AVersion,
+  type AgentCardView,
   checkPushUrl,
   clientCard,
   type GatewayCardSecurity,
@@ -266,11 +267,7 @@ function endpointOf(svc: Services, c: AgentCandidate, version: A2AVersion): Endp
   return endpoint;
 }
 
-function judgeEndpoint(
-  view: NonNullable<ReturnType<Services['a2a']['cards']['stateOf']>['view']>,
-  c: AgentCandidate,
-  version: A2AVersion,
-): Endpoint {
+function judgeEndpoint(view: AgentCardView, c: AgentCandidate, version: A2AVersion): Endpoint {
   const endpoint = jsonRpcEndpointFor(view, version);
   if (endpoint === null) return `${c.server.name}'s card names no JSON-RPC interface`;
   const url = new URL(endpoint.url);
