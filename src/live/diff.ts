@@ -62,6 +62,8 @@ export function restartOnlyWarnings(serving: Generation['config'], next: Generat
   // The connection, its change watch and the ledger are made once, at start.
   if (!isDeepStrictEqual(serving.database, next.database)) changed.push('database');
   if (!isDeepStrictEqual(serving.telemetry, next.telemetry)) changed.push('telemetry');
+  // One replica's store of task owners is sized once, at start.
+  if (serving.a2a.tasks.max_entries !== next.a2a.tasks.max_entries) changed.push('a2a.tasks.max_entries');
   // The response store is built once, at start: its bounds follow a reload, its backend does not.
   if ((serving.routing.responses?.store ?? 'memory') !== (next.routing.responses?.store ?? 'memory'))
     changed.push('routing.responses.store');

@@ -30,6 +30,7 @@ import type { Services } from '../services.js';
 import {
   type AgentAnswer,
   type AgentAttemptRequest,
+  AgentCannotTake,
   type AgentFailure,
   type AgentOutcome,
   type AgentStream,
@@ -309,6 +310,8 @@ class AgentChain implements CallKind<AgentCandidate, AgentOutcome> {
   readonly #controller = new AbortController();
   #reached = false;
   #ended = false;
+  /** Why the last candidate that could not take the call could not (the answer when none could). */
+  #unable: AgentCannotTake | null = null;
   readonly candidates: readonly AgentCandidate[];
   readonly triesOpenBreakers = false;
   readonly breakers: BreakerRegistry;
@@ -349,15 +352,19 @@ class AgentChain implements CallKind<AgentCandidate, AgentOutcome> {
   }
 
   halt(): void {
-    this.exhausted();
+    this.exhausted(1);
   }
 
   clientGone(): boolean {
     return this.#ctx.x.res.destroyed;
   }
 
-  cannotTake(): boolean {
-    return false;
+  /** A candidate with no card, or that speaks a version the call has no counterpart in: skipped, its breaker untouched. */
+  cannotTake(err: unknown, c: AgentCandidate): boolean {
+    if (!(err instanceof AgentCannotTake)) return false;
+    this.#given(c, err.reason);
+    this.#unable = err;
+    return true;
   }
 
   skipped(c: AgentCandidate): void {
@@ -442,18 +449,16 @@ class AgentChain implements CallKind<AgentCandidate, AgentOutcome> {
     });
   }
 
-  exhausted(): void {
+  exhausted(attempted: number): void {
     const ctx = this.#ctx;
-    ctx.record.outcome = 'failed';
-    ctx.record.reason = 'upstream_unavailable';
+    // Only candidates that could not take it: a call 0.3 has no counterpart of is the client's to fix.
+    const code = attempted === 0 && this.#unable !== null ? this.#unable.code : 'upstream_unavailable';
+    ctx.record.outcome = code === 'upstream_unavailable' ? 'failed' : 'refused';
+    ctx.record.reason = code;
     if (!ctx.x.res.destroyed)
-      this.#answerError(
-        'upstream_unavailable',
-        `agent ${ctx.agent}: no upstream agent could take the call (${ctx.record.fallback.join(', ')})`,
-        {
-          failures: ctx.record.fallback,
-        },
-      );
+      this.#answerError(code, `agent ${ctx.agent}: no upstream agent could take the call (${ctx.record.fallback.join(', ')})`, {
+        failures: ctx.record.fallback,
+      });
     this.end(null);
   }
 
@@ -573,7 +578,7 @@ async function extendedCard(ctx: AgentCallContext): Promise<void> {
       return sendJson(x.res, answer.body, answer.status);
     }
     const result = (JSON.parse(answer.body.toString()) as { result: unknown }).result;
-    const view = readCard(result, svc.a2a.cards.stateOf(c.server.name).view?.json === undefined ? c.server.cardUrl : c.server.cardUrl);
+    const view = readCard(result, c.server.cardUrl);
     if ('error' in view) {
       record.outcome = 'failed';
       record.reason = 'upstream_error';
