@@ -20,6 +20,10 @@ export interface GenerationChanges {
   readonly toolsAdded: readonly string[];
   readonly toolsRemoved: readonly string[];
   readonly toolsChanged: readonly string[];
+  /** Agents of /a2a by exposed name (routing.agents). */
+  readonly agentsAdded: readonly string[];
+  readonly agentsRemoved: readonly string[];
+  readonly agentsChanged: readonly string[];
   /** Teams and keys (by id, never a secret), the config file's and the database's together. */
   readonly teamsAdded: readonly string[];
   readonly teamsRemoved: readonly string[];
@@ -140,6 +144,7 @@ function* diffSteps(previous: Generation | null, next: Generation): Steps<Genera
     yield;
   }
   const tools = named(previous === null ? {} : toolViews(previous), toolViews(next));
+  const agents = named(previous === null ? {} : agentViews(previous), agentViews(next));
   const teams = named(before?.teams ?? {}, after.teams ?? {});
   const keys = named(byId(before?.keys ?? []), byId(after.keys ?? []));
   return {
@@ -153,6 +158,9 @@ function* diffSteps(previous: Generation | null, next: Generation): Steps<Genera
       toolsAdded: tools.added,
       toolsRemoved: tools.removed,
       toolsChanged: tools.changed,
+      agentsAdded: agents.added,
+      agentsRemoved: agents.removed,
+      agentsChanged: agents.changed,
       teamsAdded: teams.added,
       teamsRemoved: teams.removed,
       teamsChanged: teams.changed,
@@ -192,6 +200,18 @@ function toolViews(gen: Generation): Record<string, unknown> {
     out[name] = {
       retrySafe: route.retrySafe,
       candidates: [...candidatesOf(route)].map((c) => `${c.stableId}:${c.server.name}:${c.upstreamTool}`),
+    };
+  }
+  return out;
+}
+
+/** An agent as a reload compares it: its policy and its candidates (provider, address, weight). */
+function agentViews(gen: Generation): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, route] of Object.entries(gen.agents.routes)) {
+    out[name] = {
+      policy: route.policy,
+      candidates: [...candidatesOf(route)].map((c) => `${c.stableId}:${c.server.cardUrl}:${c.weight}`),
     };
   }
   return out;
