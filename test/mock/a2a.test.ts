@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Message, SendMessageResult, StreamResponse, Task } from '@a2a-js/sdk';
@@ -84,10 +86,25 @@ const legacyMessage = (text: string) => ({
 
 describe('the mock A2A agents, through the official 1.0 client', { timeout: 30_000 }, () => {
   let mock: MockProvider;
+  // A push webhook, closed only after the mock: the SDK may still post a task's last event after its stream ended.
+  const webhook = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      onPush(body);
+      res.end();
+    });
+  });
+  let onPush: (body: string) => void = () => undefined;
   before(async () => {
     mock = await startMockProvider({ name: 'agents', protocol: 'a2a', a2aStepMs: 5 });
+    await new Promise<void>((r) => webhook.listen(0, '127.0.0.1', r));
   });
-  after(() => mock.close());
+  after(async () => {
+    await mock.close();
+    webhook.closeAllConnections();
+    await new Promise((r) => webhook.close(r));
+  });
 
   it('lists its agents at / and serves each card, found by the SDK resolver', async () => {
     const list = (await (await fetch(`${mock.baseUrl}/`)).json()) as { agents: { name: string; card_url: string }[] };
@@ -295,6 +312,49 @@ describe('the mock A2A agents, through the official 1.0 client', { timeout: 30_0
     const canceled = await rpc(url, { jsonrpc: '2.0', id: 3, method: 'tasks/cancel', params: { id: task.id } });
     assert.equal((JSON.parse(canceled.text) as { result: { status: { state: string } } }).result.status.state, 'canceled');
     await reader.cancel();
+  });
+
+  it('ListTasks lists the worker tasks, and a push config on a running task gets its events posted to the webhook', async () => {
+    const posts: string[] = [];
+    const canceledPosted = new Promise<void>((r) => {
+      onPush = (body) => {
+        posts.push(body);
+        if (body.includes('TASK_STATE_CANCELED')) r();
+      };
+    });
+    const client = await clientFor(`${mock.baseUrl}/worker`);
+    const stream = client.sendMessageStream(send(`work ${LONG}`));
+    const first = await stream.next();
+    assert.ok(first.value?.payload?.$case === 'task');
+    const taskId = first.value.payload.value.id;
+    const url = `http://127.0.0.1:${(webhook.address() as AddressInfo).port}/hook`;
+    const created = await client.createTaskPushNotificationConfig({
+      tenant: '',
+      id: 'hook-1',
+      taskId,
+      url,
+      token: 'tok',
+      authentication: undefined,
+    });
+    assert.equal(created.url, url);
+    const listed = await client.listTaskPushNotificationConfig({ tenant: '', taskId, pageSize: 10, pageToken: '' });
+    assert.deepEqual(
+      listed.configs.map((c) => c.id),
+      ['hook-1'],
+    );
+    const tasks = await client.listTasks({
+      tenant: '',
+      contextId: '',
+      status: TaskState.TASK_STATE_UNSPECIFIED,
+      pageToken: '',
+      statusTimestampAfter: undefined,
+    });
+    assert.ok(tasks.tasks.some((t) => t.id === taskId));
+    await client.cancelTask({ tenant: '', id: taskId, metadata: undefined });
+    await canceledPosted;
+    assert.ok(posts.length >= 2, 'the events after the config was made, then the cancel');
+    assert.ok(posts.every((p) => p.includes(taskId)));
+    await stream.return(undefined);
   });
 
   it('an unknown agent is a 404, and a GET on an agent endpoint a 405', async () => {
