@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import type { StreamResponse } from '@a2a-js/sdk';
 import { TaskState } from '@a2a-js/sdk';
 import { hashKey } from '../../src/governance/index.js';
-import type { MockProvider } from '../../src/mock/index.js';
+import { type MockProvider, startMockProvider } from '../../src/mock/index.js';
 import {
   agentClient,
   agentProvider,
@@ -12,6 +12,7 @@ import {
   rpc,
   rpcCount,
   sendParams,
+  startBareAgent,
   taskOf,
   wireMessage,
 } from '../support/a2a-fleet.js';
@@ -91,6 +92,28 @@ async function launchFleet(): Promise<Fleet> {
   const a = await resources.startGw(fleetConfig(one, two, 'one-first'));
   const b = await resources.startGw(fleetConfig(one, two, 'two-first'));
   return { one, two, a, b };
+}
+
+/** One gateway, owners in memory, key A in team alpha and key B in team bravo unless `teams`/`keys` say otherwise. */
+function singleConfig(o: {
+  providers: Record<string, unknown>;
+  agents: Record<string, unknown>;
+  teams?: Record<string, unknown>;
+  keys?: unknown[];
+  a2a?: Record<string, unknown>;
+}): Record<string, unknown> {
+  return {
+    server: { listen: '127.0.0.1:0', admin_listen: '127.0.0.1:0', drain_timeout_ms: 1000 },
+    log: { level: 'info', access: false },
+    providers: o.providers,
+    routing: { agents: o.agents },
+    a2a: o.a2a ?? { card_recheck_ms: 0 },
+    teams: o.teams ?? { alpha: {}, bravo: {} },
+    keys: o.keys ?? [
+      { id: 'a', team: 'alpha', sha256: hashKey(KEY_A) },
+      { id: 'b', team: 'bravo', sha256: hashKey(KEY_B) },
+    ],
+  };
 }
 
 function resetMocks(f: Fleet): void {
@@ -253,5 +276,220 @@ describe('team isolation: another team s task and context ids are tasks that do 
     const alphaIds = alphaList.tasks.map((t) => t.id);
     assert.ok(alphaIds.includes(mine.id));
     assert.ok(!alphaIds.includes(theirs.id));
+  });
+});
+
+describe('failover: a new task moves on only when it never reached an agent; a follow-up stays with its owner', () => {
+  it('a new task whose first candidate refuses connections goes to the second; the first one s task gets an error, not the second', async () => {
+    const one = await resources.startMock({ name: 'one', protocol: 'a2a', a2aStepMs: 150 });
+    // Closed by the test (a refused connection is what it is for), so not one of the file's resources.
+    const gone = await startMockProvider({ name: 'gone', protocol: 'a2a', a2aStepMs: 150 });
+    const closedPort = await freePort();
+    const gw = await resources.startGw(
+      singleConfig({
+        providers: {
+          'worker-gone': agentProvider(gone.baseUrl, 'worker'),
+          'worker-one': agentProvider(one.baseUrl, 'worker'),
+          'worker-nowhere': agentProvider(`http://127.0.0.1:${closedPort}`, 'worker'),
+        },
+        agents: {
+          relay: { candidates: [{ provider: 'worker-gone' }, { provider: 'worker-one' }] },
+          unreachable: { candidates: [{ provider: 'worker-nowhere' }, { provider: 'worker-one' }] },
+        },
+      }),
+    );
+    const client = await agentClient(gw, KEY_A, 'relay');
+    const owned = taskOf(await client.sendMessage(sendParams('steps:200', {}, true)));
+    assert.equal(rpcCount(gone), 1, 'the first candidate takes new tasks while it is up');
+    await gone.close();
+    one.reset();
+
+    const moved = taskOf(await client.sendMessage(sendParams('steps:0')));
+    assert.equal(moved.status?.state, TaskState.TASK_STATE_COMPLETED);
+    assert.equal(one.a2aStats().requests['worker SendMessage'], 1, 'the second candidate took the new task');
+
+    one.reset();
+    for (const [method, params] of [
+      ['GetTask', { id: owned.id }],
+      ['CancelTask', { id: owned.id }],
+      ['SendMessage', { message: wireMessage('more', { taskId: owned.id }) }],
+    ] as const) {
+      const answer = await rpc(gw, KEY_A, 'relay', method, params);
+      assert.equal(answer.body.error?.code, -32050, `${method}: ${JSON.stringify(answer.body)}`);
+      assert.equal(answer.body.error?.data?.code, 'upstream_unavailable', JSON.stringify(answer.body));
+      assert.equal(answer.status, 503);
+    }
+    assert.equal(rpcCount(one), 0, 'a follow-up is never sent to an agent that does not own the task');
+
+    // A candidate that was never up (no card, connections refused) is passed over the same way.
+    const viaSecond = await rpc(gw, KEY_A, 'unreachable', 'SendMessage', { message: wireMessage('steps:0') });
+    assert.equal(viaSecond.status, 200, JSON.stringify(viaSecond.body));
+    assert.ok(viaSecond.body.result !== undefined, JSON.stringify(viaSecond.body));
+    assert.equal(rpcCount(one), 1);
+  });
+
+  it('a first candidate answering 503 without a JSON-RPC body is passed over; one answering a JSON-RPC error is not', async () => {
+    const one = await resources.startMock({ name: 'one', protocol: 'a2a' });
+    const bare = await startBareAgent((_call, res) => {
+      res.writeHead(503, { 'content-type': 'text/plain' });
+      res.end('overloaded');
+    });
+    resources.addUpstream(() => bare.close());
+    const gw = await resources.startGw(
+      singleConfig({
+        providers: { bare: { type: 'a2a', base_url: bare.baseUrl, timeout_ms: 5000 }, 'worker-one': agentProvider(one.baseUrl, 'worker') },
+        agents: { flaky: { candidates: [{ provider: 'bare' }, { provider: 'worker-one' }] } },
+      }),
+    );
+    const moved = await rpc(gw, KEY_A, 'flaky', 'SendMessage', { message: wireMessage('steps:0') });
+    assert.equal(moved.status, 200, JSON.stringify(moved.body));
+    assert.ok(moved.body.result?.task !== undefined, JSON.stringify(moved.body));
+    assert.equal(bare.calls.length, 1);
+    assert.equal(rpcCount(one), 1);
+
+    for (const status of [200, 503]) {
+      one.reset();
+      bare.answer = (call, res) => {
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', id: call.body.id ?? null, error: { code: -32603, message: 'the agent broke' } }));
+      };
+      const kept = await rpc(gw, KEY_A, 'flaky', 'SendMessage', { message: wireMessage('steps:0') });
+      assert.ok(kept.body.error !== undefined, `${status}: ${JSON.stringify(kept.body)}`);
+      assert.equal(rpcCount(one), 0, `a JSON-RPC error (HTTP ${status}) is the agent's answer: nothing moves on`);
+    }
+  });
+});
+
+describe('governance on /a2a: allow-lists, rpm counting only messages, the daily message quota', () => {
+  it('an agent outside the team s or the key s allowed_agents is refused with 403 and hidden from GET /a2a', async () => {
+    const one = await resources.startMock({ name: 'one', protocol: 'a2a' });
+    const gw = await resources.startGw(
+      singleConfig({
+        providers: { 'worker-one': agentProvider(one.baseUrl, 'worker'), 'instant-one': agentProvider(one.baseUrl, 'instant') },
+        agents: { worker: { candidates: [{ provider: 'worker-one' }] }, instant: { candidates: [{ provider: 'instant-one' }] } },
+        teams: { alpha: {}, bravo: { allowed_agents: ['inst*'] } },
+        keys: [
+          { id: 'a', team: 'alpha', sha256: hashKey(KEY_A), allowed_agents: ['work?r'] },
+          { id: 'b', team: 'bravo', sha256: hashKey(KEY_B) },
+        ],
+      }),
+    );
+    for (const [key, allowed, denied] of [
+      [KEY_A, 'worker', 'instant'],
+      [KEY_B, 'instant', 'worker'],
+    ] as const) {
+      const list = await fetch(`${gw.url}/a2a`, { headers: { authorization: `Bearer ${key}` } });
+      const names = ((await list.json()) as { agents: Array<{ name: string }> }).agents.map((a) => a.name);
+      assert.deepEqual(names, [allowed]);
+      one.reset();
+      const refused = await rpc(gw, key, denied, 'SendMessage', { message: wireMessage('hello') });
+      assert.equal(refused.status, 403);
+      assert.equal(refused.body.error?.code, -32040);
+      assert.equal(refused.body.error?.data?.code, 'agent_not_allowed');
+      const card = await fetch(`${gw.url}/a2a/${denied}/.well-known/agent-card.json`, { headers: { authorization: `Bearer ${key}` } });
+      assert.equal(card.status, 403);
+      await card.arrayBuffer();
+      assert.equal(rpcCount(one), 0);
+      const ok = await rpc(gw, key, allowed, 'SendMessage', { message: wireMessage('steps:0 hello') });
+      assert.ok(ok.body.result !== undefined, JSON.stringify(ok.body));
+    }
+  });
+
+  it('rpm counts messages only: reads go on past the limit, the next message is refused with 429', async () => {
+    const one = await resources.startMock({ name: 'one', protocol: 'a2a' });
+    const gw = await resources.startGw(
+      singleConfig({
+        providers: { 'worker-one': agentProvider(one.baseUrl, 'worker') },
+        agents: { worker: { candidates: [{ provider: 'worker-one' }] } },
+        teams: { alpha: { rate_limit: { rpm: 2 } }, bravo: {} },
+      }),
+    );
+    const first = await rpc(gw, KEY_A, 'worker', 'SendMessage', { message: wireMessage('steps:0') });
+    const taskId = (first.body.result?.task as { id: string } | undefined)?.id;
+    assert.ok(taskId !== undefined, JSON.stringify(first.body));
+    for (let i = 0; i < 4; i++) {
+      const read = await rpc(gw, KEY_A, 'worker', 'GetTask', { id: taskId });
+      assert.ok(read.body.result !== undefined, `GetTask ${i}: ${JSON.stringify(read.body)}`);
+    }
+    const second = await rpc(gw, KEY_A, 'worker', 'SendMessage', { message: wireMessage('steps:0') });
+    assert.ok(second.body.result !== undefined, JSON.stringify(second.body));
+    one.reset();
+    const third = await rpc(gw, KEY_A, 'worker', 'SendMessage', { message: wireMessage('steps:0') });
+    assert.equal(third.status, 429, JSON.stringify(third.body));
+    assert.equal(third.body.error?.code, -32040);
+    assert.equal(third.body.error?.data?.code, 'rate_limit_exceeded');
+    const streamed = await rpc(gw, KEY_A, 'worker', 'SendStreamingMessage', { message: wireMessage('steps:0') });
+    assert.equal(streamed.status, 429, 'a streamed message counts too');
+    assert.equal(rpcCount(one), 0, 'a refused message reaches no agent');
+    const stillReads = await rpc(gw, KEY_A, 'worker', 'GetTask', { id: taskId });
+    assert.ok(stillReads.body.result !== undefined, JSON.stringify(stillReads.body));
+  });
+
+  it('quota.agent_messages_per_day (team) and agent_messages_per_day (key) refuse with 429 quota_exceeded', async () => {
+    const one = await resources.startMock({ name: 'one', protocol: 'a2a' });
+    const gw = await resources.startGw(
+      singleConfig({
+        providers: { 'instant-one': agentProvider(one.baseUrl, 'instant') },
+        agents: { instant: { candidates: [{ provider: 'instant-one' }] } },
+        teams: { alpha: { quota: { agent_messages_per_day: 2 } }, bravo: {} },
+        keys: [
+          { id: 'a', team: 'alpha', sha256: hashKey(KEY_A) },
+          { id: 'b', team: 'bravo', sha256: hashKey(KEY_B), agent_messages_per_day: 1 },
+        ],
+      }),
+    );
+    for (const [key, allowed] of [
+      [KEY_A, 2],
+      [KEY_B, 1],
+    ] as const) {
+      for (let i = 0; i < allowed; i++) {
+        const ok = await rpc(gw, key, 'instant', 'SendMessage', { message: wireMessage(`hello ${i}`) });
+        assert.ok(ok.body.result?.message !== undefined, JSON.stringify(ok.body));
+      }
+      one.reset();
+      const over = await rpc(gw, key, 'instant', 'SendMessage', { message: wireMessage('one too many') });
+      assert.equal(over.status, 429, JSON.stringify(over.body));
+      assert.equal(over.body.error?.code, -32040);
+      assert.equal(over.body.error?.data?.code, 'quota_exceeded');
+      assert.equal(rpcCount(one), 0);
+    }
+  });
+});
+
+describe('push-notification URLs: loopback refused before any agent sees it; a2a.push_urls lets one through', () => {
+  it('http://127.0.0.1, https://127.0.0.1 and https://localhost webhooks get -32602 and reach no agent', async () => {
+    const one = await resources.startMock({ name: 'one', protocol: 'a2a' });
+    const hooks = await startBareAgent((_call, res) => {
+      res.writeHead(200);
+      res.end();
+    });
+    resources.addUpstream(() => hooks.close());
+    const allowed = `${hooks.baseUrl}/hooks/`;
+    const gw = await resources.startGw(
+      singleConfig({
+        providers: { 'worker-one': agentProvider(one.baseUrl, 'worker') },
+        agents: { worker: { candidates: [{ provider: 'worker-one' }] } },
+        a2a: { card_recheck_ms: 0, push_urls: [allowed] },
+      }),
+    );
+    const push = (url: string) => ({ url, id: '', taskId: '', token: 'tok' });
+    for (const url of ['http://127.0.0.1/hook', 'https://127.0.0.1/hook', 'https://localhost/hook', `${hooks.baseUrl}/other`]) {
+      one.reset();
+      const send = await rpc(gw, KEY_A, 'worker', 'SendMessage', {
+        message: wireMessage('steps:0'),
+        configuration: { taskPushNotificationConfig: push(url) },
+      });
+      assert.equal(send.body.error?.code, -32602, `${url}: ${JSON.stringify(send.body)}`);
+      const create = await rpc(gw, KEY_A, 'worker', 'CreateTaskPushNotificationConfig', { ...push(url), taskId: 'some-task' });
+      assert.equal(create.body.error?.code, -32602, `${url}: ${JSON.stringify(create.body)}`);
+      assert.equal(rpcCount(one), 0, `${url} reached the agent`);
+    }
+    one.reset();
+    const through = await rpc(gw, KEY_A, 'worker', 'SendMessage', {
+      message: wireMessage('steps:0'),
+      configuration: { taskPushNotificationConfig: push(`${allowed}task-1`) },
+    });
+    assert.ok(through.body.result !== undefined, JSON.stringify(through.body));
+    assert.equal(one.a2aStats().requests['worker SendMessage'], 1);
   });
 });
