@@ -31,6 +31,9 @@ const KEY_A = 'sk-a2a-fleet-alpha-0123456789abcdef';
 const KEY_B = 'sk-a2a-fleet-bravo-0123456789abcdef';
 const PREFIX = 'a2a-fleet:';
 
+/** ListTasks with no filter. */
+const ALL_TASKS = { tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined };
+
 let redis: ChildProcess;
 let redisUrl: string;
 
@@ -205,9 +208,7 @@ describe('two replicas on one Redis: a task started on one is followed up on the
     assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
 
     const onB = await agentClient(f.b, KEY_A, 'asker');
-    const answered = taskOf(
-      await onB.sendMessage(sendParams('the answer', { taskId: asked.id, contextId: asked.contextId })),
-    );
+    const answered = taskOf(await onB.sendMessage(sendParams('the answer', { taskId: asked.id, contextId: asked.contextId })));
     assert.equal(answered.id, asked.id);
     assert.equal(answered.status?.state, TaskState.TASK_STATE_COMPLETED);
     assert.equal(f.one.a2aStats().requests['asker SendMessage'], 2);
@@ -262,17 +263,12 @@ describe('team isolation: another team s task and context ids are tasks that do 
     const onBravo = await agentClient(f.b, KEY_B, 'asker');
     const theirs = taskOf(await onBravo.sendMessage(sendParams('start', {}, true)));
 
-    const bravoList = await onBravo.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '' });
+    const bravoList = await onBravo.listTasks(ALL_TASKS);
     const bravoIds = bravoList.tasks.map((t) => t.id);
     assert.ok(bravoIds.includes(theirs.id), JSON.stringify(bravoIds));
     assert.ok(!bravoIds.includes(mine.id), 'team A s task is not listed for team B');
 
-    const alphaList = await (await agentClient(f.b, KEY_A, 'asker')).listTasks({
-      tenant: '',
-      contextId: '',
-      status: TaskState.TASK_STATE_UNSPECIFIED,
-      pageToken: '',
-    });
+    const alphaList = await (await agentClient(f.b, KEY_A, 'asker')).listTasks(ALL_TASKS);
     const alphaIds = alphaList.tasks.map((t) => t.id);
     assert.ok(alphaIds.includes(mine.id));
     assert.ok(!alphaIds.includes(theirs.id));
