@@ -215,6 +215,27 @@ describe('two replicas on one Redis: a task started on one is followed up on the
     assert.equal(rpcCount(f.two), 0);
   });
 
+  it('an input-required task streamed on A is continued with a stream on B, at its owner', async () => {
+    const f = await startFleet();
+    resetMocks(f);
+    const onA = await agentClient(f.a, KEY_A, 'asker');
+    // The mock's asker leaves its stream open at input-required, so the first event is enough:
+    // the gateway records a task's owner before it relays the event that names it.
+    const opened = onA.sendMessageStream(sendParams('start'));
+    const first = await opened.next();
+    await opened.return();
+    assert.equal(first.done, false);
+    assert.equal(lastState([first.value as StreamResponse]), TaskState.TASK_STATE_INPUT_REQUIRED);
+    const ids = idsOfEvent(first.value as StreamResponse);
+    assert.ok(ids !== null);
+
+    const onB = await agentClient(f.b, KEY_A, 'asker');
+    const answered = await drain(onB.sendMessageStream(sendParams('the answer', ids)));
+    assert.equal(lastState(answered), TaskState.TASK_STATE_COMPLETED);
+    assert.equal(f.one.a2aStats().requests['asker SendStreamingMessage'], 2);
+    assert.equal(rpcCount(f.two), 0);
+  });
+
   it('a new task on B goes to B s first candidate (the order the other tests rely on)', async () => {
     const f = await startFleet();
     resetMocks(f);
@@ -407,7 +428,10 @@ describe('governance on /a2a: allow-lists, rpm counting only messages, the daily
       const read = await rpc(gw, KEY_A, 'worker', 'GetTask', { id: taskId });
       assert.ok(read.body.result !== undefined, `GetTask ${i}: ${JSON.stringify(read.body)}`);
     }
-    const second = await rpc(gw, KEY_A, 'worker', 'SendMessage', { message: wireMessage('steps:0') });
+    // A2A 0.3's message/send is a message too.
+    const second = await rpc(gw, KEY_A, 'worker', 'message/send', {
+      message: { kind: 'message', messageId: 'm-2', role: 'user', parts: [{ kind: 'text', text: 'steps:0' }] },
+    });
     assert.ok(second.body.result !== undefined, JSON.stringify(second.body));
     one.reset();
     const third = await rpc(gw, KEY_A, 'worker', 'SendMessage', { message: wireMessage('steps:0') });
@@ -452,6 +476,60 @@ describe('governance on /a2a: allow-lists, rpm counting only messages, the daily
   });
 });
 
+describe('governance on /a2a: what a message that reached no agent costs', () => {
+  it('a message no agent could take does not use up the day s quota', async () => {
+    const one = await resources.startMock({ name: 'one', protocol: 'a2a' });
+    const closedPort = await freePort();
+    const gw = await resources.startGw(
+      singleConfig({
+        providers: {
+          'instant-one': agentProvider(one.baseUrl, 'instant'),
+          'instant-nowhere': agentProvider(`http://127.0.0.1:${closedPort}`, 'instant'),
+        },
+        agents: { instant: { candidates: [{ provider: 'instant-one' }] }, down: { candidates: [{ provider: 'instant-nowhere' }] } },
+        teams: { alpha: { quota: { agent_messages_per_day: 1 } }, bravo: {} },
+      }),
+    );
+    const lost = await rpc(gw, KEY_A, 'down', 'SendMessage', { message: wireMessage('anyone?') });
+    assert.equal(lost.status, 503, JSON.stringify(lost.body));
+    assert.equal(lost.body.error?.data?.code, 'upstream_unavailable');
+    const counted = await rpc(gw, KEY_A, 'instant', 'SendMessage', { message: wireMessage('hello') });
+    assert.ok(counted.body.result?.message !== undefined, JSON.stringify(counted.body));
+    const over = await rpc(gw, KEY_A, 'instant', 'SendMessage', { message: wireMessage('again') });
+    assert.equal(over.body.error?.data?.code, 'quota_exceeded', JSON.stringify(over.body));
+  });
+});
+
+describe('ListTasks pages through a team s own tasks', () => {
+  it('a team s task behind another team s tasks on the agent s first page is still reachable by paging', {
+    todo: 'fails: the gateway filters each upstream page and drops nextPageToken (bugs file)',
+  }, async () => {
+    const one = await resources.startMock({ name: 'one', protocol: 'a2a' });
+    const gw = await resources.startGw(
+      singleConfig({
+        providers: { 'worker-one': agentProvider(one.baseUrl, 'worker') },
+        agents: { worker: { candidates: [{ provider: 'worker-one' }] } },
+      }),
+    );
+    const theirs = await rpc(gw, KEY_B, 'worker', 'SendMessage', { message: wireMessage('steps:0 bravo') });
+    const bravoTask = (theirs.body.result?.task as { id: string } | undefined)?.id;
+    assert.ok(bravoTask !== undefined, JSON.stringify(theirs.body));
+    for (let i = 0; i < 3; i++) await rpc(gw, KEY_A, 'worker', 'SendMessage', { message: wireMessage(`steps:0 alpha ${i}`) });
+
+    const seen: string[] = [];
+    let pageToken = '';
+    for (let page = 0; page < 10; page++) {
+      const list = await rpc(gw, KEY_B, 'worker', 'ListTasks', { pageSize: 1, ...(pageToken === '' ? {} : { pageToken }) });
+      const result = list.body.result as { tasks: Array<{ id: string }>; nextPageToken?: string } | undefined;
+      assert.ok(result !== undefined, JSON.stringify(list.body));
+      seen.push(...result.tasks.map((t) => t.id));
+      pageToken = result.nextPageToken ?? '';
+      if (pageToken === '') break;
+    }
+    assert.deepEqual(seen, [bravoTask]);
+  });
+});
+
 describe('push-notification URLs: loopback refused before any agent sees it; a2a.push_urls lets one through', () => {
   it('http://127.0.0.1, https://127.0.0.1 and https://localhost webhooks get -32602 and reach no agent', async () => {
     const one = await resources.startMock({ name: 'one', protocol: 'a2a' });
@@ -469,7 +547,24 @@ describe('push-notification URLs: loopback refused before any agent sees it; a2a
       }),
     );
     const push = (url: string) => ({ url, id: '', taskId: '', token: 'tok' });
-    for (const url of ['http://127.0.0.1/hook', 'https://127.0.0.1/hook', 'https://localhost/hook', `${hooks.baseUrl}/other`]) {
+    const refused = [
+      'http://127.0.0.1/hook',
+      'https://127.0.0.1/hook',
+      'https://localhost/hook',
+      // The same places spelled otherwise.
+      'https://LOCALHOST/hook',
+      'https://localhost./hook',
+      'https://127.1/hook',
+      'https://2130706433/hook',
+      'https://[::1]/hook',
+      'https://[::ffff:127.0.0.1]/hook',
+      'https://169.254.169.254/latest/meta-data',
+      // Beside the listed prefix, or stepping out of it.
+      `${hooks.baseUrl}/other`,
+      `${allowed}../other`,
+      `${allowed.replace('http://', 'http://user:pw@')}x`,
+    ];
+    for (const url of refused) {
       one.reset();
       const send = await rpc(gw, KEY_A, 'worker', 'SendMessage', {
         message: wireMessage('steps:0'),
@@ -478,6 +573,17 @@ describe('push-notification URLs: loopback refused before any agent sees it; a2a
       assert.equal(send.body.error?.code, -32602, `${url}: ${JSON.stringify(send.body)}`);
       const create = await rpc(gw, KEY_A, 'worker', 'CreateTaskPushNotificationConfig', { ...push(url), taskId: 'some-task' });
       assert.equal(create.body.error?.code, -32602, `${url}: ${JSON.stringify(create.body)}`);
+      // The same in A2A 0.3's words.
+      const legacySend = await rpc(gw, KEY_A, 'worker', 'message/send', {
+        message: { kind: 'message', messageId: 'm-1', role: 'user', parts: [{ kind: 'text', text: 'steps:0' }] },
+        configuration: { pushNotificationConfig: { url } },
+      });
+      assert.equal(legacySend.body.error?.code, -32602, `0.3 ${url}: ${JSON.stringify(legacySend.body)}`);
+      const legacySet = await rpc(gw, KEY_A, 'worker', 'tasks/pushNotificationConfig/set', {
+        taskId: 'some-task',
+        pushNotificationConfig: { url },
+      });
+      assert.equal(legacySet.body.error?.code, -32602, `0.3 ${url}: ${JSON.stringify(legacySet.body)}`);
       assert.equal(rpcCount(one), 0, `${url} reached the agent`);
     }
     one.reset();

@@ -131,6 +131,28 @@ describe('hostile upstream agents: the gateway bounds each one and answers the n
     assert.ok(await settlesWithin((agent.calls[1] as BareCall).socketClosed, 10_000));
   });
 
+  it('an answer trickled without a long silence is cut at a2a.call_timeout_ms', async () => {
+    const agent = await bareAgent((call, res) => {
+      const body = JSON.stringify({ jsonrpc: '2.0', id: call.body.id ?? null, result: { task: wireTask('slow', 'slow') } });
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(body.length) });
+      let i = 0;
+      const timer = setInterval(() => {
+        res.write(body.slice(i, i + 1));
+        i += 1;
+        if (i >= body.length) {
+          clearInterval(timer);
+          res.end();
+        }
+      }, TIMEOUT_MS / 4);
+      res.on('close', () => clearInterval(timer));
+    });
+    const gw = await gatewayFor(agent, { call_timeout_ms: 1500 });
+    const slow = await rpc(gw, KEY_A, 'bare', 'SendMessage', { message: wireMessage('slowly') });
+    assert.equal(slow.status, 504, JSON.stringify(slow.body));
+    assert.equal(slow.body.error?.data?.code, 'upstream_timeout');
+    assert.ok(await settlesWithin((agent.calls[0] as BareCall).socketClosed, 10_000));
+  });
+
   it('a 50 MB event is refused at a2a.max_event_bytes without the gateway holding it, and the gateway answers on', async () => {
     const TOTAL = 50 * 1024 * 1024;
     let written = 0;
@@ -157,6 +179,7 @@ describe('hostile upstream agents: the gateway bounds each one and answers the n
     assert.equal(events.length, 2, `${events.length} events`);
     assert.ok(events[0]?.result !== undefined);
     assert.equal(events[1]?.error?.code, -32050, JSON.stringify(events[1]));
+    assert.equal(events[1]?.error?.data?.code, 'stream_event_too_large', JSON.stringify(events[1]));
     assert.ok(await settlesWithin((agent.calls[0] as BareCall).socketClosed, 10_000), 'the upstream was let go');
     assert.ok(written < TOTAL, `the gateway read all ${written} bytes of an event it had refused`);
 
@@ -200,6 +223,7 @@ describe('hostile upstream agents: the gateway bounds each one and answers the n
     };
     await readEvents(await rpcStream(gw, KEY_B, 'bare', 'SendStreamingMessage', { message: wireMessage('start') }));
 
+    await gw.waitForLog((l) => typeof l.msg === 'string' && l.msg.includes('another team or candidate owns'));
     agent.answer = instantTask;
     const callsBefore = agent.calls.length;
     for (const [method, params] of [
