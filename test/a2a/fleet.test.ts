@@ -236,6 +236,40 @@ describe('two replicas on one Redis: a task started on one is followed up on the
     assert.equal(rpcCount(f.two), 0);
   });
 
+  it('a task is known on B as soon as A relays the event that names it, while its stream goes on', async () => {
+    const f = await startFleet();
+    resetMocks(f);
+    const onA = await agentClient(f.a, KEY_A, 'worker');
+    const stream = onA.sendMessageStream(sendParams('steps:4'));
+    const first = await stream.next();
+    assert.equal(first.done, false);
+    const ids = idsOfEvent(first.value as StreamResponse);
+    assert.ok(ids !== null);
+    const onB = await agentClient(f.b, KEY_A, 'worker');
+    const read = await onB.getTask({ tenant: '', id: ids.taskId });
+    assert.equal(read.id, ids.taskId);
+    const rest = await drain(stream);
+    assert.equal(lastState(rest), TaskState.TASK_STATE_COMPLETED);
+    assert.equal(rpcCount(f.two), 0);
+  });
+
+  it('a message naming only a context started on A goes, on B, to the agent that owns the context', async () => {
+    const f = await startFleet();
+    resetMocks(f);
+    const onA = await agentClient(f.a, KEY_A, 'worker');
+    const first = taskOf(await onA.sendMessage(sendParams('steps:0')));
+    const onB = await agentClient(f.b, KEY_A, 'worker');
+    const second = taskOf(await onB.sendMessage(sendParams('steps:0', { contextId: first.contextId })));
+    assert.equal(second.contextId, first.contextId);
+    assert.notEqual(second.id, first.id);
+    assert.equal(f.one.a2aStats().requests['worker SendMessage'], 2);
+    assert.equal(rpcCount(f.two), 0, "B's first candidate knows nothing of the context");
+    // The new task of that context is the context owner's too.
+    const read = await onB.getTask({ tenant: '', id: second.id });
+    assert.equal(read.status?.state, TaskState.TASK_STATE_COMPLETED);
+    assert.equal(rpcCount(f.two), 0);
+  });
+
   it('a new task on B goes to B s first candidate (the order the other tests rely on)', async () => {
     const f = await startFleet();
     resetMocks(f);
