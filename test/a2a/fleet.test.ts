@@ -411,6 +411,57 @@ describe('failover: a new task moves on only when it never reached an agent; a f
   });
 });
 
+describe('failover and the breaker: an open breaker turns new tasks away, not the follow-ups of the tasks it owns', () => {
+  it('a task s follow-up reaches its owner past the owner s open breaker', async () => {
+    const one = await resources.startMock({ name: 'one', protocol: 'a2a' });
+    const mode = { down: false };
+    const bare = await startBareAgent((call, res) => {
+      if (mode.down) {
+        res.writeHead(503, { 'content-type': 'text/plain' });
+        res.end('down for maintenance');
+        return;
+      }
+      const task = {
+        id: 'breaker-task',
+        contextId: 'breaker-context',
+        status: { state: 'TASK_STATE_WORKING' },
+        artifacts: [],
+        history: [],
+      };
+      const body = JSON.stringify({ jsonrpc: '2.0', id: call.body.id ?? null, result: call.method === 'SendMessage' ? { task } : task });
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(body);
+    });
+    resources.addUpstream(() => bare.close());
+    const gw = await resources.startGw({
+      ...singleConfig({
+        providers: { bare: { type: 'a2a', base_url: bare.baseUrl, timeout_ms: 5000 }, 'worker-one': agentProvider(one.baseUrl, 'worker') },
+        agents: { flaky: { candidates: [{ provider: 'bare' }, { provider: 'worker-one' }] } },
+      }),
+      resilience: { breaker: { failure_threshold: 2, open_base_ms: 600_000, open_max_ms: 600_000 } },
+    });
+    const owned = await rpc(gw, KEY_A, 'flaky', 'SendMessage', { message: wireMessage('start') });
+    assert.equal((owned.body.result?.task as { id: string } | undefined)?.id, 'breaker-task', JSON.stringify(owned.body));
+
+    mode.down = true;
+    for (let i = 0; i < 3; i++) {
+      const moved = await rpc(gw, KEY_A, 'flaky', 'SendMessage', { message: wireMessage('steps:0') });
+      assert.ok(moved.body.result?.task !== undefined, JSON.stringify(moved.body));
+    }
+    const callsWhenOpen = bare.calls.length;
+    const skipped = await rpc(gw, KEY_A, 'flaky', 'SendMessage', { message: wireMessage('steps:0') });
+    assert.ok(skipped.body.result?.task !== undefined);
+    assert.equal(bare.calls.length, callsWhenOpen, 'the open breaker keeps new tasks away');
+
+    mode.down = false;
+    one.reset();
+    const read = await rpc(gw, KEY_A, 'flaky', 'GetTask', { id: 'breaker-task' });
+    assert.equal((read.body.result as { id?: string } | undefined)?.id, 'breaker-task', JSON.stringify(read.body));
+    assert.equal(bare.calls.at(-1)?.method, 'GetTask');
+    assert.equal(rpcCount(one), 0);
+  });
+});
+
 describe('governance on /a2a: allow-lists, rpm counting only messages, the daily message quota', () => {
   it('an agent outside the team s or the key s allowed_agents is refused with 403 and hidden from GET /a2a', async () => {
     const one = await resources.startMock({ name: 'one', protocol: 'a2a' });
