@@ -270,6 +270,32 @@ describe('two replicas on one Redis: a task started on one is followed up on the
     assert.equal(rpcCount(f.two), 0);
   });
 
+  it('a task started in A2A 0.3 on A is read and canceled in 0.3 on B, at its owner; team B cannot see it', async () => {
+    const f = await startFleet();
+    resetMocks(f);
+    const started = await rpc(f.a, KEY_A, 'worker', 'message/send', {
+      message: { kind: 'message', messageId: 'legacy-1', role: 'user', parts: [{ kind: 'text', text: 'steps:200' }] },
+      configuration: { blocking: false },
+    });
+    const task = started.body.result as { kind?: string; id?: string; contextId?: string } | undefined;
+    assert.equal(task?.kind, 'task', JSON.stringify(started.body));
+    const id = task?.id as string;
+
+    const read = await rpc(f.b, KEY_A, 'worker', 'tasks/get', { id });
+    assert.equal((read.body.result as { id?: string } | undefined)?.id, id, JSON.stringify(read.body));
+    const foreign = await rpc(f.b, KEY_B, 'worker', 'tasks/get', { id });
+    assert.equal(foreign.body.error?.code, -32001, JSON.stringify(foreign.body));
+    const canceled = await rpc(f.b, KEY_A, 'worker', 'tasks/cancel', { id });
+    assert.equal(
+      (canceled.body.result as { status?: { state?: string } } | undefined)?.status?.state,
+      'canceled',
+      JSON.stringify(canceled.body),
+    );
+    assert.equal(f.one.a2aStats().requests['worker tasks/get'], 1);
+    assert.equal(f.one.a2aStats().requests['worker tasks/cancel'], 1);
+    assert.equal(rpcCount(f.two), 0);
+  });
+
   it('a new task on B goes to B s first candidate (the order the other tests rely on)', async () => {
     const f = await startFleet();
     resetMocks(f);
