@@ -356,6 +356,35 @@ describe('team isolation: another team s task and context ids are tasks that do 
   });
 });
 
+describe('the task owners store down: follow-ups are refused, never guessed', () => {
+  it('with Redis gone, a follow-up is refused with store_unavailable and reaches no agent', async () => {
+    const port = await freePort();
+    const ownRedis = await startRedis(port);
+    try {
+      const one = await resources.startMock({ name: 'one', protocol: 'a2a', a2aStepMs: 150 });
+      const gw = await resources.startGw({
+        ...singleConfig({
+          providers: { 'worker-one': agentProvider(one.baseUrl, 'worker') },
+          agents: { worker: { candidates: [{ provider: 'worker-one' }] } },
+        }),
+        governance: { store: 'redis', redis_url: `redis://127.0.0.1:${port}`, key_prefix: PREFIX },
+      });
+      const started = await rpc(gw, KEY_A, 'worker', 'SendMessage', { message: wireMessage('steps:0') });
+      const taskId = (started.body.result?.task as { id: string } | undefined)?.id;
+      assert.ok(taskId !== undefined, JSON.stringify(started.body));
+      await stopRedis(ownRedis);
+      one.reset();
+      const read = await rpc(gw, KEY_A, 'worker', 'GetTask', { id: taskId });
+      assert.equal(read.body.error?.code, -32040, JSON.stringify(read.body));
+      assert.equal(read.body.error?.data?.code, 'store_unavailable');
+      assert.equal(read.status, 503);
+      assert.equal(rpcCount(one), 0);
+    } finally {
+      await stopRedis(ownRedis);
+    }
+  });
+});
+
 describe('failover: a new task moves on only when it never reached an agent; a follow-up stays with its owner', () => {
   it('a new task whose first candidate refuses connections goes to the second; the first one s task gets an error, not the second', async () => {
     const one = await resources.startMock({ name: 'one', protocol: 'a2a', a2aStepMs: 150 });
