@@ -169,6 +169,9 @@ class AgentCallHandler implements RawHandler {
         maxBufferSize: this.#spec.maxEventBytes,
         onEvent: (event) => {
           if (this.#ended || this.#stopping) return;
+          // The parser bounds characters; the bound is bytes (a character may take up to 4).
+          if (event.data.length * 3 > this.#spec.maxEventBytes && Buffer.byteLength(event.data) > this.#spec.maxEventBytes)
+            return this.stop(new CallStopped('too_large', `an event over ${this.#spec.maxEventBytes} bytes`));
           if (this.#spec.onEvent?.(event.data) === false) this.#paused = true;
         },
         onError: (err) => {

@@ -389,7 +389,7 @@ class AgentChain implements CallKind<AgentCandidate, AgentOutcome> {
       : r.reached
         ? 'not sent to another agent, since this one may have started the task'
         : 'no other agent could take it';
-    this.#answerError(r.code, `agent ${ctx.agent}: ${c.server.name} ${r.detail}; ${why}`);
+    this.#answerError(r.code, `agent ${ctx.agent}: ${r.detail}; ${why}`);
     this.end(null);
   }
 
@@ -495,14 +495,28 @@ class AgentChain implements CallKind<AgentCandidate, AgentOutcome> {
 }
 
 /** One call to one candidate outside the chain (ListTasks, GetExtendedAgentCard): its JSON answer, or why there is none. */
-function askOne(ctx: AgentCallContext, c: AgentCandidate, signal: AbortSignal): Promise<AgentAnswer | AgentFailure> {
+function askOne(
+  ctx: AgentCallContext,
+  c: AgentCandidate,
+  signal: AbortSignal,
+  params: Record<string, unknown> = ctx.request.params,
+): Promise<AgentAnswer | AgentFailure> {
   const base = attemptBase(ctx, signal, streamReply(ctx.x), NO_LEARNING);
+  const own =
+    params === ctx.request.params
+      ? base
+      : { ...base, params, raw: Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: ctx.request.id, method: ctx.request.method, params })) };
   return new Promise((resolve) => {
-    withBreaker(ctx.svc.breakers)(sendToAgent)({ ...base, candidate: c, pass: 1 }, (r) => {
-      if (r.kind === 'committed' && r.answer === 'json') resolve(r);
-      else if (r.kind === 'failed') resolve(r);
-      else resolve({ kind: 'failed', reason: 'aborted', detail: 'the call ended', reached: true, code: 'upstream_error' });
-    });
+    try {
+      withBreaker(ctx.svc.breakers)(sendToAgent)({ ...own, candidate: c, pass: 1 }, (r) => {
+        if (r.kind === 'committed' && r.answer === 'json') resolve(r);
+        else if (r.kind === 'failed') resolve(r);
+        else resolve({ kind: 'failed', reason: 'aborted', detail: 'the call ended', reached: true, code: 'upstream_error' });
+      });
+    } catch (err) {
+      if (!(err instanceof AgentCannotTake)) throw err;
+      resolve({ kind: 'failed', reason: err.reason, detail: err.message, reached: false, code: err.code });
+    }
   });
 }
 
@@ -510,40 +524,45 @@ function allCandidates(route: AgentRoute): AgentCandidate[] {
   return route.groups.flatMap((g) => g.candidates);
 }
 
+/** Pages of an agent's own list read for one ListTasks, at most, and the size asked for each. */
+const LIST_PAGES_MAX = 20;
+const LIST_PAGE_SIZE = 100;
+/** A client's page when it names none (the protocol's default), and the most it may ask for. */
+const LIST_DEFAULT_PAGE = 50;
+const LIST_MAX_PAGE = 100;
+
 /**
- * ListTasks: every candidate is asked (an agent knows only its own tasks), and only the tasks
- * the caller's team owns on that candidate are kept. The lists are merged into one page.
+ * ListTasks: every candidate is asked (an agent knows only its own tasks, and every team's),
+ * page after page up to a bound, with the client's filters; only the tasks the caller's team
+ * owns on that candidate are kept. The client pages through that list with the gateway's
+ * own page tokens: an agent's page full of other teams' tasks never hides the caller's.
  */
 async function listTasks(ctx: AgentCallContext): Promise<void> {
-  const { svc, x, agent, record, request, caller } = ctx;
+  const { x, agent, record, request, caller } = ctx;
+  const params = request.params;
+  const offset = pageOffset(params.pageToken);
+  if (offset === null)
+    return sendJson(x.res, errorText(request.id, { code: -32602, message: 'Invalid params: pageToken is not one this gateway gave' }));
+  const asked =
+    typeof params.pageSize === 'number' && Number.isInteger(params.pageSize) && params.pageSize > 0 ? params.pageSize : LIST_DEFAULT_PAGE;
+  const pageSize = Math.min(asked, LIST_MAX_PAGE);
   const controller = new AbortController();
   x.running.clientClosed = () => controller.abort();
   const candidates = allCandidates(ctx.route);
-  const answers = await Promise.all(candidates.map((c) => askOne(ctx, c, controller.signal)));
-  x.running.clientClosed = null;
   const team = teamOf(caller);
+  const listed = await Promise.all(candidates.map((c) => ownTasksOn(ctx, c, team, controller.signal)));
+  x.running.clientClosed = null;
+  if (listed.some((l) => l === 'store_unavailable'))
+    return refuse(ctx, 'store_unavailable', 'the store of task owners cannot be read now; try again');
   const tasks: unknown[] = [];
   const failures: string[] = [];
-  for (const [i, answer] of answers.entries()) {
-    const c = candidates[i] as AgentCandidate;
-    if (answer.kind === 'failed' || answer.error !== null) {
-      failures.push(`${c.server.name}:${answer.kind === 'failed' ? answer.reason : answer.error?.code}`);
-      continue;
-    }
-    const result = (JSON.parse(answer.body.toString()) as { result: unknown }).result;
-    const ids = taskIdsOfList(result);
-    let owners: (IdOwner | null)[];
-    try {
-      owners = await svc.a2a.owners.lookupMany(agent, 'task', ids);
-    } catch {
-      return refuse(ctx, 'store_unavailable', 'the store of task owners cannot be read now; try again');
-    }
-    const mine = new Set(ids.filter((_, k) => owners[k]?.team === team && owners[k]?.candidate === c.providerName));
-    const kept = withTasks(result, (id) => mine.has(id)) as { tasks?: unknown[] };
-    if (Array.isArray(kept.tasks)) tasks.push(...kept.tasks);
+  for (const l of listed) {
+    if (typeof l === 'string') continue;
+    if (l.failure !== null) failures.push(l.failure);
+    tasks.push(...l.tasks);
   }
   record.fallback.push(...failures);
-  if (answers.every((a) => a.kind === 'failed' || a.error !== null) && candidates.length > 0) {
+  if (failures.length === candidates.length && candidates.length > 0) {
     record.outcome = 'failed';
     record.reason = 'upstream_unavailable';
     return sendJson(
@@ -556,8 +575,53 @@ async function listTasks(ctx: AgentCallContext): Promise<void> {
     );
   }
   record.outcome = 'answered';
-  const result = JSON.stringify({ tasks, nextPageToken: '', pageSize: tasks.length, totalSize: tasks.length });
+  const page = tasks.slice(offset, offset + pageSize);
+  const next = offset + pageSize < tasks.length ? `gw:${offset + pageSize}` : '';
+  const result = JSON.stringify({ tasks: page, nextPageToken: next, pageSize, totalSize: tasks.length });
   sendJson(x.res, `{"jsonrpc":"2.0","id":${JSON.stringify(request.id)},"result":${result}}`);
+}
+
+/** The offset a page token of ours names: 0 for none, null for one that is not ours. */
+function pageOffset(token: unknown): number | null {
+  if (token === undefined || token === '') return 0;
+  if (typeof token !== 'string' || !/^gw:\d{1,9}$/.test(token)) return null;
+  return Number(token.slice(3));
+}
+
+/** One candidate's tasks that `team` owns there, read page by page; a failure's words, or the store's failure. */
+async function ownTasksOn(
+  ctx: AgentCallContext,
+  c: AgentCandidate,
+  team: string,
+  signal: AbortSignal,
+): Promise<{ tasks: unknown[]; failure: string | null } | 'store_unavailable'> {
+  const tasks: unknown[] = [];
+  let pageToken = '';
+  for (let page = 0; page < LIST_PAGES_MAX; page++) {
+    const params: Record<string, unknown> = { ...ctx.request.params, pageSize: LIST_PAGE_SIZE };
+    if (pageToken === '') delete params.pageToken;
+    else params.pageToken = pageToken;
+    const answer = await askOne(ctx, c, signal, params);
+    if (answer.kind === 'failed' || answer.error !== null) {
+      // A later page failing leaves what was read; the record names the candidate that failed.
+      return { tasks, failure: `${c.server.name}:${answer.kind === 'failed' ? answer.reason : answer.error?.code}` };
+    }
+    const result = (JSON.parse(answer.body.toString()) as { result: unknown }).result;
+    const ids = taskIdsOfList(result);
+    let owners: (IdOwner | null)[];
+    try {
+      owners = await ctx.svc.a2a.owners.lookupMany(ctx.agent, 'task', ids);
+    } catch {
+      return 'store_unavailable';
+    }
+    const mine = new Set(ids.filter((_, k) => owners[k]?.team === team && owners[k]?.candidate === c.providerName));
+    const kept = withTasks(result, (id) => mine.has(id)) as { tasks?: unknown[] };
+    if (Array.isArray(kept.tasks)) tasks.push(...kept.tasks);
+    const next = (result as { nextPageToken?: unknown } | null)?.nextPageToken;
+    if (typeof next !== 'string' || next === '' || ids.length === 0) break;
+    pageToken = next;
+  }
+  return { tasks, failure: null };
 }
 
 /** GetExtendedAgentCard: the first candidate's that answers, rewritten as the public card is (unless signed). */
