@@ -1,4 +1,5 @@
 import type { Scenario } from '../lib/scenario.js';
+import { a2a } from './a2a.js';
 import { adminIsolation } from './admin-isolation.js';
 import { cache } from './cache.js';
 import { governanceOverhead } from './governance-overhead.js';
@@ -28,6 +29,7 @@ export const scenarios: readonly Scenario[] = [
   translation,
   responses,
   mcp,
+  a2a,
   ledger,
   adminIsolation,
   keyWrite,

@@ -16,13 +16,14 @@ import {
   sendBody,
   sendJson,
 } from '../request/index.js';
+import { a2aStatus, pageA2a } from './a2a-view.js';
 import { serveV1 } from './admin-v1.js';
 import { refusal, serveMetrics } from './answers.js';
 import { cacheView } from './cache-view.js';
 import type { DatabaseLink } from './database-link.js';
 import { answered, type Endpoint, EndpointTable } from './endpoints.js';
 import { guardrailsView } from './guardrail-view.js';
-import { pageData } from './page-data.js';
+import { pageData, RECENT_MS } from './page-data.js';
 import type { Reloader, ReloadResult } from './reload.js';
 import { StatusPageFiles } from './status-page.js';
 
@@ -77,6 +78,7 @@ export function createAdminHandler(ctx: AdminContext) {
       path: '/admin/status/page-data',
       handle: answered(async (a) => {
         const governance = await governanceView(ctx);
+        const a2a = svc.holder.ready ? await pageA2a(svc, svc.holder.current()) : null;
         const { reloader } = ctx;
         const body = JSON.stringify(
           pageData(
@@ -89,6 +91,7 @@ export function createAdminHandler(ctx: AdminContext) {
               lastOverlayRejection: reloader.lastOverlayRejection,
               startedAt: ctx.startedAt,
               governance,
+              a2a,
             },
             Date.now(),
           ),
@@ -104,7 +107,11 @@ export function createAdminHandler(ctx: AdminContext) {
     {
       method: 'GET',
       path: '/admin/status',
-      handle: answered(async (a) => sendJson(a.res, 200, { ...adminStatus(ctx), governance: await governanceView(ctx) })),
+      handle: answered(async (a) => {
+        // Read before the rest: the ids tracked may come from Redis, and the rest is of one moment.
+        const a2a = svc.holder.ready ? await a2aStatus(svc, svc.holder.current(), Date.now(), RECENT_MS) : null;
+        sendJson(a.res, 200, { ...adminStatus(ctx), a2a, governance: await governanceView(ctx) });
+      }),
     },
     {
       method: 'POST',

@@ -4,6 +4,7 @@ import { type ExposedTool, policyOf, type Services } from '../request/index.js';
 import type { BreakerState } from '../resilience/index.js';
 import type { RoutableCandidate } from '../routing/index.js';
 import { type RecentModel, SLOT_MS, type TrafficPoint } from '../telemetry/index.js';
+import { pageAgents } from './a2a-view.js';
 import { cacheView } from './cache-view.js';
 import { guardrailsView } from './guardrail-view.js';
 import type { ReloadResult } from './reload.js';
@@ -85,6 +86,8 @@ export interface PageContext {
   readonly lastOverlayRejection: { at: string; reason: string; message: string } | null;
   readonly startedAt: number;
   readonly governance: Record<string, unknown> | null;
+  /** The /a2a endpoints' ids tracked (read before, since the store may be Redis); null without agents. */
+  readonly a2a: Record<string, unknown> | null;
 }
 
 export function pageData(ctx: PageContext, nowMs: number): Record<string, unknown> {
@@ -124,9 +127,12 @@ export function pageData(ctx: PageContext, nowMs: number): Record<string, unknow
         : [
             ...Object.values(gen.providers).map((p) => providerView(svc, p.name, p.type, p.identity, p.pool.inflight, nowMs)),
             ...Object.values(gen.tools.servers).map((s) => providerView(svc, s.name, 'mcp', s.identity, s.pool.inflight, nowMs)),
+            ...Object.values(gen.agents.servers).map((s) => providerView(svc, s.name, 'a2a', s.identity, s.pool.inflight, nowMs)),
           ],
     models: gen === null ? [] : modelsView(gen, svc, svc.recent.models(nowMs, RECENT_MS)),
     tools: gen === null ? [] : toolsView(gen, svc, svc.mcp.recent.models(nowMs, RECENT_MS)),
+    agents: gen === null ? [] : pageAgents(svc, gen, nowMs, RECENT_MS),
+    a2a: ctx.a2a,
     guardrails: gen === null ? [] : guardrailsView(gen.config, keyring, svc.guardrailStats),
     cache: gen === null ? null : cacheView(gen.config, svc.cacheStats),
     mcp:

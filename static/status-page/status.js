@@ -344,12 +344,9 @@ function candidateRow(c, upstream, ...notes) {
 }
 
 /** What a model's or a tool's caption ends with: its recent requests, and those served by candidates since removed. */
-function servedNote(entry, what) {
+function servedNote(entry, what, holder = what === 'calls' ? 'tool' : 'route') {
   const gone = entry.served - entry.candidates.reduce((n, c) => n + c.served, 0);
-  return [
-    ` — ${entry.served} ${what} served recently`,
-    gone > 0 ? ` (${gone} by candidates no longer in this ${what === 'calls' ? 'tool' : 'route'})` : '',
-  ];
+  return [` — ${entry.served} ${what} served recently`, gone > 0 ? ` (${gone} by candidates no longer in this ${holder})` : ''];
 }
 
 function renderModels(d) {
@@ -410,6 +407,44 @@ function renderTools(d) {
     return table(caption, headers, rows, { 'data-tool': t.tool });
   });
   replace('tools', tables);
+}
+
+/** An agent's candidate's card: read (how long ago), or not, and its last problem. */
+function cardCell(c) {
+  const read = c.card_read ? `read ${ago(c.card_age_s)}` : 'not read: not called';
+  return el(
+    'td',
+    { 'data-card': c.card_read ? 'read' : 'unread' },
+    c.card_read ? read : el('span', { class: 'problem', text: read }),
+    c.card_problem ? el('div', { class: c.card_read ? 'warn-text' : 'problem', text: c.card_problem }) : null,
+  );
+}
+
+function renderAgents(d) {
+  const agents = d.agents ?? [];
+  $('agents-section').hidden = agents.length === 0;
+  if (agents.length === 0) return;
+  const tracked = d.a2a?.tasks_tracked;
+  const ids = tracked === null || tracked === undefined ? 'ids tracked: unknown' : `${num(tracked)} task and context ids tracked`;
+  $('agents-window').textContent = `(${ids}; share and error rate: last ${d.recent_window_s / 60} minutes)`;
+  const headers = candidateHeaders('Card', 'agent', 'calls');
+  headers[2] = ['Card', '', "the upstream agent's card: without one it is not called"];
+  const tables = agents.map((a) => {
+    const caption = [
+      el('strong', { class: 'mono', text: a.agent }),
+      ` — policy ${a.policy}, `,
+      a.admits_new ? badge('green', 'takes new tasks', 'admits') : badge('red', 'no group takes new tasks', 'refuses'),
+      ...servedNote(a, 'calls', 'agent'),
+    ];
+    const rows = a.candidates.map((c) => {
+      const row = candidateRow(c, null);
+      row.setAttribute('data-card', c.card_read ? 'read' : 'unread');
+      row.children[2].replaceWith(cardCell(c));
+      return row;
+    });
+    return table(caption, headers, rows, { 'data-agent': a.agent });
+  });
+  replace('agents', tables);
 }
 
 function renderProviders(d) {
@@ -933,6 +968,7 @@ function render(d) {
   renderPlots(d);
   renderModels(d);
   renderTools(d);
+  renderAgents(d);
   renderProviders(d);
   renderGuardrails(d);
   renderCache(d);
