@@ -8,11 +8,12 @@ import {
   GetTaskRequest,
   ListTasksRequest,
   Role,
+  SendMessageRequest,
   SubscribeToTaskRequest,
   TaskState,
   verifyAgentCardSignature,
 } from '@a2a-js/sdk';
-import { JsonRpcTaskNotFoundError } from '@a2a-js/sdk/errors';
+import { JsonRpcTaskNotCancelableError, JsonRpcTaskNotFoundError } from '@a2a-js/sdk/errors';
 import { importJWK } from 'jose';
 import { hashKey } from '../../src/governance/index.js';
 import { ASKER_QUESTION, type MockProvider } from '../../src/mock/index.js';
@@ -356,6 +357,30 @@ for (const version of VERSIONS) {
       );
     });
 
+    it('a stream to the asker ends at its question, and a streamed answer completes the task', async () => {
+      const c = await client('asker');
+      const asked = await collect(c.sendMessageStream(userMessage('ask me')));
+      assert.deepEqual(eventMeaning(asked.at(-1) as never), {
+        statusUpdate: { state: TaskState.TASK_STATE_INPUT_REQUIRED, texts: [ASKER_QUESTION] },
+      });
+      const first = asked[0]?.payload;
+      assert.equal(first?.$case, 'task');
+      const task = first?.$case === 'task' ? first.value : assert.fail('a task first');
+      const answered = await collect(c.sendMessageStream(userMessage('streamed answer', { taskId: task.id, contextId: task.contextId })));
+      for (const e of answered) assert.equal(taskIdOf(e), task.id);
+      assert.deepEqual(answered.slice(1).map(eventMeaning), [
+        { artifactUpdate: { name: 'answer', texts: ['streamed answer'] } },
+        { statusUpdate: { state: TaskState.TASK_STATE_COMPLETED, texts: [] } },
+      ]);
+    });
+
+    it("the agent's own error comes back as it is: a finished task is not cancelable", async () => {
+      const c = await client('worker');
+      const task = await c.sendMessage(userMessage('work steps:1'));
+      assert.ok(!isMessage(task));
+      await assert.rejects(c.cancelTask(CancelTaskRequest.fromJSON({ id: task.id })), JsonRpcTaskNotCancelableError);
+    });
+
     it("the failer's failed task comes back failed, not as an error", async () => {
       const task = await (await client('failer')).sendMessage(userMessage('please fail'));
       assert.ok(!isMessage(task));
@@ -424,6 +449,23 @@ describe('translation between client and agent versions', { timeout: 60_000 }, (
 
       const got = await (await via('worker')).getTask(GetTaskRequest.fromJSON({ id: viaTask.id }));
       assert.deepEqual(meaningOf(got), meaningOf(viaTask));
+    });
+
+    it(`${c.title}: resubscribe and cancel are translated both ways`, async () => {
+      const polling = await agentClient(agentAt(gw, `worker${c.suffix}`), KEYS.alpha, c.client, { polling: true });
+      const running = await polling.sendMessage(userMessage('work steps:8'));
+      assert.ok(!isMessage(running));
+      const events = await collect(polling.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: running.id })));
+      for (const e of events) assert.equal(taskIdOf(e), running.id);
+      assert.deepEqual(eventMeaning(events.at(-1) as never), {
+        statusUpdate: { state: TaskState.TASK_STATE_COMPLETED, texts: ['done in 8 steps'] },
+      });
+      const long = await polling.sendMessage(userMessage('work steps:1000'));
+      assert.ok(!isMessage(long));
+      const canceled = await polling.cancelTask(CancelTaskRequest.fromJSON({ id: long.id }));
+      assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
+      const got = await polling.getTask(GetTaskRequest.fromJSON({ id: long.id }));
+      assert.equal(got.status?.state, TaskState.TASK_STATE_CANCELED);
     });
   }
 });
@@ -553,7 +595,7 @@ describe('bad input is a JSON-RPC error, and the gateway keeps serving', { timeo
   }
 
   it('an unknown agent is 404, no key 401, each a JSON-RPC error naming the gateway code', async () => {
-    const body = { jsonrpc: '2.0', id: 7, method: 'SendMessage', params: userMessage('hi').message };
+    const body = { jsonrpc: '2.0', id: 7, method: 'SendMessage', params: SendMessageRequest.toJSON(userMessage('hi')) };
     const unknown = await postRpc(agentAt(gw, 'nobody-here'), body, auth);
     assert.equal(unknown.status, 404);
     assert.equal(unknown.body?.jsonrpc, '2.0', unknown.text);
@@ -565,6 +607,50 @@ describe('bad input is a JSON-RPC error, and the gateway keeps serving', { timeo
     const bad = await postRpc(url(), body, { authorization: 'Bearer sy-not-a-key-of-this-gateway' });
     assert.equal(bad.status, 401);
     assert.equal(bad.body?.error?.data?.code, 'unauthorized');
+  });
+
+  it("an agent outside the key's allow-list is 403 with -32040 and agent_not_allowed", async () => {
+    const body = { jsonrpc: '2.0', id: 8, method: 'GetTask', params: { id: 'any' } };
+    const denied = await postRpc(agentAt(gw, 'worker'), body, { authorization: `Bearer ${KEYS.narrow}` });
+    assert.equal(denied.status, 403);
+    assert.equal(denied.body?.error?.code, -32040, denied.text);
+    assert.equal(denied.body?.error?.data?.code, 'agent_not_allowed');
+  });
+
+  it('the key in x-api-key, as the card offers, is as good as a bearer', async () => {
+    const body = { jsonrpc: '2.0', id: 9, method: 'SendMessage', params: SendMessageRequest.toJSON(userMessage('by header')) };
+    const reply = await postRpc(url(), body, { 'x-api-key': KEYS.alpha });
+    assert.equal(reply.status, 200, reply.text);
+    assert.deepEqual(
+      reply.body?.result?.message?.parts?.map((p: { text: string }) => p.text),
+      ['echo: by header'],
+    );
+  });
+
+  it('each refusal leaves one access line naming its reason', async () => {
+    const alpha = { authorization: `Bearer ${KEYS.alpha}` };
+    const getTask = { jsonrpc: '2.0', id: 10, method: 'GetTask', params: { id: 'no-such-task' } };
+    const refusals: Array<{ id: string; body: unknown; headers: Record<string, string>; agent?: string; reason: string }> = [
+      { id: 'not-json', body: '{"x', headers: alpha, reason: 'invalid_request' },
+      { id: 'unknown-method', body: { jsonrpc: '2.0', id: 11, method: 'Frobnicate' }, headers: alpha, reason: 'method_not_found' },
+      { id: 'unknown-task', body: getTask, headers: alpha, reason: 'task_not_found' },
+      { id: 'unknown-agent', body: getTask, headers: alpha, agent: 'nobody-here', reason: 'not_found' },
+      {
+        id: 'not-allowed',
+        body: getTask,
+        headers: { authorization: `Bearer ${KEYS.narrow}` },
+        agent: 'worker',
+        reason: 'agent_not_allowed',
+      },
+      { id: 'no-key', body: getTask, headers: {}, reason: 'unauthorized' },
+    ];
+    for (const r of refusals) {
+      const requestId = `a2a-refused-${r.id}-${process.pid}`;
+      await postRpc(agentAt(gw, r.agent ?? 'instant'), r.body, { ...r.headers, 'x-request-id': requestId });
+      const line = await gw.waitForLog((l) => l.msg === 'request' && l.request_id === requestId);
+      assert.equal(line.reason, r.reason, r.id);
+      assert.equal(gw.logs().filter((l) => l.msg === 'request' && l.request_id === requestId).length, 1, `${r.id}: one line`);
+    }
   });
 
   it('after all of it, a call is answered as before', async () => {
