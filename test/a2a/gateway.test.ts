@@ -414,6 +414,29 @@ describe('ListTasks', { timeout: 60_000 }, () => {
     assert.ok(!ids.includes(theirs.id), "the other team's task is not");
     assert.ok(!ids.includes(aside.id), 'a task made directly at the agent is not');
   });
+
+  it("paging with a page size reaches every one of the caller's tasks, however many others the agent holds", async () => {
+    const ours = await agentClient(agentAt(gw, 'failer'), KEYS.alpha, '1.0');
+    const theirs = await agentClient(agentAt(gw, 'failer'), KEYS.beta, '1.0');
+    const mine: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const task = await ours.sendMessage(userMessage(`succeed ${i}`));
+      assert.ok(!isMessage(task));
+      mine.push(task.id);
+    }
+    // Newer than ours, so the agent's first pages are the other team's.
+    for (let i = 0; i < 4; i++) await theirs.sendMessage(userMessage(`succeed ${i}`));
+    const listed: string[] = [];
+    let pageToken = '';
+    for (let page = 0; page < 20; page++) {
+      const answer = await ours.listTasks(ListTasksRequest.fromJSON({ pageSize: 2, ...(pageToken === '' ? {} : { pageToken }) }));
+      assert.ok(answer.tasks.length <= 2, 'a page holds at most the page size');
+      listed.push(...answer.tasks.map((t) => t.id));
+      pageToken = answer.nextPageToken;
+      if (pageToken === '') break;
+    }
+    for (const id of mine) assert.ok(listed.includes(id), `task ${id} is reached by paging (listed: ${listed.length})`);
+  });
 });
 
 describe('translation between client and agent versions', { timeout: 60_000 }, () => {
