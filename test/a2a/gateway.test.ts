@@ -329,7 +329,7 @@ for (const version of VERSIONS) {
 
     it('resubscribe follows a running task to its end', async () => {
       const c = await client('worker', true);
-      const task = await c.sendMessage(userMessage('work steps:15'));
+      const task = await c.sendMessage(userMessage('work steps:40'));
       assert.ok(!isMessage(task));
       const before = rpcCalls(dual);
       const events = await collect(c.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: task.id })));
@@ -337,7 +337,7 @@ for (const version of VERSIONS) {
       assert.ok(events.length > 0);
       for (const e of events) assert.equal(taskIdOf(e), task.id);
       assert.deepEqual(eventMeaning(events.at(-1) as never), {
-        statusUpdate: { state: TaskState.TASK_STATE_COMPLETED, texts: ['done in 15 steps'] },
+        statusUpdate: { state: TaskState.TASK_STATE_COMPLETED, texts: ['done in 40 steps'] },
       });
     });
 
@@ -476,12 +476,12 @@ describe('translation between client and agent versions', { timeout: 60_000 }, (
 
     it(`${c.title}: resubscribe and cancel are translated both ways`, async () => {
       const polling = await agentClient(agentAt(gw, `worker${c.suffix}`), KEYS.alpha, c.client, { polling: true });
-      const running = await polling.sendMessage(userMessage('work steps:8'));
+      const running = await polling.sendMessage(userMessage('work steps:30'));
       assert.ok(!isMessage(running));
       const events = await collect(polling.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: running.id })));
       for (const e of events) assert.equal(taskIdOf(e), running.id);
       assert.deepEqual(eventMeaning(events.at(-1) as never), {
-        statusUpdate: { state: TaskState.TASK_STATE_COMPLETED, texts: ['done in 8 steps'] },
+        statusUpdate: { state: TaskState.TASK_STATE_COMPLETED, texts: ['done in 30 steps'] },
       });
       const long = await polling.sendMessage(userMessage('work steps:1000'));
       assert.ok(!isMessage(long));
@@ -581,7 +581,7 @@ describe('records of agent calls', { timeout: 60_000 }, () => {
       (metricValue(text, 'switchyard_a2a_requests_total', { agent: 'instant', method: 'SendMessage', outcome: 'answered' }) ?? 0) >= 1,
     );
     assert.ok((metricValue(text, 'switchyard_a2a_request_duration_seconds_count', { agent: 'instant', method: 'SendMessage' }) ?? 0) >= 1);
-    assert.notEqual(metricValue(text, 'switchyard_a2a_tasks_tracked'), undefined);
+    assert.ok((metricValue(text, 'switchyard_a2a_tasks_tracked') ?? 0) >= 1, 'the tasks made so far are tracked');
   });
 });
 
