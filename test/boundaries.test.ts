@@ -25,6 +25,10 @@ const allowed: Record<string, readonly string[]> = {
   telemetry: [],
   // The MCP client sends through a provider's pool, with its credential: nothing else.
   mcp: ['providers'],
+  // a2a/ -> providers/, types only: an upstream agent's card and calls go through the
+  // provider's pool and its raw handler. The protocol's shapes, the translation and the task
+  // owners' stores know no request, no generation and no config.
+  a2a: ['providers'],
   mock: [],
   // governance/ -> providers/, types only: the units it prices (TokenUsage, PriceTable) are
   // what the adapters report and what live/ carries per generation. governance/ still never
@@ -80,6 +84,7 @@ const allowed: Record<string, readonly string[]> = {
     'auth',
     'guardrails',
     'cache',
+    'a2a',
   ],
   server: [
     'config',
@@ -100,6 +105,7 @@ const allowed: Record<string, readonly string[]> = {
     'auth',
     'guardrails',
     'cache',
+    'a2a',
   ],
   // cli/ holds the subcommands; it may import every folder's surface.
   cli: [
@@ -121,6 +127,7 @@ const allowed: Record<string, readonly string[]> = {
     'database',
     'managed',
     'responses',
+    'a2a',
   ],
   // cli.ts is the entry point: it runs cli/, and may import every folder's surface.
   '(root)': [
@@ -143,6 +150,7 @@ const allowed: Record<string, readonly string[]> = {
     'database',
     'managed',
     'responses',
+    'a2a',
   ],
 };
 
@@ -166,6 +174,10 @@ const rules: Array<{ from: string; to: string; rule: string }> = [
   { from: 'watch', to: 'publisher', rule: 'watch/ is a leaf: never publisher/' },
   { from: 'responses', to: 'request', rule: 'responses/ is below the request path: never request/' },
   { from: 'responses', to: 'server', rule: 'responses/ is below the composition root: never server/' },
+  { from: 'a2a', to: 'request', rule: 'a2a/ is below the request path: never request/' },
+  { from: 'a2a', to: 'server', rule: 'a2a/ is below the composition root: never server/' },
+  { from: 'a2a', to: 'live', rule: 'a2a/ knows no generation: never live/' },
+  { from: 'a2a', to: 'config', rule: 'a2a/ knows no config: never config/' },
 ];
 
 function sourceFiles(dir: string): string[] {
@@ -224,6 +236,17 @@ test('config/ and contract/ do no network I/O and keep no timers', () => {
   for (const file of files.filter((f) => ['config', 'contract'].includes(folderOf(f)))) {
     assert.doesNotMatch(readFileSync(file, 'utf8'), banned, `${relative(SRC, file)} must stay a pure function of its input`);
   }
+});
+
+test('a2a/ takes only types from providers/: it sends on the pool it is handed, and builds none', () => {
+  const valueImports = files
+    .filter((f) => folderOf(f) === 'a2a')
+    .flatMap((f) =>
+      [...readFileSync(f, 'utf8').matchAll(/(?:^|\n)\s*(import|export)(\s+type)?\s[^;]*?from\s+['"]([^'"]+)['"]/g)]
+        .filter((m) => m[2] === undefined && (m[3] as string).startsWith('../providers/'))
+        .map((m) => `${relative(SRC, f)}: ${m[0].trim()}`),
+    );
+  assert.deepEqual(valueImports, []);
 });
 
 /** Every relative import of every src/ file, as resolved src/ files (type imports included). */

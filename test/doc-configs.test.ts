@@ -33,6 +33,7 @@ const TOP_LEVEL = [
   'auth',
   'mcp',
   'database',
+  'a2a',
 ];
 
 interface Snippet {

@@ -51,7 +51,7 @@ const RETRY_BASE_MS = 1000;
 const RETRY_MAX_MS = 60_000;
 
 export class AgentCards {
-  readonly #options: AgentCardsOptions;
+  #options: AgentCardsOptions;
   /** By `<name> <cardUrl>`: a reload that moves a provider reads its new card. */
   #entries = new Map<string, Entry>();
   #byName = new Map<string, Entry>();
@@ -60,8 +60,21 @@ export class AgentCards {
 
   constructor(options: AgentCardsOptions) {
     this.#options = options;
-    if (options.recheckMs > 0) {
-      this.#timer = setInterval(() => void this.refresh(), options.recheckMs);
+    this.#schedule();
+  }
+
+  /** A reload's bounds: the size limit applies to the next read, a new recheck period at once. */
+  configure(options: Omit<AgentCardsOptions, 'onProblem'>): void {
+    const recheckChanged = options.recheckMs !== this.#options.recheckMs;
+    this.#options = { ...this.#options, ...options };
+    if (recheckChanged) this.#schedule();
+  }
+
+  #schedule(): void {
+    if (this.#timer !== null) clearInterval(this.#timer);
+    this.#timer = null;
+    if (this.#options.recheckMs > 0 && !this.#closed) {
+      this.#timer = setInterval(() => void this.refresh(), this.#options.recheckMs);
       this.#timer.unref();
     }
   }

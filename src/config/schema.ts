@@ -1,4 +1,3 @@
-import { isIP } from 'node:net';
 import { z } from 'zod';
 import { a2aSchema, agentName } from './a2a-schema.js';
 import { authSchema } from './auth-schema.js';
@@ -35,11 +34,19 @@ const adminTokenSchema = z.strictObject({
   role: z.string().regex(ADMIN_ROLE, 'must be "admin", "read_only" or "team:<team id>"'),
 });
 
+const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+
+/** 4 or 6 for an IP address literal, 0 otherwise (the URL parser judges IPv6, as it would in a URL). */
+function ipFamily(address: string): 0 | 4 | 6 {
+  if (IPV4.test(address)) return 4;
+  if (!address.includes(':') || /[^0-9A-Fa-f:.]/.test(address)) return 0;
+  return URL.canParse(`http://[${address}]/`) ? 6 : 0;
+}
+
 /** An IP address or a CIDR range (10.0.0.0/8, fd00::/8). */
 const cidrSchema = z.string().refine((text) => {
   const slash = text.indexOf('/');
-  const address = slash < 0 ? text : text.slice(0, slash);
-  const family = isIP(address);
+  const family = ipFamily(slash < 0 ? text : text.slice(0, slash));
   if (family === 0) return false;
   if (slash < 0) return true;
   const bits = text.slice(slash + 1);

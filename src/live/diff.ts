@@ -20,6 +20,10 @@ export interface GenerationChanges {
   readonly toolsAdded: readonly string[];
   readonly toolsRemoved: readonly string[];
   readonly toolsChanged: readonly string[];
+  /** Agents of /a2a by exposed name (routing.agents). */
+  readonly agentsAdded: readonly string[];
+  readonly agentsRemoved: readonly string[];
+  readonly agentsChanged: readonly string[];
   /** Teams and keys (by id, never a secret), the config file's and the database's together. */
   readonly teamsAdded: readonly string[];
   readonly teamsRemoved: readonly string[];
@@ -58,6 +62,8 @@ export function restartOnlyWarnings(serving: Generation['config'], next: Generat
   // The connection, its change watch and the ledger are made once, at start.
   if (!isDeepStrictEqual(serving.database, next.database)) changed.push('database');
   if (!isDeepStrictEqual(serving.telemetry, next.telemetry)) changed.push('telemetry');
+  // One replica's store of task owners is sized once, at start.
+  if (serving.a2a.tasks.max_entries !== next.a2a.tasks.max_entries) changed.push('a2a.tasks.max_entries');
   // The response store is built once, at start: its bounds follow a reload, its backend does not.
   if ((serving.routing.responses?.store ?? 'memory') !== (next.routing.responses?.store ?? 'memory'))
     changed.push('routing.responses.store');
@@ -140,6 +146,7 @@ function* diffSteps(previous: Generation | null, next: Generation): Steps<Genera
     yield;
   }
   const tools = named(previous === null ? {} : toolViews(previous), toolViews(next));
+  const agents = named(previous === null ? {} : agentViews(previous), agentViews(next));
   const teams = named(before?.teams ?? {}, after.teams ?? {});
   const keys = named(byId(before?.keys ?? []), byId(after.keys ?? []));
   return {
@@ -153,6 +160,9 @@ function* diffSteps(previous: Generation | null, next: Generation): Steps<Genera
       toolsAdded: tools.added,
       toolsRemoved: tools.removed,
       toolsChanged: tools.changed,
+      agentsAdded: agents.added,
+      agentsRemoved: agents.removed,
+      agentsChanged: agents.changed,
       teamsAdded: teams.added,
       teamsRemoved: teams.removed,
       teamsChanged: teams.changed,
@@ -192,6 +202,18 @@ function toolViews(gen: Generation): Record<string, unknown> {
     out[name] = {
       retrySafe: route.retrySafe,
       candidates: [...candidatesOf(route)].map((c) => `${c.stableId}:${c.server.name}:${c.upstreamTool}`),
+    };
+  }
+  return out;
+}
+
+/** An agent as a reload compares it: its policy and its candidates (provider, address, weight). */
+function agentViews(gen: Generation): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, route] of Object.entries(gen.agents.routes)) {
+    out[name] = {
+      policy: route.policy,
+      candidates: [...candidatesOf(route)].map((c) => `${c.stableId}:${c.server.cardUrl}:${c.weight}`),
     };
   }
   return out;

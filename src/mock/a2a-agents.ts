@@ -161,8 +161,10 @@ class AskerAgent implements AgentExecutor {
     if (ctx.task === undefined) {
       // Left open: the SDK keeps an input-required task's bus alive for the answer, or a cancel.
       this.ledger.open(taskId, contextId);
+      bus.publish(AgentEvent.task(newTask(ctx, TaskState.TASK_STATE_SUBMITTED)));
+      // As a status update: that is what ends the SDK's wait for a blocking SendMessage.
       const question = agentMessage(ASKER_QUESTION, contextId, taskId);
-      bus.publish(AgentEvent.task(newTask(ctx, TaskState.TASK_STATE_INPUT_REQUIRED, question)));
+      publishStatus(bus, taskId, contextId, status(TaskState.TASK_STATE_INPUT_REQUIRED, question));
       return;
     }
     this.ledger.close(taskId);

@@ -248,16 +248,12 @@ export class A2aMock {
     res.writeHead(200, { ...SSE_HEADERS, 'x-mock-provider': ex.name });
     res.flushHeaders();
     try {
-      if (first !== null && first.done !== true) res.write(formatSSEEvent(first.value));
-      if (first?.done === true) return;
-      for (;;) {
-        if (ex.closed) {
-          await stream.return();
-          return;
-        }
-        const next = await stream.next();
-        if (next.done === true || ex.closed) return;
+      let next = first ?? (await stream.next());
+      while (next.done !== true) {
+        // A client gone: return() detaches the SDK's queue from the task's event bus.
+        if (ex.closed) return void (await stream.return());
         res.write(formatSSEEvent(next.value));
+        next = await stream.next();
       }
     } catch (e) {
       if (!ex.closed) res.write(formatSSEErrorEvent(errorEnvelope(e)));

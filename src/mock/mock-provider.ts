@@ -2,9 +2,9 @@ import { createPublicKey } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo, Server, Socket } from 'node:net';
-import { A2aMock } from './a2a.js';
+import type { A2aMock } from './a2a.js';
 import type { A2aVersion } from './a2a-cards.js';
-import { A2A_VERSIONS } from './a2a-cards.js';
+import { a2aMockFor, checkA2aOptions } from './a2a-options.js';
 import type { A2aStats } from './a2a-stats.js';
 import { routeBedrock } from './bedrock.js';
 import { handleChatCompletion } from './chat-completion.js';
@@ -251,38 +251,6 @@ function checkMcpOptions(opts: MockProviderOptions): void {
   }
 }
 
-function checkA2aOptions(opts: MockProviderOptions): void {
-  for (const key of ['a2aVersions', 'a2aSignedCards', 'a2aPublicUrl', 'a2aStepMs'] as const) {
-    if (opts.protocol !== 'a2a' && opts[key] !== undefined) throw new TypeError(`mock provider ${key} only applies with protocol a2a`);
-  }
-  const versions = opts.a2aVersions;
-  if (
-    versions !== undefined &&
-    !(
-      Array.isArray(versions) &&
-      versions.length > 0 &&
-      versions.every((v) => A2A_VERSIONS.includes(v)) &&
-      new Set(versions).size === versions.length
-    )
-  ) {
-    throw new TypeError(`mock provider a2aVersions must list distinct versions among ${A2A_VERSIONS.join(', ')}`);
-  }
-  if (opts.a2aSignedCards !== undefined && typeof opts.a2aSignedCards !== 'boolean')
-    throw new TypeError('mock provider a2aSignedCards must be a boolean');
-  if (opts.a2aPublicUrl !== undefined && publicBase(opts.a2aPublicUrl) === null) {
-    throw new TypeError('mock provider a2aPublicUrl must be an http(s) URL without query, fragment or credentials');
-  }
-}
-
-/** The public URL as the cards' base: no trailing slash, no query, fragment or userinfo; null when unfit. */
-function publicBase(text: unknown): string | null {
-  if (typeof text !== 'string' || !URL.canParse(text)) return null;
-  const url = new URL(text);
-  if (!['http:', 'https:'].includes(url.protocol) || url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '')
-    return null;
-  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
-}
-
 function baseUrlFor(host: string, port: number): string {
   if (host === '0.0.0.0' || host === '') return `http://127.0.0.1:${port}/v1`;
   if (host === '::') return `http://[::1]:${port}/v1`;
@@ -458,16 +426,7 @@ export function startMockProvider(opts: MockProviderOptions): Promise<MockProvid
           apiKey: opts.apiKey ?? null,
         })
       : null;
-  const a2a =
-    opts.protocol === 'a2a'
-      ? new A2aMock({
-          name: opts.name,
-          versions: opts.a2aVersions ?? A2A_VERSIONS,
-          signed: opts.a2aSignedCards ?? false,
-          publicUrl: opts.a2aPublicUrl === undefined ? null : publicBase(opts.a2aPublicUrl),
-          stepMs: opts.a2aStepMs ?? 20,
-        })
-      : null;
+  const a2a = a2aMockFor(opts);
   const ctx = createContext({
     name: opts.name,
     latencyMs: opts.latencyMs ?? 0,

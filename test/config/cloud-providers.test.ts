@@ -45,7 +45,7 @@ describe('type: bedrock', () => {
     );
     assert.match(
       problems(parse({ b: { type: 'bedrock', region: 'us-east-1', aws: keys, api_key: { env: 'K' } } })).join('\n'),
-      /providers\.b\.api_key: unknown key for type bedrock \(it authenticates with aws\); it is a key of type openai, azure_openai, anthropic, gemini or mcp/,
+      /providers\.b\.api_key: unknown key for type bedrock \(it authenticates with aws\); it is a key of type openai, azure_openai, anthropic, gemini, mcp or a2a/,
     );
     assert.match(
       problems(parse({ b: { type: 'bedrock', region: 'us-east-1', aws: { ...keys, web_identity: true } } })).join('\n'),

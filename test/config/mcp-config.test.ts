@@ -49,9 +49,9 @@ describe('providers of type: mcp', () => {
     assert.deepEqual(refused, [
       'providers.o.tools: unknown key for type openai; it is a key of type mcp',
       'providers.o.trust_annotations: unknown key for type openai; it is a key of type mcp',
-      'providers.t.expose_headers: unknown key for type mcp (it serves tools); it is a key of every other type',
-      'providers.t.models: unknown key for type mcp (it serves tools; map their names with tools); it is a key of every other type',
-      'providers.t.retry: unknown key for type mcp (a tool call may be a write; see retry_safe on a tool route); it is a key of every other type',
+      'providers.t.expose_headers: unknown key for type mcp (it serves tools); it is a key of type openai, azure_openai, anthropic, gemini, bedrock or vertex',
+      'providers.t.models: unknown key for type mcp (it serves tools; map their names with tools); it is a key of type openai, azure_openai, anthropic, gemini, bedrock or vertex',
+      'providers.t.retry: unknown key for type mcp (a tool call may be a write; see retry_safe on a tool route); it is a key of type openai, azure_openai, anthropic, gemini, bedrock or vertex',
     ]);
   });
 

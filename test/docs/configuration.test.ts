@@ -209,6 +209,7 @@ const common = {
     watch_config: true,
     watch_debounce_ms: 10,
     public_metrics: true,
+    trusted_proxies: ['10.0.0.0/8', '::1'],
   },
   log: { level: 'warn', access: false },
   providers: {
@@ -255,6 +256,7 @@ const common = {
     },
     gke: { type: 'vertex', project: 'my-project', location: 'global', gcp: { metadata_server: true } },
     docs: { type: 'mcp', base_url: 'https://docs.example/mcp', tools: { search: 'search_docs' }, trust_annotations: true },
+    planner: { type: 'a2a', base_url: 'https://planner.example', card_path: '/agents/planner/card.json', api_key: { env: 'PLANNER_KEY' } },
   },
   pricing: {
     on_missing: 'block',
@@ -273,9 +275,10 @@ const common = {
     platform: {
       allowed_models: ['m*'],
       rate_limit: { rpm: 1, tpm: 1 },
-      quota: { tokens_per_day: 1, tool_calls_per_day: 1 },
+      quota: { tokens_per_day: 1, tool_calls_per_day: 1, agent_messages_per_day: 1 },
       budget: { usd_per_month: 1, on_exceeded: 'warn' },
       allowed_tools: ['search'],
+      allowed_agents: ['plan*'],
       guardrails: { input: ['deny'], output: ['pii'] },
       cache: { mode: 'off' },
     },
@@ -293,6 +296,8 @@ const common = {
       allowed_models: ['m*'],
       allowed_tools: ['search'],
       tool_calls_per_day: 1,
+      allowed_agents: ['planner'],
+      agent_messages_per_day: 1,
       guardrails: { input: ['secrets'], output: ['deny'] },
       cache: { mode: 'off' },
     },
@@ -389,6 +394,15 @@ const common = {
     usage_retention_days: 7,
     usage_max_range_days: 90,
   },
+  a2a: {
+    card_recheck_ms: 1000,
+    max_card_bytes: 4096,
+    max_event_bytes: 4096,
+    stream_max_ms: 1000,
+    call_timeout_ms: 1000,
+    push_urls: ['https://hooks.internal.example/a2a/'],
+    tasks: { ttl_s: 60, terminal_ttl_s: 10, max_entries: 10 },
+  },
   telemetry: {
     otlp: {
       endpoint: 'http://127.0.0.1:4318/v1/traces',
@@ -428,6 +442,7 @@ const fixtures: Record<string, unknown>[] = [
       translation: 'lenient',
       tools: { search: { policy: 'round_robin', retry_safe: true, candidates: [{ provider: 'docs', tool: 'search_docs', weight: 2 }] } },
       tools_from: [{ provider: 'docs', prefix: 'docs_' }],
+      agents: { planner: { policy: 'weighted', candidates: [{ provider: 'planner', weight: 2 }] } },
     },
     mcp: {
       allowed_origins: ['https://app.example.com'],

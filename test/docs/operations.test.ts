@@ -25,7 +25,7 @@ async function registered(): Promise<string[]> {
 
 /** The first cell of each row of the metrics table. */
 function tableRows(): string[] {
-  return [...text.matchAll(/^\| `(switchyard_[a-z_]+)` \|/gm)].map((m) => m[1] as string);
+  return [...text.matchAll(/^\| `(switchyard_[a-z0-9_]+)` \|/gm)].map((m) => m[1] as string);
 }
 
 test("the metrics table lists exactly the gateway's own series", async () => {
@@ -36,7 +36,7 @@ test("the metrics table lists exactly the gateway's own series", async () => {
 
 test('every metric the page names exists', async () => {
   const names = new Set(await registered());
-  const named = new Set([...text.matchAll(/\bswitchyard_[a-z_]+/g)].map((m) => m[0]));
+  const named = new Set([...text.matchAll(/\bswitchyard_[a-z0-9_]+/g)].map((m) => m[0]));
   assert.deepEqual(
     [...named].filter((n) => !names.has(n) && !PROCESS.test(n)),
     [],

@@ -55,7 +55,7 @@ export interface AgentAttemptRequest extends AttemptOf<AgentCandidate> {
   readonly signal: AbortSignal;
   readonly reply: StreamReply;
   readonly learn: Learn;
-  readonly endpointFor: (c: AgentCandidate) => { readonly url: string; readonly version: A2AVersion } | string;
+  readonly endpointFor: (c: AgentCandidate) => { readonly path: string; readonly version: A2AVersion } | string;
 }
 
 export interface AgentFailure {
@@ -96,27 +96,38 @@ export type AgentOutcome = AgentFailure | { readonly kind: 'aborted' } | AgentAn
 
 const ABORTED: AgentOutcome = Object.freeze({ kind: 'aborted' as const });
 
-/** Sends the call to one candidate and reports how it ended (after this function has returned). */
+/**
+ * The candidate cannot take the call, and nothing was sent: it has no card yet (or one that
+ * names no usable endpoint), or the call has no counterpart in the version it speaks. Thrown
+ * before anything is sent, so its breaker counts nothing: the agent did nothing wrong.
+ */
+export class AgentCannotTake extends Error {
+  /** `no_card` or `unable`: the record's word for it. */
+  readonly reason: 'no_card' | 'unable';
+  readonly code: ErrorCode;
+  constructor(reason: 'no_card' | 'unable', detail: string, code: ErrorCode) {
+    super(detail);
+    this.reason = reason;
+    this.code = code;
+  }
+}
+
+/**
+ * Sends the call to one candidate and reports how it ended (after this function has
+ * returned). Throws AgentCannotTake when the call cannot be sent to it at all.
+ */
 export function sendToAgent(a: AgentAttemptRequest, done: (r: AgentOutcome | Skipped) => void): void {
   const c = a.candidate;
   const endpoint = a.endpointFor(c);
-  if (typeof endpoint === 'string') {
-    queueMicrotask(() => done(unreached('no_card', endpoint, 'upstream_unavailable')));
-    return;
-  }
+  if (typeof endpoint === 'string') throw new AgentCannotTake('no_card', endpoint, 'upstream_unavailable');
   const upstreamVersion = endpoint.version;
   let body: string | Buffer = a.raw;
   if (upstreamVersion !== a.version) {
     const translated = translateRequest(a.method, a.params, a.version, upstreamVersion);
-    if (!translated.ok) {
-      queueMicrotask(() =>
-        done(unreached('unable', `${c.server.name} speaks A2A ${upstreamVersion}: ${translated.error.message}`, 'invalid_request')),
-      );
-      return;
-    }
+    if (!translated.ok)
+      throw new AgentCannotTake('unable', `${c.server.name} speaks A2A ${upstreamVersion}: ${translated.error.message}`, 'invalid_request');
     body = JSON.stringify({ jsonrpc: '2.0', id: a.id, method: translated.method, params: translated.params });
   }
-  const url = new URL(endpoint.url);
   const headers = agentHeaders(c.server);
   headers['content-type'] = 'application/json';
   headers.accept = a.method.streams ? 'text/event-stream, application/json' : 'application/json';
@@ -126,7 +137,7 @@ export function sendToAgent(a: AgentAttemptRequest, done: (r: AgentOutcome | Ski
   const relay = new StreamRelay(a, c, upstreamVersion);
   const call = callAgent({
     pool: c.server.pool,
-    path: `${url.pathname}${url.search}`,
+    path: endpoint.path,
     headers,
     body,
     timeoutMs: c.server.timeoutMs,

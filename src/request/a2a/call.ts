@@ -1,6 +1,7 @@
 import {
   type A2AMethod,
   type A2AVersion,
+  type AgentCardView,
   checkPushUrl,
   clientCard,
   type GatewayCardSecurity,
@@ -29,6 +30,7 @@ import type { Services } from '../services.js';
 import {
   type AgentAnswer,
   type AgentAttemptRequest,
+  AgentCannotTake,
   type AgentFailure,
   type AgentOutcome,
   type AgentStream,
@@ -245,16 +247,34 @@ function attemptBase(
   };
 }
 
+type Endpoint = { readonly url: string; readonly path: string; readonly version: A2AVersion } | string;
+
+/** Each card's endpoints, as judged for each server (a card is read again as a new object, so the cache follows it). */
+const endpoints = new WeakMap<object, Map<string, Endpoint>>();
+
 /** The candidate's JSON-RPC endpoint for a client of `version`, from its card; or why it has none. */
-function endpointOf(svc: Services, c: AgentCandidate, version: A2AVersion): { url: string; version: A2AVersion } | string {
+function endpointOf(svc: Services, c: AgentCandidate, version: A2AVersion): Endpoint {
   const state = svc.a2a.cards.stateOf(c.server.name);
-  if (state.view === null) return `${c.server.name} has no card (${state.problem ?? 'not read yet'})`;
-  const endpoint = jsonRpcEndpointFor(state.view, version);
-  if (endpoint === null) return `${c.server.name}'s card names no JSON-RPC interface`;
-  // Calls go only where the operator pointed the gateway: a card cannot send it elsewhere.
-  if (new URL(endpoint.url).origin !== new URL(c.server.baseUrl).origin)
-    return `${c.server.name}'s card names ${new URL(endpoint.url).origin}, not its base_url's origin`;
+  const view = state.view;
+  if (view === null) return `${c.server.name} has no card (${state.problem ?? 'not read yet'})`;
+  let judged = endpoints.get(view);
+  if (judged === undefined) endpoints.set(view, (judged = new Map()));
+  const key = `${version} ${c.server.baseUrl}`;
+  let endpoint = judged.get(key);
+  if (endpoint === undefined) {
+    endpoint = judgeEndpoint(view, c, version);
+    judged.set(key, endpoint);
+  }
   return endpoint;
+}
+
+function judgeEndpoint(view: AgentCardView, c: AgentCandidate, version: A2AVersion): Endpoint {
+  const endpoint = jsonRpcEndpointFor(view, version);
+  if (endpoint === null) return `${c.server.name}'s card names no JSON-RPC interface`;
+  const url = new URL(endpoint.url);
+  // Calls go only where the operator pointed the gateway: a card cannot send it elsewhere.
+  if (url.origin !== new URL(c.server.baseUrl).origin) return `${c.server.name}'s card names ${url.origin}, not its base_url's origin`;
+  return { url: endpoint.url, path: `${url.pathname}${url.search}`, version: endpoint.version };
 }
 
 /** The client's SSE stream for a streamed answer. */
@@ -290,6 +310,8 @@ class AgentChain implements CallKind<AgentCandidate, AgentOutcome> {
   readonly #controller = new AbortController();
   #reached = false;
   #ended = false;
+  /** Why the last candidate that could not take the call could not (the answer when none could). */
+  #unable: AgentCannotTake | null = null;
   readonly candidates: readonly AgentCandidate[];
   readonly triesOpenBreakers = false;
   readonly breakers: BreakerRegistry;
@@ -330,15 +352,19 @@ class AgentChain implements CallKind<AgentCandidate, AgentOutcome> {
   }
 
   halt(): void {
-    this.exhausted();
+    this.exhausted(1);
   }
 
   clientGone(): boolean {
     return this.#ctx.x.res.destroyed;
   }
 
-  cannotTake(): boolean {
-    return false;
+  /** A candidate with no card, or that speaks a version the call has no counterpart in: skipped, its breaker untouched. */
+  cannotTake(err: unknown, c: AgentCandidate): boolean {
+    if (!(err instanceof AgentCannotTake)) return false;
+    this.#given(c, err.reason);
+    this.#unable = err;
+    return true;
   }
 
   skipped(c: AgentCandidate): void {
@@ -423,18 +449,16 @@ class AgentChain implements CallKind<AgentCandidate, AgentOutcome> {
     });
   }
 
-  exhausted(): void {
+  exhausted(attempted: number): void {
     const ctx = this.#ctx;
-    ctx.record.outcome = 'failed';
-    ctx.record.reason = 'upstream_unavailable';
+    // Only candidates that could not take it: a call 0.3 has no counterpart of is the client's to fix.
+    const code = attempted === 0 && this.#unable !== null ? this.#unable.code : 'upstream_unavailable';
+    ctx.record.outcome = code === 'upstream_unavailable' ? 'failed' : 'refused';
+    ctx.record.reason = code;
     if (!ctx.x.res.destroyed)
-      this.#answerError(
-        'upstream_unavailable',
-        `agent ${ctx.agent}: no upstream agent could take the call (${ctx.record.fallback.join(', ')})`,
-        {
-          failures: ctx.record.fallback,
-        },
-      );
+      this.#answerError(code, `agent ${ctx.agent}: no upstream agent could take the call (${ctx.record.fallback.join(', ')})`, {
+        failures: ctx.record.fallback,
+      });
     this.end(null);
   }
 
@@ -554,7 +578,7 @@ async function extendedCard(ctx: AgentCallContext): Promise<void> {
       return sendJson(x.res, answer.body, answer.status);
     }
     const result = (JSON.parse(answer.body.toString()) as { result: unknown }).result;
-    const view = readCard(result, svc.a2a.cards.stateOf(c.server.name).view?.json === undefined ? c.server.cardUrl : c.server.cardUrl);
+    const view = readCard(result, c.server.cardUrl);
     if ('error' in view) {
       record.outcome = 'failed';
       record.reason = 'upstream_error';

@@ -178,7 +178,7 @@ async function onRequest(
   if (!read.ok) {
     record.reason = 'invalid_request';
     x.failed('invalid_request');
-    sendJson(x.res, errorText(read.id, read.error), read.error.code === -32700 ? 400 : 400);
+    sendJson(x.res, errorText(read.id, read.error), 400);
     return;
   }
   const request = read.request;

@@ -30,6 +30,8 @@ export class A2aService {
   /** After a swap: the cards of the generation's upstream agents (a new or moved one is read now). */
   sync(gen: Generation): Promise<void> {
     if (this.#closed) return Promise.resolve();
+    const settings = gen.config.a2a;
+    this.cards.configure({ maxCardBytes: settings.max_card_bytes, recheckMs: settings.card_recheck_ms });
     const servers = gen.agents.servers;
     return this.cards.sync(Object.keys(servers).map((name) => cardTarget(servers[name] as AgentServerRuntime)));
   }
