@@ -52,9 +52,10 @@ export interface AgentCallRecord {
   /**
    * `answered`: the agent's result (whole, or a stream that ended); `error`: the agent's
    * JSON-RPC error; `refused`: the gateway refused it (auth, allow-list, limit, an unknown
-   * or foreign task); `failed`: no agent could answer, or the answer broke off.
+   * or foreign task); `failed`: no agent could answer, or the answer broke off; `aborted`:
+   * the client left before the answer ended (the task itself goes on at the agent).
    */
-  outcome: 'answered' | 'error' | 'refused' | 'failed';
+  outcome: 'answered' | 'error' | 'refused' | 'failed' | 'aborted';
   /** The error's stable code, or the agent's JSON-RPC error code as text. */
   reason: string | null;
   /** `provider:reason` of each candidate given up on, and those candidates' stable_ids. */

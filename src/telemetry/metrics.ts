@@ -262,7 +262,7 @@ export class Metrics {
     this.a2aRequests = new CounterFamily(
       r,
       'switchyard_a2a_requests_total',
-      'Calls on /a2a/<agent> by exposed agent ("none" when not routed), method in A2A 1.0 words (SendMessage, GetTask, ...; "none" when unreadable) and outcome: answered, error (the agent\'s JSON-RPC error), refused (by the gateway: authentication, allow-list, limit, an unknown or foreign task), failed (no agent answered, or the answer broke off).',
+      'Calls on /a2a/<agent> by exposed agent ("none" when not routed), method in A2A 1.0 words (SendMessage, GetTask, ...; "none" when unreadable) and outcome: answered, error (the agent\'s JSON-RPC error), refused (by the gateway: authentication, allow-list, limit, an unknown or foreign task), failed (no agent answered, or the answer broke off), aborted (the client left first).',
       ['agent', 'method', 'outcome'],
     );
     this.a2aRequestDuration = new HistogramFamily(

@@ -380,7 +380,7 @@ class AgentChain implements CallKind<AgentCandidate, AgentOutcome> {
     return !this.#followUp && !r.reached;
   }
 
-  endOnFailure(r: AgentFailure, c: AgentCandidate): void {
+  endOnFailure(r: AgentFailure): void {
     const ctx = this.#ctx;
     ctx.record.outcome = 'failed';
     ctx.record.reason = r.code;
@@ -409,7 +409,7 @@ class AgentChain implements CallKind<AgentCandidate, AgentOutcome> {
     const ctx = this.#ctx;
     this.#reached = true;
     if (r.kind === 'aborted') {
-      ctx.record.outcome = 'failed';
+      ctx.record.outcome = 'aborted';
       ctx.record.reason = 'client_closed';
       return this.end(null);
     }
@@ -436,7 +436,7 @@ class AgentChain implements CallKind<AgentCandidate, AgentOutcome> {
     r.onFinished((f) => {
       const res = ctx.x.res;
       if (f.outcome === 'aborted') {
-        ctx.record.outcome = 'failed';
+        ctx.record.outcome = 'aborted';
         ctx.record.reason = 'client_closed';
       } else if (f.failure !== null) {
         ctx.record.outcome = 'failed';
@@ -626,7 +626,7 @@ async function ownTasksOn(
 
 /** GetExtendedAgentCard: the first candidate's that answers, rewritten as the public card is (unless signed). */
 async function extendedCard(ctx: AgentCallContext): Promise<void> {
-  const { svc, x, agent, record, request } = ctx;
+  const { x, agent, record, request } = ctx;
   const controller = new AbortController();
   x.running.clientClosed = () => controller.abort();
   for (const c of allCandidates(ctx.route)) {

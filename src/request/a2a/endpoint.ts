@@ -49,7 +49,17 @@ export function a2aHandlers(svc: Services, settings: ListenerSettings): A2aHandl
     card: (x, rest, done) => {
       const slash = rest.indexOf('/');
       const name = slash < 0 ? rest : rest.slice(0, slash);
-      if (slash < 0 || !CARD_PATHS.has(rest.slice(slash + 1)))
+      // The agent's own URL takes JSON-RPC: a GET of it is the wrong method, not a missing path.
+      if (slash < 0)
+        throw new SwitchyardError(
+          'method_not_allowed',
+          `/a2a/${rest} takes POST (JSON-RPC); its card is at /a2a/${rest}/.well-known/agent-card.json`,
+          null,
+          {
+            allow: 'POST',
+          },
+        );
+      if (!CARD_PATHS.has(rest.slice(slash + 1)))
         throw new SwitchyardError(
           'not_found',
           `no such path: /a2a/${rest} (an agent's card is at /a2a/<agent>/.well-known/agent-card.json)`,
@@ -76,7 +86,10 @@ export function a2aHandlers(svc: Services, settings: ListenerSettings): A2aHandl
       const record = agentRecord(x, agent, 'none');
       let route: AgentRoute;
       try {
-        if (rest.includes('/')) throw new SwitchyardError('not_found', `no such path: /a2a/${rest}; POST JSON-RPC to /a2a/<agent>`);
+        const slash = rest.indexOf('/');
+        if (slash >= 0 && CARD_PATHS.has(rest.slice(slash + 1)))
+          throw new SwitchyardError('method_not_allowed', `/a2a/${rest} is an agent's card: GET it`, null, { allow: 'GET' });
+        if (slash >= 0) throw new SwitchyardError('not_found', `no such path: /a2a/${rest}; POST JSON-RPC to /a2a/<agent>`);
         route = routeFor(caller, agent, record);
       } catch (err) {
         if (!(err instanceof SwitchyardError)) throw err;
