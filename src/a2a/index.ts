@@ -24,4 +24,12 @@ export { RedisOwnershipStore } from './ownership-redis.js';
 export { checkPushUrl, isPublicAddress } from './push-url.js';
 export { translateError, translateEvent, translateRequest, translateResult } from './translate.js';
 export { A2A_ERRORS, type A2AVersion, type JsonRpcErrorObject, type LearnedIds, type TaskStateName, TERMINAL_STATES } from './types.js';
-export { type AgentCall, type AgentCallEnd, type AgentCallFailure, type AgentCallSpec, callAgent } from './upstream.js';
+export {
+  type AgentCall,
+  type AgentCallEnd,
+  type AgentCallFailure,
+  type AgentCallSpec,
+  CallStop,
+  callAgent,
+  type StopSignal,
+} from './upstream.js';

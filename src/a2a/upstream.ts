@@ -27,6 +27,38 @@ const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'
 /** Of an answer that is not a 2xx, this much is kept (for its JSON-RPC error, or the failure's detail). */
 const KEPT_FAILURE_BYTES = 64 * 1024;
 
+/** What ends a call from outside: an AbortSignal, or the lighter CallStop (one per call, no EventTarget). */
+export interface StopSignal {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
+/** A call's stop: what an AbortController does, for the few listeners one call has. */
+export class CallStop implements StopSignal {
+  aborted = false;
+  #listeners: Array<() => void> | null = null;
+
+  addEventListener(_type: 'abort', listener: () => void): void {
+    (this.#listeners ??= []).push(listener);
+  }
+
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    const listeners = this.#listeners;
+    if (listeners === null) return;
+    const at = listeners.indexOf(listener);
+    if (at >= 0) listeners.splice(at, 1);
+  }
+
+  stop(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    const listeners = this.#listeners;
+    this.#listeners = null;
+    if (listeners !== null) for (const listener of listeners) listener();
+  }
+}
+
 export interface AgentCallSpec {
   readonly pool: ProviderPool;
   /** POST for a JSON-RPC call (the default), GET for a card. */
@@ -42,7 +74,7 @@ export interface AgentCallSpec {
   /** The largest JSON answer, and the largest event of a stream. */
   readonly maxEventBytes: number;
   /** Ends the exchange (the client left, the gateway is stopping): its end is then `aborted`. */
-  readonly signal: AbortSignal;
+  readonly signal: StopSignal;
   /** Each event of an event-stream answer; false = the client is full: the upstream pauses until `resume()`. */
   readonly onEvent?: (data: string) => boolean;
   /** The head of an event-stream answer, before its first event. */

@@ -34,10 +34,17 @@ export function stringAt(value: unknown, path: string): string {
 }
 
 /** 1.0's ProtoJSON readers also accept the proto field name (`context_id` for `contextId`). */
+/** camelCase member names in their snake_case spelling, worked out once each (the names are the code's own, a few dozen). */
+const SNAKE = new Map<string, string>();
+
 export function member(o: JsonObject, camel: string): unknown {
   const value = o[camel];
   if (value !== undefined && value !== null) return value;
-  const snake = camel.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+  let snake = SNAKE.get(camel);
+  if (snake === undefined) {
+    snake = camel.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+    SNAKE.set(camel, snake);
+  }
   return snake === camel ? value : o[snake];
 }
 

@@ -7,6 +7,7 @@ import {
   type JsonRpcErrorObject,
   type LearnedIds,
   resultIds,
+  type StopSignal,
   translateError,
   translateEvent,
   translateRequest,
@@ -52,7 +53,7 @@ export interface AgentAttemptRequest extends AttemptOf<AgentCandidate> {
   readonly maxEventBytes: number;
   /** A call's whole time, or a stream's length, for this candidate. */
   readonly totalMs: (c: AgentCandidate) => number;
-  readonly signal: AbortSignal;
+  readonly signal: StopSignal;
   readonly reply: StreamReply;
   readonly learn: Learn;
   readonly endpointFor: (c: AgentCandidate) => { readonly path: string; readonly version: A2AVersion } | string;

@@ -2,6 +2,7 @@ import {
   type A2AMethod,
   type A2AVersion,
   type AgentCardView,
+  CallStop,
   checkPushUrl,
   clientCard,
   type GatewayCardSecurity,
@@ -13,6 +14,7 @@ import {
   pushUrlsOf,
   readCard,
   requestIds,
+  type StopSignal,
   taskIdsOfList,
   withTasks,
 } from '../../a2a/index.js';
@@ -60,8 +62,8 @@ export interface AgentCallContext {
   readonly method: A2AMethod;
   readonly version: A2AVersion;
   readonly raw: Buffer;
-  /** The gateway's URL of this agent, as the client reaches it (for a card in an answer). */
-  readonly agentUrl: string;
+  /** The gateway's URL of this agent, as the client reaches it (for a card in an answer); worked out when asked. */
+  agentUrl(): string;
   readonly security: GatewayCardSecurity;
 }
 
@@ -125,7 +127,8 @@ export async function serveAgentCall(ctx: AgentCallContext): Promise<void> {
   }
   let reservation: governance.Reservation | null = null;
   if (message) {
-    const admitted = await governance.admitAgentMessage(svc.governance, policy, caller.principal, agent, governance.governanceNow());
+    const admitting = governance.admitAgentMessage(svc.governance, policy, caller.principal, agent, governance.governanceNow());
+    const admitted = admitting instanceof Promise ? await admitting : admitting;
     if (!admitted.ok) {
       const r = admitted.refusal;
       return refuse(ctx, r.code, r.message, r.retryAfterS === null ? {} : { retry_after_s: r.retryAfterS });
@@ -141,7 +144,7 @@ export async function serveAgentCall(ctx: AgentCallContext): Promise<void> {
     await finishMessage(svc, reservation, false);
     return refuse(ctx, 'no_route', `agent ${agent}: no candidate takes new tasks now`);
   }
-  await firstCards(svc, chain);
+  if (chain.some((c) => svc.a2a.cards.stateOf(c.server.name).view === null)) await firstCards(svc, chain);
   await new Promise<void>((resolve, reject) => {
     runChain(new AgentChain(ctx, chain, owner !== null, reservation, (err) => (err === null ? resolve() : reject(err))));
   });
@@ -195,15 +198,15 @@ function learner(ctx: AgentCallContext): Learn {
   const settings = caller.gen.config.a2a.tasks;
   const ttl: OwnershipTtl = { activeS: settings.ttl_s, terminalS: settings.terminal_ttl_s };
   const team = teamOf(caller);
-  const seen = new Set<string>();
+  let seen: Set<string> | null = null;
   return (ids: LearnedIds, c: AgentCandidate) => {
     if (ids.taskId !== undefined) record.taskId = ids.taskId;
     if (ids.contextId !== undefined) record.contextId = ids.contextId;
     if (ids.state !== undefined) record.state = ids.state;
     if (ids.taskId === undefined && ids.contextId === undefined) return null;
     const key = `${ids.taskId ?? ''}\n${ids.contextId ?? ''}\n${ids.terminal}`;
-    if (seen.has(key)) return null;
-    seen.add(key);
+    if (seen?.has(key) === true) return null;
+    (seen ??= new Set()).add(key);
     return svc.a2a.owners.record(agent, { team, candidate: c.providerName }, ids, ttl).then(
       (outcome) => {
         if (outcome.task === 'foreign' || outcome.context === 'foreign')
@@ -221,7 +224,7 @@ function learner(ctx: AgentCallContext): Learn {
 /** What an attempt at each candidate shares. */
 function attemptBase(
   ctx: AgentCallContext,
-  signal: AbortSignal,
+  signal: StopSignal,
   reply: StreamReply,
   learn: Learn,
 ): Omit<AgentAttemptRequest, 'candidate' | 'pass'> {
@@ -307,7 +310,7 @@ class AgentChain implements CallKind<AgentCandidate, AgentOutcome> {
   readonly #done: (err: unknown) => void;
   readonly #attempt: CallAttempt<AgentAttemptRequest, AgentOutcome>;
   readonly #base: Omit<AgentAttemptRequest, 'candidate' | 'pass'>;
-  readonly #controller = new AbortController();
+  readonly #stop = new CallStop();
   #reached = false;
   #ended = false;
   /** Why the last candidate that could not take the call could not (the answer when none could). */
@@ -334,9 +337,9 @@ class AgentChain implements CallKind<AgentCandidate, AgentOutcome> {
     this.breakers = ctx.svc.breakers;
     this.random = ctx.svc.random;
     this.#attempt = withBreaker(ctx.svc.breakers)(sendToAgent);
-    this.#base = attemptBase(ctx, this.#controller.signal, streamReply(ctx.x), learner(ctx));
+    this.#base = attemptBase(ctx, this.#stop, streamReply(ctx.x), learner(ctx));
     // The client leaving, or the drain's limit, ends the upstream call (the task itself is left alone).
-    const abort = (): void => this.#controller.abort();
+    const abort = (): void => this.#stop.stop();
     ctx.x.running.clientClosed = abort;
     ctx.x.running.stopAttempt = abort;
   }
@@ -348,7 +351,7 @@ class AgentChain implements CallKind<AgentCandidate, AgentOutcome> {
   }
 
   stopping(): boolean {
-    return this.#controller.signal.aborted || this.#ctx.x.res.destroyed;
+    return this.#stop.aborted || this.#ctx.x.res.destroyed;
   }
 
   halt(): void {
@@ -472,7 +475,8 @@ class AgentChain implements CallKind<AgentCandidate, AgentOutcome> {
     const x = this.#ctx.x;
     x.running.clientClosed = null;
     x.running.stopAttempt = null;
-    void finishMessage(this.#ctx.svc, this.#reservation, this.#reached).then(() => this.#done(err));
+    if (this.#reservation === null) this.#done(err);
+    else void finishMessage(this.#ctx.svc, this.#reservation, this.#reached).then(() => this.#done(err));
   }
 
   #answerError(code: ErrorCode, message: string, data: Record<string, unknown> = {}): void {
@@ -498,7 +502,7 @@ class AgentChain implements CallKind<AgentCandidate, AgentOutcome> {
 function askOne(
   ctx: AgentCallContext,
   c: AgentCandidate,
-  signal: AbortSignal,
+  signal: StopSignal,
   params: Record<string, unknown> = ctx.request.params,
 ): Promise<AgentAnswer | AgentFailure> {
   const base = attemptBase(ctx, signal, streamReply(ctx.x), NO_LEARNING);
@@ -546,11 +550,11 @@ async function listTasks(ctx: AgentCallContext): Promise<void> {
   const asked =
     typeof params.pageSize === 'number' && Number.isInteger(params.pageSize) && params.pageSize > 0 ? params.pageSize : LIST_DEFAULT_PAGE;
   const pageSize = Math.min(asked, LIST_MAX_PAGE);
-  const controller = new AbortController();
-  x.running.clientClosed = () => controller.abort();
+  const stop = new CallStop();
+  x.running.clientClosed = () => stop.stop();
   const candidates = allCandidates(ctx.route);
   const team = teamOf(caller);
-  const listed = await Promise.all(candidates.map((c) => ownTasksOn(ctx, c, team, controller.signal)));
+  const listed = await Promise.all(candidates.map((c) => ownTasksOn(ctx, c, team, stop)));
   x.running.clientClosed = null;
   if (listed.some((l) => l === 'store_unavailable'))
     return refuse(ctx, 'store_unavailable', 'the store of task owners cannot be read now; try again');
@@ -593,7 +597,7 @@ async function ownTasksOn(
   ctx: AgentCallContext,
   c: AgentCandidate,
   team: string,
-  signal: AbortSignal,
+  signal: StopSignal,
 ): Promise<{ tasks: unknown[]; failure: string | null } | 'store_unavailable'> {
   const tasks: unknown[] = [];
   let pageToken = '';
@@ -627,10 +631,10 @@ async function ownTasksOn(
 /** GetExtendedAgentCard: the first candidate's that answers, rewritten as the public card is (unless signed). */
 async function extendedCard(ctx: AgentCallContext): Promise<void> {
   const { x, agent, record, request } = ctx;
-  const controller = new AbortController();
-  x.running.clientClosed = () => controller.abort();
+  const stop = new CallStop();
+  x.running.clientClosed = () => stop.stop();
   for (const c of allCandidates(ctx.route)) {
-    const answer = await askOne(ctx, c, controller.signal);
+    const answer = await askOne(ctx, c, stop);
     if (answer.kind === 'failed') {
       record.fallback.push(`${c.server.name}:${answer.reason}`);
       continue;
@@ -649,7 +653,7 @@ async function extendedCard(ctx: AgentCallContext): Promise<void> {
       return sendJson(x.res, errorText(request.id, gatewayError('upstream_error', `agent ${agent}: its extended card ${view.error}`)), 502);
     }
     record.outcome = 'answered';
-    return sendJson(x.res, resultOf(request.id, clientCard(view, ctx.agentUrl, ctx.security)));
+    return sendJson(x.res, resultOf(request.id, clientCard(view, ctx.agentUrl(), ctx.security)));
   }
   record.outcome = 'failed';
   record.reason = 'upstream_unavailable';

@@ -203,7 +203,6 @@ async function onRequest(
   }
   record.method = found.method.v1;
   record.version = found.version;
-  const origin = originOf(svc, caller.gen, x.req);
   await serveAgentCall({
     svc,
     x,
@@ -215,7 +214,7 @@ async function onRequest(
     method: found.method,
     version: found.version,
     raw: body,
-    agentUrl: `${origin}/a2a/${encodeURIComponent(agent)}`,
+    agentUrl: () => `${originOf(svc, caller.gen, x.req)}/a2a/${encodeURIComponent(agent)}`,
     security: securityOf(svc, caller),
   });
 }
