@@ -238,13 +238,22 @@ test('config/ and contract/ do no network I/O and keep no timers', () => {
   }
 });
 
-test('a2a/ takes only types from providers/: it sends on the pool it is handed, and builds none', () => {
+test('a2a/ takes from providers/ only types and the reading of a failed connection: it sends on the pool it is handed, and builds none', () => {
+  // The one value shared with mcp/: which connection errors prove a request was never sent.
+  const allowed = new Set(['connectionFailure']);
   const valueImports = files
     .filter((f) => folderOf(f) === 'a2a')
     .flatMap((f) =>
-      [...readFileSync(f, 'utf8').matchAll(/(?:^|\n)\s*(import|export)(\s+type)?\s[^;]*?from\s+['"]([^'"]+)['"]/g)]
-        .filter((m) => m[2] === undefined && (m[3] as string).startsWith('../providers/'))
-        .map((m) => `${relative(SRC, f)}: ${m[0].trim()}`),
+      [...readFileSync(f, 'utf8').matchAll(/(?:^|\n)\s*(import|export)(\s+type)?\s([^;]*?)from\s+['"]([^'"]+)['"]/g)]
+        .filter((m) => m[2] === undefined && (m[4] as string).startsWith('../providers/'))
+        .flatMap((m) =>
+          (m[3] as string)
+            .replace(/[{}]/g, '')
+            .split(',')
+            .map((name) => name.trim())
+            .filter((name) => name !== '' && !name.startsWith('type ') && !allowed.has(name))
+            .map((name) => `${relative(SRC, f)}: ${name}`),
+        ),
     );
   assert.deepEqual(valueImports, []);
 });

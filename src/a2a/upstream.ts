@@ -1,6 +1,6 @@
 import { TextDecoder } from 'node:util';
 import { createParser, type EventSourceParser } from 'eventsource-parser';
-import type { ProviderPool, RawHandler } from '../providers/index.js';
+import { connectionFailure, type ProviderPool, type RawHandler } from '../providers/index.js';
 
 // One JSON-RPC exchange with an upstream agent over its provider's pool, through undici's raw
 // handler protocol. A JSON answer is read whole, up to a bound. An event-stream answer is
@@ -10,20 +10,6 @@ import type { ProviderPool, RawHandler } from '../providers/index.js';
 // memory for a slow client. How the exchange ended says whether the agent can have seen the
 // request: only a failure to connect proves it did not.
 
-/** undici's and the socket's codes for a connection that was never made (the request was not written). */
-const UNCONNECTED_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EADDRNOTAVAIL',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_CLOSED',
-  'UND_ERR_DESTROYED',
-  'UND_ERR_INVALID_ARG',
-]);
-const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 /** Of an answer that is not a 2xx, this much is kept (for its JSON-RPC error, or the failure's detail). */
 const KEPT_FAILURE_BYTES = 64 * 1024;
 
@@ -262,10 +248,5 @@ class AgentCallHandler implements RawHandler {
 
 function failureOf(err: Error, answered: boolean): { reason: AgentCallFailure; detail: string } {
   if (err instanceof CallStopped) return { reason: err.reason, detail: err.message };
-  const code = (err as { code?: unknown }).code;
-  const named = typeof code === 'string' ? code : err.name;
-  if (!answered && typeof code === 'string' && (UNCONNECTED_CODES.has(code) || code.startsWith('ERR_TLS_')))
-    return { reason: 'refused', detail: `could not connect (${code})` };
-  if (typeof code === 'string' && TIMEOUT_CODES.has(code)) return { reason: 'timeout', detail: `timed out (${code})` };
-  return { reason: 'dropped', detail: `the connection closed (${named})` };
+  return connectionFailure(err, answered);
 }

@@ -1,6 +1,6 @@
 import { TextDecoder } from 'node:util';
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
-import type { ProviderPool, UpstreamCall } from '../providers/index.js';
+import { connectionFailure, type ProviderPool, type UpstreamCall } from '../providers/index.js';
 import type { StopSignal } from './stop.js';
 
 // One HTTP exchange with an MCP server over its provider's pool, through undici's raw
@@ -16,27 +16,6 @@ type RawHandler = Parameters<ProviderPool['dispatch']>[1];
 export const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
 /** Of an answer that is not a 200, this much is kept for the failure's detail. */
 const KEPT_FAILURE_BYTES = 1024;
-
-/** undici's and the socket's codes for a connection that was never made (the request was not written). */
-const UNCONNECTED_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EADDRNOTAVAIL',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_CLOSED',
-  'UND_ERR_DESTROYED',
-  'UND_ERR_INVALID_ARG',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'CERT_HAS_EXPIRED',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-]);
-const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
 export interface AnswerHead {
   readonly status: number;
@@ -223,11 +202,5 @@ class ExchangeHandler implements RawHandler {
 
 function failureOf(err: Error, answered: boolean): { reason: ExchangeFailure; detail: string } {
   if (err instanceof ExchangeCancelled) return { reason: err.reason, detail: err.message };
-  const code = (err as { code?: unknown }).code;
-  const named = typeof code === 'string' ? code : err.name;
-  if (typeof code === 'string' && TIMEOUT_CODES.has(code)) return { reason: 'timeout', detail: `timed out (${code})` };
-  if (!answered && typeof code === 'string' && (UNCONNECTED_CODES.has(code) || code.startsWith('ERR_TLS_'))) {
-    return { reason: 'refused', detail: `could not connect (${code})` };
-  }
-  return { reason: 'dropped', detail: `the connection closed (${named})` };
+  return connectionFailure(err, answered);
 }

@@ -26,6 +26,7 @@ export {
 } from './adapter.js';
 export * from './canonical/index.js';
 export * from './cloud-auth/index.js';
+export { type ConnectionFailure, connectionFailure } from './connection-failure.js';
 export { Credential } from './credential.js';
 export { GEMINI_BASE_URL } from './gemini/index.js';
 export {
