@@ -204,7 +204,7 @@ describe('two replicas on one Redis: a task started on one is followed up on the
     const f = await startFleet();
     resetMocks(f);
     const onA = await agentClient(f.a, KEY_A, 'asker');
-    const asked = taskOf(await onA.sendMessage(sendParams('start', {}, true)));
+    const asked = taskOf(await onA.sendMessage(sendParams('start')));
     assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
 
     const onB = await agentClient(f.b, KEY_A, 'asker');
@@ -219,13 +219,18 @@ describe('two replicas on one Redis: a task started on one is followed up on the
     const f = await startFleet();
     resetMocks(f);
     const onA = await agentClient(f.a, KEY_A, 'asker');
-    // The mock's asker leaves its stream open at input-required, so the first event is enough:
-    // the gateway records a task's owner before it relays the event that names it.
+    // The asker's stream reaches input-required and waits there: read up to it, then leave.
+    // The gateway records a task's owner before it relays the event that names it.
     const opened = onA.sendMessageStream(sendParams('start'));
-    const first = await opened.next();
+    const seen: StreamResponse[] = [];
+    for (let i = 0; i < 10 && lastState(seen) !== TaskState.TASK_STATE_INPUT_REQUIRED; i++) {
+      const next = await opened.next();
+      if (next.done === true) break;
+      seen.push(next.value as StreamResponse);
+    }
     await opened.return();
-    assert.equal(first.done, false);
-    assert.equal(lastState([first.value as StreamResponse]), TaskState.TASK_STATE_INPUT_REQUIRED);
+    assert.equal(lastState(seen), TaskState.TASK_STATE_INPUT_REQUIRED);
+    const first = { value: seen[0] };
     const ids = idsOfEvent(first.value as StreamResponse);
     assert.ok(ids !== null);
 
@@ -300,7 +305,7 @@ describe('two replicas on one Redis: a task started on one is followed up on the
     const f = await startFleet();
     resetMocks(f);
     const onB = await agentClient(f.b, KEY_A, 'asker');
-    taskOf(await onB.sendMessage(sendParams('start', {}, true)));
+    taskOf(await onB.sendMessage(sendParams('start')));
     assert.equal(rpcCount(f.two), 1);
     assert.equal(rpcCount(f.one), 0);
   });
@@ -310,7 +315,7 @@ describe('team isolation: another team s task and context ids are tasks that do 
   it('team B gets -32001 for team A s task and context, on either replica, and no agent is asked', async () => {
     const f = await startFleet();
     const onA = await agentClient(f.a, KEY_A, 'asker');
-    const asked = taskOf(await onA.sendMessage(sendParams('start', {}, true)));
+    const asked = taskOf(await onA.sendMessage(sendParams('start')));
     assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
     resetMocks(f);
 
@@ -340,9 +345,9 @@ describe('team isolation: another team s task and context ids are tasks that do 
   it('ListTasks by team B shows none of team A s tasks, and team A sees its own', async () => {
     const f = await startFleet();
     const onA = await agentClient(f.a, KEY_A, 'asker');
-    const mine = taskOf(await onA.sendMessage(sendParams('start', {}, true)));
+    const mine = taskOf(await onA.sendMessage(sendParams('start')));
     const onBravo = await agentClient(f.b, KEY_B, 'asker');
-    const theirs = taskOf(await onBravo.sendMessage(sendParams('start', {}, true)));
+    const theirs = taskOf(await onBravo.sendMessage(sendParams('start')));
 
     const bravoList = await onBravo.listTasks(ALL_TASKS);
     const bravoIds = bravoList.tasks.map((t) => t.id);

@@ -11,7 +11,7 @@ import { ADAPTERS, adapterOf, type ProviderType, policyRowsOf, servesOperation, 
 // type comparisons: a protocol is compared by a variable that is not a `type`.
 
 const SRC = resolve(import.meta.dirname, '../../src');
-const TYPES: readonly ProviderType[] = ['openai', 'azure_openai', 'anthropic', 'gemini', 'bedrock', 'vertex', 'mcp'];
+const TYPES: readonly ProviderType[] = ['openai', 'azure_openai', 'anthropic', 'gemini', 'bedrock', 'vertex', 'mcp', 'a2a'];
 const NAMES = TYPES.join('|');
 /** `x.type === 'bedrock'`, `type !== 'mcp'`, `'vertex' === p.type`, and a `case 'gemini':` under a `switch (….type)`. */
 const COMPARISON = new RegExp(
@@ -74,7 +74,9 @@ describe('one adapter per provider type', () => {
   it("an adapter's operations are what the provider serves, and its policy rows are those written to its protocols", () => {
     assert.equal(servesOperation('mcp', 'chat'), false);
     assert.equal(adapterOf('mcp').serves, 'tools');
-    for (const type of TYPES.filter((t) => t !== 'mcp')) assert.equal(servesOperation(type, 'chat'), true, type);
+    assert.equal(servesOperation('a2a', 'chat'), false);
+    assert.equal(adapterOf('a2a').serves, 'agents');
+    for (const type of TYPES.filter((t) => t !== 'mcp' && t !== 'a2a')) assert.equal(servesOperation(type, 'chat'), true, type);
     const vertexRows = policyRowsOf(adapterOf('vertex'), TRANSLATION_POLICY);
     assert.ok(vertexRows.some((r) => r.to === 'gemini') && vertexRows.some((r) => r.to === 'anthropic'));
     assert.ok(vertexRows.every((r) => r.to === 'gemini' || r.to === 'anthropic'));
