@@ -322,4 +322,48 @@ describe('hostile upstream agents: the gateway bounds each one and answers the n
     const next = await rpc(gw, KEY_A, 'bare', 'SendMessage', { message: wireMessage('and now') });
     assert.ok(next.body.result !== undefined, JSON.stringify(next.body));
   });
+
+  it('a client slower than its agent gets every event, in order: the agent is paused meanwhile (back-pressure)', async () => {
+    const EVENTS = 1500;
+    const pad = 'x'.repeat(12 * 1024);
+    let pushedBack = false;
+    const agent = await bareAgent((call, res) => {
+      const id = call.body.id ?? null;
+      sseHead(res);
+      let i = 0;
+      const more = (): void => {
+        while (i < EVENTS) {
+          i += 1;
+          // A new context every 100 events: each is recorded before its event goes on.
+          const contextId = `bp-context-${Math.floor(i / 100)}`;
+          const open = sse(res, id, {
+            statusUpdate: { taskId: 'bp-task', contextId, status: { state: 'TASK_STATE_WORKING' }, metadata: { seq: i, pad } },
+          });
+          if (!open) {
+            pushedBack = true;
+            res.once('drain', more);
+            return;
+          }
+        }
+        res.end();
+      };
+      more();
+    });
+    const gw = await gatewayFor(agent, { stream_max_ms: 60_000 });
+    const res = await rpcStream(gw, KEY_A, 'bare', 'SendStreamingMessage', { message: wireMessage('flood') });
+    assert.equal(res.status, 200);
+    // Nothing is read for a while: the gateway's socket to the client fills up.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const events = (await readEvents(res)) as RpcEvent[];
+    assert.equal(pushedBack, true, 'the agent was made to wait');
+    const seqs = events.map(
+      (e) => (e.result as { statusUpdate?: { metadata?: { seq?: number } } } | undefined)?.statusUpdate?.metadata?.seq,
+    );
+    assert.equal(seqs.length, EVENTS);
+    assert.deepEqual(
+      seqs.filter((n, k) => n !== k + 1),
+      [],
+      'every event arrived, each once, in the order the agent sent them',
+    );
+  });
 });

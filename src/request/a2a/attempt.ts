@@ -35,6 +35,8 @@ export interface StreamReply {
   /** Sends one event (a JSON-RPC response); false = the client is full: wait for `onDrain`. */
   event(json: string): boolean;
   onDrain(cb: () => void): void;
+  /** The client's connection closed (whatever waits for it is dropped). */
+  onClose(cb: () => void): void;
   readonly gone: boolean;
 }
 
@@ -264,9 +266,11 @@ class StreamRelay {
   #lastIds: LearnedIds | null = null;
   #finished: ((f: { outcome: 'complete' | 'partial' | 'aborted'; failure: AgentFailure | null }) => void) | null = null;
   #end: { outcome: 'complete' | 'partial' | 'aborted'; failure: AgentFailure | null } | null = null;
-  /** Events that wait for an id to be recorded, in order. */
+  /** Events read while an id was being recorded or the client was full, in order: they go out before any later one. */
   #waiting: string[] = [];
   #recording = false;
+  /** Called once the waiting events have all gone out (the end waits for it). */
+  #onFlushed: (() => void) | null = null;
 
   constructor(a: AgentAttemptRequest, c: AgentCandidate, from: A2AVersion) {
     this.#a = a;
@@ -278,7 +282,10 @@ class StreamRelay {
     this.started = true;
     this.#a.reply.open();
     this.#a.reply.onDrain(() => {
-      if (!this.#recording) this.resume();
+      if (!this.#recording) this.#flush();
+    });
+    this.#a.reply.onClose(() => {
+      if (!this.#recording) this.#flush();
     });
     done({
       kind: 'committed',
@@ -293,7 +300,7 @@ class StreamRelay {
 
   /** One event's data; false = pause the upstream (the client is full, or an id is being recorded). */
   event(data: string): boolean {
-    if (this.#recording) {
+    if (this.#recording || this.#waiting.length > 0) {
       this.#waiting.push(data);
       return false;
     }
@@ -339,9 +346,22 @@ class StreamRelay {
 
   #afterRecord(out: string): void {
     this.#recording = false;
-    let open = this.#a.reply.gone ? true : this.#a.reply.event(out);
+    if (this.#a.reply.gone || this.#a.reply.event(out)) this.#flush();
+  }
+
+  /**
+   * Sends the waiting events, in order, while the client takes them; the upstream goes on
+   * once none waits. A client that is gone takes nothing more: what waits is dropped.
+   */
+  #flush(): void {
+    if (this.#a.reply.gone) this.#waiting.length = 0;
+    let open = true;
     while (open && !this.#recording && this.#waiting.length > 0) open = this.#relay(this.#waiting.shift() as string);
-    if (open && !this.#recording) this.resume();
+    if (this.#recording || this.#waiting.length > 0) return;
+    const flushed = this.#onFlushed;
+    this.#onFlushed = null;
+    flushed?.();
+    if (open) this.resume();
   }
 
   ended(end: AgentCallEnd): void {
@@ -361,16 +381,14 @@ class StreamRelay {
         failure: { kind: 'failed', reason: end.reason, detail: `${name}: ${end.detail}`, reached: true, code },
       };
     }
-    // Events still waiting on a record are flushed before the end is told.
-    const flush = (): void => {
-      if (this.#recording) {
-        setImmediate(flush);
-        return;
-      }
+    // Events still waiting (on a record, or on the client) go out before the end is told.
+    const tell = (): void => {
       this.#end = result;
       this.#finished?.(result);
     };
-    flush();
+    if (this.#a.reply.gone) this.#waiting.length = 0;
+    if (!this.#recording && this.#waiting.length === 0) tell();
+    else this.#onFlushed = tell;
   }
 }
 

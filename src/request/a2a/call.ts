@@ -291,6 +291,9 @@ function streamReply(x: Exchange): StreamReply {
     onDrain: (cb) => {
       x.res.on('drain', cb);
     },
+    onClose: (cb) => {
+      x.res.on('close', cb);
+    },
     get gone() {
       return x.res.destroyed || x.res.writableEnded;
     },
