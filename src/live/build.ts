@@ -509,6 +509,29 @@ function staticRoute(
 }
 
 /**
+ * The pool of a type whose calls go to one endpoint (an MCP server, an A2A agent), keyed by
+ * `<type> <url>` and opened on the URL's origin (calls name the endpoint's path); its TLS
+ * files are read now, so a missing one is an issue of the build. Opened once the whole
+ * config is valid.
+ */
+function endpointPool(
+  type: 'mcp' | 'a2a',
+  name: string,
+  url: string,
+  p: ProviderConfigOf<'mcp'> | ProviderConfigOf<'a2a'>,
+  issues: ConfigIssue[],
+  poolFor: BuildInputs['poolFor'],
+): { readonly identity: string; open(): ProviderPool } {
+  const identity = `${type} ${url}`;
+  const tls = p.tls === undefined ? undefined : readTls(name, url, p.tls, issues);
+  return {
+    identity,
+    open: () =>
+      poolFor({ identity, baseUrl: new URL(url).origin, connectTimeoutMs: p.connect_timeout_ms, maxConnections: p.max_connections, tls }),
+  };
+}
+
+/**
  * An MCP server's runtime, opened once the whole config is valid. Its pool is keyed by the
  * endpoint's origin (calls name the endpoint's path), and it never takes a cloud credential:
  * only its own api_key goes upstream, never a caller's.
@@ -522,22 +545,14 @@ function mcpServer(
   servers: Record<string, McpServerRuntime>,
 ): () => void {
   const url = (p.base_url as string).replace(/\/+$/, '');
-  const identity = `mcp ${url}`;
-  const tls = p.tls === undefined ? undefined : readTls(name, url, p.tls, issues);
+  const endpoint = endpointPool('mcp', name, url, p, issues, poolFor);
   return () => {
-    const pool = poolFor({
-      identity,
-      baseUrl: new URL(url).origin,
-      connectTimeoutMs: p.connect_timeout_ms,
-      maxConnections: p.max_connections,
-      tls,
-    });
     servers[name] = {
       name,
       url,
-      identity,
+      identity: endpoint.identity,
       timeoutMs: p.timeout_ms,
-      pool,
+      pool: endpoint.open(),
       credential,
       headers: { ...p.headers },
       tools: upstreamNames(p.tools),
@@ -560,25 +575,17 @@ function agentServer(
   agentServers: Record<string, AgentServerRuntime>,
 ): () => void {
   const baseUrl = (p.base_url as string).replace(/\/+$/, '');
-  const identity = `a2a ${baseUrl}`;
-  const tls = p.tls === undefined ? undefined : readTls(name, baseUrl, p.tls, issues);
+  const endpoint = endpointPool('a2a', name, baseUrl, p, issues, poolFor);
   return () => {
-    const pool = poolFor({
-      identity,
-      baseUrl: new URL(baseUrl).origin,
-      connectTimeoutMs: p.connect_timeout_ms,
-      maxConnections: p.max_connections,
-      tls,
-    });
     agentServers[name] = {
       name,
       baseUrl,
       cardUrl: `${baseUrl}${p.card_path}`,
-      identity,
+      identity: endpoint.identity,
       timeoutMs: p.timeout_ms,
       requestTimeoutMs: p.request_timeout_ms ?? null,
       streamMaxMs: p.stream_max_ms ?? null,
-      pool,
+      pool: endpoint.open(),
       credential,
       headers: { ...p.headers },
     };

@@ -33,3 +33,17 @@ export const WIRE_DEFAULTS: Pick<ProviderWire, 'storedResponsePath' | 'ownBody' 
   readers: answerReadersOf,
   sign: null,
 });
+
+/**
+ * The wire of a type whose calls are JSON-RPC to the endpoint the config (or the upstream's
+ * card) names, an MCP server or an A2A agent: no model operation goes to it, so its paths are
+ * the endpoint itself, and its own key goes as a bearer.
+ */
+export const ENDPOINT_WIRE: ProviderWire = Object.freeze<ProviderWire>({
+  ...WIRE_DEFAULTS,
+  protocolOf: () => 'openai' as const,
+  path: () => '',
+  authenticate: (headers, credential) => {
+    if (credential !== null) headers.authorization = credential.authorization();
+  },
+});

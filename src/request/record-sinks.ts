@@ -8,7 +8,7 @@ import { auditGuardrails, countGuardrails, guardrailAttributes } from './guardra
 import type { KeysUsed } from './keys-used.js';
 import type { RecordSink } from './record.js';
 import type { Failure, RequestRecord, ToolCallRecord } from './request-record.js';
-import type { UsageLedger } from './usage-row.js';
+import { type UsageLedger, untokenedRow } from './usage-row.js';
 
 // The sinks of a finished request's record, but the access log's (access-line.ts). Each
 // takes both kinds of record: a model request's, and a tools/call's on /mcp (toolCall set).
@@ -95,28 +95,14 @@ export function ledgerSink(ledger: UsageLedger): RecordSink {
       const call = r.toolCall;
       const status = r.status;
       if (call !== null) {
-        const ok = answered(call);
-        ledger.record({
-          atMs: r.endedAtMs,
-          requestId: r.requestId,
-          team: principal.team ?? 'none',
-          keyId: principal.keyId ?? 'none',
+        const row = untokenedRow(r, {
           endpoint: r.endpoint,
           model: call.routed ? call.tool : 'none',
           provider: toolProvider(call),
-          candidate: ok ? (call.candidate?.stableId ?? 'none') : 'none',
-          inputTokens: 0,
-          outputTokens: 0,
-          cacheReadTokens: 0,
-          cacheWriteTokens: 0,
-          costMicroUsd: 0,
-          status: status === 'partial' ? r.statusCode : status,
-          partial: status === 'partial',
-          durationMs: r.durationMs,
+          candidate: answered(call) ? (call.candidate?.stableId ?? 'none') : 'none',
           guardrail: strongestAction(r.guardrails),
-          cache: null,
-          savedMicroUsd: 0,
         });
+        if (row !== null) ledger.record(row);
         return;
       }
       const c = r.candidate;

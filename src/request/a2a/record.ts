@@ -1,7 +1,7 @@
 import { type AuditWriter, agentCalled } from '../../audit/index.js';
 import type { Metrics, RecentTraffic, Span } from '../../telemetry/index.js';
 import type { AgentCallRecord, RequestRecord } from '../request-record.js';
-import type { UsageLedger } from '../usage-row.js';
+import { type UsageLedger, untokenedRow } from '../usage-row.js';
 
 // What each sink of a finished request's record makes of a call on /a2a/<agent>: a metric,
 // a ledger row (endpoint /a2a/<agent>, the agent as model, no tokens and no cost), the status
@@ -26,31 +26,15 @@ export function countAgentCall(metrics: Metrics, r: RequestRecord, call: AgentCa
 }
 
 export function agentLedgerRow(ledger: UsageLedger, r: RequestRecord, call: AgentCallRecord): void {
-  const principal = r.principal;
-  if (principal === null) return;
-  const status = r.status;
-  ledger.record({
-    atMs: r.endedAtMs,
-    requestId: r.requestId,
-    team: principal.team ?? 'none',
-    keyId: principal.keyId ?? 'none',
+  const row = untokenedRow(r, {
     // As other rows carry their path: one agent's calls are one endpoint.
     endpoint: call.routed ? `/a2a/${call.agent}` : '/a2a',
     model: call.routed ? call.agent : 'none',
     provider: agentProvider(call),
     candidate: answered(call) ? (call.candidate?.stableId ?? 'none') : 'none',
-    inputTokens: 0,
-    outputTokens: 0,
-    cacheReadTokens: 0,
-    cacheWriteTokens: 0,
-    costMicroUsd: 0,
-    status: status === 'partial' ? r.statusCode : status,
-    partial: status === 'partial',
-    durationMs: r.durationMs,
     guardrail: null,
-    cache: null,
-    savedMicroUsd: 0,
   });
+  if (row !== null) ledger.record(row);
 }
 
 export function recentAgentCall(agents: RecentTraffic, r: RequestRecord, call: AgentCallRecord): void {
