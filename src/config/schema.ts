@@ -99,6 +99,11 @@ const serverSchema = z
      * cards it serves; anyone else's are ignored.
      */
     trusted_proxies: z.array(cidrSchema).max(1024).default([]),
+    /**
+     * Loopback and private addresses (IPs or CIDR ranges) that `POST /admin/v1/providers/test`
+     * may probe; link-local and metadata addresses are refused whatever it lists.
+     */
+    admin_probe_allow: z.array(cidrSchema).max(1024).default([]),
   })
   .refine((s) => s.admin_token !== undefined || (s.admin_tokens ?? []).length > 0 || !adminTokenRequired(s.admin_listen), {
     path: ['admin_token'],
@@ -612,6 +617,11 @@ export const databaseSchema = z
     usage_retention_days: positiveInt.max(3650).default(30),
     /** The longest range one usage API query may cover: it bounds what a cursor walk scans. */
     usage_max_range_days: positiveInt.max(36_500).default(400),
+    /**
+     * Where providers, model routes, tool routes and prices come from: the config file only,
+     * the database only (after `switchyard db seed`), or both (the file's read-only).
+     */
+    topology: z.enum(['file', 'database', 'merged'], { error: 'must be "file", "database" or "merged"' }).default('merged'),
   })
   .superRefine((d, ctx) => {
     if (d.url.startsWith('sqlite:') && (d.password !== undefined || d.tls !== undefined))

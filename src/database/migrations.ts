@@ -184,6 +184,45 @@ const MIGRATIONS: readonly Migration[] = [
         .execute();
     },
   },
+  {
+    version: 6,
+    name: 'topology written through the admin API, replica heartbeats',
+    async up(db) {
+      // Providers, model routes, tool routes and prices, each as the config file writes it (JSON),
+      // under its kind and name. A secret is a reference here as in the file: never a value.
+      await db.schema
+        .createTable('topology')
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('id', 'text', (c) => c.notNull())
+        .addColumn('spec', 'text', (c) => c.notNull())
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('topology_pk', ['kind', 'id'])
+        .execute();
+      // One row: the topology's own version (bumped with the shared one by every topology
+      // write), and the seed's durable marker: once set, the file's topology is never imported again.
+      await db.schema
+        .createTable('topology_state')
+        .addColumn('id', 'integer', (c) => c.primaryKey())
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .addColumn('seeded_at', 'text')
+        .addColumn('seeded_from', 'text')
+        .execute();
+      await db.insertInto('topology_state').values({ id: 1, version: 0, seeded_at: null, seeded_from: null }).execute();
+      // Each replica's last word on what it serves, written every database.recheck_ms / 2.
+      await db.schema
+        .createTable('replicas')
+        .addColumn('instance', 'text', (c) => c.primaryKey())
+        .addColumn('generation', 'integer', (c) => c.notNull())
+        .addColumn('digest', 'text', (c) => c.notNull())
+        .addColumn('built_at', 'text', (c) => c.notNull())
+        .addColumn('heartbeat_at', 'text', (c) => c.notNull())
+        .addColumn('digest_since', 'text', (c) => c.notNull())
+        .addColumn('last_reload_error', 'text')
+        .execute();
+    },
+  },
 ];
 
 /** The newest schema this gateway knows. */

@@ -140,6 +140,41 @@ export interface ConversationItemsTable {
   item: string;
 }
 
+/** A provider, model route, tool route or price written through the admin API (schema version 6). */
+export interface TopologyTable {
+  /** `provider`, `route`, `tool_route` or `price`. */
+  kind: string;
+  /** The provider's, route's or tool's name; a price's model. */
+  id: string;
+  /** The object as the config file writes it under its name, as JSON; secrets only as references. */
+  spec: string;
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One row: the topology's version, and whether (and from which config) the file's topology was seeded. */
+export interface TopologyStateTable {
+  id: number;
+  version: number;
+  seeded_at: string | null;
+  /** SHA-256 of the config file the seed read. */
+  seeded_from: string | null;
+}
+
+/** A replica's heartbeat: what it serves, since when, and its last refused reload. */
+export interface ReplicasTable {
+  instance: string;
+  generation: number;
+  /** The serving generation's content digest. */
+  digest: string;
+  built_at: string;
+  heartbeat_at: string;
+  /** When this replica began serving this digest. */
+  digest_since: string;
+  last_reload_error: string | null;
+}
+
 export interface Tables {
   schema_version: SchemaVersionTable;
   managed_state: ManagedStateTable;
@@ -151,4 +186,7 @@ export interface Tables {
   response_items: ResponseItemsTable;
   conversations: ConversationsTable;
   conversation_items: ConversationItemsTable;
+  topology: TopologyTable;
+  topology_state: TopologyStateTable;
+  replicas: ReplicasTable;
 }

@@ -11,6 +11,9 @@ const engines = [
 
 const ALL_TIME = { from: '2000-01-01T00:00:00.000Z', to: '2100-01-01T00:00:00.000Z' };
 
+/** The tables schema version 6 adds: dropped to take a database back before it. */
+const TABLES_OF_6 = ['topology', 'topology_state', 'replicas'];
+
 for (const { engine, open } of engines) {
   test(`${engine}: migrations bring an empty database to the newest schema once, and a second start applies nothing`, async (t) => {
     const target = await open();
@@ -66,7 +69,7 @@ for (const { engine, open } of engines) {
     try {
       assert.equal((await migrate(database.db, database.engine)).ok, true);
       // Back to schema version 1, as a database written before version 2 is.
-      for (const table of ['conversation_items', 'conversations', 'response_items', 'responses'])
+      for (const table of ['conversation_items', 'conversations', 'response_items', 'responses', ...TABLES_OF_6])
         await sql`drop table ${sql.table(table)}`.execute(database.db);
       for (const [table, column] of [
         ['usage_requests', 'guardrail'],
@@ -106,6 +109,7 @@ for (const { engine, open } of engines) {
     try {
       assert.equal((await migrate(database.db, database.engine)).ok, true);
       // Back to schema version 4, with a row and its rollup written then.
+      for (const table of TABLES_OF_6) await sql`drop table ${sql.table(table)}`.execute(database.db);
       for (const [table, column] of [
         ['usage_requests', 'cache'],
         ['usage_requests', 'saved_micro_usd'],

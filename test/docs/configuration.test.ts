@@ -210,6 +210,7 @@ const common = {
     watch_debounce_ms: 10,
     public_metrics: true,
     trusted_proxies: ['10.0.0.0/8', '::1'],
+    admin_probe_allow: ['127.0.0.1', '10.0.0.0/8'],
   },
   log: { level: 'warn', access: false },
   providers: {
@@ -393,6 +394,7 @@ const common = {
     ledger_queue: 1000,
     usage_retention_days: 7,
     usage_max_range_days: 90,
+    topology: 'merged',
   },
   a2a: {
     card_recheck_ms: 1000,
