@@ -32,12 +32,26 @@ export { type MigrationResult, migrate, SCHEMA_VERSION } from './migrations.js';
 export type {
   ConversationItemsTable,
   ConversationsTable,
+  ReplicasTable,
   ResponseItemsTable,
   ResponsesTable,
   Tables,
+  TopologyStateTable,
+  TopologyTable,
   UsageDailyTable,
   UsageRequestsTable,
 } from './tables.js';
+export {
+  EMPTY_TOPOLOGY,
+  TOPOLOGY_KINDS,
+  type TopologyKind,
+  TopologyMovedError,
+  type TopologyObject,
+  TopologyRecords,
+  type TopologySnapshot,
+  type TopologyState,
+  TopologyWrites,
+} from './topology.js';
 export {
   USAGE_GROUPS,
   type UsageCursor,

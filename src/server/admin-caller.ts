@@ -13,6 +13,10 @@ export interface V1Context {
   readonly database: DatabaseLink;
   /** The reload a committed write asks for (trigger `database`). */
   readonly reloadForDatabase: () => Promise<ReloadResult>;
+  /** The environment references resolve in, as the gateway's own. */
+  readonly env: NodeJS.ProcessEnv;
+  /** The config file the gateway serves (what the export reads). */
+  readonly configPath: string;
 }
 
 export interface V1Request {

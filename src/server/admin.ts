@@ -36,6 +36,8 @@ export interface AdminContext {
   readonly database: DatabaseLink;
   /** The reload a committed database write asks for (trigger `database`). */
   readonly reloadForDatabase: () => Promise<ReloadResult>;
+  readonly env: NodeJS.ProcessEnv;
+  readonly configPath: string;
 }
 
 /** One admin request: what its handler and the error path need. */

@@ -112,6 +112,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     poolFor: (spec) => pools.acquire(spec),
     cloudAuth: tokens,
     managed: database.snapshot,
+    topology: database.topology,
   });
   if (first.outcome !== 'built') {
     tokens.stopAll();
@@ -184,7 +185,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     });
   }
   // A caller that passes its own logger owns its level; otherwise `log.level` sets it.
-  const reloader = new Reloader(svc, options.configPath, env, options.logger === undefined, database.snapshot);
+  const reloader = new Reloader(svc, options.configPath, env, options.logger === undefined, database.snapshot, {
+    snapshot: database.topology,
+    version: database.topologyVersion,
+  });
   const announce = reloader.adopt(first, started);
   const coordinator = new ReloadCoordinator(reloader.run);
 
@@ -200,6 +204,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       startedAt: Date.now(),
       database,
       reloadForDatabase: () => coordinator.request('database'),
+      env,
+      configPath: options.configPath,
     },
     options.version ?? 'dev',
   ).catch(async (err: unknown) => {
