@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import OpenAI from 'openai';
 import pg from 'pg';
 import type { MockProvider } from '../../src/mock/index.js';
@@ -267,6 +269,34 @@ describe('providers, routes and prices through the admin API, on SQLite (merged)
     );
     // A create names its object in the body: a refused one before the body was judged has none.
     assert.ok(records.filter((r) => r.outcome === 'refused' && r.reason === 'conflict').length >= 2, JSON.stringify(records));
+  });
+
+  it('creates an MCP server and a tool route that a client calls at once, and deletes them', async () => {
+    const tools = await resources.startMock({ name: 'toolbox', protocol: 'mcp' });
+    const server = await v1(admin, 'POST', 'providers', {
+      token: ADMIN,
+      body: { id: 'toolbox', type: 'mcp', base_url: `${tools.origin}/mcp`, timeout_ms: 2000 },
+    });
+    assert.equal(server.status, 201, server.text);
+    const route = await v1(admin, 'POST', 'tool-routes', { token: ADMIN, body: { id: 'echo', candidates: [{ provider: 'toolbox' }] } });
+    assert.equal(route.status, 201, route.text);
+    assert.equal((await v1(admin, 'GET', 'tool-routes/echo', { token: READER })).body.managed_by, 'database');
+    // A tool route naming a model provider is refused by the generation's own rule.
+    const wrong = await v1(admin, 'POST', 'tool-routes', { token: ADMIN, body: { id: 'weather', candidates: [{ provider: 'east' }] } });
+    assert.equal(wrong.status, 409, wrong.text);
+    assert.ok(wrong.body.error.errors.some((e: { path: string }) => e.path.startsWith('routing.tools.weather')), wrong.text);
+    const mcp = new Client({ name: 'topology-test', version: '1.0.0' });
+    await mcp.connect(
+      new StreamableHTTPClientTransport(new URL('/mcp', gw.url), { requestInit: { headers: { authorization: `Bearer ${CLIENT_KEY}` } } }),
+    );
+    try {
+      const result = (await mcp.callTool({ name: 'echo', arguments: { text: 'hello' } })) as { content: Array<{ text?: string }> };
+      assert.match(result.content.map((c) => c.text ?? '').join(''), /toolbox/);
+    } finally {
+      await mcp.close();
+    }
+    assert.equal((await v1(admin, 'DELETE', 'tool-routes/echo', { token: ADMIN })).status, 204);
+    assert.equal((await v1(admin, 'DELETE', 'providers/toolbox', { token: ADMIN })).status, 204);
   });
 
   it('deletes a route and a provider: refused at once, and the database never held the secret', async () => {
