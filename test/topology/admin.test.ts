@@ -149,6 +149,13 @@ describe('providers, routes and prices through the admin API, on SQLite (merged)
     assert.equal(one.status, 200);
     assert.equal(one.headers.get('etag'), '"1"');
     assert.equal((await v1(admin, 'GET', 'providers/nowhere', { token: READER })).status, 404);
+    const status = (await (await fetch(`${admin}/admin/status`, { headers: { authorization: `Bearer ${READER}` } })).json()) as Record<
+      string,
+      any
+    >;
+    assert.equal(status.topology.source, 'merged');
+    assert.equal(status.topology.from_database.providers, 1);
+    assert.equal(status.topology.from_database.routes, 1);
   });
 
   it('refuses a stale ETag with 412 and changes nothing; the current one applies', async () => {

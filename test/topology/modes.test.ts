@@ -36,7 +36,8 @@ function config(databaseUrl: string | null, topology: string): Record<string, un
       ...(databaseUrl === null ? {} : { database: { url: databaseUrl, recheck_ms: 400, topology } }),
     },
   );
-  (c.providers as Record<string, Record<string, unknown>>).east.api_key = { env: 'EAST_KEY' };
+  const providers = c.providers as Record<string, Record<string, unknown>>;
+  providers.east = { ...providers.east, api_key: { env: 'EAST_KEY' } };
   return c;
 }
 
