@@ -255,6 +255,27 @@ describe('providers, routes and prices through the admin API, on SQLite (merged)
     assert.equal(bad.body.error.errors[0].path, 'input_usd_per_mtok');
   });
 
+  it('lets the file win a name it gains later that the database also holds, and says so in the reload', async () => {
+    assert.equal((await v1(admin, 'POST', 'routes', { token: ADMIN, body: { id: 'late', candidates: [{ provider: 'west' }] } })).status, 201);
+    assert.equal((await chat(gw, 'late')).provider, 'west');
+    const withLate = { ...gatewayConfig(db.url), audit: { file: join(gw.dir, 'audit.jsonl') } };
+    (withLate.routing as { routes: Record<string, unknown> }).routes.late = { candidates: [{ provider: 'east' }] };
+    gw.writeConfig(withLate);
+    const reload = await fetch(`${admin}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } });
+    const result = (await reload.json()) as { result: string; warnings: string[] };
+    assert.equal(result.result, 'applied', JSON.stringify(result));
+    assert.ok(
+      result.warnings.some((w) => w.includes('routing.routes.late') && w.includes("the file's is used")),
+      JSON.stringify(result.warnings),
+    );
+    assert.equal((await chat(gw, 'late')).provider, 'east');
+    assert.equal((await v1(admin, 'GET', 'routes/late', { token: READER })).body.managed_by, 'config');
+    // Back as it was: the file without it, and the database's row gone.
+    gw.writeConfig({ ...gatewayConfig(db.url), audit: { file: join(gw.dir, 'audit.jsonl') } });
+    await fetch(`${admin}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } });
+    assert.equal((await v1(admin, 'DELETE', 'routes/late', { token: ADMIN })).status, 204);
+  });
+
   it('audits each topology write with its object and outcome', async () => {
     const audit = join(gw.dir, 'audit.jsonl');
     await v1(admin, 'POST', 'routes', { token: ADMIN, body: { id: 'audited', candidates: [{ provider: 'east' }] } });
