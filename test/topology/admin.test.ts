@@ -256,9 +256,12 @@ describe('providers, routes and prices through the admin API, on SQLite (merged)
   });
 
   it('lets the file win a name it gains later that the database also holds, and says so in the reload', async () => {
-    assert.equal((await v1(admin, 'POST', 'routes', { token: ADMIN, body: { id: 'late', candidates: [{ provider: 'west' }] } })).status, 201);
+    assert.equal(
+      (await v1(admin, 'POST', 'routes', { token: ADMIN, body: { id: 'late', candidates: [{ provider: 'west' }] } })).status,
+      201,
+    );
     assert.equal((await chat(gw, 'late')).provider, 'west');
-    const withLate = { ...gatewayConfig(db.url), audit: { file: join(gw.dir, 'audit.jsonl') } };
+    const withLate: Record<string, unknown> = { ...gatewayConfig(db.url), audit: { file: join(gw.dir, 'audit.jsonl') } };
     (withLate.routing as { routes: Record<string, unknown> }).routes.late = { candidates: [{ provider: 'east' }] };
     gw.writeConfig(withLate);
     const reload = await fetch(`${admin}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } });
@@ -312,7 +315,10 @@ describe('providers, routes and prices through the admin API, on SQLite (merged)
     // A tool route naming a model provider is refused by the generation's own rule.
     const wrong = await v1(admin, 'POST', 'tool-routes', { token: ADMIN, body: { id: 'weather', candidates: [{ provider: 'east' }] } });
     assert.equal(wrong.status, 409, wrong.text);
-    assert.ok(wrong.body.error.errors.some((e: { path: string }) => e.path.startsWith('routing.tools.weather')), wrong.text);
+    assert.ok(
+      wrong.body.error.errors.some((e: { path: string }) => e.path.startsWith('routing.tools.weather')),
+      wrong.text,
+    );
     const mcp = new Client({ name: 'topology-test', version: '1.0.0' });
     await mcp.connect(
       new StreamableHTTPClientTransport(new URL('/mcp', gw.url), { requestInit: { headers: { authorization: `Bearer ${CLIENT_KEY}` } } }),
