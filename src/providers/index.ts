@@ -24,6 +24,7 @@ export {
   policyRowsOf,
   type WriteOptions,
 } from './adapter.js';
+export { type AddressClass, AddressList, addressClass, bareAddress, invalidCidr, isPublicAddress } from './addresses.js';
 export * from './canonical/index.js';
 export * from './cloud-auth/index.js';
 export { type ConnectionFailure, connectionFailure } from './connection-failure.js';
