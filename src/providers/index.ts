@@ -17,6 +17,7 @@ export {
   type ClientRequestHeaders,
   OPERATION_ENDPOINTS,
   type Operation,
+  type ProbeCall,
   type ProviderAdapter,
   type ProviderAuth,
   type ProviderType,
