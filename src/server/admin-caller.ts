@@ -13,6 +13,8 @@ export interface V1Context {
   readonly database: DatabaseLink;
   /** The reload a committed write asks for (trigger `database`). */
   readonly reloadForDatabase: () => Promise<ReloadResult>;
+  /** The gateway's environment: what a draft provider's secret references are resolved in. */
+  readonly env: NodeJS.ProcessEnv;
 }
 
 export interface V1Request {

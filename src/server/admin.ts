@@ -36,6 +36,8 @@ export interface AdminContext {
   readonly database: DatabaseLink;
   /** The reload a committed database write asks for (trigger `database`). */
   readonly reloadForDatabase: () => Promise<ReloadResult>;
+  /** The gateway's environment (a probed draft provider's secret references). */
+  readonly env: NodeJS.ProcessEnv;
 }
 
 /** One admin request: what its handler and the error path need. */

@@ -200,6 +200,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       startedAt: Date.now(),
       database,
       reloadForDatabase: () => coordinator.request('database'),
+      env,
     },
     options.version ?? 'dev',
   ).catch(async (err: unknown) => {
