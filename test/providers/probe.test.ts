@@ -1,9 +1,14 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { SwitchyardError } from '../../src/errors.js';
 import { AddressList, Credential, judgeAddress, probeProvider } from '../../src/providers/index.js';
+import { createTestCa, issueTestCertificate } from '../support/test-ca.js';
 
 // The probe's address pin, on a real loopback server: the name is resolved once, judged by
 // that answer, and the connection goes to that address with the name kept as the Host, so a
@@ -66,6 +71,54 @@ describe('probeProvider', () => {
     assert.equal(answer.reachable, false);
     assert.equal(answer.auth, null);
     assert.match(answer.error ?? '', /does not resolve \(ENOTFOUND\)/);
+  });
+});
+
+describe('probeProvider over https', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-probe-tls-'));
+  let tlsPort: number;
+  let ca: string;
+  const tlsServer = createHttpsServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"data":[{"id":"tls-model"}]}');
+  });
+  before(async () => {
+    createTestCa(dir, 'probe test CA');
+    // The certificate names the host only: a check against the pinned IP would fail.
+    issueTestCertificate(dir, 'models', 'models.test', 'subjectAltName=DNS:models.test');
+    ca = readFileSync(join(dir, 'ca.pem'), 'utf8');
+    tlsServer.setSecureContext({ key: readFileSync(join(dir, 'models.key')), cert: readFileSync(join(dir, 'models.pem')) });
+    await new Promise<void>((resolve) => tlsServer.listen(0, '127.0.0.1', resolve));
+    tlsPort = (tlsServer.address() as AddressInfo).port;
+  });
+  after(async () => {
+    await new Promise<void>((resolve) => tlsServer.close(() => resolve()));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const secured = (host: string, withCa: boolean) => ({
+    config: { type: 'openai' as const, base_url: `https://${host}:${tlsPort}/v1` },
+    credential: null,
+    headers: {},
+    ...(withCa ? { tls: { ca } } : {}),
+    connectTimeoutMs: 2000,
+    answerTimeoutMs: 2000,
+  });
+  const toLoopback = async () => [{ address: '127.0.0.1', family: 4 }];
+
+  it('verifies the certificate against the name, at the pinned address', async () => {
+    const answer = await probeProvider(secured('models.test', true), LOOPBACK, toLoopback);
+    assert.equal(answer.tls, 'verified');
+    assert.deepEqual(answer.models, ['tls-model']);
+  });
+
+  it('reports a certificate it cannot verify, or one for another name, as a failed TLS, unreachable', async () => {
+    const unknownCa = await probeProvider(secured('models.test', false), LOOPBACK, toLoopback);
+    assert.match(unknownCa.tls, /^failed: /);
+    assert.equal(unknownCa.reachable, false);
+    assert.equal(unknownCa.auth, null);
+    const otherName = await probeProvider(secured('other.test', true), LOOPBACK, toLoopback);
+    assert.equal(otherName.tls, 'failed: ERR_TLS_CERT_ALTNAME_INVALID');
   });
 });
 
