@@ -229,6 +229,20 @@ describe('POST /admin/v1/providers/test', () => {
     assert.equal(reply.body.error?.param, 'type');
   });
 
+  it('logs every probe with its caller, type and host, a refusal with its code, and never a key', async () => {
+    const port = new URL(models.baseUrl).port;
+    await probe(strict, { type: 'anthropic', base_url: `http://127.0.0.1:${port}/v1`, api_key: { env: 'RIGHT_KEY' } });
+    const refused = await strict.waitForLog((l) => l.msg === 'provider probe' && l.type === 'anthropic');
+    assert.equal(refused.caller, 'admin');
+    assert.equal(refused.host, `127.0.0.1:${port}`);
+    assert.equal(refused.refused, 'probe_address_not_allowed');
+    await probe(allowing, { type: 'anthropic', base_url: models.baseUrl, api_key: { env: 'RIGHT_KEY' }, metadata: { owner: 'x' } });
+    const done = await allowing.waitForLog((l) => l.msg === 'provider probe' && l.type === 'anthropic' && l.auth === 'accepted');
+    assert.equal(done.reachable, true);
+    for (const gw of [allowing, strict])
+      assert.ok(!gw.output.some((line) => line.includes(RIGHT) || line.includes(WRONG)), 'no key in a log line');
+  });
+
   it('is for admin tokens only: a read-only one is 403 and nothing is sent; another method is 405', async () => {
     const before = models.stats().total;
     const reply = await probe(allowing, { type: 'openai', base_url: models.baseUrl }, READER);
