@@ -43,7 +43,10 @@ export async function serveProviderProbe(ctx: V1Context, a: V1Request, method: s
   const config = checked.value;
 
   const credential = credentialOf(config, ctx.env, issues);
-  const tls = config.tls === undefined ? undefined : readTlsFiles('tls', config.tls, issues);
+  // As the generation's build judges a saved provider's: a tls block on an http address is a mistake, not a no-op.
+  if (config.tls !== undefined && config.base_url?.startsWith('https:') !== true)
+    issues.push({ path: 'tls', message: 'applies to an https base_url only' });
+  const tls = config.tls === undefined || issues.length > 0 ? undefined : readTlsFiles('tls', config.tls, issues);
   if (issues.length > 0) throw fieldsError(issues);
   // Every probe is logged with who asked and where to: a refused address is how a forgery attempt shows.
   const seen = { msg: 'provider probe', caller: a.caller.id, type: config.type, host: hostOf(config) };

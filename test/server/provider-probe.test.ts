@@ -212,6 +212,11 @@ describe('POST /admin/v1/providers/test', () => {
       noType.body.error?.errors?.map((e) => e.path),
       ['type'],
     );
+    const tlsOnHttp = await probe(allowing, { type: 'openai', base_url: models.baseUrl, tls: { server_name: 'models.test' } });
+    assert.deepEqual(
+      tlsOnHttp.body.error?.errors?.map((e) => e.path),
+      ['tls'],
+    );
     const unset = await probe(allowing, { type: 'openai', base_url: models.baseUrl, api_key: { env: 'NOT_SET_ANYWHERE' } });
     assert.equal(unset.status, 400);
     assert.equal(unset.body.error?.param, 'api_key');
