@@ -1,4 +1,4 @@
-import { type ConfigIssue, checkTopologyObject, topologyNameIssue } from '../config/index.js';
+import { type ConfigIssue, checkProvider, checkTopologyObject, topologyNameIssue } from '../config/index.js';
 import {
   type TopologyKind,
   TopologyMovedError,
@@ -108,9 +108,9 @@ function nameOf(kind: TopologyKind, body: Record<string, unknown>): string {
   return name as string;
 }
 
-/** The object's spec as its schema judges it: each field at fault, by path. */
+/** The object's spec as its schema judges it: each field at fault, by path (a provider's with the file's hints per type). */
 function judged(kind: TopologyKind, spec: Record<string, unknown>): void {
-  const checked = checkTopologyObject(kind, spec);
+  const checked = kind === 'provider' ? checkProvider(spec) : checkTopologyObject(kind, spec);
   if (!checked.ok) throw fieldsError(checked.issues);
 }
 

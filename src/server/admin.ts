@@ -36,6 +36,7 @@ export interface AdminContext {
   readonly database: DatabaseLink;
   /** The reload a committed database write asks for (trigger `database`). */
   readonly reloadForDatabase: () => Promise<ReloadResult>;
+  /** The gateway's environment: what references (a draft provider's, a written one's) resolve in. */
   readonly env: NodeJS.ProcessEnv;
   readonly configPath: string;
 }
