@@ -9,6 +9,7 @@ import {
   deleteTopology,
   patchTopology,
   type TopologyWriteContext,
+  teamOfRole,
   topologyView,
   type Written,
 } from '../managed/index.js';
@@ -31,7 +32,14 @@ function fileServed(gen: Generation): boolean {
 const databaseServed = (gen: Generation): boolean =>
   gen.topology.mode === 'merged' || (gen.topology.mode === 'database' && gen.topology.seededAt !== null);
 
+/** A team token manages its own team's keys: the gateway's providers and routes are not its to read. */
+function mayReadTopology(a: V1Request): void {
+  if (teamOfRole(a.caller) !== null)
+    throw new SwitchyardError('forbidden', `admin token "${a.caller.id}" (role ${a.caller.role}) may not read providers, routes or prices`);
+}
+
 export async function listTopology(a: V1Request, records: ManagedRecords, gen: Generation, kind: TopologyKind): Promise<void> {
+  mayReadTopology(a);
   const { limit, after } = pageOf(a.req);
   const items: Array<{ id: string; view: Record<string, unknown> }> = [];
   const file = fileServed(gen) ? fileObjects(gen.fileConfig, kind) : {};
@@ -53,6 +61,7 @@ export async function getTopology(
   kind: TopologyKind,
   id: string,
 ): Promise<void> {
+  mayReadTopology(a);
   const file = fileServed(gen) ? fileObjects(gen.fileConfig, kind) : {};
   if (Object.hasOwn(file, id)) return sendObject(a.res, 200, configTopologyView(kind, id, file[id]), configTag(ctx.svc.keyring.current()));
   const object = databaseServed(gen) ? await records.topology.get(kind, id) : undefined;
