@@ -6,6 +6,7 @@ import { createServer, type Server, Socket } from 'node:net';
 // and, once armed, forwards the first COMMIT of a transaction the caller's test picks, then
 // drops whatever the server answers and destroys both sockets. The server commits; the
 // client never learns it did. Every other byte, and every later connection, passes through.
+// It can also hold back, for a while, everything the server sends (a one-way stall).
 
 /** SSLRequest and GSSENCRequest: a client may send one before the StartupMessage, which has no type byte either. */
 const PRE_STARTUP_CODES = new Set([80877103, 80877104]);
@@ -21,6 +22,8 @@ export class PgFaultProxy {
   readonly #connections = new Map<Socket, () => void>();
   #armed: { match: (statements: readonly string[]) => boolean; refuse: boolean; resolve: (cut: LostCommit) => void } | null = null;
   #refusing = false;
+  /** While set, what the server sends is held back (notifications, answers), per connection, until release. */
+  #held: Map<Socket, Buffer[]> | null = null;
 
   private constructor(server: Server) {
     this.#server = server;
@@ -60,6 +63,21 @@ export class PgFaultProxy {
     });
   }
 
+  /**
+   * Holds back everything the server sends, on every connection: the client's queries get no
+   * answer and its LISTEN no notification, as behind a network that stalled one way, until
+   * releaseAnswers() delivers what was held, in order.
+   */
+  holdAnswers(): void {
+    this.#held ??= new Map();
+  }
+
+  releaseAnswers(): void {
+    const held = this.#held;
+    this.#held = null;
+    for (const [client, chunks] of held ?? []) for (const chunk of chunks) if (!client.destroyed) client.write(chunk);
+  }
+
   /** New connections pass through again. */
   accept(): void {
     this.#refusing = false;
@@ -93,6 +111,7 @@ export class PgFaultProxy {
     let cutting = false;
     server.on('data', (chunk: Buffer) => {
       if (cutting) end();
+      else if (this.#held !== null) this.#held.set(client, [...(this.#held.get(client) ?? []), chunk]);
       else client.write(chunk);
     });
     client.on('data', (chunk: Buffer) => {
