@@ -216,6 +216,11 @@ export interface Generation {
   readonly builtAt: string;
   /** SHA-256 of the config bytes this generation was built from. */
   readonly sourceHash: string;
+  /**
+   * The topology digest (digest.ts): SHA-256 of its providers, routing and prices alone, the
+   * same on every replica that serves the same topology, wherever it was read from.
+   */
+  readonly digest: string;
   readonly config: GatewayConfig;
   readonly providers: Readonly<Record<string, ProviderRuntime>>;
   readonly routes: Readonly<Record<string, GenerationRoute>>;
