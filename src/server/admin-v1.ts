@@ -22,6 +22,7 @@ import { serveCacheDrop } from './admin-cache.js';
 import type { V1Context, V1Request } from './admin-caller.js';
 import { ifMatch, jsonBody, MAX_BODY_BYTES, reloadHeaders, send, sendObject } from './admin-http.js';
 import { getKey, listKeys } from './admin-keys.js';
+import { serveReplicas } from './admin-replicas.js';
 import { getTeam, listTeams } from './admin-teams.js';
 import { serveUsage } from './admin-usage.js';
 
@@ -78,6 +79,7 @@ async function route(ctx: V1Context, a: V1Request, method: string, rest: string)
   }
   // The response cache: entries dropped fleet-wide.
   if (collection === 'cache') return serveCacheDrop(ctx.svc.cache, a, method, parts.slice(1));
+  if (collection === 'replicas') return serveReplicas(ctx.replicas, a, method, parts.slice(1));
   if (parts.length > 3 || (collection !== 'teams' && collection !== 'keys')) {
     throw new SwitchyardError('not_found', `no such admin endpoint: /admin/v1/${rest}`);
   }
