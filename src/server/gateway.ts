@@ -188,7 +188,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   // A caller that passes its own logger owns its level; otherwise `log.level` sets it.
   const reloader = new Reloader(svc, options.configPath, env, options.logger === undefined, database.snapshot);
   const announce = reloader.adopt(first, started);
-  const heartbeat = new ReplicaHeartbeat(svc.holder, svc.logger, config.database?.recheck_ms ?? null);
+  const heartbeat = new ReplicaHeartbeat(svc.holder, svc.logger, svc.metrics, config.database?.recheck_ms ?? null);
   // Every reload's outcome reaches the heartbeat, which writes at once what it changed.
   const coordinator = new ReloadCoordinator(async (trigger: ReloadTrigger) => {
     const result = await reloader.run(trigger);

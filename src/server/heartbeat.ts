@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { ReplicaRecord, ReplicaRecords } from '../database/index.js';
 import type { GenerationHolder } from '../live/index.js';
-import type { Logger } from '../telemetry/index.js';
+import type { Logger, Metrics } from '../telemetry/index.js';
 import type { ReloadResult } from './reload.js';
 
 // This replica's heartbeat: every half database.recheck_ms (and right after every reload
@@ -91,6 +91,7 @@ export class ReplicaHeartbeat {
   readonly timing: HeartbeatTiming;
   readonly #holder: GenerationHolder;
   readonly #logger: Logger;
+  readonly #metrics: Metrics;
   #records: ReplicaRecords | null = null;
   #close: (() => Promise<void>) | null = null;
   #digest: string | null = null;
@@ -103,9 +104,10 @@ export class ReplicaHeartbeat {
   #failing = false;
   #stopped = false;
 
-  constructor(holder: GenerationHolder, logger: Logger, recheckMs: number | null) {
+  constructor(holder: GenerationHolder, logger: Logger, metrics: Metrics, recheckMs: number | null) {
     this.#holder = holder;
     this.#logger = logger;
+    this.#metrics = metrics;
     this.timing = heartbeatTiming(recheckMs);
   }
 
@@ -203,6 +205,7 @@ export class ReplicaHeartbeat {
       if (this.#failing) this.#logger.info({ msg: 'replica heartbeat written again', store: records.kind });
       this.#failing = false;
     } catch (err) {
+      this.#metrics.heartbeatFailures.inc({ store: records.kind });
       // Once per streak: a store that is down for an hour is one line, not one per beat.
       if (!this.#failing)
         this.#logger.warn({

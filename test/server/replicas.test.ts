@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
+import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import type { MockProvider } from '../../src/mock/index.js';
 import { startMockProvider } from '../../src/mock/index.js';
 import { postgresDatabase, type TestDatabase } from '../support/databases.js';
 import { baseConfig, type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
-import { deleteKeysWithPrefix } from '../support/redis.js';
+import { deleteKeysWithPrefix, freePort, startRedis, stopRedis } from '../support/redis.js';
 
 // Two gateway processes sharing a database (or governance's Redis): each one's heartbeat
 // lists it in /admin/v1/replicas with its generation and topology digest, the digest is the
@@ -276,5 +278,69 @@ describe('a replica with neither a database nor Redis', () => {
     assert.equal(view.data.length, 1);
     assert.equal(view.data[0]?.behind, false);
     assert.equal(view.data[0]?.digest, await topologyHeader(gw));
+  });
+});
+
+describe('a replica whose heartbeat store goes away', () => {
+  let mock: MockProvider;
+  let gw: GatewayProcess;
+  let redis: ChildProcess;
+  let port: number;
+  const prefix = 'switchyard-test-heartbeat-outage:';
+
+  before(async () => {
+    port = await freePort();
+    redis = await startRedis(port);
+    mock = await startMockProvider({ name: 'east' });
+    const extra = { governance: { store: 'redis', redis_url: `redis://127.0.0.1:${port}`, key_prefix: prefix } };
+    gw = await startGatewayProcess(config(mock.baseUrl, extra), { env: ENV });
+  });
+
+  after(async () => {
+    await gw?.stop();
+    await mock?.close();
+    if (redis !== undefined) await stopRedis(redis);
+  });
+
+  async function failures(): Promise<number> {
+    const res = await fetch(`${gw.adminUrl}/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } });
+    const m = /^switchyard_replica_heartbeat_failures_total\{store="redis"\} (\d+)$/m.exec(await res.text());
+    return m === null ? 0 : Number(m[1]);
+  }
+
+  async function stored(): Promise<string[]> {
+    const client = new Redis(`redis://127.0.0.1:${port}`, { maxRetriesPerRequest: 1 });
+    try {
+      return Object.keys(await client.hgetall(`${prefix}replicas`));
+    } finally {
+      client.disconnect();
+    }
+  }
+
+  it('keeps serving, counts each failed beat, logs once per streak, and writes again once the store is back', async () => {
+    const instance = (await replicas(gw)).instance;
+    const deadline = Date.now() + HANG_MS;
+    while (!(await stored()).includes(instance) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(await stored(), [instance]);
+
+    await stopRedis(redis);
+    await gw.waitForLog((l) => l.msg === 'replica heartbeat not written: other replicas see this one as behind until it is', HANG_MS);
+    while ((await failures()) < 2 && Date.now() < deadline + HANG_MS) await new Promise((r) => setTimeout(r, 200));
+    assert.ok((await failures()) >= 2, 'two failed beats counted');
+    const warned = gw.logs().filter((l) => String(l.msg).startsWith('replica heartbeat not written'));
+    assert.equal(warned.length, 1, 'one line for the streak');
+    // The view falls back to this replica alone, and says why; answers are still served.
+    const status = await fetch(`${gw.adminUrl}/admin/status`, { headers: { authorization: `Bearer ${READER}` } });
+    const body = (await status.json()) as { replicas: { store: string; error: string | null; data: unknown[] } };
+    assert.equal(body.replicas.data.length, 1);
+    assert.match(body.replicas.error ?? '', /could not be read/);
+    const outage = await fetch(`${gw.adminUrl}/admin/v1/replicas`, { headers: { authorization: `Bearer ${READER}` } });
+    assert.equal(outage.status, 503);
+    assert.equal(((await outage.json()) as { error: { code: string } }).error.code, 'store_unavailable');
+    assert.ok((await topologyHeader(gw)) !== null);
+
+    redis = await startRedis(port);
+    await gw.waitForLog((l) => l.msg === 'replica heartbeat written again', HANG_MS);
+    assert.deepEqual(await stored(), [instance]);
   });
 });
