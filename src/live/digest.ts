@@ -41,9 +41,10 @@ export function topologyDigest(config: GatewayConfig, overlay: ParsedOverlay | n
 
 /**
  * Objects and arrays this shallow are walked as steps, with a pause point after each member;
- * below, a member (a route, a provider, a price, an overlay candidate) is written in one go.
+ * below, a member (a route, a price, a provider's field, the overlay's candidates: 1024 at
+ * most) is written in one go.
  */
-const STEPPED_DEPTH = 4;
+const STEPPED_DEPTH = 3;
 
 /** Canonical JSON written straight into a SHA-256: each value visited once, nothing built whole. */
 class CanonicalHash {
@@ -60,7 +61,7 @@ class CanonicalHash {
 
   *value(v: unknown, depth = 0): Steps<void> {
     if (depth >= STEPPED_DEPTH || v === null || typeof v !== 'object') {
-      this.#plain(v);
+      this.#write(canonical(v));
       yield;
       return;
     }
@@ -77,34 +78,9 @@ class CanonicalHash {
     let first = true;
     this.#write('{');
     for (const key of sortedKeys(record)) {
-      this.#write(first ? `${JSON.stringify(key)}:` : `,${JSON.stringify(key)}:`);
+      this.#write(first ? memberName(key) : `,${memberName(key)}`);
       first = false;
       yield* this.value(record[key], depth + 1);
-    }
-    this.#write('}');
-  }
-
-  #plain(v: unknown): void {
-    if (v === null || typeof v !== 'object') {
-      this.#write(scalar(v));
-      return;
-    }
-    if (Array.isArray(v)) {
-      this.#write('[');
-      for (let i = 0; i < v.length; i += 1) {
-        if (i > 0) this.#write(',');
-        this.#plain(v[i]);
-      }
-      this.#write(']');
-      return;
-    }
-    const record = v as Record<string, unknown>;
-    let first = true;
-    this.#write('{');
-    for (const key of sortedKeys(record)) {
-      this.#write(first ? `${JSON.stringify(key)}:` : `,${JSON.stringify(key)}:`);
-      first = false;
-      this.#plain(record[key]);
     }
     this.#write('}');
   }
@@ -114,6 +90,42 @@ class CanonicalHash {
     this.#text = '';
     return this.#hash.digest('hex');
   }
+}
+
+/** A value's canonical JSON, in one string: for the small members below STEPPED_DEPTH. */
+function canonical(v: unknown): string {
+  if (v === null || typeof v !== 'object') return scalar(v);
+  if (Array.isArray(v)) {
+    let s = '[';
+    for (let i = 0; i < v.length; i += 1) s += i === 0 ? canonical(v[i]) : `,${canonical(v[i])}`;
+    return `${s}]`;
+  }
+  const record = v as Record<string, unknown>;
+  let s = '{';
+  let first = true;
+  for (const key of sortedKeys(record)) {
+    s += first ? memberName(key) : `,${memberName(key)}`;
+    first = false;
+    s += canonical(record[key]);
+  }
+  return `${s}}`;
+}
+
+/**
+ * Field names repeat across routes (`candidates`, `provider`, `weight`): each is quoted once.
+ * Bounded, since route names are field names too and a config may have tens of thousands.
+ */
+const quoted = new Map<string, string>();
+const QUOTED_MAX = 4096;
+
+/** `"key":` as canonical JSON writes it. */
+function memberName(key: string): string {
+  let q = quoted.get(key);
+  if (q === undefined) {
+    q = `${JSON.stringify(key)}:`;
+    if (quoted.size < QUOTED_MAX) quoted.set(key, q);
+  }
+  return q;
 }
 
 /**
@@ -126,7 +138,7 @@ function sortedKeys(record: Record<string, unknown>): string[] {
     const child = record[key];
     if (child !== undefined && typeof child !== 'function') keys.push(key);
   }
-  return keys.sort();
+  return keys.length > 1 ? keys.sort() : keys;
 }
 
 /** A JSON scalar as RFC 8785 writes it: ECMAScript's number form, which JSON.stringify uses too; an undefined array element is null. */
