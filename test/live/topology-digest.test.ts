@@ -3,8 +3,10 @@ import { createHash } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import canonicalize from 'canonicalize';
 import { checkConfig, type GatewayConfig, parseConfigText } from '../../src/config/index.js';
+import { type ParsedOverlay, parseOverlay } from '../../src/contract/index.js';
 import { buildGeneration, buildGenerationInSlices, type Generation, topologyDigest, topologyOf } from '../../src/live/index.js';
 import { PoolRegistry } from '../../src/providers/index.js';
+import { candidate, envelope } from '../support/overlay.js';
 
 // The topology digest: the same on every replica that serves the same providers, routes and
 // prices, whatever the file's order, the generation's number or the keys; never built from a
@@ -165,5 +167,34 @@ describe('the topology digest', () => {
     assert.ok(sliced.ok);
     assert.equal(sliced.generation.digest, reference(c));
     assert.equal(sliced.generation.digest, topologyDigest(config(reversed(big) as object), null));
+  });
+
+  it("in overlay mode, follows the overlay's revision and candidates, not its rendering time", () => {
+    const overlayDoc = doc();
+    delete overlayDoc.routing.routes;
+    overlayDoc.routing.overlay = { file: '/nonexistent/overlay.json' };
+    const parsed = (candidates: unknown[], renderedAt = '2026-11-29T00:00:00Z'): ParsedOverlay => {
+      const result = parseOverlay(JSON.stringify(envelope(candidates, { renderedAt })));
+      assert.ok(result.ok, JSON.stringify(result));
+      return result.overlay;
+    };
+    const build = (overlay: ParsedOverlay): string => {
+      const built = buildGeneration({
+        config: config(overlayDoc),
+        sourceHash: 'h',
+        number: 1,
+        env: ENV,
+        overlay,
+        poolFor: (spec) => pools.acquire(spec),
+      });
+      assert.ok(built.ok, JSON.stringify(built));
+      return built.generation.digest;
+    };
+    const one = [candidate('gpt-4o-mini', 'east'), candidate('gpt-4o-mini', 'west')];
+    const a = build(parsed(one));
+    assert.equal(build(parsed(one, '2026-11-30T00:00:00Z')), a, 'a re-rendering of the same candidates');
+    assert.notEqual(build(parsed([...one].reverse())), a, 'the candidates in another order');
+    assert.notEqual(build(parsed([one[0]])), a, 'a candidate withdrawn');
+    assert.notEqual(a, generation(doc()).digest);
   });
 });
