@@ -106,7 +106,7 @@ export interface AdminWriteInput {
   /** The admin token's id (`admin` for server.admin_token, `anonymous` on an open admin listener). */
   readonly token: string;
   readonly action: 'create' | 'update' | 'delete' | 'revoke' | 'rotate';
-  readonly object: 'team' | 'key';
+  readonly object: 'team' | 'key' | 'provider' | 'route' | 'tool_route' | 'price';
   /** The team's or key's id (the record's own `id` is its ULID); null when the request named none that could be read. */
   readonly objectId: string | null;
   /**

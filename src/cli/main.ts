@@ -20,6 +20,7 @@ import { PoolRegistry } from '../providers/index.js';
 import { PublishError } from '../publisher/index.js';
 import { StartupError, startGateway } from '../server/index.js';
 import { type Command, help, UsageError } from './command.js';
+import { dbCommand } from './db.js';
 import { demoCommand } from './demo.js';
 import { managedCommands } from './managed.js';
 import { mockGuardrailCommand } from './mock-guardrail.js';
@@ -283,6 +284,7 @@ the file before it. A missing file, or one whose end was cut, breaks that link.
       return 0;
     },
   },
+  db: dbCommand,
   ...managedCommands(),
   ...publisherCommands(() => packageVersion()),
 };

@@ -55,7 +55,7 @@ export {
   loadConfigFileOffThread,
   parseConfigText,
 } from './load.js';
-export { type Checked, checkKey, checkTeam } from './managed.js';
+export { type Checked, checkKey, checkTeam, checkTopologyObject, topologyNameIssue } from './managed.js';
 export {
   PROVIDER_SCHEMAS,
   PROVIDER_TYPES,
@@ -79,6 +79,7 @@ export {
   type McpConfig,
   type OverlayConfig,
   type Policy,
+  type PriceConfig,
   type PricingConfig,
   type ProviderConfig,
   type ProviderConfigOf,

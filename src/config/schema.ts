@@ -157,7 +157,7 @@ const fallbackOn = z
   .refine((list) => new Set(list).size === list.length, 'lists a class twice')
   .optional();
 
-const routeSchema = z.strictObject({
+export const routeSchema = z.strictObject({
   policy: policySchema.default('ordered'),
   candidates: z.array(candidateSchema).min(1, 'a route needs at least one candidate'),
   deadline_ms: deadlineMs,
@@ -178,7 +178,7 @@ const toolCandidateSchema = z.strictObject({
 });
 
 /** `routing.tools.<exposed name>`: the servers that serve one tool; several candidates are replicas of it. */
-const toolRouteSchema = z.strictObject({
+export const toolRouteSchema = z.strictObject({
   policy: policySchema.default('ordered'),
   candidates: z.array(toolCandidateSchema).min(1, 'a tool route needs at least one candidate'),
   /**
@@ -395,7 +395,7 @@ const mcpSchema = z.strictObject({
 });
 
 /** USD per million tokens; so tokens x price is micro-USD exactly. */
-const priceSchema = z.strictObject({
+export const priceSchema = z.strictObject({
   input_usd_per_mtok: z.number().min(0),
   output_usd_per_mtok: z.number().min(0),
   /** Prompt tokens read from the provider's cache; absent = the input price. */
@@ -702,6 +702,7 @@ export type DatabaseConfig = z.infer<typeof databaseSchema>;
 export type TelemetryConfig = GatewayConfig['telemetry'];
 export type McpConfig = GatewayConfig['mcp'];
 export type ToolRouteConfig = z.infer<typeof toolRouteSchema>;
+export type PriceConfig = z.infer<typeof priceSchema>;
 export type AgentRouteConfig = z.infer<typeof agentRouteSchema>;
 
 /** Session-affinity settings when the config has no `routing.session_affinity` block: the schema's defaults. */

@@ -35,12 +35,26 @@ export { DatabaseReplicaRecords, RedisReplicaRecords, type ReplicaRecord, type R
 export type {
   ConversationItemsTable,
   ConversationsTable,
+  ReplicasTable,
   ResponseItemsTable,
   ResponsesTable,
   Tables,
+  TopologyStateTable,
+  TopologyTable,
   UsageDailyTable,
   UsageRequestsTable,
 } from './tables.js';
+export {
+  EMPTY_TOPOLOGY,
+  TOPOLOGY_KINDS,
+  type TopologyKind,
+  TopologyMovedError,
+  type TopologyObject,
+  TopologyRecords,
+  type TopologySnapshot,
+  type TopologyState,
+  TopologyWrites,
+} from './topology.js';
 export {
   USAGE_GROUPS,
   type UsageCursor,

@@ -1,6 +1,7 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database, Engine } from './engine.js';
 import type { KeysTable, Tables, TeamsTable } from './tables.js';
+import { TopologyRecords, TopologyWrites } from './topology.js';
 
 // Teams and keys written through the admin API. The database holds them; a generation is
 // built from a snapshot of them (never read on the request path). Every write bumps one
@@ -129,10 +130,13 @@ export interface NewKey {
 export class ManagedWrites {
   readonly #tx: Transaction<Tables>;
   readonly #now: string;
+  /** Providers, routes, tool routes and prices, written in the same transaction. */
+  readonly topology: TopologyWrites;
 
   constructor(tx: Transaction<Tables>, now: string) {
     this.#tx = tx;
     this.#now = now;
+    this.topology = new TopologyWrites(tx, now);
   }
 
   team(id: string): Promise<ManagedTeam | undefined> {
@@ -267,10 +271,13 @@ export class ManagedWrites {
 export class ManagedRecords {
   readonly #db: Kysely<Tables>;
   readonly #engine: Engine;
+  /** The topology rows' reads (their writes are ManagedWrites.topology, in `write`). */
+  readonly topology: TopologyRecords;
 
   constructor(database: Database) {
     this.#db = database.db;
     this.#engine = database.engine;
+    this.topology = new TopologyRecords(database.db);
   }
 
   async version(): Promise<number> {
@@ -314,18 +321,23 @@ export class ManagedRecords {
 
   /**
    * Runs `change` in one transaction; when it returns `commit: true` the shared version is
-   * bumped (and, with Postgres, announced) in that transaction, else it is rolled back.
+   * bumped (and, with Postgres, announced) in that transaction, else it is rolled back. A
+   * change that wrote topology bumps the topology's version too, only from `topologyBasedOn`
+   * when given (else TopologyMovedError, and nothing is written).
    */
   async write<T>(
     change: (w: ManagedWrites) => Promise<{ readonly commit: boolean; readonly value: T }>,
+    options: { readonly topologyBasedOn?: number } = {},
   ): Promise<{ value: T; version: number | null }> {
     const at = new Date().toISOString();
     // Set when the callback is done: Kysely sends COMMIT next, so a failure after it is the commit's.
     let committing: number | null = null;
     try {
       return await this.#db.transaction().execute(async (tx) => {
-        const outcome = await change(new ManagedWrites(tx, at));
+        const writes = new ManagedWrites(tx, at);
+        const outcome = await change(writes);
         if (!outcome.commit) throw new Rollback(outcome.value);
+        if (writes.topology.touched) await writes.topology.bump(options.topologyBasedOn ?? null);
         const state = await tx
           .updateTable('managed_state')
           .set((eb) => ({ version: eb('version', '+', 1) }))

@@ -55,6 +55,7 @@ import {
 } from './generation.js';
 import { overlayRoutes } from './overlay-routes.js';
 import { RELOAD_SLICE_MS, runSteps, runStepsInSlices, type Steps } from './steps.js';
+import { FILE_TOPOLOGY, type GenerationTopology } from './topology.js';
 
 export interface BuildInputs {
   readonly config: GatewayConfig;
@@ -74,6 +75,10 @@ export interface BuildInputs {
   readonly now?: () => Date;
   /** The serving generation's `modelsFirstSeen`: a model still routed keeps its time. */
   readonly modelsFirstSeen?: Readonly<Record<string, number>>;
+  /** The config file's own, when `config` joined the database's topology to it (default: `config`). */
+  readonly fileConfig?: GatewayConfig;
+  /** Where the topology came from (default: the file alone). */
+  readonly topology?: GenerationTopology;
 }
 
 export type BuildResult =
@@ -443,6 +448,8 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
     sourceHash: inputs.sourceHash,
     digest,
     config,
+    fileConfig: inputs.fileConfig ?? config,
+    topology: inputs.topology ?? FILE_TOPOLOGY,
     providers,
     routes,
     tools,

@@ -12,6 +12,7 @@ import type {
 } from '../providers/index.js';
 import type { CandidateGroup, RoutableCandidate, Route } from '../routing/index.js';
 import { runSteps, type Steps } from './steps.js';
+import type { GenerationTopology } from './topology.js';
 
 /** One admin API bearer token and what it may do. */
 export interface AdminToken {
@@ -221,7 +222,12 @@ export interface Generation {
    * same on every replica that serves the same topology, wherever it was read from.
    */
   readonly digest: string;
+  /** The effective config: the file's, with the database's providers, routes and prices joined by `database.topology`. */
   readonly config: GatewayConfig;
+  /** The config file's own, as read: what a database change is joined to again. */
+  readonly fileConfig: GatewayConfig;
+  /** Which providers, routes and prices came from the database, at which topology version. */
+  readonly topology: GenerationTopology;
   readonly providers: Readonly<Record<string, ProviderRuntime>>;
   readonly routes: Readonly<Record<string, GenerationRoute>>;
   /** The /mcp endpoint's servers and tool routes. */

@@ -48,3 +48,12 @@ export {
   prepareKeyring,
 } from './prepare.js';
 export { ReloadCoordinator, type ReloadTrigger } from './reload-coordinator.js';
+export {
+  FILE_TOPOLOGY,
+  fileObjects,
+  type GenerationTopology,
+  joinTopology,
+  KIND_PATHS,
+  type TopologyJoin,
+  type TopologyMode,
+} from './topology.js';

@@ -8,13 +8,14 @@ import {
   TOOL_NAME,
 } from '../config/index.js';
 import { checkSuccession, type ParsedOverlay, parseOverlay, readOverlayFile, sha256Hex } from '../contract/index.js';
-import type { ManagedSnapshot } from '../database/index.js';
+import type { ManagedSnapshot, TopologySnapshot } from '../database/index.js';
 import type { CloudAuthSources, PoolSpec, ProviderPool } from '../providers/index.js';
 import { candidatesOf, type RoutableCandidate } from '../routing/index.js';
 import { buildGenerationInSlices } from './build.js';
 import { restartOnlyWarnings } from './diff.js';
 import type { Generation } from './generation.js';
 import { assemble, fileOf, type Keyring, readKeyringFile } from './keyring.js';
+import { joinTopology } from './topology.js';
 
 export interface PrepareInputs {
   readonly configPath: string;
@@ -49,6 +50,11 @@ export interface PrepareInputs {
    * without a connection) the generation has the file's only.
    */
   readonly managed?: (settings: DatabaseConfig) => Promise<ManagedSnapshot>;
+  /**
+   * With `database` configured: reads the providers, routes and prices written through the
+   * admin API. Absent, the generation has the file's only.
+   */
+  readonly topology?: (settings: DatabaseConfig) => Promise<TopologySnapshot>;
 }
 
 /** A refused overlay file: the contract's reason category and its message. */
@@ -109,7 +115,7 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
   let configWarnings: readonly ConfigIssue[] = [];
   let configChanged = true;
   if (serving !== null && inputs.readConfig === false) {
-    config = serving.config;
+    config = serving.fileConfig;
     sourceHash = serving.sourceHash;
     configChanged = false;
   } else {
@@ -122,19 +128,22 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
     configWarnings = loaded.warnings;
   }
   const servingKeyring = serving === null ? null : (inputs.servingKeyring ?? null);
-  const managed = await readManaged(inputs, config, servingKeyring);
+  const managed = await readDatabase(config, inputs.managed, servingKeyring?.managed ?? null, 'teams and keys');
   if (!managed.ok) return { outcome: 'rejected', issues: [managed.issue] };
   const snapshot = managed.snapshot;
   const managedChanged = (snapshot?.version ?? null) !== (servingKeyring?.managed?.version ?? null);
+  const topologyRead = await readDatabase(config, inputs.topology, serving?.topology.snapshot ?? null, 'providers, routes and prices');
+  if (!topologyRead.ok) return { outcome: 'rejected', issues: [topologyRead.issue] };
+  const topologyChanged = (topologyRead.snapshot?.version ?? null) !== (serving?.topology.version ?? null);
   if (configChanged && serving !== null) {
-    if (noop && sourceHash === serving.sourceHash && !managedChanged) {
+    if (noop && sourceHash === serving.sourceHash && !managedChanged && !topologyChanged) {
       // The config file was rewritten with the same bytes: in static mode nothing can
       // have changed; in overlay mode the overlay still gets its look.
       if (config.routing.overlay === undefined) return { outcome: 'unchanged', overlayRead: false };
       configChanged = false;
     }
   }
-  if (noop && !configChanged && !managedChanged && config.routing.overlay === undefined)
+  if (noop && !configChanged && !managedChanged && !topologyChanged && config.routing.overlay === undefined)
     return { outcome: 'unchanged', overlayRead: false };
   if (configChanged) {
     const refused = refuseSuccession(serving, startupConfig, config);
@@ -157,7 +166,14 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
     const bytes = await readOverlayFile(file, overlaySettings.max_bytes);
     if (!bytes.ok) return overlayRejected(bytes.reason, bytes.message);
     read.overlay = sha256Hex(bytes.bytes);
-    if (noop && serving.overlay !== null && !configChanged && !managedChanged && read.overlay === serving.overlay.rawSha256) {
+    if (
+      noop &&
+      serving.overlay !== null &&
+      !configChanged &&
+      !managedChanged &&
+      !topologyChanged &&
+      read.overlay === serving.overlay.rawSha256
+    ) {
       return { outcome: 'unchanged', overlayRead: true };
     }
     const parsed = parseOverlay(bytes.bytes, { expectedScope: overlaySettings.expected_scope });
@@ -167,11 +183,16 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
     overlay = parsed.overlay;
   }
 
+  // The database's providers, routes and prices joined to the file's, judged whole by the file's schema.
+  const joined = joinTopology(config, topologyRead.snapshot, inputs.env);
+  if (!joined.ok) return { outcome: 'rejected', issues: joined.issues };
   // The keyring first: it is small, and its issues (a key's secret reference) join the build's.
   const keyringFile = configChanged || servingKeyring === null ? readKeyringFile(config, sourceHash, inputs.env) : null;
   // In slices: a generation of tens of thousands of routes takes a while to build and freeze.
   const built = await buildGenerationInSlices({
-    config,
+    config: joined.config,
+    fileConfig: config,
+    topology: joined.topology,
     sourceHash,
     number: (serving?.number ?? 0) + 1,
     env: inputs.env,
@@ -192,7 +213,7 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
       ? { keyring: servingKeyring, warnings: [] }
       : assemble(keyringFile?.file ?? fileOf(servingKeyring as Keyring), snapshot, (servingKeyring?.number ?? 0) + 1);
   const warnings = startupConfig === null ? [] : restartOnlyWarnings(startupConfig, next.config);
-  warnings.push(...configWarnings.map(formatIssue), ...managed.warnings, ...ring.warnings);
+  warnings.push(...configWarnings.map(formatIssue), ...managed.warnings, ...topologyRead.warnings, ...joined.warnings, ...ring.warnings);
   // Only an overlay candidate carries its own credential (static routes may have tens of
   // thousands of routes and no such problem to look for).
   const overlayRoutes = next.overlay === null ? [] : [...Object.values(next.routes), ...Object.values(next.tools.routes)];
@@ -212,27 +233,32 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
   return { outcome: 'built', generation: next, keyring: ring.keyring, warnings };
 }
 
-type ManagedRead =
-  | { readonly ok: true; readonly snapshot: ManagedSnapshot | null; readonly warnings: readonly string[] }
+type DatabaseRead<S> =
+  | { readonly ok: true; readonly snapshot: S | null; readonly warnings: readonly string[] }
   | { readonly ok: false; readonly issue: ConfigIssue };
 
 /**
- * The database's teams and keys for the next generation. A database that cannot be read
- * keeps the serving generation's (an overlay or config change still applies); at start-up
- * there is nothing to keep, and the gateway does not start on half its keys.
+ * One part of the database for the next generation (its teams and keys, or its providers,
+ * routes and prices). A database that cannot be read keeps the serving one's (`kept`; an
+ * overlay or config change still applies); at start-up there is nothing to keep, and the
+ * gateway does not start on half its keys or routes.
  */
-async function readManaged(inputs: PrepareInputs, config: GatewayConfig, serving: Keyring | null): Promise<ManagedRead> {
-  if (config.database === undefined || inputs.managed === undefined) return { ok: true, snapshot: null, warnings: [] };
+async function readDatabase<S extends { readonly version: number }>(
+  config: GatewayConfig,
+  read: ((settings: DatabaseConfig) => Promise<S>) | undefined,
+  kept: S | null,
+  what: string,
+): Promise<DatabaseRead<S>> {
+  if (config.database === undefined || read === undefined) return { ok: true, snapshot: null, warnings: [] };
   try {
-    return { ok: true, snapshot: await inputs.managed(config.database), warnings: [] };
+    return { ok: true, snapshot: await read(config.database), warnings: [] };
   } catch (err) {
     const reason = (err as Error)?.message ?? String(err);
-    if (serving?.managed == null)
-      return { ok: false, issue: { path: 'database', message: `cannot read the database's teams and keys: ${reason}` } };
+    if (kept === null) return { ok: false, issue: { path: 'database', message: `cannot read the database's ${what}: ${reason}` } };
     return {
       ok: true,
-      snapshot: serving.managed,
-      warnings: [`the database's teams and keys could not be read (${reason}): those of version ${serving.managed.version} are kept`],
+      snapshot: kept,
+      warnings: [`the database's ${what} could not be read (${reason}): those of version ${kept.version} are kept`],
     };
   }
 }

@@ -73,9 +73,10 @@ export async function writeSettled<T>(
   records: ManagedRecords,
   check: LostCommitCheck<T>,
   change: (w: ManagedWrites) => Promise<{ readonly commit: boolean; readonly value: T }>,
+  options: { readonly topologyBasedOn?: number } = {},
 ): Promise<{ value: T; version: number | null }> {
   try {
-    return await records.write(change);
+    return await records.write(change, options);
   } catch (err) {
     if (!(err instanceof CommitUnknownError)) throw err;
     const truth = await reRead(records, err, check);
@@ -117,6 +118,14 @@ async function reRead<T>(
   return 'unknown';
 }
 
+/** The topology collections' objects, by path segment (as managed/topology.ts writes them). */
+const TOPOLOGY_OBJECTS = new Map<string, WriteTarget['object']>([
+  ['providers', 'provider'],
+  ['routes', 'route'],
+  ['tool-routes', 'tool_route'],
+  ['pricing', 'price'],
+]);
+
 /** The write a request attempts, from its method and path under /admin/v1/; null for a read or no endpoint. */
 export function writeTargetOf(method: string, parts: readonly string[]): WriteTarget | null {
   const [collection, id, action] = parts;
@@ -125,6 +134,12 @@ export function writeTargetOf(method: string, parts: readonly string[]): WriteTa
     if (method === 'POST' && id === undefined) return { action: 'create', object: 'team', objectId };
     if (method === 'PATCH' && id !== undefined) return { action: 'update', object: 'team', objectId };
     if (method === 'DELETE' && id !== undefined) return { action: 'delete', object: 'team', objectId };
+  }
+  const kind = collection === undefined ? undefined : TOPOLOGY_OBJECTS.get(collection);
+  if (kind !== undefined && action === undefined) {
+    if (method === 'POST' && id === undefined) return { action: 'create', object: kind, objectId };
+    if (method === 'PATCH' && id !== undefined) return { action: 'update', object: kind, objectId };
+    if (method === 'DELETE' && id !== undefined) return { action: 'delete', object: kind, objectId };
   }
   if (collection === 'keys') {
     if (method === 'POST' && id === undefined && action === undefined) return { action: 'create', object: 'key', objectId };
@@ -166,5 +181,5 @@ export function judge(outcome: WriteResult, object: 'team' | 'key', id: string):
   }
 }
 
-export const managedByConfig = (object: 'team' | 'key', id: string): SwitchyardError =>
+export const managedByConfig = (object: string, id: string): SwitchyardError =>
   new SwitchyardError('managed_by_config', `${object} "${id}" is written in the config file: change it there (it is read-only here)`);

@@ -10,14 +10,16 @@ const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 /** A refusal naming the fields at fault: the error body lists each with its path. */
 export class FieldsError extends SwitchyardError {
   readonly issues: readonly ConfigIssue[];
-  constructor(message: string, issues: readonly ConfigIssue[], code: 'invalid_request' | 'forbidden') {
+  constructor(message: string, issues: readonly ConfigIssue[], code: 'invalid_request' | 'forbidden' | 'conflict') {
     super(code, message, issues[0]?.path ?? null);
     this.issues = issues;
   }
 }
 
-export const fieldsError = (issues: readonly ConfigIssue[], code: 'invalid_request' | 'forbidden' = 'invalid_request'): FieldsError =>
-  new FieldsError(issues.map((i) => (i.path === '' ? i.message : `${i.path}: ${i.message}`)).join('; '), issues, code);
+export const fieldsError = (
+  issues: readonly ConfigIssue[],
+  code: 'invalid_request' | 'forbidden' | 'conflict' = 'invalid_request',
+): FieldsError => new FieldsError(issues.map((i) => (i.path === '' ? i.message : `${i.path}: ${i.message}`)).join('; '), issues, code);
 
 export function idOf(body: Record<string, unknown>, required: boolean): string | null {
   const id = body.id;

@@ -16,6 +16,10 @@ export interface V1Context {
   readonly reloadForDatabase: () => Promise<ReloadResult>;
   /** This replica's heartbeat, and the records of every replica's. */
   readonly replicas: ReplicaHeartbeat;
+  /** The environment references resolve in, as the gateway's own. */
+  readonly env: NodeJS.ProcessEnv;
+  /** The config file the gateway serves (what the export reads). */
+  readonly configPath: string;
 }
 
 export interface V1Request {

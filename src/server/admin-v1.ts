@@ -1,4 +1,4 @@
-import type { ManagedRecords } from '../database/index.js';
+import type { ManagedRecords, TopologyKind } from '../database/index.js';
 import { ConstraintError } from '../database/index.js';
 import { errorCatalog, SwitchyardError } from '../errors.js';
 import type { Keyring } from '../live/index.js';
@@ -13,6 +13,7 @@ import {
   patchTeam,
   revokeKey,
   rotateKey,
+  TOPOLOGY_COLLECTIONS,
   type WriteContext,
   type Written,
   writeTargetOf,
@@ -24,7 +25,9 @@ import { ifMatch, jsonBody, MAX_BODY_BYTES, reloadHeaders, send, sendObject } fr
 import { getKey, listKeys } from './admin-keys.js';
 import { serveReplicas } from './admin-replicas.js';
 import { getTeam, listTeams } from './admin-teams.js';
+import { getTopology, listTopology, writeTopology } from './admin-topology.js';
 import { serveUsage } from './admin-usage.js';
+import { exportText } from './config-export.js';
 
 // The managed teams and keys, under /admin/v1/: list, read, create, change, delete (a team)
 // and revoke or rotate (a key), mapped from HTTP to managed/, which authorizes, validates,
@@ -80,6 +83,15 @@ async function route(ctx: V1Context, a: V1Request, method: string, rest: string)
   // The response cache: entries dropped fleet-wide.
   if (collection === 'cache') return serveCacheDrop(ctx.svc.cache, a, method, parts.slice(1));
   if (collection === 'replicas') return serveReplicas(ctx.replicas, a, method, parts.slice(1));
+  // The effective config as YAML, what `switchyard config export` prints.
+  if (collection === 'config' && id === 'export' && parts.length === 2) {
+    if (method !== 'GET') throw notAllowed('GET');
+    return serveExport(ctx, a);
+  }
+  // Providers, routes, tool routes and prices.
+  const kind = collection === undefined ? undefined : TOPOLOGY_COLLECTIONS[collection];
+  if (kind !== undefined && Object.hasOwn(TOPOLOGY_COLLECTIONS, collection as string))
+    return topology(ctx, a, method, rest, kind, id, action);
   if (parts.length > 3 || (collection !== 'teams' && collection !== 'keys')) {
     throw new SwitchyardError('not_found', `no such admin endpoint: /admin/v1/${rest}`);
   }
@@ -114,6 +126,45 @@ async function route(ctx: V1Context, a: V1Request, method: string, rest: string)
   if (action !== 'revoke' && action !== 'rotate') throw new SwitchyardError('not_found', `no such admin endpoint: /admin/v1/${rest}`);
   if (method !== 'POST') throw notAllowed('POST');
   return write((w, asked) => (action === 'revoke' ? revokeKey : rotateKey)(w, asked, id));
+}
+
+async function serveExport(ctx: V1Context, a: V1Request): Promise<void> {
+  const exported = await exportText(ctx.configPath, ctx.env, ctx.database);
+  if (!exported.ok) throw new SwitchyardError('invalid_request', `the config cannot be exported: ${exported.errors.join('; ')}`);
+  const headers: Record<string, string> = { 'content-type': 'application/yaml; charset=utf-8', 'cache-control': 'no-store' };
+  // Warnings (a database object the file shadows) ride in a header, so the body is exactly what the CLI prints.
+  if (exported.warnings.length > 0) headers['x-switchyard-warnings'] = String(exported.warnings.length);
+  a.res.writeHead(200, headers);
+  a.res.end(exported.text);
+}
+
+async function topology(
+  ctx: V1Context,
+  a: V1Request,
+  method: string,
+  rest: string,
+  kind: TopologyKind,
+  id: string | undefined,
+  action: string | undefined,
+): Promise<void> {
+  if (action !== undefined) throw new SwitchyardError('not_found', `no such admin endpoint: /admin/v1/${rest}`);
+  const records = ctx.database.records;
+  if (records === null)
+    throw new SwitchyardError(
+      'not_found',
+      'providers, routes and prices written at run time need a database: set database.url in the config',
+    );
+  const gen = ctx.svc.holder.current();
+  const write = (): Promise<void> =>
+    writeTopology(ctx, writeContext(ctx, a, records, ctx.svc.keyring.current()), askedOf(a), method, kind, id).then((w) => answer(a, w));
+  if (id === undefined) {
+    if (method === 'GET') return listTopology(a, records, gen, kind);
+    if (method === 'POST') return write();
+    throw notAllowed('GET, POST');
+  }
+  if (method === 'GET') return getTopology(ctx, a, records, gen, kind, id);
+  if (method === 'PATCH' || method === 'DELETE') return write();
+  throw notAllowed('GET, PATCH, DELETE');
 }
 
 function writeContext(ctx: V1Context, a: V1Request, records: ManagedRecords, keyring: Keyring): WriteContext {

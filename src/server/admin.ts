@@ -40,6 +40,8 @@ export interface AdminContext {
   readonly reloadForDatabase: () => Promise<ReloadResult>;
   /** This replica's heartbeat, and the records of every replica's. */
   readonly replicas: ReplicaHeartbeat;
+  readonly env: NodeJS.ProcessEnv;
+  readonly configPath: string;
 }
 
 /** One admin request: what its handler and the error path need. */
@@ -338,6 +340,21 @@ function adminStatus(ctx: AdminContext): Record<string, unknown> {
               })),
             ),
           })),
+    // Where the providers, routes and prices came from: the file, the database, or both.
+    topology:
+      gen === null
+        ? null
+        : {
+            source: gen.topology.mode ?? 'file',
+            version: gen.topology.version,
+            seeded_at: gen.topology.seededAt,
+            from_database: {
+              providers: gen.topology.fromDatabase.provider.length,
+              routes: gen.topology.fromDatabase.route.length,
+              tool_routes: gen.topology.fromDatabase.tool_route.length,
+              prices: gen.topology.fromDatabase.price.length,
+            },
+          },
     mcp: gen === null ? null : mcpStatus(svc, gen),
     guardrails: gen === null ? [] : guardrailsView(gen.config, svc.keyring.ready ? svc.keyring.current() : null, svc.guardrailStats),
     cache: gen === null ? null : cacheView(gen.config, svc.cacheStats),

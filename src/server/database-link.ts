@@ -9,6 +9,7 @@ import {
   type MigrationResult,
   migrate,
   openDatabase,
+  type TopologySnapshot,
 } from '../database/index.js';
 
 // The gateway's one connection to its database, opened when the first generation is
@@ -49,6 +50,13 @@ export class DatabaseLink {
 
   /** The teams and keys now: what prepareGeneration calls. */
   readonly snapshot = async (settings: DatabaseConfig): Promise<ManagedSnapshot> => (await this.open(settings)).snapshot();
+
+  /** The providers, routes and prices written through the admin API now: what prepareGeneration calls. */
+  readonly topology = async (settings: DatabaseConfig): Promise<TopologySnapshot> => (await this.open(settings)).topology.snapshot();
+
+  /** Their version alone (one row): whether a database change touched them. */
+  readonly topologyVersion = async (settings: DatabaseConfig): Promise<number> =>
+    (await (await this.open(settings)).topology.state()).version;
 
   open(settings: DatabaseConfig): Promise<ManagedRecords> {
     this.#opening ??= this.#open(settings).catch((err: unknown) => {

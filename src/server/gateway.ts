@@ -114,6 +114,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     poolFor: (spec) => pools.acquire(spec),
     cloudAuth: tokens,
     managed: database.snapshot,
+    topology: database.topology,
   });
   if (first.outcome !== 'built') {
     tokens.stopAll();
@@ -186,7 +187,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     });
   }
   // A caller that passes its own logger owns its level; otherwise `log.level` sets it.
-  const reloader = new Reloader(svc, options.configPath, env, options.logger === undefined, database.snapshot);
+  const reloader = new Reloader(svc, options.configPath, env, options.logger === undefined, database.snapshot, {
+    snapshot: database.topology,
+    version: database.topologyVersion,
+  });
   const announce = reloader.adopt(first, started);
   const heartbeat = new ReplicaHeartbeat(svc.holder, svc.logger, svc.metrics, config.database?.recheck_ms ?? null);
   // Every reload's outcome reaches the heartbeat, which writes at once what it changed.
@@ -209,6 +213,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       database,
       reloadForDatabase: () => coordinator.request('database'),
       replicas: heartbeat,
+      env,
+      configPath: options.configPath,
     },
     options.version ?? 'dev',
   ).catch(async (err: unknown) => {

@@ -4,6 +4,7 @@
 // Nothing imports server/. See docs/decisions/0001-one-generation.md.
 
 export type { Services } from '../request/index.js';
+export { type Exported, exportText } from './config-export.js';
 export { DatabaseLink } from './database-link.js';
 export { type Gateway, type GatewayOptions, StartupError, startGateway } from './gateway.js';
 export type { ReloadOutcome, ReloadResult } from './reload.js';

@@ -1,6 +1,6 @@
 import { reload as auditReload } from '../audit/index.js';
 import { type ConfigIssue, type DatabaseConfig, type GatewayConfig, responsesDefaults } from '../config/index.js';
-import type { ManagedSnapshot } from '../database/index.js';
+import type { ManagedSnapshot, TopologySnapshot } from '../database/index.js';
 import {
   diffGenerations,
   diffGenerationsInSlices,
@@ -64,6 +64,12 @@ const RECHECK_TRIGGERS: ReadonlySet<ReloadTrigger> = new Set(['config_recheck', 
  * An explicit trigger (SIGHUP, the admin API) always rebuilds even when the config bytes
  * are unchanged, because a referenced secret file may have been rotated.
  */
+/** How the reloader reads the database's providers, routes and prices: all of them, or only their version. */
+export interface TopologyReads {
+  readonly snapshot: (settings: DatabaseConfig) => Promise<TopologySnapshot>;
+  readonly version: (settings: DatabaseConfig) => Promise<number>;
+}
+
 export class Reloader {
   readonly #svc: Services;
   readonly #configPath: string;
@@ -91,6 +97,7 @@ export class Reloader {
 
   readonly #manageLogLevel: boolean;
   readonly #managed: ((settings: DatabaseConfig) => Promise<ManagedSnapshot>) | undefined;
+  readonly #topology: TopologyReads | undefined;
 
   constructor(
     svc: Services,
@@ -98,9 +105,11 @@ export class Reloader {
     env: NodeJS.ProcessEnv,
     manageLogLevel = true,
     managed?: (settings: DatabaseConfig) => Promise<ManagedSnapshot>,
+    topology?: TopologyReads,
   ) {
     this.#manageLogLevel = manageLogLevel;
     this.#managed = managed;
+    this.#topology = topology;
     this.#svc = svc;
     this.#configPath = configPath;
     this.#env = env;
@@ -131,9 +140,11 @@ export class Reloader {
     const finish = (result: ReloadOutcome, extra: Partial<ReloadResult>): ReloadResult =>
       this.#finish(trigger, started, serving, servingKeyring, result, extra);
     try {
-      // A database change (an admin write here, or another replica's) changes keys and
-      // teams only: the keyring is rebuilt and swapped, and no provider or route is.
-      if (trigger === 'database' && serving !== null && servingKeyring !== null)
+      // A database change (an admin write here, or another replica's) that changed keys and
+      // teams only rebuilds and swaps the keyring, and no provider or route. One that changed
+      // providers, routes or prices rebuilds the generation from the serving config file's
+      // part and the database's rows (the file is not read again).
+      if (trigger === 'database' && serving !== null && servingKeyring !== null && !(await this.#topologyChanged(serving)))
         return await this.#runKeyring(serving, servingKeyring, finish);
       const prepared = await this.#prepare(trigger, serving);
       // A provider whose cloud auth changed gets its first token before it serves (each
@@ -182,6 +193,20 @@ export class Reloader {
     this.#svc.mcp.syncKeyring(next);
   }
 
+  /**
+   * Whether the database's topology version is not the one the serving generation was built
+   * from (one row read); false when it cannot be read: the keyring's own read reports that.
+   */
+  async #topologyChanged(serving: Generation): Promise<boolean> {
+    const settings = serving.fileConfig.database;
+    if (settings === undefined || this.#topology === undefined || serving.topology.mode === null) return false;
+    try {
+      return (await this.#topology.version(settings)) !== serving.topology.version;
+    } catch {
+      return false;
+    }
+  }
+
   #prepare(trigger: ReloadTrigger, serving: Generation | null): Promise<Preparation> {
     const explicit = EXPLICIT_TRIGGERS.has(trigger);
     return prepareGeneration({
@@ -196,6 +221,7 @@ export class Reloader {
       poolFor: (spec) => this.#svc.pools.acquire(spec),
       cloudAuth: this.#svc.tokens,
       ...(this.#managed === undefined ? {} : { managed: this.#managed }),
+      ...(this.#topology === undefined ? {} : { topology: this.#topology.snapshot }),
     });
   }
 
