@@ -1,12 +1,16 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import type { MockProvider } from '../../src/mock/index.js';
 import { startMockProvider } from '../../src/mock/index.js';
 import { postgresDatabase, type TestDatabase } from '../support/databases.js';
-import { baseConfig, type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
+import { baseConfig, configText, type GatewayProcess, runCli, startGatewayProcess } from '../support/gateway-process.js';
+import { v1 } from '../support/managed.js';
 import { deleteKeysWithPrefix, freePort, startRedis, stopRedis } from '../support/redis.js';
 
 // Two gateway processes sharing a database (or governance's Redis): each one's heartbeat
@@ -342,5 +346,62 @@ describe('a replica whose heartbeat store goes away', () => {
     redis = await startRedis(port);
     await gw.waitForLog((l) => l.msg === 'replica heartbeat written again', HANG_MS);
     assert.deepEqual(await stored(), [instance]);
+  });
+});
+
+describe('replicas whose topology comes from the database', () => {
+  let mock: MockProvider;
+  let db: TestDatabase | null = null;
+  let skip: string | null = null;
+  let fromFile: GatewayProcess;
+  let a: GatewayProcess;
+  let b: GatewayProcess;
+
+  before(async () => {
+    const opened = await postgresDatabase();
+    if ('skip' in opened) {
+      skip = opened.skip;
+      return;
+    }
+    db = opened;
+    mock = await startMockProvider({ name: 'east' });
+    const database = (topology: string) => ({ database: { url: opened.url, recheck_ms: RECHECK_MS, topology } });
+    const seedFrom = join(mkdtempSync(join(tmpdir(), 'switchyard-replicas-seed-')), 'seed.yaml');
+    writeFileSync(seedFrom, configText(config(mock.baseUrl, database('database'))));
+    const seeded = await runCli(['db', 'seed', '--config', seedFrom], ENV);
+    assert.equal(seeded.code, 0, seeded.stderr);
+    fromFile = await startGatewayProcess(config(mock.baseUrl, database('file')), { env: ENV });
+    // Their files route elsewhere: with database.topology "database" only the database's topology serves.
+    a = await startGatewayProcess(config(mock.baseUrl, database('database'), 'gpt-4o-ignored'), { env: ENV });
+    b = await startGatewayProcess(config(mock.baseUrl, database('database'), 'gpt-4o-ignored'), { env: ENV });
+  });
+
+  after(async () => {
+    await a?.stop();
+    await b?.stop();
+    await fromFile?.stop();
+    await mock?.close();
+    await db?.drop();
+  });
+
+  it("has the digest of the same topology read from the file; a write through one replica's API reaches the other, and the file's replica is then behind", async (t) => {
+    if (skip !== null) return t.skip(skip);
+    const view = await until(a, 'three replicas in step', (v) => v.data.length === 3 && v.data.every((r) => !r.behind));
+    assert.equal(new Set(view.data.map((r) => r.digest)).size, 1, JSON.stringify(view.data));
+    assert.equal(await topologyHeader(fromFile), await topologyHeader(a));
+
+    const write = await v1(a.adminUrl as string, 'POST', 'routes', {
+      token: ADMIN,
+      body: { id: 'another', candidates: [{ provider: 'east' }] },
+    });
+    assert.equal(write.status, 201, write.text);
+    const after = await until(
+      fromFile,
+      'the database replicas on the new digest, the file one behind',
+      (v) => rowOf(v, fromFile).behind && !rowOf(v, a).behind && !rowOf(v, b).behind && rowOf(v, a).digest === rowOf(v, b).digest,
+    );
+    assert.equal(after.newest_digest, rowOf(after, b).digest);
+    assert.notEqual(rowOf(after, fromFile).digest, after.newest_digest);
+    assert.equal(await topologyHeader(b), after.newest_digest);
   });
 });
