@@ -211,7 +211,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       requestReload: () => coordinator.request('admin'),
       startedAt: Date.now(),
       database,
-      reloadForDatabase: () => coordinator.request('database'),
+      // A write's answer names the topology it left serving, beside the generation.
+      reloadForDatabase: () => coordinator.request('database').then((r) => Object.assign({}, r, { topology: svc.holder.current().digest })),
       replicas: heartbeat,
       env,
       configPath: options.configPath,

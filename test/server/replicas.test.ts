@@ -395,12 +395,15 @@ describe('replicas whose topology comes from the database', () => {
       body: { id: 'another', candidates: [{ provider: 'east' }] },
     });
     assert.equal(write.status, 201, write.text);
+    const written = write.headers.get('x-switchyard-topology');
+    assert.match(written ?? '', /^[0-9a-f]{64}$/, 'the write names the topology it left serving');
     const after = await until(
       fromFile,
       'the database replicas on the new digest, the file one behind',
       (v) => rowOf(v, fromFile).behind && !rowOf(v, a).behind && !rowOf(v, b).behind && rowOf(v, a).digest === rowOf(v, b).digest,
     );
     assert.equal(after.newest_digest, rowOf(after, b).digest);
+    assert.equal(rowOf(after, a).digest, written);
     assert.notEqual(rowOf(after, fromFile).digest, after.newest_digest);
     assert.equal(await topologyHeader(b), after.newest_digest);
   });
