@@ -5,6 +5,8 @@
  * writes. Never on the request path: a generation is built from a snapshot, and the ledger
  * is written in batches.
  *
+ * Each replica's heartbeat (replicas.ts) is kept here too, or in Redis without a database.
+ *
  * Boundary: imports no other folder; it stores teams and keys as the config file writes
  * them (JSON), and the callers validate them with the config's own schema.
  */
@@ -29,6 +31,7 @@ export {
   type WriteResult,
 } from './managed.js';
 export { type MigrationResult, migrate, SCHEMA_VERSION } from './migrations.js';
+export { DatabaseReplicaRecords, RedisReplicaRecords, type ReplicaRecord, type ReplicaRecords } from './replicas.js';
 export type {
   ConversationItemsTable,
   ConversationsTable,

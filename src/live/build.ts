@@ -34,6 +34,7 @@ import {
   providerIdentity,
 } from '../providers/index.js';
 import { stableIdTable } from '../routing/index.js';
+import { topologyDigestSteps } from './digest.js';
 import {
   type AdminToken,
   type AgentCandidate,
@@ -439,10 +440,13 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
     yield;
   }
 
+  const digest = yield* topologyDigestSteps(config, overlaySettings === undefined ? null : (inputs.overlay ?? null));
+
   const generation: Generation = {
     number: inputs.number,
     builtAt,
     sourceHash: inputs.sourceHash,
+    digest,
     config,
     fileConfig: inputs.fileConfig ?? config,
     topology: inputs.topology ?? FILE_TOPOLOGY,

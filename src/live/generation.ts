@@ -217,6 +217,11 @@ export interface Generation {
   readonly builtAt: string;
   /** SHA-256 of the config bytes this generation was built from. */
   readonly sourceHash: string;
+  /**
+   * The topology digest (digest.ts): SHA-256 of its providers, routing and prices alone, the
+   * same on every replica that serves the same topology, wherever it was read from.
+   */
+  readonly digest: string;
   /** The effective config: the file's, with the database's providers, routes and prices joined by `database.topology`. */
   readonly config: GatewayConfig;
   /** The config file's own, as read: what a database change is joined to again. */

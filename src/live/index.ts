@@ -8,6 +8,7 @@
 
 export { type BuildInputs, type BuildResult, buildGeneration, buildGenerationInSlices, readTlsFiles } from './build.js';
 export { diffGenerations, diffGenerationsInSlices, type GenerationChanges, restartOnlyWarnings } from './diff.js';
+export { topologyDigest, topologyOf } from './digest.js';
 export type {
   AgentCandidate,
   AgentRoute,

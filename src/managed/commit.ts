@@ -24,6 +24,8 @@ export interface Applied {
   readonly result: string;
   /** The routing generation: a key or team write leaves it as it is. */
   readonly generation: number;
+  /** The serving generation's topology digest, when the gateway says it (x-switchyard-topology). */
+  readonly topology?: string;
   /** The keyring serving after the write: the write is live when it serves. */
   readonly keyring: number;
   readonly warnings: readonly string[];

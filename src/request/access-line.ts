@@ -56,7 +56,7 @@ const servedBy = new WeakMap<GenerationCandidate, { readonly gen: Generation; re
 function servedByMembers(gen: Generation, c: GenerationCandidate, model: string): string {
   const known = servedBy.get(c);
   if (known !== undefined && known.gen === gen && known.model === model) return known.members;
-  const members = `,"model":${q(model)},"provider":${q(c.provider.name)},"upstream_model":${q(c.upstreamModel)},"candidate":${q(c.stableId)},"generation":${gen.number}`;
+  const members = `,"model":${q(model)},"provider":${q(c.provider.name)},"upstream_model":${q(c.upstreamModel)},"candidate":${q(c.stableId)},"generation":${gen.number},"topology":"${gen.digest}"`;
   servedBy.set(c, { gen, model, members });
   return members;
 }
@@ -79,7 +79,7 @@ function accessLine(r: RequestRecord): string {
     s += model === undefined ? `,"path":${q(pathOf(r.req))}` : `,"model":${q(model)}`;
     s += `,"provider":${q(c?.provider.name ?? 'none')}`;
     if (c !== null) s += `,"upstream_model":${q(c.upstreamModel)},"candidate":${q(c.stableId)}`;
-    if (gen !== null) s += `,"generation":${gen.number}`;
+    if (gen !== null) s += `,"generation":${gen.number},"topology":"${gen.digest}"`;
   }
   // Per request, not per candidate: a keyring swap changes it without a new generation.
   if (r.keyring !== null) s += `,"keyring":${r.keyring.number}`;

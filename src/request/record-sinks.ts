@@ -288,6 +288,7 @@ export function spanSink(tracing: Tracing): RecordSink {
       }
       if (gen !== null) {
         span.setAttribute('switchyard.generation', gen.number);
+        span.setAttribute('switchyard.topology', gen.digest);
         if (gen.overlay !== null) span.setAttribute('switchyard.revision', gen.overlay.revision);
       }
       if (c !== null) {

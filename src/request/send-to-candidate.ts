@@ -138,6 +138,9 @@ function fixedOf(gen: Generation, c: GenerationCandidate): CandidateFixed {
     c.stableId,
     'x-switchyard-generation',
     String(gen.number),
+    // What the generation serves, comparable across replicas (its number is this process's own).
+    'x-switchyard-topology',
+    gen.digest,
   ];
   if (gen.overlay !== null) attribution.push('x-switchyard-revision', gen.overlay.revision);
   const cost = costOf(gen, c);

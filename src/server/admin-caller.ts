@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AdminCaller } from '../managed/index.js';
 import type { Services } from '../request/index.js';
 import type { DatabaseLink } from './database-link.js';
+import type { ReplicaHeartbeat } from './heartbeat.js';
 import type { ReloadResult } from './reload.js';
 
 // An /admin/v1/ call: the listener's context it runs in, and who makes it (by the token it
@@ -13,6 +14,8 @@ export interface V1Context {
   readonly database: DatabaseLink;
   /** The reload a committed write asks for (trigger `database`). */
   readonly reloadForDatabase: () => Promise<ReloadResult>;
+  /** This replica's heartbeat, and the records of every replica's. */
+  readonly replicas: ReplicaHeartbeat;
   /** The gateway's environment: what references (a draft provider's, a written one's) resolve in. */
   readonly env: NodeJS.ProcessEnv;
   /** The config file the gateway serves (what the export reads). */

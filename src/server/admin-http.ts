@@ -63,6 +63,7 @@ export function reloadHeaders(reload: Applied | null): Record<string, string> {
     'x-switchyard-reload': reload.result,
     'x-switchyard-generation': String(reload.generation),
     'x-switchyard-keyring': String(reload.keyring),
+    ...(reload.topology === undefined ? {} : { 'x-switchyard-topology': reload.topology }),
   };
 }
 

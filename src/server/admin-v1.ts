@@ -24,6 +24,7 @@ import type { V1Context, V1Request } from './admin-caller.js';
 import { ifMatch, jsonBody, MAX_BODY_BYTES, reloadHeaders, send, sendObject } from './admin-http.js';
 import { getKey, listKeys } from './admin-keys.js';
 import { serveProviderProbe } from './admin-probe.js';
+import { serveReplicas } from './admin-replicas.js';
 import { getTeam, listTeams } from './admin-teams.js';
 import { getTopology, listTopology, writeTopology } from './admin-topology.js';
 import { serveUsage } from './admin-usage.js';
@@ -84,6 +85,7 @@ async function route(ctx: V1Context, a: V1Request, method: string, rest: string)
   }
   // The response cache: entries dropped fleet-wide.
   if (collection === 'cache') return serveCacheDrop(ctx.svc.cache, a, method, parts.slice(1));
+  if (collection === 'replicas') return serveReplicas(ctx.replicas, a, method, parts.slice(1));
   // The effective config as YAML, what `switchyard config export` prints.
   if (collection === 'config' && id === 'export' && parts.length === 2) {
     if (method !== 'GET') throw notAllowed('GET');

@@ -17,12 +17,14 @@ import {
   sendJson,
 } from '../request/index.js';
 import { a2aStatus, pageA2a } from './a2a-view.js';
+import { replicasStatus } from './admin-replicas.js';
 import { serveV1 } from './admin-v1.js';
 import { refusal, serveMetrics } from './answers.js';
 import { cacheView } from './cache-view.js';
 import type { DatabaseLink } from './database-link.js';
 import { answered, type Endpoint, EndpointTable } from './endpoints.js';
 import { guardrailsView } from './guardrail-view.js';
+import type { ReplicaHeartbeat } from './heartbeat.js';
 import { pageData, RECENT_MS } from './page-data.js';
 import type { Reloader, ReloadResult } from './reload.js';
 import { StatusPageFiles } from './status-page.js';
@@ -36,6 +38,8 @@ export interface AdminContext {
   readonly database: DatabaseLink;
   /** The reload a committed database write asks for (trigger `database`). */
   readonly reloadForDatabase: () => Promise<ReloadResult>;
+  /** This replica's heartbeat, and the records of every replica's. */
+  readonly replicas: ReplicaHeartbeat;
   /** The gateway's environment: what references (a draft provider's, a written one's) resolve in. */
   readonly env: NodeJS.ProcessEnv;
   readonly configPath: string;
@@ -82,6 +86,7 @@ export function createAdminHandler(ctx: AdminContext) {
       handle: answered(async (a) => {
         const governance = await governanceView(ctx);
         const a2a = svc.holder.ready ? await pageA2a(svc, svc.holder.current()) : null;
+        const replicas = svc.holder.ready ? await replicasStatus(ctx.replicas) : null;
         const { reloader } = ctx;
         const body = JSON.stringify(
           pageData(
@@ -95,6 +100,7 @@ export function createAdminHandler(ctx: AdminContext) {
               startedAt: ctx.startedAt,
               governance,
               a2a,
+              replicas,
             },
             Date.now(),
           ),
@@ -113,7 +119,8 @@ export function createAdminHandler(ctx: AdminContext) {
       handle: answered(async (a) => {
         // Read before the rest: the ids tracked may come from Redis, and the rest is of one moment.
         const a2a = svc.holder.ready ? await a2aStatus(svc, svc.holder.current(), Date.now(), RECENT_MS) : null;
-        sendJson(a.res, 200, { ...adminStatus(ctx), a2a, governance: await governanceView(ctx) });
+        const replicas = svc.holder.ready ? await replicasStatus(ctx.replicas) : null;
+        sendJson(a.res, 200, { ...adminStatus(ctx), a2a, governance: await governanceView(ctx), replicas });
       }),
     },
     {

@@ -49,8 +49,10 @@ import { logBreakerTransition } from './breaker-log.js';
 import { buildCacheStore } from './cache-store.js';
 import { DatabaseLink } from './database-link.js';
 import { buildGovernanceStore, GovernanceStoreSettingsError } from './governance-store.js';
+import { ReplicaHeartbeat } from './heartbeat.js';
 import { OpenExchanges } from './open-exchanges.js';
 import { Reloader, type ReloadResult } from './reload.js';
+import { buildReplicaRecords } from './replica-records.js';
 import { buildResponseStore, pruneResponses } from './response-store.js';
 
 export interface GatewayOptions {
@@ -190,7 +192,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     version: database.topologyVersion,
   });
   const announce = reloader.adopt(first, started);
-  const coordinator = new ReloadCoordinator(reloader.run);
+  const heartbeat = new ReplicaHeartbeat(svc.holder, svc.logger, svc.metrics, config.database?.recheck_ms ?? null);
+  // Every reload's outcome reaches the heartbeat, which writes at once what it changed.
+  const coordinator = new ReloadCoordinator(async (trigger: ReloadTrigger) => {
+    const result = await reloader.run(trigger);
+    heartbeat.afterReload(result);
+    return result;
+  });
 
   const traffic: TrafficState = { inflight: 0, draining: false, open: new OpenExchanges() };
   const listeners = await startListeners(
@@ -203,7 +211,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       requestReload: () => coordinator.request('admin'),
       startedAt: Date.now(),
       database,
-      reloadForDatabase: () => coordinator.request('database'),
+      // A write's answer names the topology it left serving, beside the generation.
+      reloadForDatabase: () => coordinator.request('database').then((r) => Object.assign({}, r, { topology: svc.holder.current().digest })),
+      replicas: heartbeat,
       env,
       configPath: options.configPath,
     },
@@ -215,6 +225,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   });
   // Only now, bound: a start that cannot listen reports that, not a generation that never served.
   announce();
+  const replicaRecords = buildReplicaRecords(config, database, svc.logger, env, heartbeat.timing.goneAfterMs);
+  heartbeat.start(replicaRecords.records, replicaRecords.close);
   const responsePrune = pruneResponses(svc.responseStore, svc.logger);
   const watches = await watchInputs(options.configPath, config, coordinator);
   const lastUsed = database.records === null ? null : trackLastUsed(svc, database);
@@ -245,6 +257,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       // Before the database: the database store writes through its connection.
       await svc.responseStore.close();
       await svc.cache.close();
+      // Its record is deleted before the database closes: a replica that stopped is not listed as behind.
+      await heartbeat.stop();
       await database.close();
       signals?.uninstall();
     })();

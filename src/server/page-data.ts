@@ -7,6 +7,7 @@ import { type RecentModel, SLOT_MS, type TrafficPoint } from '../telemetry/index
 import { pageAgents } from './a2a-view.js';
 import { cacheView } from './cache-view.js';
 import { guardrailsView } from './guardrail-view.js';
+import type { ReplicasView } from './heartbeat.js';
 import type { ReloadResult } from './reload.js';
 
 // GET /admin/status/page-data: what the status page shows, shaped for it (docs/status-page.md).
@@ -88,6 +89,8 @@ export interface PageContext {
   readonly governance: Record<string, unknown> | null;
   /** The /a2a endpoints' ids tracked (read before, since the store may be Redis); null without agents. */
   readonly a2a: Record<string, unknown> | null;
+  /** Every replica's heartbeat (read before: the records are in the database or Redis). */
+  readonly replicas: (ReplicasView & { readonly error: string | null }) | null;
 }
 
 export function pageData(ctx: PageContext, nowMs: number): Record<string, unknown> {
@@ -133,6 +136,18 @@ export function pageData(ctx: PageContext, nowMs: number): Record<string, unknow
     tools: gen === null ? [] : toolsView(gen, svc, svc.mcp.recent.models(nowMs, RECENT_MS)),
     agents: gen === null ? [] : pageAgents(svc, gen, nowMs, RECENT_MS),
     a2a: ctx.a2a,
+    replicas:
+      ctx.replicas === null
+        ? null
+        : {
+            ...ctx.replicas,
+            data: ctx.replicas.data.map((r) => ({
+              ...r,
+              self: r.instance === ctx.replicas?.instance,
+              built_age_s: ageS(r.built_at),
+              heartbeat_age_s: ageS(r.heartbeat_at),
+            })),
+          },
     guardrails: gen === null ? [] : guardrailsView(gen.config, keyring, svc.guardrailStats),
     cache: gen === null ? null : cacheView(gen.config, svc.cacheStats),
     mcp:

@@ -48,6 +48,7 @@ export class Metrics {
   readonly auditRecordsLost: Counter;
   readonly auditHeadSequence: Gauge;
   readonly ledgerRowsLost: Counter;
+  readonly heartbeatFailures: Counter<'store'>;
   readonly recordSinkErrors: Counter<'sink'>;
   readonly responsesStoreFailures: Counter<'operation'>;
   readonly jwksFetches: Counter<'issuer' | 'result' | 'reason'>;
@@ -186,6 +187,12 @@ export class Metrics {
       r,
       'switchyard_ledger_rows_lost_total',
       'Usage ledger rows never written: dropped when the queue (database.ledger_queue) was full, or unwritten at shutdown. A row with endpoint "ledger" in the ledger counts those it could record.',
+    );
+    this.heartbeatFailures = counter(
+      r,
+      'switchyard_replica_heartbeat_failures_total',
+      "This replica's heartbeats that could not be written, by store (database, redis): other replicas then see it as behind.",
+      ['store'],
     );
     this.responsesStoreFailures = counter(
       r,

@@ -730,6 +730,56 @@ function renderReloads(d) {
   );
 }
 
+const STORE_TEXT = {
+  database: 'heartbeats in the database',
+  redis: "heartbeats in the governance store's Redis",
+  local: 'this replica alone (no database or Redis shared)',
+};
+
+/** Every replica's generation and topology digest side by side; one behind the newest digest, or silent, is red. */
+function renderReplicas(d) {
+  const r = d.replicas;
+  $('replicas-section').hidden = r === null;
+  if (r === null) return;
+  const behind = r.data.filter((x) => x.behind).length;
+  $('replicas-hint').textContent = `(${STORE_TEXT[r.store] ?? r.store}; behind after ${num(r.behind_after_ms / 1000, 1)} s)`;
+  $('replicas-problem').hidden = r.error === null;
+  $('replicas-problem').textContent = r.error ?? '';
+  const rows = r.data.map((x) =>
+    el(
+      'tr',
+      { 'data-instance': x.instance, 'data-behind': String(x.behind), 'data-digest': x.digest },
+      el('td', {}, x.instance, x.self ? el('span', { class: 'muted', text: ' (this one)' }) : null),
+      el('td', { class: 'num', text: `#${x.generation}` }),
+      el('td', { class: 'mono', title: x.digest, text: short(x.digest) }),
+      el('td', { title: x.built_at, text: ago(x.built_age_s) }),
+      el('td', { title: x.heartbeat_at, text: ago(x.heartbeat_age_s) }),
+      el('td', { class: x.last_reload_error === null ? 'muted' : 'problem', text: x.last_reload_error ?? 'none' }),
+      el('td', {}, x.behind ? badge('red', 'behind') : badge('green', x.digest === r.newest_digest ? 'newest' : 'in step', 'in_step')),
+    ),
+  );
+  replace(
+    'replicas',
+    table(
+      behind === 0 ? null : `${behind} of ${r.data.length} replicas behind`,
+      [
+        ['Instance'],
+        ['Generation', 'num', "each replica's own count of the generations it built"],
+        ['Topology', '', 'the digest of its providers, routes and prices: the same on replicas that serve the same'],
+        ['Built'],
+        ['Heartbeat'],
+        ['Last reload error', '', 'the last refused reload; cleared by a reload that applies'],
+        [
+          'State',
+          '',
+          `behind: another digest than the newest one's for longer than ${num(r.behind_after_ms / 1000, 1)} s, or no heartbeat for that long`,
+        ],
+      ],
+      rows,
+    ),
+  );
+}
+
 // ---------------------------------------------------------------- teams and keys
 
 /** The managed view polls less often: it reads the database, not the serving generation. */
@@ -965,6 +1015,7 @@ function render(d) {
   renderOverlay(d);
   renderRejection(d);
   renderTrafficCard(d);
+  renderReplicas(d);
   renderPlots(d);
   renderModels(d);
   renderTools(d);

@@ -69,6 +69,8 @@ function write(
     o.candidate,
     'x-switchyard-generation',
     String(request.gen.number),
+    'x-switchyard-topology',
+    request.gen.digest,
     'x-switchyard-cache',
     'hit',
     'x-switchyard-cache-key',
