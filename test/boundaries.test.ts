@@ -238,9 +238,10 @@ test('config/ and contract/ do no network I/O and keep no timers', () => {
   }
 });
 
-test('a2a/ takes from providers/ only types and the reading of a failed connection: it sends on the pool it is handed, and builds none', () => {
+test('a2a/ takes from providers/ only types, the reading of a failed connection and the address rules: it sends on the pool it is handed, and builds none', () => {
   // The one value shared with mcp/: which connection errors prove a request was never sent.
-  const allowed = new Set(['connectionFailure']);
+  // And the address rules the provider probe shares: what is public, a list of CIDR ranges.
+  const allowed = new Set(['connectionFailure', 'isPublicAddress', 'AddressList']);
   const valueImports = files
     .filter((f) => folderOf(f) === 'a2a')
     .flatMap((f) =>

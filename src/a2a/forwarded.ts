@@ -4,50 +4,21 @@
 // caller could point the card (and the clients that follow it) at a host of its choosing.
 
 import type { IncomingHttpHeaders } from 'node:http';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import { AddressList } from '../providers/index.js';
 
 /** The addresses and networks of the proxies whose forwarding headers are believed. */
 export class TrustedProxies {
-  readonly #list = new BlockList();
-  #empty = true;
+  readonly #list: AddressList;
 
   /** Each entry an address or a CIDR (`10.0.0.0/8`, `::1`, `fd00::/8`); throws on one `invalidCidr` refuses. */
   constructor(cidrs: readonly string[]) {
-    for (const cidr of cidrs) {
-      const why = invalidCidr(cidr);
-      if (why !== null) throw new TypeError(`trusted proxy ${JSON.stringify(cidr)}: ${why}`);
-      const [address = '', prefix] = cidr.trim().split('/');
-      const family = isIP(address) === 4 ? 'ipv4' : 'ipv6';
-      if (prefix === undefined) this.#list.addAddress(address, family);
-      else this.#list.addSubnet(address, Number(prefix), family);
-      this.#empty = false;
-    }
+    this.#list = new AddressList(cidrs, 'trusted proxy');
   }
 
   trusts(address: string | undefined): boolean {
-    if (this.#empty || address === undefined) return false;
-    const family = isIP(address);
-    if (family === 4) return this.#list.check(address, 'ipv4');
-    if (family !== 6) return false;
-    // A dual-stack listener reports an IPv4 peer as ::ffff:a.b.c.d; an IPv4 rule must still match it.
-    const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
-    if (mapped !== null && this.#list.check(mapped[1]!, 'ipv4')) return true;
-    return this.#list.check(address, 'ipv6');
+    return this.#list.has(address);
   }
-}
-
-/** Null when `text` is an IP address or an address/prefix CIDR, else why not. */
-export function invalidCidr(text: string): string | null {
-  const parts = text.trim().split('/');
-  if (parts.length > 2) return 'has more than one "/"';
-  const [address = '', prefix] = parts;
-  if (address.includes('%')) return 'an IPv6 zone (%name) cannot be matched';
-  const family = isIP(address);
-  if (family === 0) return `${JSON.stringify(address)} is not an IP address`;
-  if (prefix === undefined) return null;
-  const max = family === 4 ? 32 : 128;
-  if (!/^\d{1,3}$/.test(prefix) || Number(prefix) > max) return `the prefix length must be a number from 0 to ${max}`;
-  return null;
 }
 
 /** The listener's own side: whether it serves TLS, and the host[:port] to use when the request names none usable. */

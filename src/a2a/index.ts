@@ -8,7 +8,7 @@
 
 export { type AgentCardView, clientCard, type GatewayCardSecurity, jsonRpcEndpointFor, readCard } from './card.js';
 export { AgentCards, type AgentCardsOptions, type CardState, type CardTarget } from './cards.js';
-export { invalidCidr, publicOrigin, TrustedProxies } from './forwarded.js';
+export { publicOrigin, TrustedProxies } from './forwarded.js';
 export { eventIds, type NamedIds, pushUrlsOf, requestIds, resultIds, taskIdsOfList, withTasks } from './ids.js';
 export { A2A_METHODS, type A2AMethod, type MethodClass, methodName, methodOf } from './methods.js';
 export {
@@ -21,7 +21,7 @@ export {
 } from './ownership.js';
 export { MemoryOwnershipStore } from './ownership-memory.js';
 export { RedisOwnershipStore } from './ownership-redis.js';
-export { checkPushUrl, isPublicAddress } from './push-url.js';
+export { checkPushUrl } from './push-url.js';
 export { translateError, translateEvent, translateRequest, translateResult } from './translate.js';
 export { A2A_ERRORS, type A2AVersion, type JsonRpcErrorObject, type LearnedIds, type TaskStateName, TERMINAL_STATES } from './types.js';
 export {

@@ -56,6 +56,7 @@ export {
   parseConfigText,
 } from './load.js';
 export { type Checked, checkKey, checkTeam, checkTopologyObject, topologyNameIssue } from './managed.js';
+export { checkProvider } from './provider-check.js';
 export {
   PROVIDER_SCHEMAS,
   PROVIDER_TYPES,

@@ -6,7 +6,7 @@ import { drained, geminiError, pause, replyJson, replyTruncated, sever } from '.
 import { serveModelRequest } from './model-request.js';
 import { outputLimitOf, stopAtLimit } from './output-limit.js';
 import type { MockContext } from './provider-context.js';
-import { estimateTokens, textPieces } from './provider-context.js';
+import { estimateTokens, MOCK_MODELS, textPieces } from './provider-context.js';
 
 // The Gemini API: `POST /v1beta/models/{model}:generateContent` and
 // `:streamGenerateContent` (server-sent events with `alt=sse`, else one JSON array), with
@@ -247,6 +247,13 @@ const KEY_INVALID = geminiError(400, 'API key not valid. Please pass a valid API
     metadata: { service: 'generativelanguage.googleapis.com' },
   },
 ]);
+
+/** The Gemini API's model list (`GET /v1beta/models`), behind the same key check as a call. */
+export function handleGeminiModels(ctx: MockContext, ex: Exchange): void {
+  if (ctx.apiKey !== null && (ex.req.headers['x-goog-api-key'] ?? new URLSearchParams(ex.query).get('key')) !== ctx.apiKey)
+    return replyJson(ex, 400, KEY_INVALID);
+  replyJson(ex, 200, JSON.stringify({ models: MOCK_MODELS.map((id) => ({ name: `models/${id}`, displayName: id })) }));
+}
 
 /** A Gemini API model call; `query` is the URL's query string. The key is checked before any fault is taken. */
 export function handleGemini(ctx: MockContext, ex: Exchange, model: string, method: string, query: string): void {

@@ -16,7 +16,7 @@ import { pause, replyJson, replyMethodNotAllowed, replyNotFound } from './exchan
 import type { MockFault } from './fault-queue.js';
 import { parseFault } from './fault-queue.js';
 import type { MockTokenStats } from './gcp-tokens.js';
-import { GEMINI_PATH, handleGemini } from './gemini.js';
+import { GEMINI_PATH, handleGemini, handleGeminiModels } from './gemini.js';
 import type { McpStats, McpToolChange } from './mcp.js';
 import { McpMock } from './mcp.js';
 import type { McpToolName } from './mcp-tools.js';
@@ -121,8 +121,10 @@ export interface MockProviderOptions {
   streamChunks?: number;
   /**
    * The Gemini API key (`x-goog-api-key`, or `?key=`) its Gemini endpoints accept; any other,
-   * or none, is a 400 API_KEY_INVALID. Without it they take any key. With protocol `mcp`, every
-   * /mcp request must carry `Authorization: Bearer <apiKey>`, else a 401. The other endpoints never check one.
+   * or none, is a 400 API_KEY_INVALID. Without it they take any key. The model list
+   * (`GET /v1/models`) then takes it as `Authorization: Bearer` or `x-api-key`, else a 401.
+   * With protocol `mcp`, every /mcp request must carry `Authorization: Bearer <apiKey>`, else
+   * a 401. The other endpoints never check one.
    */
   apiKey?: string;
   /** Serve only this cloud's API (its model paths; the control API always); omitted = OpenAI, Anthropic and Gemini together. */
@@ -258,11 +260,19 @@ function baseUrlFor(host: string, port: number): string {
 }
 
 function handleModels(ctx: MockContext, ex: Exchange): void {
+  // OpenAI sends its key as a bearer, Anthropic in x-api-key: the list takes either.
+  const { authorization, 'x-api-key': xApiKey } = ex.req.headers;
+  if (ctx.apiKey !== null && authorization !== `Bearer ${ctx.apiKey}` && xApiKey !== ctx.apiKey)
+    return replyJson(ex, 401, MODELS_KEY_INVALID);
   if (ctx.latencyMs <= 0) return replyJson(ex, 200, ctx.modelsBody);
   void pause(ex, ctx.latencyMs).then(() => {
     if (!ex.closed) replyJson(ex, 200, ctx.modelsBody);
   });
 }
+
+const MODELS_KEY_INVALID = JSON.stringify({
+  error: { message: 'Incorrect API key provided.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' },
+});
 
 /** The model paths of the protocol the mock serves alone, or all of its own APIs. */
 function routeFor(protocol: MockProtocol | undefined): (ctx: MockContext, ex: Exchange) => void {
@@ -325,6 +335,10 @@ function route(ctx: MockContext, ex: Exchange): void {
 }
 
 function routeGemini(ctx: MockContext, ex: Exchange): void {
+  if (ex.path === '/v1beta/models') {
+    if (ex.req.method !== 'GET') return replyMethodNotAllowed(ex, 'GET');
+    return handleGeminiModels(ctx, ex);
+  }
   const match = GEMINI_PATH.exec(ex.path);
   if (match === null) return ctx.protocol === 'gemini' ? replyNotFound(ex) : routeStoredResponse(ctx, ex);
   if (ex.req.method !== 'POST') return replyMethodNotAllowed(ex, 'POST');

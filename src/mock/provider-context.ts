@@ -51,7 +51,7 @@ export interface MockContext {
   piecesFor(chunks: number): StreamPieces;
 }
 
-const mockModels: readonly string[] = ['gpt-4o-mini', 'gpt-4o', 'llama-3-8b'];
+export const MOCK_MODELS: readonly string[] = ['gpt-4o-mini', 'gpt-4o', 'llama-3-8b'];
 
 /** Fixed so that model listings are identical from run to run. */
 const modelsCreated = 1_715_367_049;
@@ -114,7 +114,7 @@ export function createContext(opts: ContextOptions): MockContext {
   const cache = new Map<number, StreamPieces>();
   const modelsBody = JSON.stringify({
     object: 'list',
-    data: mockModels.map((id) => ({ id, object: 'model', created: modelsCreated, owned_by: opts.name })),
+    data: MOCK_MODELS.map((id) => ({ id, object: 'model', created: modelsCreated, owned_by: opts.name })),
   });
   return {
     ...opts,

@@ -112,6 +112,25 @@ export interface AdapterConfig {
   readonly region?: string;
   readonly project?: string;
   readonly location?: string;
+  /** a2a: where its card is, under the base URL. */
+  readonly card_path?: string;
+}
+
+/**
+ * The one cheap call `POST /admin/v1/providers/test` makes to a draft provider, authenticated
+ * as its calls are: a list of models where the API has one, else what a client does first.
+ */
+export interface ProbeCall {
+  readonly method: 'GET' | 'POST';
+  /** Under the base URL's path. */
+  readonly path: string;
+  /** The call's own headers besides its authentication (a JSON-RPC body's content type). */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string | null;
+  /** The model ids a successful answer's JSON body lists (none when it lists none). */
+  models(body: unknown): string[];
+  /** Whether an answer that is not a success refuses the credential: 401 and 403 unless the API says so otherwise. */
+  refused?(status: number, body: unknown): boolean;
 }
 
 /** One provider type. */
@@ -129,6 +148,8 @@ export interface ProviderAdapter {
   scope(config: AdapterConfig): string | null;
   /** The provider's wire, with its settings and credentials bound in. */
   wire(config: AdapterConfig, auth: ProviderAuth): ProviderWire;
+  /** What the probe of a draft provider sends; null when the probe does not support the type. */
+  probe(config: AdapterConfig): ProbeCall | null;
 }
 
 /** The translation policy's rows that apply to a type: those written to a protocol it speaks. */

@@ -17,6 +17,7 @@ export {
   type ClientRequestHeaders,
   OPERATION_ENDPOINTS,
   type Operation,
+  type ProbeCall,
   type ProviderAdapter,
   type ProviderAuth,
   type ProviderType,
@@ -24,6 +25,7 @@ export {
   policyRowsOf,
   type WriteOptions,
 } from './adapter.js';
+export { type AddressClass, AddressList, addressClass, bareAddress, invalidCidr, isPublicAddress } from './addresses.js';
 export * from './canonical/index.js';
 export * from './cloud-auth/index.js';
 export { type ConnectionFailure, connectionFailure } from './connection-failure.js';
@@ -40,6 +42,7 @@ export {
 export type { PriceEntry, PriceTable, TokenUsage } from './metering.js';
 export { CHAT_COMPLETIONS_PATH, chatBodyFor, usageFromJson, usageFromSseTail, withStreamUsage } from './openai-body.js';
 export { PoolRegistry } from './pool-registry.js';
+export { judgeAddress, type ProbeAnswer, type ProbeTarget, probeProvider, type Resolve } from './probe.js';
 export { providerHeaders, storedResponsePath, upstreamPathFor } from './provider-call.js';
 export { type PoolSpec, type PoolTls, ProviderPool, type RawHandler, type UpstreamCall } from './provider-pool.js';
 export { ADAPTERS, adapterOf, operationProviders, servesOperation } from './registry.js';

@@ -1,4 +1,4 @@
-import type { ClientRequestHeaders, ProviderWire } from './adapter.js';
+import type { ClientRequestHeaders, ProbeCall, ProviderWire } from './adapter.js';
 import { answerReadersOf, writeCanonical } from './protocol-wire.js';
 
 // Pieces several adapters share: the defaults of a wire, and what OpenAI-protocol types
@@ -47,3 +47,15 @@ export const ENDPOINT_WIRE: ProviderWire = Object.freeze<ProviderWire>({
     if (credential !== null) headers.authorization = credential.authorization();
   },
 });
+
+/** The ids of an OpenAI- or Anthropic-style model list (`{data: [{id}, …]}`). */
+export function listedIds(body: unknown): string[] {
+  const data = (body as { data?: unknown } | null)?.data;
+  if (!Array.isArray(data)) return [];
+  return data.map((m) => (m as { id?: unknown } | null)?.id).filter((id): id is string => typeof id === 'string');
+}
+
+/** The probe of an OpenAI-style API: its model list, at `path` under the base URL. */
+export function modelListProbe(path: string): ProbeCall {
+  return { method: 'GET', path, headers: {}, body: null, models: listedIds };
+}

@@ -23,6 +23,7 @@ import { serveCacheDrop } from './admin-cache.js';
 import type { V1Context, V1Request } from './admin-caller.js';
 import { ifMatch, jsonBody, MAX_BODY_BYTES, reloadHeaders, send, sendObject } from './admin-http.js';
 import { getKey, listKeys } from './admin-keys.js';
+import { serveProviderProbe } from './admin-probe.js';
 import { getTeam, listTeams } from './admin-teams.js';
 import { getTopology, listTopology, writeTopology } from './admin-topology.js';
 import { serveUsage } from './admin-usage.js';
@@ -73,6 +74,7 @@ async function route(ctx: V1Context, a: V1Request, method: string, rest: string)
     if (method !== 'GET') throw notAllowed('GET');
     return send(a.res, 200, { id: a.caller.id, role: a.caller.role });
   }
+  if (collection === 'providers' && id === 'test' && parts.length === 2) return serveProviderProbe(ctx, a, method);
   // The usage ledger: its own file, its own parameters.
   if (collection === 'usage') {
     const settings = ctx.database.settings;

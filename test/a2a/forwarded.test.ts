@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
-import { invalidCidr, publicOrigin, TrustedProxies } from '../../src/a2a/forwarded.js';
+import { publicOrigin, TrustedProxies } from '../../src/a2a/forwarded.js';
+import { invalidCidr } from '../../src/providers/index.js';
 
 const proxies = new TrustedProxies(['10.0.0.0/8', '192.168.1.7', 'fd00::/8', '::1']);
 const plain = { secure: false } as const;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { checkPushUrl, isPublicAddress } from '../../src/a2a/push-url.js';
+import { checkPushUrl } from '../../src/a2a/push-url.js';
+import { isPublicAddress } from '../../src/providers/index.js';
 
 describe('isPublicAddress', () => {
   const nonPublic: [string, string][] = [

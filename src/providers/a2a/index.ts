@@ -12,4 +12,12 @@ export const a2aAdapter = Object.freeze<ProviderAdapter>({
   defaultBaseUrl: () => null,
   scope: () => null,
   wire: () => ENDPOINT_WIRE,
+  // Its card: what the gateway reads first of every agent.
+  probe: (config) => ({
+    method: 'GET',
+    path: config.card_path ?? '/.well-known/agent-card.json',
+    headers: { accept: 'application/json' },
+    body: null,
+    models: () => [],
+  }),
 });

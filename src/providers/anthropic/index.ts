@@ -1,5 +1,5 @@
 import { clientHeader, keyOf, type ProviderAdapter, type ProviderWire } from '../adapter.js';
-import { WIRE_DEFAULTS } from '../wire-parts.js';
+import { modelListProbe, WIRE_DEFAULTS } from '../wire-parts.js';
 
 // anthropic: Anthropic's Messages API, with `x-api-key` (never an `authorization`). An
 // Anthropic client's own `anthropic-version` and `anthropic-beta` are forwarded, since they
@@ -30,4 +30,5 @@ export const anthropicAdapter = Object.freeze<ProviderAdapter>({
       },
     });
   },
+  probe: () => modelListProbe('/models'),
 });

@@ -1,6 +1,6 @@
 import { OPERATION_ENDPOINTS, type ProviderAdapter, type ProviderWire } from '../adapter.js';
 import { BearerTokenSource } from '../cloud-auth/index.js';
-import { forwardOpenaiClientHeaders, WIRE_DEFAULTS } from '../wire-parts.js';
+import { forwardOpenaiClientHeaders, modelListProbe, WIRE_DEFAULTS } from '../wire-parts.js';
 
 // azure_openai: Azure OpenAI, OpenAI's protocol under a resource's URL. Its endpoints live
 // under /openai/deployments/{deployment} with an `api-version` query parameter, except the
@@ -32,4 +32,6 @@ export const azureOpenaiAdapter = Object.freeze<ProviderAdapter>({
       },
     });
   },
+  // The resource's models (base models and fine-tuned ones), under the same api-version as every call.
+  probe: (config) => modelListProbe(`/openai/models?api-version=${encodeURIComponent(config.api_version ?? '')}`),
 });

@@ -23,4 +23,6 @@ export const bedrockAdapter = Object.freeze<ProviderAdapter>({
       sign: signer === null ? null : (method, path, headers, body) => signer.signNow(method, path, headers, body),
     });
   },
+  // The runtime endpoint lists nothing, and a one-token Converse needs a model and signed keys a draft may not resolve.
+  probe: () => null,
 });

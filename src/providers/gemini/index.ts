@@ -30,4 +30,20 @@ export const geminiAdapter = Object.freeze<ProviderAdapter>({
   defaultBaseUrl: () => GEMINI_BASE_URL,
   scope: () => null,
   wire: () => wire,
+  probe: () => ({
+    method: 'GET',
+    path: '/v1beta/models',
+    headers: {},
+    body: null,
+    models: (body) => {
+      const models = (body as { models?: unknown } | null)?.models;
+      if (!Array.isArray(models)) return [];
+      return models
+        .map((m) => (m as { name?: unknown } | null)?.name)
+        .filter((name): name is string => typeof name === 'string')
+        .map((name) => name.replace(/^models\//, ''));
+    },
+    // A wrong key is a 400 whose ErrorInfo reason says so, not a 401.
+    refused: (status, body) => status === 401 || status === 403 || (status === 400 && JSON.stringify(body).includes('API_KEY_INVALID')),
+  }),
 });

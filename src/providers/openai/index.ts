@@ -1,5 +1,5 @@
 import { OPERATION_ENDPOINTS, type ProviderAdapter, type ProviderWire } from '../adapter.js';
-import { forwardOpenaiClientHeaders, WIRE_DEFAULTS } from '../wire-parts.js';
+import { forwardOpenaiClientHeaders, modelListProbe, WIRE_DEFAULTS } from '../wire-parts.js';
 
 // openai: any OpenAI-compatible API (OpenAI, vLLM, a proxy), at the base URL the config
 // names, with `Authorization: Bearer`.
@@ -22,4 +22,5 @@ export const openaiAdapter = Object.freeze<ProviderAdapter>({
   defaultBaseUrl: () => null,
   scope: () => null,
   wire: () => wire,
+  probe: () => modelListProbe('/models'),
 });

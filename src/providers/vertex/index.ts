@@ -62,4 +62,6 @@ export const vertexAdapter = Object.freeze<ProviderAdapter>({
       },
     });
   },
+  // Its calls need a Google Cloud token from a token source kept off the request path, which a draft has none of.
+  probe: () => null,
 });
