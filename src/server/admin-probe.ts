@@ -30,18 +30,26 @@ export async function serveProviderProbe(ctx: V1Context, a: V1Request, method: s
     );
   }
   const body = await jsonBody(a.req);
-  const { id, ...spec } = body;
+  // `metadata`, which a saved provider may carry, means nothing to a probe: checked, then dropped.
+  const { id, metadata, ...spec } = body;
   const issues: ConfigIssue[] = [];
   if (id !== undefined && (typeof id !== 'string' || !NAME.test(id)))
     issues.push({ path: 'id', message: 'provider names are 1-64 of A-Z a-z 0-9 _ . -' });
+  if (metadata !== undefined && (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)))
+    issues.push({ path: 'metadata', message: 'must be an object' });
   const checked = checkProvider(spec);
   if (!checked.ok) issues.push(...checked.issues);
   if (issues.length > 0 || !checked.ok) throw fieldsError(issues);
   const config = checked.value;
 
   const credential = credentialOf(config, ctx.env, issues);
-  const tls = config.tls === undefined ? undefined : readTlsFiles('tls', config.tls, issues);
+  // As the generation's build judges a saved provider's: a tls block on an http address is a mistake, not a no-op.
+  if (config.tls !== undefined && config.base_url?.startsWith('https:') !== true)
+    issues.push({ path: 'tls', message: 'applies to an https base_url only' });
+  const tls = config.tls === undefined || issues.length > 0 ? undefined : readTlsFiles('tls', config.tls, issues);
   if (issues.length > 0) throw fieldsError(issues);
+  // Every probe is logged with who asked and where to: a refused address is how a forgery attempt shows.
+  const seen = { msg: 'provider probe', caller: a.caller.id, type: config.type, host: hostOf(config) };
   const answer = await probeProvider(
     {
       config,
@@ -55,8 +63,17 @@ export async function serveProviderProbe(ctx: V1Context, a: V1Request, method: s
       ),
     },
     allowList(ctx.svc.holder.current()),
-  );
+  ).catch((err: unknown) => {
+    if (err instanceof SwitchyardError) ctx.svc.logger.warn({ ...seen, refused: err.code, reason: err.message });
+    throw err;
+  });
+  ctx.svc.logger.info({ ...seen, reachable: answer.reachable, tls: answer.tls, auth: answer.auth });
   send(a.res, 200, answer);
+}
+
+/** The draft's host (a type with a default address has none in its config). */
+function hostOf(config: ProviderConfig): string | null {
+  return config.base_url === undefined ? null : new URL(config.base_url).host;
 }
 
 /** The draft's key, resolved now; a reference that does not resolve is the caller's to fix, named by its path. */

@@ -212,6 +212,11 @@ describe('POST /admin/v1/providers/test', () => {
       noType.body.error?.errors?.map((e) => e.path),
       ['type'],
     );
+    const tlsOnHttp = await probe(allowing, { type: 'openai', base_url: models.baseUrl, tls: { server_name: 'models.test' } });
+    assert.deepEqual(
+      tlsOnHttp.body.error?.errors?.map((e) => e.path),
+      ['tls'],
+    );
     const unset = await probe(allowing, { type: 'openai', base_url: models.baseUrl, api_key: { env: 'NOT_SET_ANYWHERE' } });
     assert.equal(unset.status, 400);
     assert.equal(unset.body.error?.param, 'api_key');
@@ -227,6 +232,20 @@ describe('POST /admin/v1/providers/test', () => {
     assert.equal(reply.status, 400, reply.text);
     assert.equal(reply.body.error?.code, 'invalid_request');
     assert.equal(reply.body.error?.param, 'type');
+  });
+
+  it('logs every probe with its caller, type and host, a refusal with its code, and never a key', async () => {
+    const port = new URL(models.baseUrl).port;
+    await probe(strict, { type: 'anthropic', base_url: `http://127.0.0.1:${port}/v1`, api_key: { env: 'RIGHT_KEY' } });
+    const refused = await strict.waitForLog((l) => l.msg === 'provider probe' && l.type === 'anthropic');
+    assert.equal(refused.caller, 'admin');
+    assert.equal(refused.host, `127.0.0.1:${port}`);
+    assert.equal(refused.refused, 'probe_address_not_allowed');
+    await probe(allowing, { type: 'anthropic', base_url: models.baseUrl, api_key: { env: 'RIGHT_KEY' }, metadata: { owner: 'x' } });
+    const done = await allowing.waitForLog((l) => l.msg === 'provider probe' && l.type === 'anthropic' && l.auth === 'accepted');
+    assert.equal(done.reachable, true);
+    for (const gw of [allowing, strict])
+      assert.ok(!gw.output.some((line) => line.includes(RIGHT) || line.includes(WRONG)), 'no key in a log line');
   });
 
   it('is for admin tokens only: a read-only one is 403 and nothing is sent; another method is 405', async () => {
