@@ -128,11 +128,11 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
     configWarnings = loaded.warnings;
   }
   const servingKeyring = serving === null ? null : (inputs.servingKeyring ?? null);
-  const managed = await readManaged(inputs, config, servingKeyring);
+  const managed = await readDatabase(config, inputs.managed, servingKeyring?.managed ?? null, 'teams and keys');
   if (!managed.ok) return { outcome: 'rejected', issues: [managed.issue] };
   const snapshot = managed.snapshot;
   const managedChanged = (snapshot?.version ?? null) !== (servingKeyring?.managed?.version ?? null);
-  const topologyRead = await readTopology(inputs, config, serving);
+  const topologyRead = await readDatabase(config, inputs.topology, serving?.topology.snapshot ?? null, 'providers, routes and prices');
   if (!topologyRead.ok) return { outcome: 'rejected', issues: [topologyRead.issue] };
   const topologyChanged = (topologyRead.snapshot?.version ?? null) !== (serving?.topology.version ?? null);
   if (configChanged && serving !== null) {
@@ -233,53 +233,32 @@ async function prepare(inputs: PrepareInputs, read: { config: string | null; ove
   return { outcome: 'built', generation: next, keyring: ring.keyring, warnings };
 }
 
-type ManagedRead =
-  | { readonly ok: true; readonly snapshot: ManagedSnapshot | null; readonly warnings: readonly string[] }
+type DatabaseRead<S> =
+  | { readonly ok: true; readonly snapshot: S | null; readonly warnings: readonly string[] }
   | { readonly ok: false; readonly issue: ConfigIssue };
 
 /**
- * The database's teams and keys for the next generation. A database that cannot be read
- * keeps the serving generation's (an overlay or config change still applies); at start-up
- * there is nothing to keep, and the gateway does not start on half its keys.
+ * One part of the database for the next generation (its teams and keys, or its providers,
+ * routes and prices). A database that cannot be read keeps the serving one's (`kept`; an
+ * overlay or config change still applies); at start-up there is nothing to keep, and the
+ * gateway does not start on half its keys or routes.
  */
-async function readManaged(inputs: PrepareInputs, config: GatewayConfig, serving: Keyring | null): Promise<ManagedRead> {
-  if (config.database === undefined || inputs.managed === undefined) return { ok: true, snapshot: null, warnings: [] };
+async function readDatabase<S extends { readonly version: number }>(
+  config: GatewayConfig,
+  read: ((settings: DatabaseConfig) => Promise<S>) | undefined,
+  kept: S | null,
+  what: string,
+): Promise<DatabaseRead<S>> {
+  if (config.database === undefined || read === undefined) return { ok: true, snapshot: null, warnings: [] };
   try {
-    return { ok: true, snapshot: await inputs.managed(config.database), warnings: [] };
+    return { ok: true, snapshot: await read(config.database), warnings: [] };
   } catch (err) {
     const reason = (err as Error)?.message ?? String(err);
-    if (serving?.managed == null)
-      return { ok: false, issue: { path: 'database', message: `cannot read the database's teams and keys: ${reason}` } };
-    return {
-      ok: true,
-      snapshot: serving.managed,
-      warnings: [`the database's teams and keys could not be read (${reason}): those of version ${serving.managed.version} are kept`],
-    };
-  }
-}
-
-type TopologyRead =
-  | { readonly ok: true; readonly snapshot: TopologySnapshot | null; readonly warnings: readonly string[] }
-  | { readonly ok: false; readonly issue: ConfigIssue };
-
-/**
- * The database's providers, routes and prices for the next generation. A database that cannot
- * be read keeps the serving generation's (a file change still applies); at start-up there is
- * nothing to keep, and the gateway does not start on half its routes.
- */
-async function readTopology(inputs: PrepareInputs, config: GatewayConfig, serving: Generation | null): Promise<TopologyRead> {
-  if (config.database === undefined || inputs.topology === undefined) return { ok: true, snapshot: null, warnings: [] };
-  try {
-    return { ok: true, snapshot: await inputs.topology(config.database), warnings: [] };
-  } catch (err) {
-    const reason = (err as Error)?.message ?? String(err);
-    const kept = serving?.topology.snapshot ?? null;
-    if (kept === null)
-      return { ok: false, issue: { path: 'database', message: `cannot read the database's providers, routes and prices: ${reason}` } };
+    if (kept === null) return { ok: false, issue: { path: 'database', message: `cannot read the database's ${what}: ${reason}` } };
     return {
       ok: true,
       snapshot: kept,
-      warnings: [`the database's providers, routes and prices could not be read (${reason}): those of version ${kept.version} are kept`],
+      warnings: [`the database's ${what} could not be read (${reason}): those of version ${kept.version} are kept`],
     };
   }
 }

@@ -1,4 +1,4 @@
-import { type ConfigIssue, checkTopologyObject, topologyNameIssue } from '../config/index.js';
+import { type ConfigIssue, checkProvider, checkTopologyObject, topologyNameIssue } from '../config/index.js';
 import {
   type TopologyKind,
   TopologyMovedError,
@@ -108,9 +108,9 @@ function nameOf(kind: TopologyKind, body: Record<string, unknown>): string {
   return name as string;
 }
 
-/** The object's spec as its schema judges it: each field at fault, by path. */
+/** The object's spec as its schema judges it: each field at fault, by path (a provider's with the file's hints per type). */
 function judged(kind: TopologyKind, spec: Record<string, unknown>): void {
-  const checked = checkTopologyObject(kind, spec);
+  const checked = kind === 'provider' ? checkProvider(spec) : checkTopologyObject(kind, spec);
   if (!checked.ok) throw fieldsError(checked.issues);
 }
 
@@ -204,9 +204,7 @@ export async function patchTopology(ctx: TopologyWriteContext, asked: Asked, kin
     appliedValue: null,
   };
   const version = await checkedWrite(ctx, settle, async (snapshot) => {
-    const current = snapshot.objects.find((o) => o.kind === kind && o.id === id);
-    if (current === undefined) throw new SwitchyardError('not_found', `no ${NOUNS[kind]} "${id}"`);
-    if (expected !== null && current.version !== expected) throw stale(kind, id);
+    const current = currentOf(snapshot, kind, id, expected);
     const spec = merged(current.spec, patch);
     judged(kind, spec);
     return {
@@ -232,9 +230,7 @@ export async function deleteTopology(ctx: TopologyWriteContext, asked: Asked, ki
     appliedValue: null,
   };
   const version = await checkedWrite(ctx, settle, async (snapshot) => {
-    const current = snapshot.objects.find((o) => o.kind === kind && o.id === id);
-    if (current === undefined) throw new SwitchyardError('not_found', `no ${NOUNS[kind]} "${id}"`);
-    if (expected !== null && current.version !== expected) throw stale(kind, id);
+    const current = currentOf(snapshot, kind, id, expected);
     return {
       next: withObject(snapshot, kind, id, null),
       write: async (w) => {
@@ -245,6 +241,14 @@ export async function deleteTopology(ctx: TopologyWriteContext, asked: Asked, ki
   });
   const reload = await applied(ctx, settle, version);
   return { status: 204, view: null, etag: null, applied: reload };
+}
+
+/** The object a change or delete starts from, if it exists and `If-Match` (when given) names its version. */
+function currentOf(snapshot: TopologySnapshot, kind: TopologyKind, id: string, expected: number | null): TopologyObject {
+  const current = snapshot.objects.find((o) => o.kind === kind && o.id === id);
+  if (current === undefined) throw new SwitchyardError('not_found', `no ${NOUNS[kind]} "${id}"`);
+  if (expected !== null && current.version !== expected) throw stale(kind, id);
+  return current;
 }
 
 const stale = (kind: TopologyKind, id: string): SwitchyardError =>

@@ -13,7 +13,7 @@ export interface V1Context {
   readonly database: DatabaseLink;
   /** The reload a committed write asks for (trigger `database`). */
   readonly reloadForDatabase: () => Promise<ReloadResult>;
-  /** The environment references resolve in, as the gateway's own. */
+  /** The gateway's environment: what references (a draft provider's, a written one's) resolve in. */
   readonly env: NodeJS.ProcessEnv;
   /** The config file the gateway serves (what the export reads). */
   readonly configPath: string;

@@ -74,7 +74,8 @@ async function route(ctx: V1Context, a: V1Request, method: string, rest: string)
     if (method !== 'GET') throw notAllowed('GET');
     return send(a.res, 200, { id: a.caller.id, role: a.caller.role });
   }
-  if (collection === 'providers' && id === 'test' && parts.length === 2) return serveProviderProbe(ctx, a, method);
+  // A draft provider probed: POST only, so a provider named `test` is still read, changed and deleted.
+  if (collection === 'providers' && id === 'test' && parts.length === 2 && method === 'POST') return serveProviderProbe(ctx, a, method);
   // The usage ledger: its own file, its own parameters.
   if (collection === 'usage') {
     const settings = ctx.database.settings;

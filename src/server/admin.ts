@@ -36,6 +36,7 @@ export interface AdminContext {
   readonly database: DatabaseLink;
   /** The reload a committed database write asks for (trigger `database`). */
   readonly reloadForDatabase: () => Promise<ReloadResult>;
+  /** The gateway's environment: what references (a draft provider's, a written one's) resolve in. */
   readonly env: NodeJS.ProcessEnv;
   readonly configPath: string;
 }
@@ -333,6 +334,21 @@ function adminStatus(ctx: AdminContext): Record<string, unknown> {
               })),
             ),
           })),
+    // Where the providers, routes and prices came from: the file, the database, or both.
+    topology:
+      gen === null
+        ? null
+        : {
+            source: gen.topology.mode ?? 'file',
+            version: gen.topology.version,
+            seeded_at: gen.topology.seededAt,
+            from_database: {
+              providers: gen.topology.fromDatabase.provider.length,
+              routes: gen.topology.fromDatabase.route.length,
+              tool_routes: gen.topology.fromDatabase.tool_route.length,
+              prices: gen.topology.fromDatabase.price.length,
+            },
+          },
     mcp: gen === null ? null : mcpStatus(svc, gen),
     guardrails: gen === null ? [] : guardrailsView(gen.config, svc.keyring.ready ? svc.keyring.current() : null, svc.guardrailStats),
     cache: gen === null ? null : cacheView(gen.config, svc.cacheStats),

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import OpenAI from 'openai';
 import pg from 'pg';
 import type { MockProvider } from '../../src/mock/index.js';
@@ -147,6 +149,13 @@ describe('providers, routes and prices through the admin API, on SQLite (merged)
     assert.equal(one.status, 200);
     assert.equal(one.headers.get('etag'), '"1"');
     assert.equal((await v1(admin, 'GET', 'providers/nowhere', { token: READER })).status, 404);
+    const status = (await (await fetch(`${admin}/admin/status`, { headers: { authorization: `Bearer ${READER}` } })).json()) as Record<
+      string,
+      any
+    >;
+    assert.equal(status.topology.source, 'merged');
+    assert.equal(status.topology.from_database.providers, 1);
+    assert.equal(status.topology.from_database.routes, 1);
   });
 
   it('refuses a stale ETag with 412 and changes nothing; the current one applies', async () => {
@@ -246,6 +255,30 @@ describe('providers, routes and prices through the admin API, on SQLite (merged)
     assert.equal(bad.body.error.errors[0].path, 'input_usd_per_mtok');
   });
 
+  it('lets the file win a name it gains later that the database also holds, and says so in the reload', async () => {
+    assert.equal(
+      (await v1(admin, 'POST', 'routes', { token: ADMIN, body: { id: 'late', candidates: [{ provider: 'west' }] } })).status,
+      201,
+    );
+    assert.equal((await chat(gw, 'late')).provider, 'west');
+    const withLate: Record<string, unknown> = { ...gatewayConfig(db.url), audit: { file: join(gw.dir, 'audit.jsonl') } };
+    (withLate.routing as { routes: Record<string, unknown> }).routes.late = { candidates: [{ provider: 'east' }] };
+    gw.writeConfig(withLate);
+    const reload = await fetch(`${admin}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } });
+    const result = (await reload.json()) as { result: string; warnings: string[] };
+    assert.equal(result.result, 'applied', JSON.stringify(result));
+    assert.ok(
+      result.warnings.some((w) => w.includes('routing.routes.late') && w.includes("the file's is used")),
+      JSON.stringify(result.warnings),
+    );
+    assert.equal((await chat(gw, 'late')).provider, 'east');
+    assert.equal((await v1(admin, 'GET', 'routes/late', { token: READER })).body.managed_by, 'config');
+    // Back as it was: the file without it, and the database's row gone.
+    gw.writeConfig({ ...gatewayConfig(db.url), audit: { file: join(gw.dir, 'audit.jsonl') } });
+    await fetch(`${admin}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } });
+    assert.equal((await v1(admin, 'DELETE', 'routes/late', { token: ADMIN })).status, 204);
+  });
+
   it('audits each topology write with its object and outcome', async () => {
     const audit = join(gw.dir, 'audit.jsonl');
     await v1(admin, 'POST', 'routes', { token: ADMIN, body: { id: 'audited', candidates: [{ provider: 'east' }] } });
@@ -267,6 +300,37 @@ describe('providers, routes and prices through the admin API, on SQLite (merged)
     );
     // A create names its object in the body: a refused one before the body was judged has none.
     assert.ok(records.filter((r) => r.outcome === 'refused' && r.reason === 'conflict').length >= 2, JSON.stringify(records));
+  });
+
+  it('creates an MCP server and a tool route that a client calls at once, and deletes them', async () => {
+    const tools = await resources.startMock({ name: 'toolbox', protocol: 'mcp' });
+    const server = await v1(admin, 'POST', 'providers', {
+      token: ADMIN,
+      body: { id: 'toolbox', type: 'mcp', base_url: `${tools.origin}/mcp`, timeout_ms: 2000 },
+    });
+    assert.equal(server.status, 201, server.text);
+    const route = await v1(admin, 'POST', 'tool-routes', { token: ADMIN, body: { id: 'echo', candidates: [{ provider: 'toolbox' }] } });
+    assert.equal(route.status, 201, route.text);
+    assert.equal((await v1(admin, 'GET', 'tool-routes/echo', { token: READER })).body.managed_by, 'database');
+    // A tool route naming a model provider is refused by the generation's own rule.
+    const wrong = await v1(admin, 'POST', 'tool-routes', { token: ADMIN, body: { id: 'weather', candidates: [{ provider: 'east' }] } });
+    assert.equal(wrong.status, 409, wrong.text);
+    assert.ok(
+      wrong.body.error.errors.some((e: { path: string }) => e.path.startsWith('routing.tools.weather')),
+      wrong.text,
+    );
+    const mcp = new Client({ name: 'topology-test', version: '1.0.0' });
+    await mcp.connect(
+      new StreamableHTTPClientTransport(new URL('/mcp', gw.url), { requestInit: { headers: { authorization: `Bearer ${CLIENT_KEY}` } } }),
+    );
+    try {
+      const result = (await mcp.callTool({ name: 'echo', arguments: { text: 'hello' } })) as { content: Array<{ text?: string }> };
+      assert.match(result.content.map((c) => c.text ?? '').join(''), /toolbox/);
+    } finally {
+      await mcp.close();
+    }
+    assert.equal((await v1(admin, 'DELETE', 'tool-routes/echo', { token: ADMIN })).status, 204);
+    assert.equal((await v1(admin, 'DELETE', 'providers/toolbox', { token: ADMIN })).status, 204);
   });
 
   it('deletes a route and a provider: refused at once, and the database never held the secret', async () => {
