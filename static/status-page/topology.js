@@ -178,17 +178,36 @@ export async function refreshTopology() {
   timer = setTimeout(refreshTopology, POLL_MS);
 }
 
+/**
+ * Where the listed objects come from (`database.topology`), and so what may be written: under
+ * `file`, or `database` before its seed, the API refuses every write, and the view offers none.
+ */
+function sourceHint(db, mayWrite) {
+  const mode = db.topology ?? 'merged';
+  const unseeded = mode === 'database' && db.topology_seeded === false;
+  const source =
+    mode === 'file'
+      ? 'database.topology: file; every object is the config file’s, read-only here'
+      : unseeded
+        ? 'database.topology: database, not seeded yet (switchyard db seed --config FILE); read-only until then'
+        : mode === 'database'
+          ? 'database.topology: database'
+          : 'database.topology: merged; the config file’s are read-only here';
+  const who = mayWrite ? '' : '; read-only: nothing can be changed from here';
+  return { text: `(from the admin API, every ${POLL_MS / 1000} s; ${source}${who})`, writable: mayWrite && mode !== 'file' && !unseeded };
+}
+
 /** Shown when the gateway has a database (the API keeps providers and routes there); drawn on its own timer. */
 export function renderTopologySection(d, mayWrite) {
   const on = d.database !== null && d.database !== undefined;
   $('topology-section').hidden = !on;
-  canWrite = mayWrite;
-  $('new-provider').hidden = !mayWrite;
-  $('new-route').hidden = !mayWrite;
-  $('topology-hint').textContent = mayWrite
-    ? `(from the admin API, every ${POLL_MS / 1000} s; the config file’s are read-only here)`
-    : `(from the admin API, every ${POLL_MS / 1000} s; read-only: nothing can be changed from here)`;
-  if (on && !shown) {
+  if (!on) return;
+  const hint = sourceHint(d.database, mayWrite);
+  canWrite = hint.writable;
+  $('new-provider').hidden = !canWrite;
+  $('new-route').hidden = !canWrite;
+  $('topology-hint').textContent = hint.text;
+  if (!shown) {
     shown = true;
     refreshTopology();
   }

@@ -63,10 +63,10 @@ after(async () => {
 });
 
 /** A page signed in with `token`, its topology view read. */
-async function signedIn(token = ADMIN_TOKEN): Promise<{ page: Page; errors: string[] }> {
+async function signedIn(token = ADMIN_TOKEN, adminUrl = admin): Promise<{ page: Page; errors: string[] }> {
   const opened = await openPage(browser as Browser);
   opened.page.on('dialog', (d) => void d.accept());
-  await opened.page.goto(`${admin}/`);
+  await opened.page.goto(`${adminUrl}/`);
   await opened.page.waitForSelector('#token-form:not([hidden])');
   await opened.page.fill('#token', token);
   await opened.page.click('#token-form button[type="submit"]');
@@ -303,5 +303,29 @@ describe('the status page manages providers and routes', { skip: missing ?? fals
     assert.match((await page.locator('#topology-hint').textContent()) ?? '', /read-only: nothing can be changed from here/);
     assert.equal((await v1(admin, 'DELETE', 'providers/readable', { token: ADMIN_TOKEN })).status, 204);
     assert.deepEqual(unexpected(errors), []);
+  });
+
+  it('under database.topology: file, offers an admin no new provider or route, and says the config file holds them all', async () => {
+    const fileDb = sqliteDatabase();
+    const fileGw = await r.startGw(
+      baseConfig(
+        { east: east.baseUrl },
+        { m: { candidates: [{ provider: 'east' }] } },
+        { server: { admin_token: { env: 'ADMIN_TOKEN' } }, database: { url: fileDb.url, topology: 'file' } },
+      ),
+      { env: { ADMIN_TOKEN } },
+    );
+    try {
+      const { page, errors } = await signedIn(ADMIN_TOKEN, fileGw.adminUrl as string);
+      await waitForText(page, '#topology-hint', 'database.topology: file; every object is the config file’s, read-only here');
+      assert.equal(await page.locator('#new-provider').isHidden(), true);
+      assert.equal(await page.locator('#new-route').isHidden(), true);
+      assert.equal(await page.locator('#topology button').count(), 0);
+      assert.equal(await page.locator('tr[data-topology-provider="east"]').getAttribute('data-managed-by'), 'config');
+      assert.deepEqual(unexpected(errors), []);
+    } finally {
+      await fileGw.stop();
+      await fileDb.drop();
+    }
   });
 });
