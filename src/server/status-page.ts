@@ -17,6 +17,8 @@ const FILES = {
   'page.js': 'text/javascript; charset=utf-8',
   'topology.js': 'text/javascript; charset=utf-8',
   'topology-writes.js': 'text/javascript; charset=utf-8',
+  'provider-form.js': 'text/javascript; charset=utf-8',
+  'route-form.js': 'text/javascript; charset=utf-8',
   'favicon.svg': 'image/svg+xml',
 } as const;
 

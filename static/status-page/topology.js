@@ -1,11 +1,14 @@
 // The "Providers and routes" view: the providers, model routes, tool routes and prices the
 // admin API lists (/admin/v1/{providers,routes,tool-routes,pricing}), read on its own timer.
-// The database's providers and routes get Edit and Delete (topology-writes.js); the config
-// file's are read-only here, as the API holds them (409 managed_by_config), and say so. A key
-// is only ever shown as the reference it is ({env: NAME} or {file: PATH}).
+// The database's providers and routes get Edit and Delete (their forms: provider-form.js and
+// route-form.js; the writes: topology-writes.js); the config file's are read-only here, as
+// the API holds them (409 managed_by_config), and say so. A key is only ever shown as the
+// reference it is ({env: NAME} or {file: PATH}).
 
 import { $, allPages, badge, el, replace, table } from './page.js';
-import { closeForms, deleteObject, initWrites, openProviderForm, openRouteForm, reloadView, setProviderNames } from './topology-writes.js';
+import { openProviderForm } from './provider-form.js';
+import { openRouteForm } from './route-form.js';
+import { closeForms, deleteObject, initWrites, reloadView, setProviderNames } from './topology-writes.js';
 
 /** Reads the database, not the serving generation: less often than the status. */
 const POLL_MS = 10_000;

@@ -75,6 +75,8 @@ describe('status page files and data', () => {
       ['page.js', 'text/javascript; charset=utf-8'],
       ['topology.js', 'text/javascript; charset=utf-8'],
       ['topology-writes.js', 'text/javascript; charset=utf-8'],
+      ['provider-form.js', 'text/javascript; charset=utf-8'],
+      ['route-form.js', 'text/javascript; charset=utf-8'],
       ['status.css', 'text/css; charset=utf-8'],
       ['favicon.svg', 'image/svg+xml'],
     ]) {
