@@ -259,6 +259,12 @@ describe('the status page manages providers and routes', { skip: missing ?? fals
     await page.waitForSelector('#provider-form:not([hidden])');
     assert.equal(await page.inputValue('#provider-form [name="base_url"]'), south.baseUrl);
     assert.deepEqual(JSON.parse(await page.inputValue('#provider-form [name="other"]')), { timeout_ms: 5000 });
+    // A saved provider is tested from its form too, as it stands there.
+    await page.click('#provider-test');
+    await page.waitForSelector('#probe-result[data-reachable="true"]', { timeout: 15_000 });
+    await waitForText(page, '#probe-result', 'Test of south (not saved)');
+    await page.fill('#provider-form [name="other"]', '{"timeout_ms": 5001}');
+    await waitForText(page, '#probe-result [data-field="stale"]', 'The form changed since this test: test again.');
 
     // Someone else changes it after the form read it.
     const meanwhile = await v1(admin, 'PATCH', 'providers/south', { token: ADMIN_TOKEN, body: { timeout_ms: 6000 }, ifMatch: '"1"' });
