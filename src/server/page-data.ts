@@ -166,11 +166,17 @@ export function pageData(ctx: PageContext, nowMs: number): Record<string, unknow
           },
     recent_window_s: RECENT_MS / 1000,
     teams: teamsView(ctx.governance),
-    // The "Teams and keys" view reads /admin/v1/ itself; this says whether there is one, and at which version.
+    // The "Teams and keys" and "Providers and routes" views read /admin/v1/ themselves; this says
+    // whether there is a database, at which version, and which topology writes it takes.
     database:
       gen?.config.database === undefined
         ? null
-        : { engine: gen.config.database.url.startsWith('sqlite:') ? 'sqlite' : 'postgres', version: keyring?.managed?.version ?? null },
+        : {
+            engine: gen.config.database.url.startsWith('sqlite:') ? 'sqlite' : 'postgres',
+            version: keyring?.managed?.version ?? null,
+            topology: gen.config.database.topology,
+            topology_seeded: gen.topology.seededAt !== null,
+          },
     traffic: { slot_s: SLOT_MS / 1000, points: svc.recent.series(nowMs).map((p) => pointView(p, nowMs)) },
   };
 }

@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { SwitchyardError } from '../errors.js';
 
-// The status page's files: plain HTML, CSS and one script, shipped in the package under
+// The status page's files: plain HTML, CSS and a few script modules, shipped in the package under
 // static/status-page/ (package.json "files") and served by the admin listener as they are,
 // with no build step. This module sits at the same depth in src/ and in dist/, so one
 // relative URL finds them from either. They are read once, when the admin listener starts.
@@ -14,6 +14,11 @@ const FILES = {
   'index.html': 'text/html; charset=utf-8',
   'status.css': 'text/css; charset=utf-8',
   'status.js': 'text/javascript; charset=utf-8',
+  'page.js': 'text/javascript; charset=utf-8',
+  'topology.js': 'text/javascript; charset=utf-8',
+  'topology-writes.js': 'text/javascript; charset=utf-8',
+  'provider-form.js': 'text/javascript; charset=utf-8',
+  'route-form.js': 'text/javascript; charset=utf-8',
   'favicon.svg': 'image/svg+xml',
 } as const;
 

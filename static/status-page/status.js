@@ -2,13 +2,13 @@
 // build step. Every value is written with textContent (never as HTML): model names and
 // revisions come from config and overlays, and must not become markup.
 
+import { $, adminRequest, allPages, badge, el, replace, TOKEN_KEY, table } from './page.js';
+import { renderTopologySection, stopTopology } from './topology.js';
+
 const POLL_MS = 1000;
 /** Older than this, the page says its data is stale. */
 const STALE_MS = 5000;
-const TOKEN_KEY = 'switchyard-admin-token';
 const SVG = 'http://www.w3.org/2000/svg';
-
-const $ = (id) => document.getElementById(id);
 
 let lastOk = 0;
 let lastProblem = '';
@@ -20,27 +20,6 @@ let operator = null;
  */
 let session = 0;
 let pollTimer = null;
-
-/** An element with attributes and children (strings become text). */
-function el(tag, attrs = {}, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === null || v === undefined || v === false) continue;
-    if (k === 'class') e.className = v;
-    else if (k === 'text') e.textContent = v;
-    else e.setAttribute(k, v === true ? '' : String(v));
-  }
-  for (const c of children.flat()) if (c !== null && c !== undefined) e.append(c);
-  return e;
-}
-
-function badge(colour, text, state) {
-  return el('span', { class: `badge ${colour}`, 'data-state': state ?? text, text });
-}
-
-function replace(id, ...children) {
-  $(id).replaceChildren(...children.flat());
-}
 
 function ago(seconds) {
   if (seconds === null || seconds === undefined) return 'unknown';
@@ -284,24 +263,6 @@ function renderPlots(d) {
 }
 
 // ---------------------------------------------------------------- the tables
-
-function table(caption, headers, rows, attrs = {}) {
-  return el(
-    'table',
-    attrs,
-    caption && el('caption', {}, caption),
-    el(
-      'thead',
-      {},
-      el(
-        'tr',
-        {},
-        headers.map(([text, cls, title]) => el('th', { class: cls, title, text })),
-      ),
-    ),
-    el('tbody', {}, rows),
-  );
-}
 
 /** The columns a model's candidates and a tool's share: `upstream` names the third, `unit` what they serve. */
 function candidateHeaders(upstream, subject, unit) {
@@ -788,39 +749,9 @@ const DAY_MS = 86_400_000;
 let managedTimer = null;
 let managedShown = false;
 
-function authHeaders(json) {
-  const token = sessionStorage.getItem(TOKEN_KEY);
-  const headers = token ? { authorization: `Bearer ${token}` } : {};
-  if (json) headers['content-type'] = 'application/json';
-  return headers;
-}
-
 /** One admin API call: its JSON, or an Error with the gateway's message. */
 async function adminCall(method, path, body) {
-  const res = await fetch(`admin/v1/${path}`, {
-    method,
-    headers: authHeaders(body !== undefined),
-    cache: 'no-store',
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  const data = text === '' ? {} : JSON.parse(text);
-  if (!res.ok) throw Object.assign(new Error(data.error?.message ?? `HTTP ${res.status}`), { status: res.status });
-  return data;
-}
-
-async function allPages(path) {
-  const out = [];
-  let after = null;
-  for (;;) {
-    const page = await adminCall(
-      'GET',
-      `${path}${path.includes('?') ? '&' : '?'}limit=500${after === null ? '' : `&after=${encodeURIComponent(after)}`}`,
-    );
-    out.push(...page.data);
-    if (page.next === null) return out;
-    after = page.next;
-  }
+  return (await adminRequest(method, path, { body })).data;
 }
 
 /** The day (UTC, YYYY-MM-DD) `daysAgo` days before today. */
@@ -1025,6 +956,7 @@ function render(d) {
   renderCache(d);
   renderTeams(d);
   renderManagedSection(d);
+  renderTopologySection(d, mayWrite());
   renderReloads(d);
 }
 
@@ -1061,6 +993,7 @@ function askForToken(message) {
   $('new-secret').hidden = true;
   showManagedProblem('');
   replace('managed');
+  stopTopology();
   $('token-form').hidden = false;
   $('token-error').hidden = message === '';
   $('token-error').textContent = message;

@@ -72,6 +72,11 @@ describe('status page files and data', () => {
     assert.ok(!html.includes('east') && !html.includes(east.baseUrl), 'the shell holds no data');
     for (const [name, type] of [
       ['status.js', 'text/javascript; charset=utf-8'],
+      ['page.js', 'text/javascript; charset=utf-8'],
+      ['topology.js', 'text/javascript; charset=utf-8'],
+      ['topology-writes.js', 'text/javascript; charset=utf-8'],
+      ['provider-form.js', 'text/javascript; charset=utf-8'],
+      ['route-form.js', 'text/javascript; charset=utf-8'],
       ['status.css', 'text/css; charset=utf-8'],
       ['favicon.svg', 'image/svg+xml'],
     ]) {
