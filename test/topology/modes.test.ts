@@ -177,7 +177,7 @@ describe('the export', () => {
     await db.drop();
   });
 
-  it('prints the same YAML from the admin API and the CLI, which validate accepts and which serves the same topology without the database', async () => {
+  it('prints the same YAML from the admin API and the CLI, which validate accepts and which serves the same topology (one digest) without the database', async () => {
     const admin = gw.adminUrl as string;
     const north = { id: 'north', type: 'openai', base_url: west.baseUrl, timeout_ms: 5000, expose_headers: ['x-mock-provider'] };
     assert.equal((await v1(admin, 'POST', 'providers', { token: ADMIN, body: north })).status, 201);
@@ -214,6 +214,10 @@ describe('the export', () => {
       const models = async (g: GatewayProcess): Promise<string[]> =>
         ((await (await fetch(`${g.url}/v1/models`)).json()) as { data: Array<{ id: string }> }).data.map((m) => m.id).sort();
       assert.deepEqual(await models(plain), await models(gw));
+      // The same topology, whichever source it came from: one digest.
+      const original = await postChat(gw.url, chatBody('n'));
+      assert.match(original.headers.get('x-switchyard-topology') ?? '', /^[0-9a-f]{64}$/);
+      assert.equal(served.headers.get('x-switchyard-topology'), original.headers.get('x-switchyard-topology'));
     } finally {
       await plain.stop();
     }
