@@ -68,7 +68,11 @@ export class ChangeWatch {
     client.on('error', lost);
     client.on('end', () => lost());
     client.on('notification', (n) => {
-      if (n.channel === CHANGES_CHANNEL) this.#options.onChange('notify');
+      if (n.channel !== CHANGES_CHANNEL) return;
+      // This replica's own write, which it applies itself before answering: reloading for
+      // its notification too would leave the write's own reload finding nothing new.
+      if (this.#options.records.ownCommit(Number(n.payload))) return;
+      this.#options.onChange('notify');
     });
     try {
       await client.connect();

@@ -273,6 +273,12 @@ export class ManagedRecords {
   readonly #engine: Engine;
   /** The topology rows' reads (their writes are ManagedWrites.topology, in `write`). */
   readonly topology: TopologyRecords;
+  /**
+   * Versions this process committed and applies itself (the admin write's own reload): their
+   * NOTIFY, which reaches this replica too, is not another change to reload for. Bounded: a
+   * notification that never comes (no LISTEN) leaves its version here until pushed out.
+   */
+  readonly #own = new Set<number>();
 
   constructor(database: Database) {
     this.#db = database.db;
@@ -347,10 +353,14 @@ export class ManagedRecords {
         const version = Number(state.version);
         if (this.#engine === 'postgres') await sql`select pg_notify(${CHANGES_CHANNEL}, ${String(version)})`.execute(tx);
         committing = version;
+        if (this.#engine === 'postgres') this.#own.add(version);
+        if (this.#own.size > MAX_OWN_VERSIONS) this.#own.delete(this.#own.values().next().value as number);
         return { value: outcome.value, version };
       });
     } catch (err) {
       if (err instanceof Rollback) return { value: err.value as T, version: null };
+      // Rolled back for certain: another replica may commit this version, and must be heard.
+      if (committing !== null && (err as { severity?: unknown })?.severity !== undefined) this.#own.delete(committing);
       // A server that answered the COMMIT with an error (it has a severity) rolled back; a
       // connection that died under it leaves the outcome with the server. SQLite's commit
       // is in process: its answer is never lost.
@@ -359,6 +369,11 @@ export class ManagedRecords {
       }
       throw constraintOf(err) ?? err;
     }
+  }
+
+  /** Whether this process committed `version` itself (once: the answer is forgotten). */
+  ownCommit(version: number): boolean {
+    return this.#own.delete(version);
   }
 
   /** Records when keys were last used (at most one write per key, batched, off the request path). */
@@ -376,6 +391,9 @@ export class ManagedRecords {
     });
   }
 }
+
+/** Own versions remembered at most (see ManagedRecords.#own). */
+const MAX_OWN_VERSIONS = 1000;
 
 class Rollback {
   readonly value: unknown;

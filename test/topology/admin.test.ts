@@ -380,6 +380,20 @@ describe('two replicas on PostgreSQL', () => {
     await untilStatus(a, 'w', 404, 1000);
   });
 
+  it("reports, on each write's answer, the reload that applied it (its own notification is not another change)", async (t) => {
+    if ('skip' in db) return t.skip(db.skip);
+    for (let i = 0; i < 10; i++) {
+      const made = await v1(a.adminUrl as string, 'POST', 'routes', {
+        token: ADMIN,
+        body: { id: `r${i}`, candidates: [{ provider: 'east' }] },
+      });
+      assert.equal(made.status, 201, made.text);
+      assert.equal(made.headers.get('x-switchyard-reload'), 'applied', `write ${i}`);
+      const gone = await v1(a.adminUrl as string, 'DELETE', `routes/r${i}`, { token: ADMIN });
+      assert.equal(gone.headers.get('x-switchyard-reload'), 'applied', `delete ${i}`);
+    }
+  });
+
   it('a stale ETag from the other replica is 412', async (t) => {
     if ('skip' in db) return t.skip(db.skip);
     const made = await v1(a.adminUrl as string, 'POST', 'routes', { token: ADMIN, body: { id: 'p', candidates: [{ provider: 'east' }] } });
