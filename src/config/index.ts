@@ -64,6 +64,7 @@ export {
   servesAgents,
   servesEmbeddings,
 } from './provider-types.js';
+export { type ResidencyConfig, widerResidency } from './residency-schema.js';
 export {
   type AgentRouteConfig,
   type AuditConfig,
