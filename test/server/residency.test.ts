@@ -101,12 +101,16 @@ describe('data residency', () => {
           claude: { policy: 'ordered', candidates: [{ provider: 'iad-claude' }, { provider: 'fra-claude' }] },
           'unlabelled-first': { policy: 'ordered', candidates: [{ provider: 'nowhere' }, { provider: 'fra' }] },
           embed: { policy: 'ordered', candidates: [{ provider: 'iad' }, { provider: 'fra' }] },
+          // A judge's question and a semantic lookup's embedding go to routes whose us candidate is first.
+          judged: { guardrails: { input: ['judge'] }, candidates: [{ provider: 'fra' }] },
+          cached: { cache: { mode: 'semantic', semantic: { embedding_route: 'embed' } }, candidates: [{ provider: 'fra' }] },
         },
         tools: {
           echo: { policy: 'ordered', candidates: [{ provider: 'tools-us' }, { provider: 'tools-eu' }] },
           'us-echo': { candidates: [{ provider: 'tools-us', tool: 'echo' }] },
         },
       },
+      guardrails: { judge: { type: 'judge', route: 'us-first', prompt: { text: 'Safe? {{texts}}' }, timeout_ms: 5000 } },
       mcp: { catalog_recheck_ms: 0, list_changed_debounce_ms: 20 },
       // Breakers are not under test: every request must reach every candidate it may.
       resilience: { breaker: { failure_threshold: 1000 } },
@@ -213,6 +217,23 @@ describe('data residency', () => {
     const answer = await client.embeddings.create({ model: 'embed', input: 'where is my data' });
     assert.ok(answer.data.length > 0);
     assert.equal(totalModelCalls(virginia), 0, 'the us provider received nothing');
+  });
+
+  it("what the gateway asks for a request is held to the caller's zones: a judge's question and a semantic lookup's embedding", async () => {
+    const judged = await postChat(gw.url, chatBody('judged'), { authorization: `Bearer ${KEY_EU}` });
+    assert.equal(judged.status, 200, judged.text);
+    assert.equal(chatCount(frankfurt), 2, "the judge's question and the request itself, both in the eu");
+    const cached = await postChat(gw.url, chatBody('cached'), { authorization: `Bearer ${KEY_EU}` });
+    assert.equal(cached.status, 200, cached.text);
+    assert.equal(frankfurt.stats().requests['POST /v1/embeddings'], 1, 'the embedding was asked of the eu provider');
+    assert.equal(totalModelCalls(virginia), 0, 'the us provider received nothing');
+    // Without a rule the same questions go to the us candidate, first in their route: the test can tell.
+    await postChat(gw.url, chatBody('judged'), { authorization: `Bearer ${KEY_OPEN}` });
+    await postChat(gw.url, chatBody('cached', { messages: [{ role: 'user', content: 'another question' }] }), {
+      authorization: `Bearer ${KEY_OPEN}`,
+    });
+    assert.equal(chatCount(virginia), 1);
+    assert.equal(virginia.stats().requests['POST /v1/embeddings'], 1);
   });
 
   it('a provider without zones is outside under fail_closed (the default), inside with fail_closed: false', async () => {
