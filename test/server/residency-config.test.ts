@@ -10,6 +10,7 @@ import { baseConfig, type GatewayProcess, runCli } from '../support/gateway-proc
 import { chatBody, postChat } from '../support/http.js';
 import { v1 } from '../support/managed.js';
 import { chatCount } from '../support/observe.js';
+import { startOidcProvider } from '../support/oidc.js';
 import { fileResources } from '../support/resources.js';
 
 // Residency rules as config (ADR 0043): a key may narrow its team's zones, never widen them,
@@ -158,5 +159,37 @@ describe('residency through the admin API', () => {
     const file = await postChat(gw.url, chatBody('m'), { authorization: `Bearer ${FILE_KEY}` });
     assert.equal(file.headers.get('x-switchyard-provider'), 'eu');
     assert.equal(chatCount(us), 0);
+  });
+});
+
+describe('residency for a caller who signs in', () => {
+  it("a JWT caller is held to its team's zones: the us candidate first in the route receives nothing", async () => {
+    const op = await startOidcProvider({
+      clients: [
+        { id: 'berlin-app', claims: { team: 'berlin' } },
+        { id: 'anywhere-app', claims: { team: 'anywhere' } },
+      ],
+    });
+    resources.addUpstream(() => op.stop());
+    const gw = await resources.startGw(
+      gatewayConfig({
+        teams: { berlin: { residency: { allow: ['eu'] } }, anywhere: {} },
+        auth: {
+          jwt: {
+            mode: 'strict',
+            issuers: [{ id: 'corp', issuer: op.issuer, audiences: ['switchyard'], jwks: { url: op.jwksUri }, team: { claim: 'team' } }],
+          },
+        },
+      }),
+    );
+    us.reset();
+    eu.reset();
+    const r = await postChat(gw.url, chatBody('m'), { authorization: `Bearer ${await op.token('berlin-app')}` });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.headers.get('x-switchyard-provider'), 'eu');
+    assert.equal(chatCount(us), 0, 'the us provider received nothing');
+    // A signed-in caller of a team without a rule is served by the us candidate, first in the route.
+    const open = await postChat(gw.url, chatBody('m'), { authorization: `Bearer ${await op.token('anywhere-app')}` });
+    assert.equal(open.headers.get('x-switchyard-provider'), 'us');
   });
 });
