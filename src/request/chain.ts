@@ -105,7 +105,7 @@ class Chain<C extends ChainCandidate, R extends AttemptOutcome> {
     const candidates = kind.candidates;
     if (this.#index >= candidates.length) {
       const rule = kind.residency;
-      if (rule !== null && this.#outside === candidates.length) return kind.refuseOutside(rule);
+      if (rule !== null && this.#outside > 0 && this.#outside === candidates.length) return kind.refuseOutside(rule);
       const unable = this.#unable?.size ?? 0;
       if (kind.triesOpenBreakers && this.#attempted === 0 && this.#pass === 0 && candidates.length > unable) {
         this.#pass = 1;

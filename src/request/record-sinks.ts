@@ -244,12 +244,12 @@ function auditToolCall(audit: AuditWriter, r: RequestRecord, call: ToolCallRecor
   );
 }
 
-/** `provider:reason`, and for a candidate that could not take the request `provider:unable:field`. */
 /** The failures of candidates that were tried: one outside the caller's zones was never sent anything, so it failed nothing. */
 function tried(failures: readonly Failure[]): readonly Failure[] {
   return failures.some((f) => f.reason === 'residency') ? failures.filter((f) => f.reason !== 'residency') : failures;
 }
 
+/** `provider:reason`, and for a candidate that could not take the request `provider:unable:field`. */
 export function fallbackEntry(f: Failure): string {
   return f.reason === 'unable' ? `${f.provider}:unable:${f.detail}` : `${f.provider}:${f.reason}`;
 }
