@@ -21,6 +21,7 @@ import { fileResources } from '../support/resources.js';
 const resources = fileResources('switchyard-residency-');
 const ADMIN = 'admin-token-for-the-residency-tests';
 const FILE_KEY = 'sk-residency-file-key-0123456789abcdef';
+const TEAM_TOKEN = 'team-token-for-the-residency-tests';
 
 let eu: MockProvider;
 let us: MockProvider;
@@ -102,12 +103,15 @@ describe('residency through the admin API', () => {
     db = sqliteDatabase();
     gw = await resources.startGw(
       gatewayConfig({
-        server: { admin_token: { env: 'ADMIN_TOKEN' } },
+        server: {
+          admin_token: { env: 'ADMIN_TOKEN' },
+          admin_tokens: [{ id: 'emea-bot', token: { env: 'TEAM_TOKEN' }, role: 'team:emea' }],
+        },
         teams: { platform: { residency: { allow: ['eu'] } } },
         keys: [{ id: 'platform-ci', team: 'platform', key: { env: 'FILE_KEY' } }],
         database: { url: db.url, recheck_ms: 500 },
       }),
-      { env: { ADMIN_TOKEN: ADMIN, FILE_KEY } },
+      { env: { ADMIN_TOKEN: ADMIN, TEAM_TOKEN, FILE_KEY } },
     );
     admin = gw.adminUrl as string;
   });
@@ -142,6 +146,24 @@ describe('residency through the admin API', () => {
     const malformed = await v1(admin, 'PATCH', 'teams/emea', { token: ADMIN, body: { residency: { allow: 'eu' } } });
     assert.equal(malformed.status, 400, malformed.text);
     assert.equal(malformed.body.error.errors[0].path, 'residency.allow');
+  });
+
+  it("a team's token may narrow its key's residency, never loosen it (403 naming the field)", async () => {
+    const key = await v1(admin, 'POST', 'keys', { token: ADMIN, body: { id: 'emea-batch', team: 'emea', residency: { allow: ['eu'] } } });
+    assert.equal(key.status, 201, key.text);
+    for (const [body, path] of [
+      [{ residency: null }, 'residency'],
+      [{ residency: { allow: ['eu'], fail_closed: false } }, 'residency.fail_closed'],
+    ] as const) {
+      const refused = await v1(admin, 'PATCH', 'keys/emea-batch', { token: TEAM_TOKEN, body });
+      assert.equal(refused.status, 403, refused.text);
+      assert.deepEqual(
+        refused.body.error.errors.map((e: { path: string }) => e.path),
+        [path],
+      );
+    }
+    const kept = await v1(admin, 'GET', 'keys/emea-batch', { token: ADMIN });
+    assert.deepEqual(kept.body.residency, { allow: ['eu'] });
   });
 
   it("a managed team's rule holds for its managed key at once: the us candidate first in the route receives nothing", async () => {
