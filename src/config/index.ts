@@ -65,6 +65,7 @@ export {
   servesAgents,
   servesEmbeddings,
 } from './provider-types.js';
+export { type ResidencyConfig, widerResidency } from './residency-schema.js';
 export {
   type AgentRouteConfig,
   type AuditConfig,

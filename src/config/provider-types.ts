@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { providerRegion, zonesSchema } from './residency-schema.js';
 import {
   exposedHeaderSchema,
   extraHeadersSchema,
@@ -139,6 +140,10 @@ const upstreamShape = {
   headers: extraHeadersSchema.default({}),
   /** For an https base_url: a private CA, a client certificate for mutual TLS, the name to verify. */
   tls: tlsSchema.optional(),
+  /** Where it runs, as free text; bedrock's is its AWS region, checked as one (its schema overrides this). */
+  region: providerRegion.optional(),
+  /** The zones it processes data in (`[eu, gdpr]`): what a team's `residency.allow` is matched against. */
+  zones: zonesSchema.optional(),
 };
 
 /** An agent's upstream settings: every type's but max_event_bytes, which `a2a.max_event_bytes` sets for every agent. */
@@ -202,11 +207,11 @@ export const PROVIDER_SCHEMAS = {
   bedrock: z.strictObject({
     type: z.literal('bedrock'),
     base_url: httpUrl.optional(),
-    /** The AWS region of the Bedrock Runtime endpoint. */
-    region: awsRegion,
     /** The keys or the web identity requests are signed with. */
     aws: awsAuthSchema,
     ...modelShape,
+    /** The AWS region of the Bedrock Runtime endpoint (after the shared shape, whose free-text `region` it replaces). */
+    region: awsRegion,
   }),
   /** Google Vertex AI: the location's endpoint unless named; Google Cloud tokens from `gcp`. */
   vertex: z.strictObject({

@@ -10,6 +10,7 @@ import {
 } from './guardrails-schema.js';
 import { adminTokenRequired } from './listen-address.js';
 import { providerSchema } from './provider-types.js';
+import { type ResidencyConfig, residencySchema, widerResidency } from './residency-schema.js';
 import { positiveInt, redisUrlSchema, type retrySchema, secretQueryParams, secretRefSchema, tlsSchema, toolName } from './schema-parts.js';
 
 export type { AwsAuthConfig, EntraAuthConfig, GcpAuthConfig, ProviderConfig, ProviderConfigOf } from './provider-types.js';
@@ -504,6 +505,8 @@ export const teamSchema = z.strictObject({
   guardrails: guardrailAttachmentSchema.optional(),
   /** `off`: this team's requests neither use nor fill the response cache. */
   cache: callerCacheSchema.optional(),
+  /** The zones its requests may reach (providers' `zones`); absent = no limit. */
+  residency: residencySchema.optional(),
 });
 
 /** A key by its SHA-256 (one, or two while it is rotated) or by a secret reference, never in clear. */
@@ -532,6 +535,8 @@ export const keySchema = z
     guardrails: guardrailAttachmentSchema.optional(),
     /** `off`: this key's requests neither use nor fill the response cache. */
     cache: callerCacheSchema.optional(),
+    /** The zones its requests may reach, within its team's; absent = the team's. */
+    residency: residencySchema.optional(),
   })
   .superRefine((k, ctx) => {
     if ((k.sha256 === undefined) === (k.key === undefined)) {
@@ -635,16 +640,22 @@ export const auditSchema = z.strictObject({
   max_bytes: z.number().int().min(4096).max(1_099_511_627_776).optional(),
 });
 
-/** Keys name configured teams; key ids and key hashes are unique. Paths name the entry. */
+/** Keys name configured teams, within their residency; key ids and key hashes are unique. Paths name the entry. */
 function checkGovernanceReferences(
-  config: { teams?: Record<string, unknown>; keys?: ReadonlyArray<{ id: string; team: string; sha256?: readonly string[] }> },
+  config: {
+    teams?: Record<string, { residency?: ResidencyConfig }>;
+    keys?: ReadonlyArray<{ id: string; team: string; sha256?: readonly string[]; residency?: ResidencyConfig }>;
+  },
   ctx: z.RefinementCtx,
 ): void {
   const teams = config.teams ?? {};
   const ids = new Map<string, number>();
   const hashes = new Map<string, number>();
   (config.keys ?? []).forEach((k, i) => {
-    if (teams[k.team] === undefined) ctx.addIssue({ code: 'custom', path: ['keys', i, 'team'], message: `unknown team "${k.team}"` });
+    const team = teams[k.team];
+    if (team === undefined) ctx.addIssue({ code: 'custom', path: ['keys', i, 'team'], message: `unknown team "${k.team}"` });
+    for (const w of widerResidency(k.residency, team?.residency, k.team))
+      ctx.addIssue({ code: 'custom', path: ['keys', i, 'residency', ...w.path], message: w.message });
     const seen = ids.get(k.id);
     if (seen !== undefined)
       ctx.addIssue({ code: 'custom', path: ['keys', i, 'id'], message: `duplicate key id "${k.id}" (also keys[${seen}])` });

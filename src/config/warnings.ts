@@ -27,6 +27,7 @@ export function configWarnings(document: unknown, config: GatewayConfig): Config
   }
   warnings.push(...capacityWarnings(config));
   warnings.push(...guardrailWarnings(config));
+  warnings.push(...residencyWarnings(config));
   const responses = config.routing.responses;
   if (record(record(record(document)?.routing)?.responses)?.retention_days !== undefined && responses?.store !== 'database')
     warnings.push({
@@ -91,6 +92,29 @@ function guardrailWarnings(config: GatewayConfig): ConfigIssue[] {
       path: `guardrails.${name}`,
       message:
         'attached nowhere in this file: no route, team, key or mcp.guardrails lists it, so it runs only if a team or key in the database does',
+    });
+  }
+  return warnings;
+}
+
+/**
+ * A team whose residency no provider lies within: every request of it would be refused
+ * (403 residency_not_allowed). Valid (a provider may be labelled later, or come through the
+ * admin API), but rarely what was meant.
+ */
+function residencyWarnings(config: GatewayConfig): ConfigIssue[] {
+  const warnings: ConfigIssue[] = [];
+  const providers = Object.values(config.providers);
+  for (const [id, team] of Object.entries(config.teams ?? {})) {
+    const rule = team.residency;
+    if (rule === undefined) continue;
+    const served = providers.some((p) =>
+      p.zones === undefined ? !rule.fail_closed : rule.allow.some((zone) => p.zones?.includes(zone) === true),
+    );
+    if (served) continue;
+    warnings.push({
+      path: `teams.${id}.residency.allow`,
+      message: `no provider lies within ${rule.allow.join(', ')} (no provider's zones name one of them): every request of team "${id}" is refused with residency_not_allowed`,
     });
   }
   return warnings;

@@ -73,6 +73,7 @@ function toCandidate(wire: CandidateWire): OverlayCandidate {
   if (wire.rank !== undefined) candidate.rank = wire.rank;
   if (wire.selection_tier !== undefined) candidate.selectionTier = wire.selection_tier;
   if (wire.selection_group !== undefined) candidate.selectionGroup = wire.selection_group;
+  if (typeof wire.region === 'string' && wire.region !== '' && Buffer.byteLength(wire.region) <= 256) candidate.region = wire.region;
   if (wire.credential !== undefined) {
     const { strategy, secretRef } = wire.credential;
     candidate.credential = Object.freeze({

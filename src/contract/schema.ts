@@ -79,6 +79,11 @@ export const candidateSchema = z.object(
     selection_group: integerIn(0, Number.MAX_SAFE_INTEGER, 'must be an integer >= 0').optional(),
     traffic_weight: integerIn(1, 1000, 'must be 1-1000 (an integer)').optional(),
     credential: credentialSchema.optional(),
+    /**
+     * Its site's region, when the producer's inventory gives one. Not a v1 field: read when it
+     * is a short string, ignored otherwise, as any unknown field is.
+     */
+    region: z.unknown().optional(),
   },
   objectError,
 );

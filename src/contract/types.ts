@@ -64,6 +64,8 @@ export interface OverlayCandidate {
   rank?: number;
   selectionTier?: unknown;
   selectionGroup?: number;
+  /** Its site's region, when the producer gave one (an extension field, outside v1's list). */
+  region?: string;
   /** 1-1000, default 1. */
   trafficWeight: number;
   credential?: CredentialReference;

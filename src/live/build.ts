@@ -49,6 +49,7 @@ import {
   type GenerationTools,
   type McpServerRuntime,
   type OverlaySnapshot,
+  type ProviderPlace,
   type ProviderRuntime,
   type ToolCandidate,
   type ToolRoute,
@@ -280,6 +281,8 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
     const entra = 'auth' in p && p.auth !== undefined ? entraSpec(name, p.auth, inputs.env, issues) : null;
     const gcp = 'gcp' in p ? gcpSpec(name, p.gcp, issues) : null;
     const aws = 'aws' in p ? awsSpec(name, p.region, p.aws, inputs.env, issues) : null;
+    // The region requests are signed for: a signing type's own (every type has a free-text `region` besides).
+    const signingRegion = 'aws' in p ? p.region : '';
     const baseUrl = (p.base_url ?? adapter.defaultBaseUrl(p) ?? '').replace(/\/+$/, '');
     const identity = providerIdentity(p.type, baseUrl, adapter.scope(p));
     const tls = p.tls === undefined ? undefined : readTls(name, baseUrl, p.tls, issues);
@@ -289,7 +292,7 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
       const sources = inputs.cloudAuth ?? IDLE_SOURCES;
       const auth: ProviderAuth = {
         bearer: entra !== null ? sources.entra(entra) : gcp !== null ? sources.gcp(gcp) : null,
-        signer: aws === null ? null : new AwsSigner(sources.aws(aws), 'region' in p ? p.region : '', baseUrl),
+        signer: aws === null ? null : new AwsSigner(sources.aws(aws), signingRegion, baseUrl),
       };
       const wire = adapter.wire(p, auth);
       providers[name] = {
@@ -314,6 +317,7 @@ function* buildSteps(inputs: BuildInputs): Steps<BuildResult> {
         headers: { ...p.headers },
         exposeHeaders: p.expose_headers.length === 0 ? null : new Set(p.expose_headers),
         models: upstreamNames(p.models),
+        ...placeOf(p),
       };
     });
     yield;
@@ -498,6 +502,8 @@ function staticRoute(
       weight: c.weight,
       admission: 'new_and_existing',
       group: 0,
+      zones: provider.zones,
+      region: provider.region,
       provider,
       upstreamModel,
       protocol: provider.wire.protocolOf(upstreamModel, c.publisher),
@@ -568,6 +574,7 @@ function mcpServer(
       headers: { ...p.headers },
       tools: upstreamNames(p.tools),
       trustAnnotations: p.trust_annotations === true,
+      ...placeOf(p),
     };
   };
 }
@@ -599,8 +606,14 @@ function agentServer(
       pool: endpoint.open(),
       credential,
       headers: { ...p.headers },
+      ...placeOf(p),
     };
   };
+}
+
+/** A provider's `region` and `zones`, as every candidate of it carries them. */
+function placeOf(p: { readonly region?: string | undefined; readonly zones?: readonly string[] | undefined }): ProviderPlace {
+  return { region: p.region ?? null, zones: p.zones === undefined ? null : new Set(p.zones) };
 }
 
 /** A `routing.agents` entry: its candidates serve one agent, in one group. */
@@ -618,6 +631,8 @@ function agentRoute(agent: string, spec: AgentRouteConfig, agentServers: Readonl
       weight: c.weight,
       admission: 'new_and_existing',
       group: 0,
+      zones: server.zones,
+      region: server.region,
       server,
       credential: null,
       credentialProblem: null,
@@ -651,6 +666,8 @@ function staticToolRoute(tool: string, spec: ToolRouteConfig, servers: Readonly<
       weight: c.weight,
       admission: 'new_and_existing',
       group: 0,
+      zones: server.zones,
+      region: server.region,
       server,
       upstreamTool,
       credential: null,

@@ -22,8 +22,18 @@ export interface AdminToken {
   readonly credential: Credential;
 }
 
+/**
+ * Where a provider runs and processes data (`region`, `zones`): every candidate of it shares
+ * the one zone set, built once per generation, so the residency filter costs a set lookup.
+ */
+export interface ProviderPlace {
+  readonly region: string | null;
+  /** null = unlabelled (outside every residency rule but one with `fail_closed: false`). */
+  readonly zones: ReadonlySet<string> | null;
+}
+
 /** A configured provider as one generation sees it. */
-export interface ProviderRuntime {
+export interface ProviderRuntime extends ProviderPlace {
   readonly name: string;
   readonly type: ProviderType;
   /**
@@ -89,7 +99,7 @@ export interface GenerationCandidate extends RoutableCandidate {
 }
 
 /** A provider of `type: mcp`: an MCP server whose tools the /mcp endpoint routes to. */
-export interface McpServerRuntime {
+export interface McpServerRuntime extends ProviderPlace {
   readonly name: string;
   /** The server's MCP endpoint (Streamable HTTP), as configured: http://host:port/mcp. */
   readonly url: string;
@@ -133,7 +143,7 @@ export interface GenerationTools {
 }
 
 /** A provider of `type: a2a`: an upstream agent speaking the Agent2Agent protocol. */
-export interface AgentServerRuntime {
+export interface AgentServerRuntime extends ProviderPlace {
   readonly name: string;
   /** `base_url` without a trailing slash: calls go to the JSON-RPC endpoint its card names, on this origin. */
   readonly baseUrl: string;

@@ -221,6 +221,8 @@ function toCandidate(
     weight: c.trafficWeight,
     admission: c.admissionState,
     group,
+    zones: provider.zones,
+    region: c.region ?? provider.region,
     provider,
     // An overlay candidate names only the route's model; the provider may serve it under another name.
     upstreamModel,
@@ -244,6 +246,8 @@ function toToolCandidate(
     weight: c.trafficWeight,
     admission: c.admissionState,
     group,
+    zones: server.zones,
+    region: c.region ?? server.region,
     server,
     // The candidate's name is the exposed tool; the server may list it under another.
     upstreamTool: server.tools[c.name] ?? c.name,

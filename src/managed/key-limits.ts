@@ -41,10 +41,27 @@ export function loosenedLimits(current: KeyLimits, next: KeyLimits): ConfigIssue
     if (wider.length > 0)
       issues.push({ path: field, message: `adding ${wider.map((p) => JSON.stringify(p)).join(', ')} takes an admin token` });
   }
+  issues.push(...loosenedResidency(current.spec.residency, next.spec.residency));
   if (current.expiresAt !== null) {
     if (next.expiresAt === null) issues.push({ path: 'expires_at', message: 'removing the expiry takes an admin token' });
     else if (Date.parse(next.expiresAt) > Date.parse(current.expiresAt))
       issues.push({ path: 'expires_at', message: `moving the expiry later than ${current.expiresAt} takes an admin token` });
   }
+  return issues;
+}
+
+/** A key's residency loosened: removed (the team's may be wider), a zone added, or unlabelled providers let in. */
+function loosenedResidency(was: unknown, now: unknown): ConfigIssue[] {
+  const before = was as { allow?: unknown; fail_closed?: unknown } | undefined;
+  if (before === undefined || before === null || !Array.isArray(before.allow)) return [];
+  const after = now as { allow?: unknown; fail_closed?: unknown } | undefined;
+  if (after === undefined || after === null || !Array.isArray(after.allow))
+    return [{ path: 'residency', message: 'removing the residency takes an admin token' }];
+  const issues: ConfigIssue[] = [];
+  const added = (after.allow as unknown[]).filter((z) => !(before.allow as unknown[]).includes(z));
+  if (added.length > 0)
+    issues.push({ path: 'residency.allow', message: `adding ${added.map((z) => JSON.stringify(z)).join(', ')} takes an admin token` });
+  if (before.fail_closed !== false && after.fail_closed === false)
+    issues.push({ path: 'residency.fail_closed', message: 'letting providers without zones in takes an admin token' });
   return issues;
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { checkKey, type KeyConfig } from '../config/index.js';
-import type { ManagedKey, WriteResult } from '../database/index.js';
+import { checkKey, checkTeam, type KeyConfig, widerResidency } from '../config/index.js';
+import type { ManagedKey, ManagedRecords, WriteResult } from '../database/index.js';
 import { SwitchyardError } from '../errors.js';
 import { hashKey } from '../governance/index.js';
 import type { Keyring } from '../live/index.js';
@@ -27,6 +27,7 @@ const KEY_FIELDS = [
   'tool_calls_per_day',
   'allowed_agents',
   'agent_messages_per_day',
+  'residency',
 ] as const;
 /** A rotation's old secret works at most this long after it: 30 days. */
 const MAX_GRACE_S = 30 * 24 * 3600;
@@ -90,6 +91,7 @@ export async function createKey(ctx: WriteContext, asked: Asked): Promise<Writte
     if (ctx.keyring.fileTeams[team] === undefined && (await w.team(team)) === undefined) {
       throw fieldsError([{ path: 'team', message: `unknown team "${team}"` }]);
     }
+    await refuseWiderResidency(ctx, w, checked.value);
     if ((await w.key(id)) !== undefined) throw new SwitchyardError('conflict', `key "${id}" already exists`);
     await w.insertKey({ id, team, sha256: secret.sha256, prefix: secret.prefix, spec, metadata: metadata ?? {}, expiresAt });
     return { commit: true, value: null };
@@ -136,6 +138,7 @@ export async function patchKey(ctx: WriteContext, asked: Asked, id: string): Pro
       ...(expiry === null ? {} : { expires_at: expiry }),
     });
     if (!checked.ok) throw fieldsError(checked.issues);
+    await refuseWiderResidency(ctx, w, checked.value);
     const result = await w.updateKey(id, current.version, {
       spec,
       ...(patch.metadata === undefined ? {} : { metadata: patch.metadata }),
@@ -218,6 +221,25 @@ function expiryOf(value: unknown): string | null {
     throw fieldsError([{ path: 'expires_at', message: 'must be an RFC 3339 timestamp, e.g. 2027-06-30T00:00:00Z' }]);
   }
   return value;
+}
+
+/**
+ * A key's zones must lie within its team's, as in the config file (400 naming each field,
+ * `residency.allow[1]`): its team is the file's or the database's as the write sees it.
+ */
+async function refuseWiderResidency(ctx: WriteContext, w: Pick<ManagedRecords, 'team'>, key: KeyConfig): Promise<void> {
+  if (key.residency === undefined) return;
+  let team = ctx.keyring.fileTeams[key.team];
+  if (team === undefined) {
+    const row = await w.team(key.team);
+    const checked = row === undefined ? null : checkTeam(row.spec);
+    team = checked?.ok === true ? checked.value : undefined;
+  }
+  const wider = widerResidency(key.residency, team?.residency, key.team);
+  if (wider.length === 0) return;
+  const pathOf = (at: readonly (string | number)[]): string =>
+    `residency${at.map((p) => (typeof p === 'number' ? `[${p}]` : `.${p}`)).join('')}`;
+  throw fieldsError(wider.map((i) => ({ path: pathOf(i.path), message: i.message })));
 }
 
 /** A key of the config file is read-only here (and, to another team's token, not there at all). */

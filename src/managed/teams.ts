@@ -11,7 +11,7 @@ import { type Asked, tagOf, type Written } from './written.js';
 // config file is read-only here (409 managed_by_config); a team still named by a key, the
 // file's or the database's, is not deleted.
 
-const TEAM_FIELDS = ['rate_limit', 'quota', 'budget', 'allowed_models', 'allowed_tools', 'allowed_agents'] as const;
+const TEAM_FIELDS = ['rate_limit', 'quota', 'budget', 'allowed_models', 'allowed_tools', 'allowed_agents', 'residency'] as const;
 
 export function teamView(t: ManagedTeam): Record<string, unknown> {
   return {

@@ -27,6 +27,8 @@ export interface RenderedCandidate {
   selection_tier: SelectionTier;
   selection_group: number;
   traffic_weight: number;
+  /** Its site's region from the inventory: the gateway shows it as the candidate's (an extension field, outside v1's list). */
+  region: string;
   credential?: { strategy: 'bearer_token'; secretRef: { name: string; namespace: string; key: string } };
 }
 
@@ -124,6 +126,7 @@ function candidateOf(inventory: Inventory, p: InventoryProvider, kind: RenderedK
     admission_state: p.state === 'drain' ? 'existing_only' : 'new_and_existing',
     selection_tier: tierOf(inventory, p),
     traffic_weight: p.weight,
+    region: p.region,
   };
   if (p.credential !== undefined) c.credential = { strategy: 'bearer_token', secretRef: { ...p.credential } };
   return c;

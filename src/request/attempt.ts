@@ -54,6 +54,8 @@ export type Wrap = CallWrap<AttemptRequest, RelayResult>;
 /** What every call kind's candidate has: the breaker's key, its id for the record, and whether its credential could be read. */
 export interface ChainCandidate {
   readonly identity: string;
+  /** Its provider's zones (the residency filter's input); null = unlabelled. */
+  readonly zones: ReadonlySet<string> | null;
   readonly stableId: string;
   readonly providerName: string;
   readonly credentialProblem: string | null;

@@ -1,6 +1,7 @@
 import type { RetryPolicy } from '../live/index.js';
 import type { StopSlot } from '../providers/index.js';
 import { type BreakerRegistry, backoffDelayMs } from '../resilience/index.js';
+import { type ResidencyRule, withinResidency } from '../routing/index.js';
 import type { AttemptOutcome, ChainCandidate, Skipped } from './attempt.js';
 
 // The one failover loop, for every call kind (a model request, a tool call): the candidates
@@ -9,7 +10,9 @@ import type { AttemptOutcome, ChainCandidate, Skipped } from './attempt.js';
 // its provider's `retry` allows, and the kind's rule for when a failure may move on to the
 // next candidate. Driven by the attempts' callbacks, not by promises: a call answered by its
 // first candidate resolves no promise in here (ADR 0019), and a result always comes after
-// the attempt has returned, so a chain of skips never deepens the stack.
+// the attempt has returned, so a chain of skips never deepens the stack. It is also where
+// residency holds (ADR 0043): every candidate of every call kind passes here before a byte
+// is sent to it, whether first, after a failover or on the second pass.
 
 type Failed<R> = Extract<R, { readonly kind: 'failed' }>;
 type Ended<R> = Exclude<R, { readonly kind: 'failed' }>;
@@ -20,6 +23,8 @@ type Ended<R> = Exclude<R, { readonly kind: 'failed' }>;
  */
 export interface CallKind<C extends ChainCandidate, R extends AttemptOutcome> {
   readonly candidates: readonly C[];
+  /** The caller's residency rule; null = none (then no candidate is ever outside, and nothing is looked up). */
+  readonly residency: ResidencyRule | null;
   /** When the first pass tried nothing (every breaker open), whether the chain is tried again regardless. */
   readonly triesOpenBreakers: boolean;
   readonly breakers: BreakerRegistry;
@@ -40,6 +45,10 @@ export interface CallKind<C extends ChainCandidate, R extends AttemptOutcome> {
   cannotTake(err: unknown, c: C): boolean;
   /** An open breaker skipped `c`. */
   skipped(c: C): void;
+  /** `c` lies outside the caller's zones: passed over before anything was sent (listed as `provider:residency`). */
+  outside(c: C): void;
+  /** Every candidate lay outside the caller's zones, so none was tried: the kind refuses (403 residency_not_allowed). */
+  refuseOutside(rule: ResidencyRule): void;
   /** Notes a failed attempt (the record, the books). */
   noteFailure(r: Failed<R>, c: C): void;
   /** The kind's rule: whether a failed attempt may move on (to a retry, or to the next candidate). */
@@ -77,8 +86,10 @@ class Chain<C extends ChainCandidate, R extends AttemptOutcome> {
   #current: C | null = null;
   /** The latest failed attempt: the one a retry's wait may turn into a fallback. */
   #lastFailed: Failed<R> | null = null;
-  /** The candidates that could not take the call (skipped on the second pass too). */
+  /** The candidates that could not take the call, or lie outside the caller's zones (skipped on the second pass too). */
   #unable: Set<C> | null = null;
+  /** How many candidates lay outside the caller's zones. */
+  #outside = 0;
   /** Retries of the current candidate so far (its provider's `retry`). */
   #retries = 0;
   /** The wait before the next retry, while one runs. */
@@ -93,6 +104,8 @@ class Chain<C extends ChainCandidate, R extends AttemptOutcome> {
     const kind = this.#kind;
     const candidates = kind.candidates;
     if (this.#index >= candidates.length) {
+      const rule = kind.residency;
+      if (rule !== null && this.#outside > 0 && this.#outside === candidates.length) return kind.refuseOutside(rule);
       const unable = this.#unable?.size ?? 0;
       if (kind.triesOpenBreakers && this.#attempted === 0 && this.#pass === 0 && candidates.length > unable) {
         this.#pass = 1;
@@ -105,6 +118,14 @@ class Chain<C extends ChainCandidate, R extends AttemptOutcome> {
     if (kind.stopping()) return kind.halt();
     const c = candidates[this.#index++] as C;
     if (this.#unable?.has(c) === true) return this.run();
+    const rule = kind.residency;
+    if (rule !== null && !withinResidency(rule, c.zones)) {
+      // Before its breaker, its credential or its translation is looked at: nothing reaches it.
+      (this.#unable ??= new Set()).add(c);
+      this.#outside += 1;
+      kind.outside(c);
+      return this.run();
+    }
     this.#current = c;
     this.#retries = 0;
     this.#send(c);

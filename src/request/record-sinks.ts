@@ -8,6 +8,7 @@ import { auditGuardrails, countGuardrails, guardrailAttributes } from './guardra
 import type { KeysUsed } from './keys-used.js';
 import type { RecordSink } from './record.js';
 import type { Failure, RequestRecord, ToolCallRecord } from './request-record.js';
+import { triedCandidates } from './residency.js';
 import { type UsageLedger, untokenedRow } from './usage-row.js';
 
 // The sinks of a finished request's record, but the access log's (access-line.ts). Each
@@ -155,21 +156,22 @@ export function recentSink(models: RecentTraffic, tools: RecentTraffic, agents: 
           call.routed ? call.tool : null,
           ok ? (call.candidate?.stableId ?? null) : null,
           toolProvider(call),
-          call.fallback.map((f, i) => ({ candidate: call.failedCandidates[i] ?? f })),
+          triedCandidates(call.fallback, call.failedCandidates),
         );
         return;
       }
       const c = r.candidate;
       const status = r.status;
+      const failures = r.failures.length === 0 ? r.failures : tried(r.failures);
       models.record(
         r.endedAtMs,
         r.durationMs,
         status === 'partial' || status >= 500,
-        c !== null || r.failures.length > 0,
+        c !== null || failures.length > 0,
         r.routedModel,
         c?.stableId ?? null,
         c?.provider.name ?? 'none',
-        r.failures,
+        failures,
       );
     },
   };
@@ -240,6 +242,11 @@ function auditToolCall(audit: AuditWriter, r: RequestRecord, call: ToolCallRecor
       latencyMs: r.durationMs,
     }),
   );
+}
+
+/** The failures of candidates that were tried: one outside the caller's zones was never sent anything, so it failed nothing. */
+function tried(failures: readonly Failure[]): readonly Failure[] {
+  return failures.some((f) => f.reason === 'residency') ? failures.filter((f) => f.reason !== 'residency') : failures;
 }
 
 /** `provider:reason`, and for a candidate that could not take the request `provider:unable:field`. */

@@ -3,7 +3,7 @@ import type { Generation, GenerationCandidate } from '../live/index.js';
 import { type AnswerTransform, composeTransforms, providerHeaders, relay, type UsageHeadersOf } from '../providers/index.js';
 import { usageBoundsOf } from './admission.js';
 import type { AdmittedRequest, Attempt } from './attempt.js';
-import type { Exchange, ModelRequest } from './exchange.js';
+import type { Exchange, Failure, ModelRequest } from './exchange.js';
 import { outputTransform } from './guardrails/guard.js';
 import { operations } from './operations.js';
 
@@ -47,7 +47,10 @@ export const sendToCandidate: Attempt = (a, done) => {
   }
   if (a.trace !== null) Object.assign(headers, a.trace);
   else forwardTraceContext(x, headers);
-  if (x.failures.length > 0) own.push('x-switchyard-fallback', x.failures.map((f) => f.provider).join(','));
+  if (x.failures.length > 0) {
+    const fallback = fallbackHeader(x.failures);
+    if (fallback !== '') own.push('x-switchyard-fallback', fallback);
+  }
   // The fields this candidate's translation left out: the answer says so, as the access line does.
   const dropped = upstream.dropped ?? null;
   if (dropped !== null) own.push(DROPPED_HEADER, dropped.join(','));
@@ -217,4 +220,17 @@ function forwardTraceContext(x: Exchange, headers: Record<string, string>): void
   headers.traceparent = parent;
   const state = x.req.headers.tracestate;
   if (typeof state === 'string' && state.length <= 512) headers.tracestate = state;
+}
+
+/**
+ * The providers the request fell back from, for `x-switchyard-fallback`: never one outside
+ * the caller's residency zones, which the client is not told exists (the access line lists it).
+ */
+function fallbackHeader(failures: readonly Failure[]): string {
+  let header = '';
+  for (const f of failures) {
+    if (f.reason === 'residency') continue;
+    header = header === '' ? f.provider : `${header},${f.provider}`;
+  }
+  return header;
 }

@@ -11,11 +11,13 @@ import {
   upstreamMessage,
 } from '../providers/index.js';
 import { type BreakerRegistry, type FailureReason, isRetryable } from '../resilience/index.js';
+import type { ResidencyRule } from '../routing/index.js';
 import { settle } from './admission.js';
 import type { AdmittedRequest, Attempt, AttemptCallback } from './attempt.js';
 import { type CallKind, runChain } from './chain.js';
 import type { Failure } from './exchange.js';
 import { CandidateUnable, operations } from './operations.js';
+import { residencyOf, residencyRefusal } from './residency.js';
 import type { Services } from './services.js';
 
 // The end of every model request's path, once its chain is chosen and admitted: the model
@@ -74,6 +76,7 @@ class ModelCall implements CallKind<GenerationCandidate, RelayResult> {
   /** The first candidate that could not take the request. */
   #unable: CandidateUnable | null = null;
   readonly candidates: readonly GenerationCandidate[];
+  readonly residency: ResidencyRule | null;
   readonly triesOpenBreakers = true;
   readonly breakers: BreakerRegistry;
   readonly random: () => number;
@@ -84,6 +87,9 @@ class ModelCall implements CallKind<GenerationCandidate, RelayResult> {
     this.#req = req;
     this.#done = done;
     this.candidates = req.candidates;
+    // Every model call of the request (its judge's and its embedding's too, which come back
+    // in as requests of the same caller) is held to the caller's zones.
+    this.residency = residencyOf(req.request.keyring, req.request.principal);
     this.breakers = req.svc.breakers;
     this.random = req.svc.random;
     this.deadlineAt = req.deadlineAt;
@@ -120,6 +126,16 @@ class ModelCall implements CallKind<GenerationCandidate, RelayResult> {
   }
 
   skipped(): void {}
+
+  outside(c: GenerationCandidate): void {
+    const { x, svc } = this.#req;
+    x.failedOver({ provider: c.provider.name, candidate: c.stableId, reason: 'residency', detail: '' });
+    svc.metrics.fallbacks.inc({ provider: c.provider.name, reason: 'residency' });
+  }
+
+  refuseOutside(rule: ResidencyRule): void {
+    this.end(residencyRefusal(`model "${this.#req.request.model}"`, rule));
+  }
 
   noteFailure(r: FailedAttempt, c: GenerationCandidate): void {
     this.#req.x.failedOver({ provider: c.provider.name, candidate: c.stableId, reason: r.reason, detail: r.detail });
@@ -210,8 +226,10 @@ class ModelCall implements CallKind<GenerationCandidate, RelayResult> {
   /** `N candidate(s) for model "m" failed (east: HTTP 429; …)`: what every failure was, for the client's error. */
   #summary(): string {
     const req = this.#req;
-    const summary = req.x.failures.map((f) => `${f.provider}: ${f.reason === 'unable' ? `cannot take ${f.detail}` : f.detail}`).join('; ');
-    return `${req.candidates.length} candidate(s) for model "${req.request.model}" failed (${summary})`;
+    // A candidate outside the caller's zones is not the caller's to hear of, nor counted.
+    const failures = req.x.failures.filter((f) => f.reason !== 'residency');
+    const summary = failures.map((f) => `${f.provider}: ${f.reason === 'unable' ? `cannot take ${f.detail}` : f.detail}`).join('; ');
+    return `${req.candidates.length - (req.x.failures.length - failures.length)} candidate(s) for model "${req.request.model}" failed (${summary})`;
   }
 
   /**
@@ -229,7 +247,7 @@ class ModelCall implements CallKind<GenerationCandidate, RelayResult> {
       return;
     }
     const req = this.#req;
-    const failures = req.x.failures;
+    const failures = req.x.failures.filter((f) => f.reason !== 'residency');
     // Every candidate answered 503: the client may retry as it would on the provider's own 503.
     const code: ErrorCode = chosen === 'upstream_error' && this.#every503 ? 'upstream_unavailable' : chosen;
     const left = req.deadlineAt === null ? ANSWER_WAIT_MS : Math.max(0, Math.min(ANSWER_WAIT_MS, req.deadlineAt - performance.now()));
@@ -280,17 +298,20 @@ function pastDeadline(req: AdmittedRequest): boolean {
 
 /** The route's deadline passed before a candidate answered: 504, naming what was tried. */
 function outOfTime(req: AdmittedRequest, candidates: number): SwitchyardError {
-  const x = req.x;
-  const tried = x.failures.map((f) => `${f.provider}: ${f.detail}`).join('; ');
+  const failures = req.x.failures.filter((f) => f.reason !== 'residency');
+  const outside = req.x.failures.length - failures.length;
+  const tried = failures.map((f) => `${f.provider}: ${f.detail}`).join('; ');
   return new SwitchyardError(
     'upstream_timeout',
-    `deadline_ms for model "${req.request.model}" passed after ${x.failures.length} of ${candidates} candidate(s)${tried === '' ? '' : ` (${tried})`}`,
+    `deadline_ms for model "${req.request.model}" passed after ${failures.length} of ${candidates - outside} candidate(s)${tried === '' ? '' : ` (${tried})`}`,
   );
 }
 
-/** The failures of candidates that were tried: one that could not take the request says nothing of the upstreams. */
+/** The failures of candidates that were tried: one that could not take the request, or lay outside the caller's zones, says nothing of the upstreams. */
 function tried(failures: readonly Failure[]): readonly Failure[] {
-  return failures.some((f) => f.reason === 'unable') ? failures.filter((f) => f.reason !== 'unable') : failures;
+  return failures.some((f) => f.reason === 'unable' || f.reason === 'residency')
+    ? failures.filter((f) => f.reason !== 'unable' && f.reason !== 'residency')
+    : failures;
 }
 
 /**

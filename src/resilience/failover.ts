@@ -12,6 +12,8 @@ export type FailureReason =
   | 'credential_unavailable'
   /** The candidate's protocol cannot express the request (a field the translation cannot map); nothing was sent. */
   | 'unable'
+  /** The candidate lies outside the caller's residency zones; nothing was sent (never a breaker's failure). */
+  | 'residency'
   /** A 400/413 saying the prompt is longer than the model takes, on a route with `fallback_on: [context_length]`. */
   | 'context_length'
   /** A 400 refusing the request by a content filter, on a route with `fallback_on: [content_filter]`. */

@@ -14,6 +14,10 @@ export interface RoutableCandidate {
   readonly weight: number;
   readonly admission: AdmissionState;
   readonly group: number;
+  /** The zones its provider processes data in (`providers.<name>.zones`), one set per provider; null = unlabelled. */
+  readonly zones: ReadonlySet<string> | null;
+  /** Where it runs: its site's region when the overlay gives one, else its provider's `region`; null = not said. */
+  readonly region: string | null;
 }
 
 export interface CandidateGroup<C extends RoutableCandidate> {

@@ -38,7 +38,7 @@ describe('type: bedrock', () => {
     assert.notEqual(two.gen?.providers.east?.identity, two.gen?.providers.west?.identity);
   });
 
-  it('refuses a malformed region, an api_key, keys with web_identity, and half a key pair', () => {
+  it('refuses a malformed region, an api_key, keys with web_identity, half a key pair, and aws on another type', () => {
     assert.match(
       problems(parse({ b: { type: 'bedrock', region: 'Virginia', aws: keys } })).join('\n'),
       /providers\.b\.region: must be an AWS region/,
@@ -59,9 +59,11 @@ describe('type: bedrock', () => {
       problems(parse({ b: { type: 'bedrock', region: 'us-east-1', aws: { ...keys, sts_endpoint: 'http://127.0.0.1:1' } } })).join('\n'),
       /providers\.b\.aws\.sts_endpoint: only applies with web_identity: true/,
     );
+    // Every type has a free-text region (where it runs); bedrock's alone is an AWS region, checked as one.
+    assert.equal(parse({ o: { type: 'openai', base_url: 'http://x/v1', region: 'Frankfurt', zones: ['eu'] } }).ok, true);
     assert.match(
-      problems(parse({ o: { type: 'openai', base_url: 'http://x/v1', region: 'us-east-1' } })).join('\n'),
-      /providers\.o\.region: unknown key for type openai; it is a key of type bedrock/,
+      problems(parse({ o: { type: 'openai', base_url: 'http://x/v1', aws: keys } })).join('\n'),
+      /providers\.o\.aws: unknown key for type openai; it is a key of type bedrock/,
     );
   });
 

@@ -256,7 +256,14 @@ const common = {
       gcp: { service_account: { file: '/sa.json' }, token_url: 'https://oauth2.example/token' },
     },
     gke: { type: 'vertex', project: 'my-project', location: 'global', gcp: { metadata_server: true } },
-    docs: { type: 'mcp', base_url: 'https://docs.example/mcp', tools: { search: 'search_docs' }, trust_annotations: true },
+    docs: {
+      type: 'mcp',
+      base_url: 'https://docs.example/mcp',
+      tools: { search: 'search_docs' },
+      trust_annotations: true,
+      region: 'eu-west-1',
+      zones: ['eu', 'gdpr'],
+    },
     planner: { type: 'a2a', base_url: 'https://planner.example', card_path: '/agents/planner/card.json', api_key: { env: 'PLANNER_KEY' } },
   },
   pricing: {
@@ -282,6 +289,7 @@ const common = {
       allowed_agents: ['plan*'],
       guardrails: { input: ['deny'], output: ['pii'] },
       cache: { mode: 'off' },
+      residency: { allow: ['eu', 'gdpr'], fail_closed: false },
     },
   },
   keys: [
@@ -301,6 +309,7 @@ const common = {
       agent_messages_per_day: 1,
       guardrails: { input: ['secrets'], output: ['deny'] },
       cache: { mode: 'off' },
+      residency: { allow: ['eu'], fail_closed: false },
     },
     { id: 'b', team: 'platform', key: { env: 'B_KEY' } },
   ],

@@ -31,7 +31,16 @@ function freeze<T>(value: T): T {
 
 function candidate(spec: string, admission: AdmissionState, group: number): RoutableCandidate {
   const [stableId = spec, weight = '1'] = spec.split(':');
-  return { stableId, providerName: stableId, identity: `openai http://${stableId}.test/v1`, weight: Number(weight), admission, group };
+  return {
+    stableId,
+    providerName: stableId,
+    identity: `openai http://${stableId}.test/v1`,
+    weight: Number(weight),
+    admission,
+    group,
+    zones: null,
+    region: null,
+  };
 }
 
 /** Like live/: `none` groups are dropped; every other candidate may hold a binding. */

@@ -23,11 +23,12 @@ import * as governance from '../../governance/index.js';
 import type { AgentCandidate, AgentRoute, RetryPolicy } from '../../live/index.js';
 import type { StopSlot } from '../../providers/index.js';
 import type { BreakerRegistry } from '../../resilience/index.js';
-import { select } from '../../routing/index.js';
+import { type ResidencyRule, select, withinResidency } from '../../routing/index.js';
 import { type CallAttempt, type Skipped, withBreaker } from '../attempt.js';
 import { type CallKind, runChain } from '../chain.js';
 import type { AgentCallRecord, Caller, Exchange } from '../exchange.js';
 import { policyOf } from '../policy.js';
+import { residencyOf, residencyRefusal } from '../residency.js';
 import type { Services } from '../services.js';
 import {
   type AgentAnswer,
@@ -144,7 +145,10 @@ export async function serveAgentCall(ctx: AgentCallContext): Promise<void> {
     await finishMessage(svc, reservation, false);
     return refuse(ctx, 'no_route', `agent ${agent}: no candidate takes new tasks now`);
   }
-  if (chain.some((c) => svc.a2a.cards.stateOf(c.server.name).view === null)) await firstCards(svc, chain);
+  // Only a candidate the caller may reach has its card read for the call (the chain skips the others).
+  const rule = residencyOf(caller.keyring, caller.principal);
+  const reachable = rule === null ? chain : chain.filter((c) => withinResidency(rule, c.zones));
+  if (reachable.some((c) => svc.a2a.cards.stateOf(c.server.name).view === null)) await firstCards(svc, reachable);
   await new Promise<void>((resolve, reject) => {
     runChain(new AgentChain(ctx, chain, owner !== null, reservation, (err) => (err === null ? resolve() : reject(err))));
   });
@@ -319,6 +323,7 @@ class AgentChain implements CallKind<AgentCandidate, AgentOutcome> {
   /** Why the last candidate that could not take the call could not (the answer when none could). */
   #unable: AgentCannotTake | null = null;
   readonly candidates: readonly AgentCandidate[];
+  readonly residency: ResidencyRule | null;
   readonly triesOpenBreakers = false;
   readonly breakers: BreakerRegistry;
   readonly random: () => number;
@@ -337,6 +342,7 @@ class AgentChain implements CallKind<AgentCandidate, AgentOutcome> {
     this.#reservation = reservation;
     this.#done = done;
     this.candidates = chain;
+    this.residency = residencyOf(ctx.caller.keyring, ctx.caller.principal);
     this.breakers = ctx.svc.breakers;
     this.random = ctx.svc.random;
     this.#attempt = withBreaker(ctx.svc.breakers)(sendToAgent);
@@ -375,6 +381,19 @@ class AgentChain implements CallKind<AgentCandidate, AgentOutcome> {
 
   skipped(c: AgentCandidate): void {
     this.#given(c, 'breaker_open');
+  }
+
+  outside(c: AgentCandidate): void {
+    this.#given(c, 'residency');
+  }
+
+  refuseOutside(rule: ResidencyRule): void {
+    const ctx = this.#ctx;
+    const err = residencyRefusal(`agent ${ctx.agent}`, rule);
+    ctx.record.outcome = 'refused';
+    ctx.record.reason = err.code;
+    if (!ctx.x.res.destroyed) this.#answerError(err.code, err.message);
+    this.end(null);
   }
 
   noteFailure(r: AgentFailure, c: AgentCandidate): void {
@@ -461,10 +480,10 @@ class AgentChain implements CallKind<AgentCandidate, AgentOutcome> {
     const code = attempted === 0 && this.#unable !== null ? this.#unable.code : 'upstream_unavailable';
     ctx.record.outcome = code === 'upstream_unavailable' ? 'failed' : 'refused';
     ctx.record.reason = code;
+    // An agent outside the caller's zones is not the caller's to hear of.
+    const failures = ctx.record.fallback.filter((f) => !f.endsWith(':residency'));
     if (!ctx.x.res.destroyed)
-      this.#answerError(code, `agent ${ctx.agent}: no upstream agent could take the call (${ctx.record.fallback.join(', ')})`, {
-        failures: ctx.record.fallback,
-      });
+      this.#answerError(code, `agent ${ctx.agent}: no upstream agent could take the call (${failures.join(', ')})`, { failures });
     this.end(null);
   }
 
@@ -531,6 +550,28 @@ function allCandidates(route: AgentRoute): AgentCandidate[] {
   return route.groups.flatMap((g) => g.candidates);
 }
 
+/**
+ * The candidates a call outside the chain (ListTasks, GetExtendedAgentCard) may ask: every
+ * one within the caller's zones, listed as `provider:residency` otherwise. Null when the
+ * caller's zones leave none: refused (403) here, nothing sent.
+ */
+function reachableCandidates(ctx: AgentCallContext): AgentCandidate[] | null {
+  const all = allCandidates(ctx.route);
+  const rule = residencyOf(ctx.caller.keyring, ctx.caller.principal);
+  if (rule === null) return all;
+  const inside: AgentCandidate[] = [];
+  for (const c of all) {
+    if (withinResidency(rule, c.zones)) inside.push(c);
+    else ctx.record.fallback.push(`${c.server.name}:residency`);
+  }
+  if (inside.length === 0 && all.length > 0) {
+    const err = residencyRefusal(`agent ${ctx.agent}`, rule);
+    refuse(ctx, err.code, err.message);
+    return null;
+  }
+  return inside;
+}
+
 /** Pages of an agent's own list read for one ListTasks, at most, and the size asked for each. */
 const LIST_PAGES_MAX = 20;
 const LIST_PAGE_SIZE = 100;
@@ -555,7 +596,8 @@ async function listTasks(ctx: AgentCallContext): Promise<void> {
   const pageSize = Math.min(asked, LIST_MAX_PAGE);
   const stop = new CallStop();
   x.running.clientClosed = () => stop.stop();
-  const candidates = allCandidates(ctx.route);
+  const candidates = reachableCandidates(ctx);
+  if (candidates === null) return;
   const team = teamOf(caller);
   const listed = await Promise.all(candidates.map((c) => ownTasksOn(ctx, c, team, stop)));
   x.running.clientClosed = null;
@@ -636,7 +678,9 @@ async function extendedCard(ctx: AgentCallContext): Promise<void> {
   const { x, agent, record, request } = ctx;
   const stop = new CallStop();
   x.running.clientClosed = () => stop.stop();
-  for (const c of allCandidates(ctx.route)) {
+  const candidates = reachableCandidates(ctx);
+  if (candidates === null) return;
+  for (const c of candidates) {
     const answer = await askOne(ctx, c, stop);
     if (answer.kind === 'failed') {
       record.fallback.push(`${c.server.name}:${answer.reason}`);

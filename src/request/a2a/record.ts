@@ -1,6 +1,7 @@
 import { type AuditWriter, agentCalled } from '../../audit/index.js';
 import type { Metrics, RecentTraffic, Span } from '../../telemetry/index.js';
 import type { AgentCallRecord, RequestRecord } from '../request-record.js';
+import { triedCandidates } from '../residency.js';
 import { type UsageLedger, untokenedRow } from '../usage-row.js';
 
 // What each sink of a finished request's record makes of a call on /a2a/<agent>: a metric,
@@ -47,7 +48,7 @@ export function recentAgentCall(agents: RecentTraffic, r: RequestRecord, call: A
     call.routed ? call.agent : null,
     ok ? (call.candidate?.stableId ?? null) : null,
     agentProvider(call),
-    call.fallback.map((f, i) => ({ candidate: call.failedCandidates[i] ?? f })),
+    triedCandidates(call.fallback, call.failedCandidates),
   );
 }
 

@@ -99,7 +99,8 @@ export class MissSlot implements AnswerCacheSlot {
     const c = x.candidate;
     if (capture === null || c === null || x.outcome !== 'complete' || x.res.statusCode >= 300) return null;
     // A fallback's answer never stands for the route's first choice, unless the route says it may.
-    if (x.failures.length > 0 && !this.#s.storeFallbacks) return null;
+    // A candidate passed over for residency failed nothing: what served is the caller's first choice.
+    if (x.failures.length > 0 && !this.#s.storeFallbacks && x.failures.some((f) => f.reason !== 'residency')) return null;
     // An answer a guardrail acted on (or could not check) is this request's alone.
     for (const v of x.guardrails) if (v.action !== 'allow' || v.error !== undefined) return null;
     const got = capture.result();

@@ -3,11 +3,13 @@ import type { Generation, Keyring, RetryPolicy, ToolCandidate } from '../../live
 import type { JsonRpcError, JsonRpcId, JsonRpcNotification, StopSignal } from '../../mcp/index.js';
 import type { StopSlot } from '../../providers/index.js';
 import type { BreakerRegistry } from '../../resilience/index.js';
+import type { ResidencyRule } from '../../routing/index.js';
 import type { Span } from '../../telemetry/index.js';
 import type { Skipped } from '../attempt.js';
 import type { CallKind } from '../chain.js';
 import type { Exchange, ToolCallRecord } from '../exchange.js';
 import { guardResult, type ToolGuard } from '../guardrails/tool-guard.js';
+import { residencyOf, residencyRefusal } from '../residency.js';
 import type { Services } from '../services.js';
 import { errorText, gatewayError, resultText } from './messages.js';
 import type { ClientSession } from './sessions.js';
@@ -82,6 +84,7 @@ export class ToolCall implements CallKind<ToolCandidate, ToolOutcome> {
   /** Whether some candidate received the call (then the call is counted against the caller's limits). */
   #reached = false;
   readonly candidates: readonly ToolCandidate[];
+  readonly residency: ResidencyRule | null;
   readonly triesOpenBreakers = false;
   readonly breakers: BreakerRegistry;
   readonly random: () => number;
@@ -104,6 +107,7 @@ export class ToolCall implements CallKind<ToolCandidate, ToolOutcome> {
     this.#reservation = reservation;
     this.#done = done;
     this.candidates = chain;
+    this.residency = residencyOf(t.keyring, t.principal);
     const { svc, x, session, reply, params } = t;
     this.breakers = svc.breakers;
     this.random = svc.random;
@@ -156,6 +160,21 @@ export class ToolCall implements CallKind<ToolCandidate, ToolOutcome> {
 
   skipped(c: ToolCandidate): void {
     this.#given(c, 'breaker_open');
+  }
+
+  outside(c: ToolCandidate): void {
+    this.#given(c, 'residency');
+  }
+
+  refuseOutside(rule: ResidencyRule): void {
+    const record = this.#record;
+    const { reply, id } = this.#t;
+    const tool = this.#tool;
+    const err = residencyRefusal(`tool ${tool.name}`, rule);
+    record.outcome = 'refused';
+    record.reason = err.code;
+    if (!reply.gone) reply.answer(errorText(id, gatewayError(err.code, err.message, { tool: tool.name })));
+    this.end(null);
   }
 
   noteFailure(r: ToolFailure, c: ToolCandidate): void {
@@ -245,13 +264,15 @@ export class ToolCall implements CallKind<ToolCandidate, ToolOutcome> {
     record.outcome = 'failed';
     record.reason = 'upstream_unavailable';
     // A stopped call (the client's cancel, the call's deadline) is answered by whoever stopped it.
+    // A server outside the caller's zones is not the caller's to hear of.
+    const failures = record.fallback.filter((f) => !f.endsWith(':residency'));
     if (!reply.gone && !signal.aborted)
       reply.answer(
         errorText(
           id,
-          gatewayError('upstream_unavailable', `tool ${tool.name}: no MCP server could take the call (${record.fallback.join(', ')})`, {
+          gatewayError('upstream_unavailable', `tool ${tool.name}: no MCP server could take the call (${failures.join(', ')})`, {
             tool: tool.name,
-            failures: record.fallback,
+            failures,
           }),
         ),
       );

@@ -129,6 +129,8 @@ function sourceRoute(name: string, server: McpServerRuntime, upstream: string): 
     weight: 1,
     admission: 'new_and_existing',
     group: 0,
+    zones: server.zones,
+    region: server.region,
     server,
     upstreamTool: upstream,
     credential: null,
