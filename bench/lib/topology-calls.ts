@@ -73,3 +73,17 @@ export async function pollUntil(
     if (options.gapMs > 0) await sleep(options.gapMs);
   }
 }
+
+/**
+ * The gateway's own durations (ms) of the topology rebuilds in its reload history (the last
+ * 20 reloads, from /admin/status): what a write costs a replica, apart from hearing of it.
+ */
+export async function rebuildDurations(adminUrl: string): Promise<number[]> {
+  const res = await fetch(`${adminUrl}/admin/status`, { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) });
+  const status = (await res.json()) as {
+    reloads?: Array<{ trigger: string; result: string; built: string[]; duration_ms: number }>;
+  };
+  return (status.reloads ?? [])
+    .filter((r) => r.trigger === 'database' && r.result === 'applied' && r.built.includes('generation'))
+    .map((r) => r.duration_ms);
+}

@@ -5,7 +5,7 @@ import { percentile, round } from '../lib/percentiles.js';
 import { checkTarget, type Scenario, type ScenarioContext, type ScenarioReport, type TargetCheck } from '../lib/scenario.js';
 import { renderTable } from '../lib/table.js';
 import { type BurstFigures, type Replica, topologyBurst } from '../lib/topology-burst.js';
-import { adminWrite, chatStatus, type Poll, pollUntil } from '../lib/topology-calls.js';
+import { adminWrite, chatStatus, type Poll, pollUntil, rebuildDurations } from '../lib/topology-calls.js';
 
 // How long a route written through the admin API takes to serve, on the replica that took the
 // write and on a second replica of the same Postgres database (which hears of it by NOTIFY,
@@ -35,6 +35,8 @@ interface SizeFigures {
   readonly write_ms: Quantiles;
   readonly same_replica_ms: Quantiles;
   readonly second_replica_ms: Quantiles;
+  /** Each replica's own duration_ms of its last (up to 20) topology rebuilds, creates and deletes alike. */
+  readonly rebuild_ms: { readonly a: Quantiles; readonly b: Quantiles };
   /** The writes' `x-switchyard-reload` values, counted. */
   readonly reload_headers: Readonly<Record<string, number>>;
   /** Writes whose route the writing replica did not serve on the first request after its answer. */
@@ -131,6 +133,8 @@ async function measureSize(
     if (i >= WARMUP_WRITES) samples.push(sample);
   }
 
+  // Read before the burst, whose reloads would push the samples' out of the history.
+  const rebuilds = { a: quantiles(await rebuildDurations(a.adminUrl)), b: quantiles(await rebuildDurations(b.adminUrl)) };
   const notAtOnce = samples.filter((s) => !s.servedAtOnce).length;
   if (notAtOnce > 0)
     problems.push(
@@ -149,6 +153,7 @@ async function measureSize(
     write_ms: quantiles(samples.map((s) => s.write)),
     same_replica_ms: quantiles(samples.map((s) => s.same)),
     second_replica_ms: quantiles(samples.map((s) => s.second)),
+    rebuild_ms: rebuilds,
     reload_headers: countOf(samples.map((s) => s.reload)),
     not_served_at_once: notAtOnce,
     burst,
@@ -217,7 +222,7 @@ function report(sizes: readonly SizeFigures[], problems: string[]): ScenarioRepo
     targets.push(checkTarget(`failed chat requests during ${s.burst.writes} writes, ${s.routes} routes`, s.burst.chat.failed, '<=', 0, ''));
   }
   const latency = renderTable(
-    "topology write: POST /admin/v1/routes to the new route's first 200 (ms; write: the POST's own round trip)",
+    "topology write: POST /admin/v1/routes to the new route's first 200 on the writing replica a (same) and on b (second), ms; write: the POST's round trip; rebuild: each replica's own reload duration_ms",
     [
       'routes',
       'samples',
@@ -228,6 +233,7 @@ function report(sizes: readonly SizeFigures[], problems: string[]): ScenarioRepo
       'second p50',
       'second p99',
       'second max',
+      'rebuild p50 a/b',
       'x-switchyard-reload',
     ],
     sizes.map((s) => [
@@ -240,6 +246,7 @@ function report(sizes: readonly SizeFigures[], problems: string[]): ScenarioRepo
       s.second_replica_ms.p50,
       s.second_replica_ms.p99,
       s.second_replica_ms.max,
+      `${s.rebuild_ms.a.p50}/${s.rebuild_ms.b.p50}`,
       headers(s.reload_headers),
     ]),
   );
