@@ -15,6 +15,7 @@ import { proxyOverhead } from './proxy-overhead.js';
 import { publisher } from './publisher.js';
 import { reloadUnderLoad } from './reload-under-load.js';
 import { responses } from './responses.js';
+import { topologyWrite } from './topology-write.js';
 import { translation } from './translation.js';
 
 /** Every scenario, in the order `npm run bench` runs them. Add a new one here. */
@@ -33,6 +34,7 @@ export const scenarios: readonly Scenario[] = [
   ledger,
   adminIsolation,
   keyWrite,
+  topologyWrite,
   jwt,
   guardrails,
   cache,
