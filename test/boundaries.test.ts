@@ -30,10 +30,13 @@ const allowed: Record<string, readonly string[]> = {
   // owners' stores know no request, no generation and no config.
   a2a: ['providers'],
   mock: [],
+  // How a Redis connection is addressed (its credentials out of the URL, its TLS): one place
+  // for every store that keeps its state in Redis.
+  redis: [],
   // governance/ -> providers/, types only: the units it prices (TokenUsage, PriceTable) are
   // what the adapters report and what live/ carries per generation. governance/ still never
   // imports live/ or config/ (the rules below), and providers/ imports no other folder.
-  governance: ['providers'],
+  governance: ['providers', 'redis'],
   // The audit writer continues an existing file's chain and verify reads it: both through
   // contract/'s bounded reader (readFileSlice), never a plain unbounded read.
   audit: ['contract'],
@@ -43,7 +46,7 @@ const allowed: Record<string, readonly string[]> = {
   database: [],
   // The gateway's store of responses and conversations: its database backend runs on
   // database/'s surface; server/ adapts the config to its settings, so it needs no config/.
-  responses: ['database'],
+  responses: ['database', 'redis'],
   // managed/ owns the admin API's writes of teams and keys: it judges them by config/'s
   // schemas, commits through database/, hashes secrets and compares allow lists with
   // governance/, audits through audit/, and reads the serving keyring (live/, types only) to
@@ -64,7 +67,7 @@ const allowed: Record<string, readonly string[]> = {
   guardrails: ['config', 'providers'],
   // The response cache's entries, key and stores, and the replay of an entry in the client's
   // protocol through the canonical form (providers/). request/ looks up and stores.
-  cache: ['providers'],
+  cache: ['providers', 'redis'],
   // The request path: from an admitted caller to its record. It reads the generation (live/),
   // routes (routing/), relays (providers/), admits and bills (governance/), audits and
   // records; it never reaches the listeners or the composition root (server/).
@@ -106,6 +109,7 @@ const allowed: Record<string, readonly string[]> = {
     'guardrails',
     'cache',
     'a2a',
+    'redis',
   ],
   // cli/ holds the subcommands; it may import every folder's surface.
   cli: [

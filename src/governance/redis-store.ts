@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { redisConnection } from '../redis/index.js';
 import type { Scope } from './limits.js';
 import {
   decodeReserves,
@@ -144,28 +145,10 @@ export class RedisGovernanceStore implements GovernanceStore {
     this.#commandTimeoutMs = options.commandTimeoutMs ?? 1000;
     this.#callerClock = options.clock === 'caller';
     const notify = options.onConnectionEvent ?? (() => undefined);
-    // ioredis lets a user or password in the URL win over the options, so they are taken out
-    // of the URL and given as options, the explicit ones first.
-    const url = new URL(options.url);
-    const username = options.username ?? (url.username === '' ? undefined : decodeURIComponent(url.username));
-    const password = options.password ?? (url.password === '' ? undefined : decodeURIComponent(url.password));
-    url.username = '';
-    url.password = '';
-    const tls = options.tls;
-    this.#redis = new Redis(url.href, {
-      username,
-      password,
-      // A rediss:// URL alone turns TLS on with the system's CAs; these replace that default.
-      ...(tls === undefined
-        ? {}
-        : {
-            tls: {
-              ...(tls.ca === undefined ? {} : { ca: tls.ca }),
-              ...(tls.cert === undefined ? {} : { cert: tls.cert }),
-              ...(tls.key === undefined ? {} : { key: tls.key }),
-              ...(tls.serverName === undefined ? {} : { servername: tls.serverName }),
-            },
-          }),
+    const { href, options: connection } = redisConnection(options);
+    this.#redis = new Redis(href, {
+      // A rediss:// URL alone turns TLS on with the system's CAs; `tls` replaces that default.
+      ...connection,
       lazyConnect: false,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,

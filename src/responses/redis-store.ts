@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { redisConnection } from '../redis/index.js';
 import { itemIdsOf, itemOf, pageOf, storedItem } from './pages.js';
 import {
   type ConversationRecord,
@@ -70,27 +71,14 @@ export class RedisResponseStore implements ResponseStore {
     this.#prefix = options.keyPrefix;
     this.#ttlS = options.ttlS;
     const notify = options.onConnectionEvent ?? (() => undefined);
-    // A user or password in the URL would win over the options in ioredis: they are taken
-    // out of it, and the explicit ones come first.
-    const url = new URL(options.url);
-    const username = options.username ?? (url.username === '' ? undefined : decodeURIComponent(url.username));
-    const password = options.password ?? (url.password === '' ? undefined : decodeURIComponent(url.password));
-    url.username = '';
-    url.password = '';
-    const tls = options.tls;
-    const redis = new Redis(url.href, {
-      username,
-      password,
-      ...(tls === undefined
-        ? {}
-        : {
-            tls: {
-              ...(tls.ca === undefined ? {} : { ca: tls.ca }),
-              ...(tls.cert === undefined ? {} : { cert: tls.cert }),
-              ...(tls.key === undefined ? {} : { key: tls.key }),
-              ...(tls.serverName === undefined ? {} : { servername: tls.serverName }),
-            },
-          }),
+    const { href, options: connection } = redisConnection({
+      url: options.url,
+      username: options.username,
+      password: options.password,
+      tls: options.tls,
+    });
+    const redis = new Redis(href, {
+      ...connection,
       // A request waiting on a store that is down would hold its client for nothing: the
       // command fails at once while disconnected, and within the timeout when Redis hangs.
       enableOfflineQueue: false,

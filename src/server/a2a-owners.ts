@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { MemoryOwnershipStore, type OwnershipStore, RedisOwnershipStore } from '../a2a/index.js';
 import type { GatewayConfig } from '../config/index.js';
+import { redisConnection } from '../redis/index.js';
 import type { Logger } from '../telemetry/index.js';
 import { storeSettings } from './governance-store.js';
 
@@ -14,25 +15,9 @@ import { storeSettings } from './governance-store.js';
 export function buildOwnershipStore(config: GatewayConfig, logger: Logger, env: NodeJS.ProcessEnv): OwnershipStore {
   const g = storeSettings(config, env);
   if (g.store === 'memory') return new MemoryOwnershipStore({ maxEntries: config.a2a.tasks.max_entries });
-  const url = new URL(g.redisUrl);
-  const username = g.username ?? (url.username === '' ? undefined : decodeURIComponent(url.username));
-  const password = g.password ?? (url.password === '' ? undefined : decodeURIComponent(url.password));
-  url.username = '';
-  url.password = '';
-  const tls = g.tls;
-  const redis = new Redis(url.href, {
-    username,
-    password,
-    ...(tls === undefined
-      ? {}
-      : {
-          tls: {
-            ...(tls.ca === undefined ? {} : { ca: tls.ca }),
-            ...(tls.cert === undefined ? {} : { cert: tls.cert }),
-            ...(tls.key === undefined ? {} : { key: tls.key }),
-            ...(tls.serverName === undefined ? {} : { servername: tls.serverName }),
-          },
-        }),
+  const { href, options: connection } = redisConnection({ url: g.redisUrl, username: g.username, password: g.password, tls: g.tls });
+  const redis = new Redis(href, {
+    ...connection,
     // A follow-up waiting on a Redis that is down would only fail later: it fails at once.
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,

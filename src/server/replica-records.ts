@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import type { GatewayConfig } from '../config/index.js';
 import { DatabaseReplicaRecords, RedisReplicaRecords, type ReplicaRecords } from '../database/index.js';
+import { redisConnection } from '../redis/index.js';
 import type { Logger } from '../telemetry/index.js';
 import type { DatabaseLink } from './database-link.js';
 import { storeSettings } from './governance-store.js';
@@ -21,25 +22,9 @@ export function buildReplicaRecords(
   if (database.database !== null) return { records: new DatabaseReplicaRecords(database.database), close: null };
   const g = storeSettings(config, env);
   if (g.store === 'memory') return { records: null, close: null };
-  const url = new URL(g.redisUrl);
-  const username = g.username ?? (url.username === '' ? undefined : decodeURIComponent(url.username));
-  const password = g.password ?? (url.password === '' ? undefined : decodeURIComponent(url.password));
-  url.username = '';
-  url.password = '';
-  const tls = g.tls;
-  const redis = new Redis(url.href, {
-    username,
-    password,
-    ...(tls === undefined
-      ? {}
-      : {
-          tls: {
-            ...(tls.ca === undefined ? {} : { ca: tls.ca }),
-            ...(tls.cert === undefined ? {} : { cert: tls.cert }),
-            ...(tls.key === undefined ? {} : { key: tls.key }),
-            ...(tls.serverName === undefined ? {} : { servername: tls.serverName }),
-          },
-        }),
+  const { href, options: connection } = redisConnection({ url: g.redisUrl, username: g.username, password: g.password, tls: g.tls });
+  const redis = new Redis(href, {
+    ...connection,
     // The first beat waits for the connection (bounded by commandTimeout); a beat that fails
     // is tried again at the next one, never retried here.
     maxRetriesPerRequest: 0,

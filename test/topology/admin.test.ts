@@ -23,6 +23,8 @@ const READER = 'read-only-token-for-the-topology-tests';
 /** The upstream key the database must never hold: only its reference. */
 const WEST_SECRET = 'sk-west-upstream-secret-value-0123456789';
 const CLIENT_KEY = 'sy-topology-client-key';
+/** A bound that only catches a hang: how soon a write serves everywhere is measured by `npm run bench -- --only topology-write`. */
+const HANG_MS = 10_000;
 const ENV = { ADMIN_TOKEN: ADMIN, READER_TOKEN: READER, WEST_KEY: WEST_SECRET, CLIENT_KEY };
 
 let east: MockProvider;
@@ -364,20 +366,19 @@ describe('two replicas on PostgreSQL', () => {
     await db.drop();
   });
 
-  it('a provider and route created on one replica serve on both within 1 s, and once deleted are refused on both within 1 s', async (t) => {
+  it('a provider and route created on one replica serve on both, and once deleted are refused on both (how soon: the topology-write bench)', async (t) => {
     if ('skip' in db) return t.skip(db.skip);
     assert.equal((await v1(a.adminUrl as string, 'POST', 'providers', { token: ADMIN, body: westProvider() })).status, 201);
     const route = await v1(a.adminUrl as string, 'POST', 'routes', { token: ADMIN, body: { id: 'w', candidates: [{ provider: 'west' }] } });
     assert.equal(route.status, 201, route.text);
     assert.equal((await chat(a, 'w')).status, 200);
-    const tookB = await untilStatus(b, 'w', 200, 1000);
-    assert.ok(tookB <= 1000);
+    await untilStatus(b, 'w', 200, HANG_MS);
     assert.equal((await chat(b, 'w')).provider, 'west');
     // Deleted on the other replica this time.
     assert.equal((await v1(b.adminUrl as string, 'DELETE', 'routes/w', { token: ADMIN })).status, 204);
     assert.equal((await v1(b.adminUrl as string, 'DELETE', 'providers/west', { token: ADMIN })).status, 204);
     assert.equal((await chat(b, 'w')).status, 404);
-    await untilStatus(a, 'w', 404, 1000);
+    await untilStatus(a, 'w', 404, HANG_MS);
   });
 
   it("reports, on each write's answer, the reload that applied it (its own notification is not another change)", async (t) => {
