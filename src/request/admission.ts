@@ -43,6 +43,18 @@ export function admitCaller(x: Exchange, svc: Services, resource: string | null 
 }
 
 /**
+ * admitCaller for the JSON-RPC endpoints (/mcp, /a2a), whose answers are written in many
+ * places: the topology that serves the call is stamped on the response once, here, as the
+ * model path's attribution headers carry it. (Not on the model path: there the attribution
+ * is one flat list written with the head, which a header set earlier would slow.)
+ */
+export function admitSideCaller(x: Exchange, svc: Services, resource: string | null = null): Caller {
+  const caller = admitCaller(x, svc, resource);
+  x.res.setHeader('x-switchyard-topology', caller.gen.digest);
+  return caller;
+}
+
+/**
  * A caller by its API key (or none). With issuers configured, a gateway without keys is no
  * longer open: under `auth.jwt.mode: strict` every call needs a token or a key; under
  * `optional` a call with neither is judged as the keys alone would judge it.

@@ -131,6 +131,8 @@ before(async () => {
 async function cardJson(url: string, headers: Record<string, string> = {}): Promise<Record<string, any>> {
   const res = await keyedFetch(KEYS.alpha, headers)(`${url}/.well-known/agent-card.json`);
   assert.equal(res.status, 200, `card of ${url}`);
+  // Which topology served it, as on every answer.
+  assert.match(res.headers.get('x-switchyard-topology') ?? '', /^[0-9a-f]{64}$/);
   return (await res.json()) as Record<string, any>;
 }
 

@@ -321,6 +321,23 @@ describe('providers, routes and prices through the admin API, on SQLite (merged)
       wrong.body.error.errors.some((e: { path: string }) => e.path.startsWith('routing.tools.weather')),
       wrong.text,
     );
+    // The answer names the topology that served it, as a model answer does.
+    const init = await fetch(`${gw.url}/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${CLIENT_KEY}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+      }),
+    });
+    await init.arrayBuffer();
+    const { response } = await client(gw)
+      .chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] })
+      .withResponse();
+    assert.equal(init.headers.get('x-switchyard-topology'), response.headers.get('x-switchyard-topology'));
+    assert.match(init.headers.get('x-switchyard-topology') ?? '', /^[0-9a-f]{64}$/);
     const mcp = new Client({ name: 'topology-test', version: '1.0.0' });
     await mcp.connect(
       new StreamableHTTPClientTransport(new URL('/mcp', gw.url), { requestInit: { headers: { authorization: `Bearer ${CLIENT_KEY}` } } }),

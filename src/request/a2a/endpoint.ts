@@ -3,7 +3,7 @@ import { clientCard, type GatewayCardSecurity, methodOf, publicOrigin } from '..
 import { SwitchyardError } from '../../errors.js';
 import * as governance from '../../governance/index.js';
 import type { AgentCandidate, AgentRoute, Generation } from '../../live/index.js';
-import { admitCaller } from '../admission.js';
+import { admitSideCaller } from '../admission.js';
 import { readBodyThen } from '../body.js';
 import type { AgentCallRecord, Caller, Exchange } from '../exchange.js';
 import { policyOf } from '../policy.js';
@@ -37,7 +37,7 @@ const FIRST_CARD_WAIT_MS = 5000;
 export function a2aHandlers(svc: Services, settings: ListenerSettings): A2aHandlers {
   return {
     list: (x, _rest, done) => {
-      const caller = admitCaller(x, svc);
+      const caller = admitSideCaller(x, svc);
       const policy = policyOf(caller.keyring);
       const origin = originOf(svc, caller.gen, x.req);
       const agents = caller.gen.agents.names
@@ -64,7 +64,7 @@ export function a2aHandlers(svc: Services, settings: ListenerSettings): A2aHandl
           'not_found',
           `no such path: /a2a/${rest} (an agent's card is at /a2a/<agent>/.well-known/agent-card.json)`,
         );
-      const caller = admitCaller(x, svc);
+      const caller = admitSideCaller(x, svc);
       const agent = decodeSegment(name);
       const record = agentRecord(x, agent, 'AgentCard');
       const route = routeFor(caller, agent, record);
@@ -77,7 +77,7 @@ export function a2aHandlers(svc: Services, settings: ListenerSettings): A2aHandl
     post: (x, rest, done) => {
       let caller: Caller;
       try {
-        caller = admitCaller(x, svc);
+        caller = admitSideCaller(x, svc);
       } catch (err) {
         if (!(err instanceof SwitchyardError)) throw err;
         return answerError(x, null, err, done);

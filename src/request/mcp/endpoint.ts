@@ -3,7 +3,7 @@ import { SwitchyardError } from '../../errors.js';
 import type { Generation } from '../../live/index.js';
 import { type JsonRpcId, LATEST_MCP_PROTOCOL_VERSION, MCP_PROTOCOL_VERSIONS, type McpProtocolVersion, Stop } from '../../mcp/index.js';
 import { transformBody, transformEvents } from '../../providers/index.js';
-import { admitCaller } from '../admission.js';
+import { admitSideCaller } from '../admission.js';
 import { readBodyThen } from '../body.js';
 import { mcpResource, resourceMetadataUrl } from '../caller-token.js';
 import type { Caller, Exchange } from '../exchange.js';
@@ -128,7 +128,7 @@ function checked(svc: Services, x: Exchange): Caller | null {
   // With issuers configured, /mcp is an OAuth protected resource: a token may name it as its audience.
   const resource = mcpResource(svc, x.req);
   try {
-    caller = admitCaller(x, svc, resource);
+    caller = admitSideCaller(x, svc, resource);
   } catch (err) {
     if (!(err instanceof SwitchyardError)) throw err;
     const challenge = err.headers?.['www-authenticate'];
