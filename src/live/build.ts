@@ -125,7 +125,7 @@ export function readTlsFiles(path: string, tls: NonNullable<ProviderConfig['tls'
  * client_secret the workload identity's assertion file must be named by the environment the
  * AKS webhook injects; the file itself is read at every fetch, as the kubelet rotates it.
  */
-function entraSpec(name: string, auth: EntraAuthConfig, env: NodeJS.ProcessEnv, issues: ConfigIssue[]): EntraSpec | null {
+export function entraSpec(name: string, auth: EntraAuthConfig, env: NodeJS.ProcessEnv, issues: ConfigIssue[]): EntraSpec | null {
   let clientSecret: Credential | null = null;
   let assertionFile: string | null = null;
   if (auth.client_secret !== undefined) {
@@ -156,7 +156,7 @@ const MAX_KEY_FILE_BYTES = 64 * 1024;
  * What a `gcp` block asks for: the service account's key read now from its file (so a
  * reload picks up a rotated key), or the metadata server; null with the issue recorded.
  */
-function gcpSpec(name: string, gcp: GcpAuthConfig, issues: ConfigIssue[]): GcpSpec | null {
+export function gcpSpec(name: string, gcp: GcpAuthConfig, issues: ConfigIssue[]): GcpSpec | null {
   if (gcp.service_account === undefined) return { providerName: name, kind: 'metadata_server' };
   const path = `providers.${name}.gcp.service_account.file`;
   const file = gcp.service_account.file;
@@ -192,7 +192,7 @@ function gcpSpec(name: string, gcp: GcpAuthConfig, issues: ConfigIssue[]): GcpSp
  * the web identity whose token file and role the EKS pod identity webhook names in the
  * environment; null with the issue recorded.
  */
-function awsSpec(name: string, region: string, aws: AwsAuthConfig, env: NodeJS.ProcessEnv, issues: ConfigIssue[]): AwsSpec | null {
+export function awsSpec(name: string, region: string, aws: AwsAuthConfig, env: NodeJS.ProcessEnv, issues: ConfigIssue[]): AwsSpec | null {
   if (aws.web_identity === true) {
     const tokenFile = env.AWS_WEB_IDENTITY_TOKEN_FILE ?? '';
     const roleArn = env.AWS_ROLE_ARN ?? '';

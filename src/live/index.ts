@@ -6,7 +6,16 @@
 // Imports only config/, contract/, providers/ (pool factories) and routing/ types; never
 // governance/, audit/ or server/. See docs/decisions/0001-one-generation.md.
 
-export { type BuildInputs, type BuildResult, buildGeneration, buildGenerationInSlices, readTlsFiles } from './build.js';
+export {
+  awsSpec,
+  type BuildInputs,
+  type BuildResult,
+  buildGeneration,
+  buildGenerationInSlices,
+  entraSpec,
+  gcpSpec,
+  readTlsFiles,
+} from './build.js';
 export { diffGenerations, diffGenerationsInSlices, type GenerationChanges, restartOnlyWarnings } from './diff.js';
 export { topologyDigest, topologyOf } from './digest.js';
 export type {

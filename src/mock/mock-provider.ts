@@ -314,6 +314,8 @@ function route(ctx: MockContext, ex: Exchange): void {
       if (ex.req.method !== 'POST') return replyMethodNotAllowed(ex, 'POST');
       return handleResponses(ctx, ex);
     case '/v1/models':
+    // Azure OpenAI's list of a resource's models (`?api-version=`), the same shape.
+    case '/openai/models':
       if (ex.req.method !== 'GET') return replyMethodNotAllowed(ex, 'GET');
       return handleModels(ctx, ex);
     default:

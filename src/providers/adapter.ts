@@ -148,8 +148,12 @@ export interface ProviderAdapter {
   scope(config: AdapterConfig): string | null;
   /** The provider's wire, with its settings and credentials bound in. */
   wire(config: AdapterConfig, auth: ProviderAuth): ProviderWire;
-  /** What the probe of a draft provider sends; null when the probe does not support the type. */
-  probe(config: AdapterConfig): ProbeCall | null;
+  /**
+   * What the probe of a draft provider sends; null when the probe does not support the type.
+   * `models` are the upstream names of the draft's `models` map, in its order, for a type
+   * whose API lists none and whose probe is a one-token call to one of them.
+   */
+  probe(config: AdapterConfig, models: readonly string[]): ProbeCall | null;
 }
 
 /** The translation policy's rows that apply to a type: those written to a protocol it speaks. */

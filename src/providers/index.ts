@@ -42,7 +42,7 @@ export {
 export type { PriceEntry, PriceTable, TokenUsage } from './metering.js';
 export { CHAT_COMPLETIONS_PATH, chatBodyFor, usageFromJson, usageFromSseTail, withStreamUsage } from './openai-body.js';
 export { PoolRegistry } from './pool-registry.js';
-export { judgeAddress, type ProbeAnswer, type ProbeTarget, probeProvider, type Resolve } from './probe.js';
+export { judgeAddress, type ProbeAnswer, type ProbeCloudAuth, type ProbeTarget, probeProvider, type Resolve } from './probe.js';
 export { providerHeaders, storedResponsePath, upstreamPathFor } from './provider-call.js';
 export { type PoolSpec, type PoolTls, ProviderPool, type RawHandler, type UpstreamCall } from './provider-pool.js';
 export { ADAPTERS, adapterOf, operationProviders, servesOperation } from './registry.js';

@@ -1,10 +1,20 @@
 import type { LookupAddress } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
-import { Client } from 'undici';
+import { Agent, Client, fetch as undiciFetch } from 'undici';
 import { SwitchyardError } from '../errors.js';
 import type { AdapterConfig, CallCredential } from './adapter.js';
 import { type AddressClass, type AddressList, addressClass, bareAddress } from './addresses.js';
+import {
+  AwsSigner,
+  type AwsSpec,
+  awsKeySource,
+  BearerTokenSource,
+  type EntraSpec,
+  fetchEntraToken,
+  type GcpSpec,
+  probeGcpToken,
+} from './cloud-auth/index.js';
 import type { PoolTls } from './provider-pool.js';
 import { adapterOf } from './registry.js';
 
@@ -25,7 +35,20 @@ export interface ProbeTarget {
   readonly connectTimeoutMs: number;
   /** Time to the answer's headers, and to the end of its body. */
   readonly answerTimeoutMs: number;
+  /** The upstream names of the draft's `models` map, for a type whose probe calls a model. */
+  readonly models?: readonly string[];
+  /** The draft's cloud credentials (its `auth`, `gcp` or `aws` block), resolved as the build resolves a saved provider's. */
+  readonly cloud?: ProbeCloudAuth;
 }
+
+/** How a draft authenticates when it is not with a key: a token fetched now, or keys its calls are signed with. */
+export type ProbeCloudAuth =
+  | { readonly kind: 'entra'; readonly spec: EntraSpec }
+  | { readonly kind: 'gcp'; readonly spec: GcpSpec }
+  | { readonly kind: 'aws'; readonly spec: AwsSpec; readonly region: string };
+
+/** Where google-auth-library posts a service account's grant when `gcp.token_url` names no other. */
+const GOOGLE_TOKEN_URL = 'https://oauth2.googleapis.com/token';
 
 /** The answer of the endpoint, exactly these keys (and `error` when something failed). */
 export interface ProbeAnswer {
@@ -60,29 +83,45 @@ const CLASS_WORDS: Readonly<Record<Exclude<AddressClass, 'public'>, string>> = {
  * sent): link-local and metadata addresses always; any other non-public one unless `allow`
  * lists it. `shown` is how the host is named in the refusal.
  */
-export function judgeAddress(shown: string, address: string, allow: AddressList): void {
+export function judgeAddress(shown: string, address: string, allow: AddressList, param = 'base_url'): void {
   const kind = addressClass(address);
   if (kind === 'public') return;
   const at = bareAddress(shown) === address ? `the host ${shown} is` : `the host ${shown} resolves to ${address},`;
   if (kind === 'metadata' || kind === 'link_local')
-    throw new SwitchyardError('probe_address_not_allowed', `${at} ${CLASS_WORDS[kind]}: never probed`, 'base_url');
+    throw new SwitchyardError('probe_address_not_allowed', `${at} ${CLASS_WORDS[kind]}: never probed`, param);
   if (!allow.has(address))
     throw new SwitchyardError(
       'probe_address_not_allowed',
       `${at} ${CLASS_WORDS[kind]}, which server.admin_probe_allow does not list`,
-      'base_url',
+      param,
     );
 }
 
 /**
  * Probes a draft provider. Throws `invalid_request` (param `type`) for a type the probe does
- * not support and `probe_address_not_allowed` for a host it may not reach, both before
- * anything is sent; any failure past that is an answer with `reachable: false`.
+ * not support (or a credential kind it does not fetch) and `probe_address_not_allowed` for a
+ * host it may not reach, both before anything is sent; any failure past that is an answer
+ * with `reachable: false`. A draft with cloud credentials has a token fetched first, from a
+ * token endpoint judged and pinned like the provider's host (its address is the caller's too:
+ * `auth.authority_host`, `gcp.token_url`), or its keys bound into a SigV4 signer.
  */
 export async function probeProvider(target: ProbeTarget, allow: AddressList, resolve: Resolve = resolveAll): Promise<ProbeAnswer> {
   const adapter = adapterOf(target.config.type);
-  const call = adapter.probe(target.config);
+  const call = adapter.probe(target.config, target.models ?? []);
   if (call === null) throw new SwitchyardError('invalid_request', `the probe does not support type ${target.config.type}`, 'type');
+  const cloud = target.cloud;
+  if (cloud?.kind === 'aws' && cloud.spec.kind === 'web_identity')
+    throw new SwitchyardError(
+      'invalid_request',
+      'the probe does not exchange a web identity at STS; probe with access_key_id and secret_access_key',
+      'aws',
+    );
+  if (cloud?.kind === 'gcp' && cloud.spec.kind === 'metadata_server')
+    throw new SwitchyardError(
+      'invalid_request',
+      'the probe does not ask a metadata server for a token (a metadata address is never probed); probe with service_account',
+      'gcp',
+    );
   const base = new URL(target.config.base_url ?? adapter.defaultBaseUrl(target.config) ?? '');
   const https = base.protocol === 'https:';
   const started = performance.now();
@@ -95,38 +134,77 @@ export async function probeProvider(target: ProbeTarget, allow: AddressList, res
     error,
   });
 
-  const host = bareAddress(base.hostname);
-  let address: LookupAddress;
-  if (isIP(host) !== 0) address = { address: host, family: isIP(host) };
-  else {
+  const pinned = await resolveOnce(base.hostname, resolve);
+  if (typeof pinned === 'string') return unreached(pinned);
+  judgeAddress(base.hostname, pinned.address, allow);
+  const address = pinned;
+  // The token endpoint is judged before anything is sent, to it or to the provider.
+  const tokenAt =
+    cloud?.kind === 'entra'
+      ? { url: new URL(cloud.spec.authorityHost), param: 'auth.authority_host' }
+      : cloud?.kind === 'gcp' && cloud.spec.kind === 'service_account'
+        ? { url: new URL(cloud.spec.tokenUrl ?? GOOGLE_TOKEN_URL), param: 'gcp.token_url' }
+        : null;
+  let tokenAddress: LookupAddress | null = null;
+  if (tokenAt !== null) {
+    const found = await resolveOnce(tokenAt.url.hostname, resolve);
+    if (typeof found === 'string') return unreached(`no token could be had: the token endpoint's ${found.replace(/^the /, '')}`);
+    judgeAddress(tokenAt.url.hostname, found.address, allow, tokenAt.param);
+    tokenAddress = found;
+  }
+
+  const signal = AbortSignal.timeout(target.connectTimeoutMs + target.answerTimeoutMs);
+  let bearer: BearerTokenSource | null = null;
+  let signer: AwsSigner | null = null;
+  if (tokenAt !== null && tokenAddress !== null && cloud !== undefined && cloud.kind !== 'aws') {
+    const agent = new Agent({ connect: { lookup: pinnedLookup(tokenAddress), timeout: target.connectTimeoutMs }, pipelining: 0 });
     try {
-      const found = await resolve(host);
-      if (found[0] === undefined) return unreached(`the host ${base.hostname} does not resolve`);
-      address = found[0];
-    } catch (err) {
-      return unreached(`the host ${base.hostname} does not resolve (${(err as { code?: string }).code ?? 'lookup failed'})`);
+      const got = await fetchToken(cloud, tokenAt.url, agent, signal);
+      if (!got.ok)
+        return {
+          ...unreached(`no ${got.what} could be had: ${signal.aborted ? 'the probe took too long' : got.message}`),
+          auth: got.refused === true ? 'refused' : null,
+        };
+      const token = got.token;
+      bearer = new BearerTokenSource(
+        { provider: 'probe', what: got.what, source: 'probe' },
+        () => undefined,
+        async () => ({
+          ok: true,
+          value: token,
+          lifetimeS: null,
+        }),
+      );
+      await bearer.start();
+    } finally {
+      void agent.destroy().catch(() => undefined);
     }
   }
-  judgeAddress(base.hostname, address.address, allow);
+  if (cloud?.kind === 'aws') {
+    // Access keys from the config: a value, fetched from nowhere.
+    const keys = awsKeySource(cloud.spec, () => undefined);
+    await keys.start();
+    signer = new AwsSigner(keys, cloud.region, base.href);
+  }
 
   const headers: Record<string, string> = { ...target.headers, ...call.headers };
-  adapter.wire(target.config, { bearer: null, signer: null }).authenticate(headers, target.credential, {});
+  const wire = adapter.wire(target.config, { bearer, signer });
+  wire.authenticate(headers, bearer ?? target.credential, {});
+  if (wire.sign !== null) Object.assign(headers, wire.sign(call.method, call.path, headers, call.body));
+  bearer?.stop();
+  signer?.keys.stop();
   const client = new Client(base.origin, {
     connectTimeout: target.connectTimeoutMs,
     // One call, then the connection goes: nothing of the probe lingers in a pool.
     pipelining: 0,
     connect: {
       // The name's judged address, whatever the resolver says now (the name stays the Host and the TLS server name).
-      lookup: ((_name, options, callback) =>
-        options.all === true
-          ? (callback as unknown as (err: null, all: LookupAddress[]) => void)(null, [address])
-          : callback(null, address.address, address.family)) as LookupFunction,
+      lookup: pinnedLookup(address),
       ...(target.tls?.ca === undefined ? {} : { ca: target.tls.ca }),
       ...(target.tls?.cert === undefined ? {} : { cert: target.tls.cert, key: target.tls.key }),
       ...(target.tls?.serverName === undefined ? {} : { servername: target.tls.serverName }),
     },
   });
-  const signal = AbortSignal.timeout(target.connectTimeoutMs + target.answerTimeoutMs);
   try {
     const answer = await client.request({
       method: call.method,
@@ -157,6 +235,55 @@ export async function probeProvider(target: ProbeTarget, allow: AddressList, res
   } finally {
     void client.destroy().catch(() => undefined);
   }
+}
+
+/** The host's one address (an IP literal is its own), or why it has none. */
+async function resolveOnce(hostname: string, resolve: Resolve): Promise<LookupAddress | string> {
+  const host = bareAddress(hostname);
+  if (isIP(host) !== 0) return { address: host, family: isIP(host) };
+  try {
+    const found = await resolve(host);
+    return found[0] ?? `the host ${hostname} does not resolve`;
+  } catch (err) {
+    return `the host ${hostname} does not resolve (${(err as { code?: string }).code ?? 'lookup failed'})`;
+  }
+}
+
+/** A connection's lookup that answers the judged address, whatever the name. */
+function pinnedLookup(address: LookupAddress): LookupFunction {
+  return ((_name, options, callback) =>
+    options.all === true
+      ? (callback as unknown as (err: null, all: LookupAddress[]) => void)(null, [address])
+      : callback(null, address.address, address.family)) as LookupFunction;
+}
+
+type GotToken =
+  | { readonly ok: true; readonly what: string; readonly token: string }
+  | { readonly ok: false; readonly what: string; readonly message: string; readonly refused?: boolean };
+
+/** One token from the draft's token endpoint, over `agent` (pinned to its judged address). */
+async function fetchToken(cloud: Exclude<ProbeCloudAuth, { kind: 'aws' }>, url: URL, agent: Agent, signal: AbortSignal): Promise<GotToken> {
+  if (cloud.kind === 'entra') {
+    const what = 'Entra ID token';
+    const r = await fetchEntraToken(cloud.spec, signal, agent);
+    return r.ok ? { ok: true, what, token: r.token } : { ok: false, what, message: r.message, ...(r.refused ? { refused: true } : {}) };
+  }
+  const what = 'Google Cloud token';
+  if (cloud.spec.kind !== 'service_account') return { ok: false, what, message: 'no service account' };
+  // Every request google-auth-library makes goes to the judged origin over the pinned agent, or nowhere.
+  const pinnedFetch = (async (input: string | URL | Request, init?: RequestInit) => {
+    const to = new URL(input instanceof Request ? input.url : String(input));
+    if (to.origin !== url.origin) throw new Error(`the probe sends the grant only to ${url.origin}`);
+    const own = init?.signal ?? null;
+    return undiciFetch(to, {
+      ...(init as object),
+      dispatcher: agent,
+      redirect: 'manual',
+      signal: own === null ? signal : AbortSignal.any([own, signal]),
+    } as Parameters<typeof undiciFetch>[1]);
+  }) as unknown as typeof fetch;
+  const r = await probeGcpToken(cloud.spec, pinnedFetch);
+  return r.ok ? { ok: true, what, token: r.value } : { ok: false, what, message: r.message, ...(r.refused ? { refused: true } : {}) };
 }
 
 const refusedByStatus = (status: number): boolean => status === 401 || status === 403;

@@ -1,9 +1,9 @@
 import { type ConfigIssue, checkProvider, describeSecretRef, type ProviderConfig, resolveSecret } from '../config/index.js';
 import { SwitchyardError } from '../errors.js';
 import type { Generation } from '../live/index.js';
-import { readTlsFiles } from '../live/index.js';
+import { awsSpec, entraSpec, gcpSpec, readTlsFiles } from '../live/index.js';
 import { fieldsError } from '../managed/index.js';
-import { AddressList, Credential, probeProvider } from '../providers/index.js';
+import { AddressList, Credential, type ProbeCloudAuth, probeProvider } from '../providers/index.js';
 import { readBody } from '../request/index.js';
 import type { V1Context, V1Request } from './admin-caller.js';
 import { jsonBody, MAX_BODY_BYTES, send } from './admin-http.js';
@@ -43,6 +43,7 @@ export async function serveProviderProbe(ctx: V1Context, a: V1Request, method: s
   const config = checked.value;
 
   const credential = credentialOf(config, ctx.env, issues);
+  const cloud = cloudAuthOf(config, ctx.env, issues);
   // As the generation's build judges a saved provider's: a tls block on an http address is a mistake, not a no-op.
   if (config.tls !== undefined && config.base_url?.startsWith('https:') !== true)
     issues.push({ path: 'tls', message: 'applies to an https base_url only' });
@@ -55,6 +56,8 @@ export async function serveProviderProbe(ctx: V1Context, a: V1Request, method: s
       config,
       credential,
       headers: config.headers,
+      models: 'models' in config && config.models !== undefined ? Object.values(config.models) : [],
+      ...(cloud === undefined ? {} : { cloud }),
       ...(tls === undefined ? {} : { tls }),
       connectTimeoutMs: config.connect_timeout_ms,
       answerTimeoutMs: Math.min(
@@ -78,14 +81,6 @@ function hostOf(config: ProviderConfig): string | null {
 
 /** The draft's key, resolved now; a reference that does not resolve is the caller's to fix, named by its path. */
 function credentialOf(config: ProviderConfig, env: NodeJS.ProcessEnv, issues: ConfigIssue[]): Credential | null {
-  // Entra ID, AWS and Google Cloud credentials come from token sources the gateway keeps per
-  // provider off the request path: a draft has none, and the probe does not fetch one.
-  if ('auth' in config && config.auth !== undefined)
-    throw new SwitchyardError(
-      'invalid_request',
-      'the probe does not support auth: {type: entra}; probe with api_key, or without a key',
-      'auth',
-    );
   const ref = 'api_key' in config ? config.api_key : undefined;
   if (ref === undefined) return null;
   const resolved = resolveSecret(ref, env);
@@ -94,6 +89,38 @@ function credentialOf(config: ProviderConfig, env: NodeJS.ProcessEnv, issues: Co
     return null;
   }
   return new Credential(resolved.value, describeSecretRef(ref));
+}
+
+/** The name a draft's cloud credentials are resolved under; the issues are renamed to the draft's own paths. */
+const DRAFT = 'draft';
+
+/**
+ * The draft's Entra ID, Google Cloud or AWS credentials, resolved as the build resolves a
+ * saved provider's (its block's presence is the whole question, as there); a reference that
+ * does not resolve, or a key file that does not read, is an issue at the draft's path.
+ */
+function cloudAuthOf(config: ProviderConfig, env: NodeJS.ProcessEnv, issues: ConfigIssue[]): ProbeCloudAuth | undefined {
+  const found: ConfigIssue[] = [];
+  let cloud: ProbeCloudAuth | undefined;
+  if ('auth' in config && config.auth !== undefined) {
+    const spec = entraSpec(DRAFT, config.auth, env, found);
+    if (spec !== null) cloud = { kind: 'entra', spec };
+  } else if ('gcp' in config) {
+    const spec = gcpSpec(DRAFT, config.gcp, found);
+    if (spec !== null) cloud = { kind: 'gcp', spec };
+  } else if ('aws' in config) {
+    // Refused before the environment is read: the probe does not go to STS, whether or not IRSA is set up here.
+    if (config.aws.web_identity === true)
+      throw new SwitchyardError(
+        'invalid_request',
+        'the probe does not exchange a web identity at STS; probe with access_key_id and secret_access_key',
+        'aws',
+      );
+    const spec = awsSpec(DRAFT, config.region, config.aws, env, found);
+    if (spec !== null) cloud = { kind: 'aws', spec, region: config.region };
+  }
+  for (const issue of found) issues.push({ ...issue, path: issue.path.replace(`providers.${DRAFT}.`, '') });
+  return cloud;
 }
 
 /** `server.admin_probe_allow` of the serving generation, compiled once per list. */

@@ -223,7 +223,7 @@ describe('POST /admin/v1/providers/test', () => {
     assert.match(unset.body.error?.message ?? '', /NOT_SET_ANYWHERE is not set/);
   });
 
-  it('answers a type it cannot probe with 400 naming type', async () => {
+  it('answers a bedrock draft without a model, which its probe needs, with 400 naming models', async () => {
     const reply = await probe(allowing, {
       type: 'bedrock',
       region: 'us-east-1',
@@ -231,7 +231,7 @@ describe('POST /admin/v1/providers/test', () => {
     });
     assert.equal(reply.status, 400, reply.text);
     assert.equal(reply.body.error?.code, 'invalid_request');
-    assert.equal(reply.body.error?.param, 'type');
+    assert.equal(reply.body.error?.param, 'models');
   });
 
   it('logs every probe with its caller, type and host, a refusal with its code, and never a key', async () => {

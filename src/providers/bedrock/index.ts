@@ -1,3 +1,4 @@
+import { SwitchyardError } from '../../errors.js';
 import type { ProviderAdapter, ProviderWire } from '../adapter.js';
 import { WIRE_DEFAULTS } from '../wire-parts.js';
 
@@ -23,6 +24,22 @@ export const bedrockAdapter = Object.freeze<ProviderAdapter>({
       sign: signer === null ? null : (method, path, headers, body) => signer.signNow(method, path, headers, body),
     });
   },
-  // The runtime endpoint lists nothing, and a one-token Converse needs a model and signed keys a draft may not resolve.
-  probe: () => null,
+  // The runtime endpoint lists nothing (the model list is the control plane's, another
+  // endpoint and permission): a one-token Converse to the draft's first model, signed as every call.
+  probe: (_config, models) => {
+    const model = models[0];
+    if (model === undefined)
+      throw new SwitchyardError(
+        'invalid_request',
+        'a bedrock probe needs a model in models (its runtime endpoint lists none): it sends one one-token Converse to the first',
+        'models',
+      );
+    return {
+      method: 'POST',
+      path: `/model/${encodeURIComponent(model)}/converse`,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: [{ text: 'hi' }] }], inferenceConfig: { maxTokens: 1 } }),
+      models: () => [model],
+    };
+  },
 });

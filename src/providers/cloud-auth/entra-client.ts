@@ -1,5 +1,5 @@
 import { open } from 'node:fs/promises';
-import { request } from 'undici';
+import { type Dispatcher, request } from 'undici';
 import type { Credential } from '../credential.js';
 
 /** The one scope Azure OpenAI (Cognitive Services) accepts a token for. */
@@ -26,14 +26,15 @@ export interface EntraSpec {
 
 export type TokenFetch =
   | { readonly ok: true; readonly token: string; readonly lifetimeS: number }
-  | { readonly ok: false; readonly message: string };
+  /** `refused`: the authority answered and turned the credentials down (a 4xx), rather than not answering. */
+  | { readonly ok: false; readonly message: string; readonly refused?: boolean };
 
 /**
  * One token from the v2.0 endpoint (RFC 6749 section 4.4; RFC 7523 for the assertion). The
  * message of a failure names the authority's answer (status and its OAuth `error` code),
  * never the secret, the assertion or a token.
  */
-export async function fetchEntraToken(spec: EntraSpec, stopped?: AbortSignal): Promise<TokenFetch> {
+export async function fetchEntraToken(spec: EntraSpec, stopped?: AbortSignal, dispatcher?: Dispatcher): Promise<TokenFetch> {
   const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: spec.clientId, scope: COGNITIVE_SERVICES_SCOPE });
   if (spec.clientSecret !== null) form.set('client_secret', spec.clientSecret.apiKey());
   else {
@@ -49,6 +50,8 @@ export async function fetchEntraToken(spec: EntraSpec, stopped?: AbortSignal): P
   try {
     const res = await request(url, {
       method: 'POST',
+      // The probe's: a connection pinned to the authority's judged address.
+      ...(dispatcher === undefined ? {} : { dispatcher }),
       headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
       body: form.toString(),
       signal:
@@ -66,7 +69,7 @@ export async function fetchEntraToken(spec: EntraSpec, stopped?: AbortSignal): P
   const body = parseJson(text);
   if (status !== 200) {
     const error = typeof body?.error === 'string' && /^[a-z_]{1,64}$/.test(body.error) ? `, ${body.error}` : '';
-    return { ok: false, message: `authority ${spec.authorityHost} answered ${status}${error}` };
+    return { ok: false, message: `authority ${spec.authorityHost} answered ${status}${error}`, refused: status >= 400 && status < 500 };
   }
   const token = body?.access_token;
   const lifetimeS = Number(body?.expires_in);

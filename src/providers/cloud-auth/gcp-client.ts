@@ -35,11 +35,27 @@ export function gcpTokenSource(spec: GcpSpec, onEvent: (e: TokenEvent) => void):
   return new BearerTokenSource({ provider: spec.providerName, what: 'Google Cloud token', source }, onEvent, () => fetchGcpToken(client));
 }
 
-function gcpClient(spec: GcpSpec): OAuth2Client {
+/**
+ * One token for the probe of a draft vertex provider, fetched with `fetchImpl` (the probe's,
+ * pinned to the token endpoint's judged address); `refused` when the endpoint answered and
+ * turned the grant down (a 4xx: a key it does not know, a bad signature).
+ */
+export async function probeGcpToken(
+  spec: Extract<GcpSpec, { kind: 'service_account' }>,
+  fetchImpl: typeof fetch,
+): Promise<Fetched<string> & { readonly refused?: boolean }> {
+  try {
+    return await fetchGcpToken(gcpClient(spec, fetchImpl), true);
+  } catch (err) {
+    return { ok: false, message: gcpFailure(err), refused: refusedStatus(err) };
+  }
+}
+
+function gcpClient(spec: GcpSpec, fetchImpl: typeof fetch = fetch): OAuth2Client {
   // Node's own fetch (undici, as the rest of the gateway speaks), not the node-fetch the
   // library loads by default: over Node's global agent it was seen to leave later token
   // requests hanging until the timeout.
-  const transporterOptions = { timeout: FETCH_TIMEOUT_MS, fetchImplementation: fetch };
+  const transporterOptions = { timeout: FETCH_TIMEOUT_MS, fetchImplementation: fetchImpl };
   if (spec.kind === 'metadata_server') return new Compute({ scopes: [CLOUD_PLATFORM_SCOPE], transporterOptions });
   const jwt = new JWT({ email: spec.clientEmail, key: spec.privateKey.apiKey(), scopes: [CLOUD_PLATFORM_SCOPE], transporterOptions });
   const tokenUrl = spec.tokenUrl;
@@ -57,7 +73,8 @@ function gcpClient(spec: GcpSpec): OAuth2Client {
   return jwt;
 }
 
-async function fetchGcpToken(client: OAuth2Client): Promise<Fetched<string>> {
+/** `rethrow`: the caller reads the failure itself (the probe, which tells a refusal from silence). */
+async function fetchGcpToken(client: OAuth2Client, rethrow = false): Promise<Fetched<string>> {
   try {
     const { credentials } = await client.refreshAccessToken();
     const token = credentials.access_token;
@@ -66,8 +83,15 @@ async function fetchGcpToken(client: OAuth2Client): Promise<Fetched<string>> {
       return { ok: false, message: 'the token endpoint answered without an access_token and its expiry' };
     return { ok: true, value: token, lifetimeS: Math.max(1, (expiry - Date.now()) / 1000) };
   } catch (err) {
+    if (rethrow) throw err;
     return { ok: false, message: gcpFailure(err) };
   }
+}
+
+function refusedStatus(err: unknown): boolean {
+  const e = err as { response?: { status?: unknown }; status?: unknown };
+  const status = typeof e.response?.status === 'number' ? e.response.status : typeof e.status === 'number' ? e.status : 0;
+  return status >= 400 && status < 500;
 }
 
 /** The status and the OAuth `error` code of a failed fetch, or the network error's code; never the assertion or a token. */

@@ -7,6 +7,6 @@
 export { type AwsKeys, type AwsSpec, awsKeySource } from './aws-client.js';
 export { AwsSigner } from './aws-signer.js';
 export { COGNITIVE_SERVICES_SCOPE, type EntraSpec, fetchEntraToken, type TokenFetch } from './entra-client.js';
-export { CLOUD_PLATFORM_SCOPE, type GcpSpec, gcpTokenSource } from './gcp-client.js';
+export { CLOUD_PLATFORM_SCOPE, type GcpSpec, gcpTokenSource, probeGcpToken } from './gcp-client.js';
 export { type CloudAuthSources, IDLE_SOURCES, TokenSourceRegistry } from './token-registry.js';
 export { BearerTokenSource, EntraTokenSource, type Fetched, refreshDelayMs, type TokenEvent, TokenSource } from './token-source.js';

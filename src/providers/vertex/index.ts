@@ -1,4 +1,5 @@
-import type { ProviderAdapter, ProviderWire } from '../adapter.js';
+import { SwitchyardError } from '../../errors.js';
+import type { ProbeCall, ProviderAdapter, ProviderWire } from '../adapter.js';
 import { clientHeader } from '../adapter.js';
 import type { ProviderProtocol } from '../canonical/index.js';
 import { writeCanonical } from '../protocol-wire.js';
@@ -62,6 +63,26 @@ export const vertexAdapter = Object.freeze<ProviderAdapter>({
       },
     });
   },
-  // Its calls need a Google Cloud token from a token source kept off the request path, which a draft has none of.
-  probe: () => null,
+  // Vertex lists no publisher's models on the endpoint its calls use: a one-token call to the
+  // draft's first model, in its publisher's protocol (generateContent, or Claude's rawPredict).
+  probe: (config, models): ProbeCall => {
+    const model = models[0];
+    if (model === undefined)
+      throw new SwitchyardError(
+        'invalid_request',
+        'a vertex probe needs a model in models (Vertex lists none to probe): it sends one one-token call to the first',
+        'models',
+      );
+    const protocol = protocolOf(model);
+    const path: string = vertexAdapter.wire(config, { bearer: null, signer: null }).path(model, 'chat', false, protocol);
+    const body =
+      protocol === 'anthropic'
+        ? {
+            anthropic_version: config.anthropic_version ?? VERTEX_ANTHROPIC_VERSION,
+            messages: [{ role: 'user', content: 'hi' }],
+            max_tokens: 1,
+          }
+        : { contents: [{ role: 'user', parts: [{ text: 'hi' }] }], generationConfig: { maxOutputTokens: 1 } };
+    return { method: 'POST', path, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), models: () => [model] };
+  },
 });
