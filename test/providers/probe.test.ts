@@ -129,3 +129,75 @@ describe('judgeAddress', () => {
     assert.throws(() => judgeAddress('[fe80::1]', 'fe80::1', LOOPBACK), /the host \[fe80::1\] is a link-local address: never probed/);
   });
 });
+
+describe('probeProvider with an Entra ID token endpoint', () => {
+  const got: Array<{ path: string; host: string | undefined; authorization: string | undefined }> = [];
+  const cloud = createServer((req, res) => {
+    got.push({ path: req.url ?? '', host: req.headers.host, authorization: req.headers.authorization });
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify(
+          req.method === 'POST'
+            ? { token_type: 'Bearer', expires_in: 3600, access_token: 'entra-pinned-token' }
+            : { object: 'list', data: [{ id: 'gpt-4o' }] },
+        ),
+      );
+    });
+  });
+  let cloudPort: number;
+  before(async () => {
+    await new Promise<void>((resolve) => cloud.listen(0, '127.0.0.1', resolve));
+    cloudPort = (cloud.address() as AddressInfo).port;
+  });
+  after(() => new Promise<void>((resolve) => cloud.close(() => resolve())));
+
+  function entraDraft(authorityName: string) {
+    return {
+      config: { type: 'azure_openai' as const, base_url: `http://resource.example:${cloudPort}`, api_version: '2024-10-21' },
+      credential: null,
+      headers: {},
+      connectTimeoutMs: 2000,
+      answerTimeoutMs: 2000,
+      cloud: {
+        kind: 'entra' as const,
+        spec: {
+          providerName: 'draft',
+          // An http authority, which the config schema refuses: here only to see the pinned connection's Host in clear.
+          authorityHost: `http://${authorityName}:${cloudPort}`,
+          tenantId: 'tenant-1',
+          clientId: 'app-1',
+          clientSecret: new Credential('entra-secret', 'env:ENTRA_SECRET'),
+          assertionFile: null,
+        },
+      },
+    };
+  }
+
+  it('resolves the authority once, judges it and fetches the token from that address, then calls with it', async () => {
+    const lookups: Record<string, number> = {};
+    const answer = await probeProvider(entraDraft('login.example'), LOOPBACK, async (host) => {
+      lookups[host] = (lookups[host] ?? 0) + 1;
+      return lookups[host] === 1 ? [{ address: '127.0.0.1', family: 4 }] : [{ address: '169.254.169.254', family: 4 }];
+    });
+    assert.deepEqual(lookups, { 'resource.example': 1, 'login.example': 1 });
+    assert.equal(answer.auth, 'accepted', answer.error);
+    assert.deepEqual(answer.models, ['gpt-4o']);
+    const [grant, call] = got.slice(-2);
+    assert.deepEqual(grant, { path: '/tenant-1/oauth2/v2.0/token', host: `login.example:${cloudPort}`, authorization: undefined });
+    assert.equal(call?.host, `resource.example:${cloudPort}`);
+    assert.equal(call?.authorization, 'Bearer entra-pinned-token');
+  });
+
+  it('refuses an authority that resolves to a metadata address before sending anything, naming auth.authority_host', async () => {
+    const count = got.length;
+    await assert.rejects(
+      probeProvider(entraDraft('rebind.example'), LOOPBACK, async (host) =>
+        host === 'rebind.example' ? [{ address: '169.254.169.254', family: 4 }] : [{ address: '127.0.0.1', family: 4 }],
+      ),
+      (err: unknown) => err instanceof SwitchyardError && err.code === 'probe_address_not_allowed' && err.param === 'auth.authority_host',
+    );
+    assert.equal(got.length, count, 'neither the authority nor the resource was asked');
+  });
+});

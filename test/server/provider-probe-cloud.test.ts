@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -217,6 +218,31 @@ describe('the probe of a vertex draft', () => {
     assert.equal(reply.body.auth, 'refused', reply.text);
     assert.match(String(reply.body.error), /no Google Cloud token could be had: the token endpoint answered 400, invalid_grant/);
     assert.equal(vx.stats().total, before + 1, 'the grant only: no call without a token');
+  });
+
+  it('answers within the probe’s bound when the token endpoint never answers', async () => {
+    const held: Array<() => void> = [];
+    const silent = createHttpServer((_req, res) => held.push(() => res.destroy()));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    try {
+      const sa = keyFile('sa', privateKey);
+      const before = vx.stats().total;
+      const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/token`;
+      const reply = await probe(
+        allowing,
+        vertex({ service_account: { file: sa }, token_url: url }, { timeout_ms: 300, connect_timeout_ms: 300 }),
+      );
+      assertShape(reply);
+      assert.equal(reply.body.auth, null, reply.text);
+      assert.equal(reply.body.reachable, false);
+      assert.match(String(reply.body.error), /no Google Cloud token could be had: the probe took too long/);
+      assert.equal(held.length, 1, 'the grant was sent once');
+      assert.equal(vx.stats().total, before, 'no call without a token');
+    } finally {
+      for (const drop of held) drop();
+      silent.closeAllConnections();
+      await new Promise<void>((r) => silent.close(() => r()));
+    }
   });
 
   it('refuses a token endpoint on an unlisted loopback address before anything is sent to it', async () => {
