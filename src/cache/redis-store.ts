@@ -56,12 +56,7 @@ export class RedisCacheStore implements CacheStore {
   constructor(options: RedisCacheStoreOptions) {
     this.#prefix = `${options.keyPrefix}cache:`;
     const notify = options.onConnectionEvent ?? (() => undefined);
-    const { href, options: connection } = redisConnection({
-      url: options.url,
-      username: options.username,
-      password: options.password,
-      tls: options.tls,
-    });
+    const { href, options: connection } = redisConnection(options);
     const redis = new Redis(href, {
       ...connection,
       // A lookup waiting on a store that is down would only turn into a miss later: the

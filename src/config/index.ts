@@ -55,7 +55,15 @@ export {
   loadConfigFileOffThread,
   parseConfigText,
 } from './load.js';
-export { type Checked, checkKey, checkTeam, checkTopologyObject, topologyNameIssue } from './managed.js';
+export {
+  type Checked,
+  checkKey,
+  checkTeam,
+  checkTopologyObject,
+  type TopologyObjectKind,
+  topologyNameIssue,
+  topologyObjectsOf,
+} from './managed.js';
 export { checkProvider } from './provider-check.js';
 export {
   PROVIDER_SCHEMAS,

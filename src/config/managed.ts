@@ -3,7 +3,7 @@ import { formatPath } from '../contract/index.js';
 import { configErrorMap } from './issue-text.js';
 import type { ConfigIssue } from './load.js';
 import { providerSchema } from './provider-types.js';
-import type { KeyConfig, TeamConfig } from './schema.js';
+import type { GatewayConfig, KeyConfig, TeamConfig } from './schema.js';
 import { keySchema, priceSchema, routeSchema, teamSchema, toolRouteSchema } from './schema.js';
 import { toolName } from './schema-parts.js';
 
@@ -50,6 +50,17 @@ const TOPOLOGY_SCHEMAS = {
 export function checkTopologyObject(kind: keyof typeof TOPOLOGY_SCHEMAS, spec: unknown): Checked<unknown> {
   const parsed = TOPOLOGY_SCHEMAS[kind].safeParse(spec, { error: configErrorMap });
   return parsed.success ? { ok: true, value: parsed.data } : { ok: false, issues: issuesOf(parsed.error) };
+}
+
+/** The kinds of topology the admin API writes: provider, route, tool_route, price. */
+export type TopologyObjectKind = keyof typeof TOPOLOGY_SCHEMAS;
+
+/** A config's objects of one kind, by name: `providers`, `routing.routes`, `routing.tools` or `pricing.models`. */
+export function topologyObjectsOf(config: GatewayConfig, kind: TopologyObjectKind): Readonly<Record<string, unknown>> {
+  if (kind === 'provider') return config.providers;
+  if (kind === 'route') return config.routing.routes ?? {};
+  if (kind === 'tool_route') return config.routing.tools ?? {};
+  return config.pricing.models;
 }
 
 /** Whether `name` may name an object of `kind`: the config file's own rule for its keys. */

@@ -59,7 +59,6 @@ export {
 export { ReloadCoordinator, type ReloadTrigger } from './reload-coordinator.js';
 export {
   FILE_TOPOLOGY,
-  fileObjects,
   type GenerationTopology,
   joinTopology,
   KIND_PATHS,

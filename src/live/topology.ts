@@ -1,4 +1,4 @@
-import { type ConfigIssue, checkConfig, checkTopologyObject, type GatewayConfig } from '../config/index.js';
+import { type ConfigIssue, checkConfig, checkTopologyObject, type GatewayConfig, topologyObjectsOf } from '../config/index.js';
 import type { TopologyKind, TopologySnapshot } from '../database/index.js';
 
 // The config file's providers, routes, tool routes and prices joined to those written through
@@ -46,14 +46,6 @@ export const KIND_PATHS: Readonly<Record<TopologyKind, string>> = {
   price: 'pricing.models',
 };
 
-/** The file's objects of one kind, by name. */
-export function fileObjects(config: GatewayConfig, kind: TopologyKind): Readonly<Record<string, unknown>> {
-  if (kind === 'provider') return config.providers;
-  if (kind === 'route') return config.routing.routes ?? {};
-  if (kind === 'tool_route') return config.routing.tools ?? {};
-  return config.pricing.models;
-}
-
 /**
  * The effective config: the file's with the database's topology joined by its mode. `env`
  * resolves references as the file's load does. Without a database (or a snapshot) the file's
@@ -93,7 +85,7 @@ export function joinTopology(file: GatewayConfig, snapshot: TopologySnapshot | n
       warnings.push(`database ${where} is not served: routing.overlay gives the routes`);
       continue;
     }
-    if (fromFile && Object.hasOwn(fileObjects(file, o.kind), o.id)) {
+    if (fromFile && Object.hasOwn(topologyObjectsOf(file, o.kind), o.id)) {
       warnings.push(`database ${where} is also in the config file: the file's is used`);
       continue;
     }

@@ -1,4 +1,4 @@
-import { type ConfigIssue, checkProvider, checkTopologyObject, topologyNameIssue } from '../config/index.js';
+import { type ConfigIssue, checkProvider, checkTopologyObject, topologyNameIssue, topologyObjectsOf } from '../config/index.js';
 import {
   type TopologyKind,
   TopologyMovedError,
@@ -66,18 +66,7 @@ export function configTopologyView(kind: TopologyKind, id: string, spec: unknown
 
 /** Whether the file holds this object in a way the API must not write over. */
 function fileHolds(gen: Generation, kind: TopologyKind, id: string): boolean {
-  const mode = gen.topology.mode;
-  if (mode !== 'merged') return false;
-  const file = gen.fileConfig;
-  const part =
-    kind === 'provider'
-      ? file.providers
-      : kind === 'route'
-        ? (file.routing.routes ?? {})
-        : kind === 'tool_route'
-          ? (file.routing.tools ?? {})
-          : file.pricing.models;
-  return Object.hasOwn(part, id);
+  return gen.topology.mode === 'merged' && Object.hasOwn(topologyObjectsOf(gen.fileConfig, kind), id);
 }
 
 /** Refuses a topology write the mode does not take. */

@@ -71,12 +71,7 @@ export class RedisResponseStore implements ResponseStore {
     this.#prefix = options.keyPrefix;
     this.#ttlS = options.ttlS;
     const notify = options.onConnectionEvent ?? (() => undefined);
-    const { href, options: connection } = redisConnection({
-      url: options.url,
-      username: options.username,
-      password: options.password,
-      tls: options.tls,
-    });
+    const { href, options: connection } = redisConnection(options);
     const redis = new Redis(href, {
       ...connection,
       // A request waiting on a store that is down would hold its client for nothing: the

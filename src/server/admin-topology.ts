@@ -1,7 +1,7 @@
-import type { ConfigIssue } from '../config/index.js';
+import { type ConfigIssue, topologyObjectsOf } from '../config/index.js';
 import type { ManagedRecords, TopologyKind, TopologySnapshot } from '../database/index.js';
 import { SwitchyardError } from '../errors.js';
-import { buildGenerationInSlices, fileObjects, type Generation, joinTopology } from '../live/index.js';
+import { buildGenerationInSlices, type Generation, joinTopology } from '../live/index.js';
 import {
   type Asked,
   configTopologyView,
@@ -42,7 +42,7 @@ export async function listTopology(a: V1Request, records: ManagedRecords, gen: G
   mayReadTopology(a);
   const { limit, after } = pageOf(a.req);
   const items: Array<{ id: string; view: Record<string, unknown> }> = [];
-  const file = fileServed(gen) ? fileObjects(gen.fileConfig, kind) : {};
+  const file = fileServed(gen) ? topologyObjectsOf(gen.fileConfig, kind) : {};
   for (const [id, spec] of Object.entries(file))
     if (after === undefined || id > after) items.push({ id, view: configTopologyView(kind, id, spec) });
   if (databaseServed(gen)) {
@@ -62,7 +62,7 @@ export async function getTopology(
   id: string,
 ): Promise<void> {
   mayReadTopology(a);
-  const file = fileServed(gen) ? fileObjects(gen.fileConfig, kind) : {};
+  const file = fileServed(gen) ? topologyObjectsOf(gen.fileConfig, kind) : {};
   if (Object.hasOwn(file, id)) return sendObject(a.res, 200, configTopologyView(kind, id, file[id]), configTag(ctx.svc.keyring.current()));
   const object = databaseServed(gen) ? await records.topology.get(kind, id) : undefined;
   if (object === undefined) throw new SwitchyardError('not_found', `no ${kind.replace('_', ' ')} "${id}"`);

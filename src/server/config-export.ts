@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { type Document, isCollection, parseDocument, visit } from 'yaml';
-import { formatIssue, type GatewayConfig, loadConfigFile } from '../config/index.js';
+import { formatIssue, type GatewayConfig, loadConfigFile, topologyObjectsOf } from '../config/index.js';
 import { type ManagedSnapshot, TOPOLOGY_KINDS, type TopologyKind } from '../database/index.js';
-import { fileObjects, type GenerationTopology, joinTopology, mergeManaged } from '../live/index.js';
+import { type GenerationTopology, joinTopology, mergeManaged } from '../live/index.js';
 import { DatabaseLink } from './database-link.js';
 
 // The export (`switchyard config export`, `GET /admin/v1/config/export`): the config file as
@@ -69,7 +69,7 @@ function joinTopologyRows(document: Document, effective: GatewayConfig, topology
     const at = KIND_AT[kind];
     const names = topology.fromDatabase[kind];
     if (replace) {
-      const served = fileObjects(effective, kind);
+      const served = topologyObjectsOf(effective, kind);
       if (Object.keys(served).length === 0 && !document.hasIn(at)) continue;
       document.setIn(at, document.createNode({}));
       for (const [id, spec] of Object.entries(served)) document.setIn([...at, id], document.createNode(spec));
@@ -77,7 +77,7 @@ function joinTopologyRows(document: Document, effective: GatewayConfig, topology
     }
     if (names.length === 0) continue;
     if (!isCollection(document.getIn(at, true))) document.setIn(at, document.createNode({}));
-    const served = fileObjects(effective, kind);
+    const served = topologyObjectsOf(effective, kind);
     for (const id of names) document.setIn([...at, id], document.createNode(served[id]));
   }
 }
